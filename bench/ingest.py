@@ -1,0 +1,469 @@
+"""Collector benchmark: sustained ingestion throughput and estimate latency, printed as tables.
+
+For each backend (SQLite file, PostgreSQL database) it starts a real collector process
+(``python -m deniable.collector``), then:
+
+1. posts pre-built batches of 500 randomized reports of a k = 100 metric from several client
+   threads for a fixed time (reports spread over the last 90 daily periods) and prints
+   reports/s with request latency p50/p99;
+2. tops the metric up to 1 million stored reports through the API and times
+   ``GET /v1/metrics/{name}/estimate`` over 1 period and over 90 periods (issue 8);
+3. with ``--big``, seeds the database directly (bulk SQL, not through the API) up to 10 million
+   raw reports with their counts, and times the estimates again: the latency does not grow
+   with n, because an estimate reads at most k counts per period.
+
+It also prints the CPU share of the collector processes and of this client process while
+ingesting (both share the machine's cores). Run:
+``.venv/bin/python bench/ingest.py [--backend sqlite|postgresql|both] [--ingest-only] [--big]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import http.client
+import json
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import httpx
+import numpy as np
+from deniable.client import MetricSpec
+from deniable.collector.storage import open_database
+from deniable.collector.storage.ingest import payload_text
+from deniable.collector.storage.tables import period_counts, reports, support_counts
+from deniable.estimators import support_matrix
+
+ADMIN = "bench-admin"
+BATCH = 500
+K = 100
+DAYS = 90
+PG_ADMIN_URL = os.environ.get("DENIABLE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def free_port() -> int:
+    """A free TCP port on loopback."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Collector:
+    """A collector child process on loopback."""
+
+    def __init__(self, database_url: str, workers: int, log: Path) -> None:
+        self.url = f"http://127.0.0.1:{free_port()}"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
+        env.update(DENIABLE_DATABASE_URL=database_url, DENIABLE_ADMIN_TOKEN=ADMIN)
+        port = self.url.rsplit(":", 1)[1]
+        command = [
+            sys.executable,
+            "-m",
+            "deniable.collector",
+            "--port",
+            port,
+            "--workers",
+            str(workers),
+        ]
+        with log.open("ab") as out:
+            self.process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError(f"collector did not start; see {log}")
+
+    def stop(self) -> None:
+        """Stop the child and wait for it."""
+        self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def periods(today: dt.date) -> list[str]:
+    """The last DAYS daily labels, oldest first."""
+    return [(today - dt.timedelta(days=d)).isoformat() for d in range(DAYS - 1, -1, -1)]
+
+
+def payload_pool(spec: MetricSpec, size: int, seed: int) -> list[object]:
+    """Randomized payloads of uniformly drawn true values (reused to build many reports fast)."""
+    rng = random.Random(seed)
+
+    class Source:
+        random = rng.random
+        randbelow = rng.randrange
+
+        @staticmethod
+        def token_bytes(n: int) -> bytes:
+            return rng.randbytes(n)
+
+    return [spec.randomizer.randomize(rng.randrange(spec.k), Source()) for _ in range(size)]
+
+
+def build_bodies(spec: MetricSpec, labels: Sequence[str], count: int, seed: int) -> list[bytes]:
+    """``count`` request bodies of BATCH reports each, with fresh ids.
+
+    Each batch holds one period, as a device batch mostly does; batch i is in period
+    ``labels[i % len(labels)]``, so a prefix of the bodies covers every period evenly.
+    """
+    pool = payload_pool(spec, 4000, seed)
+    rng = random.Random(seed)
+    fingerprint = spec.fingerprint
+    bodies = []
+    for i in range(count):
+        period = labels[i % len(labels)]
+        batch = [
+            {
+                "id": str(uuid.uuid4()),
+                "metric": spec.name,
+                "fingerprint": fingerprint,
+                "period": period,
+                "payload": pool[rng.randrange(len(pool))],
+            }
+            for _ in range(BATCH)
+        ]
+        bodies.append(json.dumps({"reports": batch}, separators=(",", ":")).encode())
+    return bodies
+
+
+def _post(connection: http.client.HTTPConnection, body: bytes) -> tuple[int, bytes]:
+    """POST one pre-encoded body on a kept-alive connection; (status, response body)."""
+    connection.request("POST", "/v1/reports", body=body, headers=_HEADERS)
+    response = connection.getresponse()
+    return response.status, response.read()
+
+
+_HEADERS = {"Content-Type": "application/json"}
+
+
+def load(
+    url: str, bodies: list[bytes], threads: int, seconds: float
+) -> tuple[int, float, list[float], float]:
+    """Post bodies from ``threads`` threads for at most ``seconds``.
+
+    Returns reports stored, wall time, request latencies, and the CPU seconds this (client)
+    process spent meanwhile. Each thread keeps one raw ``http.client`` connection and sends
+    the pre-encoded bodies as they are, so the client costs the shared cores little.
+    """
+    lock = threading.Lock()
+    latencies: list[float] = []
+    accepted = [0]
+    failures: list[str] = []
+    stop_at = time.perf_counter() + seconds
+    queue = list(reversed(bodies))
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+
+    def worker() -> None:
+        connection = http.client.HTTPConnection(host, int(port), timeout=60)
+        try:
+            while time.perf_counter() < stop_at:
+                with lock:
+                    if not queue:
+                        return
+                    body = queue.pop()
+                started = time.perf_counter()
+                status, answer = _post(connection, body)
+                elapsed = time.perf_counter() - started
+                with lock:
+                    if status != 202:
+                        failures.append(answer[:200].decode(errors="replace"))
+                        return
+                    latencies.append(elapsed)
+                    accepted[0] += json.loads(answer)["accepted"]
+        finally:
+            connection.close()
+
+    cpu = time.process_time()
+    begin = time.perf_counter()
+    pool = [threading.Thread(target=worker) for _ in range(threads)]
+    for thread in pool:
+        thread.start()
+    for thread in pool:
+        thread.join()
+    wall = time.perf_counter() - begin
+    cpu = time.process_time() - cpu
+    if failures:
+        raise RuntimeError(f"ingestion failed: {failures[0]}")
+    return accepted[0], wall, latencies, cpu
+
+
+def process_tree_cpu(pid: int) -> float:
+    """CPU seconds (user + system) used so far by process ``pid`` and its children (Linux)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    pending = [pid]
+    while pending:
+        current = pending.pop()
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+            for task in Path(f"/proc/{current}/task").iterdir():
+                pending += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-quantile (0..1) of ``values``."""
+    return float(np.quantile(np.asarray(values), q))
+
+
+def estimate_latency(
+    url: str, metric: str, start: str, end: str, repeats: int
+) -> tuple[float, float, int]:
+    """p50 and p99 (seconds) of GET .../estimate over start..end, and the n it reported."""
+    timings = []
+    n = 0
+    with httpx.Client(
+        base_url=url, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=60
+    ) as client:
+        for i in range(repeats + 5):
+            started = time.perf_counter()
+            response = client.get(
+                f"/v1/metrics/{metric}/estimate", params={"start": start, "end": end}
+            )
+            elapsed = time.perf_counter() - started
+            response.raise_for_status()
+            n = response.json()["n"]
+            if i >= 5:
+                timings.append(elapsed)
+    return statistics.median(timings), percentile(timings, 0.99), n
+
+
+def seed_directly(database_url: str, spec: MetricSpec, labels: Sequence[str], extra: int) -> None:
+    """Add ``extra`` raw reports and their counts with bulk SQL (bypassing the API), in chunks."""
+    database = open_database(database_url)
+    pool = payload_pool(spec, 4000, seed=99)
+    support = support_matrix(spec.randomizer, pool).astype(np.int64)
+    texts = [payload_text(p) for p in pool]
+    rng = np.random.default_rng(7)
+    received = dt.date.today()
+    chunk = 200_000
+    done = 0
+    try:
+        while done < extra:
+            size = min(chunk, extra - done)
+            which = rng.integers(0, len(pool), size)
+            day = rng.integers(0, len(labels), size)
+            rows = [
+                {
+                    "id": str(uuid.uuid4()),
+                    "metric": spec.name,
+                    "period": labels[d],
+                    "payload": texts[w],
+                    "received": received,
+                }
+                for w, d in zip(which.tolist(), day.tolist(), strict=True)
+            ]
+            n_rows, s_rows = [], []
+            for d, label in enumerate(labels):
+                mask = day == d
+                if not mask.any():
+                    continue
+                n_rows.append({"metric": spec.name, "period": label, "n": int(mask.sum())})
+                sums = support[which[mask]].sum(axis=0)
+                s_rows += [
+                    {"metric": spec.name, "period": label, "category": v, "support": int(sums[v])}
+                    for v in range(spec.k)
+                    if sums[v]
+                ]
+            with database.writer.begin() as conn:
+                conn.execute(reports.insert(), rows)
+                stmt = database.insert(period_counts)
+                conn.execute(
+                    stmt.on_conflict_do_update(
+                        index_elements=["metric", "period"],
+                        set_={"n": period_counts.c.n + stmt.excluded.n},
+                    ),
+                    n_rows,
+                )
+                stmt = database.insert(support_counts)
+                conn.execute(
+                    stmt.on_conflict_do_update(
+                        index_elements=["metric", "period", "category"],
+                        set_={"support": support_counts.c.support + stmt.excluded.support},
+                    ),
+                    s_rows,
+                )
+            done += size
+            print(f"  seeded {done:,}/{extra:,} reports directly", end="\r", flush=True)
+        print()
+    finally:
+        database.dispose()
+
+
+def new_database(backend: str, directory: Path) -> tuple[str, str | None]:
+    """A fresh database URL and, for PostgreSQL, the database name to drop afterwards."""
+    if backend == "sqlite":
+        return f"sqlite:///{directory / 'bench.db'}", None
+    import psycopg
+
+    name = f"deniable_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + name, name
+
+
+def drop_database(name: str) -> None:
+    """Drop a benchmark PostgreSQL database."""
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def run_backend(backend: str, args: argparse.Namespace, rows: list[list[str]]) -> None:
+    """Benchmark one backend and append its table rows."""
+    with tempfile.TemporaryDirectory(prefix="deniable-bench-") as tmp:
+        directory = Path(tmp)
+        url, pg_name = new_database(backend, directory)
+        workers = args.workers or (1 if backend == "sqlite" else 2)
+        collector = Collector(url, workers, directory / "collector.log")
+        try:
+            spec = MetricSpec.categorical(
+                f"bench_{backend}",
+                [f"c{i}" for i in range(K)],
+                epsilon=args.epsilon,
+                mechanism=args.mechanism,
+            )
+            response = httpx.post(
+                f"{collector.url}/v1/metrics",
+                json=spec.fingerprint_fields(),
+                headers={"Authorization": f"Bearer {ADMIN}"},
+            )
+            response.raise_for_status()
+            labels = periods(dt.datetime.now(dt.UTC).date())
+            total = int(args.seconds * 400) if args.ingest_only else 1_000_000 // BATCH
+            print(
+                f"[{backend}] building {total:,} request bodies of {BATCH} {spec.mechanism} reports ..."
+            )
+            bodies = build_bodies(spec, labels, total, seed=1)
+            print(
+                f"[{backend}] sustained ingestion for up to {args.seconds:g} s, {args.threads} client threads ..."
+            )
+            server_cpu = process_tree_cpu(collector.process.pid)
+            stored, wall, latencies, client_cpu = load(
+                collector.url, bodies[: int(args.seconds * 400)], args.threads, args.seconds
+            )
+            server_cpu = process_tree_cpu(collector.process.pid) - server_cpu
+            cores = os.cpu_count() or 1
+            rows.append(
+                [
+                    backend,
+                    f"ingest, batches of {BATCH}",
+                    f"{stored / wall:,.0f} reports/s",
+                    f"p50 {percentile(latencies, 0.5) * 1000:.1f} ms, p99 {percentile(latencies, 0.99) * 1000:.1f} ms",
+                    f"{stored:,} reports in {wall:.1f} s, {workers} worker(s)",
+                ]
+            )
+            rows.append(
+                [
+                    backend,
+                    "CPU share while ingesting",
+                    f"server {server_cpu / wall / cores:.0%}",
+                    f"client {client_cpu / wall / cores:.0%}",
+                    f"of {cores} cores; server {server_cpu / stored * 1e6:.1f} us/report",
+                ]
+            )
+            if args.ingest_only:
+                return
+            rest = bodies[len(latencies) :]
+            print(f"[{backend}] topping up to 1,000,000 stored reports through the API ...")
+            more, _, _, _ = load(collector.url, rest, args.threads, 3600)
+            stored += more
+            estimates(collector.url, spec, labels, rows, backend, stored)
+            if args.big:
+                extra = 10_000_000 - stored
+                print(f"[{backend}] seeding {extra:,} more reports directly in the database ...")
+                seed_directly(url, spec, labels, extra)
+                estimates(collector.url, spec, labels, rows, backend, 10_000_000, seeded=True)
+        finally:
+            collector.stop()
+            if pg_name:
+                drop_database(pg_name)
+
+
+def estimates(
+    url: str,
+    spec: MetricSpec,
+    labels: Sequence[str],
+    rows: list[list[str]],
+    backend: str,
+    stored: int,
+    seeded: bool = False,
+) -> None:
+    """Time estimates over 1 and over 90 periods and append the rows."""
+    for first in (labels[-1], labels[0]):
+        p50, p99, n = estimate_latency(url, spec.name, first, labels[-1], repeats=200)
+        span = 1 if first == labels[-1] else len(labels)
+        rows.append(
+            [
+                backend,
+                f"estimate k={K}, {span} period{'s' if span > 1 else ''}",
+                f"p50 {p50 * 1000:.1f} ms",
+                f"p99 {p99 * 1000:.1f} ms",
+                f"{stored:,} stored{' (seeded in SQL)' if seeded else ''}; n in range {n:,}",
+            ]
+        )
+
+
+def print_table(rows: list[list[str]]) -> None:
+    """Print rows as an aligned text table."""
+    header = ["backend", "what", "figure", "latency", "notes"]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    line = "  ".join("-" * w for w in widths)
+    print(line)
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
+    print(line)
+    for row in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+    print(line)
+
+
+def main() -> None:
+    """Parse options, run the chosen backends, print the table."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--seconds", type=float, default=15.0, help="length of the timed ingestion")
+    parser.add_argument("--threads", type=int, default=24, help="client threads posting batches")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="collector worker processes (default: 1 for SQLite, whose writes are serial"
+        " anyway, so one process groups them best; 2 for PostgreSQL)",
+    )
+    parser.add_argument("--mechanism", default="oue", help="mechanism of the k=100 metric")
+    parser.add_argument("--epsilon", type=float, default=1.0)
+    parser.add_argument(
+        "--ingest-only", action="store_true", help="time ingestion only (no top-up, no estimates)"
+    )
+    parser.add_argument("--big", action="store_true", help="also seed to 10 million reports in SQL")
+    args = parser.parse_args()
+    rows: list[list[str]] = []
+    for backend in ("sqlite", "postgresql") if args.backend == "both" else (args.backend,):
+        run_backend(backend, args, rows)
+    print_table(rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""A small client for the collector's HTTP API, turning every failure into one clear sentence.
+
+The CLI talks to a collector only through this module, so an unreachable host, a refused
+token, an unknown metric or a rejected parameter each read the same way in every command.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from .errors import CliError
+
+DEFAULT_COLLECTOR_URL = "http://127.0.0.1:8000"
+"""Where the CLI looks for a collector when neither --collector nor DENIABLE_COLLECTOR_URL is set."""
+
+
+def _detail(response: httpx.Response) -> str:
+    """The collector's explanation of a refusal, flattened to one line."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text.strip()[:300] or response.reason_phrase
+    detail = body.get("detail", body) if isinstance(body, dict) else body
+    if isinstance(detail, list):
+        parts = []
+        for item in detail:
+            if isinstance(item, dict):
+                loc = ".".join(str(x) for x in item.get("loc", ()) if x not in ("query", "body"))
+                msg = item.get("msg", "")
+                parts.append(f"{loc}: {msg}" if loc else str(msg))
+            else:
+                parts.append(str(item))
+        return "; ".join(parts)
+    if isinstance(detail, dict):
+        return str(detail.get("message") or detail)
+    return str(detail)
+
+
+class MissingEndpoint(CliError):
+    """The collector answered 404 for the route itself: it does not offer this call."""
+
+
+class CollectorAPI:
+    """The collector's HTTP API at ``base_url``, with an optional admin token."""
+
+    def __init__(self, base_url: str, token: str | None = None, *, timeout: float = 30.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.token = token or None
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        try:
+            self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout)
+        except (httpx.InvalidURL, ValueError) as exc:
+            raise CliError(f"invalid collector URL {base_url!r}: {exc}") from None
+
+    def close(self) -> None:
+        """Release the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> CollectorAPI:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+        metric: str | None = None,
+    ) -> httpx.Response:
+        """Send one request; raise :class:`CliError` with a clear sentence on any failure."""
+        clean = {k: v for k, v in (params or {}).items() if v is not None}
+        try:
+            response = self._http.request(method, path, params=clean, json=json)
+        except httpx.TimeoutException:
+            raise CliError(f"the collector at {self.base_url} did not answer in time") from None
+        except (httpx.TransportError, httpx.InvalidURL) as exc:
+            reason = str(exc) or type(exc).__name__
+            raise CliError(
+                f"cannot reach the collector at {self.base_url} ({reason}); start one with"
+                " `deniable serve` or point --collector / DENIABLE_COLLECTOR_URL at it"
+            ) from None
+        if response.is_success:
+            return response
+        raise self._refusal(response, metric)
+
+    def _refusal(self, response: httpx.Response, metric: str | None) -> CliError:
+        status, detail = response.status_code, _detail(response)
+        if status in (401, 403):
+            if not self.token:
+                return CliError(
+                    f"the collector requires an admin token ({status}); pass --token or set"
+                    " DENIABLE_ADMIN_TOKEN"
+                )
+            return CliError(f"the collector refused the admin token ({status}: {detail})")
+        if status == 404 and detail == "Not Found":
+            return MissingEndpoint(
+                f"the collector at {self.base_url} does not offer {response.request.url.path};"
+                " is it an older version?"
+            )
+        if status == 404 and metric is not None:
+            return CliError(f"unknown metric {metric!r} at {self.base_url}")
+        if status == 404:
+            return CliError(f"not found at {self.base_url}: {detail}")
+        if status >= 500:
+            return CliError(f"the collector failed ({status}): {detail}")
+        return CliError(f"the collector refused the request ({status}): {detail}")
+
+    def get_json(
+        self, path: str, *, params: dict[str, Any] | None = None, metric: str | None = None
+    ) -> Any:
+        """GET ``path`` and decode its JSON body."""
+        return self._json(self.request("GET", path, params=params, metric=metric))
+
+    def post_json(
+        self,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+        metric: str | None = None,
+    ) -> Any:
+        """POST to ``path`` and decode its JSON body."""
+        return self._json(self.request("POST", path, params=params, json=json, metric=metric))
+
+    def _json(self, response: httpx.Response) -> Any:
+        try:
+            return response.json()
+        except ValueError:
+            raise CliError(
+                f"{self.base_url} answered {response.request.url.path} with something other"
+                " than JSON; is it a deniable collector?"
+            ) from None
+
+    def list_metrics(self) -> list[dict[str, Any]]:
+        """Every registered metric spec, with fingerprints."""
+        body = self.get_json("/v1/metrics")
+        return body.get("metrics", []) if isinstance(body, dict) else list(body)
+
+    def get_metric(self, name: str) -> dict[str, Any]:
+        """One registered metric spec."""
+        return self.get_json(f"/v1/metrics/{name}", metric=name)
+
+    def create_metric(self, spec: dict[str, Any]) -> dict[str, Any]:
+        """Register a metric; returns the stored (resolved) spec."""
+        return self.post_json("/v1/metrics", json=spec)
+
+    def estimate(self, name: str, **params: Any) -> dict[str, Any]:
+        """The estimate document for ``name`` over a period range."""
+        return self.get_json(f"/v1/metrics/{name}/estimate", params=params, metric=name)
+
+    def series(self, name: str, **params: Any) -> dict[str, Any]:
+        """The per-period series document for ``name``."""
+        return self.get_json(f"/v1/metrics/{name}/series", params=params, metric=name)
+
+    def retention(self, before: str | None) -> dict[str, Any]:
+        """Delete raw reports of periods before ``before`` (default: the collector's cutoff)."""
+        return self.post_json("/v1/admin/retention", params={"before": before})

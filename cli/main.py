@@ -1,0 +1,126 @@
+"""The ``deniable`` command: a click group with the global options and the error policy.
+
+Every user mistake ends as one line on stderr with exit status 1 (usage errors exit 2, as
+click does); nobody sees a traceback unless DENIABLE_DEBUG=1 asks for it.
+"""
+
+from __future__ import annotations
+
+import errno
+import importlib.metadata
+import os
+from typing import Any
+
+import click
+
+from .api import DEFAULT_COLLECTOR_URL
+from .errors import CliError
+from .options import Settings
+
+
+def _as_cli_error(exc: Exception) -> CliError:
+    """Translate an exception escaping a command into one sentence for the user."""
+    import httpx
+
+    if isinstance(exc, httpx.HTTPError):
+        return CliError(f"HTTP error: {exc}")
+    if isinstance(exc, FileNotFoundError):
+        return CliError(f"no such file: {exc.filename}")
+    if isinstance(exc, PermissionError):
+        return CliError(f"permission denied: {exc.filename}")
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        return CliError(f"{where}{exc.strerror or exc}")
+    module = type(exc).__module__
+    if module.startswith(("sqlalchemy", "psycopg", "sqlite3")):
+        reason = getattr(exc, "orig", None) or exc
+        return CliError(f"database error: {type(reason).__name__}: {str(reason)[:300]}")
+    if isinstance(exc, KeyError):
+        return CliError(f"unexpected document from the collector or file: no field {exc}")
+    if isinstance(exc, ValueError) or module.startswith("polars"):
+        return CliError(str(exc) or type(exc).__name__)
+    return CliError(
+        f"internal error: {type(exc).__name__}: {exc} (set DENIABLE_DEBUG=1 to see the traceback)"
+    )
+
+
+class DeniableGroup(click.Group):
+    """A click group whose commands never show a traceback for an expected failure."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.Abort, click.ClickException):
+            raise
+        except OSError as exc:
+            if exc.errno == errno.EPIPE or os.environ.get("DENIABLE_DEBUG"):
+                raise
+            raise _as_cli_error(exc) from None
+        except Exception as exc:
+            if os.environ.get("DENIABLE_DEBUG"):
+                raise
+            raise _as_cli_error(exc) from None
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("deniable")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+@click.group(cls=DeniableGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option(
+    "--collector",
+    envvar="DENIABLE_COLLECTOR_URL",
+    default=DEFAULT_COLLECTOR_URL,
+    show_default=True,
+    metavar="URL",
+    help="The collector to talk to (env DENIABLE_COLLECTOR_URL).",
+)
+@click.option(
+    "--token",
+    envvar="DENIABLE_ADMIN_TOKEN",
+    metavar="TOKEN",
+    help="Admin token for estimates, metric creation and retention (env DENIABLE_ADMIN_TOKEN).",
+)
+@click.version_option(_version(), prog_name="deniable")
+@click.pass_context
+def cli(ctx: click.Context, collector: str, token: str | None) -> None:
+    """deniable: local-differential-privacy telemetry.
+
+    Devices randomize every value before it leaves them; the collector stores only
+    randomized reports; these commands turn them into population shares with honest
+    confidence intervals.
+
+    \b
+    Example, with nothing set up:
+      deniable demo
+    Against a running collector:
+      deniable --collector http://127.0.0.1:8000 --token $TOKEN estimate browser
+    """
+    ctx.obj = Settings(collector=collector, token=token)
+
+
+def _register() -> None:
+    from . import demo, estimate, export, metrics, migrate, plan, retention, serve, simulate
+
+    for command in (
+        serve.serve,
+        migrate.migrate,
+        metrics.metrics,
+        estimate.estimate,
+        estimate.series,
+        plan.plan,
+        simulate.simulate,
+        demo.demo,
+        export.export,
+        retention.retention,
+    ):
+        cli.add_command(command)
+
+
+_register()
+
+if __name__ == "__main__":
+    cli()

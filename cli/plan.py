@@ -1,0 +1,176 @@
+"""``deniable plan``: how many reports a margin of error costs, per mechanism, before collecting any.
+
+Pure arithmetic over the estimators' advisor; it needs no collector.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from .options import CONFIDENCE, epsilon_option
+from .render import console, print_json, write_csv
+
+
+def candidate_mechanisms(k: int) -> list[str]:
+    """The mechanisms that can carry a k-category metric (brr only for k = 2)."""
+    return ["brr", "oue", "olh"] if k == 2 else ["krr", "oue", "olh"]
+
+
+def build_plan(
+    k: int,
+    epsilon: float,
+    *,
+    margin: float | None,
+    reports: int | None,
+    confidence: float,
+    simultaneous: bool,
+) -> dict[str, Any]:
+    """Reports needed for ``margin`` (or the margin ``reports`` give), per mechanism, and the advisor's pick."""
+    from deniable.client.mechanisms import make_mechanism
+    from deniable.estimators import choose_mechanism, margin_of_error, reports_needed
+
+    rows = []
+    for name in candidate_mechanisms(k):
+        try:
+            mechanism = make_mechanism(name, k, epsilon)
+        except ValueError as exc:
+            rows.append({"mechanism": name, "supported": False, "reason": str(exc)})
+            continue
+        row: dict[str, Any] = {"mechanism": name, "supported": True, "v_star": mechanism.v_star}
+        if margin is not None:
+            row["reports_needed"] = int(
+                reports_needed(
+                    k,
+                    epsilon,
+                    margin,
+                    confidence=confidence,
+                    mechanism=name,
+                    simultaneous=simultaneous,
+                )
+            )
+        else:
+            row["margin"] = float(
+                margin_of_error(
+                    k,
+                    epsilon,
+                    reports,
+                    confidence=confidence,
+                    mechanism=name,
+                    simultaneous=simultaneous,
+                )
+            )
+        rows.append(row)
+    return {
+        "categories": k,
+        "epsilon": epsilon,
+        "confidence": confidence,
+        "simultaneous": simultaneous,
+        **({"margin": margin} if margin is not None else {"reports": reports}),
+        "advised": choose_mechanism(k, epsilon),
+        "mechanisms": rows,
+    }
+
+
+def _render(plan_doc: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    inverse = "reports" in plan_doc
+    kind = "all categories at once" if plan_doc["simultaneous"] else "each category"
+    level = f"{plan_doc['confidence'] * 100:g}%"
+    if inverse:
+        title = (
+            f"k={plan_doc['categories']} ε={plan_doc['epsilon']:g}: margin of error with "
+            f"{plan_doc['reports']:,} reports ({level}, {kind})"
+        )
+    else:
+        title = (
+            f"k={plan_doc['categories']} ε={plan_doc['epsilon']:g}: reports needed for "
+            f"±{plan_doc['margin'] * 100:g} points ({level}, {kind})"
+        )
+    table = Table(title=title, title_justify="left")
+    table.add_column("mechanism")
+    table.add_column("V* per report", justify="right")
+    table.add_column("margin" if inverse else "reports needed", justify="right")
+    table.add_column("")
+    for row in plan_doc["mechanisms"]:
+        pick = "← advisor's pick" if row["mechanism"] == plan_doc["advised"] else ""
+        if not row["supported"]:
+            table.add_row(row["mechanism"], "—", "—", row["reason"])
+            continue
+        value = f"±{row['margin'] * 100:.2f} points" if inverse else f"{row['reports_needed']:,}"
+        table.add_row(row["mechanism"], f"{row['v_star']:.4g}", value, pick)
+    console().print(table)
+
+
+@click.command(short_help="Reports needed for a margin of error, per mechanism.")
+@click.option(
+    "--categories",
+    "k",
+    type=click.IntRange(min=2),
+    required=True,
+    metavar="K",
+    help="Number of categories (2 for a boolean).",
+)
+@epsilon_option
+@click.option(
+    "--margin",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    help="Wanted half-width of the interval, as a share (0.01 = ±1 point).",
+)
+@click.option(
+    "--reports",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Instead of --margin: the margin N reports give.",
+)
+@click.option(
+    "--confidence", type=CONFIDENCE, default=0.95, show_default=True, help="Confidence level."
+)
+@click.option(
+    "--simultaneous",
+    is_flag=True,
+    help="Margin for all categories at once (Bonferroni), not for each.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("table", "json", "csv")),
+    default="table",
+    show_default=True,
+)
+def plan(
+    k: int,
+    epsilon: float,
+    margin: float | None,
+    reports: int | None,
+    confidence: float,
+    simultaneous: bool,
+    fmt: str,
+) -> None:
+    """Reports needed for a margin of error, per mechanism, and which one the advisor picks.
+
+    \b
+    Examples:
+      deniable plan --categories 4 --epsilon 1 --margin 0.01
+      deniable plan --categories 20 --epsilon 2 --reports 50000 --simultaneous
+    """
+    if (margin is None) == (reports is None):
+        raise click.UsageError("give exactly one of --margin or --reports")
+    document = build_plan(
+        k, epsilon, margin=margin, reports=reports, confidence=confidence, simultaneous=simultaneous
+    )
+    if fmt == "json":
+        print_json(document)
+    elif fmt == "csv":
+        key = "margin" if reports is not None else "reports_needed"
+        write_csv(
+            ("mechanism", "v_star", key, "advised"),
+            (
+                (r["mechanism"], r.get("v_star"), r.get(key), r["mechanism"] == document["advised"])
+                for r in document["mechanisms"]
+            ),
+        )
+    else:
+        _render(document)

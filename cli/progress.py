@@ -1,0 +1,18 @@
+"""A progress bar on stderr, so that stdout stays clean for --format json and csv."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+
+def progress_bar(transient: bool = True) -> Progress:
+    """A rich progress bar writing to stderr; it draws only on a terminal."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=transient,
+    )

@@ -1,0 +1,213 @@
+"""Simulated devices that report through the real SDK, for ``simulate`` and ``demo``.
+
+Honesty rules. Each simulated device holds one true value per metric and sends exactly one
+report per metric per period, randomized by the SDK's own mechanism with fresh randomness.
+A full :class:`~deniable.client.Client` per device (its own SQLite state and threads) would be
+too slow for 20,000 devices, so one Client stands in for a *batch* of devices: its per-period
+budget is raised to the batch's size and memoization is off. Memoization must stay off: a
+shared memo would give every device with the same value the same randomized answer, which no
+real fleet does. The reports that reach the collector are then distributed exactly as those of
+independent devices each running its own Client.
+
+True values are allocated exactly (largest remainder), then shuffled, so the realized shares
+equal the printed distribution up to rounding to whole devices.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import CliError
+
+DEVICES_PER_CLIENT = 1000
+"""Simulated devices that share one SDK Client (and one upload batch)."""
+
+ZIPF_EXPONENT = 1.0
+"""s of the Zipf distribution: the share of the i-th category is proportional to 1/i^s."""
+
+
+def zipf_weights(k: int, exponent: float = ZIPF_EXPONENT) -> list[float]:
+    """Zipf shares over k categories, largest first."""
+    raw = [1.0 / (i + 1) ** exponent for i in range(k)]
+    total = sum(raw)
+    return [w / total for w in raw]
+
+
+def read_distribution(path: Path, categories: Sequence[str]) -> list[float]:
+    """Shares from a JSON object {category: weight} or a CSV/text file of ``category,weight`` lines."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CliError(f"no such distribution file: {path}") from None
+    weights: dict[str, float] = {}
+    try:
+        if text.lstrip().startswith("{"):
+            weights = {str(k): float(v) for k, v in json.loads(text).items()}
+        else:
+            for number, line in enumerate(text.splitlines(), start=1):
+                if not line.strip() or line.lstrip().startswith("#"):
+                    continue
+                name, _, value = line.rpartition(",")
+                if not name:
+                    raise CliError(f"{path}:{number}: expected 'category,weight'")
+                if name.strip() == "category" and value.strip() == "weight":
+                    continue
+                weights[name.strip()] = float(value)
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise CliError(
+            f"{path} is not a distribution (category,weight lines or a JSON object): {exc}"
+        ) from None
+    unknown = sorted(set(weights) - set(categories))
+    if unknown:
+        raise CliError(f"{path} names {unknown[0]!r}, which is not a category of this metric")
+    values = [weights.get(c, 0.0) for c in categories]
+    if any(w < 0 for w in values) or sum(values) <= 0:
+        raise CliError(f"{path}: weights must be non-negative with a positive sum")
+    total = sum(values)
+    return [w / total for w in values]
+
+
+def distribution(kind: str, categories: Sequence[str]) -> list[float]:
+    """The true shares for ``zipf``, ``uniform`` or a file name."""
+    if kind == "uniform":
+        return [1.0 / len(categories)] * len(categories)
+    if kind == "zipf":
+        return zipf_weights(len(categories))
+    return read_distribution(Path(kind), categories)
+
+
+def allocate(n: int, weights: Sequence[float], rng: random.Random) -> list[int]:
+    """n category indices with exactly round(n * w) of each (largest remainder), shuffled."""
+    exact = [n * w for w in weights]
+    counts = [int(x) for x in exact]
+    order = sorted(range(len(weights)), key=lambda i: exact[i] - counts[i], reverse=True)
+    for i in order[: n - sum(counts)]:
+        counts[i] += 1
+    values = [i for i, c in enumerate(counts) for _ in range(c)]
+    rng.shuffle(values)
+    return values
+
+
+@dataclass(frozen=True)
+class Population:
+    """The simulated devices' true values for one metric, and the shares they realize."""
+
+    spec: Any
+    values: list[int]
+
+    @property
+    def shares(self) -> dict[str, float]:
+        """The realized share of each category among the devices."""
+        n = len(self.values)
+        counts = [0] * self.spec.k
+        for v in self.values:
+            counts[v] += 1
+        return {c: counts[i] / n for i, c in enumerate(self.spec.categories)}
+
+    def record_value(self, device: int) -> Any:
+        """What device ``device`` passes to ``Client.record``: a bool or a category name."""
+        index = self.values[device]
+        return bool(index) if self.spec.type == "boolean" else self.spec.categories[index]
+
+
+def population(spec: Any, n: int, weights: Sequence[float], rng: random.Random) -> Population:
+    """n devices whose values follow ``weights`` exactly (up to rounding)."""
+    return Population(spec, allocate(n, weights, rng))
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What the SDK reported after the simulation: recorded, delivered and refused reports."""
+
+    recorded: int
+    delivered: int
+    duplicates: int
+    rejected: int
+    over_budget: int
+
+
+def run_devices(
+    collector_url: str,
+    populations: Sequence[Population],
+    *,
+    ingest_key: str | None = None,
+    seed: int | None = None,
+    moment: dt.datetime | None = None,
+    on_batch: Callable[[int], None] | None = None,
+    timeout: float = 60.0,
+) -> Delivery:
+    """Drive every device of ``populations`` (same device count each) through the SDK.
+
+    Each device records one value per metric at ``moment`` (default now), so it reports once
+    per metric in that period. ``on_batch(devices)`` is called after each batch is delivered.
+    """
+    from deniable.client import Client, SeededRandomness
+    from deniable.client.randomness import system_randomness
+
+    if not populations:
+        return Delivery(0, 0, 0, 0, 0)
+    devices = len(populations[0].values)
+    if any(len(p.values) != devices for p in populations):
+        raise ValueError("every metric needs the same number of devices")
+    rng = SeededRandomness(seed) if seed is not None else system_randomness
+    fixed = moment or dt.datetime.now(dt.UTC)
+    specs = [p.spec for p in populations]
+    totals = dict.fromkeys(
+        ("recorded", "delivered", "duplicates", "dropped_rejected", "over_budget"), 0
+    )
+    with tempfile.TemporaryDirectory(prefix="deniable-sim-") as state_root:
+        for start in range(0, devices, DEVICES_PER_CLIENT):
+            stop = min(start + DEVICES_PER_CLIENT, devices)
+            client = Client(
+                collector_url,
+                state_dir=Path(state_root) / f"batch-{start}",
+                ingest_key=ingest_key,
+                metrics=specs,
+                max_reports_per_period=stop - start,
+                memoize=False,
+                clock=lambda: fixed,
+                randomness=rng,
+                flush_interval=3600.0,
+            )
+            try:
+                for device in range(start, stop):
+                    for pop in populations:
+                        client.record(pop.spec.name, pop.record_value(device))
+                delivered = client.flush(timeout)
+                stats = client.stats
+            finally:
+                client.close(timeout=1.0)
+            for key in totals:
+                totals[key] += getattr(stats, key)
+            kept_back = (stop - start) * len(populations) - stats.admitted
+            if kept_back or stats.dropped_queue_full:
+                raise CliError(
+                    f"the SDK kept back {kept_back + stats.dropped_queue_full} report(s) of a batch"
+                    " (privacy budget or queue); the simulation would not be one report per device"
+                )
+            if stats.dropped_rejected:
+                raise CliError(
+                    f"the collector at {collector_url} refused {stats.dropped_rejected} report(s);"
+                    " check --ingest-key / DENIABLE_INGEST_KEY and that the metric specs match"
+                )
+            if not delivered:
+                raise CliError(
+                    f"could not deliver the reports to {collector_url} within {timeout:g} s;"
+                    " is the collector running?"
+                )
+            if on_batch is not None:
+                on_batch(stop - start)
+    return Delivery(
+        totals["recorded"],
+        totals["delivered"],
+        totals["duplicates"],
+        totals["dropped_rejected"],
+        totals["over_budget"],
+    )

@@ -1,0 +1,138 @@
+"""The on-device privacy ledger: per-period report budgets, lifetime eps caps and the memo.
+
+The ledger decides, before anything is randomized, whether a record may become a report.
+Its decisions depend only on counts it keeps (never on the value being recorded), and every
+change it makes is collected as a delta that the outbox commits in the same SQLite
+transaction as the reports it admitted, so a crash can never grant a second report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from dataclasses import dataclass, field
+
+from .mechanisms import Payload
+
+_EPS_SLACK = 1e-9
+
+
+@dataclass(frozen=True)
+class PrivacySpent:
+    """Epsilon spent by one metric: in the current period, and the lifetime bound that applies."""
+
+    period_epsilon: float
+    total_epsilon: float
+
+
+@dataclass
+class LedgerDelta:
+    """Ledger changes not yet durable: new period counts and new memo entries."""
+
+    counts: dict[tuple[str, str], int] = field(default_factory=dict)
+    memo: dict[str, tuple[str, Payload]] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.counts or self.memo)
+
+
+class Ledger:
+    """Budget counts per (metric, period), lifetime totals, and memoized randomized answers.
+
+    Not thread-safe on its own: the client calls it under its single record lock.
+    Memo entries are keyed by HMAC-SHA256 over ``metric|fingerprint|index`` with a
+    device-local secret, so the memo never holds a plain value. The secret lives in the same
+    ``state_dir``, so whoever can read that whole directory can test which values have memo
+    entries (as with any on-device memo, RAPPOR's included): keep it in app-private storage.
+    """
+
+    def __init__(
+        self,
+        secret: bytes,
+        *,
+        max_reports_per_period: int,
+        lifetime_epsilon: float | None,
+    ) -> None:
+        if max_reports_per_period < 1:
+            raise ValueError("max_reports_per_period must be at least 1")
+        if lifetime_epsilon is not None and not lifetime_epsilon > 0:
+            raise ValueError("lifetime_epsilon must be > 0")
+        self._secret = secret
+        self.max_reports_per_period = max_reports_per_period
+        self.lifetime_epsilon = lifetime_epsilon
+        self._counts: dict[tuple[str, str], int] = {}
+        self._totals: dict[str, int] = {}
+        self._memo: dict[str, Payload] = {}
+        self._memo_sizes: dict[str, int] = {}
+        self._dirty: set[tuple[str, str]] = set()
+        self._delta = LedgerDelta()
+
+    def load(
+        self, counts: dict[tuple[str, str], int], memo: dict[str, tuple[str, Payload]]
+    ) -> None:
+        """Start from the durable state (counts per metric and period, memo entries)."""
+        for (metric, period), n in counts.items():
+            self._counts[(metric, period)] = n
+            self._totals[metric] = self._totals.get(metric, 0) + n
+        for key, (metric, payload) in memo.items():
+            self._memo[key] = payload
+            self._memo_sizes[metric] = self._memo_sizes.get(metric, 0) + 1
+
+    def memo_key(self, metric: str, fingerprint: str, index: int) -> str:
+        """The HMAC under which a memoized answer for this value is stored."""
+        message = f"{metric}|{fingerprint}|{index}".encode()
+        return hmac.new(self._secret, message, hashlib.sha256).hexdigest()
+
+    def admit(self, metric: str, period: str, epsilon: float, memoized: bool) -> bool:
+        """Whether one more report of ``metric`` fits the budget now; counts it if so.
+
+        For memoized metrics the lifetime cap is checked against the worst case (that
+        this record brings a new value), so the decision never depends on the value.
+        """
+        key = (metric, period)
+        used = self._counts.get(key, 0)
+        if used >= self.max_reports_per_period:
+            return False
+        if self.lifetime_epsilon is not None:
+            spent = self._memo_sizes.get(metric, 0) if memoized else self._totals.get(metric, 0)
+            if (spent + 1) * epsilon > self.lifetime_epsilon + _EPS_SLACK:
+                return False
+        self._counts[key] = used + 1
+        self._totals[metric] = self._totals.get(metric, 0) + 1
+        self._dirty.add(key)
+        return True
+
+    def memoized(self, key: str) -> Payload | None:
+        """The remembered randomized answer under ``key``, if any."""
+        return self._memo.get(key)
+
+    def remember(self, metric: str, key: str, payload: Payload) -> None:
+        """Keep ``payload`` as the permanent randomized answer under ``key``."""
+        self._memo[key] = payload
+        self._memo_sizes[metric] = self._memo_sizes.get(metric, 0) + 1
+        self._delta.memo[key] = (metric, payload)
+
+    def take_delta(self) -> LedgerDelta:
+        """Hand over the changes since the last call (for the outbox to commit)."""
+        delta, self._delta = self._delta, LedgerDelta()
+        delta.counts = {key: self._counts[key] for key in self._dirty}
+        self._dirty = set()
+        return delta
+
+    def restore_delta(self, delta: LedgerDelta) -> None:
+        """Put back changes whose commit failed, so the next commit carries them."""
+        self._dirty.update(delta.counts)
+        for key, entry in delta.memo.items():
+            self._delta.memo.setdefault(key, entry)
+
+    def spent(self, metric: str, period: str, epsilon: float, memoized: bool) -> PrivacySpent:
+        """Epsilon spent by ``metric`` in ``period`` and over its lifetime.
+
+        Without memoization every report costs eps. With it, a device reveals at most eps
+        per distinct value it ever reported, however many periods repeat the answer.
+        """
+        in_period = self._counts.get((metric, period), 0) * epsilon
+        if memoized:
+            total = self._memo_sizes.get(metric, 0) * epsilon
+            return PrivacySpent(min(in_period, total), total)
+        return PrivacySpent(in_period, self._totals.get(metric, 0) * epsilon)

@@ -1,0 +1,292 @@
+"""The randomizers and the parameters their privacy proofs and estimators need, defined once.
+
+Every mechanism is a frequency oracle in the sense of Wang et al. (USENIX Security 2017):
+a report *supports* category v with probability ``p_star`` when the true value is v and
+``q_star`` otherwise. The estimators in :mod:`deniable.estimators` read these numbers from
+here and never restate them. The wire payloads are part of the contract in DESIGN.md.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import math
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from .randomness import Randomness, system_randomness
+
+Payload = int | str | dict[str, int]
+"""A report's payload as it travels in JSON: an index, base64 bits, or an OLH triple."""
+
+OLH_PRIME = 2**31 - 1
+"""P of the OLH hash H(v) = ((a*v + b) mod P) mod g, part of the wire format."""
+
+MAX_EPSILON = 64.0
+"""Beyond this, randomized response no longer randomizes in double precision."""
+
+
+def _check_epsilon(epsilon: float) -> float:
+    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
+        raise ValueError("epsilon must be a number")
+    epsilon = float(epsilon)
+    if not math.isfinite(epsilon) or epsilon <= 0:
+        raise ValueError("epsilon must be finite and > 0")
+    if epsilon > MAX_EPSILON:
+        raise ValueError(f"epsilon must be at most {MAX_EPSILON:g}")
+    return epsilon
+
+
+def _check_k(k: int) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 2:
+        raise ValueError("k (the number of categories) must be an integer >= 2")
+    return k
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class Mechanism(ABC):
+    """A randomizer over the categories 0..k-1 with its oracle parameters p*, q*."""
+
+    name: ClassVar[str]
+
+    def __init__(self, k: int, epsilon: float) -> None:
+        self.k = _check_k(k)
+        self.epsilon = _check_epsilon(epsilon)
+
+    p: float
+    """p* in each mechanism's own terms: krr's keep probability, oue's bit-v probability 1/2, olh's hash-keep probability."""
+    q: float
+    """q* in each mechanism's own terms: krr's probability of one other value, oue's other-bit probability, olh's 1/g."""
+
+    @property
+    def p_star(self) -> float:
+        """P(report supports v | true value v), the oracle parameter the estimators use."""
+        return self.p
+
+    @property
+    def q_star(self) -> float:
+        """P(report supports v | true value w != v), the oracle parameter the estimators use."""
+        return self.q
+
+    @property
+    def v_star(self) -> float:
+        """The per-report variance constant q*(1-q*)/(p*-q*)^2 (STATS.md, the general oracle)."""
+        p, q = self.p_star, self.q_star
+        return q * (1 - q) / (p - q) ** 2
+
+    def variance(self, frequency: float, n: int) -> float:
+        """Exact fixed-population variance of the unbiased estimate of one category's share."""
+        p, q = self.p_star, self.q_star
+        return (self.v_star + frequency * (1 - p - q) / (p - q)) / n
+
+    def check_value(self, value: int) -> int:
+        """Return ``value`` as an index, or raise ``ValueError`` without echoing it."""
+        if not _is_int(value) or not 0 <= value < self.k:
+            raise ValueError(f"value is not a category index in 0..{self.k - 1}")
+        return value
+
+    @abstractmethod
+    def randomize(self, value: int, rng: Randomness = system_randomness) -> Payload:
+        """Randomize a true category index into a report payload (eps-LDP)."""
+
+    @abstractmethod
+    def parse_payload(self, payload: Any) -> Payload:
+        """Return the payload in canonical form, or raise ``ValueError`` naming the problem."""
+
+    @abstractmethod
+    def supported(self, payload: Payload) -> list[int]:
+        """The categories a (valid) payload supports."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(k={self.k}, epsilon={self.epsilon!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is type(self) and (other.k, other.epsilon) == (self.k, self.epsilon)  # type: ignore[attr-defined]
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.k, self.epsilon))
+
+
+class KRR(Mechanism):
+    """k-ary randomized response: keep the value w.p. p = e^eps/(e^eps+k-1), else another."""
+
+    name = "krr"
+
+    def __init__(self, k: int, epsilon: float) -> None:
+        super().__init__(k, epsilon)
+        e = math.exp(self.epsilon)
+        self.p = e / (e + self.k - 1)
+        self.q = 1 / (e + self.k - 1)
+
+    def randomize(self, value: int, rng: Randomness = system_randomness) -> int:
+        value = self.check_value(value)
+        if rng.random() < self.p:
+            return value
+        other = rng.randbelow(self.k - 1)
+        return other + (other >= value)
+
+    def parse_payload(self, payload: Any) -> int:
+        if not _is_int(payload) or not 0 <= payload < self.k:
+            raise ValueError(f"payload must be an integer in 0..{self.k - 1}")
+        return payload
+
+    def supported(self, payload: Payload) -> list[int]:
+        return [int(payload)]  # type: ignore[arg-type]
+
+
+class BRR(KRR):
+    """Warner's binary randomized response: flip the bit w.p. r = 1/(1+e^eps).
+
+    It is k-ary randomized response with k = 2 (the same distribution, a test says so);
+    the boolean categories are ``["false", "true"]`` and payload 1 means true.
+    """
+
+    name = "brr"
+
+    def __init__(self, k: int = 2, epsilon: float = 1.0) -> None:
+        if k != 2:
+            raise ValueError("brr is for booleans: k must be 2")
+        super().__init__(2, epsilon)
+
+    @property
+    def flip_probability(self) -> float:
+        """r = 1/(1+e^eps), the probability that the reported bit is not the true one."""
+        return self.q
+
+    def check_value(self, value: int) -> int:
+        if value is True or value is False:
+            return int(value)
+        return super().check_value(value)
+
+
+class OUE(Mechanism):
+    """Optimized unary encoding: bit v is 1 w.p. 1/2 if v is the value, else q = 1/(e^eps+1)."""
+
+    name = "oue"
+
+    def __init__(self, k: int, epsilon: float) -> None:
+        super().__init__(k, epsilon)
+        self.p = 0.5
+        self.q = 1 / (math.exp(self.epsilon) + 1)
+        self.n_bytes = (self.k + 7) // 8
+
+    def randomize(self, value: int, rng: Randomness = system_randomness) -> str:
+        value = self.check_value(value)
+        bits = bytearray(self.n_bytes)
+        draw, q = rng.random, self.q
+        for v in range(self.k):
+            if draw() < (self.p if v == value else q):
+                bits[v >> 3] |= 1 << (v & 7)
+        return base64.b64encode(bytes(bits)).decode("ascii")
+
+    def parse_payload(self, payload: Any) -> str:
+        if not isinstance(payload, str):
+            raise ValueError("payload must be a base64 string")
+        try:
+            raw = base64.b64decode(payload, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError("payload is not valid standard base64") from None
+        if len(raw) != self.n_bytes:
+            raise ValueError(f"payload must encode exactly {self.n_bytes} bytes for k={self.k}")
+        if self.k % 8 and raw[-1] >> (self.k % 8):
+            raise ValueError(f"payload sets bits past k={self.k}")
+        return base64.b64encode(raw).decode("ascii")
+
+    def supported(self, payload: Payload) -> list[int]:
+        raw = base64.b64decode(payload)  # type: ignore[arg-type]
+        return [v for v in range(self.k) if (raw[v >> 3] >> (v & 7)) & 1]
+
+
+class OLH(Mechanism):
+    """Optimized local hashing: g-ary randomized response on a Carter-Wegman hash of the value.
+
+    H(v) = ((a*v + b) mod P) mod g with P = 2^31 - 1, a in [1, P-1], b in [0, P-1] and
+    g = round(e^eps) + 1. A report supports v when H(v) = y.
+    """
+
+    name = "olh"
+
+    def __init__(self, k: int, epsilon: float) -> None:
+        super().__init__(k, epsilon)
+        e = math.exp(self.epsilon)
+        self.g = round(e) + 1
+        if self.g >= OLH_PRIME:
+            raise ValueError("epsilon too large for olh: the hash range would exceed 2^31 - 1")
+        if self.k >= OLH_PRIME:
+            raise ValueError("k too large for olh: categories must be below 2^31 - 1")
+        self.p = e / (e + self.g - 1)
+        self.q = 1 / self.g
+
+    def hash(self, a: int, b: int, value: int) -> int:
+        """The wire-format hash H_(a,b)(value)."""
+        return ((a * value + b) % OLH_PRIME) % self.g
+
+    def randomize(self, value: int, rng: Randomness = system_randomness) -> dict[str, int]:
+        value = self.check_value(value)
+        a = 1 + rng.randbelow(OLH_PRIME - 1)
+        b = rng.randbelow(OLH_PRIME)
+        h = self.hash(a, b, value)
+        if rng.random() < self.p:
+            y = h
+        else:
+            other = rng.randbelow(self.g - 1)
+            y = other + (other >= h)
+        return {"a": a, "b": b, "y": y}
+
+    def parse_payload(self, payload: Any) -> dict[str, int]:
+        if not isinstance(payload, dict) or set(payload) != {"a", "b", "y"}:
+            raise ValueError('payload must be an object with exactly the keys "a", "b", "y"')
+        a, b, y = payload["a"], payload["b"], payload["y"]
+        if not all(_is_int(x) for x in (a, b, y)):
+            raise ValueError("payload a, b and y must be integers")
+        if not 1 <= a < OLH_PRIME:
+            raise ValueError("payload a must be in [1, 2^31 - 2]")
+        if not 0 <= b < OLH_PRIME:
+            raise ValueError("payload b must be in [0, 2^31 - 2]")
+        if not 0 <= y < self.g:
+            raise ValueError(f"payload y must be in [0, {self.g - 1}]")
+        return {"a": a, "b": b, "y": y}
+
+    def supported(self, payload: Payload) -> list[int]:
+        a, b, y = payload["a"], payload["b"], payload["y"]  # type: ignore[index]
+        return [v for v in range(self.k) if self.hash(a, b, v) == y]
+
+
+MECHANISMS: dict[str, type[Mechanism]] = {m.name: m for m in (BRR, KRR, OUE, OLH)}
+"""Every concrete mechanism by its wire name."""
+
+
+def least_variance(k: int, epsilon: float) -> str:
+    """The mechanism with the least per-report variance constant V* for (k, eps).
+
+    Booleans (k = 2) get ``brr``; otherwise GRR beats OUE/OLH iff k < 3e^eps + 2.
+    """
+    if _check_k(k) == 2:
+        return BRR.name
+    candidates = []
+    for cls in (KRR, OLH, OUE):
+        try:
+            candidates.append((cls(k, epsilon).v_star, cls.name))
+        except ValueError:
+            continue
+    if not candidates:
+        raise ValueError("no mechanism supports this (k, epsilon)")
+    return min(candidates)[1]
+
+
+def make_mechanism(name: str, k: int, epsilon: float) -> Mechanism:
+    """Build a mechanism by name; ``auto`` resolves to :func:`least_variance`."""
+    if name == "auto":
+        name = least_variance(k, epsilon)
+    try:
+        cls = MECHANISMS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown mechanism {name!r}: choose one of auto, brr, krr, oue, olh"
+        ) from None
+    return cls(k, epsilon)

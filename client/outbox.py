@@ -1,0 +1,278 @@
+"""The durable store in ``state_dir``: the outbox of randomized reports and the ledger behind it.
+
+One SQLite file (WAL) holds the reports waiting for an acknowledgement, the budget counts,
+the memo of randomized answers and the device secret. Reports and the ledger counts that
+admitted them are written in one transaction, so after a kill either both exist or neither.
+Reports are stored already encoded in the wire format, in chunks of at most one upload
+batch, so that committing costs a string join per report rather than a table row. Only
+randomized payloads are ever written here.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sqlite3
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from .ledger import LedgerDelta
+from .mechanisms import Payload
+
+DB_NAME = "deniable-client.sqlite3"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS outbox (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    count INTEGER NOT NULL,
+    reports TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ledger (
+    metric TEXT NOT NULL,
+    period TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    PRIMARY KEY (metric, period)
+);
+CREATE TABLE IF NOT EXISTS memo (key TEXT PRIMARY KEY, metric TEXT NOT NULL, payload TEXT NOT NULL);
+"""
+
+_ITEM_START = '{"id":'
+
+Report = tuple[str, str, str, str, Payload]
+"""One randomized report as queued: (id, metric, fingerprint, period, payload), a plain tuple
+because ``record()`` makes one per call."""
+
+
+class Chunk(NamedTuple):
+    """Stored reports: ``reports`` is their wire JSON objects joined by commas."""
+
+    seq: int
+    count: int
+    reports: str
+
+
+def payload_json(payload: Payload) -> str:
+    """The JSON text of a payload (an index, a base64 string or an OLH object)."""
+    kind = type(payload)
+    if kind is int:
+        return str(payload)
+    if kind is str:
+        return f'"{payload}"'
+    if kind is dict:
+        return f'{{"a":{payload["a"]},"b":{payload["b"]},"y":{payload["y"]}}}'  # type: ignore[index]
+    return json.dumps(payload, separators=(",", ":"))
+
+
+def report_json(report: Report) -> str:
+    """A report as its wire JSON object (ids, names, fingerprints and periods need no escaping)."""
+    rid, metric, fingerprint, period, payload = report
+    return (
+        f'{{"id":"{rid}","metric":"{metric}","fingerprint":"{fingerprint}",'
+        f'"period":"{period}","payload":{payload_json(payload)}}}'
+    )
+
+
+def split_reports(reports: str) -> list[str]:
+    """The wire JSON objects of a chunk, one per report."""
+    head, *rest = reports.split("," + _ITEM_START)
+    return [head, *(_ITEM_START + item for item in rest)]
+
+
+def _chunks(items: list[str], per_chunk: int, max_bytes: int) -> Iterable[tuple[int, str]]:
+    start, size = 0, 0
+    for i, item in enumerate(items):
+        if i > start and (i - start >= per_chunk or size + len(item) + 1 > max_bytes):
+            yield i - start, ",".join(items[start:i])
+            start, size = i, 0
+        size += len(item) + 1
+    if start < len(items):
+        yield len(items) - start, ",".join(items[start:])
+
+
+class Outbox:
+    """The SQLite store; every method is thread-safe (one connection behind one lock)."""
+
+    def __init__(self, state_dir: Path) -> None:
+        state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.path = state_dir / DB_NAME
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.executescript(_SCHEMA)
+        self._size = self._db.execute("SELECT COALESCE(SUM(count), 0) FROM outbox").fetchone()[0]
+        os.chmod(self.path, 0o600)
+
+    def secret(self) -> bytes:
+        """The device-local HMAC secret, created on first use; it never leaves the device."""
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'secret'").fetchone()
+            if row is not None:
+                return bytes(row[0])
+            value = secrets.token_bytes(32)
+            self._db.execute("INSERT INTO meta (key, value) VALUES ('secret', ?)", (value,))
+            return value
+
+    def load_ledger(
+        self,
+    ) -> tuple[dict[tuple[str, str], int], dict[str, tuple[str, Payload]]]:
+        """The durable budget counts and memo entries."""
+        with self._lock:
+            counts = {
+                (m, p): n
+                for m, p, n in self._db.execute("SELECT metric, period, count FROM ledger")
+            }
+            memo = {
+                key: (metric, json.loads(payload))
+                for key, metric, payload in self._db.execute(
+                    "SELECT key, metric, payload FROM memo"
+                )
+            }
+        return counts, memo
+
+    def commit(
+        self,
+        reports: Sequence[Report],
+        delta: LedgerDelta,
+        *,
+        max_queue: int,
+        per_chunk: int,
+        max_bytes: int,
+    ) -> int:
+        """Write reports and the ledger changes that admitted them in one transaction.
+
+        Reports go in chunks of at most ``per_chunk`` reports and ``max_bytes``. Then the
+        outbox is trimmed to ``max_queue`` reports, oldest first; returns how many the trim
+        dropped.
+        """
+        items = [report_json(r) for r in reports]
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                db.executemany(
+                    "INSERT INTO outbox (count, reports) VALUES (?, ?)",
+                    _chunks(items, per_chunk, max_bytes),
+                )
+                db.executemany(
+                    "INSERT INTO ledger (metric, period, count) VALUES (?, ?, ?)"
+                    " ON CONFLICT (metric, period) DO UPDATE"
+                    " SET count = max(count, excluded.count)",
+                    [(m, p, n) for (m, p), n in delta.counts.items()],
+                )
+                db.executemany(
+                    "INSERT OR IGNORE INTO memo (key, metric, payload) VALUES (?, ?, ?)",
+                    [(k, m, payload_json(p)) for k, (m, p) in delta.memo.items()],
+                )
+                size = self._size + len(items)
+                dropped = self._trim(size - max_queue) if size > max_queue else 0
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            self._size = size - dropped
+            return dropped
+
+    def _trim(self, excess: int) -> int:
+        """Drop the ``excess`` oldest reports (inside the caller's transaction)."""
+        dropped = 0
+        rows = self._db.execute("SELECT seq, count, reports FROM outbox ORDER BY seq").fetchall()
+        for seq, count, reports in rows:
+            if dropped >= excess:
+                break
+            if count <= excess - dropped:
+                self._db.execute("DELETE FROM outbox WHERE seq = ?", (seq,))
+                dropped += count
+            else:
+                keep = split_reports(reports)[excess - dropped :]
+                self._db.execute(
+                    "UPDATE outbox SET count = ?, reports = ? WHERE seq = ?",
+                    (len(keep), ",".join(keep), seq),
+                )
+                dropped = excess
+        return dropped
+
+    def peek(self, limit: int, max_bytes: int) -> list[Chunk]:
+        """The oldest waiting chunks: at most ``limit`` reports and ``max_bytes`` in all,
+        but always at least the oldest chunk."""
+        with self._lock:
+            cursor = self._db.execute("SELECT seq, count, reports FROM outbox ORDER BY seq")
+            batch: list[Chunk] = []
+            count = size = 0
+            for row in cursor:
+                chunk = Chunk(*row)
+                if batch and (count + chunk.count > limit or size + len(chunk.reports) > max_bytes):
+                    break
+                batch.append(chunk)
+                count += chunk.count
+                size += len(chunk.reports)
+            cursor.close()
+            return batch
+
+    def remove(self, seqs: Iterable[int]) -> None:
+        """Forget chunks the collector acknowledged (or refused for good)."""
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                removed = sum(
+                    row[0]
+                    for seq in seqs
+                    for row in db.execute(
+                        "DELETE FROM outbox WHERE seq = ? RETURNING count", (seq,)
+                    ).fetchall()
+                )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            self._size -= removed
+
+    def drop_reports(self, batch: Sequence[Chunk], indices: frozenset[int]) -> int:
+        """Remove the reports at ``indices`` of a peeked batch (counted across its chunks),
+        keeping the others in place and in order; returns how many were removed.
+
+        A chunk trimmed since it was peeked is left alone (its indices no longer apply).
+        """
+        removed = 0
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                offset = 0
+                for chunk in batch:
+                    items = split_reports(chunk.reports)
+                    keep = [x for i, x in enumerate(items) if offset + i not in indices]
+                    offset += len(items)
+                    if len(keep) == len(items):
+                        continue
+                    if keep:
+                        changed = db.execute(
+                            "UPDATE outbox SET count = ?, reports = ? WHERE seq = ? AND count = ?",
+                            (len(keep), ",".join(keep), chunk.seq, chunk.count),
+                        ).rowcount
+                    else:
+                        changed = db.execute(
+                            "DELETE FROM outbox WHERE seq = ? AND count = ?",
+                            (chunk.seq, chunk.count),
+                        ).rowcount
+                    removed += (len(items) - len(keep)) * changed
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            self._size -= removed
+            return removed
+
+    def __len__(self) -> int:
+        return self._size
+
+    def close(self) -> None:
+        """Close the database (after a final commit by the caller)."""
+        with self._lock:
+            self._db.close()

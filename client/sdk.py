@@ -1,0 +1,587 @@
+"""The SDK's entry point: :class:`Client` records values, randomizes them at once, and delivers.
+
+``record()`` validates, checks the privacy budget, randomizes and queues in memory, with no
+I/O. A background thread commits the queue with its ledger changes to SQLite in
+``state_dir`` at least once a second; another uploads committed reports in batches and
+removes them only when the collector acknowledges them. Network trouble is never raised to
+the host application.
+"""
+
+from __future__ import annotations
+
+import atexit
+import datetime as dt
+import json
+import logging
+import os
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from .ledger import Ledger, PrivacySpent
+from .mechanisms import Payload
+from .outbox import Outbox, Report
+from .randomness import LocalRandomness, Randomness, uuid4_texts
+from .spec import MetricSpec, period_label
+from .transport import Transport, encode_batch
+
+log = logging.getLogger("deniable.client")
+
+SPECS_FILE = "metrics.json"
+MAX_BODY_BYTES = 900_000
+"""Upload bodies stay below the collector's 1 MiB limit."""
+MAX_BATCH = 1000
+SPEC_REFRESH_SECONDS = 60.0
+"""How often, at most, collector-served specs are fetched again (after an unknown metric)."""
+SPEC_RETRY_SECONDS = 5.0
+"""How often a client with no specs at all tries to fetch them."""
+_UUID_BLOCK = 4096
+
+
+@dataclass(frozen=True)
+class ClientStats:
+    """A snapshot of the client's counters (all counts of reports or ``record()`` calls)."""
+
+    recorded: int
+    admitted: int
+    over_budget: int
+    unknown_metric: int
+    queued: int
+    delivered: int
+    duplicates: int
+    dropped_queue_full: int
+    dropped_rejected: int
+    retries: int
+
+    def as_dict(self) -> dict[str, int]:
+        """The counters as a plain dict."""
+        return asdict(self)
+
+
+class _Metric:
+    """Per-metric state precomputed once, so ``record()`` does dictionary lookups only."""
+
+    __slots__ = (
+        "epsilon",
+        "fingerprint",
+        "index",
+        "kind",
+        "memo_keys",
+        "memoized",
+        "name",
+        "randomize",
+        "spec",
+    )
+
+    def __init__(self, spec: MetricSpec, memoized: bool) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.fingerprint = spec.fingerprint
+        self.epsilon = spec.epsilon
+        self.kind = spec.period
+        self.memoized = memoized
+        self.randomize = spec.randomizer.randomize
+        self.memo_keys: list[str | None] = [None] * spec.k  # HMACs, made on first use
+        self.index: dict[Any, int] = (
+            {} if spec.type == "boolean" else {c: i for i, c in enumerate(spec.categories)}
+        )
+
+    def index_of(self, value: Any) -> int:
+        """The category index; ``ValueError`` names the metric, never the value."""
+        if self.spec.type == "boolean":
+            if value is True:
+                return 1
+            if value is False:
+                return 0
+        elif type(value) is str:
+            index = self.index.get(value)
+            if index is not None:
+                return index
+        return self.spec.index_of(value)
+
+
+def _verified_specs(raw: Sequence[Any]) -> list[MetricSpec]:
+    """Specs from the collector's JSON, keeping only those whose fingerprint matches ours."""
+    specs: list[MetricSpec] = []
+    for item in raw:
+        try:
+            # a served null (e.g. "categories": null for a boolean) means the field is absent
+            spec = MetricSpec.from_dict({k: v for k, v in item.items() if v is not None})
+        except (ValueError, TypeError, AttributeError) as exc:
+            log.warning("ignoring a metric spec the collector served: %s", exc)
+            continue
+        if item.get("fingerprint") != spec.fingerprint:
+            log.warning(
+                "metric %s: the served fingerprint does not match the spec; refusing it", spec.name
+            )
+            continue
+        if any(s.name == spec.name for s in specs):
+            log.warning("metric %s is served twice; keeping the first spec", spec.name)
+            continue
+        specs.append(spec)
+    return specs
+
+
+class Client:
+    """Records values as randomized reports and delivers them to a deniable collector.
+
+    Thread-safe; ``record()`` never does I/O and never raises for network reasons.
+    Use it as a context manager, or call :meth:`close`, so the last reports are kept.
+
+    ``collector_url`` is one URL or several (tried in turn on failure). ``state_dir`` holds
+    the outbox, the ledger, the memo and its secret, and the cached specs. ``metrics``: the
+    specs to record; ``None`` fetches them from ``GET /v1/metrics`` (cached for offline
+    starts). ``max_reports_per_period`` and ``lifetime_epsilon`` bound what each metric may
+    send; ``memoize`` (``True`` or a set of metric names) turns on RAPPOR's permanent
+    randomized response. ``clock`` and ``randomness`` are for tests (simulated periods,
+    seeded draws); ``persist_interval``, ``backoff_base`` and ``backoff_cap`` (seconds)
+    tune durability and retry pacing.
+    """
+
+    def __init__(
+        self,
+        collector_url: str | Sequence[str],
+        *,
+        state_dir: str | Path,
+        ingest_key: str | None = None,
+        metrics: Sequence[MetricSpec] | None = None,
+        max_reports_per_period: int = 1,
+        lifetime_epsilon: float | None = None,
+        memoize: bool | Collection[str] = False,
+        batch_size: int = 1000,
+        flush_interval: float = 1.0,
+        max_queue: int = 100_000,
+        clock: Callable[[], dt.datetime] | None = None,
+        randomness: Randomness | None = None,
+        timeout: float = 10.0,
+        persist_interval: float = 0.5,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 300.0,
+    ) -> None:
+        urls = [collector_url] if isinstance(collector_url, str) else list(collector_url)
+        if isinstance(memoize, str):
+            memoize = {memoize}
+        if not 1 <= batch_size <= MAX_BATCH:
+            raise ValueError(f"batch_size must be in 1..{MAX_BATCH}")
+        if max_queue < 1:
+            raise ValueError("max_queue must be at least 1")
+        if not 0 < persist_interval <= 1.0:
+            raise ValueError("persist_interval must be in (0, 1] seconds")
+        if not min(flush_interval, timeout, backoff_base, backoff_cap) > 0:
+            raise ValueError("flush_interval, timeout, backoff_base and backoff_cap must be > 0")
+        self._state_dir = Path(state_dir)
+        self._batch_size = batch_size
+        self._flush_interval = flush_interval
+        self._persist_interval = persist_interval
+        self._max_queue = max_queue
+        self._clock = clock
+        self._rng = randomness or LocalRandomness()
+        self._uuid_rng = LocalRandomness()
+        self._memoize = memoize
+        self._lock = threading.Lock()
+        self._persist_lock = threading.Lock()
+        self._upload_lock = threading.Lock()
+        self._pending: deque[Report] = deque()
+        self._uuids: list[str] = []
+        self._labels_from = self._labels_until = 0.0
+        self._labels: dict[str, str] = {}
+        self._counts = dict.fromkeys(
+            (
+                "admitted",
+                "over_budget",
+                "unknown_metric",
+                "delivered",
+                "duplicates",
+                "dropped_queue_full",
+                "dropped_rejected",
+                "retries",
+            ),
+            0,
+        )
+        self._committing = 0
+        self._failures = 0
+        self._not_before = 0.0
+        self._closed = False
+        self._warned_unknown: set[str] = set()
+
+        self._transport = Transport(
+            urls,
+            ingest_key=ingest_key,
+            timeout=timeout,
+            backoff_base=backoff_base,
+            backoff_cap=backoff_cap,
+        )
+        self._outbox = Outbox(self._state_dir)
+        try:
+            self._ledger = Ledger(
+                self._outbox.secret(),
+                max_reports_per_period=max_reports_per_period,
+                lifetime_epsilon=lifetime_epsilon,
+            )
+            self._ledger.load(*self._outbox.load_ledger())
+        except BaseException:
+            self._outbox.close()
+            self._transport.close()
+            raise
+        self._strict = metrics is not None
+        self._metrics: dict[str, _Metric] = {}
+        self._refresh_specs = False
+        self._next_fetch = 0.0
+        if metrics is not None:
+            self._install(list(metrics))
+        elif self._load_cached_specs():
+            self._refresh_specs = True
+        else:
+            self._fetch_specs()
+
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._persister = threading.Thread(
+            target=self._persist_loop, name="deniable-persist", daemon=True
+        )
+        self._uploader = threading.Thread(
+            target=self._upload_loop, name="deniable-upload", daemon=True
+        )
+        self._persister.start()
+        self._uploader.start()
+        atexit.register(self._persist)
+
+    # -- metric specs -------------------------------------------------------------------
+
+    def _install(self, specs: list[MetricSpec]) -> None:
+        if len({s.name for s in specs}) != len(specs):
+            raise ValueError("metric names must be distinct")
+        memoize = self._memoize
+        self._metrics = {
+            s.name: _Metric(
+                s, memoize is True or (not isinstance(memoize, bool) and s.name in memoize)
+            )
+            for s in specs
+        }
+
+    def _load_cached_specs(self) -> bool:
+        """Install the specs last fetched (so an app that starts offline still records)."""
+        path = self._state_dir / SPECS_FILE
+        if not path.exists():
+            return False
+        try:
+            self._install(_verified_specs(json.loads(path.read_text())))
+        except (ValueError, TypeError, AttributeError):
+            log.warning("the cached metric specs in %s are unreadable", path)
+            return False
+        return True
+
+    def _fetch_specs(self) -> bool:
+        """Fetch the specs from the collector and cache them in ``state_dir``."""
+        fetched = self._transport.fetch_metrics()
+        self._next_fetch = time.monotonic() + (
+            SPEC_REFRESH_SECONDS if self._metrics or fetched is not None else SPEC_RETRY_SECONDS
+        )
+        if fetched is None:
+            return False
+        specs = _verified_specs(fetched)
+        path = self._state_dir / SPECS_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps([s.to_dict() for s in specs]))
+        os.replace(tmp, path)
+        self._install(specs)
+        self._refresh_specs = False
+        return True
+
+    def _maybe_fetch_specs(self) -> None:
+        """In the uploader thread: fetch specs if none are known or a refresh is due."""
+        if self._strict or time.monotonic() < self._next_fetch:
+            return
+        if self._refresh_specs or not self._metrics:
+            self._fetch_specs()
+
+    @property
+    def metrics(self) -> dict[str, MetricSpec]:
+        """The metric specs this client records, by name."""
+        return {name: m.spec for name, m in self._metrics.items()}
+
+    # -- recording ------------------------------------------------------------------------
+
+    def _period_labels(self) -> dict[str, str]:
+        """Labels of the current day, week and month, recomputed once per clock day."""
+        if self._clock is None:
+            now = time.time()
+            if not self._labels_from <= now < self._labels_until:
+                day = now // 86400
+                self._labels_from, self._labels_until = day * 86400, (day + 1) * 86400
+                moment = dt.datetime.fromtimestamp(now, dt.UTC)
+                self._labels = {k: period_label(k, moment) for k in ("day", "week", "month")}
+            return self._labels
+        moment = self._clock()
+        if period_label("day", moment) != self._labels.get("day"):
+            self._labels = {k: period_label(k, moment) for k in ("day", "week", "month")}
+        return self._labels
+
+    def record(self, metric: str, value: Any) -> bool:
+        """Randomize ``value`` for ``metric`` and queue the report; no network I/O.
+
+        Returns ``True`` if a report was queued, ``False`` if the privacy budget (or an
+        unknown metric in collector-served specs) kept it back. Raises ``ValueError``,
+        naming the metric but never the value, if the value does not fit the spec.
+        """
+        state = self._metrics.get(metric)
+        if state is None:
+            return self._unknown(metric)
+        index = state.index_of(value)
+        with self._lock:
+            if self._closed:
+                return False
+            counts = self._counts
+            if self._clock is None and self._labels_from <= time.time() < self._labels_until:
+                period = self._labels[state.kind]
+            else:
+                period = self._period_labels()[state.kind]
+            if not self._ledger.admit(metric, period, state.epsilon, state.memoized):
+                counts["over_budget"] += 1
+                return False
+            payload: Payload | None
+            if state.memoized:
+                key = state.memo_keys[index]
+                if key is None:
+                    key = state.memo_keys[index] = self._ledger.memo_key(
+                        metric, state.fingerprint, index
+                    )
+                payload = self._ledger.memoized(key)
+                if payload is None:
+                    payload = state.randomize(index, self._rng)
+                    self._ledger.remember(metric, key, payload)
+            else:
+                payload = state.randomize(index, self._rng)
+            uuids = self._uuids
+            if not uuids:
+                uuids.extend(uuid4_texts(_UUID_BLOCK, self._uuid_rng))
+            pending = self._pending
+            if len(pending) >= self._max_queue:
+                pending.popleft()
+                counts["dropped_queue_full"] += 1
+            pending.append((uuids.pop(), metric, state.fingerprint, period, payload))
+            counts["admitted"] += 1
+        return True
+
+    def _unknown(self, metric: str) -> bool:
+        if self._strict:
+            raise ValueError(f"unknown metric {metric!r}")
+        with self._lock:
+            self._counts["unknown_metric"] += 1
+            first = metric not in self._warned_unknown
+            self._warned_unknown.add(metric)
+            self._refresh_specs = True
+        if first:
+            log.warning("metric %r has no spec from the collector (yet); not recorded", metric)
+        return False
+
+    # -- persistence ---------------------------------------------------------------------
+
+    def _persist(self) -> None:
+        """Commit the in-memory queue and its ledger changes in one SQLite transaction."""
+        with self._persist_lock:
+            with self._lock:
+                reports = list(self._pending)
+                self._pending.clear()
+                delta = self._ledger.take_delta()
+                self._committing = len(reports)
+            if not reports and not delta:
+                return
+            try:
+                dropped = self._outbox.commit(
+                    reports,
+                    delta,
+                    max_queue=self._max_queue,
+                    per_chunk=self._batch_size,
+                    max_bytes=MAX_BODY_BYTES,
+                )
+            except Exception as exc:
+                with self._lock:
+                    self._pending.extendleft(reversed(reports))
+                    self._ledger.restore_delta(delta)
+                    self._committing = 0
+                log.warning("could not write the outbox (%s); will retry", type(exc).__name__)
+                return
+            finally:
+                self._committing = 0
+            if dropped:
+                with self._lock:
+                    self._counts["dropped_queue_full"] += dropped
+                log.warning("outbox full: dropped the %d oldest reports", dropped)
+
+    def _persist_loop(self) -> None:
+        last_upload = time.monotonic()
+        while not self._stop.wait(self._persist_interval):
+            self._persist()
+            waiting = len(self._outbox)
+            now = time.monotonic()
+            if waiting and (
+                waiting >= self._batch_size or now - last_upload >= self._flush_interval
+            ):
+                last_upload = now
+                self._wake.set()
+
+    # -- delivery ------------------------------------------------------------------------
+
+    def _upload_once(self, deadline: float | None) -> bool | None:
+        """One upload attempt of the oldest batch: ``True`` if the outbox is empty now,
+        ``False`` after a failure or if another upload held on past ``deadline``,
+        ``None`` if more remains."""
+        wait = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
+        if not self._upload_lock.acquire(timeout=wait):
+            return False
+        try:
+            return self._upload_batch(deadline)
+        finally:
+            self._upload_lock.release()
+
+    def _upload_batch(self, deadline: float | None) -> bool | None:
+        """The body of :meth:`_upload_once`, under the upload lock."""
+        batch = self._outbox.peek(self._batch_size, MAX_BODY_BYTES)
+        if not batch:
+            return True
+        timeout = None
+        if deadline is not None:
+            timeout = max(0.05, min(self._transport.timeout, deadline - time.monotonic()))
+        count = sum(c.count for c in batch)
+        result = self._transport.send(encode_batch(batch), count, timeout)
+        if result.kind == "retry":
+            self._failures += 1
+            delay = self._transport.backoff(self._failures, result.retry_after)
+            self._not_before = time.monotonic() + delay
+            with self._lock:
+                self._counts["retries"] += 1
+            log.info(
+                "upload failed (%s); retrying in %.2f s", result.reason or result.status, delay
+            )
+            return False
+        self._failures = 0
+        bad = (result.bad_indices or frozenset()) & frozenset(range(count))
+        if result.kind == "rejected" and 0 < len(bad) < count:
+            dropped = self._outbox.drop_reports(batch, bad)
+            with self._lock:
+                self._counts["dropped_rejected"] += dropped
+            log.warning(
+                "collector refused %d of a batch of %d reports (HTTP %s): %s;"
+                " dropped those, resending the rest",
+                dropped,
+                count,
+                result.status,
+                result.reason,
+            )
+            return None
+        self._outbox.remove(c.seq for c in batch)
+        with self._lock:
+            if result.kind == "accepted":
+                self._counts["delivered"] += count
+                self._counts["duplicates"] += result.duplicates
+            else:
+                self._counts["dropped_rejected"] += count
+        if result.kind == "rejected":
+            log.warning(
+                "collector refused a batch of %d reports (HTTP %s): %s; dropped it",
+                count,
+                result.status,
+                result.reason,
+            )
+        return None if len(self._outbox) else True
+
+    def _upload_loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self._flush_interval)
+            self._wake.clear()
+            try:
+                self._maybe_fetch_specs()
+                while not self._stop.is_set():
+                    wait = self._not_before - time.monotonic()
+                    if wait > 0 and self._stop.wait(wait):
+                        return
+                    if self._upload_once(None) is True:
+                        break
+            except Exception as exc:
+                log.warning("upload loop error (%s); continuing", type(exc).__name__)
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Commit and upload everything queued now; ``True`` if nothing is left waiting.
+
+        Respects the retry backoff; gives up (returning ``False``) at ``timeout`` seconds.
+        Never raises for network reasons.
+        """
+        if self._closed:
+            return self.stats.queued == 0
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self._persist()
+        try:
+            while True:
+                wait = self._not_before - time.monotonic()
+                if wait > 0:
+                    if deadline is not None and time.monotonic() + wait >= deadline:
+                        return False
+                    time.sleep(wait)
+                if deadline is not None and time.monotonic() >= deadline:
+                    return len(self._outbox) == 0
+                outcome = self._upload_once(deadline)
+                if outcome is True:
+                    return True
+                if deadline is not None and time.monotonic() >= deadline:
+                    return False
+        except Exception as exc:
+            log.warning("flush failed (%s)", type(exc).__name__)
+            return False
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Flush for at most ``timeout`` seconds, keep whatever is left on disk, and stop."""
+        if self._closed:
+            return
+        self.flush(timeout)
+        with self._lock:
+            self._closed = True
+        atexit.unregister(self._persist)
+        self._stop.set()
+        self._wake.set()
+        self._persister.join(timeout=1.0)
+        self._persist()
+        self._uploader.join(timeout=max(0.1, min(timeout, 1.0)))
+        idle = self._upload_lock.acquire(timeout=1.0)
+        try:
+            self._transport.close()
+            self._outbox.close()
+        finally:
+            if idle:
+                self._upload_lock.release()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- introspection -------------------------------------------------------------------
+
+    @property
+    def stats(self) -> ClientStats:
+        """A snapshot of the counters; ``queued`` counts reports not yet acknowledged."""
+        with self._lock:
+            counts = dict(self._counts)
+            in_memory = len(self._pending) + self._committing
+        recorded = counts["admitted"] + counts["over_budget"]
+        return ClientStats(recorded=recorded, queued=in_memory + len(self._outbox), **counts)
+
+    def privacy_spent(self) -> dict[str, PrivacySpent]:
+        """Per metric: eps spent in the current period and the lifetime bound that applies."""
+        with self._lock:
+            labels = self._period_labels()
+            return {
+                name: self._ledger.spent(name, labels[m.kind], m.epsilon, m.memoized)
+                for name, m in self._metrics.items()
+            }

@@ -1,0 +1,283 @@
+"""Metric specs, their fingerprints, and the period buckets reports are made in.
+
+A spec is immutable once registered; its fingerprint (SHA-256 over RFC 8785 canonical JSON
+of the resolved fields) travels in every report so that an estimate never mixes reports
+made under different parameters.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .mechanisms import MECHANISMS, Mechanism, make_mechanism
+
+MetricType = Literal["boolean", "categorical"]
+PeriodKind = Literal["day", "week", "month"]
+
+BOOLEAN_CATEGORIES = ("false", "true")
+PERIOD_KINDS: tuple[str, ...] = ("day", "week", "month")
+METRIC_NAME = re.compile(r"[a-z][a-z0-9_.-]{0,63}")
+"""What a metric name may be (match it with ``fullmatch``)."""
+_PERIOD_PATTERNS = {
+    "day": re.compile(r"^\d{4}-\d{2}-\d{2}$"),
+    "week": re.compile(r"^\d{4}-W\d{2}$"),
+    "month": re.compile(r"^\d{4}-\d{2}$"),
+}
+
+
+def _es_number(x: float) -> str:
+    """Serialize a finite float as ECMAScript's Number.prototype.toString (RFC 8785 numbers)."""
+    if x == 0:
+        return "0"
+    if x < 0:
+        return "-" + _es_number(-x)
+    digits, exponent = repr(x).lower().split("e") if "e" in repr(x) else (repr(x), "0")
+    mantissa_digits = digits.replace(".", "")
+    point = digits.index(".") if "." in digits else len(digits)
+    stripped = mantissa_digits.lstrip("0")
+    point -= len(mantissa_digits) - len(stripped)
+    s = stripped.rstrip("0") or "0"
+    n = point + int(exponent)
+    k = len(s)
+    if k <= n <= 21:
+        return s + "0" * (n - k)
+    if 0 < n <= 21:
+        return s[:n] + "." + s[n:]
+    if -6 < n <= 0:
+        return "0." + "0" * (-n) + s
+    sign = "+" if n - 1 >= 0 else "-"
+    mantissa = s[0] + ("." + s[1:] if k > 1 else "")
+    return f"{mantissa}e{sign}{abs(n - 1)}"
+
+
+def canonical_json(value: Any) -> str:
+    """RFC 8785 canonical JSON for the values a spec holds (strings, numbers, lists, objects)."""
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError("canonical JSON has no NaN or infinity")
+        return _es_number(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(canonical_json(v) for v in value) + "]"
+    if isinstance(value, dict):
+        items = sorted(value.items(), key=lambda kv: kv[0].encode("utf-16-be"))
+        return "{" + ",".join(f"{canonical_json(k)}:{canonical_json(v)}" for k, v in items) + "}"
+    raise TypeError(f"cannot canonicalize {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """What is measured and how: name, type, categories, eps, mechanism and period.
+
+    Build one with :meth:`boolean` or :meth:`categorical`; ``mechanism="auto"`` is resolved
+    at once to the mechanism with the least variance, so a spec is always resolved.
+    """
+
+    name: str
+    type: MetricType
+    categories: tuple[str, ...]
+    epsilon: float
+    mechanism: str
+    period: PeriodKind = "day"
+    _mechanism: Mechanism = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not METRIC_NAME.fullmatch(self.name):
+            raise ValueError(
+                "metric name must start with a lowercase letter and use only a-z, 0-9, _ . -"
+                " (at most 64 characters)"
+            )
+        if self.type not in ("boolean", "categorical"):
+            raise ValueError(f"metric {self.name}: type must be 'boolean' or 'categorical'")
+        categories = tuple(self.categories)
+        if self.type == "boolean" and categories != BOOLEAN_CATEGORIES:
+            raise ValueError(f"metric {self.name}: boolean categories are always false, true")
+        if not all(isinstance(c, str) and c for c in categories):
+            raise ValueError(f"metric {self.name}: categories must be non-empty strings")
+        if len(set(categories)) != len(categories):
+            raise ValueError(f"metric {self.name}: categories must be distinct")
+        if len(categories) < 2:
+            raise ValueError(f"metric {self.name}: needs at least 2 categories")
+        if self.period not in PERIOD_KINDS:
+            raise ValueError(f"metric {self.name}: period must be one of day, week, month")
+        if self.mechanism != "auto" and self.mechanism not in MECHANISMS:
+            raise ValueError(
+                f"metric {self.name}: unknown mechanism; choose auto, brr, krr, oue or olh"
+            )
+        if self.mechanism == "brr" and self.type != "boolean":
+            raise ValueError(f"metric {self.name}: brr is for boolean metrics only")
+        name = self.mechanism
+        if name == "auto" and self.type == "categorical" and len(categories) == 2:
+            name = "krr"
+        try:
+            mechanism = make_mechanism(name, len(categories), self.epsilon)
+        except ValueError as exc:
+            raise ValueError(f"metric {self.name}: {exc}") from None
+        object.__setattr__(self, "categories", categories)
+        object.__setattr__(self, "epsilon", mechanism.epsilon)
+        object.__setattr__(self, "mechanism", mechanism.name)
+        object.__setattr__(self, "_mechanism", mechanism)
+
+    @classmethod
+    def boolean(
+        cls, name: str, *, epsilon: float, mechanism: str = "brr", period: PeriodKind = "day"
+    ) -> MetricSpec:
+        """A yes/no metric; its categories are ``false`` and ``true``."""
+        return cls(name, "boolean", BOOLEAN_CATEGORIES, epsilon, mechanism, period)
+
+    @classmethod
+    def categorical(
+        cls,
+        name: str,
+        categories: list[str] | tuple[str, ...],
+        *,
+        epsilon: float,
+        mechanism: str = "auto",
+        period: PeriodKind = "day",
+    ) -> MetricSpec:
+        """A metric over a fixed list of categories."""
+        return cls(name, "categorical", tuple(categories), epsilon, mechanism, period)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MetricSpec:
+        """Build from the JSON form (as served by ``GET /v1/metrics``).
+
+        ``fingerprint`` is ignored and a null field counts as absent.
+        """
+        if not isinstance(data, dict):
+            raise ValueError("a metric spec must be a JSON object")
+        data = {key: value for key, value in data.items() if value is not None}
+        kind = data.get("type")
+        categories = data.get("categories", BOOLEAN_CATEGORIES if kind == "boolean" else ())
+        if not isinstance(categories, list | tuple):
+            raise ValueError("a metric spec's categories must be a list")
+        return cls(
+            name=data.get("name"),  # type: ignore[arg-type]
+            type=kind,  # type: ignore[arg-type]
+            categories=tuple(categories),
+            epsilon=data.get("epsilon"),  # type: ignore[arg-type]
+            mechanism=data.get("mechanism", "auto"),
+            period=data.get("period", "day"),
+        )
+
+    @property
+    def k(self) -> int:
+        """The number of categories."""
+        return len(self.categories)
+
+    @property
+    def randomizer(self) -> Mechanism:
+        """The resolved mechanism object, with its parameters."""
+        return self._mechanism
+
+    def fingerprint_fields(self) -> dict[str, Any]:
+        """The fields the fingerprint covers (``categories`` only for categorical metrics)."""
+        fields: dict[str, Any] = {
+            "name": self.name,
+            "type": self.type,
+            "epsilon": self.epsilon,
+            "mechanism": self.mechanism,
+            "period": self.period,
+        }
+        if self.type == "categorical":
+            fields["categories"] = list(self.categories)
+        return fields
+
+    @property
+    def fingerprint(self) -> str:
+        """First 16 hex digits of SHA-256 over the canonical JSON of :meth:`fingerprint_fields`."""
+        canonical = canonical_json(self.fingerprint_fields()).encode("utf-8")
+        return hashlib.sha256(canonical).hexdigest()[:16]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form, with the fingerprint."""
+        return {**self.fingerprint_fields(), "fingerprint": self.fingerprint}
+
+    def index_of(self, value: Any) -> int:
+        """The category index of a recorded value; ``ValueError`` names the metric, not the value."""
+        if self.type == "boolean":
+            if isinstance(value, bool):
+                return int(value)
+            raise ValueError(f"metric {self.name}: expects a bool")
+        if isinstance(value, str):
+            try:
+                return self.categories.index(value)
+            except ValueError:
+                raise ValueError(
+                    f"metric {self.name}: value is not one of its categories"
+                ) from None
+        raise ValueError(f"metric {self.name}: expects a category name (str)")
+
+    def period_of(self, moment: dt.datetime | dt.date) -> str:
+        """The period label containing ``moment`` (UTC for datetimes)."""
+        return period_label(self.period, moment)
+
+
+def _as_utc_date(moment: dt.datetime | dt.date) -> dt.date:
+    if isinstance(moment, dt.datetime):
+        if moment.tzinfo is not None:
+            moment = moment.astimezone(dt.UTC)
+        return moment.date()
+    return moment
+
+
+def period_label(kind: str, moment: dt.datetime | dt.date) -> str:
+    """The label of the ``kind`` period holding ``moment``: 2026-11-21, 2026-W47 or 2026-11."""
+    day = _as_utc_date(moment)
+    if kind == "day":
+        return day.isoformat()
+    if kind == "week":
+        year, week, _ = day.isocalendar()
+        return f"{year:04d}-W{week:02d}"
+    if kind == "month":
+        return f"{day.year:04d}-{day.month:02d}"
+    raise ValueError("period must be one of day, week, month")
+
+
+def period_start(kind: str, label: str) -> dt.date:
+    """The first day of a period label; ``ValueError`` if it is not a well-formed label."""
+    pattern = _PERIOD_PATTERNS.get(kind)
+    if pattern is None:
+        raise ValueError("period must be one of day, week, month")
+    if not isinstance(label, str) or not pattern.match(label):
+        raise ValueError(f"period {label!r} is not a {kind} label")
+    try:
+        if kind == "day":
+            return dt.date.fromisoformat(label)
+        if kind == "week":
+            year, week = int(label[:4]), int(label[6:])
+            return dt.date.fromisocalendar(year, week, 1)
+        return dt.date(int(label[:4]), int(label[5:7]), 1)
+    except ValueError:
+        raise ValueError(f"period {label!r} is not a valid {kind}") from None
+
+
+def next_period(kind: str, label: str) -> str:
+    """The period right after ``label``."""
+    start = period_start(kind, label)
+    if kind == "day":
+        return (start + dt.timedelta(days=1)).isoformat()
+    if kind == "week":
+        return period_label(kind, start + dt.timedelta(days=7))
+    return period_label(kind, (start.replace(day=28) + dt.timedelta(days=4)).replace(day=1))
+
+
+def period_range(kind: str, start: str, end: str) -> list[str]:
+    """Every period label from ``start`` to ``end`` inclusive, oldest first."""
+    if period_start(kind, start) > period_start(kind, end):
+        raise ValueError("start is after end")
+    labels = [start]
+    while labels[-1] != end:
+        labels.append(next_period(kind, labels[-1]))
+    return labels

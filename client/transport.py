@@ -1,0 +1,193 @@
+"""Upload to the collector over HTTP: one attempt at a time, failover between URLs, backoff.
+
+The transport knows the wire format (``POST /v1/reports``, ``GET /v1/metrics``) and how to
+classify an answer: accepted, refused for good (4xx other than 429) or worth a retry
+(network errors, 5xx, 429, honouring ``Retry-After``). Retry pacing uses exponential backoff
+with full jitter. It never raises a network error to its caller.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import random
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from .outbox import Chunk
+
+if TYPE_CHECKING:
+    import httpx
+
+log = logging.getLogger("deniable.client")
+
+MAX_RETRY_AFTER = 3600.0
+"""The longest ``Retry-After`` the client obeys, in seconds."""
+
+
+@dataclass(frozen=True)
+class SendResult:
+    """What became of one upload attempt."""
+
+    kind: Literal["accepted", "rejected", "retry"]
+    accepted: int = 0
+    duplicates: int = 0
+    status: int | None = None
+    reason: str = ""
+    retry_after: float | None = None
+    bad_indices: frozenset[int] | None = None
+    """For a 422 that names the bad reports (by index in the batch): which they are."""
+
+
+def encode_batch(chunks: Sequence[Chunk]) -> bytes:
+    """The ``POST /v1/reports`` body for stored chunks (their reports are wire JSON already)."""
+    return f'{{"reports":[{",".join(c.reports for c in chunks)}]}}'.encode()
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delta-seconds or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - time.time()
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER)
+
+
+def _detail(response: httpx.Response) -> Any:
+    try:
+        return response.json().get("detail", "")
+    except (ValueError, AttributeError):
+        return response.text
+
+
+def _bad_indices(detail: Any) -> frozenset[int] | None:
+    """The report indices a 422 names (``[{"index": i, "reason": ...}, ...]``), if it names them."""
+    if not isinstance(detail, list) or not detail:
+        return None
+    indices = [item.get("index") if isinstance(item, dict) else None for item in detail]
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in indices):
+        return None
+    return frozenset(indices)  # type: ignore[arg-type]
+
+
+class Transport:
+    """Talks to one of several collector URLs; a failed attempt moves to the next URL."""
+
+    def __init__(
+        self,
+        urls: Sequence[str],
+        *,
+        ingest_key: str | None,
+        timeout: float,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 300.0,
+        jitter: random.Random | None = None,
+    ) -> None:
+        if not urls:
+            raise ValueError("at least one collector URL is needed")
+        import httpx  # deferred: httpx imports its CLI's click and rich when installed
+
+        self._httpx = httpx
+        for url in urls:
+            if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+                raise ValueError("collector URLs must start with http:// or https://")
+        self.urls = [u.rstrip("/") for u in urls]
+        self.timeout = timeout
+        self.backoff_base = backoff_base
+        self.backoff_cap = backoff_cap
+        self._current = 0
+        self._jitter = jitter or random.Random()
+        headers = {"Content-Type": "application/json", "User-Agent": "deniable-client"}
+        if ingest_key:
+            headers["Authorization"] = f"Bearer {ingest_key}"
+        self._http = httpx.Client(headers=headers, timeout=timeout, trust_env=False)
+
+    @property
+    def url(self) -> str:
+        """The collector URL the next attempt goes to."""
+        return self.urls[self._current]
+
+    def _fail_over(self) -> None:
+        self._current = (self._current + 1) % len(self.urls)
+
+    def send(self, body: bytes, count: int, timeout: float | None = None) -> SendResult:
+        """One attempt to deliver a batch of ``count`` reports encoded as ``body``."""
+        url = self.url
+        try:
+            response = self._http.post(
+                f"{url}/v1/reports", content=body, timeout=timeout or self.timeout
+            )
+        except self._httpx.HTTPError as exc:
+            self._fail_over()
+            return SendResult("retry", reason=type(exc).__name__)
+        status = response.status_code
+        if 200 <= status < 300:
+            try:
+                answer = response.json()
+                accepted = int(answer.get("accepted", count))
+                duplicates = int(answer.get("duplicates", 0))
+            except (ValueError, TypeError, AttributeError):
+                accepted, duplicates = count, 0
+            return SendResult("accepted", accepted, duplicates, status)
+        if 400 <= status < 500 and status not in (408, 429):
+            detail = _detail(response)
+            return SendResult(
+                "rejected",
+                status=status,
+                reason=str(detail)[:200],
+                bad_indices=_bad_indices(detail) if status == 422 else None,
+            )
+        self._fail_over()
+        return SendResult(
+            "retry",
+            status=status,
+            reason=f"HTTP {status}",
+            retry_after=parse_retry_after(response.headers.get("Retry-After")),
+        )
+
+    def backoff(self, failures: int, retry_after: float | None = None) -> float:
+        """Seconds to wait after ``failures`` consecutive failed attempts.
+
+        Failing over to a URL not yet tried in this round costs nothing; after a full
+        round, full jitter: uniform in [0, min(cap, base * 2^rounds)]. ``Retry-After``
+        is a floor.
+        """
+        n = len(self.urls)
+        delay = 0.0
+        if failures % n == 0:
+            rounds = failures // n - 1
+            delay = self._jitter.uniform(0, min(self.backoff_cap, self.backoff_base * 2**rounds))
+        if retry_after is not None:
+            delay = max(delay, retry_after)
+        return delay
+
+    def fetch_metrics(self, timeout: float | None = None) -> list[dict[str, Any]] | None:
+        """The metric specs from the first collector that answers, or ``None``."""
+        for _ in range(len(self.urls)):
+            url = self.url
+            try:
+                response = self._http.get(f"{url}/v1/metrics", timeout=timeout or self.timeout)
+                if response.status_code == 200:
+                    metrics = response.json()["metrics"]
+                    if isinstance(metrics, list):
+                        return metrics
+                log.warning(
+                    "collector %s answered GET /v1/metrics with %s", url, response.status_code
+                )
+            except (self._httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
+                log.warning("could not fetch metric specs from %s: %s", url, type(exc).__name__)
+            self._fail_over()
+        return None
+
+    def close(self) -> None:
+        """Release the HTTP connections."""
+        self._http.close()

@@ -1,0 +1,130 @@
+"""The collector's FastAPI application factory and the ``serve`` helper that runs it.
+
+``create_app`` wires settings, database, telemetry and routes; the server clock is an
+argument so tests can place the server in time. Access logs are off (they hold client
+addresses) and no handler logs request headers.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse
+from pydantic.json_schema import models_json_schema
+from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from starlette.concurrency import run_in_threadpool
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .context import Clock, Collector, SpecCache, utc_now
+from .routes import admin, estimates, metrics, reports
+from .schemas import ReportBatch
+from .settings import Settings
+from .storage import migrate, open_database
+from .storage.writer import GroupWriter
+from .telemetry import Telemetry
+
+log = logging.getLogger("deniable.collector")
+
+
+class LatencyMiddleware:
+    """Observe every HTTP request's latency by route template, method and status."""
+
+    def __init__(self, app: ASGIApp, telemetry: Telemetry) -> None:
+        self.app = app
+        self.telemetry = telemetry
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = [500]
+
+        async def send_wrapper(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            route = scope.get("route")
+            path = getattr(route, "path", None) or "unmatched"
+            self.telemetry.latency.labels(path, scope["method"], str(status[0])).observe(
+                time.perf_counter() - started
+            )
+
+
+def _openapi(app: FastAPI) -> dict[str, Any]:
+    """The OpenAPI document, with the report batch schema the raw-body upload route reads."""
+    if app.openapi_schema is None:
+        schema = get_openapi(title=app.title, version=app.version, routes=app.routes)
+        _, defs = models_json_schema(
+            [(ReportBatch, "validation")], ref_template="#/components/schemas/{model}"
+        )
+        schema.setdefault("components", {}).setdefault("schemas", {}).update(defs["$defs"])
+        app.openapi_schema = schema
+    return app.openapi_schema
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    async def database_down(_request: Request, exc: Exception) -> JSONResponse:
+        log.error("database unavailable: %s", type(exc).__name__)
+        return JSONResponse(
+            status_code=503, content={"detail": "database unavailable; retry later"}
+        )
+
+    async def server_fault(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("internal error on %s %s", request.method, request.url.path, exc_info=exc)
+        return JSONResponse(status_code=500, content={"detail": "internal server error"})
+
+    app.add_exception_handler(OperationalError, database_down)
+    app.add_exception_handler(PoolTimeout, database_down)
+    app.add_exception_handler(DBAPIError, server_fault)
+    app.add_exception_handler(Exception, server_fault)
+
+
+def create_app(settings: Settings | None = None, *, clock: Clock | None = None) -> FastAPI:
+    """A collector app; migrations run at startup unless ``settings.migrate_on_start`` is off."""
+    settings = settings or Settings()
+    telemetry = Telemetry()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if settings.migrate_on_start:
+            await run_in_threadpool(migrate, settings.database_url)
+        database = open_database(settings.database_url, pool_size=settings.pool_size)
+        app.state.collector = Collector(
+            settings=settings,
+            database=database,
+            telemetry=telemetry,
+            clock=clock or utc_now,
+            specs=SpecCache(database),
+            writer=GroupWriter(database),
+        )
+        reports.tune_garbage_collector()
+        try:
+            yield
+        finally:
+            app.state.collector.writer.close()
+            database.dispose()
+
+    app = FastAPI(
+        title="deniable collector",
+        version="0.1.0",
+        description="Collects locally randomized reports and answers debiased estimates.",
+        lifespan=lifespan,
+    )
+    for module in (reports, metrics, estimates, admin):
+        app.include_router(module.router)
+    _install_error_handlers(app)
+    app.add_middleware(LatencyMiddleware, telemetry=telemetry)
+    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    return app

@@ -1,0 +1,151 @@
+"""Operator calls: raw report export, retention (delete old raw reports, keep counts), liveness,
+Prometheus text."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import json
+import uuid
+from typing import Annotated, Any
+
+from deniable.client.spec import MetricSpec, period_label, period_start
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.responses import Response
+from pydantic import BaseModel
+
+from ..auth import require
+from ..context import collector
+from ..schemas import Health, Payload, Problem, RetentionResult
+from ..storage.queries import list_specs, read_reports
+from ..storage.retention import purge_before
+from ..telemetry import CONTENT_TYPE
+from .estimates import ERRORS, PERIOD_HELP, admin_spec, resolve_label
+
+router = APIRouter()
+
+EXPORT_LIMIT = 10_000
+"""Reports per export page unless ``limit`` says otherwise."""
+EXPORT_MAX_LIMIT = 50_000
+"""The largest export page a client may ask for."""
+
+
+class ExportedReport(BaseModel):
+    """One stored raw report: its id, period and randomized payload (never a true value)."""
+
+    id: str
+    period: str
+    payload: Payload
+
+
+class ReportPage(BaseModel):
+    """A page of raw reports in (period, id) order and the cursor of the next page (or null)."""
+
+    reports: list[ExportedReport]
+    next: str | None
+
+
+def encode_cursor(period: str, report_id: str) -> str:
+    """The opaque cursor that resumes after the report (period, id)."""
+    return base64.urlsafe_b64encode(f"{period}/{report_id}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(spec: MetricSpec, cursor: str) -> tuple[str, str]:
+    """The (period, id) a cursor of :func:`encode_cursor` resumes after; 422 if it is not one."""
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
+        period, report_id = text.split("/")
+        if period_label(spec.period, period_start(spec.period, period)) != period:
+            raise ValueError(period)
+        if str(uuid.UUID(report_id)) != report_id:
+            raise ValueError(report_id)
+    except (ValueError, binascii.Error):
+        raise HTTPException(
+            status_code=422,
+            detail=f"after is not a cursor of metric {spec.name}: pass the `next` of a previous page",
+        ) from None
+    return period, report_id
+
+
+@router.get("/v1/admin/metrics/{name}/reports", response_model=ReportPage, responses=ERRORS)
+def get_reports(
+    name: str,
+    request: Request,
+    start: Annotated[str | None, Query(max_length=32, description=PERIOD_HELP)] = None,
+    end: Annotated[str | None, Query(max_length=32, description=PERIOD_HELP)] = None,
+    limit: Annotated[
+        int, Query(ge=1, le=EXPORT_MAX_LIMIT, description="reports per page")
+    ] = EXPORT_LIMIT,
+    after: Annotated[
+        str | None, Query(max_length=200, description="the `next` cursor of the previous page")
+    ] = None,
+) -> dict[str, Any]:
+    """A page of the metric's stored raw reports in (period, id) order, for export.
+
+    ``start``/``end`` default to every stored report; pages follow by key (``after``), so a
+    page costs the same however deep into the export it is.
+    """
+    state, spec = admin_spec(request, name)
+    first = resolve_label(spec, start, "start") if start is not None else None
+    last = resolve_label(spec, end, "end") if end is not None else None
+    if first is not None and last is not None and first > last:
+        raise HTTPException(status_code=422, detail=f"start {first} is after end {last}")
+    position = decode_cursor(spec, after) if after is not None else None
+    rows = read_reports(
+        state.database, spec.name, start=first, end=last, after=position, limit=limit + 1
+    )
+    page = rows[:limit]
+    more = len(rows) > limit
+    return {
+        "reports": [
+            {"id": report_id, "period": period, "payload": json.loads(payload)}
+            for report_id, period, payload in page
+        ],
+        "next": encode_cursor(page[-1][1], page[-1][0]) if more else None,
+    }
+
+
+@router.post(
+    "/v1/admin/retention",
+    response_model=RetentionResult,
+    responses={401: {"model": Problem}, 422: {"model": Problem}},
+)
+def post_retention(
+    request: Request,
+    before: Annotated[
+        dt.date | None,
+        Query(description="delete raw reports of periods entirely before this date (YYYY-MM-DD)"),
+    ] = None,
+) -> dict[str, object]:
+    """Delete raw reports of periods entirely before ``before`` (default: the retention cutoff).
+
+    Counts stay, so estimates over those periods still work. ``before`` may not be later than
+    the retention cutoff: later periods can still receive reports, and a resent report whose
+    original was deleted would be counted twice.
+    """
+    state = collector(request)
+    require(request, state.settings.admin_tokens(), role="admin")
+    cutoff = state.today() - dt.timedelta(days=state.settings.retention_days)
+    if before is None:
+        before = cutoff
+    if before > cutoff:
+        raise HTTPException(
+            status_code=422,
+            detail=f"before must be on or before {cutoff.isoformat()} (today minus the"
+            f" {state.settings.retention_days}-day retention window): later periods still accept reports",
+        )
+    deleted = purge_before(state.database, list_specs(state.database), before)
+    return {"before": before.isoformat(), "deleted": deleted}
+
+
+@router.get("/healthz", response_model=Health)
+def healthz() -> dict[str, str]:
+    """Liveness: the process answers."""
+    return {"status": "ok"}
+
+
+@router.get("/metrics", response_class=Response)
+def prometheus(request: Request) -> Response:
+    """Prometheus text exposition of this process's counters and latency histograms."""
+    return Response(collector(request).telemetry.render(), media_type=CONTENT_TYPE)

@@ -1,0 +1,198 @@
+"""The wire format in pydantic: reports, batches, metric specs and the API's answers.
+
+This is the one schema of the HTTP API; the OpenAPI document is generated from it.
+Field checks here are structural (types, UUID form); what depends on a registered metric
+(fingerprint, payload domain, period window) is checked in :mod:`.validation`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAdapter
+from typing_extensions import TypedDict
+
+UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+"""A report id: a UUID in canonical text form (lowercase, hyphenated)."""
+
+ReportId = Annotated[str, Field(max_length=36, pattern=UUID_PATTERN)]
+MetricField = Annotated[str, Field(min_length=1, max_length=64)]
+FingerprintField = Annotated[str, Field(min_length=1, max_length=64)]
+PeriodField = Annotated[str, Field(min_length=1, max_length=16)]
+
+Payload = StrictInt | StrictStr | dict[str, StrictInt]
+"""An index (brr, krr), standard base64 bits (oue) or an {a, b, y} object (olh)."""
+
+_STRICT = ConfigDict(extra="forbid", strict=True)
+
+
+class Report(BaseModel):
+    """One randomized report, exactly as a client sends it (the documented wire schema)."""
+
+    model_config = _STRICT
+
+    id: ReportId
+    metric: MetricField
+    fingerprint: FingerprintField
+    period: PeriodField
+    payload: Payload = Field(
+        description="int (brr, krr), base64 string (oue) or {a, b, y} object (olh)",
+        json_schema_extra={"examples": [2, "AQ==", {"a": 12345, "b": 678, "y": 1}]},
+    )
+
+
+class ReportBatch(BaseModel):
+    """The body of ``POST /v1/reports`` (the documented wire schema)."""
+
+    model_config = _STRICT
+
+    reports: list[Report]
+
+
+class ReportIn(TypedDict):
+    """:class:`Report` as the parser builds it: a plain dict, the same fields and checks.
+
+    Ingestion parses into dicts because pydantic-core builds them about twice as fast as
+    model instances; a test checks both schemas accept and refuse the same reports.
+    """
+
+    __pydantic_config__ = _STRICT  # type: ignore[misc]
+
+    id: ReportId
+    metric: MetricField
+    fingerprint: FingerprintField
+    period: PeriodField
+    payload: Payload
+
+
+class ReportBatchIn(TypedDict):
+    """:class:`ReportBatch` as the parser builds it."""
+
+    __pydantic_config__ = _STRICT  # type: ignore[misc]
+
+    reports: list[ReportIn]
+
+
+REPORT_PARSER: TypeAdapter[ReportIn] = TypeAdapter(ReportIn)
+"""Validates one report (already decoded from JSON) into a :class:`ReportIn`."""
+
+BATCH_PARSER: TypeAdapter[ReportBatchIn] = TypeAdapter(ReportBatchIn)
+"""Parses and validates a whole request body (raw JSON bytes) in one pydantic-core call."""
+
+
+class IngestResult(BaseModel):
+    """202 answer: how many reports were new and how many had been received before."""
+
+    accepted: int
+    duplicates: int
+
+
+class ReportError(BaseModel):
+    """One bad report of a refused batch: its index in ``reports`` and why."""
+
+    index: int | None
+    reason: str
+
+
+class BatchRefused(BaseModel):
+    """422 answer to a batch with bad reports; nothing of the batch was stored."""
+
+    detail: list[ReportError]
+
+
+class Problem(BaseModel):
+    """Any other error: ``detail`` names the problem."""
+
+    detail: str
+
+
+class MetricSpecIn(BaseModel):
+    """A metric to register; ``mechanism`` may be ``auto`` and is stored resolved."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    type: Literal["boolean", "categorical"]
+    categories: list[str] | None = None
+    epsilon: float
+    mechanism: str = "auto"
+    period: Literal["day", "week", "month"] = "day"
+    fingerprint: str | None = Field(
+        default=None, description="optional; if given it must match the resolved spec"
+    )
+
+
+class MetricSpecOut(BaseModel):
+    """A registered, resolved metric spec with its fingerprint."""
+
+    name: str
+    type: Literal["boolean", "categorical"]
+    categories: list[str] | None = None
+    epsilon: float
+    mechanism: str
+    period: Literal["day", "week", "month"]
+    fingerprint: str
+
+
+class MetricList(BaseModel):
+    """Every registered metric."""
+
+    metrics: list[MetricSpecOut]
+
+
+class CategoryEstimateOut(BaseModel):
+    """One category's estimated share and interval; nulls when the range has no reports."""
+
+    category: str
+    frequency: float | None
+    std_error: float | None
+    ci_low: float
+    ci_high: float
+    count: float | None
+
+
+class EstimateOut(BaseModel):
+    """A population estimate over a range of periods."""
+
+    metric: str
+    start: str
+    end: str
+    mechanism: str
+    epsilon: float
+    n: int
+    periods: int
+    confidence: float
+    method: str
+    pooling: str
+    simultaneous: bool
+    estimates: list[CategoryEstimateOut]
+
+
+class SeriesPoint(BaseModel):
+    """One period's own estimate in a series."""
+
+    period: str
+    n: int
+    estimates: list[CategoryEstimateOut]
+
+
+class SeriesOut(BaseModel):
+    """One estimate per period of a range, oldest first, empty periods with n = 0."""
+
+    metric: str
+    confidence: float
+    method: str
+    series: list[SeriesPoint]
+
+
+class RetentionResult(BaseModel):
+    """What a retention run deleted."""
+
+    before: str
+    deleted: int
+
+
+class Health(BaseModel):
+    """Liveness answer."""
+
+    status: str

@@ -1,0 +1,165 @@
+"""Database engines for SQLite (WAL, durable commits) and PostgreSQL from one URL.
+
+SQLite writes take the lock at BEGIN (``BEGIN IMMEDIATE``) so concurrent writers queue on the
+busy timeout instead of failing on a lock upgrade; reads use a separate deferred engine so
+estimates never wait for ingestion.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+
+try:
+    import fcntl
+except ImportError:  # Windows: writers rely on SQLite's busy timeout alone.
+    fcntl = None  # type: ignore[assignment]
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
+
+DEFAULT_POOL_SIZE = 5
+"""Connections per engine: 12 PostgreSQL replicas hold at most 60 of the default 100."""
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+SQLITE_CACHE_KIB = 65_536
+"""Page cache per connection: random report ids touch pages all over the id index."""
+
+
+def normalize_url(database_url: str) -> str:
+    """Map ``postgresql://`` and ``postgres://`` to the psycopg 3 driver SQLAlchemy should use."""
+    for prefix in ("postgresql://", "postgres://"):
+        if database_url.startswith(prefix):
+            return "postgresql+psycopg://" + database_url[len(prefix) :]
+    return database_url
+
+
+def is_sqlite(database_url: str) -> bool:
+    """Whether the URL names an SQLite database."""
+    return make_url(normalize_url(database_url)).get_backend_name() == "sqlite"
+
+
+class WriterLock:
+    """Queues SQLite writers: a thread lock in the process and, on POSIX, ``flock`` on a file
+    beside the database across processes (worker processes wake as soon as it is free).
+
+    SQLite has one writer at a time, and its own busy handler backs off in sleeps of up to
+    100 ms, so letting writers contend for the database lock wastes most of the time.
+    """
+
+    def __init__(self, path: str | None) -> None:
+        self._thread_lock = threading.Lock()
+        self._path = path if path and fcntl is not None else None
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """Hold the lock for the duration of the block."""
+        with self._thread_lock:
+            if self._path is None:
+                yield
+                return
+            with open(self._path, "a+b") as handle:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)  # type: ignore[union-attr]
+                try:
+                    yield
+                finally:
+                    fcntl.flock(handle.fileno(), fcntl.LOCK_UN)  # type: ignore[union-attr]
+
+
+def _enable_wal(cursor: Any) -> None:
+    """Switch the database to WAL, retrying while another process holds it.
+
+    SQLite's busy handler does not cover the journal-mode switch: when several processes open
+    a fresh database at once, all but one get "database is locked" immediately.
+    """
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+def _sqlite_engine(url: str, begin: str, pool_size: int) -> Engine:
+    engine = create_engine(url, pool_size=pool_size, max_overflow=0, pool_pre_ping=False)
+
+    @event.listens_for(engine, "connect")
+    def _configure(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        _enable_wal(cursor)
+        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Any) -> None:
+        connection.exec_driver_sql(begin)
+
+    return engine
+
+
+@dataclass(frozen=True)
+class Database:
+    """A writer engine (ingestion, registry, retention) and a reader engine (estimates)."""
+
+    url: str
+    writer: Engine
+    reader: Engine
+    _write_lock: WriterLock | None = field(default=None, repr=False)
+
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return self.writer.dialect.name
+
+    @contextmanager
+    def writing(self) -> Iterator[Connection]:
+        """A write transaction, committed on exit.
+
+        On SQLite, writers first queue on a :class:`WriterLock`.
+        """
+        if self._write_lock is None:
+            with self.writer.begin() as connection:
+                yield connection
+            return
+        with self._write_lock.held(), self.writer.begin() as connection:
+            yield connection
+
+    def insert(self, table: Any) -> Any:
+        """This dialect's INSERT construct (with ON CONFLICT support) for ``table``."""
+        module = postgresql if self.dialect == "postgresql" else sqlite
+        return module.insert(table)
+
+    def dispose(self) -> None:
+        """Close every pooled connection."""
+        self.writer.dispose()
+        if self.reader is not self.writer:
+            self.reader.dispose()
+
+
+def open_database(database_url: str, pool_size: int = DEFAULT_POOL_SIZE) -> Database:
+    """Engines for ``database_url`` (SQLite file or PostgreSQL).
+
+    ``pool_size`` is a hard cap: on PostgreSQL the process never holds more connections than
+    that (requests wait for a free one), so replicas times ``pool_size`` bounds the total.
+    """
+    url = normalize_url(database_url)
+    if is_sqlite(url):
+        writer = _sqlite_engine(url, "BEGIN IMMEDIATE", pool_size)
+        reader = _sqlite_engine(url, "BEGIN", pool_size)
+        path = make_url(url).database
+        lock_path = f"{path}-writer.lock" if path and path != ":memory:" else None
+        return Database(url, writer, reader, WriterLock(lock_path))
+    engine = create_engine(url, pool_size=pool_size, max_overflow=0, pool_pre_ping=True)
+    return Database(url, engine, engine)

@@ -1,0 +1,375 @@
+"""Store validated batches in one transaction: new reports, their period and support counts.
+
+A request thread prepares its batch (insert rows, support matrices); the writer only inserts
+and sums, so the serialized part of ingestion stays small.
+
+``INSERT ... ON CONFLICT DO NOTHING RETURNING id`` tells which reports are new, so a resent
+report (across batches or twice in one batch) is counted once. Counts are upserted
+(``support = support + excluded.support``) in sorted key order, and every transaction locks
+reports, then period counts, then support counts, so concurrent writers on PostgreSQL never
+deadlock.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from deniable.client.mechanisms import Payload
+from deniable.client.spec import MetricSpec
+from deniable.estimators import support_matrix
+from sqlalchemy import Connection, Text, bindparam, func, literal_column, select, true
+from sqlalchemy.dialects import postgresql, sqlite
+
+from .engine import Database
+from .tables import period_counts, reports, support_counts
+
+
+@dataclass(frozen=True)
+class ValidReport:
+    """A report that passed validation, with its payload in canonical form."""
+
+    id: str
+    metric: str
+    period: str
+    payload: Payload
+
+
+@dataclass
+class StoredBatch:
+    """What a committed batch changed: new and duplicate reports, in total and per metric."""
+
+    accepted: int = 0
+    duplicates: int = 0
+    accepted_by_metric: dict[str, int] = field(default_factory=dict)
+    duplicates_by_metric: dict[str, int] = field(default_factory=dict)
+
+
+_encode_string = json.JSONEncoder().encode
+
+
+def payload_text(payload: Payload) -> str:
+    """The canonical JSON text a payload is stored as (sorted keys, no spaces)."""
+    if type(payload) is str:
+        return _encode_string(payload)
+    if type(payload) is int:
+        return str(payload)
+    return json.dumps(payload, separators=(",", ":"), sort_keys=True)
+
+
+Counts = dict[tuple[str, str], tuple[int, np.ndarray]]
+"""(metric, period) -> (reports, support sum per category)."""
+
+
+@dataclass(frozen=True)
+class MetricRows:
+    """One metric's reports of a batch: their positions, periods and support matrix."""
+
+    positions: np.ndarray
+    periods: np.ndarray
+    support: np.ndarray
+
+    def counts(self, metric: str, mask: np.ndarray | None = None) -> Counts:
+        """Report and support sums per period, of the rows ``mask`` selects (all if None)."""
+        periods, support = (
+            (self.periods, self.support)
+            if mask is None
+            else (
+                self.periods[mask],
+                self.support[mask],
+            )
+        )
+        out: Counts = {}
+        for period in np.unique(periods).tolist():
+            rows = periods == period
+            out[(metric, period)] = (int(rows.sum()), support[rows].sum(axis=0, dtype=np.int64))
+        return out
+
+
+@dataclass(frozen=True)
+class PreparedBatch:
+    """A validated batch ready to store, with everything the writer needs precomputed.
+
+    ``rows`` are insert tuples in ``reports`` column order (``received`` as ISO text),
+    ``rows_json`` the same rows as one JSON array (SQLite inserts them in one statement),
+    ``counts`` the period and support sums if every report turns out new (the usual case).
+    """
+
+    reports: list[ValidReport]
+    rows: list[tuple[str, str, str, str, str]]
+    rows_json: str
+    metrics: dict[str, MetricRows]
+    counts: Counts
+    per_metric: dict[str, int]
+
+
+_COLUMNS = [column.name for column in reports.columns]
+if _COLUMNS != ["id", "metric", "period", "payload", "received"]:
+    raise RuntimeError(f"reports columns changed ({_COLUMNS}); update PreparedBatch.rows")
+
+
+def prepare_batch(
+    batch: Sequence[ValidReport], specs: Mapping[str, MetricSpec], received: dt.date
+) -> PreparedBatch:
+    """Build the insert rows, support matrices and sums (work done outside the writer)."""
+    day = received.isoformat()
+    rows = [(r.id, r.metric, r.period, payload_text(r.payload), day) for r in batch]
+    positions: dict[str, list[int]] = defaultdict(list)
+    for i, report in enumerate(batch):
+        positions[report.metric].append(i)
+    metrics = {
+        metric: MetricRows(
+            np.asarray(where, dtype=np.int64),
+            np.asarray([batch[i].period for i in where]),
+            support_matrix(specs[metric].randomizer, [batch[i].payload for i in where]),
+        )
+        for metric, where in positions.items()
+    }
+    counts: Counts = {}
+    for metric, group in metrics.items():
+        counts.update(group.counts(metric))
+    per_metric = {metric: len(where) for metric, where in positions.items()}
+    return PreparedBatch(
+        list(batch), rows, json.dumps(rows, separators=(",", ":")), metrics, counts, per_metric
+    )
+
+
+def _add_counts(total: Counts, more: Counts) -> None:
+    for key, (n, sums) in more.items():
+        if key in total:
+            n0, sums0 = total[key]
+            total[key] = (n0 + n, sums0 + sums)
+        else:
+            total[key] = (n, sums)
+
+
+def _count_rows(
+    batches: Sequence[PreparedBatch], new: Sequence[np.ndarray] | None
+) -> tuple[list[tuple[str, str, int]], list[tuple[str, str, int, int]]]:
+    """Period-count and support-count increments of the new reports, in sorted key order.
+
+    ``new`` holds each batch's mask of new reports; None means every report is new.
+    """
+    total: Counts = {}
+    for b, batch in enumerate(batches):
+        is_new = None if new is None else new[b]
+        if is_new is None or is_new.all():
+            _add_counts(total, batch.counts)
+            continue
+        for metric, group in batch.metrics.items():
+            mask = is_new[group.positions]
+            if mask.any():
+                _add_counts(total, group.counts(metric, mask))
+    keys = sorted(total)
+    n_rows = [(m, p, total[(m, p)][0]) for m, p in keys]
+    support_rows = []
+    for m, p in keys:
+        sums = total[(m, p)][1]
+        support_rows += [(m, p, v, s) for v, s in enumerate(sums.tolist()) if s]
+    return n_rows, support_rows
+
+
+def _json_source(columns: int) -> Any:
+    """SQLite: ``SELECT value->>0, ... FROM json_each(:rows) WHERE 1`` over a JSON array of rows."""
+    each = func.json_each(bindparam("rows", type_=Text)).table_valued("value")
+    return (
+        select(
+            *(func.json_extract(each.c.value, literal_column(f"'$[{i}]'")) for i in range(columns))
+        )
+        .select_from(each)
+        .where(true())
+    )
+
+
+def _sqlite_statements() -> tuple[Any, Any, Any]:
+    """SQLite: report insert, period-count and support-count upserts, each fed one JSON text.
+
+    One statement per group means one call into SQLite, which runs without the GIL: the
+    request threads' Python work never stalls it row by row as ``executemany`` would be.
+    """
+    insert = (
+        sqlite.insert(reports)
+        .from_select(_COLUMNS, _json_source(len(_COLUMNS)))
+        .on_conflict_do_nothing(index_elements=["id"])
+    )
+    n_stmt = sqlite.insert(period_counts).from_select(["metric", "period", "n"], _json_source(3))
+    n_upsert = n_stmt.on_conflict_do_update(
+        index_elements=["metric", "period"], set_={"n": period_counts.c.n + n_stmt.excluded.n}
+    )
+    s_stmt = sqlite.insert(support_counts).from_select(
+        ["metric", "period", "category", "support"], _json_source(4)
+    )
+    s_upsert = s_stmt.on_conflict_do_update(
+        index_elements=["metric", "period", "category"],
+        set_={"support": support_counts.c.support + s_stmt.excluded.support},
+    )
+    return insert, n_upsert, s_upsert
+
+
+_SQLITE_INSERT, _SQLITE_N_UPSERT, _SQLITE_SUPPORT_UPSERT = _sqlite_statements()
+
+
+def _dumps(rows: Sequence[Any]) -> str:
+    return json.dumps(rows, separators=(",", ":"))
+
+
+def _upsert_counts(
+    connection: Connection,
+    database: Database,
+    n_rows: list[tuple[str, str, int]],
+    support_rows: list[tuple[str, str, int, int]],
+) -> None:
+    if database.dialect == "sqlite":
+        if n_rows:
+            connection.execute(_SQLITE_N_UPSERT, {"rows": _dumps(n_rows)})
+        if support_rows:
+            connection.execute(_SQLITE_SUPPORT_UPSERT, {"rows": _dumps(support_rows)})
+        return
+    if n_rows:
+        stmt = database.insert(period_counts)
+        connection.execute(
+            stmt.on_conflict_do_update(
+                index_elements=["metric", "period"], set_={"n": period_counts.c.n + stmt.excluded.n}
+            ),
+            [{"metric": m, "period": p, "n": n} for m, p, n in n_rows],
+        )
+    if support_rows:
+        stmt = database.insert(support_counts)
+        connection.execute(
+            stmt.on_conflict_do_update(
+                index_elements=["metric", "period", "category"],
+                set_={"support": support_counts.c.support + stmt.excluded.support},
+            ),
+            [
+                {"metric": m, "period": p, "category": v, "support": c}
+                for m, p, v, c in support_rows
+            ],
+        )
+
+
+_SQLITE_LOOKUP_CHUNK = 900
+
+_PG_INSERT_UNNEST = (
+    postgresql.insert(reports)
+    .from_select(
+        _COLUMNS,
+        select(
+            *(
+                func.unnest(bindparam(column.name, type_=postgresql.ARRAY(column.type)))
+                for column in reports.columns
+            )
+        ),
+    )
+    .on_conflict_do_nothing(index_elements=["id"])
+    .returning(reports.c.id)
+)
+"""PostgreSQL: the whole batch as one array per column (one short, cacheable statement)."""
+
+
+def _insert_new(
+    connection: Connection, database: Database, rows: list[tuple[str, str, str, str, str]]
+) -> set[str]:
+    """Insert the rows whose id is not stored yet (rows sorted by id); return the new ids.
+
+    PostgreSQL: ``INSERT ... SELECT unnest(...) ON CONFLICT DO NOTHING RETURNING id`` (rows
+    in id order), exact under any concurrency. SQLite: the transaction holds the database's
+    only write lock (``BEGIN IMMEDIATE``), so looking the ids up first and inserting the
+    rest is exact too.
+    """
+    if not rows:
+        return set()
+    if database.dialect != "sqlite":
+        arrays = {
+            name: list(values)
+            for name, values in zip(_COLUMNS, zip(*rows, strict=True), strict=True)
+        }
+        arrays["received"] = [dt.date.fromisoformat(day) for day in arrays["received"]]
+        return set(connection.execute(_PG_INSERT_UNNEST, arrays).scalars())
+    ids = [row[0] for row in rows]
+    seen: set[str] = set()
+    lookup = select(reports.c.id).where(reports.c.id.in_(bindparam("ids", expanding=True)))
+    for start in range(0, len(ids), _SQLITE_LOOKUP_CHUNK):
+        chunk = ids[start : start + _SQLITE_LOOKUP_CHUNK]
+        seen.update(connection.execute(lookup, {"ids": chunk}).scalars())
+    fresh = [row for row in rows if row[0] not in seen]
+    if fresh:
+        connection.execute(_SQLITE_INSERT, {"rows": _dumps(fresh)})
+    return {row[0] for row in fresh}
+
+
+def _sqlite_insert_if_all_new(connection: Connection, batches: Sequence[PreparedBatch]) -> bool:
+    """SQLite fast path: insert every row in one statement; keep it only if all were new.
+
+    Inside a savepoint: if fewer rows went in than were sent (a resent id, or one id twice
+    in the group), the insert is rolled back and the caller takes the exact path.
+    """
+    total = sum(len(batch.rows) for batch in batches)
+    joined = "[" + ",".join(batch.rows_json[1:-1] for batch in batches if batch.rows) + "]"
+    connection.exec_driver_sql("SAVEPOINT deniable_ingest")
+    inserted = connection.execute(_SQLITE_INSERT, {"rows": joined}).rowcount
+    if inserted != total:
+        connection.exec_driver_sql("ROLLBACK TO deniable_ingest")
+    connection.exec_driver_sql("RELEASE deniable_ingest")
+    return inserted == total
+
+
+def _insert(
+    connection: Connection, database: Database, batches: Sequence[PreparedBatch]
+) -> list[np.ndarray] | None:
+    """Insert the group's new reports; each batch's mask of new reports, or None if all are.
+
+    Each report id is inserted once, in sorted order across the whole group; a report is new
+    for its first occurrence (in batch order) if the id was not stored before, and a
+    duplicate everywhere else.
+    """
+    if database.dialect == "sqlite" and _sqlite_insert_if_all_new(connection, batches):
+        return None
+    first: dict[str, tuple[int, int]] = {}
+    for b, batch in enumerate(batches):
+        for i, report in enumerate(batch.reports):
+            first.setdefault(report.id, (b, i))
+    ordered = [batches[b].rows[i] for b, i in (first[key] for key in sorted(first))]
+    new_ids = _insert_new(connection, database, ordered)
+    if len(new_ids) == sum(len(batch.rows) for batch in batches):
+        return None
+    return [
+        np.fromiter(
+            (r.id in new_ids and first[r.id] == (b, i) for i, r in enumerate(batch.reports)),
+            dtype=bool,
+            count=len(batch.reports),
+        )
+        for b, batch in enumerate(batches)
+    ]
+
+
+def store_batches(database: Database, batches: Sequence[PreparedBatch]) -> list[StoredBatch]:
+    """Store several prepared batches in one committed transaction; one result per batch."""
+    with database.writing() as connection:
+        new = _insert(connection, database, batches)
+        n_rows, support_rows = _count_rows(batches, new)
+        _upsert_counts(connection, database, n_rows, support_rows)
+    if new is None:
+        return [StoredBatch(len(batch.rows), 0, dict(batch.per_metric), {}) for batch in batches]
+    results = []
+    for batch, is_new in zip(batches, new, strict=True):
+        result = StoredBatch(accepted=int(is_new.sum()), duplicates=int((~is_new).sum()))
+        for report, fresh in zip(batch.reports, is_new.tolist(), strict=True):
+            target = result.accepted_by_metric if fresh else result.duplicates_by_metric
+            target[report.metric] = target.get(report.metric, 0) + 1
+        results.append(result)
+    return results
+
+
+def store_batch(
+    database: Database,
+    batch: Sequence[ValidReport],
+    specs: Mapping[str, MetricSpec],
+    received: dt.date,
+) -> StoredBatch:
+    """Insert one batch's new reports and add them to the counts, in one committed transaction."""
+    return store_batches(database, [prepare_batch(batch, specs, received)])[0]

@@ -1,0 +1,60 @@
+"""Bring a database to the newest schema with Alembic, safely from several replicas at once.
+
+On PostgreSQL the upgrade runs inside one transaction that first takes a transaction-level
+advisory lock, so replicas starting together queue instead of racing; SQLite serializes
+through its write lock (``BEGIN IMMEDIATE``).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from importlib import resources
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Connection, text
+
+from .engine import normalize_url, open_database
+
+MIGRATION_LOCK_KEY = 0x64656E6961626C65 & 0x7FFFFFFFFFFFFFFF
+"""The PostgreSQL advisory lock key ("deniable" in ASCII) that serializes migrations."""
+
+_IN_PROCESS = threading.Lock()
+"""Alembic's migration context is process-global: one migration at a time per process."""
+
+
+def alembic_config() -> Config:
+    """The Alembic configuration shipped inside the package."""
+    ini = resources.files("deniable.collector.storage").joinpath("alembic.ini")
+    with resources.as_file(ini) as path:
+        config = Config(str(path))
+    config.set_main_option("script_location", "deniable.collector.storage:migrations")
+    return config
+
+
+def run_locked(database_url: str, work: Callable[[Connection], None]) -> None:
+    """Run ``work`` in one transaction holding the migration lock, then commit."""
+    database = open_database(database_url, pool_size=1)
+    try:
+        with database.writer.connect() as connection:
+            if database.dialect == "postgresql":
+                connection.execute(
+                    text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY}
+                )
+            work(connection)
+            connection.commit()
+    finally:
+        database.dispose()
+
+
+def migrate(database_url: str, revision: str = "head") -> None:
+    """Upgrade the database at ``database_url`` to ``revision`` (the newest by default)."""
+
+    def upgrade(connection: Connection) -> None:
+        config = alembic_config()
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+
+    with _IN_PROCESS:
+        run_locked(normalize_url(database_url), upgrade)

@@ -1,0 +1,192 @@
+"""Check every report of a batch against its registered metric, collecting all problems.
+
+Structural checks (types, UUID form) come from :mod:`.schemas`; here: the metric exists, the
+fingerprint matches, the payload lies in the mechanism's domain, and the period is a
+well-formed label of the metric's kind inside the accepted window (not more than one period
+ahead of the server's clock, not older than the retention window).
+"""
+
+from __future__ import annotations
+
+import binascii
+import datetime as dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from deniable.client.mechanisms import KRR, OUE, Mechanism
+from deniable.client.spec import MetricSpec, next_period, period_label, period_start
+
+from .schemas import ReportIn
+from .storage.ingest import ValidReport
+
+UNKNOWN_METRIC_LABEL = "_unknown"
+"""The telemetry label of every metric name that is not registered (bounds cardinality)."""
+
+_EXAMPLES = {"day": "2026-11-21", "week": "2026-W47", "month": "2026-11"}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why one report was refused: its index, a fixed reason code and a message for the client."""
+
+    index: int
+    metric_label: str
+    code: str
+    message: str
+
+
+class PeriodWindow:
+    """The period labels a report may carry, given the server's date and the retention window."""
+
+    def __init__(self, today: dt.date, retention_days: int) -> None:
+        self.today = today
+        self.cutoff = today - dt.timedelta(days=retention_days)
+        self._verdicts: dict[tuple[str, str], tuple[str, str] | None] = {}
+
+    def current(self, kind: str) -> str:
+        """The label of the period holding today."""
+        return period_label(kind, self.today)
+
+    def check(self, kind: str, label: str) -> tuple[str, str] | None:
+        """None if ``label`` is acceptable, else (reason code, message)."""
+        key = (kind, label)
+        if key not in self._verdicts:
+            self._verdicts[key] = self._judge(kind, label)
+        return self._verdicts[key]
+
+    def _judge(self, kind: str, label: str) -> tuple[str, str] | None:
+        try:
+            start = period_start(kind, label)
+        except ValueError:
+            return (
+                "period_format",
+                f"period is not a well-formed {kind} label like {_EXAMPLES[kind]}",
+            )
+        if period_label(kind, start) != label:
+            return (
+                "period_format",
+                f"period is not a well-formed {kind} label like {_EXAMPLES[kind]}",
+            )
+        latest = next_period(kind, self.current(kind))
+        if label > latest:
+            return (
+                "period_future",
+                f"period {label} is more than one period ahead of the server ({latest} is the latest accepted)",
+            )
+        oldest = period_label(kind, self.cutoff)
+        if label < oldest:
+            return (
+                "period_expired",
+                f"period {label} is older than the retention window ({oldest} is the oldest accepted)",
+            )
+        return None
+
+
+PayloadCheck = Callable[[Any], bool]
+"""True if a payload is valid and already canonical; False means: ask ``parse_payload``."""
+
+
+def _never(_payload: Any) -> bool:
+    return False
+
+
+@cache
+def canonical_check(mechanism: Mechanism) -> PayloadCheck:
+    """A fast test for the usual payload of ``mechanism``: valid and already in canonical form.
+
+    Only a shortcut: whatever it does not accept goes to the mechanism's own ``parse_payload``,
+    which stays the one authority on validity, canonical form and error messages.
+    """
+    if isinstance(mechanism, KRR):
+        k = mechanism.k
+        return lambda p: type(p) is int and 0 <= p < k
+    if isinstance(mechanism, OUE):
+        n_bytes, tail = mechanism.n_bytes, mechanism.k % 8
+
+        def oue(p: Any) -> bool:
+            if type(p) is not str:
+                return False
+            try:
+                raw = binascii.a2b_base64(p)
+            except (binascii.Error, ValueError):
+                return False
+            return (
+                len(raw) == n_bytes
+                and not (tail and raw[-1] >> tail)
+                and binascii.b2a_base64(raw, newline=False) == p.encode("ascii")
+            )
+
+        return oue
+    return _never
+
+
+_DERIVED: dict[int, tuple[MetricSpec, str, PayloadCheck]] = {}
+_DERIVED_MAX = 10_000
+
+
+def _derived(spec: MetricSpec) -> tuple[str, PayloadCheck]:
+    """A spec's fingerprint and payload check, computed once per spec object (specs are frozen)."""
+    entry = _DERIVED.get(id(spec))
+    if entry is None or entry[0] is not spec:
+        if len(_DERIVED) >= _DERIVED_MAX:
+            _DERIVED.clear()
+        entry = _DERIVED[id(spec)] = (spec, spec.fingerprint, canonical_check(spec.randomizer))
+    return entry[1], entry[2]
+
+
+def validate_reports(
+    reports: Sequence[tuple[int, ReportIn]],
+    lookup: Callable[[str], MetricSpec | None],
+    window: PeriodWindow,
+) -> tuple[list[ValidReport], list[Problem], dict[str, MetricSpec]]:
+    """Validate (index, report) pairs; return the valid reports, every problem, and the specs used."""
+    specs: dict[str, MetricSpec | None] = {}
+    fingerprints: dict[str, str] = {}
+    checks: dict[str, PayloadCheck] = {}
+    valid: list[ValidReport] = []
+    problems: list[Problem] = []
+    for index, report in reports:
+        name = report["metric"]
+        if name not in specs:
+            specs[name] = found = lookup(name)
+            if found is not None:
+                fingerprints[name], checks[name] = _derived(found)
+        spec = specs[name]
+        if spec is None:
+            problems.append(
+                Problem(
+                    index,
+                    UNKNOWN_METRIC_LABEL,
+                    "unknown_metric",
+                    f"metric {name!r} is not registered",
+                )
+            )
+            continue
+        if report["fingerprint"] != fingerprints[name]:
+            problems.append(
+                Problem(
+                    index,
+                    name,
+                    "fingerprint",
+                    f"fingerprint does not match metric {name}'s registered spec; fetch the spec again",
+                )
+            )
+            continue
+        verdict = window.check(spec.period, report["period"])
+        if verdict is not None:
+            problems.append(Problem(index, name, verdict[0], f"metric {name}: {verdict[1]}"))
+            continue
+        payload = report["payload"]
+        if not checks[name](payload):
+            try:
+                payload = spec.randomizer.parse_payload(payload)
+            except ValueError as exc:
+                problems.append(
+                    Problem(index, name, "payload", f"metric {name} ({spec.mechanism}): {exc}")
+                )
+                continue
+        valid.append(ValidReport(report["id"], name, report["period"], payload))
+    used = {name: spec for name, spec in specs.items() if spec is not None}
+    return valid, problems, used

@@ -1,0 +1,92 @@
+"""Planning: which mechanism to use, how precise n reports are, and how many reports are needed.
+
+Margins are worst-case over the true share, for the super-population estimand, at the Wald
+level: z * sqrt(max_f lam(1-lam)) / ((p*-q*) sqrt(n)) with lam = q* + (p*-q*) f, f in [0, 1]
+(STATS.md, the general oracle). The benchmark of efficiency is V_opt, the per-report variance
+constant of subset selection with its best subset size (STATS.md section 5).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from deniable.client.mechanisms import Mechanism, least_variance, make_mechanism
+
+from .intervals import z_value
+
+
+def choose_mechanism(k: int, epsilon: float) -> str:
+    """The mechanism with the least variance for (k, eps) (the client's ``least_variance``)."""
+    return least_variance(k, epsilon)
+
+
+def _resolve(k: int, epsilon: float, mechanism: Mechanism | str | None) -> Mechanism:
+    """The mechanism to plan for: the one given (by instance or name) or the advisor's choice."""
+    if isinstance(mechanism, Mechanism):
+        if mechanism.k != k or mechanism.epsilon != float(epsilon):
+            raise ValueError("mechanism's k and epsilon differ from the k and epsilon given")
+        return mechanism
+    return make_mechanism(mechanism or choose_mechanism(k, epsilon), k, epsilon)
+
+
+def _worst_spread(mech: Mechanism) -> float:
+    """max over f in [0, 1] of sqrt(lam(1-lam))/(p*-q*): the worst-case per-report SP SD."""
+    p, q = mech.p_star, mech.q_star
+    lam = min(max(0.5, min(p, q)), max(p, q))
+    return math.sqrt(lam * (1.0 - lam)) / (p - q)
+
+
+def _check_confidence(confidence: float) -> None:
+    """Refuse a confidence level outside (0, 1)."""
+    if not 0.0 < confidence < 1.0:
+        raise ValueError("confidence must be strictly between 0 and 1")
+
+
+def margin_of_error(
+    k: int,
+    epsilon: float,
+    n: int,
+    confidence: float = 0.95,
+    mechanism: Mechanism | str | None = None,
+    simultaneous: bool = False,
+) -> float:
+    """Worst-case half-width of a share's interval with n reports (mechanism None = the advisor's)."""
+    _check_confidence(confidence)
+    if n <= 0:
+        raise ValueError("n must be a positive number of reports")
+    mech = _resolve(k, epsilon, mechanism)
+    return z_value(confidence, k, simultaneous) * _worst_spread(mech) / math.sqrt(n)
+
+
+def reports_needed(
+    k: int,
+    epsilon: float,
+    margin: float,
+    confidence: float = 0.95,
+    mechanism: Mechanism | str | None = None,
+    simultaneous: bool = False,
+) -> int:
+    """The fewest reports whose worst-case margin of error is at most ``margin``."""
+    _check_confidence(confidence)
+    if not 0.0 < margin < math.inf:
+        raise ValueError("margin must be a positive number")
+    mech = _resolve(k, epsilon, mechanism)
+    spread = z_value(confidence, k, simultaneous) * _worst_spread(mech)
+    n = max(1, math.ceil((spread / margin) ** 2))
+    while n > 1 and spread / math.sqrt(n - 1) <= margin:
+        n -= 1
+    while spread / math.sqrt(n) > margin:
+        n += 1
+    return n
+
+
+def v_opt(k: int, epsilon: float) -> float:
+    """min over d of subset selection's V*_SS(d) = q*(1-q*)/(p*-q*)^2 (STATS.md sections 3 and 5)."""
+    if k < 2:
+        raise ValueError("k must be at least 2")
+    e = math.exp(epsilon)
+    d = np.arange(1, k, dtype=np.float64)
+    p = d * e / (d * e + k - d)
+    q = d * ((d - 1) * e + k - d) / ((k - 1) * (d * e + k - d))
+    return float(np.min(q * (1 - q) / (p - q) ** 2))

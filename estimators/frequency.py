@@ -1,0 +1,197 @@
+"""Population share estimates with confidence intervals from per-period support counts.
+
+:func:`estimate` is the one entry point the collector and the CLI call: it validates the
+sufficient statistics, pools the periods (:mod:`.pooling`), builds the intervals
+(:mod:`.intervals`) and applies the requested post-processing (:mod:`.consistency`).
+
+Choices (STATS.md decides the formulas):
+
+* ``std_error`` is the super-population plug-in SE of the unbiased estimate (pooled over periods
+  as :mod:`.pooling` says). For ``consistent`` and ``mle`` it is ``None``: those estimates are
+  biased toward the simplex and no honest standard error is centred on them (STATS.md section 4:
+  never put the unprojected SE around a projected estimate); their interval is the statement of
+  uncertainty.
+* Intervals of ``consistent`` and ``mle`` are those of the unbiased estimate, clipped to [0, 1]
+  and, when ``simultaneous``, intersected with the simplex (section 4, option 2; this uses the
+  other categories' bounds, so it is only valid for a simultaneous box). They are then widened,
+  if needed, to contain the point estimate, which keeps their coverage.
+* ``count`` is N times the frequency, with N the reports in the range.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+import numpy as np
+from deniable.client.mechanisms import Mechanism
+
+from .consistency import composite_mle, is_krr, krr_mle, norm_sub
+from .intervals import intersect_simplex, per_category_alpha
+from .pooling import POOLINGS, Pooled, Pooling, pool
+from .results import CategoryEstimate, Estimate, PeriodCounts
+
+Method = Literal["unbiased", "consistent", "mle"]
+METHODS: tuple[str, ...] = ("unbiased", "consistent", "mle")
+
+
+def check_options(confidence: float, method: str, pooling: str) -> float:
+    """Validate the options shared by every estimate; return the confidence as a float."""
+    if isinstance(confidence, bool) or not isinstance(confidence, int | float):
+        raise ValueError("confidence must be a number in (0, 1)")
+    if not 0.0 < float(confidence) < 1.0:
+        raise ValueError("confidence must be strictly between 0 and 1")
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
+    if pooling not in POOLINGS:
+        raise ValueError(f"unknown pooling {pooling!r}: choose one of {', '.join(POOLINGS)}")
+    return float(confidence)
+
+
+def period_arrays(
+    mechanism: Mechanism, periods: PeriodCounts | Sequence[PeriodCounts]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Validate the periods and return (n of shape (T,), counts of shape (T, k)), n = 0 rows dropped."""
+    if isinstance(periods, PeriodCounts):
+        periods = [periods]
+    k = mechanism.k
+    seen: set[str] = set()
+    ns: list[int] = []
+    rows: list[np.ndarray] = []
+    for item in periods:
+        if not isinstance(item, PeriodCounts):
+            raise ValueError("periods must be PeriodCounts")
+        label = item.period
+        if label in seen:
+            raise ValueError(f"period {label!r} appears more than once")
+        seen.add(label)
+        n = item.n
+        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
+            raise ValueError(f"period {label!r}: n must be a non-negative integer")
+        counts = np.asarray(item.counts)
+        if counts.shape != (k,):
+            raise ValueError(f"period {label!r}: expected {k} counts, got shape {counts.shape}")
+        if counts.dtype.kind not in "iuf" or not np.all(np.isfinite(counts)):
+            raise ValueError(f"period {label!r}: counts must be integers")
+        if counts.dtype.kind == "f" and not np.all(counts == np.round(counts)):
+            raise ValueError(f"period {label!r}: counts must be integers")
+        counts = counts.astype(np.int64)
+        if (counts < 0).any():
+            raise ValueError(f"period {label!r}: counts must be non-negative")
+        if (counts > n).any():
+            raise ValueError(f"period {label!r}: a count exceeds the number of reports n={n}")
+        if is_krr(mechanism) and int(counts.sum()) != n:
+            raise ValueError(
+                f"period {label!r}: {mechanism.name} counts must sum to n={n} "
+                "(each report supports exactly one category)"
+            )
+        if n > 0:
+            ns.append(int(n))
+            rows.append(counts)
+    if not rows:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, k), dtype=np.int64)
+    return np.asarray(ns, dtype=np.int64), np.vstack(rows)
+
+
+def no_data(mechanism: Mechanism, categories: Sequence[str], header: dict[str, object]) -> Estimate:
+    """The explicit "no data" estimate: no frequency, no SE, interval [0, 1]."""
+    rows = [CategoryEstimate(c, None, None, 0.0, 1.0, None) for c in categories]
+    return Estimate(n=0, periods=0, estimates=rows, **header)  # type: ignore[arg-type]
+
+
+def point_estimate(mechanism: Mechanism, pooled: Pooled, method: str) -> np.ndarray:
+    """The pooled point estimate for ``method`` (unbiased, Norm-Sub, or maximum likelihood)."""
+    if method == "unbiased":
+        return pooled.estimate
+    if method == "consistent":
+        return norm_sub(pooled.estimate)
+    if is_krr(mechanism):
+        return krr_mle(mechanism, pooled.counts)
+    return composite_mle(mechanism, pooled.counts, int(pooled.total))
+
+
+def finish(
+    mechanism: Mechanism,
+    categories: Sequence[str],
+    header: dict[str, object],
+    n_periods: int,
+    pooled: Pooled,
+    point: np.ndarray,
+) -> Estimate:
+    """Turn pooled arrays and a point estimate into the :class:`Estimate` for ``method``."""
+    low = np.clip(pooled.low, 0.0, 1.0)
+    high = np.clip(pooled.high, 0.0, 1.0)
+    se: list[float | None] = [float(s) for s in pooled.std_error]
+    if header["method"] != "unbiased":
+        if header["simultaneous"]:
+            low, high = intersect_simplex(low, high)
+        low, high = np.minimum(low, point), np.maximum(high, point)
+        se = [None] * len(se)
+    total = int(pooled.total)
+    counts = point * total
+    rows = [
+        CategoryEstimate(
+            category=str(c),
+            frequency=float(point[i]),
+            std_error=se[i],
+            ci_low=float(low[i]),
+            ci_high=float(high[i]),
+            count=float(counts[i]),
+        )
+        for i, c in enumerate(categories)
+    ]
+    return Estimate(n=total, periods=n_periods, estimates=rows, **header)  # type: ignore[arg-type]
+
+
+def estimate(
+    mechanism: Mechanism,
+    categories: Sequence[str],
+    periods: PeriodCounts | Sequence[PeriodCounts],
+    *,
+    confidence: float = 0.95,
+    method: Method = "unbiased",
+    simultaneous: bool = False,
+    pooling: Pooling = "overlap-safe",
+) -> Estimate:
+    """Estimate every category's share over the given periods, with confidence intervals.
+
+    ``simultaneous`` makes the intervals cover all categories jointly (Bonferroni);
+    ``pooling`` says how periods combine (see :mod:`.pooling`). Raises ``ValueError`` for
+    bad options or counts.
+    """
+    return estimate_with(
+        mechanism, categories, periods, confidence, method, simultaneous, pooling, None
+    )
+
+
+def estimate_with(
+    mechanism: Mechanism,
+    categories: Sequence[str],
+    periods: PeriodCounts | Sequence[PeriodCounts],
+    confidence: float,
+    method: str,
+    simultaneous: bool,
+    pooling: str,
+    point_for: Callable[[], np.ndarray] | None,
+) -> Estimate:
+    """:func:`estimate`, with the point estimate optionally supplied by ``point_for``."""
+    confidence = check_options(confidence, method, pooling)
+    if len(categories) != mechanism.k:
+        raise ValueError(
+            f"expected {mechanism.k} categories for this mechanism, got {len(categories)}"
+        )
+    n, counts = period_arrays(mechanism, periods)
+    header: dict[str, object] = {
+        "mechanism": mechanism.name,
+        "epsilon": mechanism.epsilon,
+        "confidence": confidence,
+        "method": method,
+        "pooling": pooling,
+        "simultaneous": bool(simultaneous),
+    }
+    if len(n) == 0:
+        return no_data(mechanism, categories, header)
+    alpha = per_category_alpha(confidence, mechanism.k, simultaneous)
+    pooled = pool(mechanism, n, counts, alpha, pooling)  # type: ignore[arg-type]
+    point = point_for() if point_for else point_estimate(mechanism, pooled, method)
+    return finish(mechanism, categories, header, len(n), pooled, point)

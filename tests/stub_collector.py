@@ -1,0 +1,276 @@
+"""A small but real collector-shaped HTTP server for the client tests, with fault injection,
+and a launcher for the real collector (``deniable serve``) for end-to-end runs.
+
+It serves ``GET /v1/metrics`` and ``POST /v1/reports`` (validating each report against the
+specs with the shared mechanisms, de-duplicating by id) on loopback, and can answer 503
+or 429 a given number of times, drop acknowledgements after committing, answer 503 after
+a number of commits, or be down.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from deniable.client import Client, MetricSpec
+from deniable.client.spec import period_start
+
+
+class StubCollector:
+    """A restartable loopback collector; its attributes record everything it received."""
+
+    def __init__(
+        self,
+        metrics: Sequence[MetricSpec] = (),
+        *,
+        port: int = 0,
+        ingest_key: str | None = None,
+        served_metrics: list[dict[str, Any]] | None = None,
+    ) -> None:
+        self.specs = {s.name: s for s in metrics}
+        self.served_metrics = served_metrics
+        self.ingest_key = ingest_key
+        self.port = port
+        self.fail_503 = 0
+        self.fail_429 = 0
+        self.retry_after = "1"
+        self.drop_ack = 0
+        self.down_after: int | None = None
+        self.reject_all = False
+        self.refuse_periods: set[str] = set()
+        self.commits = 0
+        self.stored: dict[str, dict[str, Any]] = {}
+        self.deliveries: Counter[str] = Counter()
+        self.bodies: list[bytes] = []
+        self.batch_sizes: list[int] = []
+        self.post_times: list[float] = []
+        self.statuses: list[int] = []
+        self.metric_fetches = 0
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        """The base URL clients use."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> StubCollector:
+        """Listen (again) on the same port."""
+        stub = self
+
+        class Handler(_Handler):
+            collector = stub
+
+        ThreadingHTTPServer.allow_reuse_address = True
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._server.daemon_threads = True
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop listening: the collector is down until :meth:`start`."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def wait_for(self, n: int, timeout: float = 10.0) -> bool:
+        """Wait until ``n`` distinct reports are stored."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if len(self.stored) >= n:
+                return True
+            time.sleep(0.02)
+        return len(self.stored) >= n
+
+    def _check(self, report: Any) -> str | None:
+        if not isinstance(report, dict):
+            return "a report must be an object"
+        try:
+            if str(uuid.UUID(report["id"])) != report["id"]:
+                return "id is not a canonical uuid"
+            spec = self.specs[report["metric"]]
+            if report["fingerprint"] != spec.fingerprint:
+                return "fingerprint does not match"
+            period_start(spec.period, report["period"])
+            if report["period"] in self.refuse_periods:
+                return "period is outside the retention window"
+            spec.randomizer.parse_payload(report["payload"])
+        except (KeyError, TypeError, ValueError) as exc:
+            return f"bad report: {type(exc).__name__}"
+        return None
+
+    def handle_reports(self, body: bytes) -> tuple[int, dict[str, Any], dict[str, str], bool]:
+        """Status, answer, headers, and whether to drop the connection instead of answering."""
+        with self._lock:
+            self.bodies.append(body)
+            self.post_times.append(time.monotonic())
+            if self.fail_503 or (self.down_after is not None and self.commits >= self.down_after):
+                self.fail_503 = max(0, self.fail_503 - 1)
+                return 503, {"detail": "unavailable"}, {}, False
+            if self.fail_429:
+                self.fail_429 -= 1
+                return 429, {"detail": "slow down"}, {"Retry-After": self.retry_after}, False
+            try:
+                reports = json.loads(body)["reports"]
+            except (ValueError, KeyError, TypeError):
+                return 422, {"detail": "body must be {reports: [...]}"}, {}, False
+            if self.reject_all:
+                return 422, {"detail": "refused by the test"}, {}, False
+            if not isinstance(reports, list) or len(reports) > 1000:
+                return 413, {"detail": "at most 1000 reports"}, {}, False
+            problems = [
+                {"index": i, "reason": reason}
+                for i, report in enumerate(reports)
+                if (reason := self._check(report))
+            ]
+            if problems:
+                return 422, {"detail": problems}, {}, False
+            self.batch_sizes.append(len(reports))
+            duplicates = 0
+            for report in reports:
+                self.deliveries[report["id"]] += 1
+                if report["id"] in self.stored:
+                    duplicates += 1
+                else:
+                    self.stored[report["id"]] = report
+            self.commits += 1
+            answer = {"accepted": len(reports) - duplicates, "duplicates": duplicates}
+            if self.drop_ack:
+                self.drop_ack -= 1
+                return 202, answer, {}, True
+            return 202, answer, {}, False
+
+    def metrics_answer(self) -> dict[str, Any]:
+        """The body of ``GET /v1/metrics``."""
+        self.metric_fetches += 1
+        if self.served_metrics is not None:
+            return {"metrics": self.served_metrics}
+        return {"metrics": [s.to_dict() for s in self.specs.values()]}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    collector: StubCollector
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the tests read the collector's attributes instead."""
+
+    def _answer(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+        self.collector.statuses.append(status)
+
+    def do_GET(self) -> None:
+        if self.path == "/v1/metrics":
+            self._answer(200, self.collector.metrics_answer(), {})
+        else:
+            self._answer(404, {"detail": "not found"}, {})
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        key = self.collector.ingest_key
+        if key and self.headers.get("Authorization") != f"Bearer {key}":
+            self._answer(401, {"detail": "missing or wrong ingest key"}, {})
+            return
+        if self.path != "/v1/reports":
+            self._answer(404, {"detail": "not found"}, {})
+            return
+        status, answer, headers, drop = self.collector.handle_reports(body)
+        if drop:
+            self.close_connection = True
+            return
+        self._answer(status, answer, headers)
+
+
+@contextmanager
+def running(metrics: Sequence[MetricSpec] = (), **kwargs: Any) -> Iterator[StubCollector]:
+    """A started stub collector, stopped afterwards."""
+    stub = StubCollector(metrics, **kwargs).start()
+    try:
+        yield stub
+    finally:
+        stub.stop()
+
+
+def fast_client(url: str | list[str], state_dir: Path, **kwargs: Any) -> Client:
+    """A Client tuned for tests: short backoff, no timed flush, frequent persistence."""
+    options: dict[str, Any] = {
+        "backoff_base": 0.02,
+        "backoff_cap": 0.2,
+        "flush_interval": 60.0,
+        "persist_interval": 0.1,
+        "timeout": 2.0,
+    }
+    options.update(kwargs)
+    return Client(url, state_dir=state_dir, **options)
+
+
+def free_port() -> int:
+    """A loopback port with nothing listening on it (for a collector that is down)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+ADMIN_TOKEN = "client-tests-admin-token"
+
+
+@contextmanager
+def real_collector(
+    metrics: Sequence[MetricSpec], directory: Path, *, ingest_key: str | None = None
+) -> Iterator[str]:
+    """The real collector (``deniable serve`` on SQLite in ``directory``) in a subprocess on
+    loopback, with ``metrics`` registered; yields its URL. Admin calls use ``ADMIN_TOKEN``."""
+    import httpx
+
+    port = free_port()
+    command = [sys.executable, "-m", "deniable.cli.main", "serve", "--port", str(port)]
+    command += ["--database", f"sqlite:///{directory}/collector.db", "--admin-token", ADMIN_TOKEN]
+    if ingest_key:
+        command += ["--ingest-key", ingest_key]
+    server = subprocess.Popen([*command, "--log-level", "warning"])
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz").status_code == 200:
+                    break
+            except httpx.HTTPError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the collector did not start") from None
+                time.sleep(0.1)
+        for spec in metrics:
+            httpx.post(
+                f"{url}/v1/metrics",
+                json=spec.to_dict(),
+                headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+            ).raise_for_status()
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=10)

@@ -1,0 +1,76 @@
+"""Privacy invariant 1: a true value never leaves ``record()`` — not in a request body, a file
+in ``state_dir``, a log line (at DEBUG, every logger) or an exception message."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import uuid
+from pathlib import Path
+
+import pytest
+from deniable.client import Client, MetricSpec
+from stub_collector import running
+
+MARK = f"zqx{uuid.uuid4().hex[:12]}"
+NAMES = [f"{MARK}-{word}" for word in ("alpha", "beta", "gamma", "delta", "epsilon")]
+SPECS = [
+    MetricSpec.categorical("secret_krr", NAMES, epsilon=1.0, mechanism="krr"),
+    MetricSpec.categorical("secret_olh", NAMES, epsilon=1.0, mechanism="olh"),
+    MetricSpec.categorical("secret_oue", NAMES, epsilon=1.0, mechanism="oue"),
+    MetricSpec.boolean("flag_a", epsilon=0.5),
+    MetricSpec.boolean("flag_b", epsilon=0.5, mechanism="krr"),
+]
+NEEDLES = [MARK, "alpha", "gamma", "epsilon-", "true", "True", "false", "False"]
+
+
+def _leaks(data: bytes) -> list[str]:
+    return [n for n in NEEDLES if n.encode() in data]
+
+
+def test_true_values_appear_in_no_body_file_log_or_exception(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    moment = [dt.datetime(2026, 9, 1, tzinfo=dt.UTC)]
+    errors: list[str] = []
+    with caplog.at_level(logging.DEBUG), running(SPECS) as stub:
+        stub.fail_503 = 1
+        stub.drop_ack = 1
+        client = Client(
+            stub.url,
+            state_dir=tmp_path,
+            metrics=SPECS,
+            memoize={"secret_olh", "flag_b"},
+            max_reports_per_period=2,
+            clock=lambda: moment[0],
+            batch_size=4,
+            backoff_base=0.02,
+        )
+        for day in range(6):
+            for spec in SPECS[:3]:
+                client.record(spec.name, NAMES[day % 3 * 2])
+                client.record(spec.name, NAMES[2])
+            client.record("flag_a", True)
+            client.record("flag_b", day % 2 == 0)
+            moment[0] += dt.timedelta(days=1)
+        bad_values: list[object] = [f"{MARK}-unknown", {"k": MARK}, 7, None]
+        for metric in ("secret_krr", "secret_oue", "flag_a"):
+            for bad in [*bad_values, NAMES[0] if metric == "flag_a" else "True"]:
+                with pytest.raises(ValueError) as info:
+                    client.record(metric, bad)
+                errors.append(str(info.value))
+                assert metric in str(info.value)
+        assert client.flush(timeout=10)
+        client.close()
+    assert len(stub.stored) == 6 * (3 * 2 + 2)
+    for body in stub.bodies:
+        assert _leaks(body) == [], "a request body holds a true value"
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert files
+    for path in files:
+        assert _leaks(path.read_bytes()) == [], f"{path.name} holds a true value"
+    assert caplog.records, "DEBUG logging captured nothing: the search would be vacuous"
+    assert _leaks(caplog.text.encode()) == []
+    assert len(errors) == 15
+    for message in errors:
+        assert _leaks(message.encode()) == []

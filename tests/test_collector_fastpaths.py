@@ -1,0 +1,109 @@
+"""The ingestion fast paths agree with the authorities they shortcut.
+
+``canonical_check`` may only accept payloads that the mechanism's ``parse_payload`` returns
+unchanged, and the dict parser (``ReportIn``) must accept and refuse exactly what the
+documented ``Report`` model does, with the same error types and locations.
+"""
+
+from __future__ import annotations
+
+import base64
+import random
+import string
+from typing import Any
+
+import pytest
+from deniable.client.mechanisms import make_mechanism
+from deniable.collector.schemas import REPORT_PARSER, Report
+from deniable.collector.validation import canonical_check
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+MECHANISMS = [make_mechanism(name, k, 1.0) for name, k in [("oue", 100), ("oue", 8), ("oue", 3)]]
+MECHANISMS += [make_mechanism("krr", 5, 1.0), make_mechanism("brr", 2, 1.0)]
+
+B64 = string.ascii_letters + string.digits + "+/="
+payloads = st.one_of(
+    st.integers(min_value=-3, max_value=2**70),
+    st.booleans(),
+    st.text(alphabet=B64, max_size=24),
+    st.text(max_size=8),
+    st.binary(max_size=16).map(lambda b: base64.b64encode(b).decode()),
+    st.dictionaries(st.sampled_from("aby"), st.integers(0, 9)),
+    st.none(),
+)
+
+
+def _parsed(mechanism: Any, payload: Any) -> Any:
+    try:
+        return mechanism.parse_payload(payload)
+    except ValueError:
+        return ValueError
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS, ids=repr)
+@settings(max_examples=300, deadline=None)
+@given(payload=payloads)
+def test_canonical_check_accepts_only_what_parse_payload_returns_unchanged(
+    mechanism: Any, payload: Any
+) -> None:
+    if canonical_check(mechanism)(payload):
+        assert _parsed(mechanism, payload) == payload
+        assert type(_parsed(mechanism, payload)) is type(payload)
+
+
+@pytest.mark.parametrize("mechanism", MECHANISMS, ids=repr)
+def test_canonical_check_takes_the_randomized_payloads(mechanism: Any) -> None:
+    rng = random.Random(3)
+
+    class Source:
+        random = rng.random
+        randbelow = rng.randrange
+
+        @staticmethod
+        def token_bytes(n: int) -> bytes:
+            return rng.randbytes(n)
+
+    check = canonical_check(mechanism)
+    reports = [mechanism.randomize(rng.randrange(mechanism.k), Source()) for _ in range(200)]
+    assert all(check(p) for p in reports)
+
+
+@pytest.mark.parametrize("payload", ["AR==", "AQ=", "AQ==\n", " AQ==", "AQ==AQ==", "AQE="])
+def test_canonical_check_refuses_non_canonical_oue_text(payload: str) -> None:
+    assert not canonical_check(make_mechanism("oue", 8, 1.0))(payload)
+    assert canonical_check(make_mechanism("oue", 8, 1.0))("AQ==")
+
+
+texts = st.one_of(
+    st.text(max_size=70),
+    st.uuids().map(str),
+    st.uuids().map(lambda u: str(u).upper()),
+    st.uuids().map(lambda u: str(u) + "\n"),
+    st.integers(),
+    st.none(),
+)
+reports = st.dictionaries(
+    st.sampled_from(["id", "metric", "fingerprint", "period", "payload", "extra"]),
+    st.one_of(texts, payloads),
+    max_size=6,
+)
+
+
+def _outcome(validate: Any, value: Any) -> Any:
+    try:
+        return dict(validate(value))
+    except ValidationError as exc:
+        return sorted((e["type"], e["loc"]) for e in exc.errors())
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=st.one_of(reports, st.integers(), st.text(max_size=4)))
+def test_dict_parser_matches_the_documented_model(value: Any) -> None:
+    model = _outcome(lambda v: Report.model_validate(v).model_dump(), value)
+    fast = _outcome(REPORT_PARSER.validate_python, value)
+    if isinstance(model, list) and model == [("model_type", ())]:
+        assert fast == [("dict_type", ())]
+    else:
+        assert fast == model

@@ -1,0 +1,206 @@
+"""Tier 0 privacy checks of the randomizers (STATS.md section 8): exact, no false failures.
+
+The transition probabilities are not restated from formulas: they are read off the code itself.
+:func:`explore` runs ``randomize`` with scripted draws and walks every branch: a ``randbelow(m)``
+draw is enumerated over all m values, and a ``random()`` draw is split at the threshold the code
+compares it with, found by bisection to the last bit. The result is the exact output
+distribution P(payload | x) of the real function, against which the mechanism's own
+parameters p*, q* and the eps-LDP bound are checked.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import pytest
+from deniable.client.mechanisms import BRR, KRR, OLH, OLH_PRIME, OUE, Mechanism
+
+_TOP = 1.0 - 2.0**-53
+
+
+class Scripted:
+    """A Randomness that replays a script of draws (then answers 0) and records every call."""
+
+    def __init__(self, script: list[float | int]) -> None:
+        self.script = script
+        self.calls: list[tuple[str, int]] = []
+
+    def _next(self, default: float | int) -> float | int:
+        i = len(self.calls) - 1
+        return self.script[i] if i < len(self.script) else default
+
+    def random(self) -> float:
+        self.calls.append(("random", 0))
+        return float(self._next(0.0))
+
+    def randbelow(self, n: int) -> int:
+        self.calls.append(("randbelow", n))
+        return int(self._next(0))
+
+    def token_bytes(self, n: int) -> bytes:
+        raise AssertionError("randomizers are not expected to draw raw bytes")
+
+
+def _freeze(payload: Any) -> Hashable:
+    return tuple(sorted(payload.items())) if isinstance(payload, dict) else payload
+
+
+def explore(
+    run: Callable[[Scripted], Any], fixed: dict[int, int] | None = None
+) -> dict[Hashable, float]:
+    """The exact output distribution of ``run`` over its draws; ``fixed`` pins some randbelow draws."""
+    fixed = fixed or {}
+
+    def signature(script: list[float | int]) -> tuple:
+        rng = Scripted(script)
+        out = _freeze(run(rng))
+        return out, tuple(rng.calls)
+
+    def walk(prefix: list[float | int]) -> dict[Hashable, float]:
+        out, calls = signature(prefix)
+        if len(calls) == len(prefix):
+            return {out: 1.0}
+        kind, bound = calls[len(prefix)]
+        result: dict[Hashable, float] = defaultdict(float)
+        if kind == "randbelow":
+            if len(prefix) in fixed:
+                branches = [(fixed[len(prefix)], 1.0)]
+            else:
+                assert bound <= 4096, "too many values to enumerate; pin this draw"
+                branches = [(j, 1.0 / bound) for j in range(bound)]
+        else:
+            low_sig, high_sig = signature([*prefix, 0.0]), signature([*prefix, _TOP])
+            if low_sig == high_sig:
+                branches = [(0.0, 1.0)]
+            else:
+                lo, hi = 0.0, _TOP
+                while math.nextafter(lo, 1.0) < hi:
+                    mid = (lo + hi) / 2
+                    if mid in (lo, hi):
+                        break
+                    if signature([*prefix, mid]) == low_sig:
+                        lo = mid
+                    else:
+                        hi = mid
+                branches = [(0.0, hi), (_TOP, 1.0 - hi)]
+        for value, weight in branches:
+            for key, prob in walk([*prefix, value]).items():
+                result[key] += weight * prob
+        return dict(result)
+
+    return walk([])
+
+
+def transition(mechanism: Mechanism, fixed: dict[int, int] | None = None) -> list[dict]:
+    """P(payload | x) for every input x, read off ``mechanism.randomize``."""
+    return [
+        explore(lambda rng, x=x: mechanism.randomize(x, rng), fixed) for x in range(mechanism.k)
+    ]
+
+
+def _worst_ratio(rows: list[dict]) -> float:
+    outputs = set().union(*rows)
+    worst = 0.0
+    for y in outputs:
+        probs = [row.get(y, 0.0) for row in rows]
+        assert min(probs) > 0, "an output possible under one input is impossible under another"
+        worst = max(worst, max(probs) / min(probs))
+    return worst
+
+
+SMALL = [BRR(2, 1.0), KRR(2, 0.5), KRR(3, 1.0), KRR(4, 2.5), OUE(3, 1.0), OUE(4, 0.7)]
+
+
+@pytest.mark.parametrize("mechanism", SMALL, ids=repr)
+def test_transition_rows_sum_to_one_and_ratio_is_e_eps_attained(mechanism: Mechanism) -> None:
+    rows = transition(mechanism)
+    for row in rows:
+        assert math.isclose(sum(row.values()), 1.0, abs_tol=1e-12)
+    e = math.exp(mechanism.epsilon)
+    assert _worst_ratio(rows) <= e * (1 + 1e-12)
+    assert _worst_ratio(rows) >= e * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("mechanism", SMALL, ids=repr)
+def test_support_probabilities_of_the_code_are_p_star_and_q_star(mechanism: Mechanism) -> None:
+    rows = transition(mechanism)
+    payloads = {y: mechanism.parse_payload(y) for y in set().union(*rows)}
+    for x, row in enumerate(rows):
+        for v in range(mechanism.k):
+            supports = sum(p for y, p in row.items() if v in mechanism.supported(payloads[y]))
+            expected = mechanism.p_star if v == x else mechanism.q_star
+            assert math.isclose(supports, expected, rel_tol=1e-12, abs_tol=1e-15)
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 1.0, 3.0])
+def test_oue_bit_ratio_is_e_eps(epsilon: float) -> None:
+    m = OUE(5, epsilon)
+    p, q = m.p_star, m.q_star
+    assert math.isclose(p * (1 - q) / ((1 - p) * q), math.exp(epsilon), rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("epsilon", [0.3, 1.0, 2.0])
+def test_krr_with_two_categories_is_brr(epsilon: float) -> None:
+    assert transition(KRR(2, epsilon)) == transition(BRR(2, epsilon))
+    assert transition(BRR(2, epsilon))[1][1] == pytest.approx(
+        1 / (1 + math.exp(-epsilon)), abs=1e-15
+    )
+
+
+OLH_CASES = [OLH(4, 1.0), OLH(6, 2.0), OLH(3, 0.4)]
+SEEDS = [(1, 0), (OLH_PRIME - 1, OLH_PRIME - 1), (123_456_789, 987_654_321), (2, 5)]
+
+
+@pytest.mark.parametrize("mechanism", OLH_CASES, ids=repr)
+@pytest.mark.parametrize(("a", "b"), SEEDS)
+def test_olh_conditional_on_a_b_rows_sum_to_one_and_ratio_is_e_eps(
+    mechanism: OLH, a: int, b: int
+) -> None:
+    rows = transition(mechanism, fixed={0: a - 1, 1: b})
+    for row in rows:
+        assert math.isclose(sum(row.values()), 1.0, abs_tol=1e-12)
+        assert {dict(y)["a"] for y in row} == {a} and {dict(y)["b"] for y in row} == {b}
+    e = math.exp(mechanism.epsilon)
+    ratio = _worst_ratio(rows)
+    hashes = {mechanism.hash(a, b, x) for x in range(mechanism.k)}
+    assert ratio <= e * (1 + 1e-12)
+    if len(hashes) > 1:  # two inputs hash apart, so the bound is attained
+        assert ratio >= e * (1 - 1e-12)
+    for x, row in enumerate(rows):
+        kept = sum(p for y, p in row.items() if dict(y)["y"] == mechanism.hash(a, b, x))
+        assert math.isclose(kept, mechanism.p_star, rel_tol=1e-12)
+
+
+def test_olh_draws_a_and_b_uniformly_over_the_whole_range() -> None:
+    m = OLH(4, 1.0)
+    rng = Scripted([])
+    m.randomize(0, rng)
+    assert rng.calls[:2] == [("randbelow", OLH_PRIME - 1), ("randbelow", OLH_PRIME)]
+    low = m.randomize(0, Scripted([0, 0]))
+    high = m.randomize(0, Scripted([OLH_PRIME - 2, OLH_PRIME - 1]))
+    assert (low["a"], low["b"]) == (1, 0)
+    assert (high["a"], high["b"]) == (OLH_PRIME - 1, OLH_PRIME - 1)
+
+
+def olh_exact_q(mechanism: OLH) -> float:
+    """P(a report on x supports v != x), averaged exactly over the seeds (a, b).
+
+    For a != 0 the map (a, b) -> (a v + b mod P, a x + b mod P) is a bijection onto pairs of
+    distinct residues, so P(H(v) = H(x)) = sum_j c_j (c_j - 1) / (P (P - 1)) exactly, with c_j
+    the number of residues r < P with r mod g = j.
+    """
+    g, big = mechanism.g, OLH_PRIME
+    sizes = [big // g + (1 if j < big % g else 0) for j in range(g)]
+    collide = sum(c * (c - 1) for c in sizes) / (big * (big - 1))
+    p = mechanism.p_star
+    return collide * p + (1 - collide) * (1 - p) / (g - 1)
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0, 4.0])
+def test_olh_q_star_is_the_exact_collision_rate_within_1e8(epsilon: float) -> None:
+    """Averaged over (a, b), a report on x supports v != x with probability q*, up to O(g/P)."""
+    m = OLH(8, epsilon)
+    assert abs(olh_exact_q(m) - m.q_star) < 1e-8
