@@ -9,10 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+from deniable.collector import DEFAULT_PORT
 
 from .errors import CliError
 
-DEFAULT_COLLECTOR_URL = "http://127.0.0.1:8000"
+DEFAULT_COLLECTOR_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
 """Where the CLI looks for a collector when neither --collector nor DENIABLE_COLLECTOR_URL is set."""
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import click
+from deniable.collector import DEFAULT_PORT
 
 from .errors import CliError
 
@@ -19,7 +20,7 @@ from .errors import CliError
     "--port",
     envvar="DENIABLE_PORT",
     type=click.IntRange(0, 65535),
-    default=8000,
+    default=DEFAULT_PORT,
     show_default=True,
     help="TCP port (env DENIABLE_PORT).",
 )

@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     from .settings import Settings
     from .storage import migrate
 
+DEFAULT_PORT = 8000
+"""The TCP port a collector listens on unless told otherwise (CLI, image and manifests agree)."""
+
 _EXPORTS = {
     "create_app": ".app",
     "RefusedToServe": ".serve",
@@ -22,7 +25,7 @@ _EXPORTS = {
     "Settings": ".settings",
     "migrate": ".storage",
 }
-__all__ = ["RefusedToServe", "Settings", "create_app", "migrate", "serve"]
+__all__ = ["DEFAULT_PORT", "RefusedToServe", "Settings", "create_app", "migrate", "serve"]
 
 
 def __getattr__(name: str) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from . import DEFAULT_PORT
 from .serve import RefusedToServe, serve
 from .settings import Settings
 
@@ -13,7 +14,7 @@ def main(argv: list[str] | None = None) -> int:
     """Parse ``--host``, ``--port`` and ``--workers`` and serve until stopped."""
     parser = argparse.ArgumentParser(prog="python -m deniable.collector")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args(argv)
     try:

@@ -12,6 +12,7 @@ import os
 
 import uvicorn
 
+from . import DEFAULT_PORT
 from .settings import Settings
 from .storage import migrate
 
@@ -56,7 +57,7 @@ def settings_environment(settings: Settings) -> dict[str, str]:
 def serve(
     settings: Settings,
     host: str = "127.0.0.1",
-    port: int = 8080,
+    port: int = DEFAULT_PORT,
     workers: int = 1,
     log_level: str = "info",
 ) -> None:

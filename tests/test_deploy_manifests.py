@@ -22,6 +22,7 @@ import kubernetes_validate
 import pytest
 import yaml
 from deniable.cli import main
+from deniable.collector import DEFAULT_PORT
 from deniable.collector.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,6 +73,11 @@ def _exposed_port() -> int:
     exposed = _instructions(_stages()[-1], "EXPOSE")
     assert len(exposed) == 1, "the runtime stage exposes exactly one port"
     return int(exposed[0].split("/")[0])
+
+
+def test_image_port_is_the_collector_default() -> None:
+    """`deniable serve`, `python -m deniable.collector` and the CLI's default URL all use it."""
+    assert _exposed_port() == DEFAULT_PORT
 
 
 PORT_PATTERN = re.compile(r"https?://(?:127\.0\.0\.1|localhost):(\d+)(/[\w/]*)")
