@@ -152,7 +152,7 @@ def _series_document(
     *,
     confidence: float,
     method: str,
-    **options: Any,
+    simultaneous: bool = False,
 ) -> dict[str, Any]:
     """One estimate per period of first..last, periods without reports included."""
     import polars as pl
@@ -162,6 +162,14 @@ def _series_document(
     series = []
     for label in labels:
         part = frame.filter(pl.col("period") == label)
-        result = _estimate_frame(spec, part, confidence=confidence, method=method, **options)
+        result = _estimate_frame(
+            spec, part, confidence=confidence, method=method, simultaneous=simultaneous
+        )
         series.append({"period": label, "n": result.n, "estimates": result.to_dict()["estimates"]})
-    return {"metric": name, "confidence": confidence, "method": method, "series": series}
+    return {
+        "metric": name,
+        "confidence": confidence,
+        "method": method,
+        "simultaneous": simultaneous,
+        "series": series,
+    }

@@ -182,6 +182,7 @@ class SeriesOut(BaseModel):
     metric: str
     confidence: float
     method: str
+    simultaneous: bool
     series: list[SeriesPoint]
 
 

@@ -560,7 +560,12 @@ def test_series_lists_every_period_oldest_first(
     )
     assert response.status_code == 200
     body = response.json()
-    assert (body["metric"], body["confidence"], body["method"]) == (krr.name, 0.9, "unbiased")
+    assert (body["metric"], body["confidence"], body["method"], body["simultaneous"]) == (
+        krr.name,
+        0.9,
+        "unbiased",
+        False,
+    )
     assert [(p["period"], p["n"]) for p in body["series"]] == [
         ("2026-11-17", 0),
         ("2026-11-18", 40),

@@ -185,6 +185,7 @@ def test_series_takes_simultaneous_like_estimate(
     joint = admin.get(f"/v1/metrics/{spec.name}/series", params={**window, "simultaneous": "true"})
     single = admin.get(f"/v1/metrics/{spec.name}/series", params=window)
     assert joint.status_code == single.status_code == 200, (joint.text, single.text)
+    assert (joint.json()["simultaneous"], single.json()["simultaneous"]) == (True, False)
     for both, each in zip(joint.json()["series"], single.json()["series"], strict=True):
         day = both["period"]
         estimate = admin.get(

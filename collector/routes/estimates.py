@@ -150,4 +150,10 @@ def get_series(
             spec, periods, confidence=confidence, method=method, simultaneous=simultaneous
         )
         series.append({"period": label, "n": int(n[i]), "estimates": document["estimates"]})
-    return {"metric": spec.name, "confidence": confidence, "method": method, "series": series}
+    return {
+        "metric": spec.name,
+        "confidence": confidence,
+        "method": method,
+        "simultaneous": simultaneous,
+        "series": series,
+    }
