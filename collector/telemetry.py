@@ -3,6 +3,13 @@
 Each app has its own registry (several apps can live in one test process). Metric labels
 are registered metric names only; every unknown name shares one label, so a client cannot
 blow up the number of time series.
+
+Under ``deniable serve --workers N`` (N > 1) prometheus_client runs in multiprocess mode:
+``serve`` sets ``PROMETHEUS_MULTIPROC_DIR`` before the workers start, every worker writes its
+counters and histograms to memory-mapped files named by its pid in that directory, and
+``render`` sums the files of all workers, so any worker answers a scrape with the totals.
+A replaced worker (crash, health-check kill, SIGHUP) writes new files under its new pid
+while the old ones stay and are still summed: totals never drop nor count twice.
 """
 
 from __future__ import annotations
@@ -13,11 +20,19 @@ from prometheus_client import (
     Histogram,
     disable_created_metrics,
     generate_latest,
+    values,
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.multiprocess import MultiProcessCollector
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+MULTIPROCESS_DIRECTORY = "PROMETHEUS_MULTIPROC_DIR"
 disable_created_metrics()
+
+
+def multiprocess_mode() -> bool:
+    """Whether metric values live in shared files (prometheus_client decides this at import)."""
+    return bool(getattr(values.ValueClass, "_multiprocess", False))
 
 
 class Telemetry:
@@ -53,7 +68,12 @@ class Telemetry:
             registry=self.registry,
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
         )
+        self.exposition = self.registry
+        if multiprocess_mode():
+            # A registry of its own: the metrics' registry would be exported twice.
+            self.exposition = CollectorRegistry()
+            MultiProcessCollector(self.exposition)
 
     def render(self) -> bytes:
-        """The Prometheus text exposition of every metric."""
-        return generate_latest(self.registry)
+        """The Prometheus text exposition of every metric (summed over workers if several)."""
+        return generate_latest(self.exposition)

@@ -1,0 +1,171 @@
+"""Prometheus totals under ``deniable serve --workers 2``: every scrape sums all workers.
+
+A real server (two spawned uvicorn workers, one SQLite file) ingests batches over fresh
+connections until both workers have counted some; every later scrape, whichever worker
+answers it, must show the totals. The metrics directory ``serve`` made is gone after
+SIGTERM; an operator's ``PROMETHEUS_MULTIPROC_DIR`` is cleared of stale files and kept.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import signal
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from conftest import make_reports, register, unique_name
+from deniable.client import MetricSpec, period_label
+from deniable.collector.serve import RefusedToServe, clear_metrics_directory
+from deniable.collector.telemetry import MULTIPROCESS_DIRECTORY
+from prometheus_client.mmap_dict import MmapedDict, mmap_key
+from prometheus_client.parser import text_string_to_metric_families
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "deploy"))
+from localcluster import CollectorProcess, start_collector
+
+ADMIN = "telemetry-admin-token"
+BATCH = 5
+MOST_BATCHES = 200
+"""Upload attempts before giving up on both workers taking requests."""
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _start(tmp_path: Path, extra_env: dict[str, str]) -> CollectorProcess:
+    """``deniable serve --workers 2`` on a fresh SQLite file, ready to answer."""
+    url = f"sqlite:///{tmp_path / 'deniable.db'}"
+    env = {"DENIABLE_MIGRATE_ON_START": "true", **extra_env}
+    server = start_collector(url, ADMIN, tmp_path, env, workers=2)
+    try:
+        server.wait_ready()
+    except RuntimeError:
+        server.stop()
+        raise
+    return server
+
+
+def _spec(url: str, name: str) -> MetricSpec:
+    """Register a small categorical metric ``name`` on the server at ``url``."""
+    spec = MetricSpec.categorical(name, ["a", "b", "c"], epsilon=1.0)
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {ADMIN}"}) as admin:
+        return register(admin, spec)
+
+
+def _post_batch(url: str, spec: MetricSpec, seed: int) -> int:
+    """POST one batch on a new connection; the number of reports accepted."""
+    period = period_label(spec.period, dt.datetime.now(dt.UTC))
+    reports = make_reports(spec, [seed % spec.k] * BATCH, period, seed)
+    response = httpx.post(f"{url}/v1/reports", json={"reports": reports}, timeout=10)
+    assert response.status_code == 202, response.text
+    return int(response.json()["accepted"])
+
+
+def _post_until_both_workers_counted(
+    url: str, spec: MetricSpec, directory: Path, least: int
+) -> tuple[int, int]:
+    """Upload at least ``least`` batches, and on until two pids have counter files.
+
+    Returns (reports accepted, POSTs made).
+    """
+    accepted = posts = 0
+    while posts < least or len(list(directory.glob("counter_*.db"))) < 2:
+        assert posts < MOST_BATCHES, "one worker took every upload"
+        accepted += _post_batch(url, spec, posts)
+        posts += 1
+    return accepted, posts
+
+
+def _scrape(url: str, metric: str) -> tuple[float, float]:
+    """One /metrics scrape on a new connection: (accepted for ``metric``, report POSTs timed)."""
+    response = httpx.get(f"{url}/metrics", timeout=10)
+    assert response.status_code == 200
+    accepted = timed = 0.0
+    for family in text_string_to_metric_families(response.text):
+        for sample in family.samples:
+            if sample.name == "deniable_reports_accepted_total":
+                accepted += sample.value if sample.labels["metric"] == metric else 0
+            elif sample.name == "deniable_request_duration_seconds_count":
+                labels = sample.labels
+                is_upload = labels["route"] == "/v1/reports" and labels["method"] == "POST"
+                timed += sample.value if is_upload else 0
+    return accepted, timed
+
+
+def _assert_every_scrape_shows(url: str, metric: str, accepted: int, posts: int) -> None:
+    """Ten scrapes, each answered by either worker, all show exactly the totals.
+
+    The latency of a request is observed just after its response is sent, so the first
+    scrape may wait a moment for the last observation to land.
+    """
+    deadline = time.monotonic() + 5
+    while _scrape(url, metric) != (accepted, posts) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for _ in range(10):
+        assert _scrape(url, metric) == (accepted, posts)
+
+
+def test_every_scrape_of_two_workers_shows_the_totals_and_serve_removes_its_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(MULTIPROCESS_DIRECTORY, raising=False)
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    server = _start(tmp_path, {"TMPDIR": str(temporary)})
+    try:
+        [directory] = temporary.glob("deniable-metrics-*")
+        assert directory.stat().st_mode & 0o777 == 0o700
+        spec = _spec(server.url, unique_name("tele"))
+        accepted, posts = _post_until_both_workers_counted(server.url, spec, directory, 12)
+        assert accepted == posts * BATCH
+        assert len(list(directory.glob("histogram_*.db"))) == 2
+        _assert_every_scrape_shows(server.url, spec.name, accepted, posts)
+        server.signal(signal.SIGTERM)
+        assert server.shut_down_gracefully(), server.log_tail()
+    finally:
+        server.stop()
+    assert list(temporary.iterdir()) == []
+
+
+def _stale_counter(directory: Path, metric: str) -> None:
+    """A counter file left by an earlier run: 1000 reports accepted for ``metric``."""
+    stale = MmapedDict(str(directory / "counter_1.db"))
+    key = mmap_key(
+        "deniable_reports_accepted",
+        "deniable_reports_accepted_total",
+        ("metric",),
+        (metric,),
+        "New reports stored",
+    )
+    stale.write_value(key, 1000.0, 0.0)
+    stale.close()
+
+
+def test_an_operators_directory_is_cleared_of_stale_counts_and_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = tmp_path / "prometheus"
+    directory.mkdir()
+    (directory / "README").write_text("not prometheus_client's")
+    metric = unique_name("tele")
+    _stale_counter(directory, metric)
+    monkeypatch.setenv(MULTIPROCESS_DIRECTORY, str(directory))
+    server = _start(tmp_path, {})
+    try:
+        assert not (directory / "counter_1.db").exists()
+        spec = _spec(server.url, metric)
+        accepted, posts = _post_until_both_workers_counted(server.url, spec, directory, 4)
+        _assert_every_scrape_shows(server.url, metric, accepted, posts)
+    finally:
+        server.stop()
+    assert (directory / "README").exists()
+    assert len(list(directory.glob("counter_*.db"))) == 2, "the operator's directory is kept"
+
+
+def test_a_metrics_directory_that_is_a_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "not-a-directory"
+    path.write_text("")
+    with pytest.raises(RefusedToServe, match=MULTIPROCESS_DIRECTORY):
+        clear_metrics_directory(path)
