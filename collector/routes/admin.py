@@ -147,5 +147,5 @@ def healthz() -> dict[str, str]:
 
 @router.get("/metrics", response_class=Response)
 def prometheus(request: Request) -> Response:
-    """Prometheus text exposition of this process's counters and latency histograms."""
+    """Prometheus text exposition of the counters and latency histograms (all workers summed)."""
     return Response(collector(request).telemetry.render(), media_type=CONTENT_TYPE)
