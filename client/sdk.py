@@ -25,7 +25,7 @@ from typing import Any
 
 from .ledger import Ledger, PrivacySpent
 from .mechanisms import Payload
-from .outbox import Outbox, Report
+from .outbox import Chunk, Outbox, Report, split_reports
 from .randomness import LocalRandomness, Randomness, uuid4_texts
 from .spec import MetricSpec, period_label
 from .transport import Transport, encode_batch
@@ -141,6 +141,10 @@ class Client:
     randomized response. ``clock`` and ``randomness`` are for tests (simulated periods,
     seeded draws); ``persist_interval``, ``backoff_base`` and ``backoff_cap`` (seconds)
     tune durability and retry pacing.
+
+    A batch the collector answers 413 (too large) is split, not dropped: see
+    :meth:`_split_after_413`. Only a single report that is too large on its own is
+    dropped (counted in ``dropped_rejected``), as is a batch refused with another 4xx.
     """
 
     def __init__(
@@ -176,6 +180,8 @@ class Client:
             raise ValueError("flush_interval, timeout, backoff_base and backoff_cap must be > 0")
         self._state_dir = Path(state_dir)
         self._batch_size = batch_size
+        self._batch_cap = batch_size
+        self._largest_accepted = 0
         self._flush_interval = flush_interval
         self._persist_interval = persist_interval
         self._max_queue = max_queue
@@ -397,7 +403,7 @@ class Client:
                     reports,
                     delta,
                     max_queue=self._max_queue,
-                    per_chunk=self._batch_size,
+                    per_chunk=self._batch_cap,
                     max_bytes=MAX_BODY_BYTES,
                 )
             except Exception as exc:
@@ -441,15 +447,22 @@ class Client:
             self._upload_lock.release()
 
     def _upload_batch(self, deadline: float | None) -> bool | None:
-        """The body of :meth:`_upload_once`, under the upload lock."""
-        batch = self._outbox.peek(self._batch_size, MAX_BODY_BYTES)
+        """The body of :meth:`_upload_once`, under the upload lock.
+
+        Sends the oldest chunks up to the batch cap; a chunk stored before the cap shrank is
+        sent a leading slice at a time (its reports keep their ids and order)."""
+        batch = self._outbox.peek(self._batch_cap, MAX_BODY_BYTES)
         if not batch:
             return True
+        sent = batch
+        if batch[0].count > self._batch_cap:
+            head = split_reports(batch[0].reports)[: self._batch_cap]
+            sent = [Chunk(batch[0].seq, len(head), ",".join(head))]
         timeout = None
         if deadline is not None:
             timeout = max(0.05, min(self._transport.timeout, deadline - time.monotonic()))
-        count = sum(c.count for c in batch)
-        result = self._transport.send(encode_batch(batch), count, timeout)
+        count = sum(c.count for c in sent)
+        result = self._transport.send(encode_batch(sent), count, timeout)
         if result.kind == "retry":
             self._failures += 1
             delay = self._transport.backoff(self._failures, result.retry_after)
@@ -461,6 +474,8 @@ class Client:
             )
             return False
         self._failures = 0
+        if result.kind == "rejected" and result.status == 413:
+            return self._split_after_413(batch, count)
         bad = (result.bad_indices or frozenset()) & frozenset(range(count))
         if result.kind == "rejected" and 0 < len(bad) < count:
             dropped = self._outbox.drop_reports(batch, bad)
@@ -475,9 +490,10 @@ class Client:
                 result.reason,
             )
             return None
-        self._outbox.remove(c.seq for c in batch)
+        self._forget(batch, count)
         with self._lock:
             if result.kind == "accepted":
+                self._largest_accepted = max(self._largest_accepted, count)
                 self._counts["delivered"] += count
                 self._counts["duplicates"] += result.duplicates
             else:
@@ -489,6 +505,42 @@ class Client:
                 result.status,
                 result.reason,
             )
+        return None if len(self._outbox) else True
+
+    def _forget(self, batch: list[Chunk], count: int) -> int:
+        """Remove the first ``count`` reports of a peeked batch (all of it, or a leading slice
+        of its one chunk); returns how many were removed."""
+        if count == sum(c.count for c in batch):
+            self._outbox.remove(c.seq for c in batch)
+            return count
+        return self._outbox.drop_reports(batch, frozenset(range(count)))
+
+    def _split_after_413(self, batch: list[Chunk], count: int) -> bool | None:
+        """The collector (or a proxy before it) found ``count`` reports too large: halve.
+
+        The batch cap drops to half the refused batch, so the same reports go again in
+        halves (ids unchanged: resends stay idempotent) and halving goes on while 413s do.
+        The cap then stays reduced for the life of the process, and new reports are stored
+        in chunks of that size, so later uploads do not pay a 413 each; a new process starts
+        again from ``batch_size``. A single report refused on its own is dropped; its size
+        says little about batches, so the cap goes back to the largest batch accepted so far
+        (one huge report does not leave the client sending one report per request, and a
+        limit no report fits does not cost a new round of halving per report).
+        """
+        if count > 1:
+            self._batch_cap = max(1, count // 2)
+            log.info(
+                "collector refused %d reports as too large (HTTP 413); sending at most %d"
+                " per batch from now on",
+                count,
+                self._batch_cap,
+            )
+            return None
+        dropped = self._forget(batch, 1)
+        self._batch_cap = max(1, self._largest_accepted)
+        with self._lock:
+            self._counts["dropped_rejected"] += dropped
+        log.warning("collector refused a single report as too large (HTTP 413); dropped it")
         return None if len(self._outbox) else True
 
     def _upload_loop(self) -> None:

@@ -1,8 +1,9 @@
 """Upload to the collector over HTTP: one attempt at a time, failover between URLs, backoff.
 
 The transport knows the wire format (``POST /v1/reports``, ``GET /v1/metrics``) and how to
-classify an answer: accepted, refused for good (4xx other than 429) or worth a retry
-(network errors, 5xx, 429, honouring ``Retry-After``). Retry pacing uses exponential backoff
+classify an answer: accepted, refused for good (4xx other than 408 and 429; the client splits
+a batch refused with 413 rather than dropping it) or worth a retry (network errors, 5xx,
+408, 429, honouring ``Retry-After``). Retry pacing uses exponential backoff
 with full jitter. It never raises a network error to its caller.
 """
 

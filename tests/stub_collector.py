@@ -4,7 +4,7 @@ and a launcher for the real collector (``deniable serve``) for end-to-end runs.
 It serves ``GET /v1/metrics`` and ``POST /v1/reports`` (validating each report against the
 specs with the shared mechanisms, de-duplicating by id) on loopback, and can answer 503
 or 429 a given number of times, drop acknowledgements after committing, answer 503 after
-a number of commits, or be down.
+a number of commits, answer 413 above a body size or report count, or be down.
 """
 
 from __future__ import annotations
@@ -37,11 +37,15 @@ class StubCollector:
         port: int = 0,
         ingest_key: str | None = None,
         served_metrics: list[dict[str, Any]] | None = None,
+        max_body_bytes: int | None = None,
+        max_batch_reports: int = 1000,
     ) -> None:
         self.specs = {s.name: s for s in metrics}
         self.served_metrics = served_metrics
         self.ingest_key = ingest_key
         self.port = port
+        self.max_body_bytes = max_body_bytes
+        self.max_batch_reports = max_batch_reports
         self.fail_503 = 0
         self.fail_429 = 0
         self.retry_after = "1"
@@ -127,14 +131,16 @@ class StubCollector:
             if self.fail_429:
                 self.fail_429 -= 1
                 return 429, {"detail": "slow down"}, {"Retry-After": self.retry_after}, False
+            if self.max_body_bytes is not None and len(body) > self.max_body_bytes:
+                return 413, {"detail": f"body over {self.max_body_bytes} bytes"}, {}, False
             try:
                 reports = json.loads(body)["reports"]
             except (ValueError, KeyError, TypeError):
                 return 422, {"detail": "body must be {reports: [...]}"}, {}, False
             if self.reject_all:
                 return 422, {"detail": "refused by the test"}, {}, False
-            if not isinstance(reports, list) or len(reports) > 1000:
-                return 413, {"detail": "at most 1000 reports"}, {}, False
+            if not isinstance(reports, list) or len(reports) > self.max_batch_reports:
+                return 413, {"detail": f"at most {self.max_batch_reports} reports"}, {}, False
             problems = [
                 {"index": i, "reason": reason}
                 for i, report in enumerate(reports)
