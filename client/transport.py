@@ -10,8 +10,10 @@ with full jitter. It never raises a network error to its caller.
 from __future__ import annotations
 
 import email.utils
+import functools
 import logging
 import random
+import ssl
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -63,6 +65,18 @@ def parse_retry_after(value: str | None) -> float | None:
     return min(max(seconds, 0.0), MAX_RETRY_AFTER)
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """One verifying TLS context for every client of the process.
+
+    Loading the CA bundle takes tens of milliseconds; a context is safe to share between
+    threads, so an app (or a simulation) creating many clients pays for it once.
+    """
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
 def _detail(response: httpx.Response) -> Any:
     try:
         return response.json().get("detail", "")
@@ -110,7 +124,9 @@ class Transport:
         headers = {"Content-Type": "application/json", "User-Agent": "deniable-client"}
         if ingest_key:
             headers["Authorization"] = f"Bearer {ingest_key}"
-        self._http = httpx.Client(headers=headers, timeout=timeout, trust_env=False)
+        self._http = httpx.Client(
+            headers=headers, timeout=timeout, trust_env=False, verify=_tls_context()
+        )
 
     @property
     def url(self) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -39,9 +40,11 @@ class StubCollector:
         served_metrics: list[dict[str, Any]] | None = None,
         max_body_bytes: int | None = None,
         max_batch_reports: int = 1000,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.specs = {s.name: s for s in metrics}
         self.served_metrics = served_metrics
+        self.tls = tls
         self.ingest_key = ingest_key
         self.port = port
         self.max_body_bytes = max_body_bytes
@@ -68,7 +71,7 @@ class StubCollector:
     @property
     def url(self) -> str:
         """The base URL clients use."""
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
     def start(self) -> StubCollector:
         """Listen (again) on the same port."""
@@ -80,6 +83,8 @@ class StubCollector:
         ThreadingHTTPServer.allow_reuse_address = True
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._server.daemon_threads = True
+        if self.tls is not None:
+            self._server.socket = self.tls.wrap_socket(self._server.socket, server_side=True)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
