@@ -45,9 +45,13 @@ reports = Table(
     Column("period", String(10), nullable=False),
     Column("payload", Text, nullable=False),
     Column("received", Date, nullable=False),
-    Index(None, "metric", "period"),
+    Index(None, "metric", "period", "id"),
 )
-"""Raw randomized reports, append-only, unique by id (the idempotency key)."""
+"""Raw randomized reports, append-only, unique by id (the idempotency key).
+
+The (metric, period, id) index serves every read by metric and period (retention, ranges) and
+hands the export its keyset pages in (period, id) order without a sort.
+"""
 
 period_counts = Table(
     "period_counts",
