@@ -6,6 +6,7 @@ Depends on the standard library and httpx only, so apps can embed it.
 from .aio import AsyncClient
 from .ledger import PrivacySpent
 from .mechanisms import BRR, KRR, MECHANISMS, OLH, OUE, Mechanism, least_variance, make_mechanism
+from .outbox import StateDirInUseError
 from .randomness import Randomness, SeededRandomness, SystemRandomness
 from .sdk import Client, ClientStats
 from .spec import MetricSpec, period_label, period_range
@@ -24,6 +25,7 @@ __all__ = [
     "PrivacySpent",
     "Randomness",
     "SeededRandomness",
+    "StateDirInUseError",
     "SystemRandomness",
     "least_variance",
     "make_mechanism",

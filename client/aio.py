@@ -16,7 +16,10 @@ from .spec import MetricSpec
 
 
 class AsyncClient:
-    """Same constructor arguments and counters as :class:`Client`; use ``async with``."""
+    """Same constructor arguments and counters as :class:`Client`; use ``async with``.
+
+    Like a :class:`Client`, it holds its ``state_dir`` exclusively until closed.
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._client = Client(*args, **kwargs)

@@ -6,6 +6,13 @@ admitted them are written in one transaction, so after a kill either both exist 
 Reports are stored already encoded in the wire format, in chunks of at most one upload
 batch, so that committing costs a string join per report rather than a table row. Only
 randomized payloads are ever written here.
+
+One outbox at a time owns a ``state_dir``: it holds an exclusive ``flock`` on a lock file
+there from opening to :meth:`Outbox.close` (the OS releases it if the process dies). Two
+owners would each admit a report from the same budget and each draw a fresh memoized answer,
+which re-opens the averaging attack that budgets and memoization exist to stop. Where
+``fcntl`` is missing (Windows) there is no such lock: one client per ``state_dir`` is then
+the application's duty.
 """
 
 from __future__ import annotations
@@ -22,7 +29,13 @@ from typing import NamedTuple
 from .ledger import LedgerDelta
 from .mechanisms import Payload
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - not POSIX
+    fcntl = None  # type: ignore[assignment]
+
 DB_NAME = "deniable-client.sqlite3"
+LOCK_NAME = "deniable-client.lock"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value BLOB NOT NULL);
@@ -93,20 +106,69 @@ def _chunks(items: list[str], per_chunk: int, max_bytes: int) -> Iterable[tuple[
         yield len(items) - start, ",".join(items[start:])
 
 
+class StateDirInUseError(RuntimeError):
+    """Another client (in this process or another) holds the ``state_dir``."""
+
+
+def _lock_state_dir(state_dir: Path) -> int | None:
+    """An open descriptor holding the exclusive lock on ``state_dir`` (``None`` without fcntl).
+
+    Non-blocking: a ``state_dir`` already held raises :class:`StateDirInUseError` at once.
+    The lock belongs to this open file description, so a second opening in the same process
+    is refused too, and a child that inherits the descriptor across ``fork`` and closes it
+    does not release the parent's lock.
+    """
+    if fcntl is None:
+        return None
+    fd = os.open(state_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise StateDirInUseError(f"state_dir {state_dir} is in use by another client") from None
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 class Outbox:
-    """The SQLite store; every method is thread-safe (one connection behind one lock)."""
+    """The SQLite store; every method is thread-safe (one connection behind one lock).
+
+    Opening it takes the ``state_dir`` lock before touching any file there (see the module
+    docstring); :meth:`close` releases it.
+    """
 
     def __init__(self, state_dir: Path) -> None:
         state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.path = state_dir / DB_NAME
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._dir_lock = _lock_state_dir(state_dir)
+        try:
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        except BaseException:
+            self._release_dir()
+            raise
+        try:
+            self._size = self._prepare()
+        except BaseException:
+            self.close()
+            raise
+
+    def _prepare(self) -> int:
+        """Set the connection up, create the tables; returns how many reports are waiting."""
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
         self._db.executescript(_SCHEMA)
-        self._size = self._db.execute("SELECT COALESCE(SUM(count), 0) FROM outbox").fetchone()[0]
         os.chmod(self.path, 0o600)
+        return self._db.execute("SELECT COALESCE(SUM(count), 0) FROM outbox").fetchone()[0]
+
+    def _release_dir(self) -> None:
+        """Close the lock descriptor (which releases the lock), once."""
+        fd, self._dir_lock = self._dir_lock, None
+        if fd is not None:
+            os.close(fd)
 
     def secret(self) -> bytes:
         """The device-local HMAC secret, created on first use; it never leaves the device."""
@@ -273,6 +335,9 @@ class Outbox:
         return self._size
 
     def close(self) -> None:
-        """Close the database (after a final commit by the caller)."""
+        """Close the database (after a final commit by the caller) and free the ``state_dir``."""
         with self._lock:
-            self._db.close()
+            try:
+                self._db.close()
+            finally:
+                self._release_dir()

@@ -2,7 +2,11 @@
 
 Production draws come from the operating system's CSPRNG (``os.urandom``), read in
 large blocks so that a draw costs a slice of a buffer instead of a system call.
-A seeded source exists for tests only: it makes statistical tests deterministic.
+A buffer copied into a child by ``os.fork()`` would hand parent and child the same "random"
+numbers (correlated randomization) and the same report ids (the collector would drop one
+as a duplicate), so every buffer here is discarded in the child right after a fork.
+A seeded source exists for tests only: it makes statistical tests deterministic, and a fork
+leaves it alone.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import os
 import random as _random
 import struct
 import threading
+import weakref
 from typing import Protocol, runtime_checkable
 
 _BLOCK_WORDS = 4096
@@ -35,14 +40,39 @@ class Randomness(Protocol):
         ...
 
 
-class _BufferedRandomness:
+class _ForkSafe:
+    """Something that buffers random output: registered so a forked child discards it."""
+
+    def __init__(self) -> None:
+        self._discard()
+        _LIVE.add(self)
+
+    def _discard(self) -> None:
+        """Forget every buffered draw (in a child just after ``os.fork()``)."""
+        raise NotImplementedError
+
+
+_LIVE: weakref.WeakSet[_ForkSafe] = weakref.WeakSet()
+
+
+def _discard_after_fork() -> None:
+    """In a forked child: drop what every live source buffered before the fork."""
+    for source in list(_LIVE):
+        source._discard()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_discard_after_fork)
+
+
+class _BufferedRandomness(_ForkSafe):
     """The OS CSPRNG read in blocks of 32 KiB: unlocked buffer draws shared by both sources.
 
     ``_next_word`` and ``_take_bytes`` touch the buffers without a lock; a subclass that is
     shared across threads wraps them in its lock (``_word`` and ``token_bytes``).
     """
 
-    def __init__(self) -> None:
+    def _discard(self) -> None:
         self._words: list[int] = []
         self._bytes = b""
         self._byte_pos = 0
@@ -80,8 +110,9 @@ class _BufferedRandomness:
 class SystemRandomness(_BufferedRandomness):
     """The operating system's CSPRNG, buffered in blocks of 32 KiB; safe across threads."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def _discard(self) -> None:
+        super()._discard()
+        # a thread that held the lock at the fork does not exist in the child
         self._lock = threading.Lock()
 
     def _word(self) -> int:
@@ -126,8 +157,8 @@ class LocalRandomness(_BufferedRandomness):
     so that a draw costs a list pop.
     """
 
-    def __init__(self) -> None:
-        super().__init__()
+    def _discard(self) -> None:
+        super()._discard()
         self._floats: list[float] = []
 
     def random(self) -> float:
@@ -162,3 +193,27 @@ def uuid4_texts(count: int, rng: Randomness = system_randomness) -> list[str]:
     out[19::37] = hexed[16::32].translate(_UUID_VARIANT)
     out[36::37] = b"\n" * count
     return out.decode("ascii").split("\n")[:count]
+
+
+class ReportIds(_ForkSafe):
+    """Random (version 4) UUID texts made a block at a time, handed out one per call.
+
+    For one owner that serializes its calls (the client, under its record lock). A forked
+    child discards the ids made before the fork, so parent and child never share one.
+    """
+
+    def __init__(self, block: int = 4096) -> None:
+        self._block = block
+        self._rng = LocalRandomness()
+        super().__init__()
+
+    def _discard(self) -> None:
+        self._ids: list[str] = []
+
+    def take(self) -> str:
+        """A fresh id."""
+        try:
+            return self._ids.pop()
+        except IndexError:
+            self._ids = uuid4_texts(self._block, self._rng)
+            return self._ids.pop()

@@ -10,6 +10,7 @@ the host application.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import datetime as dt
 import json
 import logging
@@ -26,9 +27,9 @@ from typing import Any
 from .ledger import Ledger, PrivacySpent
 from .mechanisms import Payload
 from .outbox import Chunk, Outbox, Report, split_reports
-from .randomness import LocalRandomness, Randomness, uuid4_texts
+from .randomness import LocalRandomness, Randomness, ReportIds
 from .spec import MetricSpec, period_label
-from .transport import Transport, encode_batch
+from .transport import SendResult, Transport, encode_batch
 
 log = logging.getLogger("deniable.client")
 
@@ -57,6 +58,9 @@ class ClientStats:
     dropped_queue_full: int
     dropped_rejected: int
     retries: int
+    refused: int
+    """Upload attempts answered 401, 403, 404 or another 4xx that blames the URL or the ingest
+    key rather than the reports: they are kept and retried (each also counts in ``retries``)."""
 
     def as_dict(self) -> dict[str, int]:
         """The counters as a plain dict."""
@@ -144,7 +148,18 @@ class Client:
 
     A batch the collector answers 413 (too large) is split, not dropped: see
     :meth:`_split_after_413`. Only a single report that is too large on its own is
-    dropped (counted in ``dropped_rejected``), as is a batch refused with another 4xx.
+    dropped (counted in ``dropped_rejected``), as is a batch refused with 400 or 422 (only
+    the reports a 422 names, when it names them). Any other 4xx (401, 403, 404, 405...) blames the URL or the ingest key, not
+    the reports: they stay queued and are retried on the next URL with backoff, so a client
+    restarted with the right URL or key delivers them.
+
+    One client at a time may use a ``state_dir``: a second one (in this process or another)
+    raises :class:`~deniable.client.outbox.StateDirInUseError` (a ``RuntimeError``), since two
+    would each spend the same privacy budget and draw their own memoized answers. The lock
+    is an ``flock`` released by :meth:`close` or by the OS when the process dies; without
+    ``fcntl`` (Windows) there is no lock and one client per ``state_dir`` is the app's duty.
+    Make clients after ``os.fork()``: a child inherits no background threads (it would
+    deliver nothing) and shares the parent's SQLite connection and lock.
     """
 
     def __init__(
@@ -187,13 +202,12 @@ class Client:
         self._max_queue = max_queue
         self._clock = clock
         self._rng = randomness or LocalRandomness()
-        self._uuid_rng = LocalRandomness()
+        self._ids = ReportIds(_UUID_BLOCK)
         self._memoize = memoize
         self._lock = threading.Lock()
         self._persist_lock = threading.Lock()
         self._upload_lock = threading.Lock()
         self._pending: deque[Report] = deque()
-        self._uuids: list[str] = []
         self._labels_from = self._labels_until = 0.0
         self._labels: dict[str, str] = {}
         self._counts = dict.fromkeys(
@@ -206,44 +220,45 @@ class Client:
                 "dropped_queue_full",
                 "dropped_rejected",
                 "retries",
+                "refused",
             ),
             0,
         )
         self._committing = 0
         self._failures = 0
+        self._warned_refused = False
         self._not_before = 0.0
         self._closed = False
         self._warned_unknown: set[str] = set()
 
-        self._transport = Transport(
-            urls,
-            ingest_key=ingest_key,
-            timeout=timeout,
-            backoff_base=backoff_base,
-            backoff_cap=backoff_cap,
-        )
-        self._outbox = Outbox(self._state_dir)
-        try:
+        with contextlib.ExitStack() as undo:  # on failure, free the state_dir and connections
+            self._transport = Transport(
+                urls,
+                ingest_key=ingest_key,
+                timeout=timeout,
+                backoff_base=backoff_base,
+                backoff_cap=backoff_cap,
+            )
+            undo.callback(self._transport.close)
+            self._outbox = Outbox(self._state_dir)
+            undo.callback(self._outbox.close)
             self._ledger = Ledger(
                 self._outbox.secret(),
                 max_reports_per_period=max_reports_per_period,
                 lifetime_epsilon=lifetime_epsilon,
             )
             self._ledger.load(*self._outbox.load_ledger())
-        except BaseException:
-            self._outbox.close()
-            self._transport.close()
-            raise
-        self._strict = metrics is not None
-        self._metrics: dict[str, _Metric] = {}
-        self._refresh_specs = False
-        self._next_fetch = 0.0
-        if metrics is not None:
-            self._install(list(metrics))
-        elif self._load_cached_specs():
-            self._refresh_specs = True
-        else:
-            self._fetch_specs()
+            self._strict = metrics is not None
+            self._metrics: dict[str, _Metric] = {}
+            self._refresh_specs = False
+            self._next_fetch = 0.0
+            if metrics is not None:
+                self._install(list(metrics))
+            elif self._load_cached_specs():
+                self._refresh_specs = True
+            else:
+                self._fetch_specs()
+            undo.pop_all()
 
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -363,14 +378,11 @@ class Client:
                     self._ledger.remember(metric, key, payload)
             else:
                 payload = state.randomize(index, self._rng)
-            uuids = self._uuids
-            if not uuids:
-                uuids.extend(uuid4_texts(_UUID_BLOCK, self._uuid_rng))
             pending = self._pending
             if len(pending) >= self._max_queue:
                 pending.popleft()
                 counts["dropped_queue_full"] += 1
-            pending.append((uuids.pop(), metric, state.fingerprint, period, payload))
+            pending.append((self._ids.take(), metric, state.fingerprint, period, payload))
             counts["admitted"] += 1
         return True
 
@@ -464,16 +476,10 @@ class Client:
         count = sum(c.count for c in sent)
         result = self._transport.send(encode_batch(sent), count, timeout)
         if result.kind == "retry":
-            self._failures += 1
-            delay = self._transport.backoff(self._failures, result.retry_after)
-            self._not_before = time.monotonic() + delay
-            with self._lock:
-                self._counts["retries"] += 1
-            log.info(
-                "upload failed (%s); retrying in %.2f s", result.reason or result.status, delay
-            )
+            self._retry_later(result, count)
             return False
         self._failures = 0
+        self._warned_refused = False
         if result.kind == "rejected" and result.status == 413:
             return self._split_after_413(batch, count)
         bad = (result.bad_indices or frozenset()) & frozenset(range(count))
@@ -506,6 +512,25 @@ class Client:
                 result.reason,
             )
         return None if len(self._outbox) else True
+
+    def _retry_later(self, result: SendResult, count: int) -> None:
+        """After a failed attempt: back off, count it, and say why (a refusal once a streak)."""
+        self._failures += 1
+        delay = self._transport.backoff(self._failures, result.retry_after)
+        self._not_before = time.monotonic() + delay
+        with self._lock:
+            self._counts["retries"] += 1
+            self._counts["refused"] += int(result.refused)
+        if result.refused and not self._warned_refused:
+            self._warned_refused = True
+            log.warning(
+                "collector answered HTTP %s (wrong URL or ingest key?); keeping a batch of %d"
+                " reports and retrying with backoff",
+                result.status,
+                count,
+            )
+            return
+        log.info("upload failed (%s); retrying in %.2f s", result.reason or result.status, delay)
 
     def _forget(self, batch: list[Chunk], count: int) -> int:
         """Remove the first ``count`` reports of a peeked batch (all of it, or a leading slice

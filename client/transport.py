@@ -1,10 +1,18 @@
 """Upload to the collector over HTTP: one attempt at a time, failover between URLs, backoff.
 
 The transport knows the wire format (``POST /v1/reports``, ``GET /v1/metrics``) and how to
-classify an answer: accepted, refused for good (4xx other than 408 and 429; the client splits
-a batch refused with 413 rather than dropping it) or worth a retry (network errors, 5xx,
-408, 429, honouring ``Retry-After``). Retry pacing uses exponential backoff
-with full jitter. It never raises a network error to its caller.
+classify an answer:
+
+- accepted (2xx);
+- refused for good: only 400, 413 and 422 judge the batch itself (the client splits a batch
+  refused with 413 rather than dropping it, and drops only the reports a 422 names);
+- worth a retry on the next URL: network errors, 5xx, 408 and 429 (honouring
+  ``Retry-After``), and every other 4xx. A 401, 403, 404 or 405 says the endpoint or the
+  credential is wrong *now* (a wrong path, a misrouting proxy, an ingest key rotated before
+  the app caught up), not that the reports are: they are kept (:attr:`SendResult.refused`).
+
+Retry pacing uses exponential backoff with full jitter. It never raises a network error to
+its caller.
 """
 
 from __future__ import annotations
@@ -28,6 +36,9 @@ log = logging.getLogger("deniable.client")
 
 MAX_RETRY_AFTER = 3600.0
 """The longest ``Retry-After`` the client obeys, in seconds."""
+FINAL_STATUSES = frozenset({400, 413, 422})
+"""The answers that judge the batch itself; any other 4xx keeps the reports for a retry."""
+_TRANSIENT_4XX = frozenset({408, 429})
 
 
 @dataclass(frozen=True)
@@ -42,6 +53,16 @@ class SendResult:
     retry_after: float | None = None
     bad_indices: frozenset[int] | None = None
     """For a 422 that names the bad reports (by index in the batch): which they are."""
+
+    @property
+    def refused(self) -> bool:
+        """A retry after a 4xx that blames the endpoint or the credential (401, 403, 404...)."""
+        return (
+            self.kind == "retry"
+            and self.status is not None
+            and 400 <= self.status < 500
+            and self.status not in _TRANSIENT_4XX
+        )
 
 
 def encode_batch(chunks: Sequence[Chunk]) -> bytes:
@@ -155,7 +176,7 @@ class Transport:
             except (ValueError, TypeError, AttributeError):
                 accepted, duplicates = count, 0
             return SendResult("accepted", accepted, duplicates, status)
-        if 400 <= status < 500 and status not in (408, 429):
+        if status in FINAL_STATUSES:
             detail = _detail(response)
             return SendResult(
                 "rejected",

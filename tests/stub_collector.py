@@ -4,7 +4,8 @@ and a launcher for the real collector (``deniable serve``) for end-to-end runs.
 It serves ``GET /v1/metrics`` and ``POST /v1/reports`` (validating each report against the
 specs with the shared mechanisms, de-duplicating by id) on loopback, and can answer 503
 or 429 a given number of times, drop acknowledgements after committing, answer 503 after
-a number of commits, answer 413 above a body size or report count, or be down.
+a number of commits, answer 413 above a body size or report count, answer any status the
+test sets, or be down.
 """
 
 from __future__ import annotations
@@ -55,6 +56,8 @@ class StubCollector:
         self.drop_ack = 0
         self.down_after: int | None = None
         self.reject_all = False
+        self.answer_status: int | None = None
+        """Answer every POST with this status (a proxy's 403, a 405...) when set."""
         self.refuse_periods: set[str] = set()
         self.commits = 0
         self.stored: dict[str, dict[str, Any]] = {}
@@ -130,6 +133,8 @@ class StubCollector:
         with self._lock:
             self.bodies.append(body)
             self.post_times.append(time.monotonic())
+            if self.answer_status is not None:
+                return self.answer_status, {"detail": "set by the test"}, {}, False
             if self.fail_503 or (self.down_after is not None and self.commits >= self.down_after):
                 self.fail_503 = max(0, self.fail_503 - 1)
                 return 503, {"detail": "unavailable"}, {}, False

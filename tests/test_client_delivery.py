@@ -178,18 +178,58 @@ def test_a_refused_batch_is_dropped_counted_and_logged_without_values(
     assert "safari" not in caplog.text and "chrome" not in caplog.text
 
 
-def test_the_ingest_key_is_sent_as_a_bearer_token(tmp_path: Path) -> None:
-    with running(SPECS, ingest_key="s3cret") as stub:
-        client = make_client(stub.url, tmp_path / "a", ingest_key="s3cret")
-        assert client.record("dark_mode", True)
-        assert client.flush(timeout=10)
-        client.close()
-        keyless = make_client(stub.url, tmp_path / "b")
-        assert keyless.record("dark_mode", True)
-        assert keyless.flush(timeout=10)
-        keyless.close()
-    assert len(stub.stored) == 1
-    assert keyless.stats.dropped_rejected == 1
+def test_a_wrong_ingest_key_keeps_the_reports_until_the_right_key_delivers_them_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with running(SPECS, ingest_key="new-s3cret") as stub:
+        stale = make_client(stub.url, tmp_path, ingest_key="old-s3cret", max_reports_per_period=5)
+        record_many(stale, 5)
+        with caplog.at_level(logging.INFO, logger="deniable.client"):
+            assert stale.flush(timeout=1.0) is False
+            stale.close(timeout=0.2)
+        stats = stale.stats
+        assert (stats.queued, stats.delivered, stats.dropped_rejected) == (5, 0, 0)
+        assert stats.refused == stats.retries == stub.statuses.count(401) >= 3
+        warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+        assert len(warnings) == 1 and "HTTP 401" in warnings[0].getMessage()
+        assert "s3cret" not in caplog.text and "wrong ingest key" not in caplog.text
+        assert not stub.stored
+        rotated = make_client(stub.url, tmp_path, ingest_key="new-s3cret")
+        assert rotated.flush(timeout=10)
+        rotated.close()
+    assert len(stub.stored) == 5
+    assert set(stub.deliveries.values()) == {1}
+    assert (rotated.stats.delivered, rotated.stats.duplicates) == (5, 0)
+
+
+def test_a_404_url_fails_over_to_the_next_url_which_delivers(
+    collector: StubCollector, tmp_path: Path
+) -> None:
+    misrouted = f"{collector.url}/not-the-collector"
+    client = make_client([misrouted, collector.url], tmp_path, max_reports_per_period=10)
+    record_many(client, 10)
+    assert client.flush(timeout=10)
+    client.close()
+    assert collector.statuses[:2] == [404, 202]
+    assert len(collector.stored) == 10
+    stats = client.stats
+    assert (stats.delivered, stats.dropped_rejected, stats.refused, stats.retries) == (10, 0, 1, 1)
+
+
+@pytest.mark.parametrize("status", [403, 405])
+def test_a_proxy_refusing_the_route_keeps_the_reports(
+    collector: StubCollector, tmp_path: Path, status: int
+) -> None:
+    collector.answer_status = status
+    client = make_client(collector.url, tmp_path, max_reports_per_period=3)
+    record_many(client, 3)
+    assert client.flush(timeout=0.3) is False
+    assert (client.stats.queued, client.stats.dropped_rejected) == (3, 0)
+    assert client.stats.refused >= 1
+    collector.answer_status = None
+    assert client.flush(timeout=10)
+    client.close()
+    assert len(collector.stored) == 3
 
 
 def test_specs_are_fetched_then_cached_for_an_offline_start(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 
-from deniable.client.randomness import LocalRandomness, SeededRandomness, uuid4_texts
+from deniable.client.randomness import LocalRandomness, ReportIds, SeededRandomness, uuid4_texts
 
 
 def test_uuid4_texts_are_canonical_random_version_4_uuids() -> None:
@@ -48,3 +48,10 @@ def test_local_randomness_draws_in_range_and_covers_the_range() -> None:
     assert all(abs(n - 2000) < 240 for n in counts.values())
     assert len(rng.token_bytes(100_000)) == 100_000
     assert rng.randbelow(1 << 70) < 1 << 70
+
+
+def test_report_ids_are_fresh_uuid4_texts_across_blocks() -> None:
+    ids = ReportIds(block=7)
+    drawn = [ids.take() for _ in range(50)]
+    assert len(set(drawn)) == 50
+    assert all(uuid.UUID(i).version == 4 for i in drawn)

@@ -1,4 +1,5 @@
-"""Transport pacing and parsing: full-jitter backoff, failover rounds, Retry-After, 422 detail."""
+"""Transport pacing and parsing: full-jitter backoff, failover rounds, Retry-After, 422 detail,
+and which answers drop a batch (only 400, 413 and 422) and which keep it for a retry."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import math
 import random
 import time
+from collections.abc import Iterator
 
 import pytest
 from deniable.client.outbox import Chunk, report_json
@@ -17,6 +19,13 @@ from deniable.client.transport import (
     encode_batch,
     parse_retry_after,
 )
+from stub_collector import StubCollector, running
+
+
+@pytest.fixture(scope="module")
+def stub() -> Iterator[StubCollector]:
+    with running() as collector:
+        yield collector
 
 
 def test_backoff_is_full_jitter_under_an_exponential_cap() -> None:
@@ -122,3 +131,34 @@ def test_encoded_batches_are_the_wire_format() -> None:
             },
         ]
     }
+
+
+@pytest.mark.parametrize(
+    ("status", "kind", "refused"),
+    [
+        (400, "rejected", False),
+        (413, "rejected", False),
+        (422, "rejected", False),
+        (401, "retry", True),
+        (403, "retry", True),
+        (404, "retry", True),
+        (405, "retry", True),
+        (409, "retry", True),
+        (408, "retry", False),
+        (429, "retry", False),
+        (503, "retry", False),
+    ],
+)
+def test_only_400_413_and_422_judge_the_batch_other_answers_fail_over(
+    stub: StubCollector, status: int, kind: str, refused: bool
+) -> None:
+    stub.answer_status = status
+    spare = "http://127.0.0.1:9"
+    transport = Transport([stub.url, spare], ingest_key=None, timeout=2.0)
+    try:
+        result = transport.send(b'{"reports":[]}', 0)
+    finally:
+        transport.close()
+        stub.answer_status = None
+    assert (result.kind, result.status, result.refused) == (kind, status, refused)
+    assert transport.url == (stub.url if kind == "rejected" else spare)
