@@ -9,9 +9,6 @@ import httpx
 import pytest
 from conftest import ADMIN_TOKEN, INGEST_KEY, RunningCollector, make_reports, register, unique_name
 from deniable.client import MetricSpec
-from deniable.collector.storage import open_database
-from deniable.collector.storage.queries import read_reports
-from sqlalchemy import Connection, event
 
 DAYS = ["2026-11-18", "2026-11-19", "2026-11-20", "2026-11-21"]
 
@@ -205,95 +202,3 @@ def test_series_takes_simultaneous_like_estimate(
         assert max(widths) > 0.01, day
     refused = admin.get(f"/v1/metrics/{spec.name}/series", params={"simultaneous": "maybe"})
     assert refused.status_code == 422 and "simultaneous" in refused.text
-
-
-KEYSET_INDEX = "ix_reports_metric_period_id"
-
-
-def _plan(connection: Connection, dialect: str, statement: str, parameters: Any) -> list[str]:
-    """The plan of ``statement`` as lines: SQLite's query plan details, PostgreSQL's plan nodes.
-
-    PostgreSQL runs with sequential scans off, so a small test table still shows the plan a
-    large one gets; each node is "<Node Type> <Index Name> <Index Cond>".
-    """
-    if dialect == "sqlite":
-        rows = connection.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters).all()
-        return [row[3] for row in rows]
-    connection.exec_driver_sql("SET LOCAL enable_seqscan = off")
-    plan = connection.exec_driver_sql("EXPLAIN (FORMAT JSON) " + statement, parameters).scalar()
-    nodes, lines = [plan[0]["Plan"]], []
-    while nodes:
-        node = nodes.pop()
-        lines.append(
-            " ".join(str(node.get(k, "")) for k in ("Node Type", "Index Name", "Index Cond"))
-        )
-        nodes.extend(node.get("Plans", []))
-    return lines
-
-
-@pytest.mark.parametrize(
-    ("start", "end", "cursor_day"),
-    [
-        (None, None, None),
-        (DAYS[0], DAYS[2], None),
-        (None, None, DAYS[1]),
-        (DAYS[0], DAYS[2], DAYS[1]),
-    ],
-)
-def test_export_pages_read_the_keyset_index_in_order_without_sorting(
-    collector: RunningCollector,
-    stored: tuple[MetricSpec, list[dict[str, Any]]],
-    start: str | None,
-    end: str | None,
-    cursor_day: str | None,
-) -> None:
-    """A page deep into a big period costs ``limit`` index entries, not a sort of the period.
-
-    The export's own statement is captured as it runs and explained: it must read the
-    (metric, period, id) index in order, and with a cursor seek to it by (period, id).
-    """
-    spec, reports = stored
-    after = None
-    if cursor_day is not None:
-        last = _expected([r for r in reports if r["period"] == cursor_day])[10]
-        after = (last["period"], last["id"])
-    database = open_database(collector.settings.database_url)
-    executed: list[tuple[str, Any]] = []
-    event.listen(
-        database.reader,
-        "before_cursor_execute",
-        lambda _conn, _cursor, statement, parameters, _context, _many: executed.append(
-            (statement, parameters)
-        ),
-    )
-    try:
-        rows = read_reports(database, spec.name, start=start, end=end, after=after, limit=20)
-        assert len(rows) == 20 and (after is None or (rows[0][1], rows[0][0]) > after)
-        [(statement, parameters)] = [e for e in executed if "FROM reports" in e[0]]
-        with database.reader.connect() as connection:
-            plan = _plan(connection, database.dialect, statement, parameters)
-    finally:
-        database.dispose()
-    assert not any(
-        "TEMP B-TREE" in line or line.startswith(("Sort", "Incremental Sort")) for line in plan
-    ), plan
-    scans = [line for line in plan if KEYSET_INDEX in line]
-    assert len(scans) == 1 and not scans[0].startswith("Bitmap"), plan
-    if after is not None:
-        assert "(period,id)>(?,?)" in scans[0] or "ROW(" in scans[0], plan
-
-
-@pytest.mark.parametrize("start", [DAYS[0], DAYS[1], DAYS[2]])
-def test_a_cursor_and_a_start_resume_at_the_later_of_the_two(
-    admin: httpx.Client, stored: tuple[MetricSpec, list[dict[str, Any]]], start: str
-) -> None:
-    """A cursor in the second day with a start before, on, or after that day."""
-    spec, reports = stored
-    first = admin.get(_path(spec.name), params={"limit": 100}).json()
-    last = first["reports"][-1]
-    assert last["period"] == DAYS[1]
-    rest, _ = _export(admin, spec.name, start=start, limit=1000, after=first["next"])
-    expected = [
-        r for r in _expected(reports) if (r["period"], r["id"]) > (last["period"], last["id"])
-    ]
-    assert rest == [r for r in expected if r["period"] >= start]

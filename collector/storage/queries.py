@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from deniable.client.spec import MetricSpec, canonical_json
-from sqlalchemy import select, tuple_
+from sqlalchemy import or_, select
 
 from .engine import Database
 from .tables import metrics, period_counts, reports, support_counts
@@ -134,20 +134,20 @@ def read_reports(
 
     ``start``/``end`` bound the period labels (None: unbounded); ``after`` is the (period, id)
     of the last report already read, so pages follow one another by key, never by offset.
-
-    Only the tighter lower bound is given: ``(period, id) > after`` lets the (metric, period,
-    id) index seek straight to the cursor, but SQLite drops that seek for a range on period
-    when both are present and would scan the period from its start on every page.
     """
     query = select(reports.c.id, reports.c.period, reports.c.payload).where(
         reports.c.metric == metric
     )
-    if after is not None and (start is None or after[0] >= start):
-        query = query.where(tuple_(reports.c.period, reports.c.id) > tuple_(*after))
-    elif start is not None:
+    if start is not None:
         query = query.where(reports.c.period >= start)
     if end is not None:
         query = query.where(reports.c.period <= end)
+    if after is not None:
+        period, report_id = after
+        query = query.where(
+            reports.c.period >= period,
+            or_(reports.c.period > period, reports.c.id > report_id),
+        )
     query = query.order_by(reports.c.period, reports.c.id).limit(limit)
     with database.reader.connect() as connection:
         rows = connection.execute(query).all()

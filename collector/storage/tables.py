@@ -45,13 +45,9 @@ reports = Table(
     Column("period", String(10), nullable=False),
     Column("payload", Text, nullable=False),
     Column("received", Date, nullable=False),
-    Index(None, "metric", "period", "id"),
+    Index(None, "metric", "period"),
 )
-"""Raw randomized reports, append-only, unique by id (the idempotency key).
-
-The (metric, period, id) index serves every read by metric and period (retention, ranges) and
-hands the export its keyset pages in (period, id) order without a sort.
-"""
+"""Raw randomized reports, append-only, unique by id (the idempotency key)."""
 
 period_counts = Table(
     "period_counts",
