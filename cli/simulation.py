@@ -19,6 +19,7 @@ import datetime as dt
 import json
 import random
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import Any
 
 from .errors import CliError
 
+FLUSH_STEP_SECONDS = 0.5
 DEVICES_PER_CLIENT = 1000
 """Simulated devices that share one SDK Client (and one upload batch)."""
 
@@ -133,6 +135,18 @@ class Delivery:
     over_budget: int
 
 
+def _flush(client: Any, timeout: float) -> bool:
+    """Flush in short steps, giving up early once the collector refuses the uploads outright
+    (the SDK keeps such reports and retries, which would only wait out ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        step = min(FLUSH_STEP_SECONDS, deadline - time.monotonic())
+        if client.flush(max(step, 0.05)):
+            return True
+        if client.stats.refused or time.monotonic() >= deadline:
+            return False
+
+
 def run_devices(
     collector_url: str,
     populations: Sequence[Population],
@@ -180,7 +194,7 @@ def run_devices(
                 for device in range(start, stop):
                     for pop in populations:
                         client.record(pop.spec.name, pop.record_value(device))
-                delivered = client.flush(timeout)
+                delivered = _flush(client, timeout)
                 stats = client.stats
             finally:
                 client.close(timeout=1.0)
@@ -191,6 +205,11 @@ def run_devices(
                 raise CliError(
                     f"the SDK kept back {kept_back + stats.dropped_queue_full} report(s) of a batch"
                     " (privacy budget or queue); the simulation would not be one report per device"
+                )
+            if stats.refused and not delivered:
+                raise CliError(
+                    f"the collector at {collector_url} refused {stats.queued} report(s) (HTTP"
+                    " 401/403/404); check --ingest-key / DENIABLE_INGEST_KEY and the URL"
                 )
             if stats.dropped_rejected:
                 raise CliError(
