@@ -81,27 +81,26 @@ def record_table(n: int) -> list[tuple[str, str, float]]:
 def delivery_rate(n: int, url: str | None) -> tuple[float, int]:
     """Reports per second from a full outbox to the collector, and how many were delivered.
 
-    The reports are recorded and committed while the collector is unreachable, so the
-    timing covers delivery only. ``url=None`` uses the in-process stub.
+    The reports are recorded by a client that cannot reach any collector and closed (so they
+    wait in its state_dir, as after an app ran offline); a new client on that state_dir then
+    delivers them, and only that is timed. ``url=None`` uses the in-process stub.
     """
-    stub = StubCollector(SPECS, port=free_port()) if url is None else None
+    stub = StubCollector(SPECS, port=free_port()).start() if url is None else None
+    options: dict[str, Any] = {
+        "metrics": SPECS,
+        "max_reports_per_period": 10**9,
+        "max_queue": 10**7,
+        "flush_interval": 3600,
+        "backoff_base": 0.01,
+        "backoff_cap": 0.05,
+    }
     with tempfile.TemporaryDirectory() as state_dir:
-        client = Client(
-            stub.url if stub else url or "",
-            state_dir=state_dir,
-            metrics=SPECS,
-            max_reports_per_period=10**9,
-            max_queue=10**7,
-            flush_interval=3600,
-            backoff_base=0.01,
-            backoff_cap=0.05,
-        )
+        offline = Client(DEAD_URL, state_dir=state_dir, **options)
         for i in range(n):
             spec = SPECS[i % len(SPECS)]
-            client.record(spec.name, VALUES[spec.name])
-        time.sleep(1.5)  # the background thread commits the queue at least once a second
-        if stub:
-            stub.start()
+            offline.record(spec.name, VALUES[spec.name])
+        offline.close(timeout=0.1)
+        client = Client(stub.url if stub else url or "", state_dir=state_dir, **options)
         started = time.perf_counter()
         client.flush(timeout=600)
         elapsed = time.perf_counter() - started
