@@ -21,6 +21,26 @@ from .progress import progress_bar
 PAGE_SIZE = 10_000
 """Reports read per request or query."""
 
+FORMATS_BY_SUFFIX = {".parquet": "parquet", ".csv": "csv"}
+"""The file format each known extension names."""
+
+
+def output_format(output: Path, fmt: str | None) -> str:
+    """The format to write: ``fmt`` if given, else the extension's, else Parquet.
+
+    An explicit format that contradicts a known extension is a usage error, so that a
+    ``.csv`` file never holds Parquet (or the reverse).
+    """
+    by_suffix = FORMATS_BY_SUFFIX.get(output.suffix.lower())
+    if fmt is None:
+        return by_suffix or "parquet"
+    if by_suffix is not None and by_suffix != fmt:
+        raise click.UsageError(
+            f"--format {fmt} does not match the extension of {output.name};"
+            f" name the file *.{fmt} or drop --format"
+        )
+    return fmt
+
 
 def _write(frames: list[Any], spec: Any, path: Path, fmt: str) -> int:
     """Write the collected pages in the agreed schema; returns the number of rows."""
@@ -46,9 +66,8 @@ def _write(frames: list[Any], spec: Any, path: Path, fmt: str) -> int:
     "--format",
     "fmt",
     type=click.Choice(("parquet", "csv")),
-    default="parquet",
-    show_default=True,
-    help="parquet keeps the spec inside the file; csv is for other tools.",
+    help="parquet keeps the spec inside the file; csv is for other tools."
+    " Default: from the extension (.parquet or .csv), else parquet.",
 )
 @click.option(
     "--output",
@@ -70,7 +89,7 @@ def export(
     start: str | None,
     end: str | None,
     last: int | None,
-    fmt: str,
+    fmt: str | None,
     output: Path,
     database: str | None,
 ) -> None:
@@ -79,13 +98,14 @@ def export(
     \b
     Examples:
       deniable export browser --output browser.parquet
-      deniable export browser --last 7 --format csv -o week.csv
+      deniable export browser --last 7 -o week.csv
       deniable export browser -o browser.parquet --database sqlite:///deniable.db
     """
     from .periods import resolve_range
     from .reportframe import frame_of
     from .reportsource import open_source
 
+    fmt = output_format(output, fmt)
     with open_source(settings, name, database) as source:
         spec = source.spec
         start, end = resolve_range(spec, start, end, last)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .errors import CliError
-from .periods import resolve_range
+from .periods import check_range_size, resolve_range
 from .specs import spec_from_served
 
 SPEC_METADATA_KEY = "deniable.spec"
@@ -158,7 +158,10 @@ def _series_document(
     import polars as pl
     from deniable.client.spec import period_range
 
-    labels = period_range(spec.period, first, last) if first and last else []
+    labels: list[str] = []
+    if first and last:
+        check_range_size(spec.period, first, last)
+        labels = period_range(spec.period, first, last)
     series = []
     for label in labels:
         part = frame.filter(pl.col("period") == label)

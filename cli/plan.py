@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from .errors import CliError
 from .options import CONFIDENCE, epsilon_option
 from .render import console, print_json, write_csv
 
@@ -30,6 +31,7 @@ def build_plan(
     """Reports needed for ``margin`` (or the margin ``reports`` give), per mechanism, and the advisor's pick."""
     from deniable.client.mechanisms import make_mechanism
     from deniable.estimators import choose_mechanism, margin_of_error, reports_needed
+    from deniable.estimators.advisor import TooManyReports
 
     rows = []
     for name in candidate_mechanisms(k):
@@ -40,8 +42,8 @@ def build_plan(
             continue
         row: dict[str, Any] = {"mechanism": name, "supported": True, "v_star": mechanism.v_star}
         if margin is not None:
-            row["reports_needed"] = int(
-                reports_needed(
+            try:
+                row["reports_needed"] = reports_needed(
                     k,
                     epsilon,
                     margin,
@@ -49,7 +51,8 @@ def build_plan(
                     mechanism=name,
                     simultaneous=simultaneous,
                 )
-            )
+            except TooManyReports as exc:
+                row.update(reports_needed=None, reason=str(exc))
         else:
             row["margin"] = float(
                 margin_of_error(
@@ -99,9 +102,33 @@ def _render(plan_doc: dict[str, Any]) -> None:
         if not row["supported"]:
             table.add_row(row["mechanism"], "—", "—", row["reason"])
             continue
-        value = f"±{row['margin'] * 100:.2f} points" if inverse else f"{row['reports_needed']:,}"
+        if inverse:
+            value = f"±{row['margin'] * 100:.2f} points"
+        elif row["reports_needed"] is None:
+            value = f"more than {_max_reports():.0e}"
+        else:
+            value = f"{row['reports_needed']:,}"
         table.add_row(row["mechanism"], f"{row['v_star']:.4g}", value, pick)
     console().print(table)
+
+
+def _max_reports() -> int:
+    """The planner's largest answer (the estimators' MAX_REPORTS)."""
+    from deniable.estimators.advisor import MAX_REPORTS
+
+    return MAX_REPORTS
+
+
+def _check_inputs(epsilon: float, reports: int | None) -> None:
+    """Refuse an eps no mechanism accepts, or more reports than the planner answers for."""
+    from deniable.client.mechanisms import check_epsilon
+
+    try:
+        check_epsilon(epsilon)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--epsilon'") from None
+    if reports is not None and reports > _max_reports():
+        raise click.BadParameter(f"at most {_max_reports():.0e} reports", param_hint="'--reports'")
 
 
 @click.command(short_help="Reports needed for a margin of error, per mechanism.")
@@ -158,9 +185,15 @@ def plan(
     """
     if (margin is None) == (reports is None):
         raise click.UsageError("give exactly one of --margin or --reports")
+    _check_inputs(epsilon, reports)
     document = build_plan(
         k, epsilon, margin=margin, reports=reports, confidence=confidence, simultaneous=simultaneous
     )
+    if margin is not None and all(r.get("reports_needed") is None for r in document["mechanisms"]):
+        raise CliError(
+            f"a margin of ±{margin:g} at ε={epsilon:g} needs more than"
+            f" {_max_reports():.0e} reports with every mechanism: ask for a wider margin"
+        )
     if fmt == "json":
         print_json(document)
     elif fmt == "csv":

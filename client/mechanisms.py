@@ -22,18 +22,46 @@ Payload = int | str | dict[str, int]
 OLH_PRIME = 2**31 - 1
 """P of the OLH hash H(v) = ((a*v + b) mod P) mod g, part of the wire format."""
 
-MAX_EPSILON = 64.0
-"""Beyond this, randomized response no longer randomizes in double precision."""
+MAX_EPSILON = 20.0
+"""The largest eps a mechanism accepts, so that every report is really randomized.
+
+The randomizers compare a float draw, a multiple of 2^-53 (client/randomness.py), with a
+probability: krr/brr keep the value while ``random() < p`` and oue sets another bit while
+``random() < q``. The smaller side of each comparison, krr's 1 - p = (k-1)/(e^eps+k-1) or
+oue's q = 1/(e^eps+1), is at least about e^-eps: at 20 about 2e-9 (~2^-29), 24 bits above the
+draws' granularity, so the realized probabilities match the nominal ones to a relative 1e-7
+and the realized eps is the nominal one to within 1e-7. Near 37, 1 - p rounds to 0 and krr
+would report every true value. olh's hash range g = round(e^eps) + 1 also stays below
+2^31 - 1. And an eps of 20 already lets a report favour its true value half a billion to one:
+no deployment wants more.
+"""
+
+MIN_EPSILON = 1e-3
+"""The smallest eps a mechanism accepts, so that estimates stay finite and affordable.
+
+The debiasing factor 1/(p* - q*) grows like 2/eps (brr), 4/eps (oue, olh) or k/eps (krr): at
+eps = 1e-3 a boolean needs about 4e10 reports for a margin of +-1 point at 95%, already more
+than any deployment collects, and below it p* and q* approach each other until they are equal
+in floating point and every estimate divides by zero.
+"""
 
 
-def _check_epsilon(epsilon: float) -> float:
+def check_epsilon(epsilon: float) -> float:
+    """Return eps as a float, or raise ``ValueError`` naming the accepted range."""
     if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
         raise ValueError("epsilon must be a number")
     epsilon = float(epsilon)
     if not math.isfinite(epsilon) or epsilon <= 0:
         raise ValueError("epsilon must be finite and > 0")
+    if epsilon < MIN_EPSILON:
+        raise ValueError(
+            f"epsilon must be at least {MIN_EPSILON:g}: below it no feasible number of reports"
+            " gives a usable estimate"
+        )
     if epsilon > MAX_EPSILON:
-        raise ValueError(f"epsilon must be at most {MAX_EPSILON:g}")
+        raise ValueError(
+            f"epsilon must be at most {MAX_EPSILON:g}: above it reports are barely randomized"
+        )
     return epsilon
 
 
@@ -54,7 +82,7 @@ class Mechanism(ABC):
 
     def __init__(self, k: int, epsilon: float) -> None:
         self.k = _check_k(k)
-        self.epsilon = _check_epsilon(epsilon)
+        self.epsilon = check_epsilon(epsilon)
 
     p: float
     """p* in each mechanism's own terms: krr's keep probability, oue's bit-v probability 1/2, olh's hash-keep probability."""
@@ -215,8 +243,6 @@ class OLH(Mechanism):
         super().__init__(k, epsilon)
         e = math.exp(self.epsilon)
         self.g = round(e) + 1
-        if self.g >= OLH_PRIME:
-            raise ValueError("epsilon too large for olh: the hash range would exceed 2^31 - 1")
         if self.k >= OLH_PRIME:
             raise ValueError("k too large for olh: categories must be below 2^31 - 1")
         self.p = e / (e + self.g - 1)
@@ -266,16 +292,15 @@ def least_variance(k: int, epsilon: float) -> str:
 
     Booleans (k = 2) get ``brr``; otherwise GRR beats OUE/OLH iff k < 3e^eps + 2.
     """
+    epsilon = check_epsilon(epsilon)
     if _check_k(k) == 2:
         return BRR.name
     candidates = []
     for cls in (KRR, OLH, OUE):
         try:
             candidates.append((cls(k, epsilon).v_star, cls.name))
-        except ValueError:
+        except ValueError:  # olh refuses k >= 2^31 - 1; krr and oue take any k
             continue
-    if not candidates:
-        raise ValueError("no mechanism supports this (k, epsilon)")
     return min(candidates)[1]
 
 

@@ -15,6 +15,14 @@ from deniable.client.mechanisms import Mechanism, least_variance, make_mechanism
 
 from .intervals import z_value
 
+MAX_REPORTS = 10**15
+"""The most reports the planner answers with: far more than any deployment collects, and far
+below 2^53, so that report counts and their square roots stay exact enough to invert."""
+
+
+class TooManyReports(ValueError):
+    """The margin asked for would need more than :data:`MAX_REPORTS` reports."""
+
 
 def choose_mechanism(k: int, epsilon: float) -> str:
     """The mechanism with the least variance for (k, eps) (the client's ``least_variance``)."""
@@ -53,8 +61,8 @@ def margin_of_error(
 ) -> float:
     """Worst-case half-width of a share's interval with n reports (mechanism None = the advisor's)."""
     _check_confidence(confidence)
-    if n <= 0:
-        raise ValueError("n must be a positive number of reports")
+    if not 0 < n <= MAX_REPORTS:
+        raise ValueError(f"n must be a positive number of reports, at most {MAX_REPORTS:.0e}")
     mech = _resolve(k, epsilon, mechanism)
     return z_value(confidence, k, simultaneous) * _worst_spread(mech) / math.sqrt(n)
 
@@ -67,15 +75,25 @@ def reports_needed(
     mechanism: Mechanism | str | None = None,
     simultaneous: bool = False,
 ) -> int:
-    """The fewest reports whose worst-case margin of error is at most ``margin``."""
+    """The fewest reports whose worst-case margin of error is at most ``margin``.
+
+    Raises :class:`TooManyReports` when that is more than :data:`MAX_REPORTS`.
+    """
     _check_confidence(confidence)
-    if not 0.0 < margin < math.inf:
-        raise ValueError("margin must be a positive number")
+    if not 0.0 < margin < 1.0:
+        raise ValueError("margin must be strictly between 0 and 1")
     mech = _resolve(k, epsilon, mechanism)
     spread = z_value(confidence, k, simultaneous) * _worst_spread(mech)
-    n = max(1, math.ceil((spread / margin) ** 2))
-    while n > 1 and spread / math.sqrt(n - 1) <= margin:
-        n -= 1
+    root = spread / margin
+    if not root <= math.sqrt(MAX_REPORTS):
+        raise TooManyReports(
+            f"a margin of {margin:g} with {mech.name} at epsilon {mech.epsilon:g} needs more"
+            f" than {MAX_REPORTS:.0e} reports"
+        )
+    # root * root and each margin compared below are off by a few ulps, less than one report
+    # for n <= MAX_REPORTS: the answer is within two reports of the closed form, and the margin
+    # falls with n, so this walk takes at most five steps.
+    n = max(1, math.ceil(root * root) - 2)
     while spread / math.sqrt(n) > margin:
         n += 1
     return n

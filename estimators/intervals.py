@@ -61,13 +61,16 @@ def rate_interval(counts: np.ndarray, n: np.ndarray, alpha: float) -> tuple[np.n
 def clopper_pearson(
     counts: np.ndarray, n: np.ndarray, alpha: float
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The exact (Clopper-Pearson) interval for C out of n, computed once per distinct (C, n)."""
+    """The exact (Clopper-Pearson) interval for C out of n, computed once per distinct (C, n).
+
+    The pairs are deduplicated as rows, compared exactly, never folded into one float key
+    (which loses digits once C * (max n + 1) passes 2^53).
+    """
     from scipy import stats  # lazy: scipy.stats costs ~0.5 s at collector start-up
 
-    stride = float(n.max()) + 1.0
-    keys, inverse = np.unique(counts * stride + n, return_inverse=True)
-    c = np.floor(keys / stride)
-    m = keys - c * stride
+    pairs = np.stack([np.ravel(counts), np.ravel(n)], axis=1).astype(np.float64)
+    keys, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    c, m = keys[:, 0], keys[:, 1]
     inner_c, inner_m = np.maximum(c, 1.0), np.maximum(m - c, 1.0)
     low = np.where(c > 0, stats.beta.ppf(alpha / 2, inner_c, m - c + 1), 0.0)
     high = np.where(c < m, stats.beta.isf(alpha / 2, c + 1, inner_m), 1.0)

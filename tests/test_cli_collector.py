@@ -318,6 +318,28 @@ def test_export_then_offline_estimate_agrees_with_the_collector(
                 assert mine[key] == pytest.approx(theirs[key], abs=1e-12)
 
 
+def test_export_format_follows_the_extension_unless_given(
+    collector: LocalCollector, populated: dict, tmp_path: Path
+) -> None:
+    """-o x.csv writes CSV, -o x.parquet (or an unknown extension) Parquet; a contradiction is
+    a usage error that writes nothing."""
+    for name, magic in (("x.csv", b"id,metric,"), ("x.PARQUET", b"PAR1"), ("x.dat", b"PAR1")):
+        out = tmp_path / name
+        result = run(*admin(collector), "export", "dark_mode", "-o", str(out))
+        assert result.exit_code == 0, result.output
+        assert out.read_bytes().startswith(magic), name
+    explicit = tmp_path / "explicit.dat"
+    result = run(*admin(collector), "export", "dark_mode", "--format", "csv", "-o", str(explicit))
+    assert result.exit_code == 0, result.output
+    assert explicit.read_bytes().startswith(b"id,metric,")
+    for fmt, name in (("csv", "y.parquet"), ("parquet", "y.csv")):
+        out = tmp_path / name
+        result = run(*admin(collector), "export", "dark_mode", "--format", fmt, "-o", str(out))
+        assert result.exit_code == 2, result.output
+        assert f"Error: --format {fmt} does not match the extension of {name};" in result.stderr
+        assert "Traceback" not in result.output and not out.exists()
+
+
 def test_retention(collector: LocalCollector, populated: dict) -> None:
     result = run(*admin(collector), "retention", "--format", "json")
     assert result.exit_code == 0, result.output

@@ -152,6 +152,38 @@ def test_plan_needs_exactly_one_of_margin_and_reports() -> None:
     assert "exactly one of --margin or --reports" in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("epsilon", "margin", "code", "needle"),
+    [
+        ("1e-12", "0.001", 2, "Invalid value for '--epsilon': epsilon must be at least 0.001"),
+        ("1e-320", "0.01", 2, "Invalid value for '--epsilon': epsilon must be at least 0.001"),
+        ("21", "0.01", 2, "Invalid value for '--epsilon': epsilon must be at most 20"),
+        ("1", "1e-300", 1, "error: a margin of ±1e-300 at ε=1 needs more than 1e+15 reports"),
+    ],
+)
+def test_plan_out_of_range_answers_at_once_in_one_line(
+    epsilon: str, margin: str, code: int, needle: str
+) -> None:
+    """Hopeless inputs (which used to spin, overflow or divide by zero) get one clear line."""
+    result = run("plan", "--categories", "3", "--epsilon", epsilon, "--margin", margin)
+    assert result.exit_code == code, result.output
+    assert needle in result.stderr and result.stdout == ""
+    if code == 1:
+        assert_one_line_error(result)
+
+
+def test_plan_marks_mechanisms_past_the_largest_answer() -> None:
+    """At the smallest eps, krr needs more than 10^15 reports for 1000 categories, oue does not."""
+    args = ("plan", "--categories", "1000", "--epsilon", "0.001", "--margin", "0.001")
+    document = json.loads(run(*args, "--format", "json").stdout)
+    rows = {row["mechanism"]: row for row in document["mechanisms"]}
+    assert rows["krr"]["reports_needed"] is None and "more than 1e+15" in rows["krr"]["reason"]
+    assert 10**13 < rows["oue"]["reports_needed"] < 10**15
+    assert "more than 1e+15" in run(*args).stdout
+    too_many = run("plan", "--categories", "3", "--epsilon", "1", "--reports", str(10**15 + 1))
+    assert too_many.exit_code == 2 and "at most 1e+15 reports" in too_many.stderr
+
+
 @pytest.mark.parametrize("mechanism", ["krr", "oue", "olh"])
 def test_offline_estimate_covers_the_truth(tmp_path: Path, mechanism: str) -> None:
     path = tmp_path / "reports.parquet"
@@ -516,3 +548,37 @@ def test_last_offline(tmp_path: Path) -> None:
     assert [p["period"] for p in json.loads(result.stdout)["series"]] == DAYS
     both = run("estimate", "browser", "--from-file", str(path), "--last", "3", "--start", DAYS[0])
     assert "not both" in assert_one_line_error(both)
+
+
+def test_offline_series_refuses_more_periods_than_the_collector(tmp_path: Path) -> None:
+    """The collector's default range cap holds offline too: no 46,000-period series."""
+    from deniable.collector.settings import Settings
+
+    path = tmp_path / "reports.parquet"
+    write_reports(path, "krr")
+    limit = Settings.model_fields["max_range_periods"].default
+    result = run("series", "browser", "--from-file", str(path), "--start", "1900-01-01")
+    message = assert_one_line_error(result)
+    assert f"more than the {limit:,} a range may hold" in message
+
+
+@pytest.mark.parametrize(
+    ("kind", "start", "end"),
+    [
+        ("day", "2022-12-30", "2026-03-01"),
+        ("week", "2020-W50", "2026-W02"),
+        ("month", "1990-11", "2026-02"),
+    ],
+)
+def test_range_size_is_counted_exactly(kind: str, start: str, end: str) -> None:
+    from deniable.cli.errors import CliError
+    from deniable.cli.periods import check_range_size, max_range_periods, periods_between
+    from deniable.client.spec import period_range
+
+    labels = period_range(kind, start, end)
+    assert periods_between(kind, start, end) == len(labels)
+    limit = max_range_periods()
+    check_range_size(kind, labels[0], labels[min(limit, len(labels)) - 1])
+    if len(labels) > limit:
+        with pytest.raises(CliError, match="more than"):
+            check_range_size(kind, labels[0], labels[limit])

@@ -115,6 +115,8 @@ def test_auto_resolves_to_a_concrete_mechanism_allowed_for_the_type() -> None:
         ({"categories": ["a"]}, "at least 2"),
         ({"epsilon": 0.0}, "epsilon"),
         ({"epsilon": float("nan")}, "epsilon"),
+        ({"epsilon": 37.0}, "epsilon must be at most 20"),
+        ({"epsilon": 1e-320}, "epsilon must be at least 0.001"),
         ({"mechanism": "laplace"}, "unknown mechanism"),
         ({"mechanism": "brr"}, "boolean metrics only"),
         ({"period": "hour"}, "period"),
@@ -178,3 +180,14 @@ def test_period_ranges_cross_year_and_month_ends() -> None:
 def test_malformed_period_labels_are_refused(kind: str, label: object) -> None:
     with pytest.raises(ValueError):
         period_start(kind, label)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("epsilon", [20.000001, 64.0, 9e-4, 1e-320])
+@pytest.mark.parametrize("kind", ["boolean", "categorical"])
+def test_a_served_spec_outside_the_epsilon_bounds_is_refused(kind: str, epsilon: float) -> None:
+    """A collector cannot make clients send barely randomized reports, nor useless ones."""
+    served = {"name": "m", "type": kind, "epsilon": epsilon, "fingerprint": "0" * 16}
+    if kind == "categorical":
+        served["categories"] = ["a", "b", "c"]
+    with pytest.raises(ValueError, match=r"metric m: epsilon must be at (most 20|least 0\.001)"):
+        MetricSpec.from_dict(served)

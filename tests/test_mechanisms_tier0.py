@@ -16,7 +16,17 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 import pytest
-from deniable.client.mechanisms import BRR, KRR, OLH, OLH_PRIME, OUE, Mechanism
+from deniable.client.mechanisms import (
+    BRR,
+    KRR,
+    MAX_EPSILON,
+    MIN_EPSILON,
+    OLH,
+    OLH_PRIME,
+    OUE,
+    Mechanism,
+    make_mechanism,
+)
 
 _TOP = 1.0 - 2.0**-53
 
@@ -204,3 +214,61 @@ def test_olh_q_star_is_the_exact_collision_rate_within_1e8(epsilon: float) -> No
     """Averaged over (a, b), a report on x supports v != x with probability q*, up to O(g/P)."""
     m = OLH(8, epsilon)
     assert abs(olh_exact_q(m) - m.q_star) < 1e-8
+
+
+AT_THE_CAP = [
+    BRR(2, MAX_EPSILON),
+    KRR(2, MAX_EPSILON),
+    KRR(3, MAX_EPSILON),
+    KRR(10, MAX_EPSILON),
+    OUE(3, MAX_EPSILON),
+    OUE(4, MAX_EPSILON),
+    OLH(3, MAX_EPSILON),
+    OLH(10, MAX_EPSILON),
+]
+
+
+@pytest.mark.parametrize("mechanism", AT_THE_CAP, ids=repr)
+def test_at_max_epsilon_every_mechanism_still_randomizes(mechanism: Mechanism) -> None:
+    """Each randomized choice goes either way with probability far above the draws' 2^-53.
+
+    The probabilities are read off ``randomize`` itself (the thresholds its float draws are
+    compared with): for brr/krr/oue, P(a report supports v | x) and its complement; for olh,
+    with its seeds pinned, P(y = H(x)) and P(y = any one other value), the "other value" draw
+    being pinned too and uniform over g - 1 values. The privacy ratio attained is still e^eps.
+    """
+    e = math.exp(mechanism.epsilon)
+    if isinstance(mechanism, OLH):
+        assert mechanism.g < OLH_PRIME
+        a, b = 123_456_789, 987_654_321
+        rows = transition(mechanism, fixed={0: a - 1, 1: b, 3: 0})
+        kept = [
+            sum(p for y, p in row.items() if dict(y)["y"] == mechanism.hash(a, b, x))
+            for x, row in enumerate(rows)
+        ]
+        other = [(1.0 - p) / (mechanism.g - 1) for p in kept]
+        assert min(other) >= 2.0**-32
+        assert max(kept) / min(other) == pytest.approx(e, rel=1e-6)
+        return
+    rows = transition(mechanism)
+    payloads = {y: mechanism.parse_payload(y) for y in set().union(*rows)}
+    supports = [
+        sum(p for y, p in row.items() if v in mechanism.supported(payloads[y]))
+        for row in rows
+        for v in range(mechanism.k)
+    ]
+    assert min(min(s, 1.0 - s) for s in supports) >= 2.0**-32
+    assert _worst_ratio(rows) == pytest.approx(e, rel=1e-6)
+
+
+@pytest.mark.parametrize("name", ["brr", "krr", "oue", "olh"])
+@pytest.mark.parametrize(
+    ("epsilon", "bound"),
+    [(math.nextafter(MAX_EPSILON, math.inf), "at most 20"), (MIN_EPSILON * 0.999, "at least")],
+)
+def test_epsilon_outside_the_bounds_is_refused(name: str, epsilon: float, bound: str) -> None:
+    k = 2 if name == "brr" else 5
+    with pytest.raises(ValueError, match=f"epsilon must be {bound}"):
+        make_mechanism(name, k, epsilon)
+    assert make_mechanism(name, k, MAX_EPSILON).epsilon == MAX_EPSILON
+    assert make_mechanism(name, k, MIN_EPSILON).epsilon == MIN_EPSILON
