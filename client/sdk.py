@@ -149,9 +149,9 @@ class Client:
     A batch the collector answers 413 (too large) is split, not dropped: see
     :meth:`_split_after_413`. Only a single report that is too large on its own is
     dropped (counted in ``dropped_rejected``), as is a batch refused with 400 or 422 (only
-    the reports a 422 names, when it names them). Any other 4xx (401, 403, 404, 405...) blames the URL or the ingest key, not
-    the reports: they stay queued and are retried on the next URL with backoff, so a client
-    restarted with the right URL or key delivers them.
+    the reports a 422 names, when it names them). Any other 4xx (401, 403, 404, 405...)
+    blames the URL or the ingest key, not the reports: they stay queued and are retried on
+    the next URL with backoff, so a client restarted with the right URL or key delivers them.
 
     One client at a time may use a ``state_dir``: a second one (in this process or another)
     raises :class:`~deniable.client.outbox.StateDirInUseError` (a ``RuntimeError``), since two
