@@ -71,21 +71,11 @@ def max_range_periods() -> int:
     return Settings.model_fields["max_range_periods"].default
 
 
-def periods_between(kind: str, start: str, end: str) -> int:
-    """How many periods start..end holds, counted without listing them."""
-    from deniable.client.spec import period_start
-
-    first, last = period_start(kind, start), period_start(kind, end)
-    if kind == "day":
-        return (last - first).days + 1
-    if kind == "week":
-        return (last - first).days // 7 + 1
-    return (last.year - first.year) * 12 + last.month - first.month + 1
-
-
 def check_range_size(kind: str, start: str, end: str) -> None:
     """Refuse a range of more periods than the collector would answer for."""
-    limit, count = max_range_periods(), periods_between(kind, start, end)
+    from deniable.client.spec import period_count
+
+    limit, count = max_range_periods(), period_count(kind, start, end)
     if count > limit:
         raise CliError(
             f"{start}..{end} covers {count:,} periods, more than the {limit:,} a range may hold;"

@@ -273,6 +273,16 @@ def next_period(kind: str, label: str) -> str:
     return period_label(kind, (start.replace(day=28) + dt.timedelta(days=4)).replace(day=1))
 
 
+def period_count(kind: str, start: str, end: str) -> int:
+    """How many periods ``start``..``end`` holds (inclusive), counted without listing them."""
+    first, last = period_start(kind, start), period_start(kind, end)
+    if kind == "day":
+        return (last - first).days + 1
+    if kind == "week":
+        return (last - first).days // 7 + 1
+    return (last.year - first.year) * 12 + last.month - first.month + 1
+
+
 def period_range(kind: str, start: str, end: str) -> list[str]:
     """Every period label from ``start`` to ``end`` inclusive, oldest first."""
     if period_start(kind, start) > period_start(kind, end):

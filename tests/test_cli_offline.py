@@ -572,11 +572,11 @@ def test_offline_series_refuses_more_periods_than_the_collector(tmp_path: Path) 
 )
 def test_range_size_is_counted_exactly(kind: str, start: str, end: str) -> None:
     from deniable.cli.errors import CliError
-    from deniable.cli.periods import check_range_size, max_range_periods, periods_between
-    from deniable.client.spec import period_range
+    from deniable.cli.periods import check_range_size, max_range_periods
+    from deniable.client.spec import period_count, period_range
 
     labels = period_range(kind, start, end)
-    assert periods_between(kind, start, end) == len(labels)
+    assert period_count(kind, start, end) == len(labels)
     limit = max_range_periods()
     check_range_size(kind, labels[0], labels[min(limit, len(labels)) - 1])
     if len(labels) > limit:

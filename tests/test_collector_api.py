@@ -628,3 +628,23 @@ def test_ingest_key_is_not_needed_when_none_is_configured(databases: Any, backen
             assert estimate(client, spec.name)["n"] == 1
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize("route", ["estimate", "series"])
+def test_a_range_of_more_periods_than_the_limit_is_422(
+    admin: httpx.Client, krr: MetricSpec, route: str
+) -> None:
+    """The limit is counted exactly: max_range_periods days answer, one day more is refused."""
+    import datetime as dt
+
+    from deniable.collector.settings import Settings
+
+    limit = Settings.model_fields["max_range_periods"].default
+    end = dt.date.fromisoformat(TODAY)
+    widest = (end - dt.timedelta(days=limit - 1)).isoformat()
+    too_wide = (end - dt.timedelta(days=limit)).isoformat()
+    path = f"/v1/metrics/{krr.name}/{route}"
+    assert admin.get(path, params={"start": widest, "end": TODAY}).status_code == 200
+    refused = admin.get(path, params={"start": too_wide, "end": TODAY})
+    assert refused.status_code == 422
+    assert f"more than {limit} periods" in refused.json()["detail"]

@@ -7,7 +7,7 @@ import re
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from deniable.client.spec import MetricSpec, period_label, period_range, period_start
+from deniable.client.spec import MetricSpec, period_count, period_label, period_range, period_start
 from deniable.estimators import PeriodCounts, estimate
 from fastapi import APIRouter, HTTPException, Query, Request
 
@@ -56,13 +56,9 @@ def resolve_range(
     if first > last:
         raise HTTPException(status_code=422, detail=f"start {first} is after end {last}")
     limit = state.settings.max_range_periods
-    span = (period_start(spec.period, last) - period_start(spec.period, first)).days
-    if span > limit * 31:
+    if period_count(spec.period, first, last) > limit:
         raise HTTPException(status_code=422, detail=f"the range covers more than {limit} periods")
-    labels = period_range(spec.period, first, last)
-    if len(labels) > limit:
-        raise HTTPException(status_code=422, detail=f"the range covers more than {limit} periods")
-    return labels
+    return period_range(spec.period, first, last)
 
 
 def admin_spec(request: Request, name: str) -> tuple[Collector, MetricSpec]:
