@@ -146,13 +146,24 @@ def simultaneous_option(func: F) -> F:
     )(func)
 
 
+def _checked_epsilon(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
+    """ε within the mechanisms' bounds (``check_epsilon``), else a usage error naming them."""
+    from deniable.client.mechanisms import check_epsilon
+
+    try:
+        return check_epsilon(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
 def epsilon_option(func: F) -> F:
     """--epsilon ε (required): the privacy parameter of each report."""
     return click.option(
         "--epsilon",
-        type=click.FloatRange(min=0, min_open=True),
+        type=float,
+        callback=_checked_epsilon,
         required=True,
-        help="Privacy parameter ε per report.",
+        help="Privacy parameter ε per report (0.001 to 20).",
     )(func)
 
 

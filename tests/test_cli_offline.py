@@ -172,6 +172,20 @@ def test_plan_out_of_range_answers_at_once_in_one_line(
         assert_one_line_error(result)
 
 
+@pytest.mark.parametrize("epsilon", ["0", "0.0005", "20.5", "nan"])
+def test_metrics_create_refuses_an_epsilon_outside_the_bounds_before_any_request(
+    epsilon: str,
+) -> None:
+    """The shared --epsilon option checks the mechanisms' bounds; nothing reaches a collector."""
+    result = run(
+        "--collector", "http://127.0.0.1:9", "metrics", "create", "x", "--boolean",
+        "--epsilon", epsilon,
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--epsilon'" in result.stderr
+    assert "cannot reach" not in result.stderr
+
+
 def test_plan_marks_mechanisms_past_the_largest_answer() -> None:
     """At the smallest eps, krr needs more than 10^15 reports for 1000 categories, oue does not."""
     args = ("plan", "--categories", "1000", "--epsilon", "0.001", "--margin", "0.001")
