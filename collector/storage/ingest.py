@@ -23,11 +23,11 @@ import numpy as np
 from deniable.client.mechanisms import Payload
 from deniable.client.spec import MetricSpec
 from deniable.estimators import support_matrix
-from sqlalchemy import Connection, Text, bindparam, func, literal_column, select, true
+from sqlalchemy import Connection, LargeBinary, Text, bindparam, func, literal_column, select, true
 from sqlalchemy.dialects import postgresql, sqlite
 
 from .engine import Database
-from .tables import period_counts, reports, support_counts
+from .tables import id_bytes, period_counts, reports, support_counts
 
 
 @dataclass(frozen=True)
@@ -95,22 +95,39 @@ class MetricRows:
 class PreparedBatch:
     """A validated batch ready to store, with everything the writer needs precomputed.
 
-    ``rows`` are insert tuples in ``reports`` column order (``received`` as ISO text),
-    ``rows_json`` the same rows as one JSON array (SQLite inserts them in one statement),
+    ``rows`` are insert tuples (id, metric, period, payload, received as ISO text);
+    ``rows_json`` and ``ids`` are the same rows as SQLite inserts them in one statement (a JSON
+    array of the rows without their ids, and the ids' 16 bytes each, concatenated);
     ``counts`` the period and support sums if every report turns out new (the usual case).
     """
 
     reports: list[ValidReport]
-    rows: list[tuple[str, str, str, str, str]]
+    rows: list[Row]
     rows_json: str
+    ids: bytes
     metrics: dict[str, MetricRows]
     counts: Counts
     per_metric: dict[str, int]
 
 
-_COLUMNS = [column.name for column in reports.columns]
+def _dumps(rows: Sequence[Any]) -> str:
+    return json.dumps(rows, separators=(",", ":"))
+
+
+Row = tuple[str, str, str, str, str]
+"""A report as inserted: (id, metric, period, payload JSON, received as ISO text)."""
+
+_COLUMNS = [column.name for column in reports.columns if column.name != "seq"]
 if _COLUMNS != ["id", "metric", "period", "payload", "received"]:
-    raise RuntimeError(f"reports columns changed ({_COLUMNS}); update PreparedBatch.rows")
+    raise RuntimeError(f"reports columns changed ({_COLUMNS}); update Row")
+
+
+def _sqlite_rows(rows: Sequence[Row]) -> dict[str, Any]:
+    """The parameters of the SQLite insert: rows without ids as JSON, ids as packed bytes."""
+    return {
+        "rows": _dumps([row[1:] for row in rows]),
+        "ids": b"".join(id_bytes(row[0]) for row in rows),
+    }
 
 
 def prepare_batch(
@@ -134,8 +151,9 @@ def prepare_batch(
     for metric, group in metrics.items():
         counts.update(group.counts(metric))
     per_metric = {metric: len(where) for metric, where in positions.items()}
+    sqlite_rows = _sqlite_rows(rows)
     return PreparedBatch(
-        list(batch), rows, json.dumps(rows, separators=(",", ":")), metrics, counts, per_metric
+        list(batch), rows, sqlite_rows["rows"], sqlite_rows["ids"], metrics, counts, per_metric
     )
 
 
@@ -174,16 +192,17 @@ def _count_rows(
     return n_rows, support_rows
 
 
-def _json_source(columns: int) -> Any:
-    """SQLite: ``SELECT value->>0, ... FROM json_each(:rows) WHERE 1`` over a JSON array of rows."""
-    each = func.json_each(bindparam("rows", type_=Text)).table_valued("value")
-    return (
-        select(
-            *(func.json_extract(each.c.value, literal_column(f"'$[{i}]'")) for i in range(columns))
-        )
-        .select_from(each)
-        .where(true())
-    )
+def _json_source(columns: int, *, ids: bool = False) -> Any:
+    """SQLite: ``SELECT value->>0, ... FROM json_each(:rows) WHERE 1`` over a JSON array of rows.
+
+    With ``ids``, the first column is row i's 16-byte id cut from the packed ``:ids`` blob.
+    """
+    each = func.json_each(bindparam("rows", type_=Text)).table_valued("value", "key")
+    values = [func.json_extract(each.c.value, literal_column(f"'$[{i}]'")) for i in range(columns)]
+    if ids:
+        packed = bindparam("ids", type_=LargeBinary)
+        values.insert(0, func.substr(packed, each.c.key * 16 + 1, 16))
+    return select(*values).select_from(each).where(true())
 
 
 def _sqlite_statements() -> tuple[Any, Any, Any]:
@@ -194,7 +213,7 @@ def _sqlite_statements() -> tuple[Any, Any, Any]:
     """
     insert = (
         sqlite.insert(reports)
-        .from_select(_COLUMNS, _json_source(len(_COLUMNS)))
+        .from_select(_COLUMNS, _json_source(len(_COLUMNS) - 1, ids=True))
         .on_conflict_do_nothing(index_elements=["id"])
     )
     n_stmt = sqlite.insert(period_counts).from_select(["metric", "period", "n"], _json_source(3))
@@ -212,10 +231,6 @@ def _sqlite_statements() -> tuple[Any, Any, Any]:
 
 
 _SQLITE_INSERT, _SQLITE_N_UPSERT, _SQLITE_SUPPORT_UPSERT = _sqlite_statements()
-
-
-def _dumps(rows: Sequence[Any]) -> str:
-    return json.dumps(rows, separators=(",", ":"))
 
 
 def _upsert_counts(
@@ -259,10 +274,11 @@ _PG_INSERT_UNNEST = (
     .from_select(
         _COLUMNS,
         select(
+            func.unnest(bindparam("id", type_=postgresql.ARRAY(postgresql.UUID(as_uuid=False)))),
             *(
-                func.unnest(bindparam(column.name, type_=postgresql.ARRAY(column.type)))
-                for column in reports.columns
-            )
+                func.unnest(bindparam(name, type_=postgresql.ARRAY(reports.c[name].type)))
+                for name in _COLUMNS[1:]
+            ),
         ),
     )
     .on_conflict_do_nothing(index_elements=["id"])
@@ -271,9 +287,7 @@ _PG_INSERT_UNNEST = (
 """PostgreSQL: the whole batch as one array per column (one short, cacheable statement)."""
 
 
-def _insert_new(
-    connection: Connection, database: Database, rows: list[tuple[str, str, str, str, str]]
-) -> set[str]:
+def _insert_new(connection: Connection, database: Database, rows: list[Row]) -> set[str]:
     """Insert the rows whose id is not stored yet (rows sorted by id); return the new ids.
 
     PostgreSQL: ``INSERT ... SELECT unnest(...) ON CONFLICT DO NOTHING RETURNING id`` (rows
@@ -298,7 +312,7 @@ def _insert_new(
         seen.update(connection.execute(lookup, {"ids": chunk}).scalars())
     fresh = [row for row in rows if row[0] not in seen]
     if fresh:
-        connection.execute(_SQLITE_INSERT, {"rows": _dumps(fresh)})
+        connection.execute(_SQLITE_INSERT, _sqlite_rows(fresh))
     return {row[0] for row in fresh}
 
 
@@ -310,8 +324,9 @@ def _sqlite_insert_if_all_new(connection: Connection, batches: Sequence[Prepared
     """
     total = sum(len(batch.rows) for batch in batches)
     joined = "[" + ",".join(batch.rows_json[1:-1] for batch in batches if batch.rows) + "]"
+    ids = b"".join(batch.ids for batch in batches)
     connection.exec_driver_sql("SAVEPOINT deniable_ingest")
-    inserted = connection.execute(_SQLITE_INSERT, {"rows": joined}).rowcount
+    inserted = connection.execute(_SQLITE_INSERT, {"rows": joined, "ids": ids}).rowcount
     if inserted != total:
         connection.exec_driver_sql("ROLLBACK TO deniable_ingest")
     connection.exec_driver_sql("RELEASE deniable_ingest")

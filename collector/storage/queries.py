@@ -10,10 +10,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 from deniable.client.spec import MetricSpec, canonical_json
-from sqlalchemy import or_, select
+from sqlalchemy import select
 
 from .engine import Database
 from .tables import metrics, period_counts, reports, support_counts
@@ -121,34 +122,48 @@ def read_counts(
     return n, counts
 
 
+class StoredReport(NamedTuple):
+    """One stored raw report as export reads it; ``seq`` is its place in storage order."""
+
+    seq: int
+    id: str
+    period: str
+    payload: str
+
+
 def read_reports(
     database: Database,
     metric: str,
     *,
     start: str | None,
     end: str | None,
-    after: tuple[str, str] | None,
+    after: tuple[str, int] | None,
     limit: int,
-) -> list[tuple[str, str, str]]:
-    """Up to ``limit`` raw reports (id, period, payload JSON) of ``metric``, in (period, id) order.
+) -> list[StoredReport]:
+    """Up to ``limit`` raw reports of ``metric`` in (period, seq) order.
 
-    ``start``/``end`` bound the period labels (None: unbounded); ``after`` is the (period, id)
-    of the last report already read, so pages follow one another by key, never by offset.
+    ``start``/``end`` bound the period labels (None: unbounded); ``after`` is the (period, seq)
+    of the last report already read. The rest of that period and the later periods are two
+    seeks into the (metric, period, seq) index, so a page costs the same however deep it is.
     """
-    query = select(reports.c.id, reports.c.period, reports.c.payload).where(
+    query = select(reports.c.seq, reports.c.id, reports.c.period, reports.c.payload).where(
         reports.c.metric == metric
     )
     if start is not None:
         query = query.where(reports.c.period >= start)
     if end is not None:
         query = query.where(reports.c.period <= end)
-    if after is not None:
-        period, report_id = after
-        query = query.where(
-            reports.c.period >= period,
-            or_(reports.c.period > period, reports.c.id > report_id),
-        )
-    query = query.order_by(reports.c.period, reports.c.id).limit(limit)
+    rows: list[StoredReport] = []
     with database.reader.connect() as connection:
-        rows = connection.execute(query).all()
-    return [(row.id, row.period, row.payload) for row in rows]
+        if after is not None:
+            period, seq = after
+            same = query.where(reports.c.period == period, reports.c.seq > seq)
+            rows += map(
+                StoredReport._make, connection.execute(same.order_by(reports.c.seq).limit(limit))
+            )
+            query = query.where(reports.c.period > period)
+        if len(rows) < limit:
+            query = query.order_by(reports.c.period, reports.c.seq).limit(limit - len(rows))
+            rows += map(StoredReport._make, connection.execute(query))
+    return rows
+    return rows

@@ -34,16 +34,21 @@ def alembic_config() -> Config:
 
 
 def run_locked(database_url: str, work: Callable[[Connection], None]) -> None:
-    """Run ``work`` in one transaction holding the migration lock, then commit."""
+    """Run ``work`` in one transaction holding the migration lock, then commit.
+
+    The transaction is open before ``work`` starts, so Alembic runs every pending revision
+    inside it: on SQLite it would otherwise commit each revision on its own (it treats SQLite's
+    DDL as non-transactional), and a replica could read the version between two revisions and
+    apply the second one again.
+    """
     database = open_database(database_url, pool_size=1)
     try:
-        with database.writer.connect() as connection:
+        with database.writer.connect() as connection, connection.begin():
             if database.dialect == "postgresql":
                 connection.execute(
                     text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY}
                 )
             work(connection)
-            connection.commit()
     finally:
         database.dispose()
 

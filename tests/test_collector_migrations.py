@@ -1,0 +1,112 @@
+"""Upgrading a database that already holds reports: nothing lost, reordered or counted twice."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from conftest import (
+    INGEST_KEY,
+    TEST_NOW,
+    DatabaseFactory,
+    RunningCollector,
+    collector_settings,
+    make_reports,
+)
+from deniable.client import MetricSpec
+from deniable.collector import migrate
+from deniable.collector.storage import open_database
+from deniable.collector.storage.engine import normalize_url
+from deniable.collector.storage.ingest import payload_text
+from deniable.collector.storage.queries import register_spec
+from deniable.collector.storage.schema import alembic_config, run_locked
+from deniable.collector.storage.tables import metadata, reports
+from sqlalchemy import Connection, create_engine, select, text
+
+STORED = 12_345
+"""More than one chunk of the SQLite copy (10,000 rows)."""
+
+
+def _downgrade(url: str, revision: str) -> None:
+    def work(connection: Connection) -> None:
+        config = alembic_config()
+        config.attributes["connection"] = connection
+        command.downgrade(config, revision)
+
+    run_locked(normalize_url(url), work)
+
+
+def _rows(url: str, query: Any) -> list[tuple[Any, ...]]:
+    engine = create_engine(normalize_url(url))
+    try:
+        with engine.connect() as connection:
+            return [tuple(row) for row in connection.execute(query)]
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def old_database(
+    databases: DatabaseFactory, backend: str
+) -> tuple[str, MetricSpec, list[dict[str, Any]]]:
+    """A database at revision 0001 holding ``STORED`` reports with text ids, and their spec."""
+    url = databases.new(backend)
+    migrate(url, "0001")
+    spec = MetricSpec.boolean("upgraded", epsilon=1.0)
+    period = TEST_NOW.date().isoformat()
+    stored = make_reports(spec, [i % 2 for i in range(STORED)], period, seed=3)
+    database = open_database(url)
+    try:
+        register_spec(database, spec, dt.datetime.now(dt.UTC))
+        with database.writing() as connection:
+            connection.execute(
+                text(
+                    "INSERT INTO reports (id, metric, period, payload, received)"
+                    " VALUES (:id, :metric, :period, :payload, :received)"
+                ),
+                [
+                    {**r, "payload": payload_text(r["payload"]), "received": TEST_NOW.date()}
+                    for r in stored
+                ],
+            )
+    finally:
+        database.dispose()
+    return url, spec, stored
+
+
+def test_upgrade_keeps_every_report_in_order_and_resends_stay_duplicates(
+    old_database: tuple[str, MetricSpec, list[dict[str, Any]]],
+) -> None:
+    url, spec, stored = old_database
+    migrate(url)
+    columns = (reports.c.id, reports.c.period, reports.c.payload)
+    after = _rows(url, select(*columns).order_by(reports.c.seq))
+    assert after == [(r["id"], r["period"], json.dumps(r["payload"])) for r in stored]
+    engine = create_engine(normalize_url(url))
+    try:
+        with engine.connect() as connection:
+            assert compare_metadata(MigrationContext.configure(connection), metadata) == []
+    finally:
+        engine.dispose()
+
+    server = RunningCollector(collector_settings(url)).start()
+    try:
+        fresh = make_reports(spec, [1, 0], stored[0]["period"], seed=4)
+        with server.client(INGEST_KEY) as uploader:
+            response = uploader.post("/v1/reports", json={"reports": stored[:3] + fresh})
+    finally:
+        server.stop()
+    assert response.status_code == 202, response.text
+    assert response.json() == {"accepted": 2, "duplicates": 3}
+
+    _downgrade(url, "0001")
+    back = _rows(url, text("SELECT id, period, payload FROM reports"))
+    expected = [(r["id"], r["period"], json.dumps(r["payload"])) for r in stored + fresh]
+    assert sorted(back) == sorted(expected)
+    migrate(url)
+    assert sorted(_rows(url, select(*columns))) == sorted(expected)
