@@ -7,10 +7,12 @@ For each backend (SQLite file, PostgreSQL database) it starts a real collector p
    threads for a fixed time (reports spread over the last 90 daily periods) and prints
    reports/s with request latency p50/p99;
 2. tops the metric up to 1 million stored reports through the API and times
-   ``GET /v1/metrics/{name}/estimate`` over 1 period and over 90 periods (issue 8);
+   ``GET /v1/metrics/{name}/estimate`` over 1 period and over 90 periods (issue 8), then
+   walks the whole admin export in pages of 10,000 (first, median and last page latency);
 3. with ``--big``, seeds the database directly (bulk SQL, not through the API) up to 10 million
-   raw reports with their counts, and times the estimates again: the latency does not grow
-   with n, because an estimate reads at most k counts per period.
+   raw reports with their counts, and times the estimates and the export again: an estimate
+   reads at most k counts per period, and an export page seeks by key, so neither latency
+   grows with n.
 
 It also prints the CPU share of the collector processes and of this client process while
 ingesting (both share the machine's cores). Run:
@@ -389,11 +391,13 @@ def run_backend(backend: str, args: argparse.Namespace, rows: list[list[str]]) -
             more, _, _, _ = load(collector.url, rest, args.threads, 3600)
             stored += more
             estimates(collector.url, spec, labels, rows, backend, stored)
+            export(collector.url, spec, rows, backend, stored)
             if args.big:
                 extra = 10_000_000 - stored
                 print(f"[{backend}] seeding {extra:,} more reports directly in the database ...")
                 seed_directly(url, spec, labels, extra)
                 estimates(collector.url, spec, labels, rows, backend, 10_000_000, seeded=True)
+                export(collector.url, spec, rows, backend, 10_000_000)
         finally:
             collector.stop()
             if pg_name:
@@ -422,6 +426,44 @@ def estimates(
                 f"{stored:,} stored{' (seeded in SQL)' if seeded else ''}; n in range {n:,}",
             ]
         )
+
+
+def export(url: str, spec: MetricSpec, rows: list[list[str]], backend: str, stored: int) -> None:
+    """Walk the metric's whole admin export in pages of 10,000 and append the row.
+
+    The first and the last pages cost the same: pages seek by (period, seq), never sort or skip.
+    """
+    print(f"[{backend}] exporting all {stored:,} reports in pages of 10,000 ...")
+    timings: list[float] = []
+    exported = 0
+    params: dict[str, str | int] = {"limit": 10_000}
+    with httpx.Client(
+        base_url=url, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=120
+    ) as client:
+        started = time.perf_counter()
+        while True:
+            began = time.perf_counter()
+            response = client.get(f"/v1/admin/metrics/{spec.name}/reports", params=params)
+            timings.append(time.perf_counter() - began)
+            response.raise_for_status()
+            page = response.json()
+            exported += len(page["reports"])
+            if page["next"] is None:
+                break
+            params["after"] = page["next"]
+        wall = time.perf_counter() - started
+    if exported != stored:
+        raise RuntimeError(f"the export held {exported:,} reports, not {stored:,}")
+    rows.append(
+        [
+            backend,
+            "export, pages of 10,000",
+            f"{exported / wall:,.0f} reports/s",
+            f"first {timings[0] * 1000:.0f} ms, p50 {percentile(timings, 0.5) * 1000:.0f} ms,"
+            f" last {timings[-1] * 1000:.0f} ms",
+            f"{len(timings):,} pages, {stored:,} stored",
+        ]
+    )
 
 
 def print_table(rows: list[list[str]]) -> None:

@@ -75,6 +75,17 @@ def _common_columns() -> list[sa.Column[Any]]:
     ]
 
 
+def _analyze() -> None:
+    """PostgreSQL: fresh planner statistics for the rewritten table.
+
+    Without them the planner takes a large table for a small one and answers an export page
+    by sorting the whole metric (350 ms at 1M reports) instead of reading the index in order
+    (10 ms).
+    """
+    if op.get_bind().dialect.name == "postgresql":
+        op.execute("ANALYZE reports")
+
+
 def upgrade() -> None:
     """Binary ids, unique; ``seq`` as the primary key; index (metric, period, seq)."""
     op.drop_index("ix_reports_metric_period", table_name="reports")
@@ -96,6 +107,7 @@ def upgrade() -> None:
         op.execute("ALTER TABLE reports ADD CONSTRAINT pk_reports PRIMARY KEY (seq)")
         op.execute("ALTER TABLE reports ADD CONSTRAINT uq_reports_id UNIQUE (id)")
     op.create_index("ix_reports_metric_period_seq", "reports", ["metric", "period", "seq"])
+    _analyze()
 
 
 def downgrade() -> None:
@@ -117,3 +129,4 @@ def downgrade() -> None:
         op.execute("ALTER TABLE reports ALTER COLUMN id TYPE varchar(36) USING id::text")
         op.execute("ALTER TABLE reports ADD CONSTRAINT pk_reports PRIMARY KEY (id)")
     op.create_index("ix_reports_metric_period", "reports", ["metric", "period"])
+    _analyze()
