@@ -431,7 +431,7 @@ def estimates(
 def export(url: str, spec: MetricSpec, rows: list[list[str]], backend: str, stored: int) -> None:
     """Walk the metric's whole admin export in pages of 10,000 and append the row.
 
-    The first and the last pages cost the same: pages seek by (period, seq), never sort or skip.
+    The first and the last pages cost the same: pages seek by (period, id), never sort or skip.
     """
     print(f"[{backend}] exporting all {stored:,} reports in pages of 10,000 ...")
     timings: list[float] = []

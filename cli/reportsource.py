@@ -1,6 +1,6 @@
 """Where ``deniable export`` reads raw reports: the collector's admin API or its database.
 
-Both sources page through one metric's reports in (period, storage) order, so an export of
+Both sources page through one metric's reports in (period, id) order, so an export of
 millions of reports never holds more than a page of rows in Python at a time.
 """
 
@@ -26,7 +26,7 @@ class ReportSource(Protocol):
         ...
 
     def pages(self, start: str | None, end: str | None, size: int) -> Iterator[list[Row]]:
-        """The reports of the range in (period, storage) order, ``size`` at a time."""
+        """The reports of the range in (period, id) order, ``size`` at a time."""
         ...
 
 
@@ -73,15 +73,15 @@ class DatabaseSource:
     def pages(self, start: str | None, end: str | None, size: int) -> Iterator[list[Row]]:
         from deniable.collector.storage.queries import read_reports
 
-        after: tuple[str, int] | None = None
+        after: tuple[str, str] | None = None
         while True:
             rows = read_reports(
                 self.database, self.spec.name, start=start, end=end, after=after, limit=size
             )
             if not rows:
                 return
-            yield [(report.id, report.period, json.loads(report.payload)) for report in rows]
-            after = (rows[-1].period, rows[-1].seq)
+            yield [(report_id, period, json.loads(payload)) for report_id, period, payload in rows]
+            after = (rows[-1][1], rows[-1][0])
 
     def close(self) -> None:
         """Release the database connections."""
@@ -92,7 +92,7 @@ class HttpSource:
     """Pages through the collector's admin export endpoint.
 
     ``GET /v1/admin/metrics/{name}/reports?start&end&limit&after`` answers
-    ``{"reports": [{"id", "period", "payload"}, ...], "next": cursor-or-null}`` in (period, storage)
+    ``{"reports": [{"id", "period", "payload"}, ...], "next": cursor-or-null}`` in (period, id)
     order; ``after`` is the previous page's ``next``.
     """
 

@@ -36,7 +36,8 @@ def _export(admin: httpx.Client, name: str, **params: Any) -> tuple[list[dict[st
         pages += 1
         assert pages <= 1000, "the cursor does not advance"
         if exported and body["reports"]:
-            assert exported[-1]["period"] <= body["reports"][0]["period"]
+            last, first = exported[-1], body["reports"][0]
+            assert (last["period"], last["id"]) < (first["period"], first["id"])
         exported.extend(body["reports"])
         cursor = body["next"]
         if cursor is None:
@@ -66,16 +67,9 @@ def _store(admin: httpx.Client, uploader: httpx.Client) -> tuple[MetricSpec, lis
     return spec, [r for r in reports if r["metric"] == spec.name]
 
 
-def _by_key(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The reports as export shows them, sorted by (period, id): to compare contents."""
+def _expected(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ordered = sorted(reports, key=lambda r: (r["period"], r["id"]))
     return [{"id": r["id"], "period": r["period"], "payload": r["payload"]} for r in ordered]
-
-
-def _in_order(exported: list[dict[str, Any]], reports: list[dict[str, Any]]) -> None:
-    """``exported`` holds exactly ``reports``, each once, in period order."""
-    assert _by_key(exported) == _by_key(reports)
-    assert [r["period"] for r in exported] == sorted(r["period"] for r in exported)
 
 
 @pytest.mark.parametrize("limit", [1, 37, 301, 50_000])
@@ -88,22 +82,8 @@ def test_pages_cover_every_stored_report_once_in_order(
         exported, pages = _export(admin, spec.name, limit=limit, end=DAYS[0])
     else:
         exported, pages = _export(admin, spec.name, limit=limit)
-    _in_order(exported, reports)
+    assert exported == _expected(reports)
     assert pages == -(-len(reports) // limit)
-    whole = admin.get(_path(spec.name), params={"limit": 50_000, "end": DAYS[-1]}).json()
-    assert exported == [r for r in whole["reports"] if r["period"] <= reports[-1]["period"]]
-
-
-def test_within_a_period_reports_come_in_the_order_they_were_stored(
-    admin: httpx.Client, stored: tuple[MetricSpec, list[dict[str, Any]]]
-) -> None:
-    """The first upload (every other report) precedes the second in each period."""
-    spec, reports = stored
-    exported, _ = _export(admin, spec.name, limit=37)
-    for day in DAYS:
-        first_upload = [r["id"] for r in reports[::2] if r["period"] == day]
-        in_export = [r["id"] for r in exported if r["period"] == day]
-        assert set(in_export[: len(first_upload)]) == set(first_upload)
 
 
 def test_the_default_page_and_a_period_range(
@@ -111,12 +91,10 @@ def test_the_default_page_and_a_period_range(
 ) -> None:
     spec, reports = stored
     whole = admin.get(_path(spec.name)).json()
-    assert whole["next"] is None
-    _in_order(whole["reports"], reports)
+    assert whole["next"] is None and whole["reports"] == _expected(reports)
     middle = [r for r in reports if DAYS[1] <= r["period"] <= DAYS[2]]
     exported, _ = _export(admin, spec.name, start=DAYS[1], end=DAYS[2], limit=50)
-    assert exported == [r for r in whole["reports"] if DAYS[1] <= r["period"] <= DAYS[2]]
-    _in_order(exported, middle)
+    assert exported == _expected(middle)
     assert admin.get(
         _path(spec.name), params={"start": "2026-01-01", "end": "2026-01-31"}
     ).json() == {
@@ -135,8 +113,7 @@ def test_week_metrics_take_week_labels_or_dates(
     _upload(uploader, reports)
     by_label, _ = _export(admin, spec.name, start="2026-W47", limit=3)
     by_date, _ = _export(admin, spec.name, start="2026-11-18", limit=3)
-    assert by_label == by_date
-    _in_order(by_label, [r for r in reports if r["period"] == "2026-W47"])
+    assert by_label == by_date == _expected([r for r in reports if r["period"] == "2026-W47"])
 
 
 def test_export_needs_the_admin_token(
@@ -159,11 +136,8 @@ def _cursor(text: str) -> str:
     [
         ({"after": "not a cursor!"}, 422, "after is not a cursor"),
         ({"after": _cursor("2026-11-21")}, 422, "after is not a cursor"),
-        ({"after": _cursor("2026-W47/12")}, 422, "cursor"),
-        ({"after": _cursor("2026-11-21/0b8c0c1e-3f0c-4a43-9f59-2a1f3c1f6d11")}, 422, "cursor"),
-        ({"after": _cursor("2026-11-21/-1")}, 422, "cursor"),
-        ({"after": _cursor("2026-11-21/012")}, 422, "cursor"),
-        ({"after": _cursor(f"2026-11-21/{2**63}")}, 422, "cursor"),
+        ({"after": _cursor("2026-W47/0b8c0c1e-3f0c-4a43-9f59-2a1f3c1f6d11")}, 422, "cursor"),
+        ({"after": _cursor("2026-11-21/0B8C0C1E-3F0C-4A43-9F59-2A1F3C1F6D11")}, 422, "cursor"),
         ({"after": "\u00e9t\u00e9"}, 422, "cursor"),
         ({"start": "2026-W47"}, 422, "start is not"),
         ({"end": "yesterday"}, 422, "end is not"),
@@ -199,9 +173,7 @@ def test_a_cursor_resumes_after_its_report(
     spec, reports = stored
     first = admin.get(_path(spec.name), params={"limit": 100}).json()
     rest, _ = _export(admin, spec.name, limit=1000, after=first["next"])
-    whole = admin.get(_path(spec.name), params={"limit": 50_000}).json()
-    assert first["reports"] + rest == whole["reports"]
-    _in_order(whole["reports"], reports)
+    assert first["reports"] + rest == _expected(reports)
 
 
 def test_series_takes_simultaneous_like_estimate(

@@ -7,6 +7,7 @@ import base64
 import binascii
 import datetime as dt
 import json
+import uuid
 from typing import Annotated, Any
 
 from deniable.client.spec import MetricSpec, period_label, period_start
@@ -39,33 +40,32 @@ class ExportedReport(BaseModel):
 
 
 class ReportPage(BaseModel):
-    """A page of raw reports in (period, storage) order and the cursor of the next page (or null)."""
+    """A page of raw reports in (period, id) order and the cursor of the next page (or null)."""
 
     reports: list[ExportedReport]
     next: str | None
 
 
-def encode_cursor(period: str, seq: int) -> str:
-    """The opaque cursor that resumes after the report stored as ``seq`` in ``period``."""
-    return base64.urlsafe_b64encode(f"{period}/{seq}".encode()).decode().rstrip("=")
+def encode_cursor(period: str, report_id: str) -> str:
+    """The opaque cursor that resumes after the report (period, id)."""
+    return base64.urlsafe_b64encode(f"{period}/{report_id}".encode()).decode().rstrip("=")
 
 
-def decode_cursor(spec: MetricSpec, cursor: str) -> tuple[str, int]:
-    """The (period, seq) a cursor of :func:`encode_cursor` resumes after; 422 if it is not one."""
+def decode_cursor(spec: MetricSpec, cursor: str) -> tuple[str, str]:
+    """The (period, id) a cursor of :func:`encode_cursor` resumes after; 422 if it is not one."""
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
-        period, seq_text = text.split("/")
+        period, report_id = text.split("/")
         if period_label(spec.period, period_start(spec.period, period)) != period:
             raise ValueError(period)
-        seq = int(seq_text)
-        if str(seq) != seq_text or not 0 <= seq < 2**63:
-            raise ValueError(seq_text)
+        if str(uuid.UUID(report_id)) != report_id:
+            raise ValueError(report_id)
     except (ValueError, binascii.Error):
         raise HTTPException(
             status_code=422,
             detail=f"after is not a cursor of metric {spec.name}: pass the `next` of a previous page",
         ) from None
-    return period, seq
+    return period, report_id
 
 
 @router.get("/v1/admin/metrics/{name}/reports", response_model=ReportPage, responses=ERRORS)
@@ -81,7 +81,7 @@ def get_reports(
         str | None, Query(max_length=200, description="the `next` cursor of the previous page")
     ] = None,
 ) -> dict[str, Any]:
-    """A page of the metric's stored raw reports in (period, storage) order, for export.
+    """A page of the metric's stored raw reports in (period, id) order, for export.
 
     ``start``/``end`` default to every stored report; pages follow by key (``after``), so a
     page costs the same however deep into the export it is.
@@ -99,10 +99,10 @@ def get_reports(
     more = len(rows) > limit
     return {
         "reports": [
-            {"id": report.id, "period": report.period, "payload": json.loads(report.payload)}
-            for report in page
+            {"id": report_id, "period": period, "payload": json.loads(payload)}
+            for report_id, period, payload in page
         ],
-        "next": encode_cursor(page[-1].period, page[-1].seq) if more else None,
+        "next": encode_cursor(page[-1][1], page[-1][0]) if more else None,
     }
 
 

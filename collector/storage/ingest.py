@@ -117,7 +117,7 @@ def _dumps(rows: Sequence[Any]) -> str:
 Row = tuple[str, str, str, str, str]
 """A report as inserted: (id, metric, period, payload JSON, received as ISO text)."""
 
-_COLUMNS = [column.name for column in reports.columns if column.name != "seq"]
+_COLUMNS = [column.name for column in reports.columns]
 if _COLUMNS != ["id", "metric", "period", "payload", "received"]:
     raise RuntimeError(f"reports columns changed ({_COLUMNS}); update Row")
 

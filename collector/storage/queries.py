@@ -10,7 +10,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Sequence
-from typing import NamedTuple
 
 import numpy as np
 from deniable.client.spec import MetricSpec, canonical_json
@@ -122,48 +121,37 @@ def read_counts(
     return n, counts
 
 
-class StoredReport(NamedTuple):
-    """One stored raw report as export reads it; ``seq`` is its place in storage order."""
-
-    seq: int
-    id: str
-    period: str
-    payload: str
-
-
 def read_reports(
     database: Database,
     metric: str,
     *,
     start: str | None,
     end: str | None,
-    after: tuple[str, int] | None,
+    after: tuple[str, str] | None,
     limit: int,
-) -> list[StoredReport]:
-    """Up to ``limit`` raw reports of ``metric`` in (period, seq) order.
+) -> list[tuple[str, str, str]]:
+    """Up to ``limit`` raw reports (id, period, payload JSON) of ``metric``, in (period, id) order.
 
-    ``start``/``end`` bound the period labels (None: unbounded); ``after`` is the (period, seq)
+    ``start``/``end`` bound the period labels (None: unbounded); ``after`` is the (period, id)
     of the last report already read. The rest of that period and the later periods are two
-    seeks into the (metric, period, seq) index, so a page costs the same however deep it is.
+    seeks into the (metric, period, id) index, so a page costs the same however deep it is.
     """
-    query = select(reports.c.seq, reports.c.id, reports.c.period, reports.c.payload).where(
+    query = select(reports.c.id, reports.c.period, reports.c.payload).where(
         reports.c.metric == metric
     )
     if start is not None:
         query = query.where(reports.c.period >= start)
     if end is not None:
         query = query.where(reports.c.period <= end)
-    rows: list[StoredReport] = []
+    rows: list[tuple[str, str, str]] = []
     with database.reader.connect() as connection:
         if after is not None:
-            period, seq = after
-            same = query.where(reports.c.period == period, reports.c.seq > seq)
-            rows += map(
-                StoredReport._make, connection.execute(same.order_by(reports.c.seq).limit(limit))
-            )
+            period, report_id = after
+            same = query.where(reports.c.period == period, reports.c.id > report_id)
+            same = same.order_by(reports.c.id).limit(limit)
+            rows += [(row.id, row.period, row.payload) for row in connection.execute(same)]
             query = query.where(reports.c.period > period)
         if len(rows) < limit:
-            query = query.order_by(reports.c.period, reports.c.seq).limit(limit - len(rows))
-            rows += map(StoredReport._make, connection.execute(query))
-    return rows
+            query = query.order_by(reports.c.period, reports.c.id).limit(limit - len(rows))
+            rows += [(row.id, row.period, row.payload) for row in connection.execute(query)]
     return rows

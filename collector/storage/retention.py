@@ -30,12 +30,12 @@ def purge_before(
     for spec in specs:
         cut = period_label(spec.period, before)
         victims = (
-            select(reports.c.seq)
+            select(reports.c.id)
             .where(reports.c.metric == spec.name, reports.c.period < cut)
             .limit(batch_size)
             .scalar_subquery()
         )
-        stmt = delete(reports).where(reports.c.seq.in_(victims))
+        stmt = delete(reports).where(reports.c.id.in_(victims))
         while True:
             with database.writing() as connection:
                 removed = connection.execute(stmt).rowcount
