@@ -2,7 +2,7 @@
 
 For each backend it makes a database at revision 0001 (report ids as text), fills it with
 ``--reports`` raw reports through bulk SQL, and times ``deniable.collector.migrate`` to the
-newest revision (0002 rewrites ``reports`` with binary ids and a storage sequence). Ingestion
+newest revision (0002 rewrites ``reports`` with binary ids and a (metric, period, id) index). Ingestion
 into that database waits while it runs, so this is the maintenance window an upgrade needs.
 Run: ``.venv/bin/python bench/migrate.py [--backend sqlite|postgresql|both] [--reports N]``.
 """

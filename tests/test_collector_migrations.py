@@ -1,4 +1,4 @@
-"""Upgrading a database that already holds reports: nothing lost, reordered or counted twice."""
+"""Upgrading a database that already holds reports: nothing lost, altered or counted twice."""
 
 from __future__ import annotations
 
