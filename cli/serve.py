@@ -8,6 +8,18 @@ from deniable.collector import DEFAULT_PORT
 from .errors import CliError
 
 
+def warn_about_visible_secrets(context: click.Context, names: tuple[str, ...]) -> None:
+    """Warn on stderr for each secret given as a flag: any user of the host sees it in ``ps``."""
+    for name in names:
+        if context.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE:
+            flag = "--" + name.replace("_", "-")
+            click.echo(
+                f"warning: {flag} is visible to every user of this host (ps, /proc);"
+                f" prefer {flag}-file or the environment variable DENIABLE_{name.upper()}",
+                err=True,
+            )
+
+
 @click.command(short_help="Run the collector.")
 @click.option(
     "--host",
@@ -43,10 +55,22 @@ from .errors import CliError
     help="Token for admin calls (env DENIABLE_ADMIN_TOKEN).",
 )
 @click.option(
+    "--admin-token-file",
+    envvar="DENIABLE_ADMIN_TOKEN_FILE",
+    type=click.Path(dir_okay=False),
+    help="File holding the admin token, e.g. a mounted secret (env DENIABLE_ADMIN_TOKEN_FILE).",
+)
+@click.option(
     "--ingest-key",
     envvar="DENIABLE_INGEST_KEY",
     metavar="KEY",
     help="Key devices must send with reports (env DENIABLE_INGEST_KEY).",
+)
+@click.option(
+    "--ingest-key-file",
+    envvar="DENIABLE_INGEST_KEY_FILE",
+    type=click.Path(dir_okay=False),
+    help="File holding the ingest key (env DENIABLE_INGEST_KEY_FILE).",
 )
 @click.option(
     "--retention-days",
@@ -82,7 +106,9 @@ def serve(
     database: str | None,
     pool_size: int | None,
     admin_token: str | None,
+    admin_token_file: str | None,
     ingest_key: str | None,
+    ingest_key_file: str | None,
     retention_days: int | None,
     workers: int,
     shutdown_timeout: int | None,
@@ -101,8 +127,10 @@ def serve(
     """
     from deniable.collector.serve import RefusedToServe
     from deniable.collector.serve import serve as run
-    from deniable.collector.settings import Settings
+    from deniable.collector.settings import Settings, settings_problem
+    from pydantic import ValidationError
 
+    warn_about_visible_secrets(click.get_current_context(), ("admin_token", "ingest_key"))
     values: dict[str, object] = {}
     if database is not None:
         values["database_url"] = database
@@ -112,14 +140,18 @@ def serve(
         values["admin_token"] = admin_token
     if ingest_key:
         values["ingest_key"] = ingest_key
+    if admin_token_file:
+        values["admin_token_file"] = admin_token_file
+    if ingest_key_file:
+        values["ingest_key_file"] = ingest_key_file
     if retention_days is not None:
         values["retention_days"] = retention_days
     if shutdown_timeout is not None:
         values["shutdown_timeout"] = shutdown_timeout
     try:
         settings = Settings(**values)  # type: ignore[arg-type]
-    except ValueError as exc:
-        raise CliError(f"invalid collector setting: {exc}") from None
+    except ValidationError as exc:
+        raise CliError(settings_problem(exc)) from None
     try:
         run(settings, host=host, port=port, workers=workers, log_level=log_level)
     except RefusedToServe as exc:

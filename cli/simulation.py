@@ -163,6 +163,7 @@ def run_devices(
     per metric in that period. ``on_batch(devices)`` is called after each batch is delivered.
     """
     from deniable.client import Client, SeededRandomness
+    from deniable.client.mechanisms import MAX_EPSILON
     from deniable.client.randomness import system_randomness
 
     if not populations:
@@ -184,6 +185,7 @@ def run_devices(
                 state_dir=Path(state_root) / f"batch-{start}",
                 ingest_key=ingest_key,
                 metrics=specs,
+                max_epsilon=MAX_EPSILON,  # simulated devices take the registered specs as they are
                 max_reports_per_period=stop - start,
                 memoize=False,
                 clock=lambda: fixed,

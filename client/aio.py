@@ -18,7 +18,8 @@ from .spec import MetricSpec
 class AsyncClient:
     """Same constructor arguments and counters as :class:`Client`; use ``async with``.
 
-    Like a :class:`Client`, it holds its ``state_dir`` exclusively until closed.
+    Like a :class:`Client`, it holds its ``state_dir`` exclusively until closed, and refuses
+    served specs that change an accepted one or exceed ``max_epsilon``.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -65,9 +65,22 @@ def check_epsilon(epsilon: float) -> float:
     return epsilon
 
 
+MAX_CATEGORIES = 10_000
+"""The most categories a metric may have (oue, olh): the collector keeps k support counts per
+period and an estimate reads and debiases all of them, so k bounds every estimate's cost
+(about 10 ms per period at k = 10,000). Larger domains want a sketch, not a category list."""
+
+MAX_KRR_CATEGORIES = 2_000
+"""krr's cap is lower: its variance grows with k (k - 2 + e^eps over (e^eps - 1)^2), so past
+a few thousand categories krr beats oue and olh only at an eps no deployment should use, and
+``auto`` never picks it there."""
+
+
 def _check_k(k: int) -> int:
     if isinstance(k, bool) or not isinstance(k, int) or k < 2:
         raise ValueError("k (the number of categories) must be an integer >= 2")
+    if k > MAX_CATEGORIES:
+        raise ValueError(f"at most {MAX_CATEGORIES:,} categories are supported, got {k:,}")
     return k
 
 
@@ -79,9 +92,16 @@ class Mechanism(ABC):
     """A randomizer over the categories 0..k-1 with its oracle parameters p*, q*."""
 
     name: ClassVar[str]
+    max_k: ClassVar[int] = MAX_CATEGORIES
+    """The most categories this mechanism accepts."""
 
     def __init__(self, k: int, epsilon: float) -> None:
         self.k = _check_k(k)
+        if self.k > self.max_k:
+            raise ValueError(
+                f"{self.name} supports at most {self.max_k:,} categories, got {self.k:,}:"
+                " use oue or olh"
+            )
         self.epsilon = check_epsilon(epsilon)
 
     p: float
@@ -144,6 +164,7 @@ class KRR(Mechanism):
     """k-ary randomized response: keep the value w.p. p = e^eps/(e^eps+k-1), else another."""
 
     name = "krr"
+    max_k = MAX_KRR_CATEGORIES
 
     def __init__(self, k: int, epsilon: float) -> None:
         super().__init__(k, epsilon)
@@ -243,8 +264,6 @@ class OLH(Mechanism):
         super().__init__(k, epsilon)
         e = math.exp(self.epsilon)
         self.g = round(e) + 1
-        if self.k >= OLH_PRIME:
-            raise ValueError("k too large for olh: categories must be below 2^31 - 1")
         self.p = e / (e + self.g - 1)
         self.q = 1 / self.g
 
@@ -299,7 +318,7 @@ def least_variance(k: int, epsilon: float) -> str:
     for cls in (KRR, OLH, OUE):
         try:
             candidates.append((cls(k, epsilon).v_star, cls.name))
-        except ValueError:  # olh refuses k >= 2^31 - 1; krr and oue take any k
+        except ValueError:  # krr refuses k above MAX_KRR_CATEGORIES
             continue
     return min(candidates)[1]
 

@@ -276,8 +276,9 @@ class Outbox:
             cursor.close()
             return batch
 
-    def remove(self, seqs: Iterable[int]) -> None:
-        """Forget chunks the collector acknowledged (or refused for good)."""
+    def remove(self, seqs: Iterable[int]) -> int:
+        """Forget chunks the collector acknowledged (or refused for good); returns how many
+        reports they still held (a trim for a full outbox may have taken some or all)."""
         with self._lock:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
@@ -294,6 +295,7 @@ class Outbox:
                 db.execute("ROLLBACK")
                 raise
             self._size -= removed
+            return removed
 
     def drop_reports(self, batch: Sequence[Chunk], indices: frozenset[int]) -> int:
         """Remove the reports at ``indices`` of a peeked batch (counted across its chunks),

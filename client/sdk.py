@@ -25,7 +25,7 @@ from types import TracebackType
 from typing import Any
 
 from .ledger import Ledger, PrivacySpent
-from .mechanisms import Payload
+from .mechanisms import MAX_EPSILON, MIN_EPSILON, Payload
 from .outbox import Chunk, Outbox, Report, split_reports
 from .randomness import LocalRandomness, Randomness, ReportIds
 from .spec import MetricSpec, period_label
@@ -42,11 +42,23 @@ SPEC_REFRESH_SECONDS = 60.0
 SPEC_RETRY_SECONDS = 5.0
 """How often a client with no specs at all tries to fetch them."""
 _UUID_BLOCK = 4096
+DEFAULT_MAX_EPSILON = 4.0
+"""The highest eps a client adopts from a collector unless the app sets ``max_epsilon``.
+
+At eps 4 binary randomized response still lies 1.8% of the time; much above it a report is
+all but the true value, so a collector serving such a spec could nearly read its users'
+answers. An app that means a higher eps says so with ``max_epsilon`` (up to 20)."""
 
 
 @dataclass(frozen=True)
 class ClientStats:
-    """A snapshot of the client's counters (all counts of reports or ``record()`` calls)."""
+    """A snapshot of the client's counters (counts of reports or ``record()`` calls, and of
+    refused specs).
+
+    Every admitted report ends in exactly one of ``delivered``, ``dropped_queue_full`` and
+    ``dropped_rejected``, or is still ``queued``; ``duplicates`` is the part of ``delivered``
+    the collector already held (a resend after a lost acknowledgement).
+    """
 
     recorded: int
     admitted: int
@@ -59,8 +71,13 @@ class ClientStats:
     dropped_rejected: int
     retries: int
     refused: int
-    """Upload attempts answered 401, 403, 404 or another 4xx that blames the URL or the ingest
-    key rather than the reports: they are kept and retried (each also counts in ``retries``)."""
+    """Upload attempts answered 401, 403, 404 or another 4xx that blames the URL, the ingest
+    key or a proxy rather than the reports (a 400 or 422 counts here when it is not the
+    collector's JSON problem document): they are kept and retried (each also counts in
+    ``retries``)."""
+    specs_refused: int = 0
+    """Specs a collector served that this client refused (each name and fingerprint once): a
+    change to a spec it had accepted, or an eps above ``max_epsilon``."""
 
     def as_dict(self) -> dict[str, int]:
         """The counters as a plain dict."""
@@ -146,12 +163,23 @@ class Client:
     seeded draws); ``persist_interval``, ``backoff_base`` and ``backoff_cap`` (seconds)
     tune durability and retry pacing.
 
-    A batch the collector answers 413 (too large) is split, not dropped: see
-    :meth:`_split_after_413`. Only a single report that is too large on its own is
-    dropped (counted in ``dropped_rejected``), as is a batch refused with 400 or 422 (only
-    the reports a 422 names, when it names them). Any other 4xx (401, 403, 404, 405...)
-    blames the URL or the ingest key, not the reports: they stay queued and are retried on
-    the next URL with backoff, so a client restarted with the right URL or key delivers them.
+    The device, not the collector, guards its users' privacy. ``max_epsilon`` (default
+    :data:`DEFAULT_MAX_EPSILON`, 4) is the highest eps this client accepts: a spec passed in
+    ``metrics`` above it raises ``ValueError``, and a served one above it is refused. A spec
+    once accepted from a collector (fetched now or cached in ``state_dir`` by an earlier run)
+    is never replaced by a different one with the same name: a changed spec is refused and
+    reports keep the one accepted first. New metrics a collector serves within the ceiling
+    are adopted. Specs passed in ``metrics`` are the only ones used (none is fetched). Each
+    refused spec is logged at ERROR once and counted in ``ClientStats.specs_refused``.
+
+    A batch answered 413 (too large) is split, not dropped: see :meth:`_split_after_413`.
+    Only a single report that is too large on its own is dropped (counted in
+    ``dropped_rejected``), as is a batch the collector itself refuses with 400 or 422 (only
+    the reports a 422 names, when it names them); "the collector itself" means its JSON
+    problem document, ``{"detail": ...}``. Any other 4xx, and a 400 or 422 with another body
+    (a proxy's HTML page), blames the URL, the ingest key or something on the way, not the
+    reports: they stay queued and are retried on the next URL with backoff, so a client
+    restarted with the right URL or key delivers them.
 
     One client at a time may use a ``state_dir``: a second one (in this process or another)
     raises :class:`~deniable.client.outbox.StateDirInUseError` (a ``RuntimeError``), since two
@@ -171,6 +199,7 @@ class Client:
         metrics: Sequence[MetricSpec] | None = None,
         max_reports_per_period: int = 1,
         lifetime_epsilon: float | None = None,
+        max_epsilon: float = DEFAULT_MAX_EPSILON,
         memoize: bool | Collection[str] = False,
         batch_size: int = 1000,
         flush_interval: float = 1.0,
@@ -189,6 +218,8 @@ class Client:
             raise ValueError(f"batch_size must be in 1..{MAX_BATCH}")
         if max_queue < 1:
             raise ValueError("max_queue must be at least 1")
+        if not MIN_EPSILON <= max_epsilon <= MAX_EPSILON:
+            raise ValueError(f"max_epsilon must be in [{MIN_EPSILON:g}, {MAX_EPSILON:g}]")
         if not 0 < persist_interval <= 1.0:
             raise ValueError("persist_interval must be in (0, 1] seconds")
         if not min(flush_interval, timeout, backoff_base, backoff_cap) > 0:
@@ -204,6 +235,9 @@ class Client:
         self._rng = randomness or LocalRandomness()
         self._ids = ReportIds(_UUID_BLOCK)
         self._memoize = memoize
+        self._max_epsilon = max_epsilon
+        self._accepted: dict[str, MetricSpec] = {}
+        self._refused_specs: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
         self._persist_lock = threading.Lock()
         self._upload_lock = threading.Lock()
@@ -221,6 +255,7 @@ class Client:
                 "dropped_rejected",
                 "retries",
                 "refused",
+                "specs_refused",
             ),
             0,
         )
@@ -253,7 +288,7 @@ class Client:
             self._refresh_specs = False
             self._next_fetch = 0.0
             if metrics is not None:
-                self._install(list(metrics))
+                self._install(self._within_app_ceiling(metrics))
             elif self._load_cached_specs():
                 self._refresh_specs = True
             else:
@@ -275,6 +310,7 @@ class Client:
     # -- metric specs -------------------------------------------------------------------
 
     def _install(self, specs: list[MetricSpec]) -> None:
+        """Make ``specs`` the ones ``record()`` uses (one lookup per call)."""
         if len({s.name for s in specs}) != len(specs):
             raise ValueError("metric names must be distinct")
         memoize = self._memoize
@@ -285,32 +321,91 @@ class Client:
             for s in specs
         }
 
+    def _within_app_ceiling(self, metrics: Sequence[MetricSpec]) -> list[MetricSpec]:
+        """The specs the app passed; one above ``max_epsilon`` is the app's own mistake,
+        raised at once rather than sent."""
+        specs = list(metrics)
+        for spec in specs:
+            if spec.epsilon > self._max_epsilon:
+                raise ValueError(
+                    f"metric {spec.name}: epsilon {spec.epsilon:g} is above max_epsilon"
+                    f" {self._max_epsilon:g}; pass a higher max_epsilon to record it"
+                )
+        return specs
+
+    def _within_ceiling(self, spec: MetricSpec) -> bool:
+        """Whether a spec that came from a collector is within ``max_epsilon``; refuses it if not."""
+        if spec.epsilon <= self._max_epsilon:
+            return True
+        self._refuse(spec, f"its epsilon is above max_epsilon {self._max_epsilon:g}")
+        return False
+
+    def _refuse(self, spec: MetricSpec, why: str) -> None:
+        """Refuse a served spec: count it and log at ERROR, once per name and fingerprint."""
+        with self._lock:
+            key = (spec.name, spec.fingerprint)
+            if key in self._refused_specs:
+                return
+            self._refused_specs.add(key)
+            self._counts["specs_refused"] += 1
+        log.error(
+            "metric %s: refusing the spec the collector served (fingerprint %s, epsilon %g): %s",
+            spec.name,
+            spec.fingerprint,
+            spec.epsilon,
+            why,
+        )
+
+    def _install_accepted(self) -> None:
+        """Record with the accepted specs that are within ``max_epsilon`` (the app may have
+        lowered it since a spec was cached)."""
+        self._install([s for s in self._accepted.values() if self._within_ceiling(s)])
+
     def _load_cached_specs(self) -> bool:
-        """Install the specs last fetched (so an app that starts offline still records)."""
+        """Accept and install the specs cached by an earlier run (so an app that starts
+        offline still records, and a collector cannot change them later)."""
         path = self._state_dir / SPECS_FILE
         if not path.exists():
             return False
         try:
-            self._install(_verified_specs(json.loads(path.read_text())))
+            specs = _verified_specs(json.loads(path.read_text()))
         except (ValueError, TypeError, AttributeError):
             log.warning("the cached metric specs in %s are unreadable", path)
             return False
+        self._accepted = {s.name: s for s in specs}
+        self._install_accepted()
         return True
 
     def _fetch_specs(self) -> bool:
-        """Fetch the specs from the collector and cache them in ``state_dir``."""
+        """Fetch the specs from the collector, adopt new ones, cache them in ``state_dir``.
+
+        A served spec that differs from the one accepted for its name is refused (the
+        accepted one stays), as is a new one above ``max_epsilon``.
+        """
         fetched = self._transport.fetch_metrics()
         self._next_fetch = time.monotonic() + (
             SPEC_REFRESH_SECONDS if self._metrics or fetched is not None else SPEC_RETRY_SECONDS
         )
         if fetched is None:
             return False
-        specs = _verified_specs(fetched)
+        accepted = dict(self._accepted)
+        for spec in _verified_specs(fetched):
+            known = accepted.get(spec.name)
+            if known is None:
+                if self._within_ceiling(spec):
+                    accepted[spec.name] = spec
+            elif known.fingerprint != spec.fingerprint:
+                self._refuse(
+                    spec,
+                    f"this device accepted another spec for it before (fingerprint"
+                    f" {known.fingerprint}, epsilon {known.epsilon:g}) and keeps that one",
+                )
         path = self._state_dir / SPECS_FILE
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps([s.to_dict() for s in specs]))
+        tmp.write_text(json.dumps([s.to_dict() for s in accepted.values()]))
         os.replace(tmp, path)
-        self._install(specs)
+        self._accepted = accepted
+        self._install_accepted()
         self._refresh_specs = False
         return True
 
@@ -496,14 +591,14 @@ class Client:
                 result.reason,
             )
             return None
-        self._forget(batch, count)
-        with self._lock:
+        removed = self._forget(batch, count)
+        with self._lock:  # a report a full outbox dropped in flight was counted then
             if result.kind == "accepted":
                 self._largest_accepted = max(self._largest_accepted, count)
-                self._counts["delivered"] += count
-                self._counts["duplicates"] += result.duplicates
+                self._counts["delivered"] += removed
+                self._counts["duplicates"] += min(result.duplicates, removed)
             else:
-                self._counts["dropped_rejected"] += count
+                self._counts["dropped_rejected"] += removed
         if result.kind == "rejected":
             log.warning(
                 "collector refused a batch of %d reports (HTTP %s): %s; dropped it",
@@ -524,9 +619,10 @@ class Client:
         if result.refused and not self._warned_refused:
             self._warned_refused = True
             log.warning(
-                "collector answered HTTP %s (wrong URL or ingest key?); keeping a batch of %d"
-                " reports and retrying with backoff",
-                result.status,
+                "collector answered %s, which blames the URL, the ingest key or a proxy on the"
+                " way rather than the reports; keeping a batch of %d reports and retrying with"
+                " backoff",
+                result.reason,
                 count,
             )
             return
@@ -534,10 +630,10 @@ class Client:
 
     def _forget(self, batch: list[Chunk], count: int) -> int:
         """Remove the first ``count`` reports of a peeked batch (all of it, or a leading slice
-        of its one chunk); returns how many were removed."""
+        of its one chunk); returns how many were removed, which is fewer than ``count`` when
+        a full outbox dropped some while they were in flight (already counted then)."""
         if count == sum(c.count for c in batch):
-            self._outbox.remove(c.seq for c in batch)
-            return count
+            return self._outbox.remove(c.seq for c in batch)
         return self._outbox.drop_reports(batch, frozenset(range(count)))
 
     def _split_after_413(self, batch: list[Chunk], count: int) -> bool | None:

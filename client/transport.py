@@ -4,12 +4,17 @@ The transport knows the wire format (``POST /v1/reports``, ``GET /v1/metrics``) 
 classify an answer:
 
 - accepted (2xx);
-- refused for good: only 400, 413 and 422 judge the batch itself (the client splits a batch
-  refused with 413 rather than dropping it, and drops only the reports a 422 names);
+- refused for good: only a 400 or 422 that carries the collector's own problem document
+  (JSON ``{"detail": ...}``) judges the batch itself (the client drops only the reports a
+  422 names, when it names them); a 413, from the collector or a proxy, says the batch is
+  too large (the client splits it rather than dropping it);
 - worth a retry on the next URL: network errors, 5xx, 408 and 429 (honouring
   ``Retry-After``), and every other 4xx. A 401, 403, 404 or 405 says the endpoint or the
   credential is wrong *now* (a wrong path, a misrouting proxy, an ingest key rotated before
   the app caught up), not that the reports are: they are kept (:attr:`SendResult.refused`).
+  So is a 400 or 422 without the problem document, such as a proxy's HTML page ("plain HTTP
+  request sent to HTTPS port"): it says nothing about the reports, and dropping them would
+  waste the privacy budget that made them.
 
 Retry pacing uses exponential backoff with full jitter. It never raises a network error to
 its caller.
@@ -37,7 +42,8 @@ log = logging.getLogger("deniable.client")
 MAX_RETRY_AFTER = 3600.0
 """The longest ``Retry-After`` the client obeys, in seconds."""
 FINAL_STATUSES = frozenset({400, 413, 422})
-"""The answers that judge the batch itself; any other 4xx keeps the reports for a retry."""
+"""The answers that may judge the batch itself (400 and 422 only with the collector's problem
+document); any other 4xx keeps the reports for a retry."""
 _TRANSIENT_4XX = frozenset({408, 429})
 
 
@@ -98,11 +104,20 @@ def _tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-def _detail(response: httpx.Response) -> Any:
+def _problem_document(response: httpx.Response) -> dict[str, Any] | None:
+    """The collector's own problem document (a JSON object with ``detail``), or ``None``.
+
+    The collector answers every refusal this way; anything else (a proxy's HTML page, a
+    captive portal's text) did not come from it and judges nothing about the reports.
+    """
+    media = response.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media != "application/json" and not media.endswith("+json"):
+        return None
     try:
-        return response.json().get("detail", "")
-    except (ValueError, AttributeError):
-        return response.text
+        document = response.json()
+    except ValueError:
+        return None
+    return document if isinstance(document, dict) and "detail" in document else None
 
 
 def _bad_indices(detail: Any) -> frozenset[int] | None:
@@ -176,8 +191,9 @@ class Transport:
             except (ValueError, TypeError, AttributeError):
                 accepted, duplicates = count, 0
             return SendResult("accepted", accepted, duplicates, status)
-        if status in FINAL_STATUSES:
-            detail = _detail(response)
+        document = _problem_document(response) if status in FINAL_STATUSES else None
+        if document is not None or status == 413:
+            detail = document["detail"] if document is not None else "too large"
             return SendResult(
                 "rejected",
                 status=status,
@@ -185,10 +201,11 @@ class Transport:
                 bad_indices=_bad_indices(detail) if status == 422 else None,
             )
         self._fail_over()
+        foreign = " (not the collector's problem document)" if status in FINAL_STATUSES else ""
         return SendResult(
             "retry",
             status=status,
-            reason=f"HTTP {status}",
+            reason=f"HTTP {status}{foreign}",
             retry_after=parse_retry_after(response.headers.get("Retry-After")),
         )
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from pydantic import ValidationError
+
 from . import DEFAULT_PORT
 from .serve import RefusedToServe, serve
-from .settings import Settings
+from .settings import Settings, settings_problem
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,6 +23,9 @@ def main(argv: list[str] | None = None) -> int:
         serve(Settings(), args.host, args.port, args.workers)
     except RefusedToServe as exc:
         print(exc, file=sys.stderr)
+        return 2
+    except ValidationError as exc:
+        print(settings_problem(exc), file=sys.stderr)
         return 2
     return 0
 

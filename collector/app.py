@@ -75,26 +75,53 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
 
 
 def _install_error_handlers(app: FastAPI) -> None:
+    """Map errors to answers: database down or not migrated -> 503, a spec that changed in the
+    database -> 503 (retry), anything else -> 500. No log line quotes an exception's message
+    (it can hold report ids and payloads): only types, error codes, statements and frames."""
+    from .faults import redacted_traceback
+    from .storage.engine import schema_missing
+    from .storage.queries import SpecChanged
+
     async def database_down(_request: Request, exc: Exception) -> JSONResponse:
         log.error("database unavailable: %s", type(exc).__name__)
         return JSONResponse(
             status_code=503, content={"detail": "database unavailable; retry later"}
         )
 
+    async def database_fault(request: Request, exc: DBAPIError) -> JSONResponse:
+        if schema_missing(exc):
+            log.error("database schema missing: %s", type(exc).__name__)
+            detail = "database schema missing or not migrated; run `deniable migrate`"
+            return JSONResponse(status_code=503, content={"detail": detail})
+        if isinstance(exc, OperationalError):
+            return await database_down(request, exc)
+        return await server_fault(request, exc)
+
+    async def spec_changed(request: Request, exc: SpecChanged) -> JSONResponse:
+        request.app.state.collector.specs.forget(exc.metrics)
+        log.warning("registered spec changed in the database: %s", ", ".join(exc.metrics))
+        detail = f"the registered spec of {', '.join(exc.metrics)} changed meanwhile; retry"
+        return JSONResponse(status_code=503, content={"detail": detail})
+
     async def server_fault(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("internal error on %s %s", request.method, request.url.path, exc_info=exc)
+        log.error(
+            "internal error on %s %s\n%s",
+            request.method,
+            request.url.path,
+            redacted_traceback(exc),
+        )
         return JSONResponse(status_code=500, content={"detail": "internal server error"})
 
-    app.add_exception_handler(OperationalError, database_down)
     app.add_exception_handler(PoolTimeout, database_down)
-    app.add_exception_handler(DBAPIError, server_fault)
+    app.add_exception_handler(DBAPIError, database_fault)  # type: ignore[arg-type]
+    app.add_exception_handler(SpecChanged, spec_changed)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, server_fault)
 
 
 def create_app(settings: Settings | None = None, *, clock: Clock | None = None) -> FastAPI:
     """A collector app; migrations run at startup unless ``settings.migrate_on_start`` is off."""
     settings = settings or Settings()
-    telemetry = Telemetry()
+    telemetry = Telemetry(settings.prometheus_metric_labels)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

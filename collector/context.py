@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from deniable.client.spec import METRIC_NAME, MetricSpec
@@ -12,7 +12,7 @@ from fastapi import Request
 
 from .settings import Settings
 from .storage import Database
-from .storage.queries import load_spec
+from .storage.queries import load_spec, spec_fingerprint
 from .storage.writer import GroupWriter
 from .telemetry import Telemetry
 
@@ -27,20 +27,57 @@ def utc_now() -> dt.datetime:
 
 @dataclass
 class SpecCache:
-    """Registered specs by name, cached after the first read (specs never change)."""
+    """Registered specs by name, parsed once and kept while the database holds the same spec.
+
+    A registered spec never changes, but the database can change underneath a running
+    collector: dropped and migrated again, a name registered again with another spec. So the
+    cache is never the last word. Ingestion reads :meth:`cached`, unchecked, because its write
+    transaction checks every fingerprint it stores under: on ``SpecChanged`` the route forgets
+    those names (:meth:`forget`) and validates again, and before it refuses a report for its
+    fingerprint it asks whether the cached spec is still current (:meth:`changed`). Every other
+    reader uses :meth:`get`, which compares the cached fingerprint with the database's first
+    (one primary-key read).
+    """
 
     database: Database
-    _specs: dict[str, MetricSpec] = field(default_factory=dict)
+    _specs: dict[str, tuple[MetricSpec, str]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def cached(self, name: str) -> MetricSpec | None:
+        """The spec named ``name`` as last read (None if unregistered): for ingestion only."""
+        entry = self._specs.get(name)
+        return entry[0] if entry is not None else self._load(name)
+
     def get(self, name: str) -> MetricSpec | None:
-        """The spec named ``name``, from the cache or the database; None if unregistered."""
-        spec = self._specs.get(name)
-        if spec is None and METRIC_NAME.fullmatch(name):
-            spec = load_spec(self.database, name)
-            if spec is not None:
-                with self._lock:
-                    self._specs[name] = spec
+        """The spec the database registers as ``name`` now (None if none), parsed once."""
+        entry = self._specs.get(name)
+        if entry is not None and spec_fingerprint(self.database, name) == entry[1]:
+            return entry[0]
+        return self._load(name)
+
+    def changed(self, specs: Iterable[MetricSpec]) -> bool:
+        """Whether any of ``specs`` is no longer the one registered under its name (every one
+        is checked, so the cache holds the current specs afterwards)."""
+        stale = False
+        for spec in specs:
+            current = self.get(spec.name)
+            stale |= current is None or current.fingerprint != spec.fingerprint
+        return stale
+
+    def forget(self, names: Iterable[str]) -> None:
+        """Drop ``names`` from the cache: the database said their specs changed."""
+        with self._lock:
+            for name in names:
+                self._specs.pop(name, None)
+
+    def _load(self, name: str) -> MetricSpec | None:
+        """Read the spec named ``name`` from the database and cache it (or forget a stale one)."""
+        spec = load_spec(self.database, name) if METRIC_NAME.fullmatch(name) else None
+        with self._lock:
+            if spec is None:
+                self._specs.pop(name, None)
+            else:
+                self._specs[name] = (spec, spec.fingerprint)
         return spec
 
 

@@ -107,9 +107,13 @@ class Problem(BaseModel):
 
 
 class MetricSpecIn(BaseModel):
-    """A metric to register; ``mechanism`` may be ``auto`` and is stored resolved."""
+    """A metric to register; ``mechanism`` may be ``auto`` and is stored resolved.
 
-    model_config = ConfigDict(extra="forbid")
+    Strict: ``"epsilon": true`` or ``"1.0"`` is refused rather than coerced, so what is
+    registered is exactly what the operator wrote.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     name: str
     type: Literal["boolean", "categorical"]

@@ -6,7 +6,10 @@ factory, the ``serve`` helper and the CLI agree on names and defaults.
 
 from __future__ import annotations
 
-from pydantic import Field, SecretStr, model_validator
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .storage.engine import DEFAULT_POOL_SIZE
@@ -16,6 +19,19 @@ DEFAULT_DATABASE_URL = "sqlite:///deniable.db"
 
 DEFAULT_SHUTDOWN_TIMEOUT = 25
 """Seconds in-flight requests get after SIGTERM: inside Kubernetes' default 30 s grace period."""
+
+MIN_TOKEN_LENGTH = 16
+"""The shortest admin token or ingest key accepted: 16 random characters resist guessing."""
+
+PLACEHOLDER_TOKENS = ("changeme", "replaceme", "placeholder", "example", "yourtoken")
+"""Words that mark a token copied from documentation rather than generated (compared with
+the token's letters and digits only, lowercased, so ``Change_Me`` counts too)."""
+
+TOKEN_FIELDS = ("admin_token", "admin_token_previous", "ingest_key", "ingest_key_previous")
+"""The settings that hold secrets devices or operators present as bearer tokens."""
+
+TOKEN_FILES = {"admin_token_file": "admin_token", "ingest_key_file": "ingest_key"}
+"""Settings naming a file that holds a token (a mounted secret), and the token each fills."""
 
 
 class Settings(BaseSettings):
@@ -35,12 +51,63 @@ class Settings(BaseSettings):
     admin_token_previous: SecretStr | None = None
     ingest_key: SecretStr | None = None
     ingest_key_previous: SecretStr | None = None
+    admin_token_file: Path | None = None
+    ingest_key_file: Path | None = None
     retention_days: int = Field(default=90, ge=1, le=36500)
     max_batch: int = Field(default=1000, ge=1)
     max_body_bytes: int = Field(default=1 << 20, ge=1024)
+    """The largest request body a route reads (an upload, a metric registration); 413 past it."""
     migrate_on_start: bool = True
     max_range_periods: int = Field(default=1100, ge=1)
     shutdown_timeout: int = Field(default=DEFAULT_SHUTDOWN_TIMEOUT, ge=1, le=3600)
+    header_timeout: float = Field(default=10.0, gt=0, le=600)
+    """Seconds a connection gets to send a request's headers, from its opening or the previous
+    response; then it is closed (stalled sockets must not hold file descriptors)."""
+    body_timeout: float = Field(default=60.0, gt=0, le=3600)
+    """Seconds a route gets to read a whole request body once the headers are in; then 408."""
+    max_connections: int = Field(default=4096, ge=1, le=1_000_000)
+    """Open connections per process; a connection past it gets 503 and is closed at once."""
+    prometheus_metric_labels: bool = False
+    """Label ``/metrics`` counts by metric name (off: one ``all`` label; the endpoint is open)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_token_files(cls, data: Any) -> Any:
+        """Fill a token from its file (one trailing newline dropped), so it stays out of ``ps``."""
+        if not isinstance(data, dict):
+            return data
+        for file_field, token_field in TOKEN_FILES.items():
+            path = data.get(file_field)
+            if path in (None, ""):
+                continue
+            if data.get(token_field) not in (None, ""):
+                raise ValueError(
+                    f"DENIABLE_{token_field.upper()} and DENIABLE_{file_field.upper()} are both"
+                    " set: give one"
+                )
+            try:
+                text = Path(path).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ValueError(
+                    f"DENIABLE_{file_field.upper()}: cannot read {path}: {type(exc).__name__}"
+                ) from None
+            data = {
+                **data,
+                token_field: text.removesuffix("\n").removesuffix("\r"),
+                file_field: None,
+            }
+        return data
+
+    @field_validator(*TOKEN_FIELDS)
+    @classmethod
+    def _strong_token(cls, value: SecretStr | None, info: Any) -> SecretStr | None:
+        """Refuse a token that is short, padded with whitespace or a documentation placeholder."""
+        if value is None or not value.get_secret_value():
+            return value
+        problem = token_problem(value.get_secret_value())
+        if problem is not None:
+            raise ValueError(f"DENIABLE_{info.field_name.upper()} {problem}")
+        return value
 
     @model_validator(mode="after")
     def _previous_needs_current(self) -> Settings:
@@ -76,6 +143,21 @@ class Settings(BaseSettings):
         return _secret(self.ingest_key)
 
 
+def token_problem(token: str) -> str | None:
+    """Why ``token`` is unfit as a bearer secret, or None; the answer never quotes the token."""
+    if token != token.strip():
+        return "has leading or trailing whitespace (a copy-paste slip?): remove it"
+    if len(token) < MIN_TOKEN_LENGTH:
+        return (
+            f"is shorter than {MIN_TOKEN_LENGTH} characters: generate one, e.g."
+            " `python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+        )
+    letters = "".join(c for c in token.lower() if c.isalnum())
+    if any(mark in letters for mark in PLACEHOLDER_TOKENS) or len(set(token)) == 1:
+        return "is a placeholder from an example: generate a random one"
+    return None
+
+
 def _secret(value: SecretStr | None) -> str | None:
     if value is None:
         return None
@@ -88,3 +170,17 @@ def _present(current: str | None, previous: str | None) -> list[str]:
     if current is None:
         return []
     return [current] if previous is None or previous == current else [current, previous]
+
+
+def settings_problem(error: ValidationError) -> str:
+    """One line naming each invalid setting and why, for a start-up error (never the value)."""
+    parts = []
+    for item in error.errors(include_url=False, include_input=False):
+        message = str(item["msg"]).removeprefix("Value error, ")
+        field = ".".join(str(part) for part in item["loc"])
+        parts.append(
+            message
+            if not field or "DENIABLE_" in message
+            else f"DENIABLE_{field.upper()}: {message}"
+        )
+    return "invalid collector setting: " + "; ".join(parts)

@@ -1,8 +1,11 @@
 """Prometheus metrics of one collector: reports accepted, duplicate and refused, and latencies.
 
-Each app has its own registry (several apps can live in one test process). Metric labels
-are registered metric names only; every unknown name shares one label, so a client cannot
-blow up the number of time series.
+Each app has its own registry (several apps can live in one test process). The ``metric``
+label is ``all`` unless the operator opts in to per-metric labels
+(``DENIABLE_PROMETHEUS_METRIC_LABELS=true``): ``/metrics`` needs no token, and per-metric
+counts in real time tell anyone who can reach it which features are being used, and when.
+With the opt-in, labels are registered metric names only; every unknown name shares one
+label, so a client cannot blow up the number of time series.
 
 Under ``deniable serve --workers N`` (N > 1) prometheus_client runs in multiprocess mode:
 ``serve`` sets ``PROMETHEUS_MULTIPROC_DIR`` before the workers start, every worker writes its
@@ -26,6 +29,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.multiprocess import MultiProcessCollector
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+ALL_METRICS_LABEL = "all"
+"""The ``metric`` label of every count unless per-metric labels are turned on."""
 MULTIPROCESS_DIRECTORY = "PROMETHEUS_MULTIPROC_DIR"
 disable_created_metrics()
 
@@ -38,7 +43,8 @@ def multiprocess_mode() -> bool:
 class Telemetry:
     """The collector's counters and histograms, with their own registry."""
 
-    def __init__(self) -> None:
+    def __init__(self, per_metric_labels: bool = False) -> None:
+        self.per_metric_labels = per_metric_labels
         self.registry = CollectorRegistry()
         self.accepted = Counter(
             "deniable_reports_accepted", "New reports stored", ["metric"], registry=self.registry
@@ -73,6 +79,10 @@ class Telemetry:
             # A registry of its own: the metrics' registry would be exported twice.
             self.exposition = CollectorRegistry()
             MultiProcessCollector(self.exposition)
+
+    def metric_label(self, metric: str) -> str:
+        """The ``metric`` label value for counts of ``metric`` (``all`` unless opted in)."""
+        return metric if self.per_metric_labels else ALL_METRICS_LABEL
 
     def render(self) -> bytes:
         """The Prometheus text exposition of every metric (summed over workers if several)."""

@@ -22,6 +22,7 @@ import pytest
 import uvicorn
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.collector import Settings, create_app
+from deniable.collector.serve import server_config
 
 PG_ADMIN_URL = os.environ.get("DENIABLE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
 BACKENDS = ("sqlite", "postgresql")
@@ -107,7 +108,11 @@ class Clock:
 
 
 class RunningCollector:
-    """A real uvicorn server running the collector on a free loopback port, in a thread."""
+    """A real uvicorn server running the collector on a free loopback port, in a thread.
+
+    It runs with the configuration ``deniable serve`` uses (``server_config``): the same
+    protocol, header deadline and connection cap.
+    """
 
     def __init__(self, settings: Settings, clock: Clock | None = None) -> None:
         self.settings = settings
@@ -123,12 +128,7 @@ class RunningCollector:
         sock.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
         self.app = create_app(self.settings, clock=self.clock)
-        config = uvicorn.Config(
-            self.app,
-            access_log=False,
-            log_level="warning",
-            lifespan="on",
-        )
+        config = server_config(self.app, self.settings, log_level="warning")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [sock]}, daemon=True
@@ -140,6 +140,11 @@ class RunningCollector:
                 raise RuntimeError("the test collector did not start")
             time.sleep(0.01)
         return self
+
+    def open_connections(self) -> int:
+        """How many client connections the server holds open right now."""
+        assert self._server is not None, "the collector is not running"
+        return len(self._server.server_state.connections)
 
     def app_state(self) -> Any:
         """The running app's shared state (``deniable.collector.context.Collector``)."""

@@ -5,7 +5,8 @@ It serves ``GET /v1/metrics`` and ``POST /v1/reports`` (validating each report a
 specs with the shared mechanisms, de-duplicating by id) on loopback, and can answer 503
 or 429 a given number of times, drop acknowledgements after committing, answer 503 after
 a number of commits, answer 413 above a body size or report count, answer any status the
-test sets, or be down.
+test sets (as the collector's JSON problem document, or as a proxy's HTML page), hold each
+upload until the test releases it, serve specs of the test's choosing, or be down.
 """
 
 from __future__ import annotations
@@ -21,12 +22,22 @@ import uuid
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from deniable.client import Client, MetricSpec
 from deniable.client.spec import period_start
+
+HOLD_SECONDS = 60.0
+"""The longest a held upload waits for the test to release it."""
+PROXY_PAGE = (
+    "<html><head><title>{status} {phrase}</title></head><body><center><h1>{status} {phrase}"
+    "</h1></center>{note}<hr><center>nginx</center></body></html>"
+)
+"""The page a proxy answers with (nginx's shape)."""
+PROXY_NOTES = {400: "<center>The plain HTTP request was sent to HTTPS port</center>"}
 
 
 class StubCollector:
@@ -58,6 +69,13 @@ class StubCollector:
         self.reject_all = False
         self.answer_status: int | None = None
         """Answer every POST with this status (a proxy's 403, a 405...) when set."""
+        self.proxy_status: int | None = None
+        """Answer every POST with this status and an HTML page, as a proxy in front of the
+        collector would (nginx's 400 "plain HTTP request sent to HTTPS port"), when set."""
+        self.hold: threading.Event | None = None
+        """When set, each POST waits (up to ``HOLD_SECONDS``) for this event before it is
+        handled; ``held`` counts the POSTs that arrived to wait."""
+        self.held = 0
         self.refuse_periods: set[str] = set()
         self.commits = 0
         self.stored: dict[str, dict[str, Any]] = {}
@@ -206,8 +224,27 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._answer(404, {"detail": "not found"}, {})
 
+    def _answer_html(self, status: int) -> None:
+        """Answer as a proxy would: an HTML page, no JSON."""
+        phrase, note = HTTPStatus(status).phrase, PROXY_NOTES.get(status, "")
+        data = PROXY_PAGE.format(status=status, phrase=phrase, note=note).encode()
+        self.collector.statuses.append(status)  # noted first: a client never counts it sooner
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if self.collector.proxy_status is not None:
+            self.collector.bodies.append(body)
+            self._answer_html(self.collector.proxy_status)
+            return
+        gate = self.collector.hold
+        if gate is not None:
+            self.collector.held += 1
+            gate.wait(HOLD_SECONDS)
         key = self.collector.ingest_key
         if key and self.headers.get("Authorization") != f"Bearer {key}":
             self._answer(401, {"detail": "missing or wrong ingest key"}, {})

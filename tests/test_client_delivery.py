@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -286,6 +287,39 @@ def test_the_queue_is_bounded_dropping_the_oldest(tmp_path: Path) -> None:
         stub.stop()
     periods = sorted(r["period"] for r in stub.stored.values())
     assert periods == [m.date().isoformat() for m in moments[-10:]]
+
+
+def test_a_batch_a_full_outbox_drops_in_flight_then_acknowledged_counts_once(
+    collector: StubCollector, tmp_path: Path
+) -> None:
+    """Every admitted report ends in exactly one counter: the trim that dropped an in-flight
+    batch counted it, so the acknowledgement that follows must not count it again."""
+    collector.hold = threading.Event()
+    client = make_client(
+        collector.url,
+        tmp_path,
+        batch_size=5,
+        max_queue=5,
+        max_reports_per_period=10,
+        clock=lambda: DAY0,
+        timeout=60.0,
+    )
+    record_many(client, 5)
+    deadline = time.monotonic() + 20
+    while collector.held < 1 and time.monotonic() < deadline:  # a full batch wakes the uploader
+        time.sleep(0.02)
+    assert collector.held == 1, "the first batch is in flight"
+    record_many(client, 5)
+    while client.stats.dropped_queue_full < 5 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert client.stats.dropped_queue_full == 5, "the new reports pushed the in-flight ones out"
+    collector.hold.set()
+    assert client.flush(timeout=20)
+    client.close()
+    assert len(collector.stored) == 10
+    stats = client.stats
+    assert (stats.admitted, stats.delivered, stats.dropped_queue_full) == (10, 5, 5)
+    assert (stats.dropped_rejected, stats.duplicates, stats.queued) == (0, 0, 0)
 
 
 def test_close_with_the_collector_down_neither_raises_nor_hangs(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """Transport pacing and parsing: full-jitter backoff, failover rounds, Retry-After, 422 detail,
-and which answers drop a batch (only 400, 413 and 422) and which keep it for a retry."""
+and which answers drop a batch (only 413, and 400 and 422 with the collector's problem
+document) and which keep it for a retry."""
 
 from __future__ import annotations
 
@@ -162,3 +163,25 @@ def test_only_400_413_and_422_judge_the_batch_other_answers_fail_over(
         stub.answer_status = None
     assert (result.kind, result.status, result.refused) == (kind, status, refused)
     assert transport.url == (stub.url if kind == "rejected" else spare)
+
+
+def test_a_400_or_422_without_the_collectors_problem_document_fails_over(
+    stub: StubCollector,
+) -> None:
+    """A proxy's HTML 400 or 422 says nothing about the reports; its 413 still means too large."""
+    spare = "http://127.0.0.1:9"
+    outcomes = {}
+    for status in (400, 422, 413):
+        stub.proxy_status = status
+        transport = Transport([stub.url, spare], ingest_key=None, timeout=2.0)
+        try:
+            result = transport.send(b'{"reports":[]}', 0)
+        finally:
+            transport.close()
+            stub.proxy_status = None
+        outcomes[status] = (result.kind, result.refused, transport.url == spare)
+    assert outcomes == {
+        400: ("retry", True, True),
+        422: ("retry", True, True),
+        413: ("rejected", False, False),
+    }

@@ -16,8 +16,11 @@ from typing import Any
 import httpx
 import pytest
 from conftest import (
+    ADMIN_TOKEN,
     INGEST_KEY,
+    DatabaseFactory,
     RunningCollector,
+    collector_settings,
     make_reports,
     register,
     unique_name,
@@ -64,18 +67,48 @@ def test_healthz_and_openapi_describe_the_upload_body(collector: RunningCollecto
     }
 
 
-def test_prometheus_counts_accepted_duplicate_and_rejected_by_reason(
-    collector: RunningCollector, uploader: httpx.Client, krr: MetricSpec
-) -> None:
+def _counted_traffic(collector: RunningCollector) -> tuple[MetricSpec, dict[str, Any], str]:
+    """Register a krr metric, upload new, resent, unknown-metric and bad reports; the metric,
+    the unknown-metric report and the ``/metrics`` text afterwards."""
+    with collector.client(ADMIN_TOKEN) as admin:
+        krr = register(
+            admin,
+            MetricSpec.categorical(unique_name("krr"), list("abcd"), epsilon=1.0, mechanism="krr"),
+        )
     reports = make_reports(krr, [0, 1, 2], TODAY, seed=1)
-    assert post(uploader, reports).status_code == 202
-    assert post(uploader, reports[:1]).status_code == 202
     stranger = dict(reports[0], id=str(uuid.uuid4()), metric=unique_name("nosuch"))
-    assert post(uploader, [stranger]).status_code == 422
     bad_payload = dict(reports[0], id=str(uuid.uuid4()), payload=7)
-    assert post(uploader, [bad_payload]).status_code == 422
+    with collector.client(INGEST_KEY) as uploader:
+        assert post(uploader, reports).status_code == 202
+        assert post(uploader, reports[:1]).status_code == 202
+        assert post(uploader, [stranger]).status_code == 422
+        assert post(uploader, [bad_payload]).status_code == 422
     with collector.client() as client:
-        text = client.get("/metrics").text
+        return krr, stranger, client.get("/metrics").text
+
+
+def test_prometheus_counts_carry_no_metric_name_unless_opted_in(
+    backend: str, databases: DatabaseFactory
+) -> None:
+    server = RunningCollector(collector_settings(databases.new(backend))).start()
+    try:
+        krr, stranger, text = _counted_traffic(server)
+    finally:
+        server.stop()
+    assert 'deniable_reports_accepted_total{metric="all"} 3.0' in text
+    assert 'deniable_reports_rejected_total{metric="all",reason="payload"} 1.0' in text
+    assert krr.name not in text and stranger["metric"] not in text
+
+
+def test_prometheus_counts_accepted_duplicate_and_rejected_by_reason(
+    backend: str, databases: DatabaseFactory
+) -> None:
+    settings = collector_settings(databases.new(backend), prometheus_metric_labels=True)
+    server = RunningCollector(settings).start()
+    try:
+        krr, stranger, text = _counted_traffic(server)
+    finally:
+        server.stop()
     assert f'deniable_reports_accepted_total{{metric="{krr.name}"}} 3.0' in text
     assert f'deniable_reports_duplicate_total{{metric="{krr.name}"}} 1.0' in text
     assert f'deniable_reports_rejected_total{{metric="{krr.name}",reason="payload"}} 1.0' in text

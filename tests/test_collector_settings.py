@@ -45,14 +45,19 @@ MAX_REPLICAS = 12
 def test_new_settings_are_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DENIABLE_POOL_SIZE", "7")
     monkeypatch.setenv("DENIABLE_SHUTDOWN_TIMEOUT", "9")
-    monkeypatch.setenv("DENIABLE_ADMIN_TOKEN", "admin-new")
-    monkeypatch.setenv("DENIABLE_ADMIN_TOKEN_PREVIOUS", "admin-old")
-    monkeypatch.setenv("DENIABLE_INGEST_KEY", "key-new")
-    monkeypatch.setenv("DENIABLE_INGEST_KEY_PREVIOUS", "key-old")
+    monkeypatch.setenv("DENIABLE_ADMIN_TOKEN", "admin-token-new-0123")
+    monkeypatch.setenv("DENIABLE_ADMIN_TOKEN_PREVIOUS", "admin-token-old-0123")
+    monkeypatch.setenv("DENIABLE_INGEST_KEY", "ingest-key-new-01234")
+    monkeypatch.setenv("DENIABLE_INGEST_KEY_PREVIOUS", "ingest-key-old-01234")
     settings = Settings()
     assert (settings.pool_size, settings.shutdown_timeout) == (7, 9)
-    assert settings.admin_tokens() == ["admin-new", "admin-old"]
-    assert settings.ingest_tokens() == ["key-new", "key-old", "admin-new", "admin-old"]
+    assert settings.admin_tokens() == ["admin-token-new-0123", "admin-token-old-0123"]
+    assert settings.ingest_tokens() == [
+        "ingest-key-new-01234",
+        "ingest-key-old-01234",
+        "admin-token-new-0123",
+        "admin-token-old-0123",
+    ]
 
 
 def test_defaults_fit_twelve_replicas_and_the_kubernetes_grace_period() -> None:
@@ -99,10 +104,10 @@ def test_worker_environment_reproduces_the_new_settings() -> None:
     settings = Settings(
         pool_size=3,
         shutdown_timeout=11,
-        admin_token="a-new",  # type: ignore[arg-type]
-        admin_token_previous="a-old",  # type: ignore[arg-type]
-        ingest_key="i-new",  # type: ignore[arg-type]
-        ingest_key_previous="i-old",  # type: ignore[arg-type]
+        admin_token="admin-token-new-0123",  # type: ignore[arg-type]
+        admin_token_previous="admin-token-old-0123",  # type: ignore[arg-type]
+        ingest_key="ingest-key-new-01234",  # type: ignore[arg-type]
+        ingest_key_previous="ingest-key-old-01234",  # type: ignore[arg-type]
     )
     env = settings_environment(settings)
     assert env["DENIABLE_POOL_SIZE"] == "3" and env["DENIABLE_SHUTDOWN_TIMEOUT"] == "11"

@@ -37,7 +37,11 @@ pytestmark = pytest.mark.timeout(60)
 def _start(tmp_path: Path, extra_env: dict[str, str]) -> CollectorProcess:
     """``deniable serve --workers 2`` on a fresh SQLite file, ready to answer."""
     url = f"sqlite:///{tmp_path / 'deniable.db'}"
-    env = {"DENIABLE_MIGRATE_ON_START": "true", **extra_env}
+    env = {
+        "DENIABLE_MIGRATE_ON_START": "true",
+        "DENIABLE_PROMETHEUS_METRIC_LABELS": "true",
+        **extra_env,
+    }
     server = start_collector(url, ADMIN, tmp_path, env, workers=2)
     try:
         server.wait_ready()

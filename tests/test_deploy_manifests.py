@@ -28,6 +28,7 @@ from deniable.collector.settings import Settings
 ROOT = Path(__file__).resolve().parents[1]
 DEPLOY = ROOT / "deploy"
 K8S = DEPLOY / "k8s"
+EXAMPLE_SECRET = K8S / "examples" / "secret.yaml"
 COLLECTORS = ("collector-1", "collector-2", "collector-3")
 
 
@@ -267,7 +268,6 @@ def test_every_k8s_manifest_has_the_required_fields_and_one_namespace() -> None:
     docs = _k8s_documents()
     expected = {
         "Namespace",
-        "Secret",
         "ConfigMap",
         "Job",
         "Deployment",
@@ -297,29 +297,79 @@ def test_every_k8s_manifest_validates_against_the_kubernetes_schema() -> None:
             pytest.fail(f"{kind}: {exc.message} at {'/'.join(map(str, exc.path))}")
 
 
-def test_deployment_runs_replicas_of_the_image_with_probes_on_healthz() -> None:
+def test_deployment_runs_replicas_of_the_image_with_readiness_on_the_database() -> None:
     deployment = _k8s_documents()["Deployment"]
     assert deployment["spec"]["replicas"] >= 2
     assert deployment["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
     container = _container("Deployment")
-    assert container["image"] == IMAGE
     assert container["args"] == ["serve"]
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert ports == {"http": _exposed_port()}
     env = {e["name"]: e["value"] for e in container["env"]}
     assert env["DENIABLE_PORT"] == str(_exposed_port())
-    for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
+    paths = {"readinessProbe": "/readyz", "livenessProbe": "/healthz", "startupProbe": "/healthz"}
+    for probe, path in paths.items():
         get = container[probe]["httpGet"]
-        assert get["path"] == "/healthz", probe
+        assert get["path"] == path, probe
         assert ports.get(get["port"], get["port"]) == _exposed_port(), probe
     requests = container["resources"]["requests"]
     assert requests["cpu"] and requests["memory"]
     assert "memory" in container["resources"]["limits"]
 
 
+def test_the_ingress_exposes_the_api_only() -> None:
+    """/metrics needs no token: it must not be reachable through the public Ingress."""
+    ingress = _k8s_documents()["Ingress"]
+    paths = [p for rule in ingress["spec"]["rules"] for p in rule["http"]["paths"]]
+    assert [(p["path"], p["pathType"]) for p in paths] == [("/v1/", "Prefix")]
+    locations = re.findall(r"location\s+(\S+)\s*\{([^}]*)\}", _nginx_conf())
+    proxied = [path for path, body in locations if "proxy_pass" in body]
+    assert proxied == ["/v1/"]
+    assert any(path == "/" and "return 404" in body for path, body in locations)
+
+
+def test_the_release_never_applies_a_secret() -> None:
+    """`kubectl apply -k` must not overwrite the Secret an operator created by hand."""
+    kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text())
+    kinds = {
+        doc["kind"]
+        for name in kustomization["resources"]
+        for doc in yaml.safe_load_all((K8S / name).read_text())
+    }
+    assert "Secret" not in kinds
+    assert "Secret" in {d["kind"] for d in yaml.safe_load_all(EXAMPLE_SECRET.read_text())}
+
+
+def test_the_image_is_set_once_in_the_kustomization() -> None:
+    kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text())
+    (entry,) = kustomization["images"]
+    assert f"{entry['newName']}:{entry['newTag']}" == IMAGE
+    for kind in ("Deployment", "Job", "CronJob"):
+        assert _container(kind)["image"] == entry["name"], f"{kind} names the image, untagged"
+
+
+def test_the_pre_rollout_phase_holds_what_the_migration_needs() -> None:
+    """The release applies `-l deniable.io/phase=pre-rollout` first: namespace, config, Job."""
+    phase = {
+        kind
+        for kind, doc in _k8s_documents().items()
+        if doc["metadata"].get("labels", {}).get("deniable.io/phase") == "pre-rollout"
+    }
+    assert phase == {"Namespace", "ConfigMap", "Job"}
+    assert "-l deniable.io/phase=pre-rollout" in (ROOT / "docs" / "operations.md").read_text()
+
+
+def test_the_example_secret_holds_placeholders_the_collector_refuses() -> None:
+    from deniable.collector.settings import token_problem
+
+    (secret,) = yaml.safe_load_all(EXAMPLE_SECRET.read_text())
+    for key in ("DENIABLE_ADMIN_TOKEN", "DENIABLE_INGEST_KEY"):
+        assert token_problem(secret["stringData"][key]) is not None, key
+
+
 def test_deployment_and_job_read_the_secret_that_holds_the_tokens() -> None:
     docs = _k8s_documents()
-    secret = docs["Secret"]
+    (secret,) = yaml.safe_load_all(EXAMPLE_SECRET.read_text())
     assert {"DENIABLE_ADMIN_TOKEN", "DENIABLE_INGEST_KEY", "DENIABLE_DATABASE_URL"} <= set(
         secret["stringData"]
     )
@@ -334,7 +384,6 @@ def test_deployment_and_job_read_the_secret_that_holds_the_tokens() -> None:
 def test_migration_job_runs_once_with_the_same_image() -> None:
     job = _k8s_documents()["Job"]
     container = _container("Job")
-    assert container["image"] == IMAGE
     assert container["args"] == ["migrate"]
     assert _pod_spec("Job")["restartPolicy"] in ("Never", "OnFailure")
     assert job["spec"]["backoffLimit"] >= 1
@@ -350,11 +399,11 @@ def test_retention_runs_daily_against_the_service_with_the_admin_token() -> None
     assert len(cron["schedule"].split()) == 5
     assert cron["concurrencyPolicy"] == "Forbid"
     container = _container("CronJob")
-    assert container["image"] == IMAGE
     assert container["args"] == ["retention"]
     env = {e["name"]: e for e in container["env"]}
     token = env["DENIABLE_ADMIN_TOKEN"]["valueFrom"]["secretKeyRef"]
-    assert token == {"name": docs["Secret"]["metadata"]["name"], "key": "DENIABLE_ADMIN_TOKEN"}
+    (secret,) = yaml.safe_load_all(EXAMPLE_SECRET.read_text())
+    assert token == {"name": secret["metadata"]["name"], "key": "DENIABLE_ADMIN_TOKEN"}
     service = docs["Service"]
     (port,) = service["spec"]["ports"]
     namespace = docs["Namespace"]["metadata"]["name"]
@@ -470,4 +519,4 @@ def test_operations_guide_documents_building_this_image() -> None:
     guide = (ROOT / "docs" / "operations.md").read_text()
     assert f"docker build -f deploy/Dockerfile -t {IMAGE} ." in guide
     assert "docker compose -f deploy/compose.yaml up" in guide
-    assert "kubectl" in guide and "migration-job.yaml" in guide
+    assert "kubectl apply -k deploy/k8s" in guide and "job/deniable-migrate" in guide

@@ -15,13 +15,13 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel
 
-from ..auth import require
+from ..auth import ADMIN
 from ..context import collector
 from ..schemas import Health, Payload, Problem, RetentionResult
-from ..storage.queries import list_specs, read_reports
+from ..storage.queries import check_ready, list_specs, read_reports
 from ..storage.retention import purge_before
 from ..telemetry import CONTENT_TYPE
-from .estimates import ERRORS, PERIOD_HELP, admin_spec, resolve_label
+from .estimates import ERRORS, PERIOD_HELP, find_spec, resolve_label
 
 router = APIRouter()
 
@@ -68,7 +68,12 @@ def decode_cursor(spec: MetricSpec, cursor: str) -> tuple[str, str]:
     return period, report_id
 
 
-@router.get("/v1/admin/metrics/{name}/reports", response_model=ReportPage, responses=ERRORS)
+@router.get(
+    "/v1/admin/metrics/{name}/reports",
+    dependencies=[ADMIN],
+    response_model=ReportPage,
+    responses=ERRORS,
+)
 def get_reports(
     name: str,
     request: Request,
@@ -86,7 +91,7 @@ def get_reports(
     ``start``/``end`` default to every stored report; pages follow by key (``after``), so a
     page costs the same however deep into the export it is.
     """
-    state, spec = admin_spec(request, name)
+    state, spec = find_spec(request, name)
     first = resolve_label(spec, start, "start") if start is not None else None
     last = resolve_label(spec, end, "end") if end is not None else None
     if first is not None and last is not None and first > last:
@@ -108,6 +113,7 @@ def get_reports(
 
 @router.post(
     "/v1/admin/retention",
+    dependencies=[ADMIN],
     response_model=RetentionResult,
     responses={401: {"model": Problem}, 422: {"model": Problem}},
 )
@@ -125,7 +131,6 @@ def post_retention(
     original was deleted would be counted twice.
     """
     state = collector(request)
-    require(request, state.settings.admin_tokens(), role="admin")
     cutoff = state.today() - dt.timedelta(days=state.settings.retention_days)
     if before is None:
         before = cutoff
@@ -141,8 +146,18 @@ def post_retention(
 
 @router.get("/healthz", response_model=Health)
 def healthz() -> dict[str, str]:
-    """Liveness: the process answers."""
+    """Liveness: the process answers (restart it if not); says nothing of the database."""
     return {"status": "ok"}
+
+
+@router.get("/readyz", response_model=Health, responses={503: {"model": Problem}})
+def readyz(request: Request) -> dict[str, str]:
+    """Readiness: the database answers and is migrated; 503 otherwise, so no traffic is sent.
+
+    A database error reaches the app's handlers, which answer 503 without restarting anything.
+    """
+    check_ready(collector(request).database)
+    return {"status": "ready"}
 
 
 @router.get("/metrics", response_class=Response)

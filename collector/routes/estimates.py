@@ -11,7 +11,7 @@ from deniable.client.spec import MetricSpec, period_count, period_label, period_
 from deniable.estimators import PeriodCounts, estimate
 from fastapi import APIRouter, HTTPException, Query, Request
 
-from ..auth import require
+from ..auth import ADMIN
 from ..context import Collector, collector
 from ..schemas import EstimateOut, Problem, SeriesOut
 from ..storage.queries import read_counts
@@ -61,10 +61,9 @@ def resolve_range(
     return period_range(spec.period, first, last)
 
 
-def admin_spec(request: Request, name: str) -> tuple[Collector, MetricSpec]:
-    """Check the admin token and find the metric (404 if not registered)."""
+def find_spec(request: Request, name: str) -> tuple[Collector, MetricSpec]:
+    """The collector and the registered metric ``name`` (404 if not registered)."""
     state = collector(request)
-    require(request, state.settings.admin_tokens(), role="admin")
     spec = state.specs.get(name)
     if spec is None:
         raise HTTPException(status_code=404, detail=f"metric {name!r} is not registered")
@@ -74,10 +73,10 @@ def admin_spec(request: Request, name: str) -> tuple[Collector, MetricSpec]:
 def range_counts(
     request: Request, name: str, start: str | None, end: str | None
 ) -> tuple[MetricSpec, list[str], np.ndarray, np.ndarray]:
-    """The admin-checked metric, its labels start..end, and per label n and the support counts."""
-    state, spec = admin_spec(request, name)
+    """The metric, its labels start..end, and per label n and the support counts."""
+    state, spec = find_spec(request, name)
     labels = resolve_range(state, spec, start, end)
-    n, counts = read_counts(state.database, spec.name, spec.k, labels)
+    n, counts = read_counts(state.database, spec, labels)
     return spec, labels, n, counts
 
 
@@ -95,7 +94,12 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.get("/v1/metrics/{name}/estimate", response_model=EstimateOut, responses=ERRORS)
+@router.get(
+    "/v1/metrics/{name}/estimate",
+    dependencies=[ADMIN],
+    response_model=EstimateOut,
+    responses=ERRORS,
+)
 def get_estimate(
     name: str,
     request: Request,
@@ -124,7 +128,9 @@ def get_estimate(
     return {"metric": spec.name, "start": labels[0], "end": labels[-1], **document}
 
 
-@router.get("/v1/metrics/{name}/series", response_model=SeriesOut, responses=ERRORS)
+@router.get(
+    "/v1/metrics/{name}/series", dependencies=[ADMIN], response_model=SeriesOut, responses=ERRORS
+)
 def get_series(
     name: str,
     request: Request,

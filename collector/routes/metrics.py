@@ -2,22 +2,73 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import threading
+
 from deniable.client.spec import MetricSpec
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
 
-from ..auth import require
-from ..context import collector
+from ..auth import ADMIN
+from ..context import Collector, collector
 from ..schemas import MetricList, MetricSpecIn, MetricSpecOut, Problem
-from ..storage.queries import SpecConflict, list_specs, register_spec
+from ..storage.queries import SpecConflict, list_specs, register_spec, registry_fingerprints
+from .body import read_body
 
 router = APIRouter()
 
 
-@router.get("/v1/metrics", response_model=MetricList)
-def get_metrics(request: Request) -> dict[str, object]:
-    """Every registered metric's resolved spec with its fingerprint."""
-    return {"metrics": [spec.to_dict() for spec in list_specs(collector(request).database)]}
+REGISTRY_BODIES_KEPT = 8
+"""How many renderings of ``GET /v1/metrics`` are kept, by ETag (content-addressed, so every
+app of the process may share them)."""
+_registry_bodies: dict[str, bytes] = {}
+_registry_lock = threading.Lock()
+
+
+def registry_etag(pairs: list[tuple[str, str]]) -> str:
+    """A strong ETag for the registry holding these (name, fingerprint) pairs."""
+    digest = hashlib.sha256("\n".join(f"{n} {f}" for n, f in pairs).encode()).hexdigest()
+    return f'"{digest[:32]}"'
+
+
+def etag_matches(header: str | None, etag: str) -> bool:
+    """Whether an ``If-None-Match`` header names ``etag`` (weak or strong) or is ``*``."""
+    if header is None:
+        return False
+    tags = [tag.strip().removeprefix("W/") for tag in header.split(",")]
+    return "*" in tags or etag in tags
+
+
+@router.get(
+    "/v1/metrics",
+    response_model=MetricList,
+    responses={304: {"description": "the registry is unchanged since the ETag sent"}},
+)
+def get_metrics(request: Request) -> Response:
+    """Every registered metric's resolved spec with its fingerprint.
+
+    Answered with an ETag (304 to a matching ``If-None-Match``); the list is rendered again
+    only when a registration changed it, since parsing thousands of specs costs far more than
+    reading their names and fingerprints.
+    """
+    database = collector(request).database
+    etag = registry_etag(registry_fingerprints(database))
+    headers = {"ETag": etag, "Cache-Control": "no-cache"}
+    if etag_matches(request.headers.get("if-none-match"), etag):
+        return Response(status_code=304, headers=headers)
+    body = _registry_bodies.get(etag)
+    if body is None:
+        specs = list_specs(database)
+        etag = headers["ETag"] = registry_etag([(s.name, s.fingerprint) for s in specs])
+        body = json.dumps({"metrics": [s.to_dict() for s in specs]}).encode()
+        with _registry_lock:
+            while len(_registry_bodies) >= REGISTRY_BODIES_KEPT:
+                del _registry_bodies[next(iter(_registry_bodies))]
+            _registry_bodies[etag] = body
+    return Response(body, media_type="application/json", headers=headers)
 
 
 @router.get("/v1/metrics/{name}", response_model=MetricSpecOut, responses={404: {"model": Problem}})
@@ -31,20 +82,53 @@ def get_metric(name: str, request: Request) -> dict[str, object]:
 
 @router.post(
     "/v1/metrics",
+    dependencies=[ADMIN],
     status_code=201,
     response_model=MetricSpecOut,
     responses={
         200: {"model": MetricSpecOut, "description": "the same spec was already registered"},
         401: {"model": Problem},
+        408: {"model": Problem},
         409: {"model": Problem},
+        413: {"model": Problem},
         422: {"model": Problem},
     },
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": MetricSpecIn.model_json_schema()}},
+        }
+    },
 )
-def post_metric(body: MetricSpecIn, request: Request) -> JSONResponse:
-    """Register a metric (``mechanism`` may be ``auto``): 201 if new, 200 if identical, 409 if not."""
+async def post_metric(request: Request) -> JSONResponse:
+    """Register a metric (``mechanism`` may be ``auto``): 201 if new, 200 if identical, 409 if not.
+
+    The body is read only after the admin token is checked (see ``routes.body``).
+    """
     state = collector(request)
-    require(request, state.settings.admin_tokens(), role="admin")
-    fields = body.model_dump(exclude_none=True)
+    settings = state.settings
+    body = await read_body(request, settings.max_body_bytes, settings.body_timeout)
+    return await run_in_threadpool(register_metric, state, body)
+
+
+def parse_spec(body: bytes) -> MetricSpecIn:
+    """The registration body by the wire schema; 422 naming each problem, never quoting input."""
+    try:
+        return MetricSpecIn.model_validate_json(body)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False, include_input=False)
+    if any(error["type"] == "json_invalid" for error in errors):
+        raise HTTPException(status_code=422, detail="request body is not valid JSON")
+    problems = []
+    for error in errors:
+        field = ".".join(str(part) for part in error["loc"])
+        problems.append(f"{field}: {error['msg']}" if field else error["msg"])
+    raise HTTPException(status_code=422, detail="; ".join(problems))
+
+
+def register_metric(state: Collector, body: bytes) -> JSONResponse:
+    """Parse, resolve and store the spec: 201 if new, 200 if identical, 409 if the name is taken."""
+    fields = parse_spec(body).model_dump(exclude_none=True)
     claimed = fields.pop("fingerprint", None)
     try:
         spec = MetricSpec.from_dict(fields)

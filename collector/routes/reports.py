@@ -1,8 +1,9 @@
 """``POST /v1/reports``: validate a batch whole, then store it in one durable transaction.
 
-The body is read with a byte budget (413 before it is read whole), parsed by the wire
-schema (400 for malformed JSON, 422 naming each bad report), and answered 202 only after
-the commit. Nothing of a refused batch is stored.
+The ingest key is checked first; the body is then read with a byte budget and a deadline
+(413 before it is read whole, 408 if it trickles), parsed by the wire schema (400 for
+malformed JSON, 422 naming each bad report), and answered 202 only after the commit.
+Nothing of a refused batch is stored.
 """
 
 from __future__ import annotations
@@ -13,17 +14,20 @@ from collections.abc import Callable
 from typing import Any
 
 from deniable.client.spec import MetricSpec
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from ..auth import require
+from ..auth import INGEST
 from ..context import Collector, collector
 from ..schemas import BATCH_PARSER, REPORT_PARSER, BatchRefused, IngestResult, ReportIn
 from ..schemas import Problem as ProblemOut
-from ..storage.ingest import prepare_batch
+from ..storage.ingest import StoredBatch, prepare_batch
+from ..storage.queries import SpecChanged
+from ..telemetry import Telemetry
 from ..validation import UNKNOWN_METRIC_LABEL, PeriodWindow, Problem, validate_reports
+from .body import Refused, read_body
 
 router = APIRouter()
 
@@ -42,33 +46,6 @@ def tune_garbage_collector() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
-
-
-class BatchError(HTTPException):
-    """A batch refused as a whole, with the telemetry reason code."""
-
-    def __init__(self, status: int, code: str, detail: Any) -> None:
-        super().__init__(status_code=status, detail=detail)
-        self.code = code
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, refusing with 413 as soon as it exceeds ``limit`` bytes."""
-    too_large = BatchError(413, "too_large", f"request body exceeds {limit} bytes")
-    declared = request.headers.get("content-length")
-    if declared is not None:
-        if not declared.isdigit():
-            raise BatchError(400, "bad_length", "Content-Length is not a number")
-        if int(declared) > limit:
-            raise too_large
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise too_large
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _field_reason(error: Any, depth: int = 2) -> str:
@@ -93,7 +70,7 @@ def _schema_problems(errors: list[Any]) -> dict[int, list[str]]:
     for error in errors:
         loc = error["loc"]
         if not (len(loc) >= 2 and loc[0] == "reports" and isinstance(loc[1], int)):
-            raise BatchError(422, "schema", [{"index": None, "reason": BODY_SHAPE}])
+            raise Refused(422, "schema", [{"index": None, "reason": BODY_SHAPE}])
         reason = _field_reason(error)
         if reason not in reasons.setdefault(loc[1], []):
             reasons[loc[1]].append(reason)
@@ -116,17 +93,17 @@ def parse_batch(
         errors = exc.errors(include_url=False, include_input=False)
     else:
         if len(batch["reports"]) > max_batch:
-            raise BatchError(413, "too_many", f"a batch holds at most {max_batch} reports")
+            raise Refused(413, "too_many", f"a batch holds at most {max_batch} reports")
         return list(enumerate(batch["reports"])), []
     if any(e["type"] == "json_invalid" for e in errors):
-        raise BatchError(400, "malformed_json", "request body is not valid JSON")
+        raise Refused(400, "malformed_json", "request body is not valid JSON")
     reasons = _schema_problems(errors)
     try:
         items = json.loads(body)["reports"]
     except (ValueError, KeyError, TypeError):
-        raise BatchError(400, "malformed_json", "request body is not valid JSON") from None
+        raise Refused(400, "malformed_json", "request body is not valid JSON") from None
     if len(items) > max_batch:
-        raise BatchError(413, "too_many", f"a batch holds at most {max_batch} reports")
+        raise Refused(413, "too_many", f"a batch holds at most {max_batch} reports")
     good: list[tuple[int, ReportIn]] = []
     problems: list[Problem] = []
     for index, item in enumerate(items):
@@ -144,23 +121,54 @@ def parse_batch(
     return good, problems
 
 
+SPEC_ATTEMPTS = 3
+"""How many times one batch is validated at most: again after the database said a cached spec
+was stale, since the registry may have changed underneath the running collector."""
+
+
 def ingest(state: Collector, body: bytes) -> JSONResponse:
-    """Parse, validate and store one batch; the whole request's work after the body is read."""
-    telemetry = state.telemetry
-    reports, problems = parse_batch(body, state.settings.max_batch, state.specs.get)
-    window = PeriodWindow(state.today(), state.settings.retention_days)
-    valid, more_problems, specs = validate_reports(reports, state.specs.get, window)
-    problems = sorted(problems + more_problems, key=lambda p: p.index)
-    if problems:
-        for problem in problems:
-            telemetry.rejected.labels(problem.metric_label, problem.code).inc()
-        detail = [{"index": p.index, "reason": p.message} for p in problems]
-        return JSONResponse(status_code=422, content={"detail": detail})
-    stored = state.writer.store(prepare_batch(valid, specs, state.today()))
+    """Parse, validate and store one batch; the whole request's work after the body is read.
+
+    Validation uses the cached specs; the write transaction checks them against the
+    database's. A stale one (the database dropped and migrated again, the metric gone or
+    registered anew) is forgotten and the batch validated again against the current specs, so
+    a report they refuse is 422 and nothing of the batch is stored. A fingerprint mismatch is
+    checked the same way before it is refused, so a client with the new spec is not refused
+    for the collector's stale one.
+    """
+    reports, problems = parse_batch(body, state.settings.max_batch, state.specs.cached)
+    for _ in range(SPEC_ATTEMPTS):
+        window = PeriodWindow(state.today(), state.settings.retention_days)
+        valid, more_problems, specs = validate_reports(reports, state.specs.cached, window)
+        refused = sorted(problems + more_problems, key=lambda p: p.index)
+        if refused:
+            mismatched = {p.metric_label for p in refused if p.code == "fingerprint"}
+            if mismatched and state.specs.changed(specs[name] for name in mismatched):
+                continue
+            return _refuse(state.telemetry, refused)
+        try:
+            stored = state.writer.store(prepare_batch(valid, specs, state.today()))
+        except SpecChanged as exc:
+            state.specs.forget(exc.metrics)
+            continue
+        return _accepted(state.telemetry, stored)
+    raise Refused(503, "registry_changed", "the metric registry kept changing; retry the batch")
+
+
+def _refuse(telemetry: Telemetry, problems: list[Problem]) -> JSONResponse:
+    """422 naming each refused report, counted by metric and reason."""
+    for problem in problems:
+        telemetry.rejected.labels(telemetry.metric_label(problem.metric_label), problem.code).inc()
+    detail = [{"index": p.index, "reason": p.message} for p in problems]
+    return JSONResponse(status_code=422, content={"detail": detail})
+
+
+def _accepted(telemetry: Telemetry, stored: StoredBatch) -> JSONResponse:
+    """202 with the new and duplicate reports of a committed batch, counted by metric."""
     for metric, count in stored.accepted_by_metric.items():
-        telemetry.accepted.labels(metric).inc(count)
+        telemetry.accepted.labels(telemetry.metric_label(metric)).inc(count)
     for metric, count in stored.duplicates_by_metric.items():
-        telemetry.duplicates.labels(metric).inc(count)
+        telemetry.duplicates.labels(telemetry.metric_label(metric)).inc(count)
     return JSONResponse(
         status_code=202, content={"accepted": stored.accepted, "duplicates": stored.duplicates}
     )
@@ -168,11 +176,13 @@ def ingest(state: Collector, body: bytes) -> JSONResponse:
 
 @router.post(
     "/v1/reports",
+    dependencies=[INGEST],
     status_code=202,
     response_model=IngestResult,
     responses={
         400: {"model": ProblemOut},
         401: {"model": ProblemOut},
+        408: {"model": ProblemOut},
         413: {"model": ProblemOut},
         422: {"model": BatchRefused},
     },
@@ -188,13 +198,10 @@ def ingest(state: Collector, body: bytes) -> JSONResponse:
 async def post_reports(request: Request) -> JSONResponse:
     """Ingest a batch of randomized reports, all or nothing; 202 after the durable commit."""
     state = collector(request)
+    settings = state.settings
     try:
-        require(request, state.settings.ingest_tokens(), role="ingest")
-        body = await read_body(request, state.settings.max_body_bytes)
+        body = await read_body(request, settings.max_body_bytes, settings.body_timeout)
         return await run_in_threadpool(ingest, state, body)
-    except BatchError as exc:
+    except Refused as exc:
         state.telemetry.batches_rejected.labels(exc.code).inc()
-        raise
-    except HTTPException:
-        state.telemetry.batches_rejected.labels("unauthorized").inc()
         raise

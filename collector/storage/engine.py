@@ -3,10 +3,15 @@
 SQLite writes take the lock at BEGIN (``BEGIN IMMEDIATE``) so concurrent writers queue on the
 busy timeout instead of failing on a lock upgrade; reads use a separate deferred engine so
 estimates never wait for ingestion.
+
+Statements carry report ids and payloads as parameters, and results carry them as rows, so
+every engine hides its parameters (in log lines and in the text of its errors) and never logs
+result rows: see :data:`ENGINE_OPTIONS`.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 import time
@@ -23,6 +28,7 @@ from typing import Any
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 
 DEFAULT_POOL_SIZE = 5
 """Connections per engine: 12 PostgreSQL replicas hold at most 60 of the default 100."""
@@ -30,6 +36,37 @@ DEFAULT_POOL_SIZE = 5
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 SQLITE_CACHE_KIB = 65_536
 """Page cache per connection: random report ids touch pages all over the id index."""
+
+
+LOGGING_NAME = "deniable"
+"""Our engines log as ``sqlalchemy.engine.Engine.deniable``."""
+
+ENGINE_OPTIONS: dict[str, Any] = {"hide_parameters": True, "logging_name": LOGGING_NAME}
+"""Every engine's options: parameters (report ids, payloads) never appear in a log line or in
+an error's text, which the server's logs may quote."""
+
+UNDEFINED_TABLE = "42P01"
+"""PostgreSQL's SQLSTATE for a table that does not exist."""
+
+
+def _never_log_rows() -> None:
+    """Cap our engines' logger at INFO: at DEBUG, SQLAlchemy logs every result row (report ids
+    and payloads of an export, the ids an insert returns); statements, with their parameters
+    hidden, still log at INFO for whoever turns SQLAlchemy's logging on."""
+    logging.getLogger(f"sqlalchemy.engine.Engine.{LOGGING_NAME}").setLevel(logging.INFO)
+
+
+def schema_missing(error: DBAPIError) -> bool:
+    """Whether ``error`` says a table of the schema does not exist (the database is empty or
+    was never migrated), rather than that the database is down or the statement is wrong.
+
+    PostgreSQL says so by SQLSTATE; SQLite has none and reports every such error as the
+    generic SQLITE_ERROR, so its fixed message text is all there is to go on.
+    """
+    cause = error.orig
+    if isinstance(cause, sqlite3.OperationalError):
+        return str(cause).startswith("no such table")
+    return getattr(cause, "sqlstate", None) == UNDEFINED_TABLE
 
 
 def normalize_url(database_url: str) -> str:
@@ -90,7 +127,9 @@ def _enable_wal(cursor: Any) -> None:
 
 
 def _sqlite_engine(url: str, begin: str, pool_size: int) -> Engine:
-    engine = create_engine(url, pool_size=pool_size, max_overflow=0, pool_pre_ping=False)
+    engine = create_engine(
+        url, pool_size=pool_size, max_overflow=0, pool_pre_ping=False, **ENGINE_OPTIONS
+    )
 
     @event.listens_for(engine, "connect")
     def _configure(dbapi_connection: Any, _record: Any) -> None:
@@ -154,6 +193,7 @@ def open_database(database_url: str, pool_size: int = DEFAULT_POOL_SIZE) -> Data
     ``pool_size`` is a hard cap: on PostgreSQL the process never holds more connections than
     that (requests wait for a free one), so replicas times ``pool_size`` bounds the total.
     """
+    _never_log_rows()
     url = normalize_url(database_url)
     if is_sqlite(url):
         writer = _sqlite_engine(url, "BEGIN IMMEDIATE", pool_size)
@@ -161,5 +201,7 @@ def open_database(database_url: str, pool_size: int = DEFAULT_POOL_SIZE) -> Data
         path = make_url(url).database
         lock_path = f"{path}-writer.lock" if path and path != ":memory:" else None
         return Database(url, writer, reader, WriterLock(lock_path))
-    engine = create_engine(url, pool_size=pool_size, max_overflow=0, pool_pre_ping=True)
+    engine = create_engine(
+        url, pool_size=pool_size, max_overflow=0, pool_pre_ping=True, **ENGINE_OPTIONS
+    )
     return Database(url, engine, engine)

@@ -3,11 +3,17 @@
 A request thread prepares its batch (insert rows, support matrices); the writer only inserts
 and sums, so the serialized part of ingestion stays small.
 
+Before it writes, the transaction checks that the database still registers every metric of the
+group under the fingerprint its reports were validated against (one query, share-locking the
+metrics' rows on PostgreSQL): a collector's cached spec can be stale when the database was
+dropped and migrated again underneath it, and a report the current spec does not accept, or
+of a metric no longer registered, must never be stored (:class:`.queries.SpecChanged`).
+
 ``INSERT ... ON CONFLICT DO NOTHING RETURNING id`` tells which reports are new, so a resent
 report (across batches or twice in one batch) is counted once. Counts are upserted
 (``support = support + excluded.support``) in sorted key order, and every transaction locks
-reports, then period counts, then support counts, so concurrent writers on PostgreSQL never
-deadlock.
+metrics (shared, by name), then reports, then period counts, then support counts, so
+concurrent writers on PostgreSQL never deadlock.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from sqlalchemy import Connection, LargeBinary, Text, bindparam, func, literal_c
 from sqlalchemy.dialects import postgresql, sqlite
 
 from .engine import Database
+from .queries import check_fingerprints
 from .tables import id_bytes, period_counts, reports, support_counts
 
 
@@ -98,7 +105,8 @@ class PreparedBatch:
     ``rows`` are insert tuples (id, metric, period, payload, received as ISO text);
     ``rows_json`` and ``ids`` are the same rows as SQLite inserts them in one statement (a JSON
     array of the rows without their ids, and the ids' 16 bytes each, concatenated);
-    ``counts`` the period and support sums if every report turns out new (the usual case).
+    ``counts`` the period and support sums if every report turns out new (the usual case);
+    ``fingerprints`` the spec fingerprint each metric's reports were validated against.
     """
 
     reports: list[ValidReport]
@@ -108,6 +116,7 @@ class PreparedBatch:
     metrics: dict[str, MetricRows]
     counts: Counts
     per_metric: dict[str, int]
+    fingerprints: dict[str, str]
 
 
 def _dumps(rows: Sequence[Any]) -> str:
@@ -151,9 +160,17 @@ def prepare_batch(
     for metric, group in metrics.items():
         counts.update(group.counts(metric))
     per_metric = {metric: len(where) for metric, where in positions.items()}
+    fingerprints = {metric: specs[metric].fingerprint for metric in positions}
     sqlite_rows = _sqlite_rows(rows)
     return PreparedBatch(
-        list(batch), rows, sqlite_rows["rows"], sqlite_rows["ids"], metrics, counts, per_metric
+        list(batch),
+        rows,
+        sqlite_rows["rows"],
+        sqlite_rows["ids"],
+        metrics,
+        counts,
+        per_metric,
+        fingerprints,
     )
 
 
@@ -362,9 +379,23 @@ def _insert(
     ]
 
 
+def _expected_fingerprints(batches: Sequence[PreparedBatch]) -> dict[str, set[str]]:
+    """Every fingerprint the group's batches were validated against, by metric."""
+    expected: dict[str, set[str]] = defaultdict(set)
+    for batch in batches:
+        for metric, fingerprint in batch.fingerprints.items():
+            expected[metric].add(fingerprint)
+    return expected
+
+
 def store_batches(database: Database, batches: Sequence[PreparedBatch]) -> list[StoredBatch]:
-    """Store several prepared batches in one committed transaction; one result per batch."""
+    """Store several prepared batches in one committed transaction; one result per batch.
+
+    Raises :class:`.queries.SpecChanged` (nothing stored) if a metric of the group is no
+    longer registered under the spec its reports were validated against.
+    """
     with database.writing() as connection:
+        check_fingerprints(connection, _expected_fingerprints(batches))
         new = _insert(connection, database, batches)
         n_rows, support_rows = _count_rows(batches, new)
         _upsert_counts(connection, database, n_rows, support_rows)

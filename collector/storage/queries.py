@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import numpy as np
 from deniable.client.spec import MetricSpec, canonical_json
-from sqlalchemy import select
+from sqlalchemy import Connection, bindparam, select
 
 from .engine import Database
 from .tables import metrics, period_counts, reports, support_counts
@@ -27,6 +27,16 @@ class SpecConflict(Exception):
         self.existing = existing
 
 
+class SpecChanged(Exception):
+    """The database no longer holds the spec a request was served under: the metrics are not
+    registered any more, or registered again with another spec (the database was dropped and
+    migrated again underneath a running collector). The names are metric names, never data."""
+
+    def __init__(self, metrics: Sequence[str]) -> None:
+        super().__init__(f"the registered spec of {', '.join(metrics)} changed")
+        self.metrics = list(metrics)
+
+
 def _spec_from_row(spec_json: str) -> MetricSpec:
     return MetricSpec.from_dict(json.loads(spec_json))
 
@@ -36,6 +46,46 @@ def load_spec(database: Database, name: str) -> MetricSpec | None:
     with database.reader.connect() as connection:
         row = connection.execute(select(metrics.c.spec).where(metrics.c.name == name)).first()
     return None if row is None else _spec_from_row(row[0])
+
+
+def spec_fingerprint(database: Database, name: str) -> str | None:
+    """The fingerprint the metric ``name`` is registered with, or None: a cheap check that a
+    spec read earlier is still the registered one."""
+    with database.reader.connect() as connection:
+        query = select(metrics.c.fingerprint).where(metrics.c.name == name)
+        return connection.execute(query).scalar_one_or_none()
+
+
+_REGISTERED_FOR_WRITE = (
+    select(metrics.c.name, metrics.c.fingerprint)
+    .where(metrics.c.name.in_(bindparam("names", expanding=True)))
+    .order_by(metrics.c.name)
+    .with_for_update(read=True)
+)
+"""The named metrics' fingerprints, share-locked on PostgreSQL (``FOR SHARE``) until the
+transaction ends; SQLite has no row locks and needs none (see :func:`check_fingerprints`)."""
+
+
+def check_fingerprints(connection: Connection, expected: Mapping[str, Collection[str]]) -> None:
+    """Raise :class:`SpecChanged` unless each metric is registered with every fingerprint
+    ``expected`` lists for it (more than one means one is stale). One primary-key query.
+
+    Run inside the write transaction that stores reports of these metrics: on PostgreSQL the
+    metrics' rows then stay share-locked until it commits, so no concurrent re-registration
+    (deleting a row, changing it) slips in between this check and the commit; on SQLite the
+    transaction holds the database's only write lock (``BEGIN IMMEDIATE``) already.
+    """
+    if not expected:
+        return
+    rows = connection.execute(_REGISTERED_FOR_WRITE, {"names": sorted(expected)}).all()
+    current = {name: fingerprint for name, fingerprint in rows}
+    stale = sorted(
+        name
+        for name, fingerprints in expected.items()
+        if any(fingerprint != current.get(name) for fingerprint in fingerprints)
+    )
+    if stale:
+        raise SpecChanged(stale)
 
 
 def list_specs(database: Database) -> list[MetricSpec]:
@@ -76,47 +126,55 @@ def register_spec(database: Database, spec: MetricSpec, now: dt.datetime) -> boo
 
 
 def read_counts(
-    database: Database, metric: str, k: int, periods: Sequence[str]
+    database: Database, spec: MetricSpec, periods: Sequence[str]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """n per period and the (len(periods), k) support counts, for labels ``periods`` (sorted).
+    """n per period and the (len(periods), k) support counts of ``spec``'s metric, for labels
+    ``periods`` (sorted).
 
-    Periods without reports get n = 0 and zero counts.
+    Periods without reports get n = 0 and zero counts. Raises :class:`SpecChanged` if the
+    metric is no longer registered with ``spec``: counts made under another spec never meet
+    this spec's estimator.
     """
     n = np.zeros(len(periods), dtype=np.int64)
-    counts = np.zeros((len(periods), k), dtype=np.int64)
+    counts = np.zeros((len(periods), spec.k), dtype=np.int64)
     if not periods:
         return n, counts
     position = {label: i for i, label in enumerate(periods)}
     first, last = periods[0], periods[-1]
     # One statement, so one snapshot: two selects under READ COMMITTED could see a commit land
-    # between them and pair an old n with newer support counts.
-    joined = period_counts.outerjoin(
+    # between them and pair an old n with newer support counts, or check the fingerprint
+    # before a re-registration and read the counts after it.
+    joined = metrics.outerjoin(
+        period_counts,
+        (period_counts.c.metric == metrics.c.name)
+        & (period_counts.c.period >= first)
+        & (period_counts.c.period <= last),
+    ).outerjoin(
         support_counts,
         (support_counts.c.metric == period_counts.c.metric)
         & (support_counts.c.period == period_counts.c.period),
     )
     query = (
         select(
+            metrics.c.fingerprint,
             period_counts.c.period,
             period_counts.c.n,
             support_counts.c.category,
             support_counts.c.support,
         )
         .select_from(joined)
-        .where(
-            period_counts.c.metric == metric,
-            period_counts.c.period >= first,
-            period_counts.c.period <= last,
-        )
+        .where(metrics.c.name == spec.name)
     )
     with database.reader.connect() as connection:
         rows = connection.execute(query).all()
-    for period, value, category, support in rows:
+    if not rows or rows[0].fingerprint != spec.fingerprint:
+        raise SpecChanged([spec.name])
+    for _, period, value, category, support in rows:
         i = position.get(period)
         if i is None:
             continue
         n[i] = value
-        if category is not None and 0 <= category < k:
+        if category is not None and 0 <= category < spec.k:
             counts[i, category] = support
     return n, counts
 
@@ -155,3 +213,22 @@ def read_reports(
             query = query.order_by(reports.c.period, reports.c.id).limit(limit - len(rows))
             rows += [(row.id, row.period, row.payload) for row in connection.execute(query)]
     return rows
+
+
+def registry_fingerprints(database: Database) -> list[tuple[str, str]]:
+    """(name, fingerprint) of every registered metric, by name: the registry's state, cheaply.
+
+    A fingerprint covers every field of its spec, so these pairs change exactly when the list
+    of specs does; ``GET /v1/metrics`` derives its ETag from them without parsing any spec.
+    """
+    with database.reader.connect() as connection:
+        rows = connection.execute(
+            select(metrics.c.name, metrics.c.fingerprint).order_by(metrics.c.name)
+        ).all()
+    return [(name, fingerprint) for name, fingerprint in rows]
+
+
+def check_ready(database: Database) -> None:
+    """Raise the driver's error unless the database answers and holds the migrated registry."""
+    with database.reader.connect() as connection:
+        connection.execute(select(metrics.c.name).limit(1)).all()
