@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from .errors import InvalidInput
 from .mechanisms import MECHANISMS, Mechanism, make_mechanism
 
 MetricType = Literal["boolean", "categorical"]
@@ -261,6 +262,27 @@ def period_start(kind: str, label: str) -> dt.date:
         return dt.date(int(label[:4]), int(label[5:7]), 1)
     except ValueError:
         raise ValueError(f"period {label!r} is not a valid {kind}") from None
+
+
+def resolve_period(kind: str, value: str) -> str:
+    """The ``kind`` period label a user means by ``value``: a label of that kind, or, for week
+    and month periods, a ``YYYY-MM-DD`` date inside the period.
+
+    Raises :class:`~deniable.client.errors.InvalidInput` naming what is accepted; the one
+    rule the collector's API and the CLI both apply.
+    """
+    try:
+        if period_label(kind, period_start(kind, value)) == value:
+            return value
+    except ValueError:
+        pass
+    if kind != "day" and isinstance(value, str) and _PERIOD_PATTERNS["day"].match(value):
+        try:
+            return period_label(kind, dt.date.fromisoformat(value))
+        except ValueError:
+            pass
+    accepted = "a YYYY-MM-DD date" if kind == "day" else f"a {kind} label or a YYYY-MM-DD date"
+    raise InvalidInput(f"{value!r} is not {accepted}")
 
 
 def next_period(kind: str, label: str) -> str:
