@@ -7,7 +7,7 @@ estimate over the theoretical one, for the super-population (lam(1-lam)/(n(p*-q*
 fixed-population (``Mechanism.variance``) estimands; then V* and V*/V_opt, where V_opt is the
 best subset-selection constant (STATS.md section 5). ``*`` marks the advisor's choice.
 
-    .venv/bin/python bench/accuracy.py [--reports 10000] [--replicates 2000]
+    .venv/bin/python -m bench.accuracy [--reports 10000] [--replicates 2000]
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from deniable.client.mechanisms import BRR, KRR, OLH, OUE, Mechanism
-from deniable.estimators import choose_mechanism, v_opt
+from deniable.client.mechanisms import BRR, KRR, OLH, OUE, Mechanism, least_variance
+from deniable.estimators import v_opt
 from deniable.estimators.pooling import debias
 
 
@@ -53,7 +53,7 @@ def main() -> None:
     for k in (2, 4, 16, 64):
         for eps in (0.5, 1.0, 2.0, 4.0):
             best = v_opt(k, eps)
-            choice = choose_mechanism(k, eps)
+            choice = least_variance(k, eps)
             f = 1 / np.arange(1, k + 1)
             f /= f.sum()
             fixed = np.floor(n * f).astype(np.int64)

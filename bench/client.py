@@ -1,6 +1,6 @@
 """Client SDK benchmark: ``record()`` throughput with the OS CSPRNG, and delivery to a collector.
 
-Run: ``.venv/bin/python bench/client.py [--records 200000] [--deliver 50000] [--url URL]``.
+Run: ``.venv/bin/python -m bench.client [--records 200000] [--deliver 50000] [--url URL]``.
 Without ``--url``, delivery is measured to the loopback stub (tests/stub_collector.py, in this
 process, so it shares the GIL) and to ``deniable serve`` on SQLite in a subprocess; with
 ``--url`` the bench metrics must already be registered there.
@@ -9,7 +9,6 @@ process, so it shares the GIL) and to ``deniable serve`` on SQLite in a subproce
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -17,11 +16,10 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+from deniable.client import Client, MetricSpec
 
-from deniable.client import Client, MetricSpec  # noqa: E402
-from stub_collector import StubCollector, free_port, real_collector  # noqa: E402
+from tests.stub_collector import StubCollector
+from tests.support import free_port, real_collector
 
 SPECS = [
     MetricSpec.boolean("bench_brr", epsilon=1.0),
@@ -114,7 +112,7 @@ def delivery_rate(n: int, url: str | None) -> tuple[float, int]:
 @contextmanager
 def real_collector_url() -> Iterator[str | None]:
     """``deniable serve`` on SQLite in a subprocess with the bench metrics registered, or
-    ``None`` if it cannot start (the server extra is not installed)."""
+    ``None`` if it cannot start."""
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         url: str | None = None
         try:

@@ -9,8 +9,8 @@ writes (id, metric, fingerprint, period, payload columns), then times
 numpy, and the estimate. Reports are drawn with numpy from the mechanisms' own p*, q* (the same
 distribution as ``randomize``, which would take minutes at this size in pure Python).
 
-    .venv/bin/python bench/estimate_speed.py [--reports 10000000] [--mechanisms krr,oue,olh]
-    .venv/bin/python bench/estimate_speed.py --counts-only
+    .venv/bin/python -m bench.estimate_speed [--reports 10000000] [--mechanisms krr,oue,olh]
+    .venv/bin/python -m bench.estimate_speed --counts-only
 """
 
 from __future__ import annotations

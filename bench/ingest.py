@@ -1,7 +1,7 @@
 """Collector benchmark: sustained ingestion throughput and estimate latency, printed as tables.
 
 For each backend (SQLite file, PostgreSQL database) it starts a real collector process
-(``python -m deniable.collector``), then:
+(``deniable serve``), then:
 
 1. posts pre-built batches of 500 randomized reports of a k = 100 metric from several client
    threads for a fixed time (reports spread over the last 90 daily periods) and prints
@@ -16,7 +16,7 @@ For each backend (SQLite file, PostgreSQL database) it starts a real collector p
 
 It also prints the CPU share of the collector processes and of this client process while
 ingesting (both share the machine's cores). Run:
-``.venv/bin/python bench/ingest.py [--backend sqlite|postgresql|both] [--ingest-only] [--big]``.
+``.venv/bin/python -m bench.ingest [--backend sqlite|postgresql|both] [--ingest-only] [--big]``.
 """
 
 from __future__ import annotations
@@ -27,11 +27,7 @@ import http.client
 import json
 import os
 import random
-import signal
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -47,55 +43,19 @@ from deniable.collector.storage.ingest import payload_text
 from deniable.collector.storage.tables import period_counts, reports, support_counts
 from deniable.estimators import support_matrix
 
-ADMIN = "bench-admin"
+from tests.support import (
+    ADMIN_TOKEN,
+    CollectorProcess,
+    FastRandomness,
+    collector_settings,
+    process_tree_cpu,
+    register_all,
+    scratch_database,
+)
+
 BATCH = 500
 K = 100
 DAYS = 90
-PG_ADMIN_URL = os.environ.get("DENIABLE_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
-
-
-def free_port() -> int:
-    """A free TCP port on loopback."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Collector:
-    """A collector child process on loopback."""
-
-    def __init__(self, database_url: str, workers: int, log: Path) -> None:
-        self.url = f"http://127.0.0.1:{free_port()}"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
-        env.update(DENIABLE_DATABASE_URL=database_url, DENIABLE_ADMIN_TOKEN=ADMIN)
-        port = self.url.rsplit(":", 1)[1]
-        command = [
-            sys.executable,
-            "-m",
-            "deniable.collector",
-            "--port",
-            port,
-            "--workers",
-            str(workers),
-        ]
-        with log.open("ab") as out:
-            self.process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        raise RuntimeError(f"collector did not start; see {log}")
-
-    def stop(self) -> None:
-        """Stop the child and wait for it."""
-        self.process.send_signal(signal.SIGINT)
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
 
 
 def periods(today: dt.date) -> list[str]:
@@ -105,17 +65,8 @@ def periods(today: dt.date) -> list[str]:
 
 def payload_pool(spec: MetricSpec, size: int, seed: int) -> list[object]:
     """Randomized payloads of uniformly drawn true values (reused to build many reports fast)."""
-    rng = random.Random(seed)
-
-    class Source:
-        random = rng.random
-        randbelow = rng.randrange
-
-        @staticmethod
-        def token_bytes(n: int) -> bytes:
-            return rng.randbytes(n)
-
-    return [spec.randomizer.randomize(rng.randrange(spec.k), Source()) for _ in range(size)]
+    source = FastRandomness(seed)
+    return [spec.randomizer.randomize(source.randbelow(spec.k), source) for _ in range(size)]
 
 
 def build_bodies(spec: MetricSpec, labels: Sequence[str], count: int, seed: int) -> list[bytes]:
@@ -205,23 +156,6 @@ def load(
     return accepted[0], wall, latencies, cpu
 
 
-def process_tree_cpu(pid: int) -> float:
-    """CPU seconds (user + system) used so far by process ``pid`` and its children (Linux)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0.0
-    pending = [pid]
-    while pending:
-        current = pending.pop()
-        try:
-            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick
-            for task in Path(f"/proc/{current}/task").iterdir():
-                pending += [int(c) for c in (task / "children").read_text().split()]
-        except (OSError, ValueError, IndexError):
-            continue
-    return total
-
-
 def percentile(values: Sequence[float], q: float) -> float:
     """The q-quantile (0..1) of ``values``."""
     return float(np.quantile(np.asarray(values), q))
@@ -234,7 +168,7 @@ def estimate_latency(
     timings = []
     n = 0
     with httpx.Client(
-        base_url=url, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=60
+        base_url=url, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=60
     ) as client:
         for i in range(repeats + 5):
             started = time.perf_counter()
@@ -311,46 +245,24 @@ def seed_directly(database_url: str, spec: MetricSpec, labels: Sequence[str], ex
         database.dispose()
 
 
-def new_database(backend: str, directory: Path) -> tuple[str, str | None]:
-    """A fresh database URL and, for PostgreSQL, the database name to drop afterwards."""
-    if backend == "sqlite":
-        return f"sqlite:///{directory / 'bench.db'}", None
-    import psycopg
-
-    name = f"deniable_bench_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + name, name
-
-
-def drop_database(name: str) -> None:
-    """Drop a benchmark PostgreSQL database."""
-    import psycopg
-
-    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def run_backend(backend: str, args: argparse.Namespace, rows: list[list[str]]) -> None:
     """Benchmark one backend and append its table rows."""
     with tempfile.TemporaryDirectory(prefix="deniable-bench-") as tmp:
         directory = Path(tmp)
-        url, pg_name = new_database(backend, directory)
         workers = args.workers or (1 if backend == "sqlite" else 2)
-        collector = Collector(url, workers, directory / "collector.log")
-        try:
+        with (
+            scratch_database(backend, directory, "deniable_bench") as url,
+            CollectorProcess(
+                collector_settings(url, ingest_key=None), directory, workers=workers
+            ) as collector,
+        ):
             spec = MetricSpec.categorical(
                 f"bench_{backend}",
                 [f"c{i}" for i in range(K)],
                 epsilon=args.epsilon,
                 mechanism=args.mechanism,
             )
-            response = httpx.post(
-                f"{collector.url}/v1/metrics",
-                json=spec.fingerprint_fields(),
-                headers={"Authorization": f"Bearer {ADMIN}"},
-            )
-            response.raise_for_status()
+            register_all(collector.url, [spec])
             labels = periods(dt.datetime.now(dt.UTC).date())
             total = int(args.seconds * 400) if args.ingest_only else 1_000_000 // BATCH
             print(
@@ -398,10 +310,6 @@ def run_backend(backend: str, args: argparse.Namespace, rows: list[list[str]]) -
                 seed_directly(url, spec, labels, extra)
                 estimates(collector.url, spec, labels, rows, backend, 10_000_000, seeded=True)
                 export(collector.url, spec, rows, backend, 10_000_000)
-        finally:
-            collector.stop()
-            if pg_name:
-                drop_database(pg_name)
 
 
 def estimates(
@@ -438,7 +346,7 @@ def export(url: str, spec: MetricSpec, rows: list[list[str]], backend: str, stor
     exported = 0
     params: dict[str, str | int] = {"limit": 10_000}
     with httpx.Client(
-        base_url=url, headers={"Authorization": f"Bearer {ADMIN}"}, timeout=120
+        base_url=url, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=120
     ) as client:
         started = time.perf_counter()
         while True:

@@ -4,7 +4,7 @@ For each backend it makes a database at revision 0001 (report ids as text), fill
 ``--reports`` raw reports through bulk SQL, and times ``deniable.collector.migrate`` to the
 newest revision (0002 rewrites ``reports`` with binary ids and a (metric, period, id) index). Ingestion
 into that database waits while it runs, so this is the maintenance window an upgrade needs.
-Run: ``.venv/bin/python bench/migrate.py [--backend sqlite|postgresql|both] [--reports N]``.
+Run: ``.venv/bin/python -m bench.migrate [--backend sqlite|postgresql|both] [--reports N]``.
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ from pathlib import Path
 
 from deniable.collector import migrate
 from deniable.collector.storage import open_database
-from ingest import drop_database, new_database, print_table
 from sqlalchemy import text
+
+from bench.ingest import print_table
+from tests.support import scratch_database
 
 CHUNK = 100_000
 
@@ -59,18 +61,16 @@ def main() -> None:
     backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
     rows: list[list[str]] = []
     for backend in backends:
-        with tempfile.TemporaryDirectory(prefix="deniable-bench-") as tmp:
-            url, pg_name = new_database(backend, Path(tmp))
-            try:
-                migrate(url, "0001")
-                print(f"[{backend}] filling {args.reports:,} reports at revision 0001 ...")
-                fill(url, args.reports)
-                started = time.perf_counter()
-                migrate(url)
-                wall = time.perf_counter() - started
-            finally:
-                if pg_name:
-                    drop_database(pg_name)
+        with (
+            tempfile.TemporaryDirectory(prefix="deniable-bench-") as tmp,
+            scratch_database(backend, Path(tmp), "deniable_bench") as url,
+        ):
+            migrate(url, "0001")
+            print(f"[{backend}] filling {args.reports:,} reports at revision 0001 ...")
+            fill(url, args.reports)
+            started = time.perf_counter()
+            migrate(url)
+            wall = time.perf_counter() - started
         rows.append(
             [
                 backend,

@@ -9,8 +9,8 @@ writer) and of itself, which says where the time goes: reports per collector-cor
 per database-core-second are the capacity-planning figures of docs/operations.md. A second
 table measures bytes per stored report in PostgreSQL for each mechanism.
 
-    .venv/bin/python bench/scale.py                 # 1, 2, 3 collectors; storage table
-    .venv/bin/python bench/scale.py --batches 40 --replicas 1,3 --storage-reports 0
+    .venv/bin/python -m bench.scale                 # 1, 2, 3 collectors; storage table
+    .venv/bin/python -m bench.scale --batches 40 --replicas 1,3 --storage-reports 0
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ import datetime as dt
 import json
 import os
 import statistics
-import sys
 import threading
 import time
 import uuid
@@ -31,17 +30,16 @@ import httpx
 import psycopg
 from deniable.client import MetricSpec, SeededRandomness, period_label
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "deploy"))
-from localcluster import (
+from tests.support import (
+    ADMIN_TOKEN,
     Cluster,
     cluster,
     cpu_seconds,
     fresh_database,
+    register_all,
     total_cpu,
 )
 
-ADMIN = "bench-admin-token"
-AUTH = {"Authorization": f"Bearer {ADMIN}"}
 THROUGHPUT_SPEC = MetricSpec.categorical(
     "browser", ["chrome", "firefox", "safari", "edge", "other"], epsilon=1.0, mechanism="krr"
 )
@@ -71,13 +69,6 @@ def make_batches(spec: MetricSpec, batches: int, size: int, seed: int) -> list[b
         ]
         bodies.append(json.dumps({"reports": reports}, separators=(",", ":")).encode())
     return bodies
-
-
-def register(base_url: str, specs: tuple[MetricSpec, ...] | list[MetricSpec]) -> None:
-    """Register ``specs`` through the admin API."""
-    for spec in specs:
-        response = httpx.post(f"{base_url}/v1/metrics", json=spec.to_dict(), headers=AUTH)
-        response.raise_for_status()
 
 
 def send_all(urls: list[str], bodies: list[bytes], senders: int) -> list[float]:
@@ -200,8 +191,8 @@ def throughput(replicas: list[int], batches: int, batch: int, senders: int) -> l
         bodies = make_batches(THROUGHPUT_SPEC, batches, batch, seed=seed)
         with fresh_database("deniable_bench") as url:
             migrate(url)
-            with cluster(url, count, ADMIN) as running:
-                register(running.urls[0], [THROUGHPUT_SPEC])
+            with cluster(url, count, ADMIN_TOKEN) as running:
+                register_all(running.urls[0], [THROUGHPUT_SPEC])
                 send_all(running.urls, warmup, senders)
                 runs.append(measure(running, bodies, batch, senders))
     return runs
@@ -264,8 +255,8 @@ def storage(reports: int, batch: int) -> list[tuple[str, int, float, float, floa
                 empty = connection.execute(
                     "SELECT pg_database_size(current_database())"
                 ).fetchone()[0]
-            with cluster(url, 1, ADMIN) as running:
-                register(running.urls[0], [spec])
+            with cluster(url, 1, ADMIN_TOKEN) as running:
+                register_all(running.urls[0], [spec])
                 send_all(running.urls, bodies, 2)
             with psycopg.connect(url, autocommit=True) as connection:
                 connection.execute("VACUUM ANALYZE")

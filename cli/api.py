@@ -9,9 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+from deniable.client.errors import CollectorRefused, CollectorUnavailable, InvalidInput
 from deniable.collector import DEFAULT_PORT
-
-from .errors import CliError
 
 DEFAULT_COLLECTOR_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
 """Where the CLI looks for a collector when neither --collector nor DENIABLE_COLLECTOR_URL is set."""
@@ -39,7 +38,7 @@ def _detail(response: httpx.Response) -> str:
     return str(detail)
 
 
-class MissingEndpoint(CliError):
+class MissingEndpoint(CollectorRefused):
     """The collector answered 404 for the route itself: it does not offer this call."""
 
 
@@ -47,22 +46,25 @@ class CollectorAPI:
     """The collector's HTTP API at ``base_url``, with an optional admin token."""
 
     def __init__(self, base_url: str, token: str | None = None, *, timeout: float = 30.0) -> None:
+        """Open a connection pool to ``base_url``; :class:`InvalidInput` for a malformed URL."""
         self.base_url = base_url.rstrip("/")
         self.token = token or None
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         try:
             self._http = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout)
         except (httpx.InvalidURL, ValueError) as exc:
-            raise CliError(f"invalid collector URL {base_url!r}: {exc}") from None
+            raise InvalidInput(f"invalid collector URL {base_url!r}: {exc}") from None
 
     def close(self) -> None:
         """Release the connection pool."""
         self._http.close()
 
     def __enter__(self) -> CollectorAPI:
+        """The API, closed when the block ends."""
         return self
 
     def __exit__(self, *_: object) -> None:
+        """Close the connection pool."""
         self.close()
 
     def request(
@@ -74,15 +76,18 @@ class CollectorAPI:
         json: Any = None,
         metric: str | None = None,
     ) -> httpx.Response:
-        """Send one request; raise :class:`CliError` with a clear sentence on any failure."""
+        """Send one request; on any failure raise :class:`CollectorUnavailable` (unreachable,
+        5xx) or :class:`CollectorRefused` (4xx) with a clear sentence."""
         clean = {k: v for k, v in (params or {}).items() if v is not None}
         try:
             response = self._http.request(method, path, params=clean, json=json)
         except httpx.TimeoutException:
-            raise CliError(f"the collector at {self.base_url} did not answer in time") from None
+            raise CollectorUnavailable(
+                f"the collector at {self.base_url} did not answer in time"
+            ) from None
         except (httpx.TransportError, httpx.InvalidURL) as exc:
             reason = str(exc) or type(exc).__name__
-            raise CliError(
+            raise CollectorUnavailable(
                 f"cannot reach the collector at {self.base_url} ({reason}); start one with"
                 " `deniable serve` or point --collector / DENIABLE_COLLECTOR_URL at it"
             ) from None
@@ -90,27 +95,34 @@ class CollectorAPI:
             return response
         raise self._refusal(response, metric)
 
-    def _refusal(self, response: httpx.Response, metric: str | None) -> CliError:
+    def _refusal(
+        self, response: httpx.Response, metric: str | None
+    ) -> CollectorRefused | CollectorUnavailable:
+        """The error naming why the collector did not answer ``response``'s request."""
         status, detail = response.status_code, _detail(response)
+        if status >= 500:
+            return CollectorUnavailable(f"the collector failed ({status}): {detail}")
         if status in (401, 403):
             if not self.token:
-                return CliError(
+                return CollectorRefused(
                     f"the collector requires an admin token ({status}); pass --token or set"
-                    " DENIABLE_ADMIN_TOKEN"
+                    " DENIABLE_ADMIN_TOKEN",
+                    status,
                 )
-            return CliError(f"the collector refused the admin token ({status}: {detail})")
+            return CollectorRefused(
+                f"the collector refused the admin token ({status}: {detail})", status
+            )
         if status == 404 and detail == "Not Found":
             return MissingEndpoint(
                 f"the collector at {self.base_url} does not offer {response.request.url.path};"
-                " is it an older version?"
+                " is it an older version?",
+                status,
             )
         if status == 404 and metric is not None:
-            return CliError(f"unknown metric {metric!r} at {self.base_url}")
+            return CollectorRefused(f"unknown metric {metric!r} at {self.base_url}", status)
         if status == 404:
-            return CliError(f"not found at {self.base_url}: {detail}")
-        if status >= 500:
-            return CliError(f"the collector failed ({status}): {detail}")
-        return CliError(f"the collector refused the request ({status}): {detail}")
+            return CollectorRefused(f"not found at {self.base_url}: {detail}", status)
+        return CollectorRefused(f"the collector refused the request ({status}): {detail}", status)
 
     def get_json(
         self, path: str, *, params: dict[str, Any] | None = None, metric: str | None = None
@@ -130,10 +142,11 @@ class CollectorAPI:
         return self._json(self.request("POST", path, params=params, json=json, metric=metric))
 
     def _json(self, response: httpx.Response) -> Any:
+        """The response's JSON body; :class:`CollectorUnavailable` if it is not JSON."""
         try:
             return response.json()
         except ValueError:
-            raise CliError(
+            raise CollectorUnavailable(
                 f"{self.base_url} answered {response.request.url.path} with something other"
                 " than JSON; is it a deniable collector?"
             ) from None

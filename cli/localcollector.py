@@ -1,8 +1,11 @@
 """A throwaway collector in a child process on a free loopback port, for ``deniable demo``.
 
-It runs ``deniable serve`` on a temporary SQLite database with a random admin token and is
-stopped (and its files removed) when the context ends. A child process, not a thread, so that
-the collector and the simulated devices use separate cores and separate interpreters.
+The child is ``python -m deniable.collector``, which serves through
+:func:`deniable.collector.serve.serve` like every collector, on a temporary SQLite database with
+a random admin token; its settings reach it as the ``DENIABLE_*`` environment the collector's
+``Settings`` reads (never as arguments, which any user of the host could see). It is stopped (and its files
+removed) when the context ends. A child process, not a thread, so that the collector and the
+simulated devices use separate cores and separate interpreters.
 """
 
 from __future__ import annotations
@@ -18,8 +21,7 @@ from pathlib import Path
 from types import TracebackType
 
 import httpx
-
-from .errors import CliError
+from deniable.client.errors import CollectorUnavailable
 
 STARTUP_SECONDS = 20.0
 """How long the child may take to answer /healthz."""
@@ -40,6 +42,7 @@ class LocalCollector:
     """
 
     def __init__(self, database_url: str | None = None, ingest_key: str | None = None) -> None:
+        """Prepare (not start) a collector on ``database_url`` or a temporary SQLite file."""
         self.token = secrets.token_urlsafe(24)
         self.ingest_key = ingest_key
         self._tmp = tempfile.TemporaryDirectory(prefix="deniable-demo-")
@@ -51,6 +54,7 @@ class LocalCollector:
         self._log = self.directory / "collector.log"
 
     def __enter__(self) -> LocalCollector:
+        """Start the collector; stop it and clean up if it does not come up."""
         try:
             self.start()
         except BaseException:
@@ -64,6 +68,7 @@ class LocalCollector:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        """Stop the collector and remove its files."""
         self.stop()
 
     def start(self) -> None:
@@ -71,24 +76,16 @@ class LocalCollector:
         for _ in range(3):
             self.port = free_port()
             self.url = f"http://127.0.0.1:{self.port}"
-            env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
             command = [
                 sys.executable,
                 "-m",
-                "deniable.cli.main",
-                "serve",
+                "deniable.collector",
                 "--host",
                 "127.0.0.1",
                 "--port",
                 str(self.port),
-                "--database",
-                self.database_url,
-                "--admin-token",
-                self.token,
-                "--log-level",
-                "warning",
-                *(("--ingest-key", self.ingest_key) if self.ingest_key else ()),
             ]
+            env = self._environment()
             with self._log.open("wb") as log:
                 self._process = subprocess.Popen(
                     command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env
@@ -96,9 +93,25 @@ class LocalCollector:
             if self._wait_ready():
                 return
             self.stop_process()
-        raise CliError(f"the demo collector did not start: {self._last_log_line()}")
+        raise CollectorUnavailable(f"the demo collector did not start: {self._last_log_line()}")
+
+    def _environment(self) -> dict[str, str]:
+        """This process's environment without its ``DENIABLE_*`` variables (the demo must not
+        pick up an operator's settings), plus the variables setting this collector's database,
+        admin token and ingest key."""
+        from .settings_options import environment_variable
+
+        inherited = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
+        values = {
+            "database_url": self.database_url,
+            "admin_token": self.token,
+            "ingest_key": self.ingest_key,
+        }
+        own = {environment_variable(k): v for k, v in values.items() if v is not None}
+        return {**inherited, **own}
 
     def _wait_ready(self) -> bool:
+        """Whether the child answers /healthz (and is ours) within ``STARTUP_SECONDS``."""
         deadline = time.monotonic() + STARTUP_SECONDS
         with httpx.Client(timeout=1.0, trust_env=False) as http:
             while time.monotonic() < deadline:
@@ -123,6 +136,7 @@ class LocalCollector:
         return probe.status_code == 404
 
     def _last_log_line(self) -> str:
+        """The child's last non-empty line of output, to say why it did not start."""
         try:
             lines = [ln for ln in self._log.read_text(errors="replace").splitlines() if ln.strip()]
         except OSError:

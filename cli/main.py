@@ -1,7 +1,9 @@
 """The ``deniable`` command: a click group with the global options and the error policy.
 
-Every user mistake ends as one line on stderr with exit status 1 (usage errors exit 2, as
-click does); nobody sees a traceback unless DENIABLE_DEBUG=1 asks for it.
+Every failure meant for the user (a :class:`~deniable.client.errors.DeniableError`, an
+unreachable host, a missing file) ends as one line on stderr with exit status 1 (usage errors
+exit 2, as click does). Anything else is a bug and says so, as an internal error. Nobody sees
+a traceback unless DENIABLE_DEBUG=1 asks for it.
 """
 
 from __future__ import annotations
@@ -12,16 +14,20 @@ import os
 from typing import Any
 
 import click
+from deniable.client.errors import DeniableError
 
 from .api import DEFAULT_COLLECTOR_URL
+from .commands import COMMANDS
 from .errors import CliError
-from .options import Settings
+from .options import GlobalOptions
 
 
 def _as_cli_error(exc: Exception) -> CliError:
-    """Translate an exception escaping a command into one sentence for the user."""
+    """The one line the user sees for an exception escaping a command, chosen by its type."""
     import httpx
 
+    if isinstance(exc, DeniableError):
+        return CliError(str(exc) or type(exc).__name__)
     if isinstance(exc, httpx.HTTPError):
         return CliError(f"HTTP error: {exc}")
     if isinstance(exc, FileNotFoundError):
@@ -31,14 +37,6 @@ def _as_cli_error(exc: Exception) -> CliError:
     if isinstance(exc, OSError):
         where = f"{exc.filename}: " if exc.filename else ""
         return CliError(f"{where}{exc.strerror or exc}")
-    module = type(exc).__module__
-    if module.startswith(("sqlalchemy", "psycopg", "sqlite3")):
-        reason = getattr(exc, "orig", None) or exc
-        return CliError(f"database error: {type(reason).__name__}: {str(reason)[:300]}")
-    if isinstance(exc, KeyError):
-        return CliError(f"unexpected document from the collector or file: no field {exc}")
-    if isinstance(exc, ValueError) or module.startswith("polars"):
-        return CliError(str(exc) or type(exc).__name__)
     return CliError(
         f"internal error: {type(exc).__name__}: {exc} (set DENIABLE_DEBUG=1 to see the traceback)"
     )
@@ -48,21 +46,20 @@ class DeniableGroup(click.Group):
     """A click group whose commands never show a traceback for an expected failure."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        """Run the command; report what escapes it as one line (see :func:`_as_cli_error`)."""
         try:
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.Abort, click.ClickException):
             raise
-        except OSError as exc:
-            if exc.errno == errno.EPIPE or os.environ.get("DENIABLE_DEBUG"):
-                raise
-            raise _as_cli_error(exc) from None
         except Exception as exc:
-            if os.environ.get("DENIABLE_DEBUG"):
+            broken_pipe = isinstance(exc, OSError) and exc.errno == errno.EPIPE
+            if broken_pipe or os.environ.get("DENIABLE_DEBUG"):
                 raise
             raise _as_cli_error(exc) from None
 
 
 def _version() -> str:
+    """The installed distribution's version, or ``unknown`` when run from a source tree."""
     try:
         return importlib.metadata.version("deniable")
     except importlib.metadata.PackageNotFoundError:
@@ -99,28 +96,11 @@ def cli(ctx: click.Context, collector: str, token: str | None) -> None:
     Against a running collector:
       deniable --collector http://127.0.0.1:8000 --token $TOKEN estimate browser
     """
-    ctx.obj = Settings(collector=collector, token=token)
+    ctx.obj = GlobalOptions(collector_url=collector, token=token)
 
 
-def _register() -> None:
-    from . import demo, estimate, export, metrics, migrate, plan, retention, serve, simulate
-
-    for command in (
-        serve.serve,
-        migrate.migrate,
-        metrics.metrics,
-        estimate.estimate,
-        estimate.series,
-        plan.plan,
-        simulate.simulate,
-        demo.demo,
-        export.export,
-        retention.retention,
-    ):
-        cli.add_command(command)
-
-
-_register()
+for _command in COMMANDS:
+    cli.add_command(_command)
 
 if __name__ == "__main__":
     cli()

@@ -1,8 +1,8 @@
 """Estimates from an exported file of raw randomized reports, without a collector.
 
-The metric's spec travels inside Parquet files written by ``deniable export`` (key
-``deniable.spec`` of the file's metadata); for other files, ``--spec FILE.json`` gives it.
-Reports made under another fingerprint are refused, never mixed in.
+The metric's spec travels inside Parquet files written by ``deniable export`` (see
+:mod:`deniable.estimators.reportfile`, the file's format); for other files, ``--spec
+FILE.json`` gives it. Reports made under another fingerprint are refused, never mixed in.
 """
 
 from __future__ import annotations
@@ -11,66 +11,23 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from .errors import CliError
+from deniable.client.errors import InvalidInput
+from deniable.estimators import read_embedded_spec, read_report_file
+
 from .periods import check_range_size, resolve_range
 from .specs import spec_from_served
-
-SPEC_METADATA_KEY = "deniable.spec"
-"""Parquet key-value metadata key holding the exported metric's spec (JSON)."""
 
 
 def read_spec(path: Path, spec_file: Path | None) -> dict[str, Any]:
     """The metric spec: from ``spec_file`` if given, else from the Parquet file's metadata."""
-    if spec_file is not None:
-        try:
-            spec = json.loads(spec_file.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise CliError(
-                f"{spec_file} is not valid JSON ({exc.msg} at line {exc.lineno})"
-            ) from None
-        return spec
-    import polars as pl
-
+    if spec_file is None:
+        return read_embedded_spec(path)
     try:
-        metadata = pl.read_parquet_metadata(path)
-    except FileNotFoundError:
-        raise
-    except Exception:
-        raise CliError(
-            f"{path} is not a readable Parquet file; for a CSV export also pass --spec SPEC.json"
+        return json.loads(spec_file.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(
+            f"{spec_file} is not valid JSON ({exc.msg} at line {exc.lineno})"
         ) from None
-    if SPEC_METADATA_KEY not in metadata:
-        raise CliError(
-            f"{path} carries no metric spec; pass --spec SPEC.json"
-            " (from `deniable metrics show NAME --format json`)"
-        )
-    try:
-        return json.loads(metadata[SPEC_METADATA_KEY])
-    except json.JSONDecodeError:
-        raise CliError(f"{path}: its embedded metric spec is not valid JSON") from None
-
-
-def _read_table(path: Path, mechanism: str) -> Any:
-    import polars as pl
-
-    from .reportframe import schema
-
-    wanted = [column for column in schema(mechanism) if column != "id"]
-    try:
-        if path.suffix.lower() == ".csv":
-            dtypes = {"payload": pl.String} if mechanism == "oue" else {}
-            frame = pl.read_csv(path, schema_overrides={**dtypes, "period": pl.String})
-        else:
-            frame = pl.read_parquet(path)
-    except FileNotFoundError:
-        raise
-    except Exception:
-        kind = "CSV" if path.suffix.lower() == ".csv" else "Parquet"
-        raise CliError(f"{path} is not a readable {kind} file of reports") from None
-    missing = [c for c in wanted if c not in frame.columns]
-    if missing:
-        raise CliError(f"{path} lacks the column(s) {', '.join(missing)} of a {mechanism} export")
-    return frame
 
 
 def load_reports(
@@ -85,15 +42,15 @@ def load_reports(
     import polars as pl
 
     if not path.exists():
-        raise CliError(f"no such file: {path}")
+        raise InvalidInput(f"no such file: {path}")
     spec = spec_from_served(read_spec(path, spec_file))
     if spec.name != name:
-        raise CliError(f"the file holds metric {spec.name!r}, not {name!r}")
+        raise InvalidInput(f"the file holds metric {spec.name!r}, not {name!r}")
     start, end = resolve_range(spec, start, end, last)
-    frame = _read_table(path, spec.mechanism).filter(pl.col("metric") == name)
+    frame = read_report_file(path, spec.mechanism).filter(pl.col("metric") == name)
     foreign = frame.filter(pl.col("fingerprint") != spec.fingerprint).height
     if foreign:
-        raise CliError(
+        raise InvalidInput(
             f"{foreign} report(s) of {name} in {path} were made under another spec than"
             f" fingerprint {spec.fingerprint}; refusing to mix them"
         )
@@ -139,8 +96,9 @@ def _estimate_document(
     name: str, spec: Any, frame: Any, first: str | None, last: str | None, **options: Any
 ) -> dict[str, Any]:
     """The estimate pooled over every report of the frame."""
-    result = _estimate_frame(spec, frame, **options)
-    return {"metric": name, "start": first, "end": last, **result.to_dict()}
+    from deniable.estimators import estimate_document
+
+    return estimate_document(name, first, last, _estimate_frame(spec, frame, **options))
 
 
 def _series_document(
@@ -157,22 +115,15 @@ def _series_document(
     """One estimate per period of first..last, periods without reports included."""
     import polars as pl
     from deniable.client.spec import period_range
+    from deniable.estimators import series_document
 
     labels: list[str] = []
     if first and last:
         check_range_size(spec.period, first, last)
         labels = period_range(spec.period, first, last)
-    series = []
-    for label in labels:
-        part = frame.filter(pl.col("period") == label)
-        result = _estimate_frame(
-            spec, part, confidence=confidence, method=method, simultaneous=simultaneous
-        )
-        series.append({"period": label, "n": result.n, "estimates": result.to_dict()["estimates"]})
-    return {
-        "metric": name,
-        "confidence": confidence,
-        "method": method,
-        "simultaneous": simultaneous,
-        "series": series,
-    }
+    options = {"confidence": confidence, "method": method, "simultaneous": simultaneous}
+    points = [
+        (label, _estimate_frame(spec, frame.filter(pl.col("period") == label), **options))
+        for label in labels
+    ]
+    return series_document(name, points, **options)

@@ -1,16 +1,23 @@
 """Options and parameter types shared by several commands (periods, formats, confidence, ...).
 
-Keeping them in one place makes every command spell the same option the same way.
+Keeping them in one place makes every command spell the same option the same way; the choices
+they offer (methods, poolings, mechanisms, period kinds) come from the packages that define
+them, never retyped here.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from deniable.client.mechanisms import MAX_EPSILON, MECHANISMS, MIN_EPSILON, check_epsilon
+from deniable.client.spec import PERIOD_KINDS, period_start
+from deniable.estimators import METHODS, POOLINGS
 
 from .api import CollectorAPI
 
@@ -18,24 +25,34 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 _LABEL = re.compile(r"^(\d{4}-\d{2}-\d{2}|\d{4}-W\d{2}|\d{4}-\d{2})$")
 
-METHODS = ("unbiased", "consistent", "mle")
-POOLINGS = ("overlap-safe", "independent")
+DEFAULT_CONFIDENCE = 0.95
+"""The confidence level of intervals and margins unless one is asked for."""
+
+OUTPUT_FORMATS = {
+    "table": "table for people",
+    "json": "json for programs (an estimate's is exactly the API's document)",
+    "csv": "csv one row per category or item",
+}
+"""The formats a command can print in, and what each is for."""
+
+MECHANISM_CHOICES = ("auto", *MECHANISMS)
+"""What ``--mechanism`` accepts: auto (the least variance for (k, ε)) or a mechanism's name."""
 
 
-@dataclass
-class Settings:
-    """Where the collector is and how to authenticate: the group's global options."""
+@dataclass(frozen=True)
+class GlobalOptions:
+    """The ``deniable`` group's options: where the collector is and how to authenticate."""
 
-    collector: str
+    collector_url: str
     token: str | None
 
     def api(self) -> CollectorAPI:
         """A client for the configured collector."""
-        return CollectorAPI(self.collector, self.token)
+        return CollectorAPI(self.collector_url, self.token)
 
 
-pass_settings = click.make_pass_decorator(Settings)
-"""Decorator handing a command the :class:`Settings` of the ``deniable`` group."""
+pass_global_options = click.make_pass_decorator(GlobalOptions)
+"""Decorator handing a command the :class:`GlobalOptions` of the ``deniable`` group."""
 
 
 class PeriodLabel(click.ParamType):
@@ -44,8 +61,7 @@ class PeriodLabel(click.ParamType):
     name = "PERIOD"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        from deniable.client.spec import period_start
-
+        """The label, checked to name a real period; a usage error otherwise."""
         text = str(value).strip()
         if not _LABEL.match(text):
             self.fail(
@@ -69,6 +85,7 @@ class Confidence(click.ParamType):
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> float:
+        """The level as a float; a usage error outside (0, 1)."""
         try:
             level = float(value)
         except (TypeError, ValueError):
@@ -78,8 +95,26 @@ class Confidence(click.ParamType):
         return level
 
 
+class Date(click.ParamType):
+    """A UTC calendar date written YYYY-MM-DD."""
+
+    name = "DATE"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> dt.date:
+        """The date; a usage error for anything else."""
+        if isinstance(value, dt.date):
+            return value
+        try:
+            return dt.date.fromisoformat(str(value))
+        except ValueError:
+            self.fail(f"{value!r} is not a date like 2026-11-21", param, ctx)
+
+
 PERIOD = PeriodLabel()
 CONFIDENCE = Confidence()
+DATE = Date()
 
 
 def range_options(func: F) -> F:
@@ -103,74 +138,94 @@ def range_options(func: F) -> F:
     return func
 
 
-def confidence_option(func: F) -> F:
-    """--confidence LEVEL, default 0.95."""
-    return click.option(
-        "--confidence",
-        type=CONFIDENCE,
-        default=0.95,
-        show_default=True,
-        help="Confidence level of the intervals.",
-    )(func)
+confidence_option = click.option(
+    "--confidence",
+    type=CONFIDENCE,
+    default=DEFAULT_CONFIDENCE,
+    show_default=True,
+    help="Confidence level of the intervals.",
+)
+"""--confidence LEVEL, default :data:`DEFAULT_CONFIDENCE`."""
 
 
-def format_option(func: F) -> F:
-    """--format table|json|csv."""
+def format_option(
+    *choices: str, default: str | None = "table", help: str | None = None
+) -> Callable[[F], F]:
+    """--format, one of ``choices`` (default: every :data:`OUTPUT_FORMATS`), passed as ``fmt``.
+
+    ``help`` replaces the generated text, for a command whose formats are not output formats.
+    """
+    offered = choices or tuple(OUTPUT_FORMATS)
+    text = help or "; ".join(OUTPUT_FORMATS[choice] for choice in offered) + "."
     return click.option(
         "--format",
         "fmt",
-        type=click.Choice(("table", "json", "csv")),
-        default="table",
-        show_default=True,
-        help="table for people; json is exactly the API's document; csv one row per category.",
-    )(func)
+        type=click.Choice(offered),
+        default=default,
+        show_default=default is not None,
+        help=text,
+    )
 
 
-def method_option(func: F) -> F:
-    """--method unbiased|consistent|mle."""
+def choice_option(flag: str, choices: Sequence[str], help: str) -> Callable[[F], F]:
+    """A ``flag`` taking one of ``choices``, the first by default."""
     return click.option(
-        "--method",
-        type=click.Choice(METHODS),
-        default="unbiased",
-        show_default=True,
-        help="unbiased (may leave [0,1]), consistent (projected onto the simplex) or mle.",
-    )(func)
+        flag, type=click.Choice(choices), default=choices[0], show_default=True, help=help
+    )
 
 
-def simultaneous_option(func: F) -> F:
-    """--simultaneous: intervals that hold for all categories at once."""
-    return click.option(
-        "--simultaneous",
-        is_flag=True,
-        help="Intervals that cover all categories at once (Bonferroni), not each on its own.",
-    )(func)
+method_option = choice_option(
+    "--method",
+    METHODS,
+    "unbiased (may leave [0,1]), consistent (projected onto the simplex) or mle.",
+)
+"""--method, one of the estimators' :data:`~deniable.estimators.METHODS`."""
+
+pooling_option = choice_option(
+    "--pooling",
+    POOLINGS,
+    "How periods combine: overlap-safe is valid when the same devices report every period;"
+    " independent only when every report in the range comes from a different device.",
+)
+"""--pooling, one of the estimators' :data:`~deniable.estimators.POOLINGS`."""
+
+mechanism_option = choice_option(
+    "--mechanism", MECHANISM_CHOICES, "auto picks the least variance for (k, ε)."
+)
+"""--mechanism, auto or one of the client's :data:`~deniable.client.MECHANISMS`."""
+
+period_kind_option = choice_option("--period", PERIOD_KINDS, "How often a device reports.")
+"""--period, one of the client's :data:`~deniable.client.spec.PERIOD_KINDS`."""
+
+
+simultaneous_option = click.option(
+    "--simultaneous",
+    is_flag=True,
+    help="Intervals that cover all categories at once (Bonferroni), not each on its own.",
+)
+"""--simultaneous: intervals that hold for all categories at once."""
 
 
 def _checked_epsilon(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
     """ε within the mechanisms' bounds (``check_epsilon``), else a usage error naming them."""
-    from deniable.client.mechanisms import check_epsilon
-
     try:
         return check_epsilon(value)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
 
 
-def epsilon_option(func: F) -> F:
-    """--epsilon ε (required): the privacy parameter of each report."""
-    return click.option(
-        "--epsilon",
-        type=float,
-        callback=_checked_epsilon,
-        required=True,
-        help="Privacy parameter ε per report (0.001 to 20).",
-    )(func)
+epsilon_option = click.option(
+    "--epsilon",
+    type=float,
+    callback=_checked_epsilon,
+    required=True,
+    help=f"Privacy parameter ε per report ({MIN_EPSILON:g} to {MAX_EPSILON:g}).",
+)
+"""--epsilon ε (required): the privacy parameter of each report."""
 
 
 def from_file_options(func: F) -> F:
     """--from-file FILE and --spec SPEC.json: read an export offline instead of the collector."""
-    from pathlib import Path
-
     func = click.option(
         "--spec",
         "spec_file",

@@ -120,6 +120,7 @@ def dot_with_whisker(
 
 
 def _text(cells: list[str], styles: list[str]) -> Text:
+    """Cells of characters with their styles, as one rich Text."""
     text = Text()
     for char, style in zip(cells, styles, strict=True):
         text.append(char, style=style or None)
@@ -146,6 +147,7 @@ def sorted_rows(estimates: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _pct_level(document: dict[str, Any]) -> str:
+    """The document's confidence level as a percentage, or CI if it has none."""
     confidence = document.get("confidence")
     return f"{confidence * 100:g}%" if isinstance(confidence, int | float) else "CI"
 

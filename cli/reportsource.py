@@ -1,7 +1,8 @@
 """Where ``deniable export`` reads raw reports: the collector's admin API or its database.
 
 Both sources page through one metric's reports in (period, id) order, so an export of
-millions of reports never holds more than a page of rows in Python at a time.
+millions of reports never holds more than a page of rows in Python at a time. The database
+is read through the storage package's public queries only, never its tables.
 """
 
 from __future__ import annotations
@@ -9,79 +10,72 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import Protocol
 
-from .errors import CliError
-from .options import Settings
-from .reportframe import Row
+from deniable.client.errors import CollectorRefused, InvalidInput
+from deniable.client.spec import MetricSpec
+from deniable.estimators import StoredReport
+
+from .errors import storage_errors
+from .options import GlobalOptions
 
 
 class ReportSource(Protocol):
     """A metric's spec and its raw reports, page by page."""
 
-    spec: Any
+    spec: MetricSpec
 
     def count(self, start: str | None, end: str | None) -> int | None:
         """How many reports the range holds (None if unknown)."""
         ...
 
-    def pages(self, start: str | None, end: str | None, size: int) -> Iterator[list[Row]]:
+    def pages(self, start: str | None, end: str | None, size: int) -> Iterator[list[StoredReport]]:
         """The reports of the range in (period, id) order, ``size`` at a time."""
+        ...
+
+    def close(self) -> None:
+        """Release the connections."""
         ...
 
 
 class DatabaseSource:
-    """Reads the collector's tables directly (read-only), through its storage module."""
+    """Reads the collector's database directly (read-only), through its storage queries."""
 
     def __init__(self, database_url: str, name: str) -> None:
-        from deniable.collector.storage import open_database
-        from deniable.collector.storage.queries import load_spec
+        """Open the database read-only and load the metric's spec; :class:`InvalidInput` if unknown."""
+        from deniable.collector.storage import load_spec, open_database
 
-        try:
+        self.failure = f"cannot read the database {database_url}"
+        with storage_errors(self.failure):
             self.database = open_database(database_url, pool_size=1)
-            spec = load_spec(self.database, name)
-        except Exception as exc:
-            raise CliError(
-                f"cannot read the database {database_url}: {type(exc).__name__}: {exc}"
-            ) from None
+            try:
+                spec = load_spec(self.database, name)
+            except BaseException:
+                self.database.dispose()
+                raise
         if spec is None:
             self.database.dispose()
-            raise CliError(f"unknown metric {name!r} in {database_url}")
+            raise InvalidInput(f"unknown metric {name!r} in {database_url}")
         self.spec = spec
 
-    def _where(self, start: str | None, end: str | None) -> list[Any]:
-        from deniable.collector.storage.tables import reports
-
-        clauses = [reports.c.metric == self.spec.name]
-        if start is not None:
-            clauses.append(reports.c.period >= start)
-        if end is not None:
-            clauses.append(reports.c.period <= end)
-        return clauses
-
     def count(self, start: str | None, end: str | None) -> int | None:
-        from deniable.collector.storage.tables import reports
-        from sqlalchemy import func, select
+        """How many reports of the metric the range holds."""
+        from deniable.collector.storage import count_reports
 
-        with self.database.reader.connect() as connection:
-            return int(
-                connection.execute(
-                    select(func.count()).select_from(reports).where(*self._where(start, end))
-                ).scalar_one()
-            )
+        with storage_errors(self.failure):
+            return count_reports(self.database, self.spec.name, start=start, end=end)
 
-    def pages(self, start: str | None, end: str | None, size: int) -> Iterator[list[Row]]:
-        from deniable.collector.storage.queries import read_reports
+    def pages(self, start: str | None, end: str | None, size: int) -> Iterator[list[StoredReport]]:
+        """The metric's reports in (period, id) order, ``size`` at a time, payloads decoded."""
+        from deniable.collector.storage import report_pages
 
-        after: tuple[str, str] | None = None
-        while True:
-            rows = read_reports(
-                self.database, self.spec.name, start=start, end=end, after=after, limit=size
-            )
-            if not rows:
-                return
-            yield [(report_id, period, json.loads(payload)) for report_id, period, payload in rows]
-            after = (rows[-1][1], rows[-1][0])
+        with storage_errors(self.failure):
+            for rows in report_pages(
+                self.database, self.spec.name, start=start, end=end, size=size
+            ):
+                yield [
+                    (report_id, period, json.loads(payload)) for report_id, period, payload in rows
+                ]
 
     def close(self) -> None:
         """Release the database connections."""
@@ -98,17 +92,20 @@ class HttpSource:
 
     PATH = "/v1/admin/metrics/{name}/reports"
 
-    def __init__(self, settings: Settings, name: str) -> None:
+    def __init__(self, options: GlobalOptions, name: str) -> None:
+        """Ask the collector for the metric's spec."""
         from .specs import spec_from_served
 
-        self.api = settings.api()
+        self.api = options.api()
         self.name = name
         self.spec = spec_from_served(self.api.get_metric(name))
 
     def count(self, start: str | None, end: str | None) -> int | None:
+        """Unknown: the API does not count reports."""
         return None
 
-    def pages(self, start: str | None, end: str | None, size: int) -> Iterator[list[Row]]:
+    def pages(self, start: str | None, end: str | None, size: int) -> Iterator[list[StoredReport]]:
+        """The metric's reports in (period, id) order, a page per request."""
         from .api import MissingEndpoint
 
         cursor: str | None = None
@@ -119,11 +116,12 @@ class HttpSource:
                     params={"start": start, "end": end, "limit": size, "after": cursor},
                     metric=self.name,
                 )
-            except MissingEndpoint:
-                raise CliError(
+            except MissingEndpoint as missing:
+                raise CollectorRefused(
                     f"the collector at {self.api.base_url} offers no report export"
                     f" (GET {self.PATH.format(name=self.name)}); export with --database URL,"
-                    " reading its database directly"
+                    " reading its database directly",
+                    missing.status,
                 ) from None
             rows = [(r["id"], r["period"], r["payload"]) for r in body.get("reports", [])]
             if rows:
@@ -138,10 +136,10 @@ class HttpSource:
 
 
 @contextmanager
-def open_source(settings: Settings, name: str, database: str | None) -> Iterator[ReportSource]:
+def open_source(options: GlobalOptions, name: str, database: str | None) -> Iterator[ReportSource]:
     """The database source when ``database`` is given, else the collector's API."""
     source: DatabaseSource | HttpSource = (
-        DatabaseSource(database, name) if database else HttpSource(settings, name)
+        DatabaseSource(database, name) if database else HttpSource(options, name)
     )
     try:
         yield source

@@ -7,12 +7,35 @@ run the blocking parts in a worker thread so the event loop keeps running.
 from __future__ import annotations
 
 import asyncio
-from types import TracebackType
-from typing import Any
+import inspect
+from collections.abc import Callable
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from .ledger import PrivacySpent
-from .sdk import Client, ClientStats
+from .sdk import Client
 from .spec import MetricSpec
+from .stats import ClientStats
+
+_P = ParamSpec("_P")
+_S = TypeVar("_S")
+_R = TypeVar("_R")
+
+
+def _takes_arguments_of(
+    original: Callable[Concatenate[Any, _P], Any],
+) -> Callable[[Callable[..., _R]], Callable[Concatenate[_S, _P], _R]]:
+    """Give a method that forwards ``*args, **kwargs`` to ``original`` the same parameters, for
+    type checkers and ``help()``; the method itself is returned unchanged."""
+
+    def apply(method: Callable[..., _R]) -> Callable[Concatenate[_S, _P], _R]:
+        """Copy ``original``'s parameters (keeping ``method``'s return type) onto ``method``."""
+        returns = inspect.signature(method).return_annotation
+        method.__signature__ = inspect.signature(original).replace(  # type: ignore[attr-defined]
+            return_annotation=returns
+        )
+        return method
+
+    return apply
 
 
 class AsyncClient:
@@ -22,10 +45,12 @@ class AsyncClient:
     served specs that change an accepted one or exceed ``max_epsilon``.
     """
 
+    @_takes_arguments_of(Client.__init__)
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._client = Client(*args, **kwargs)
 
     @classmethod
+    @_takes_arguments_of(Client.__init__)
     async def create(cls, *args: Any, **kwargs: Any) -> AsyncClient:
         """Construct in a worker thread: with ``metrics=None`` the constructor fetches specs
         over the network, which must not block the event loop."""
@@ -50,14 +75,11 @@ class AsyncClient:
         await self.aclose(timeout)
 
     async def __aenter__(self) -> AsyncClient:
+        """The client itself; ``async with`` closes it on the way out."""
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
+        """Close (flushing for at most five seconds) when the ``async with`` block ends."""
         await self.aclose()
 
     @property

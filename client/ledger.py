@@ -12,6 +12,7 @@ import hashlib
 import hmac
 from dataclasses import dataclass, field
 
+from .errors import InvalidInput
 from .mechanisms import Payload
 
 _EPS_SLACK = 1e-9
@@ -54,9 +55,9 @@ class Ledger:
         lifetime_epsilon: float | None,
     ) -> None:
         if max_reports_per_period < 1:
-            raise ValueError("max_reports_per_period must be at least 1")
+            raise InvalidInput("max_reports_per_period must be at least 1")
         if lifetime_epsilon is not None and not lifetime_epsilon > 0:
-            raise ValueError("lifetime_epsilon must be > 0")
+            raise InvalidInput("lifetime_epsilon must be > 0")
         self._secret = secret
         self.max_reports_per_period = max_reports_per_period
         self.lifetime_epsilon = lifetime_epsilon

@@ -14,6 +14,7 @@ import math
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
+from .errors import SpecError
 from .randomness import Randomness, system_randomness
 
 Payload = int | str | dict[str, int]
@@ -47,19 +48,20 @@ in floating point and every estimate divides by zero.
 
 
 def check_epsilon(epsilon: float) -> float:
-    """Return eps as a float, or raise ``ValueError`` naming the accepted range."""
+    """Return eps as a float, or raise :class:`~.errors.SpecError` (a ``ValueError``) naming
+    the accepted range."""
     if isinstance(epsilon, bool) or not isinstance(epsilon, int | float):
-        raise ValueError("epsilon must be a number")
+        raise SpecError("epsilon must be a number")
     epsilon = float(epsilon)
     if not math.isfinite(epsilon) or epsilon <= 0:
-        raise ValueError("epsilon must be finite and > 0")
+        raise SpecError("epsilon must be finite and > 0")
     if epsilon < MIN_EPSILON:
-        raise ValueError(
+        raise SpecError(
             f"epsilon must be at least {MIN_EPSILON:g}: below it no feasible number of reports"
             " gives a usable estimate"
         )
     if epsilon > MAX_EPSILON:
-        raise ValueError(
+        raise SpecError(
             f"epsilon must be at most {MAX_EPSILON:g}: above it reports are barely randomized"
         )
     return epsilon
@@ -78,9 +80,9 @@ a few thousand categories krr beats oue and olh only at an eps no deployment sho
 
 def _check_k(k: int) -> int:
     if isinstance(k, bool) or not isinstance(k, int) or k < 2:
-        raise ValueError("k (the number of categories) must be an integer >= 2")
+        raise SpecError("k (the number of categories) must be an integer >= 2")
     if k > MAX_CATEGORIES:
-        raise ValueError(f"at most {MAX_CATEGORIES:,} categories are supported, got {k:,}")
+        raise SpecError(f"at most {MAX_CATEGORIES:,} categories are supported, got {k:,}")
     return k
 
 
@@ -98,7 +100,7 @@ class Mechanism(ABC):
     def __init__(self, k: int, epsilon: float) -> None:
         self.k = _check_k(k)
         if self.k > self.max_k:
-            raise ValueError(
+            raise SpecError(
                 f"{self.name} supports at most {self.max_k:,} categories, got {self.k:,}:"
                 " use oue or olh"
             )
@@ -199,7 +201,7 @@ class BRR(KRR):
 
     def __init__(self, k: int = 2, epsilon: float = 1.0) -> None:
         if k != 2:
-            raise ValueError("brr is for booleans: k must be 2")
+            raise SpecError("brr is for booleans: k must be 2")
         super().__init__(2, epsilon)
 
     @property
@@ -330,7 +332,7 @@ def make_mechanism(name: str, k: int, epsilon: float) -> Mechanism:
     try:
         cls = MECHANISMS[name]
     except KeyError:
-        raise ValueError(
+        raise SpecError(
             f"unknown mechanism {name!r}: choose one of auto, brr, krr, oue, olh"
         ) from None
     return cls(k, epsilon)

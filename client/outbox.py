@@ -17,17 +17,19 @@ the application's duty.
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import secrets
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from .errors import DeniableError
 from .ledger import LedgerDelta
 from .mechanisms import Payload
+from .wire import join_reports, parse_payload_text, payload_text, report_text, split_reports
 
 try:
     import fcntl
@@ -53,60 +55,33 @@ CREATE TABLE IF NOT EXISTS ledger (
 CREATE TABLE IF NOT EXISTS memo (key TEXT PRIMARY KEY, metric TEXT NOT NULL, payload TEXT NOT NULL);
 """
 
-_ITEM_START = '{"id":'
-
-Report = tuple[str, str, str, str, Payload]
-"""One randomized report as queued: (id, metric, fingerprint, period, payload), a plain tuple
-because ``record()`` makes one per call."""
+QueuedReport = tuple[str, str, str, str, Payload]
+"""One randomized report waiting to be committed: (id, metric, fingerprint, period, payload),
+a plain tuple because ``record()`` makes one per call."""
 
 
 class Chunk(NamedTuple):
-    """Stored reports: ``reports`` is their wire JSON objects joined by commas."""
+    """Stored reports: ``reports`` is their wire texts as one run (:func:`.wire.join_reports`)."""
 
     seq: int
     count: int
     reports: str
 
 
-def payload_json(payload: Payload) -> str:
-    """The JSON text of a payload (an index, a base64 string or an OLH object)."""
-    kind = type(payload)
-    if kind is int:
-        return str(payload)
-    if kind is str:
-        return f'"{payload}"'
-    if kind is dict:
-        return f'{{"a":{payload["a"]},"b":{payload["b"]},"y":{payload["y"]}}}'  # type: ignore[index]
-    return json.dumps(payload, separators=(",", ":"))
-
-
-def report_json(report: Report) -> str:
-    """A report as its wire JSON object (ids, names, fingerprints and periods need no escaping)."""
-    rid, metric, fingerprint, period, payload = report
-    return (
-        f'{{"id":"{rid}","metric":"{metric}","fingerprint":"{fingerprint}",'
-        f'"period":"{period}","payload":{payload_json(payload)}}}'
-    )
-
-
-def split_reports(reports: str) -> list[str]:
-    """The wire JSON objects of a chunk, one per report."""
-    head, *rest = reports.split("," + _ITEM_START)
-    return [head, *(_ITEM_START + item for item in rest)]
-
-
 def _chunks(items: list[str], per_chunk: int, max_bytes: int) -> Iterable[tuple[int, str]]:
+    """Report texts grouped in order as (count, run): at most ``per_chunk`` reports and
+    ``max_bytes`` a run, except that a single report over ``max_bytes`` gets a run of its own."""
     start, size = 0, 0
     for i, item in enumerate(items):
         if i > start and (i - start >= per_chunk or size + len(item) + 1 > max_bytes):
-            yield i - start, ",".join(items[start:i])
+            yield i - start, join_reports(items[start:i])
             start, size = i, 0
         size += len(item) + 1
     if start < len(items):
-        yield len(items) - start, ",".join(items[start:])
+        yield len(items) - start, join_reports(items[start:])
 
 
-class StateDirInUseError(RuntimeError):
+class StateDirInUseError(DeniableError, RuntimeError):
     """Another client (in this process or another) holds the ``state_dir``."""
 
 
@@ -170,6 +145,19 @@ class Outbox:
         if fd is not None:
             os.close(fd)
 
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """Run the block in one ``BEGIN IMMEDIATE`` transaction, committed at its end and rolled
+        back if it raises (call it holding the lock)."""
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            yield db
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
     def secret(self) -> bytes:
         """The device-local HMAC secret, created on first use; it never leaves the device."""
         with self._lock:
@@ -190,7 +178,7 @@ class Outbox:
                 for m, p, n in self._db.execute("SELECT metric, period, count FROM ledger")
             }
             memo = {
-                key: (metric, json.loads(payload))
+                key: (metric, parse_payload_text(payload))
                 for key, metric, payload in self._db.execute(
                     "SELECT key, metric, payload FROM memo"
                 )
@@ -199,7 +187,7 @@ class Outbox:
 
     def commit(
         self,
-        reports: Sequence[Report],
+        reports: Sequence[QueuedReport],
         delta: LedgerDelta,
         *,
         max_queue: int,
@@ -212,11 +200,9 @@ class Outbox:
         outbox is trimmed to ``max_queue`` reports, oldest first; returns how many the trim
         dropped.
         """
-        items = [report_json(r) for r in reports]
+        items = [report_text(*r) for r in reports]
         with self._lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with self._transaction() as db:
                 db.executemany(
                     "INSERT INTO outbox (count, reports) VALUES (?, ?)",
                     _chunks(items, per_chunk, max_bytes),
@@ -229,14 +215,10 @@ class Outbox:
                 )
                 db.executemany(
                     "INSERT OR IGNORE INTO memo (key, metric, payload) VALUES (?, ?, ?)",
-                    [(k, m, payload_json(p)) for k, (m, p) in delta.memo.items()],
+                    [(k, m, payload_text(p)) for k, (m, p) in delta.memo.items()],
                 )
                 size = self._size + len(items)
                 dropped = self._trim(size - max_queue) if size > max_queue else 0
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
             self._size = size - dropped
             return dropped
 
@@ -254,7 +236,7 @@ class Outbox:
                 keep = split_reports(reports)[excess - dropped :]
                 self._db.execute(
                     "UPDATE outbox SET count = ?, reports = ? WHERE seq = ?",
-                    (len(keep), ",".join(keep), seq),
+                    (len(keep), join_reports(keep), seq),
                 )
                 dropped = excess
         return dropped
@@ -280,9 +262,7 @@ class Outbox:
         """Forget chunks the collector acknowledged (or refused for good); returns how many
         reports they still held (a trim for a full outbox may have taken some or all)."""
         with self._lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with self._transaction() as db:
                 removed = sum(
                     row[0]
                     for seq in seqs
@@ -290,10 +270,6 @@ class Outbox:
                         "DELETE FROM outbox WHERE seq = ? RETURNING count", (seq,)
                     ).fetchall()
                 )
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
             self._size -= removed
             return removed
 
@@ -305,9 +281,7 @@ class Outbox:
         """
         removed = 0
         with self._lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
+            with self._transaction() as db:
                 offset = 0
                 for chunk in batch:
                     items = split_reports(chunk.reports)
@@ -318,7 +292,7 @@ class Outbox:
                     if keep:
                         changed = db.execute(
                             "UPDATE outbox SET count = ?, reports = ? WHERE seq = ? AND count = ?",
-                            (len(keep), ",".join(keep), chunk.seq, chunk.count),
+                            (len(keep), join_reports(keep), chunk.seq, chunk.count),
                         ).rowcount
                     else:
                         changed = db.execute(
@@ -326,14 +300,11 @@ class Outbox:
                             (chunk.seq, chunk.count),
                         ).rowcount
                     removed += (len(items) - len(keep)) * changed
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
             self._size -= removed
             return removed
 
     def __len__(self) -> int:
+        """How many reports wait in the outbox."""
         return self._size
 
     def close(self) -> None:

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .errors import InvalidInput
+from .errors import InvalidInput, SpecError
 from .mechanisms import MECHANISMS, Mechanism, make_mechanism
 
 MetricType = Literal["boolean", "categorical"]
@@ -91,44 +91,44 @@ class MetricSpec:
     epsilon: float
     mechanism: str
     period: PeriodKind = "day"
-    _mechanism: Mechanism = field(init=False, repr=False, compare=False)
+    _randomizer: Mechanism = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not METRIC_NAME.fullmatch(self.name):
-            raise ValueError(
+            raise SpecError(
                 "metric name must start with a lowercase letter and use only a-z, 0-9, _ . -"
                 " (at most 64 characters)"
             )
         if self.type not in ("boolean", "categorical"):
-            raise ValueError(f"metric {self.name}: type must be 'boolean' or 'categorical'")
+            raise SpecError(f"metric {self.name}: type must be 'boolean' or 'categorical'")
         categories = tuple(self.categories)
         if self.type == "boolean" and categories != BOOLEAN_CATEGORIES:
-            raise ValueError(f"metric {self.name}: boolean categories are always false, true")
+            raise SpecError(f"metric {self.name}: boolean categories are always false, true")
         if not all(isinstance(c, str) and c for c in categories):
-            raise ValueError(f"metric {self.name}: categories must be non-empty strings")
+            raise SpecError(f"metric {self.name}: categories must be non-empty strings")
         if len(set(categories)) != len(categories):
-            raise ValueError(f"metric {self.name}: categories must be distinct")
+            raise SpecError(f"metric {self.name}: categories must be distinct")
         if len(categories) < 2:
-            raise ValueError(f"metric {self.name}: needs at least 2 categories")
+            raise SpecError(f"metric {self.name}: needs at least 2 categories")
         if self.period not in PERIOD_KINDS:
-            raise ValueError(f"metric {self.name}: period must be one of day, week, month")
+            raise SpecError(f"metric {self.name}: period must be one of day, week, month")
         if self.mechanism != "auto" and self.mechanism not in MECHANISMS:
-            raise ValueError(
+            raise SpecError(
                 f"metric {self.name}: unknown mechanism; choose auto, brr, krr, oue or olh"
             )
         if self.mechanism == "brr" and self.type != "boolean":
-            raise ValueError(f"metric {self.name}: brr is for boolean metrics only")
+            raise SpecError(f"metric {self.name}: brr is for boolean metrics only")
         name = self.mechanism
         if name == "auto" and self.type == "categorical" and len(categories) == 2:
             name = "krr"
         try:
-            mechanism = make_mechanism(name, len(categories), self.epsilon)
+            randomizer = make_mechanism(name, len(categories), self.epsilon)
         except ValueError as exc:
-            raise ValueError(f"metric {self.name}: {exc}") from None
+            raise SpecError(f"metric {self.name}: {exc}") from None
         object.__setattr__(self, "categories", categories)
-        object.__setattr__(self, "epsilon", mechanism.epsilon)
-        object.__setattr__(self, "mechanism", mechanism.name)
-        object.__setattr__(self, "_mechanism", mechanism)
+        object.__setattr__(self, "epsilon", randomizer.epsilon)
+        object.__setattr__(self, "mechanism", randomizer.name)
+        object.__setattr__(self, "_randomizer", randomizer)
 
     @classmethod
     def boolean(
@@ -157,12 +157,12 @@ class MetricSpec:
         ``fingerprint`` is ignored and a null field counts as absent.
         """
         if not isinstance(data, dict):
-            raise ValueError("a metric spec must be a JSON object")
+            raise SpecError("a metric spec must be a JSON object")
         data = {key: value for key, value in data.items() if value is not None}
         kind = data.get("type")
         categories = data.get("categories", BOOLEAN_CATEGORIES if kind == "boolean" else ())
         if not isinstance(categories, list | tuple):
-            raise ValueError("a metric spec's categories must be a list")
+            raise SpecError("a metric spec's categories must be a list")
         return cls(
             name=data.get("name"),  # type: ignore[arg-type]
             type=kind,  # type: ignore[arg-type]
@@ -180,7 +180,7 @@ class MetricSpec:
     @property
     def randomizer(self) -> Mechanism:
         """The resolved mechanism object, with its parameters."""
-        return self._mechanism
+        return self._randomizer
 
     def fingerprint_fields(self) -> dict[str, Any]:
         """The fields the fingerprint covers (``categories`` only for categorical metrics)."""
@@ -206,19 +206,20 @@ class MetricSpec:
         return {**self.fingerprint_fields(), "fingerprint": self.fingerprint}
 
     def index_of(self, value: Any) -> int:
-        """The category index of a recorded value; ``ValueError`` names the metric, not the value."""
+        """The category index of a recorded value; :class:`~.errors.InvalidInput` names the
+        metric, never the value."""
         if self.type == "boolean":
             if isinstance(value, bool):
                 return int(value)
-            raise ValueError(f"metric {self.name}: expects a bool")
+            raise InvalidInput(f"metric {self.name}: expects a bool")
         if isinstance(value, str):
             try:
                 return self.categories.index(value)
             except ValueError:
-                raise ValueError(
+                raise InvalidInput(
                     f"metric {self.name}: value is not one of its categories"
                 ) from None
-        raise ValueError(f"metric {self.name}: expects a category name (str)")
+        raise InvalidInput(f"metric {self.name}: expects a category name (str)")
 
     def period_of(self, moment: dt.datetime | dt.date) -> str:
         """The period label containing ``moment`` (UTC for datetimes)."""
@@ -243,16 +244,17 @@ def period_label(kind: str, moment: dt.datetime | dt.date) -> str:
         return f"{year:04d}-W{week:02d}"
     if kind == "month":
         return f"{day.year:04d}-{day.month:02d}"
-    raise ValueError("period must be one of day, week, month")
+    raise InvalidInput("period must be one of day, week, month")
 
 
 def period_start(kind: str, label: str) -> dt.date:
-    """The first day of a period label; ``ValueError`` if it is not a well-formed label."""
+    """The first day of a period label; :class:`~.errors.InvalidInput` if it is not a
+    well-formed label."""
     pattern = _PERIOD_PATTERNS.get(kind)
     if pattern is None:
-        raise ValueError("period must be one of day, week, month")
+        raise InvalidInput("period must be one of day, week, month")
     if not isinstance(label, str) or not pattern.match(label):
-        raise ValueError(f"period {label!r} is not a {kind} label")
+        raise InvalidInput(f"period {label!r} is not a {kind} label")
     try:
         if kind == "day":
             return dt.date.fromisoformat(label)
@@ -261,7 +263,7 @@ def period_start(kind: str, label: str) -> dt.date:
             return dt.date.fromisocalendar(year, week, 1)
         return dt.date(int(label[:4]), int(label[5:7]), 1)
     except ValueError:
-        raise ValueError(f"period {label!r} is not a valid {kind}") from None
+        raise InvalidInput(f"period {label!r} is not a valid {kind}") from None
 
 
 def resolve_period(kind: str, value: str) -> str:
@@ -308,7 +310,7 @@ def period_count(kind: str, start: str, end: str) -> int:
 def period_range(kind: str, start: str, end: str) -> list[str]:
     """Every period label from ``start`` to ``end`` inclusive, oldest first."""
     if period_start(kind, start) > period_start(kind, end):
-        raise ValueError("start is after end")
+        raise InvalidInput("start is after end")
     labels = [start]
     while labels[-1] != end:
         labels.append(next_period(kind, labels[-1]))

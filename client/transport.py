@@ -1,7 +1,7 @@
 """Upload to the collector over HTTP: one attempt at a time, failover between URLs, backoff.
 
-The transport knows the wire format (``POST /v1/reports``, ``GET /v1/metrics``) and how to
-classify an answer:
+The transport sends bodies the :mod:`.wire` module builds to its two endpoints
+(``POST /v1/reports``, ``GET /v1/metrics``) and classifies each answer:
 
 - accepted (2xx);
 - refused for good: only a 400 or 422 that carries the collector's own problem document
@@ -32,7 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from .outbox import Chunk
+from .errors import InvalidInput
+from .wire import METRICS_PATH, REPORTS_PATH
 
 if TYPE_CHECKING:
     import httpx
@@ -69,11 +70,6 @@ class SendResult:
             and 400 <= self.status < 500
             and self.status not in _TRANSIENT_4XX
         )
-
-
-def encode_batch(chunks: Sequence[Chunk]) -> bytes:
-    """The ``POST /v1/reports`` body for stored chunks (their reports are wire JSON already)."""
-    return f'{{"reports":[{",".join(c.reports for c in chunks)}]}}'.encode()
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -131,7 +127,12 @@ def _bad_indices(detail: Any) -> frozenset[int] | None:
 
 
 class Transport:
-    """Talks to one of several collector URLs; a failed attempt moves to the next URL."""
+    """Talks to one of several collector URLs; a failed attempt moves to the next URL.
+
+    ``transport`` is an httpx transport handed to the ``httpx.Client`` inside, as httpx itself
+    takes one: ``httpx.MockTransport(handler)`` answers with a function instead of a server.
+    Without it, requests go over the network with TLS verified by the system's CA bundle.
+    """
 
     def __init__(
         self,
@@ -142,15 +143,16 @@ class Transport:
         backoff_base: float = 0.5,
         backoff_cap: float = 300.0,
         jitter: random.Random | None = None,
+        transport: httpx.BaseTransport | None = None,
     ) -> None:
         if not urls:
-            raise ValueError("at least one collector URL is needed")
+            raise InvalidInput("at least one collector URL is needed")
         import httpx  # deferred: httpx imports its CLI's click and rich when installed
 
         self._httpx = httpx
         for url in urls:
             if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-                raise ValueError("collector URLs must start with http:// or https://")
+                raise InvalidInput("collector URLs must start with http:// or https://")
         self.urls = [u.rstrip("/") for u in urls]
         self.timeout = timeout
         self.backoff_base = backoff_base
@@ -161,7 +163,11 @@ class Transport:
         if ingest_key:
             headers["Authorization"] = f"Bearer {ingest_key}"
         self._http = httpx.Client(
-            headers=headers, timeout=timeout, trust_env=False, verify=_tls_context()
+            headers=headers,
+            timeout=timeout,
+            trust_env=False,
+            verify=_tls_context() if transport is None else True,
+            transport=transport,
         )
 
     @property
@@ -170,6 +176,7 @@ class Transport:
         return self.urls[self._current]
 
     def _fail_over(self) -> None:
+        """Send the next attempt to the next URL (round robin)."""
         self._current = (self._current + 1) % len(self.urls)
 
     def send(self, body: bytes, count: int, timeout: float | None = None) -> SendResult:
@@ -177,7 +184,7 @@ class Transport:
         url = self.url
         try:
             response = self._http.post(
-                f"{url}/v1/reports", content=body, timeout=timeout or self.timeout
+                f"{url}{REPORTS_PATH}", content=body, timeout=timeout or self.timeout
             )
         except self._httpx.HTTPError as exc:
             self._fail_over()
@@ -230,13 +237,13 @@ class Transport:
         for _ in range(len(self.urls)):
             url = self.url
             try:
-                response = self._http.get(f"{url}/v1/metrics", timeout=timeout or self.timeout)
+                response = self._http.get(f"{url}{METRICS_PATH}", timeout=timeout or self.timeout)
                 if response.status_code == 200:
                     metrics = response.json()["metrics"]
                     if isinstance(metrics, list):
                         return metrics
                 log.warning(
-                    "collector %s answered GET /v1/metrics with %s", url, response.status_code
+                    "collector %s answered GET %s with %s", url, METRICS_PATH, response.status_code
                 )
             except (self._httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
                 log.warning("could not fetch metric specs from %s: %s", url, type(exc).__name__)

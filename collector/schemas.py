@@ -1,14 +1,16 @@
 """The wire format in pydantic: reports, batches, metric specs and the API's answers.
 
-This is the one schema of the HTTP API; the OpenAPI document is generated from it.
+With the estimate and series documents of :mod:`deniable.estimators.documents`, this is the
+schema of the HTTP API; the OpenAPI document is generated from them.
 Field checks here are structural (types, UUID form); what depends on a registered metric
 (fingerprint, payload domain, period window) is checked in :mod:`.validation`.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
+from deniable.client.spec import MetricType, PeriodKind
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAdapter
 from typing_extensions import TypedDict
 
@@ -116,11 +118,11 @@ class MetricSpecIn(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     name: str
-    type: Literal["boolean", "categorical"]
+    type: MetricType
     categories: list[str] | None = None
     epsilon: float
     mechanism: str = "auto"
-    period: Literal["day", "week", "month"] = "day"
+    period: PeriodKind = "day"
     fingerprint: str | None = Field(
         default=None, description="optional; if given it must match the resolved spec"
     )
@@ -130,11 +132,11 @@ class MetricSpecOut(BaseModel):
     """A registered, resolved metric spec with its fingerprint."""
 
     name: str
-    type: Literal["boolean", "categorical"]
+    type: MetricType
     categories: list[str] | None = None
     epsilon: float
     mechanism: str
-    period: Literal["day", "week", "month"]
+    period: PeriodKind
     fingerprint: str
 
 
@@ -142,52 +144,6 @@ class MetricList(BaseModel):
     """Every registered metric."""
 
     metrics: list[MetricSpecOut]
-
-
-class CategoryEstimateOut(BaseModel):
-    """One category's estimated share and interval; nulls when the range has no reports."""
-
-    category: str
-    frequency: float | None
-    std_error: float | None
-    ci_low: float
-    ci_high: float
-    count: float | None
-
-
-class EstimateOut(BaseModel):
-    """A population estimate over a range of periods."""
-
-    metric: str
-    start: str
-    end: str
-    mechanism: str
-    epsilon: float
-    n: int
-    periods: int
-    confidence: float
-    method: str
-    pooling: str
-    simultaneous: bool
-    estimates: list[CategoryEstimateOut]
-
-
-class SeriesPoint(BaseModel):
-    """One period's own estimate in a series."""
-
-    period: str
-    n: int
-    estimates: list[CategoryEstimateOut]
-
-
-class SeriesOut(BaseModel):
-    """One estimate per period of a range, oldest first, empty periods with n = 0."""
-
-    metric: str
-    confidence: float
-    method: str
-    simultaneous: bool
-    series: list[SeriesPoint]
 
 
 class RetentionResult(BaseModel):

@@ -48,6 +48,15 @@ class RefusedToServe(RuntimeError):
     """Serving as asked would expose admin calls without a token, or cannot keep metrics."""
 
 
+DEFAULT_HOST = "127.0.0.1"
+"""Where the collector listens unless told otherwise: loopback, reachable from this host only."""
+
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
+"""uvicorn's log levels, quietest first."""
+
+DEFAULT_LOG_LEVEL = "info"
+"""The log level the collector runs at unless told otherwise."""
+
 APP_FACTORY = "deniable.collector.app:create_app"
 """What each worker process imports to build its app when there are several."""
 
@@ -201,10 +210,10 @@ def server_config(
     app: Any,
     settings: Settings,
     *,
-    host: str = "127.0.0.1",
+    host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
     workers: int = 1,
-    log_level: str = "info",
+    log_level: str = DEFAULT_LOG_LEVEL,
 ) -> CollectorConfig:
     """The uvicorn configuration the collector runs with, from ``settings``.
 
@@ -350,10 +359,10 @@ def shared_metrics(workers: int) -> Iterator[None]:
 
 def serve(
     settings: Settings,
-    host: str = "127.0.0.1",
+    host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
     workers: int = 1,
-    log_level: str = "info",
+    log_level: str = DEFAULT_LOG_LEVEL,
 ) -> None:
     """Migrate, then serve the collector on ``host:port`` with ``workers`` processes (blocks)."""
     from .app import create_app

@@ -27,6 +27,13 @@ PLACEHOLDER_TOKENS = ("changeme", "replaceme", "placeholder", "example", "yourto
 """Words that mark a token copied from documentation rather than generated (compared with
 the token's letters and digits only, lowercased, so ``Change_Me`` counts too)."""
 
+DEFAULT_RETENTION_DAYS = 90
+"""Days raw reports are kept by default, and how late a report may arrive."""
+
+MAX_RANGE_PERIODS = 1100
+"""The most periods an estimate's range may hold by default (three years of days): the API
+and the CLI's offline estimates refuse longer ranges alike."""
+
 TOKEN_FIELDS = ("admin_token", "admin_token_previous", "ingest_key", "ingest_key_previous")
 """The settings that hold secrets devices or operators present as bearer tokens."""
 
@@ -42,24 +49,41 @@ class Settings(BaseSettings):
     """
 
     model_config = SettingsConfigDict(
-        env_prefix="DENIABLE_", extra="ignore", hide_input_in_errors=True
+        env_prefix="DENIABLE_",
+        extra="ignore",
+        hide_input_in_errors=True,
+        use_attribute_docstrings=True,
     )
 
     database_url: str = DEFAULT_DATABASE_URL
+    """Where metrics, reports and counts are stored: sqlite:///FILE or postgresql://USER@HOST/DB."""
     pool_size: int = Field(default=DEFAULT_POOL_SIZE, ge=1, le=1000)
+    """Most database connections each worker process holds."""
     admin_token: SecretStr | None = None
+    """Token for admin calls (estimates, metric creation, export, retention); without one they
+    are open, so the collector listens on loopback only."""
     admin_token_previous: SecretStr | None = None
+    """The admin token being rotated out, still accepted beside the current one."""
     ingest_key: SecretStr | None = None
+    """Key devices must send with reports (the admin token is accepted too); none: open."""
     ingest_key_previous: SecretStr | None = None
+    """The ingest key being rotated out, still accepted beside the current one."""
     admin_token_file: Path | None = None
+    """File holding the admin token, e.g. a mounted secret (one trailing newline dropped)."""
     ingest_key_file: Path | None = None
-    retention_days: int = Field(default=90, ge=1, le=36500)
+    """File holding the ingest key, e.g. a mounted secret (one trailing newline dropped)."""
+    retention_days: int = Field(default=DEFAULT_RETENTION_DAYS, ge=1, le=36500)
+    """Days raw reports are kept, and how late they may arrive."""
     max_batch: int = Field(default=1000, ge=1)
+    """The most reports one upload may carry."""
     max_body_bytes: int = Field(default=1 << 20, ge=1024)
     """The largest request body a route reads (an upload, a metric registration); 413 past it."""
     migrate_on_start: bool = True
-    max_range_periods: int = Field(default=1100, ge=1)
+    """Apply the database migrations before serving (off when a separate job runs them)."""
+    max_range_periods: int = Field(default=MAX_RANGE_PERIODS, ge=1)
+    """The most periods an estimate or series range may hold."""
     shutdown_timeout: int = Field(default=DEFAULT_SHUTDOWN_TIMEOUT, ge=1, le=3600)
+    """Seconds in-flight requests get after SIGTERM."""
     header_timeout: float = Field(default=10.0, gt=0, le=600)
     """Seconds a connection gets to send a request's headers, from its opening or the previous
     response; then it is closed (stalled sockets must not hold file descriptors)."""

@@ -28,7 +28,7 @@ _EXAMPLES = {"day": "2026-11-21", "week": "2026-W47", "month": "2026-11"}
 
 
 @dataclass(frozen=True)
-class Problem:
+class ReportProblem:
     """Why one report was refused: its index, a fixed reason code and a message for the client."""
 
     index: int
@@ -140,13 +140,13 @@ def validate_reports(
     reports: Sequence[tuple[int, ReportIn]],
     lookup: Callable[[str], MetricSpec | None],
     window: PeriodWindow,
-) -> tuple[list[ValidReport], list[Problem], dict[str, MetricSpec]]:
+) -> tuple[list[ValidReport], list[ReportProblem], dict[str, MetricSpec]]:
     """Validate (index, report) pairs; return the valid reports, every problem, and the specs used."""
     specs: dict[str, MetricSpec | None] = {}
     fingerprints: dict[str, str] = {}
     checks: dict[str, PayloadCheck] = {}
     valid: list[ValidReport] = []
-    problems: list[Problem] = []
+    problems: list[ReportProblem] = []
     for index, report in reports:
         name = report["metric"]
         if name not in specs:
@@ -156,7 +156,7 @@ def validate_reports(
         spec = specs[name]
         if spec is None:
             problems.append(
-                Problem(
+                ReportProblem(
                     index,
                     UNKNOWN_METRIC_LABEL,
                     "unknown_metric",
@@ -166,7 +166,7 @@ def validate_reports(
             continue
         if report["fingerprint"] != fingerprints[name]:
             problems.append(
-                Problem(
+                ReportProblem(
                     index,
                     name,
                     "fingerprint",
@@ -176,7 +176,7 @@ def validate_reports(
             continue
         verdict = window.check(spec.period, report["period"])
         if verdict is not None:
-            problems.append(Problem(index, name, verdict[0], f"metric {name}: {verdict[1]}"))
+            problems.append(ReportProblem(index, name, verdict[0], f"metric {name}: {verdict[1]}"))
             continue
         payload = report["payload"]
         if not checks[name](payload):
@@ -184,7 +184,9 @@ def validate_reports(
                 payload = spec.randomizer.parse_payload(payload)
             except ValueError as exc:
                 problems.append(
-                    Problem(index, name, "payload", f"metric {name} ({spec.mechanism}): {exc}")
+                    ReportProblem(
+                        index, name, "payload", f"metric {name} ({spec.mechanism}): {exc}"
+                    )
                 )
                 continue
         valid.append(ValidReport(report["id"], name, report["period"], payload))

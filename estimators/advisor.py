@@ -1,4 +1,4 @@
-"""Planning: which mechanism to use, how precise n reports are, and how many reports are needed.
+"""Planning: how precise n reports are, and how many reports are needed.
 
 Margins are worst-case over the true share, for the super-population estimand, at the Wald
 level: z * sqrt(max_f lam(1-lam)) / ((p*-q*) sqrt(n)) with lam = q* + (p*-q*) f, f in [0, 1]
@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import Mechanism, least_variance, make_mechanism
 
 from .intervals import z_value
@@ -20,22 +21,18 @@ MAX_REPORTS = 10**15
 below 2^53, so that report counts and their square roots stay exact enough to invert."""
 
 
-class TooManyReports(ValueError):
+class TooManyReports(InvalidInput):
     """The margin asked for would need more than :data:`MAX_REPORTS` reports."""
 
 
-def choose_mechanism(k: int, epsilon: float) -> str:
-    """The mechanism with the least variance for (k, eps) (the client's ``least_variance``)."""
-    return least_variance(k, epsilon)
-
-
 def _resolve(k: int, epsilon: float, mechanism: Mechanism | str | None) -> Mechanism:
-    """The mechanism to plan for: the one given (by instance or name) or the advisor's choice."""
+    """The mechanism to plan for: the one given (by instance or name), else the one with the
+    least variance for (k, eps) (:func:`~deniable.client.mechanisms.least_variance`)."""
     if isinstance(mechanism, Mechanism):
         if mechanism.k != k or mechanism.epsilon != float(epsilon):
-            raise ValueError("mechanism's k and epsilon differ from the k and epsilon given")
+            raise InvalidInput("mechanism's k and epsilon differ from the k and epsilon given")
         return mechanism
-    return make_mechanism(mechanism or choose_mechanism(k, epsilon), k, epsilon)
+    return make_mechanism(mechanism or least_variance(k, epsilon), k, epsilon)
 
 
 def _worst_spread(mech: Mechanism) -> float:
@@ -48,7 +45,7 @@ def _worst_spread(mech: Mechanism) -> float:
 def _check_confidence(confidence: float) -> None:
     """Refuse a confidence level outside (0, 1)."""
     if not 0.0 < confidence < 1.0:
-        raise ValueError("confidence must be strictly between 0 and 1")
+        raise InvalidInput("confidence must be strictly between 0 and 1")
 
 
 def margin_of_error(
@@ -59,10 +56,13 @@ def margin_of_error(
     mechanism: Mechanism | str | None = None,
     simultaneous: bool = False,
 ) -> float:
-    """Worst-case half-width of a share's interval with n reports (mechanism None = the advisor's)."""
+    """Worst-case half-width of a share's interval with n reports.
+
+    ``mechanism`` None plans for the mechanism with the least variance for (k, eps).
+    """
     _check_confidence(confidence)
     if not 0 < n <= MAX_REPORTS:
-        raise ValueError(f"n must be a positive number of reports, at most {MAX_REPORTS:.0e}")
+        raise InvalidInput(f"n must be a positive number of reports, at most {MAX_REPORTS:.0e}")
     mech = _resolve(k, epsilon, mechanism)
     return z_value(confidence, k, simultaneous) * _worst_spread(mech) / math.sqrt(n)
 
@@ -81,7 +81,7 @@ def reports_needed(
     """
     _check_confidence(confidence)
     if not 0.0 < margin < 1.0:
-        raise ValueError("margin must be strictly between 0 and 1")
+        raise InvalidInput("margin must be strictly between 0 and 1")
     mech = _resolve(k, epsilon, mechanism)
     spread = z_value(confidence, k, simultaneous) * _worst_spread(mech)
     root = spread / margin
@@ -102,7 +102,7 @@ def reports_needed(
 def v_opt(k: int, epsilon: float) -> float:
     """min over d of subset selection's V*_SS(d) = q*(1-q*)/(p*-q*)^2 (STATS.md sections 3 and 5)."""
     if k < 2:
-        raise ValueError("k must be at least 2")
+        raise InvalidInput("k must be at least 2")
     e = math.exp(epsilon)
     d = np.arange(1, k, dtype=np.float64)
     p = d * e / (d * e + k - d)

@@ -21,9 +21,10 @@ Choices (STATS.md decides the formulas):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
+from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import Mechanism
 
 from .consistency import composite_mle, is_krr, krr_mle, norm_sub
@@ -32,19 +33,21 @@ from .pooling import POOLINGS, Pooled, Pooling, pool
 from .results import CategoryEstimate, Estimate, PeriodCounts
 
 Method = Literal["unbiased", "consistent", "mle"]
-METHODS: tuple[str, ...] = ("unbiased", "consistent", "mle")
+"""How the point estimate is made: unbiased, Norm-Sub projected, or maximum likelihood."""
+METHODS: tuple[str, ...] = get_args(Method)
+"""Every :data:`Method`, in the order the CLI and the API list them."""
 
 
 def check_options(confidence: float, method: str, pooling: str) -> float:
     """Validate the options shared by every estimate; return the confidence as a float."""
     if isinstance(confidence, bool) or not isinstance(confidence, int | float):
-        raise ValueError("confidence must be a number in (0, 1)")
+        raise InvalidInput("confidence must be a number in (0, 1)")
     if not 0.0 < float(confidence) < 1.0:
-        raise ValueError("confidence must be strictly between 0 and 1")
+        raise InvalidInput("confidence must be strictly between 0 and 1")
     if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
+        raise InvalidInput(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
     if pooling not in POOLINGS:
-        raise ValueError(f"unknown pooling {pooling!r}: choose one of {', '.join(POOLINGS)}")
+        raise InvalidInput(f"unknown pooling {pooling!r}: choose one of {', '.join(POOLINGS)}")
     return float(confidence)
 
 
@@ -60,28 +63,28 @@ def period_arrays(
     rows: list[np.ndarray] = []
     for item in periods:
         if not isinstance(item, PeriodCounts):
-            raise ValueError("periods must be PeriodCounts")
+            raise InvalidInput("periods must be PeriodCounts")
         label = item.period
         if label in seen:
-            raise ValueError(f"period {label!r} appears more than once")
+            raise InvalidInput(f"period {label!r} appears more than once")
         seen.add(label)
         n = item.n
         if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
-            raise ValueError(f"period {label!r}: n must be a non-negative integer")
+            raise InvalidInput(f"period {label!r}: n must be a non-negative integer")
         counts = np.asarray(item.counts)
         if counts.shape != (k,):
-            raise ValueError(f"period {label!r}: expected {k} counts, got shape {counts.shape}")
+            raise InvalidInput(f"period {label!r}: expected {k} counts, got shape {counts.shape}")
         if counts.dtype.kind not in "iuf" or not np.all(np.isfinite(counts)):
-            raise ValueError(f"period {label!r}: counts must be integers")
+            raise InvalidInput(f"period {label!r}: counts must be integers")
         if counts.dtype.kind == "f" and not np.all(counts == np.round(counts)):
-            raise ValueError(f"period {label!r}: counts must be integers")
+            raise InvalidInput(f"period {label!r}: counts must be integers")
         counts = counts.astype(np.int64)
         if (counts < 0).any():
-            raise ValueError(f"period {label!r}: counts must be non-negative")
+            raise InvalidInput(f"period {label!r}: counts must be non-negative")
         if (counts > n).any():
-            raise ValueError(f"period {label!r}: a count exceeds the number of reports n={n}")
+            raise InvalidInput(f"period {label!r}: a count exceeds the number of reports n={n}")
         if is_krr(mechanism) and int(counts.sum()) != n:
-            raise ValueError(
+            raise InvalidInput(
                 f"period {label!r}: {mechanism.name} counts must sum to n={n} "
                 "(each report supports exactly one category)"
             )
@@ -156,8 +159,8 @@ def estimate(
     """Estimate every category's share over the given periods, with confidence intervals.
 
     ``simultaneous`` makes the intervals cover all categories jointly (Bonferroni);
-    ``pooling`` says how periods combine (see :mod:`.pooling`). Raises ``ValueError`` for
-    bad options or counts.
+    ``pooling`` says how periods combine (see :mod:`.pooling`). Raises
+    :class:`~deniable.client.errors.InvalidInput` for bad options or counts.
     """
     return estimate_with(
         mechanism, categories, periods, confidence, method, simultaneous, pooling, None
@@ -177,7 +180,7 @@ def estimate_with(
     """:func:`estimate`, with the point estimate optionally supplied by ``point_for``."""
     confidence = check_options(confidence, method, pooling)
     if len(categories) != mechanism.k:
-        raise ValueError(
+        raise InvalidInput(
             f"expected {mechanism.k} categories for this mechanism, got {len(categories)}"
         )
     n, counts = period_arrays(mechanism, periods)

@@ -15,11 +15,13 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import KRR, OLH, OLH_PRIME, OUE, Mechanism
 
 from .consistency import ibu
 from .frequency import Method, check_options, estimate_with
 from .pooling import Pooling
+from .reportfile import payload_columns
 from .results import Estimate, PeriodCounts
 from .support import index_support, olh_support, oue_bits
 
@@ -27,39 +29,34 @@ CHUNK_ROWS = 50_000
 """Rows per numpy block when oue payloads are decoded or olh hashes evaluated (bounds memory)."""
 
 
-def _payload_columns(mechanism: Mechanism) -> tuple[str, ...]:
-    """The columns that hold this mechanism's payload in an exported table."""
-    return ("a", "b", "y") if isinstance(mechanism, OLH) else ("payload",)
-
-
 def _load(mechanism: Mechanism, table: pl.DataFrame | str | Path) -> pl.DataFrame:
     """Read the table (or Parquet file) and check that it has what this mechanism needs."""
-    needed = ("period", *_payload_columns(mechanism))
+    needed = ("period", *payload_columns(mechanism.name))
     if isinstance(table, str | Path):
         columns = list(pl.read_parquet_schema(table))
     elif isinstance(table, pl.DataFrame):
         columns = table.columns
     else:
-        raise ValueError("reports must be a polars DataFrame or a Parquet file path")
+        raise InvalidInput("reports must be a polars DataFrame or a Parquet file path")
     missing = [c for c in needed if c not in columns]
     if missing:
-        raise ValueError(f"report table lacks column(s) {', '.join(missing)}")
+        raise InvalidInput(f"report table lacks column(s) {', '.join(missing)}")
     if isinstance(table, pl.DataFrame):
         frame = table.select(needed)
     else:
         frame = pl.scan_parquet(table).select(needed).collect()
     if frame.null_count().sum_horizontal().item():
-        raise ValueError("report table has missing (null) values")
+        raise InvalidInput("report table has missing (null) values")
     return frame.with_columns(pl.col("period").cast(pl.String))
 
 
 def _check_range(frame: pl.DataFrame, column: str, low: int, high: int) -> None:
     """Refuse a non-integer column or values outside [low, high], saying how many."""
     if frame.height and not frame[column].dtype.is_integer():
-        raise ValueError(f"report column {column!r} must be integers")
+        raise InvalidInput(f"report column {column!r} must be integers")
     bad = frame.filter((pl.col(column) < low) | (pl.col(column) > high)).height
     if bad:
-        raise ValueError(f"{bad} report(s) have {column} outside [{low}, {high}]")
+        raise InvalidInput(f"{bad} report(s) have {column} outside [{low}, {high}]")
 
 
 def _payloads_repeat(mechanism: Mechanism) -> bool:
@@ -73,7 +70,7 @@ def _payloads_repeat(mechanism: Mechanism) -> bool:
 
 def _compressed(mechanism: Mechanism, frame: pl.DataFrame) -> dict[str, pl.DataFrame]:
     """Per period, the (distinct, when they repeat) payloads with their multiplicity ``times``."""
-    columns = _payload_columns(mechanism)
+    columns = payload_columns(mechanism.name)
     if not _payloads_repeat(mechanism):
         rows = frame.with_columns(pl.lit(1, dtype=pl.Int64).alias("times"))
     else:
@@ -93,14 +90,14 @@ def _support_blocks(
     if isinstance(mechanism, OUE):
         width = 4 * ((mechanism.n_bytes + 2) // 3)
         if (part["payload"].str.len_bytes() != width).any():
-            raise ValueError(f"oue payloads must be {width} base64 characters for k={k}")
+            raise InvalidInput(f"oue payloads must be {width} base64 characters for k={k}")
         for start in range(0, part.height, CHUNK_ROWS):
             chunk = part["payload"].slice(start, CHUNK_ROWS)
             text = chunk.str.join("").item().encode("ascii")
             encoded = np.frombuffer(text, dtype=np.uint8).reshape(chunk.len(), width)
             bits = oue_bits(encoded, 8 * mechanism.n_bytes)
             if bits[:, k:].any():
-                raise ValueError(f"an oue payload sets bits past k={k}")
+                raise InvalidInput(f"an oue payload sets bits past k={k}")
             yield bits[:, :k], times[start : start + chunk.len()]
         return
     a, b, y = (part[c].to_numpy() for c in ("a", "b", "y"))
@@ -119,7 +116,7 @@ def _validate(mechanism: Mechanism, frame: pl.DataFrame) -> None:
         _check_range(frame, "b", 0, OLH_PRIME - 1)
         _check_range(frame, "y", 0, mechanism.g - 1)
     elif frame.height and frame["payload"].dtype != pl.String:
-        raise ValueError("oue report column 'payload' must be base64 strings")
+        raise InvalidInput("oue report column 'payload' must be base64 strings")
 
 
 def report_counts(mechanism: Mechanism, table: pl.DataFrame | str | Path) -> list[PeriodCounts]:
@@ -170,7 +167,8 @@ def estimate_reports(
 
     ``method="mle"`` for oue/olh keeps every distinct report's support row (n x k bytes) and
     runs the accelerated EM over them, O(n k) per iteration; the other methods need only counts.
-    Raises ``ValueError`` naming the problem for a missing column, a null, or a bad payload.
+    Raises :class:`~deniable.client.errors.InvalidInput` naming the problem for a missing
+    column, a null, or a bad payload.
     """
     check_options(confidence, method, pooling)
     exact_mle = method == "mle" and isinstance(mechanism, OUE | OLH)

@@ -1,7 +1,8 @@
 """The value types of deniable's estimators: per-period sufficient statistics and estimates.
 
-They are plain frozen dataclasses so that the collector, the CLI and the tests share one shape;
-:meth:`Estimate.to_dict` is the JSON document the HTTP API and ``deniable estimate`` print.
+They are plain frozen dataclasses so that the collector, the CLI and the tests share one shape
+(pydantic reads them as they are, so they also describe the HTTP API's answers); the documents
+the API and ``deniable estimate`` print wrap an :class:`Estimate` (:mod:`.documents`).
 """
 
 from __future__ import annotations

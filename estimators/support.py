@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import KRR, OLH, OLH_PRIME, OUE, Mechanism, Payload
 
 _B64_ALPHABET = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -22,19 +23,19 @@ def oue_bits(encoded: np.ndarray, k: int) -> np.ndarray:
     """Decode equal-length base64 payloads, given as a (m, length) uint8 array of ASCII codes.
 
     Returns the (m, k) bool matrix of their bits, bit v = (byte[v // 8] >> (v % 8)) & 1.
-    Raises ``ValueError`` if a character is not standard base64.
+    Raises :class:`~deniable.client.errors.InvalidInput` if a character is not standard base64.
     """
     m, length = encoded.shape
     n_bytes = (k + 7) // 8
     pad = length // 4 * 3 - n_bytes
     if length % 4 or not 0 <= pad <= 2:
-        raise ValueError(f"oue payloads must encode exactly {n_bytes} bytes for k={k}")
+        raise InvalidInput(f"oue payloads must encode exactly {n_bytes} bytes for k={k}")
     is_pad = encoded == ord("=")
     if is_pad[:, : length - pad].any() or not is_pad[:, length - pad :].all():
-        raise ValueError(f"oue payloads must encode exactly {n_bytes} bytes for k={k}")
+        raise InvalidInput(f"oue payloads must encode exactly {n_bytes} bytes for k={k}")
     sextets = _B64_VALUE[encoded]
     if (sextets == 255).any():
-        raise ValueError("oue payload is not standard base64")
+        raise InvalidInput("oue payload is not standard base64")
     c = sextets.reshape(m, length // 4, 4).astype(np.uint8)
     raw = np.empty((m, length // 4, 3), dtype=np.uint8)
     raw[:, :, 0] = (c[:, :, 0] << 2) | (c[:, :, 1] >> 4)
@@ -82,4 +83,4 @@ def support_matrix(mechanism: Mechanism, payloads: Sequence[Payload]) -> np.ndar
     if isinstance(mechanism, OLH):
         triples = np.array([(p["a"], p["b"], p["y"]) for p in payloads], dtype=np.int64)  # type: ignore[index]
         return olh_support(mechanism, triples[:, 0], triples[:, 1], triples[:, 2])
-    raise ValueError(f"no support rule for mechanism {mechanism.name!r}")
+    raise TypeError(f"no support rule for mechanism {mechanism.name!r}")

@@ -1,5 +1,6 @@
 """A small but real collector-shaped HTTP server for the client tests, with fault injection,
-and a launcher for the real collector (``deniable serve``) for end-to-end runs.
+and canned answers for tests that drive the client through ``httpx.MockTransport`` instead.
+(The real collector for end-to-end runs is ``tests.support.real_collector``.)
 
 It serves ``GET /v1/metrics`` and ``POST /v1/reports`` (validating each report against the
 specs with the shared mechanisms, de-duplicating by id) on loopback, and can answer 503
@@ -12,10 +13,7 @@ upload until the test releases it, serve specs of the test's choosing, or be dow
 from __future__ import annotations
 
 import json
-import socket
 import ssl
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -27,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx
 from deniable.client import Client, MetricSpec
 from deniable.client.spec import period_start
 
@@ -38,6 +37,35 @@ PROXY_PAGE = (
 )
 """The page a proxy answers with (nginx's shape)."""
 PROXY_NOTES = {400: "<center>The plain HTTP request was sent to HTTPS port</center>"}
+
+
+def proxy_page(status: int) -> bytes:
+    """The HTML page a proxy in front of the collector answers ``status`` with."""
+    phrase, note = HTTPStatus(status).phrase, PROXY_NOTES.get(status, "")
+    return PROXY_PAGE.format(status=status, phrase=phrase, note=note).encode()
+
+
+def proxy_answer(status: int) -> httpx.Response:
+    """A proxy's HTML answer, for an ``httpx.MockTransport`` handler."""
+    return httpx.Response(status, content=proxy_page(status), headers={"Content-Type": "text/html"})
+
+
+def problem_answer(
+    status: int, detail: Any, headers: dict[str, str] | None = None
+) -> httpx.Response:
+    """The collector's JSON problem document, for an ``httpx.MockTransport`` handler."""
+    return httpx.Response(status, json={"detail": detail}, headers=headers)
+
+
+def reports_in(request: httpx.Request) -> list[dict[str, Any]]:
+    """The reports an upload request carries."""
+    reports: list[dict[str, Any]] = json.loads(request.content)["reports"]
+    return reports
+
+
+def accept_answer(request: httpx.Request) -> httpx.Response:
+    """The collector's answer to an upload it takes whole, none of it seen before."""
+    return httpx.Response(202, json={"accepted": len(reports_in(request)), "duplicates": 0})
 
 
 class StubCollector:
@@ -226,8 +254,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer_html(self, status: int) -> None:
         """Answer as a proxy would: an HTML page, no JSON."""
-        phrase, note = HTTPStatus(status).phrase, PROXY_NOTES.get(status, "")
-        data = PROXY_PAGE.format(status=status, phrase=phrase, note=note).encode()
+        data = proxy_page(status)
         self.collector.statuses.append(status)  # noted first: a client never counts it sooner
         self.send_response(status)
         self.send_header("Content-Type", "text/html")
@@ -280,50 +307,3 @@ def fast_client(url: str | list[str], state_dir: Path, **kwargs: Any) -> Client:
     }
     options.update(kwargs)
     return Client(url, state_dir=state_dir, **options)
-
-
-def free_port() -> int:
-    """A loopback port with nothing listening on it (for a collector that is down)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-ADMIN_TOKEN = "client-tests-admin-token"
-
-
-@contextmanager
-def real_collector(
-    metrics: Sequence[MetricSpec], directory: Path, *, ingest_key: str | None = None
-) -> Iterator[str]:
-    """The real collector (``deniable serve`` on SQLite in ``directory``) in a subprocess on
-    loopback, with ``metrics`` registered; yields its URL. Admin calls use ``ADMIN_TOKEN``."""
-    import httpx
-
-    port = free_port()
-    command = [sys.executable, "-m", "deniable.cli.main", "serve", "--port", str(port)]
-    command += ["--database", f"sqlite:///{directory}/collector.db", "--admin-token", ADMIN_TOKEN]
-    if ingest_key:
-        command += ["--ingest-key", ingest_key]
-    server = subprocess.Popen([*command, "--log-level", "warning"])
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the collector did not start") from None
-                time.sleep(0.1)
-        for spec in metrics:
-            httpx.post(
-                f"{url}/v1/metrics",
-                json=spec.to_dict(),
-                headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
-            ).raise_for_status()
-        yield url
-    finally:
-        server.terminate()
-        server.wait(timeout=10)

@@ -9,7 +9,7 @@ import sys
 import time
 
 from click.testing import CliRunner
-from deniable.cli.demo import DEMO_TRUTH
+from deniable.cli.commands.demo import DEMO_TRUTH
 from deniable.cli.main import cli
 
 SEED = 2026

@@ -5,7 +5,6 @@ from __future__ import annotations
 import http.server
 import json
 import math
-import socket
 import subprocess
 import sys
 import threading
@@ -17,11 +16,11 @@ import polars as pl
 import pytest
 from click.testing import CliRunner
 from deniable.cli.main import cli
-from deniable.cli.offline import SPEC_METADATA_KEY
-from deniable.cli.reportframe import frame_of
 from deniable.client import MetricSpec, SeededRandomness
-from deniable.estimators import estimate_reports
+from deniable.estimators import SPEC_METADATA_KEY, estimate_reports, frame_of
 from scipy.stats import norm
+
+from tests.support import free_port
 
 CATEGORIES = ["a", "b", "c", "d"]
 TRUTH = [0.5, 0.3, 0.2, 0.0]
@@ -338,12 +337,6 @@ def test_bad_dates_are_usage_errors_or_one_line(tmp_path: Path) -> None:
     assert run("retention", "--before", "someday", "--yes").exit_code == 2
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def test_unreachable_collector_is_one_line() -> None:
     url = f"http://127.0.0.1:{free_port()}"
     for args in (
@@ -585,14 +578,15 @@ def test_offline_series_refuses_more_periods_than_the_collector(tmp_path: Path) 
     ],
 )
 def test_range_size_is_counted_exactly(kind: str, start: str, end: str) -> None:
-    from deniable.cli.errors import CliError
-    from deniable.cli.periods import check_range_size, max_range_periods
+    from deniable.cli.periods import check_range_size
+    from deniable.client.errors import InvalidInput
     from deniable.client.spec import period_count, period_range
+    from deniable.collector.settings import MAX_RANGE_PERIODS
 
     labels = period_range(kind, start, end)
     assert period_count(kind, start, end) == len(labels)
-    limit = max_range_periods()
+    limit = MAX_RANGE_PERIODS
     check_range_size(kind, labels[0], labels[min(limit, len(labels)) - 1])
     if len(labels) > limit:
-        with pytest.raises(CliError, match="more than"):
+        with pytest.raises(InvalidInput, match="more than"):
             check_range_size(kind, labels[0], labels[limit])

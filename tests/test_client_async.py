@@ -6,7 +6,9 @@ import asyncio
 from pathlib import Path
 
 from deniable.client import AsyncClient, MetricSpec
-from stub_collector import free_port, running
+
+from tests.stub_collector import running
+from tests.support import free_port
 
 SPECS = [
     MetricSpec.boolean("dark_mode", epsilon=0.5),

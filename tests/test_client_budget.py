@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 from deniable.client import Client, MetricSpec, PrivacySpent, SeededRandomness
 from deniable.client.outbox import DB_NAME
-from stub_collector import StubCollector, fast_client, free_port, running
+
+from tests.stub_collector import StubCollector, fast_client, running
+from tests.support import free_port
 
 BOOL = MetricSpec.boolean("dark_mode", epsilon=0.5)
 KRR4 = MetricSpec.categorical("browser", ["chrome", "firefox", "safari", "other"], epsilon=0.1)

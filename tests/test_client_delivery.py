@@ -1,4 +1,8 @@
-"""Delivery by the client SDK over real HTTP on loopback: batching, retries, dedup, failover."""
+"""Delivery by the client SDK: batching, retries, dedup, failover.
+
+Over real HTTP on loopback against the stub collector, except where canned answers are all a
+test needs: those drive the client through ``httpx.MockTransport`` with a function.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +15,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from deniable.client import Client, MetricSpec
-from stub_collector import StubCollector, fast_client, free_port, running
+
+from tests.stub_collector import (
+    StubCollector,
+    accept_answer,
+    fast_client,
+    problem_answer,
+    reports_in,
+    running,
+)
+from tests.support import free_port
 
 SPECS = [
     MetricSpec.boolean("dark_mode", epsilon=0.5),
@@ -22,6 +36,8 @@ SPECS = [
     MetricSpec.categorical("font", [f"f{i}" for i in range(20)], epsilon=2.0, mechanism="oue"),
 ]
 DAY0 = dt.datetime(2026, 11, 1, 12, tzinfo=dt.UTC)
+CANNED_URL = "http://collector.test"
+"""The collector URL of a client whose answers come from an ``httpx.MockTransport``."""
 
 
 @pytest.fixture
@@ -62,17 +78,27 @@ def test_batches_hold_at_most_batch_size_reports_in_the_wire_format(
     assert client.stats.queued == 0
 
 
-def test_503_is_retried_with_backoff_until_accepted(
-    collector: StubCollector, tmp_path: Path
-) -> None:
-    collector.fail_503 = 3
-    client = make_client(collector.url, tmp_path, max_reports_per_period=10)
+def test_503_is_retried_with_backoff_until_accepted(tmp_path: Path) -> None:
+    statuses: list[int] = []
+    delivered: list[str] = []
+
+    def collector(request: httpx.Request) -> httpx.Response:
+        if len(statuses) < 3:
+            statuses.append(503)
+            return problem_answer(503, "unavailable")
+        statuses.append(202)
+        delivered.extend(report["id"] for report in reports_in(request))
+        return accept_answer(request)
+
+    client = make_client(
+        CANNED_URL, tmp_path, max_reports_per_period=10, transport=httpx.MockTransport(collector)
+    )
     record_many(client, 10)
     assert client.flush(timeout=10)
     client.close()
-    assert len(collector.stored) == 10
-    assert collector.statuses[:4] == [503, 503, 503, 202]
-    assert client.stats.retries == 3
+    assert len(set(delivered)) == len(delivered) == 10
+    assert statuses == [503, 503, 503, 202]
+    assert (client.stats.retries, client.stats.delivered, client.stats.queued) == (3, 10, 0)
 
 
 def test_429_waits_at_least_retry_after(collector: StubCollector, tmp_path: Path) -> None:
@@ -164,10 +190,10 @@ def test_fails_over_to_the_next_collector_url(collector: StubCollector, tmp_path
 
 
 def test_a_refused_batch_is_dropped_counted_and_logged_without_values(
-    collector: StubCollector, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    collector.reject_all = True
-    client = make_client(collector.url, tmp_path, max_reports_per_period=3)
+    refuse = httpx.MockTransport(lambda request: problem_answer(422, "refused by the test"))
+    client = make_client(CANNED_URL, tmp_path, max_reports_per_period=3, transport=refuse)
     record_many(client, 3)
     with caplog.at_level(logging.WARNING, logger="deniable.client"):
         assert client.flush(timeout=10)
@@ -218,19 +244,28 @@ def test_a_404_url_fails_over_to_the_next_url_which_delivers(
 
 
 @pytest.mark.parametrize("status", [403, 405])
-def test_a_proxy_refusing_the_route_keeps_the_reports(
-    collector: StubCollector, tmp_path: Path, status: int
-) -> None:
-    collector.answer_status = status
-    client = make_client(collector.url, tmp_path, max_reports_per_period=3)
+def test_a_proxy_refusing_the_route_keeps_the_reports(tmp_path: Path, status: int) -> None:
+    refusing = [True]
+    delivered: list[str] = []
+
+    def collector(request: httpx.Request) -> httpx.Response:
+        if refusing[0]:
+            return problem_answer(status, "set by the test")
+        delivered.extend(report["id"] for report in reports_in(request))
+        return accept_answer(request)
+
+    client = make_client(
+        CANNED_URL, tmp_path, max_reports_per_period=3, transport=httpx.MockTransport(collector)
+    )
     record_many(client, 3)
     assert client.flush(timeout=0.3) is False
     assert (client.stats.queued, client.stats.dropped_rejected) == (3, 0)
     assert client.stats.refused >= 1
-    collector.answer_status = None
+    refusing[0] = False
     assert client.flush(timeout=10)
     client.close()
-    assert len(collector.stored) == 3
+    assert len(set(delivered)) == len(delivered) == 3
+    assert (client.stats.delivered, client.stats.queued) == (3, 0)
 
 
 def test_specs_are_fetched_then_cached_for_an_offline_start(

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 from deniable.client import Client, MetricSpec
-from stub_collector import StubCollector, running
+
+from tests.stub_collector import StubCollector, running
 
 SPECS = [
     MetricSpec.boolean("dark_mode", epsilon=0.5),

@@ -22,7 +22,8 @@ from deniable.client.randomness import (
     system_randomness,
     uuid4_texts,
 )
-from stub_collector import fast_client, running
+
+from tests.stub_collector import fast_client, running
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX only")
 
@@ -110,7 +111,7 @@ def test_a_client_records_reports_with_different_ids_in_parent_and_child(tmp_pat
             for _ in range(N):
                 assert client.record("browser", "safari")
             # the child has no persister thread, so its new reports are the last in memory
-            return [report[0] for report in list(client._pending)[-N:]]
+            return [report[0] for report in list(client._recorder.pending)[-N:]]
 
         _, child_ids = in_parent_and_child(record)
         assert client.flush(timeout=10)

@@ -18,10 +18,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from deniable.client import AsyncClient, Client, MetricSpec
-from deniable.client import sdk as client_sdk
-from deniable.client.sdk import DEFAULT_MAX_EPSILON, SPECS_FILE
-from stub_collector import fast_client, free_port, running
+from deniable.client import AsyncClient, Client, MetricSpec, specsource
+from deniable.client.specsource import DEFAULT_MAX_EPSILON, SPECS_FILE
+
+from tests.stub_collector import fast_client, running
+from tests.support import free_port
 
 CATEGORIES = ["chrome", "firefox", "safari", "other"]
 BROWSER = MetricSpec.categorical("browser", CATEGORIES, epsilon=1.0, mechanism="krr")
@@ -62,7 +63,7 @@ def cached_fingerprints(state_dir: Path) -> dict[str, str]:
 def test_a_changed_spec_for_a_known_metric_is_refused_and_the_accepted_one_kept(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(client_sdk, "SPEC_REFRESH_SECONDS", 0.0)  # refetch on every unknown
+    monkeypatch.setattr(specsource, "SPEC_REFRESH_SECONDS", 0.0)  # refetch on every unknown
     with running(SPECS) as stub, caplog.at_level(logging.INFO, logger="deniable.client"):
         honest = fast_client(stub.url, tmp_path)
         assert honest.metrics == {"browser": BROWSER, "dark_mode": DARK_MODE}

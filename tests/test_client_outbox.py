@@ -6,11 +6,12 @@ import json
 from pathlib import Path
 
 from deniable.client.ledger import LedgerDelta
-from deniable.client.outbox import Outbox, Report, split_reports
+from deniable.client.outbox import Outbox, QueuedReport
 from deniable.client.randomness import uuid4_texts
+from deniable.client.wire import split_reports
 
 
-def reports(n: int) -> list[Report]:
+def reports(n: int) -> list[QueuedReport]:
     payloads: list[object] = [3, "AQI=", {"a": 5, "b": 7, "y": 1}]
     return [
         (rid, "m", "0123456789abcdef", "2026-11-22", payloads[i % 3])  # type: ignore[misc]

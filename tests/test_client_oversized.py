@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ADMIN_TOKEN, TEST_NOW, RunningCollector, collector_settings, register
-from conftest import INGEST_KEY as REAL_INGEST_KEY
 from deniable.client import AsyncClient, Client, MetricSpec
-from stub_collector import StubCollector, fast_client, running
+
+from tests.stub_collector import StubCollector, fast_client, running
+from tests.support import ADMIN_TOKEN, TEST_NOW, RunningCollector, collector_settings, register
+from tests.support import INGEST_KEY as REAL_INGEST_KEY
 
 BROWSER = MetricSpec.categorical("browser", ["chrome", "firefox", "safari", "other"], epsilon=1.0)
 BIG = MetricSpec.categorical("big", [f"v{i}" for i in range(8000)], epsilon=1.0, mechanism="oue")

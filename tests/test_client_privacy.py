@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 from deniable.client import Client, MetricSpec
-from stub_collector import running
+
+from tests.stub_collector import running
 
 MARK = f"zqx{uuid.uuid4().hex[:12]}"
 NAMES = [f"{MARK}-{word}" for word in ("alpha", "beta", "gamma", "delta", "epsilon")]

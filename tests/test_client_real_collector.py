@@ -11,7 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 from deniable.client import Client, MetricSpec
-from stub_collector import ADMIN_TOKEN, free_port, real_collector
+
+from tests.support import ADMIN_TOKEN, free_port, real_collector
 
 SPECS = [
     MetricSpec.boolean("dark_mode", epsilon=0.5),

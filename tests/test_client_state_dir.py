@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 from deniable.client import AsyncClient, Client, MetricSpec, StateDirInUseError
-from stub_collector import fast_client, free_port
+
+from tests.stub_collector import fast_client
+from tests.support import free_port
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the lock needs fcntl")
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 from deniable.client import MetricSpec, transport
-from stub_collector import fast_client, running
+
+from tests.stub_collector import fast_client, running
 
 SPECS = [MetricSpec.boolean("dark_mode", epsilon=1.0)]
 

@@ -5,28 +5,17 @@ document) and which keep it for a retry."""
 from __future__ import annotations
 
 import email.utils
-import json
 import math
 import random
 import time
-from collections.abc import Iterator
 
+import httpx
 import pytest
-from deniable.client.outbox import Chunk, report_json
-from deniable.client.transport import (
-    MAX_RETRY_AFTER,
-    Transport,
-    _bad_indices,
-    encode_batch,
-    parse_retry_after,
-)
-from stub_collector import StubCollector, running
+from deniable.client.transport import MAX_RETRY_AFTER, Transport, _bad_indices, parse_retry_after
 
+from tests.stub_collector import problem_answer, proxy_answer
 
-@pytest.fixture(scope="module")
-def stub() -> Iterator[StubCollector]:
-    with running() as collector:
-        yield collector
+URL, SPARE = "http://collector.test", "http://spare.test"
 
 
 def test_backoff_is_full_jitter_under_an_exponential_cap() -> None:
@@ -104,36 +93,6 @@ def test_collector_urls_must_be_http() -> None:
         Transport([], ingest_key=None, timeout=1.0)
 
 
-def test_encoded_batches_are_the_wire_format() -> None:
-    items = [
-        report_json(
-            ("6f1c0a52-6a4e-4bb1-9d55-0a0d3f1f0c11", "m", "0123456789abcdef", "2026-W47", 1)
-        ),
-        report_json(
-            ("7f1c0a52-6a4e-4bb1-9d55-0a0d3f1f0c11", "m", "0123456789abcdef", "2026-11", "AQ==")
-        ),
-    ]
-    body = json.loads(encode_batch([Chunk(1, 1, items[0]), Chunk(2, 1, items[1])]))
-    assert body == {
-        "reports": [
-            {
-                "id": "6f1c0a52-6a4e-4bb1-9d55-0a0d3f1f0c11",
-                "metric": "m",
-                "fingerprint": "0123456789abcdef",
-                "period": "2026-W47",
-                "payload": 1,
-            },
-            {
-                "id": "7f1c0a52-6a4e-4bb1-9d55-0a0d3f1f0c11",
-                "metric": "m",
-                "fingerprint": "0123456789abcdef",
-                "period": "2026-11",
-                "payload": "AQ==",
-            },
-        ]
-    }
-
-
 @pytest.mark.parametrize(
     ("status", "kind", "refused"),
     [
@@ -151,35 +110,29 @@ def test_encoded_batches_are_the_wire_format() -> None:
     ],
 )
 def test_only_400_413_and_422_judge_the_batch_other_answers_fail_over(
-    stub: StubCollector, status: int, kind: str, refused: bool
+    status: int, kind: str, refused: bool
 ) -> None:
-    stub.answer_status = status
-    spare = "http://127.0.0.1:9"
-    transport = Transport([stub.url, spare], ingest_key=None, timeout=2.0)
+    answer = httpx.MockTransport(lambda request: problem_answer(status, "set by the test"))
+    transport = Transport([URL, SPARE], ingest_key=None, timeout=2.0, transport=answer)
     try:
         result = transport.send(b'{"reports":[]}', 0)
     finally:
         transport.close()
-        stub.answer_status = None
     assert (result.kind, result.status, result.refused) == (kind, status, refused)
-    assert transport.url == (stub.url if kind == "rejected" else spare)
+    assert transport.url == (URL if kind == "rejected" else SPARE)
 
 
-def test_a_400_or_422_without_the_collectors_problem_document_fails_over(
-    stub: StubCollector,
-) -> None:
+def test_a_400_or_422_without_the_collectors_problem_document_fails_over() -> None:
     """A proxy's HTML 400 or 422 says nothing about the reports; its 413 still means too large."""
-    spare = "http://127.0.0.1:9"
     outcomes = {}
     for status in (400, 422, 413):
-        stub.proxy_status = status
-        transport = Transport([stub.url, spare], ingest_key=None, timeout=2.0)
+        answer = httpx.MockTransport(lambda request, status=status: proxy_answer(status))
+        transport = Transport([URL, SPARE], ingest_key=None, timeout=2.0, transport=answer)
         try:
             result = transport.send(b'{"reports":[]}', 0)
         finally:
             transport.close()
-            stub.proxy_status = None
-        outcomes[status] = (result.kind, result.refused, transport.url == spare)
+        outcomes[status] = (result.kind, result.refused, transport.url == SPARE)
     assert outcomes == {
         400: ("retry", True, True),
         422: ("retry", True, True),

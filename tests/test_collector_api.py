@@ -15,7 +15,9 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import (
+from deniable.client import MetricSpec
+
+from tests.support import (
     ADMIN_TOKEN,
     INGEST_KEY,
     DatabaseFactory,
@@ -25,7 +27,6 @@ from conftest import (
     register,
     unique_name,
 )
-from deniable.client import MetricSpec
 
 TODAY = "2026-11-21"
 
@@ -648,7 +649,7 @@ def test_no_header_or_address_reaches_the_database_or_logs(
 
 
 def test_ingest_key_is_not_needed_when_none_is_configured(databases: Any, backend: str) -> None:
-    from conftest import collector_settings
+    from tests.support import collector_settings
 
     server = RunningCollector(
         collector_settings(databases.new(backend), ingest_key=None, admin_token=None)

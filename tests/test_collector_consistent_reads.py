@@ -12,8 +12,9 @@ from __future__ import annotations
 import threading
 
 import httpx
-from conftest import RunningCollector, make_reports, register, unique_name
 from deniable.client import MetricSpec
+
+from tests.support import RunningCollector, make_reports, register, unique_name
 
 
 def test_estimates_during_ingestion_always_succeed(

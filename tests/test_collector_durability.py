@@ -9,11 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -22,67 +17,21 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from conftest import ADMIN_TOKEN, INGEST_KEY, DatabaseFactory
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.collector.storage.engine import normalize_url
 from deniable.collector.storage.tables import period_counts, reports, support_counts
 from sqlalchemy import create_engine, select
 
+from tests.support import (
+    ADMIN_TOKEN,
+    INGEST_KEY,
+    CollectorProcess,
+    DatabaseFactory,
+    collector_settings,
+)
+
 BATCH = 200
 WORKERS = 4
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class CollectorProcess:
-    """``python -m deniable.collector`` in a child process on a free loopback port."""
-
-    def __init__(self, database_url: str, log: Path) -> None:
-        self.database_url = database_url
-        self.log = log
-        self.process: subprocess.Popen[bytes] | None = None
-        self.url = ""
-
-    def start(self) -> None:
-        port = free_port()
-        self.url = f"http://127.0.0.1:{port}"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
-        env.update(
-            DENIABLE_DATABASE_URL=self.database_url,
-            DENIABLE_ADMIN_TOKEN=ADMIN_TOKEN,
-            DENIABLE_INGEST_KEY=INGEST_KEY,
-        )
-        with self.log.open("ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "deniable.collector", "--port", str(port)],
-                env=env,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        deadline = time.monotonic() + 60
-        with httpx.Client(timeout=1, trust_env=False) as client:
-            while time.monotonic() < deadline:
-                assert self.process.poll() is None, self.log.read_text()
-                try:
-                    if client.get(f"{self.url}/healthz").status_code == 200:
-                        return
-                except httpx.HTTPError:
-                    time.sleep(0.05)
-        raise AssertionError("collector did not start: " + self.log.read_text())
-
-    def kill(self) -> None:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=30)
 
 
 def stored_state(database_url: str) -> tuple[dict[str, str], int, Counter[int]]:
@@ -106,8 +55,7 @@ def test_sigkill_during_ingestion_loses_no_acknowledged_report_and_counts_once(
     databases: DatabaseFactory, backend: str, tmp_path: Path
 ) -> None:
     url = databases.new(backend)
-    server = CollectorProcess(url, tmp_path / "collector.log")
-    server.start()
+    server = CollectorProcess(collector_settings(url), tmp_path).start()
     spec = MetricSpec.categorical("crash", ["a", "b", "c", "d"], epsilon=1.0, mechanism="krr")
     headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
     response = httpx.post(

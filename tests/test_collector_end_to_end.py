@@ -12,9 +12,10 @@ import uuid
 
 import httpx
 import pytest
-from conftest import RunningCollector, register, unique_name
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.client.spec import period_label
+
+from tests.support import RunningCollector, make_reports, register, unique_name
 
 N = 12_000
 SHARES = (0.46, 0.27, 0.17, 0.07, 0.03)
@@ -68,18 +69,8 @@ def test_truth_lies_inside_the_simultaneous_99_percent_intervals(
         )
         categories, values = CATEGORIES, population(N, SHARES)
     spec = register(admin, spec)
-    rng = SeededRandomness(SEEDS[mechanism])
     today = server_day(collector)
-    reports = [
-        {
-            "id": str(uuid.uuid4()),
-            "metric": spec.name,
-            "fingerprint": spec.fingerprint,
-            "period": today,
-            "payload": spec.randomizer.randomize(value, rng),
-        }
-        for value in values
-    ]
+    reports = make_reports(spec, values, today, seed=SEEDS[mechanism])
     assert upload(uploader, reports) == N
     for method in ("unbiased", "consistent", "mle"):
         response = admin.get(

@@ -7,8 +7,16 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import ADMIN_TOKEN, INGEST_KEY, RunningCollector, make_reports, register, unique_name
 from deniable.client import MetricSpec
+
+from tests.support import (
+    ADMIN_TOKEN,
+    INGEST_KEY,
+    RunningCollector,
+    make_reports,
+    register,
+    unique_name,
+)
 
 DAYS = ["2026-11-18", "2026-11-19", "2026-11-20", "2026-11-21"]
 

@@ -7,24 +7,19 @@ is involved) or the real ``deniable serve`` command.
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 
 import httpx
 import pytest
 from click.testing import CliRunner
-from conftest import (
-    RunningCollector,
-    collector_settings,
-    register,
-    unique_name,
-)
 from deniable.cli.main import cli
 from deniable.client import MetricSpec
 from deniable.client.mechanisms import MAX_CATEGORIES, MAX_KRR_CATEGORIES
 from deniable.collector import Settings
 from deniable.collector.settings import MIN_TOKEN_LENGTH
 from pydantic import ValidationError
+
+from tests.support import RunningCollector, collector_settings, free_port, register, unique_name
 
 # ---------------------------------------------------------------- readiness
 
@@ -40,11 +35,8 @@ def test_readiness_follows_the_database_while_liveness_does_not(
 
 
 def test_readiness_is_503_while_the_database_is_unreachable(tmp_path: Path) -> None:
-    with socket.socket() as probe:  # a port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     settings = collector_settings(
-        f"postgresql://postgres@127.0.0.1:{port}/nowhere", migrate_on_start=False
+        f"postgresql://postgres@127.0.0.1:{free_port()}/nowhere", migrate_on_start=False
     )
     server = RunningCollector(settings).start()
     try:

@@ -8,7 +8,6 @@ documented ``Report`` model does, with the same error types and locations.
 from __future__ import annotations
 
 import base64
-import random
 import string
 from typing import Any
 
@@ -19,6 +18,8 @@ from deniable.collector.validation import canonical_check
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
+
+from tests.support import FastRandomness
 
 MECHANISMS = [make_mechanism(name, k, 1.0) for name, k in [("oue", 100), ("oue", 8), ("oue", 3)]]
 MECHANISMS += [make_mechanism("krr", 5, 1.0), make_mechanism("brr", 2, 1.0)]
@@ -55,18 +56,9 @@ def test_canonical_check_accepts_only_what_parse_payload_returns_unchanged(
 
 @pytest.mark.parametrize("mechanism", MECHANISMS, ids=repr)
 def test_canonical_check_takes_the_randomized_payloads(mechanism: Any) -> None:
-    rng = random.Random(3)
-
-    class Source:
-        random = rng.random
-        randbelow = rng.randrange
-
-        @staticmethod
-        def token_bytes(n: int) -> bytes:
-            return rng.randbytes(n)
-
+    source = FastRandomness(3)
     check = canonical_check(mechanism)
-    reports = [mechanism.randomize(rng.randrange(mechanism.k), Source()) for _ in range(200)]
+    reports = [mechanism.randomize(source.randbelow(mechanism.k), source) for _ in range(200)]
     assert all(check(p) for p in reports)
 
 

@@ -14,7 +14,6 @@ from typing import Any
 import httpx
 import pytest
 import schemathesis
-from conftest import ADMIN_TOKEN, INGEST_KEY, TEST_NOW, RunningCollector, register, unique_name
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.client.spec import period_label
 from deniable.collector.storage.engine import normalize_url
@@ -25,6 +24,8 @@ from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 from schemathesis.checks import not_a_server_error
 from sqlalchemy import create_engine, select
+
+from tests.support import ADMIN_TOKEN, INGEST_KEY, TEST_NOW, RunningCollector, register, unique_name
 
 FUZZ_SETTINGS = settings(
     max_examples=30,

@@ -24,7 +24,10 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from conftest import (
+from deniable.client import MetricSpec
+from deniable.collector.serve import MAX_HEADER_BYTES, fit_file_limit
+
+from tests.support import (
     ADMIN_TOKEN,
     INGEST_KEY,
     DatabaseFactory,
@@ -34,8 +37,6 @@ from conftest import (
     register,
     unique_name,
 )
-from deniable.client import MetricSpec
-from deniable.collector.serve import MAX_HEADER_BYTES, fit_file_limit
 
 TODAY = "2026-11-21"
 STALLED_REQUEST = b"POST /v1/reports HTTP/1.1\r\nHost: x\r\n"

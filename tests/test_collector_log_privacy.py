@@ -16,7 +16,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import (
+from deniable.client import MetricSpec
+from deniable.collector.storage.engine import normalize_url
+from sqlalchemy import create_engine, make_url, text
+
+from tests.support import (
     ADMIN_TOKEN,
     TEST_NOW,
     RunningCollector,
@@ -25,9 +29,6 @@ from conftest import (
     register,
     unique_name,
 )
-from deniable.client import MetricSpec
-from deniable.collector.storage.engine import normalize_url
-from sqlalchemy import create_engine, make_url, text
 
 TODAY = TEST_NOW.date().isoformat()
 LOUD_LOGGERS = ("sqlalchemy", "uvicorn", "uvicorn.error", "uvicorn.access")

@@ -10,7 +10,17 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from conftest import (
+from deniable.client import MetricSpec
+from deniable.collector import migrate
+from deniable.collector.storage import open_database
+from deniable.collector.storage.engine import normalize_url
+from deniable.collector.storage.ingest import payload_text
+from deniable.collector.storage.migrator import alembic_config, run_locked
+from deniable.collector.storage.queries import register_spec
+from deniable.collector.storage.tables import metadata, reports
+from sqlalchemy import Connection, create_engine, select, text
+
+from tests.support import (
     INGEST_KEY,
     TEST_NOW,
     DatabaseFactory,
@@ -18,15 +28,6 @@ from conftest import (
     collector_settings,
     make_reports,
 )
-from deniable.client import MetricSpec
-from deniable.collector import migrate
-from deniable.collector.storage import open_database
-from deniable.collector.storage.engine import normalize_url
-from deniable.collector.storage.ingest import payload_text
-from deniable.collector.storage.queries import register_spec
-from deniable.collector.storage.schema import alembic_config, run_locked
-from deniable.collector.storage.tables import metadata, reports
-from sqlalchemy import Connection, create_engine, select, text
 
 STORED = 12_345
 """More than one chunk of the SQLite copy (10,000 rows)."""

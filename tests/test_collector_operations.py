@@ -12,7 +12,16 @@ import httpx
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from conftest import (
+from deniable.client import MetricSpec
+from deniable.collector import RefusedToServe, Settings, migrate
+from deniable.collector.serve import check_exposure, is_loopback
+from deniable.collector.storage import open_database
+from deniable.collector.storage.engine import normalize_url
+from deniable.collector.storage.retention import purge_before
+from deniable.collector.storage.tables import metadata, reports
+from sqlalchemy import create_engine, func, select, text
+
+from tests.support import (
     ADMIN_TOKEN,
     INGEST_KEY,
     DatabaseFactory,
@@ -22,14 +31,6 @@ from conftest import (
     register,
     unique_name,
 )
-from deniable.client import MetricSpec
-from deniable.collector import RefusedToServe, Settings, migrate
-from deniable.collector.serve import check_exposure, is_loopback
-from deniable.collector.storage import open_database
-from deniable.collector.storage.engine import normalize_url
-from deniable.collector.storage.retention import purge_before
-from deniable.collector.storage.tables import metadata, reports
-from sqlalchemy import create_engine, func, select, text
 
 
 def raw_report_count(database_url: str, metric: str, period: str | None = None) -> int:

@@ -3,11 +3,8 @@ graceful-shutdown timeout of ``deniable serve``, and zero-downtime token rotatio
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -18,19 +15,22 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
-from conftest import (
-    DatabaseFactory,
-    RunningCollector,
-    make_reports,
-    register,
-    unique_name,
-)
 from deniable.client import MetricSpec
 from deniable.collector import Settings
 from deniable.collector.serve import settings_environment
 from deniable.collector.storage import open_database
 from pydantic import ValidationError
 from sqlalchemy import text
+
+from tests.support import (
+    LOOPBACK,
+    CollectorProcess,
+    DatabaseFactory,
+    RunningCollector,
+    make_reports,
+    register,
+    unique_name,
+)
 
 POSTGRES_MAX_CONNECTIONS = 100
 """PostgreSQL's default ``max_connections``; 3 of them are reserved for superusers."""
@@ -206,63 +206,22 @@ def test_collector_holds_at_most_pool_size_connections_over_http(
 # ---------------------------------------------------------------- serve via the CLI
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@contextmanager
-def _cli_collector(
-    env_overrides: dict[str, str], tmp_path: Path
-) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """``deniable serve`` in a subprocess configured only by environment variables."""
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
-    env.update(env_overrides)
-    env["DENIABLE_PORT"] = str(port)
-    env.setdefault("DENIABLE_DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "deniable.cli.main", "serve", "--log-level", "warning"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, process.stderr.read().decode() if process.stderr else ""
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1, trust_env=False).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "deniable serve did not start"
-            time.sleep(0.1)
-        yield url, process
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.wait(timeout=30)
-        if process.stderr is not None:
-            process.stderr.close()
-
-
 def test_a_stuck_request_is_cut_off_after_the_shutdown_timeout(tmp_path: Path) -> None:
     timeout = 2
-    with _cli_collector({"DENIABLE_SHUTDOWN_TIMEOUT": str(timeout)}, tmp_path) as (url, process):
-        port = int(url.rsplit(":", 1)[1])
-        with socket.create_connection(("127.0.0.1", port)) as stuck:
-            stuck.sendall(
-                b"POST /v1/reports HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                b'Content-Length: 100000\r\n\r\n{"reports": ['
-            )
-            time.sleep(0.5)
-            started = time.monotonic()
-            process.send_signal(signal.SIGTERM)
-            process.wait(timeout=timeout + 15)
-            elapsed = time.monotonic() - started
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'cli.db'}", shutdown_timeout=timeout)
+    with (
+        CollectorProcess(settings, tmp_path) as server,
+        socket.create_connection((LOOPBACK, server.port)) as stuck,
+    ):
+        stuck.sendall(
+            b"POST /v1/reports HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b'Content-Length: 100000\r\n\r\n{"reports": ['
+        )
+        time.sleep(0.5)
+        started = time.monotonic()
+        server.signal(signal.SIGTERM)
+        server.process.wait(timeout=timeout + 15)
+        elapsed = time.monotonic() - started
     assert elapsed >= timeout * 0.75, "shutdown waited for the request in flight"
     assert elapsed < timeout + 10, f"took {elapsed:.1f} s: the shutdown timeout was not applied"
 
@@ -302,14 +261,15 @@ def test_token_rotation_accepts_both_then_only_the_new_one(
     finally:
         before.stop()
 
-    rotating = {
-        "DENIABLE_DATABASE_URL": url,
-        "DENIABLE_ADMIN_TOKEN": NEW_ADMIN,
-        "DENIABLE_ADMIN_TOKEN_PREVIOUS": OLD_ADMIN,
-        "DENIABLE_INGEST_KEY": NEW_KEY,
-        "DENIABLE_INGEST_KEY_PREVIOUS": OLD_KEY,
-    }
-    with _cli_collector(rotating, tmp_path) as (during, _process):
+    rotating = Settings(
+        database_url=url,
+        admin_token=NEW_ADMIN,  # type: ignore[arg-type]
+        admin_token_previous=OLD_ADMIN,  # type: ignore[arg-type]
+        ingest_key=NEW_KEY,  # type: ignore[arg-type]
+        ingest_key_previous=OLD_KEY,  # type: ignore[arg-type]
+    )
+    with CollectorProcess(rotating, tmp_path) as server:
+        during = server.url
         assert _upload(during, OLD_KEY, spec, seed=3) == 202
         assert _upload(during, NEW_KEY, spec, seed=4) == 202
         assert _upload(during, "not-a-key", spec, seed=5) == 401

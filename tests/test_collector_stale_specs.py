@@ -20,7 +20,15 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import (
+from deniable.client import MetricSpec
+from deniable.client.spec import canonical_json
+from deniable.collector.storage import migrate, open_database
+from deniable.collector.storage.engine import normalize_url
+from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_batches
+from deniable.collector.storage.queries import register_spec
+from sqlalchemy import Engine, create_engine, text
+
+from tests.support import (
     ADMIN_TOKEN,
     RunningCollector,
     collector_settings,
@@ -28,13 +36,6 @@ from conftest import (
     register,
     unique_name,
 )
-from deniable.client import MetricSpec
-from deniable.client.spec import canonical_json
-from deniable.collector.storage import migrate, open_database
-from deniable.collector.storage.engine import normalize_url
-from deniable.collector.storage.ingest import ValidReport, store_batch
-from deniable.collector.storage.queries import register_spec
-from sqlalchemy import Engine, create_engine, text
 
 TODAY = "2026-11-21"
 TABLES = ("support_counts", "period_counts", "reports", "metrics", "alembic_version")
@@ -205,7 +206,8 @@ def test_storage_refuses_to_write_or_read_under_a_stale_spec(databases: Any, bac
         register_spec(database, new, now)
         stale = [ValidReport(str(uuid.uuid4()), old.name, TODAY, 2)]
         with pytest.raises(SpecChanged) as refused:
-            store_batch(database, stale, {old.name: old}, dt.date(2026, 11, 21))
+            batch = prepare_batch(stale, {old.name: old}, dt.date(2026, 11, 21))
+            store_batches(database, [batch])
         assert refused.value.metrics == [old.name]
         with pytest.raises(SpecChanged):
             read_counts(database, old, [TODAY])

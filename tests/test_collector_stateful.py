@@ -15,15 +15,6 @@ from collections import Counter
 from typing import Any
 
 import httpx
-from conftest import (
-    ADMIN_TOKEN,
-    INGEST_KEY,
-    TEST_NOW,
-    DatabaseFactory,
-    RunningCollector,
-    collector_settings,
-    unique_name,
-)
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.client.spec import period_label
 from deniable.collector.storage.engine import normalize_url
@@ -38,6 +29,16 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 from sqlalchemy import create_engine, select
+
+from tests.support import (
+    ADMIN_TOKEN,
+    INGEST_KEY,
+    TEST_NOW,
+    DatabaseFactory,
+    RunningCollector,
+    collector_settings,
+    unique_name,
+)
 
 RETENTION_DAYS = 5
 MECHANISMS = ("krr", "oue", "olh")

@@ -10,21 +10,19 @@ from __future__ import annotations
 
 import datetime as dt
 import signal
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import pytest
-from conftest import make_reports, register, unique_name
 from deniable.client import MetricSpec, period_label
+from deniable.collector import Settings
 from deniable.collector.serve import RefusedToServe, clear_metrics_directory
 from deniable.collector.telemetry import MULTIPROCESS_DIRECTORY
 from prometheus_client.mmap_dict import MmapedDict, mmap_key
 from prometheus_client.parser import text_string_to_metric_families
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "deploy"))
-from localcluster import CollectorProcess, start_collector
+from tests.support import CollectorProcess, make_reports, register, unique_name
 
 ADMIN = "telemetry-admin-token"
 BATCH = 5
@@ -37,18 +35,8 @@ pytestmark = pytest.mark.timeout(60)
 def _start(tmp_path: Path, extra_env: dict[str, str]) -> CollectorProcess:
     """``deniable serve --workers 2`` on a fresh SQLite file, ready to answer."""
     url = f"sqlite:///{tmp_path / 'deniable.db'}"
-    env = {
-        "DENIABLE_MIGRATE_ON_START": "true",
-        "DENIABLE_PROMETHEUS_METRIC_LABELS": "true",
-        **extra_env,
-    }
-    server = start_collector(url, ADMIN, tmp_path, env, workers=2)
-    try:
-        server.wait_ready()
-    except RuntimeError:
-        server.stop()
-        raise
-    return server
+    settings = Settings(database_url=url, admin_token=ADMIN, prometheus_metric_labels=True)  # type: ignore[arg-type]
+    return CollectorProcess(settings, tmp_path, workers=2, env=extra_env).start()
 
 
 def _spec(url: str, name: str) -> MetricSpec:

@@ -13,7 +13,6 @@ import contextlib
 import datetime as dt
 import signal
 import sqlite3
-import sys
 import threading
 import time
 import uuid
@@ -29,12 +28,12 @@ import pytest
 from deniable.client import Client, MetricSpec, SeededRandomness, period_label
 from deniable.client.mechanisms import Payload
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "deploy"))
-from localcluster import (
-    ADMIN_DATABASE_URL,
+from tests.support import (
     Cluster,
     cluster,
     fresh_database,
+    postgres_problem,
+    require_postgres,
     run_migrations,
 )
 
@@ -51,16 +50,7 @@ SPECS = (
 pytestmark = pytest.mark.timeout(120)
 
 
-def _postgres_available() -> bool:
-    try:
-        psycopg.connect(ADMIN_DATABASE_URL, connect_timeout=3).close()
-    except psycopg.OperationalError:
-        return False
-    return True
-
-
-if not _postgres_available():
-    pytest.skip(f"no PostgreSQL at {ADMIN_DATABASE_URL}", allow_module_level=True)
+require_postgres(postgres_problem())
 
 
 @pytest.fixture

@@ -19,7 +19,8 @@ from deniable.estimators import PeriodCounts, estimate
 from deniable.estimators.intervals import CP_BELOW, clopper_pearson, rate_interval
 from deniable.estimators.pooling import debias, std_error
 from scipy import stats
-from test_mechanisms_tier0 import olh_exact_q, transition
+
+from tests.test_mechanisms_tier0 import olh_exact_q, transition
 
 ALL = [BRR(2, 1.0), KRR(3, 0.5), KRR(10, 2.0), OUE(4, 1.0), OUE(20, 0.3), OLH(6, 1.5), OLH(50, 3.0)]
 

@@ -29,7 +29,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import (
+from deniable.client import Client, MetricSpec, SeededRandomness
+from deniable.client.spec import period_label
+from deniable.collector.storage.tables import reports as reports_table
+from sqlalchemy import select
+
+from tests.support import (
     ADMIN_TOKEN,
     INGEST_KEY,
     DatabaseFactory,
@@ -38,10 +43,6 @@ from conftest import (
     register,
     unique_name,
 )
-from deniable.client import Client, MetricSpec, SeededRandomness
-from deniable.client.spec import period_label
-from deniable.collector.storage.tables import reports as reports_table
-from sqlalchemy import select
 
 DEVICES = 400
 DAYS = 7

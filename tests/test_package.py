@@ -28,3 +28,80 @@ def test_every_source_folder_is_a_packaged_subpackage() -> None:
             rel = init.parent.relative_to(ROOT / root).parts
             found.add(".".join((package, *rel)))
     assert found == listed
+
+
+PRIVATE_STORAGE_MODULES = (
+    "engine",
+    "ingest",
+    "writer",
+    "tables",
+    "migrations",
+    "migrator",
+    "schema",
+)
+"""Modules of ``deniable.collector.storage`` that only the collector may import; the CLI goes
+through what the storage package root exports."""
+
+
+def _imported_modules(path: Path, package: str) -> set[str]:
+    """Every module ``path`` (a module of ``package``) imports, relative imports resolved,
+    with ``from X import name`` counted as importing both ``X`` and ``X.name``."""
+    import ast
+
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            if node.level:
+                base = base[: len(base) - node.level + 1]
+                origin = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                origin = node.module or ""
+            names.add(origin)
+            names |= {f"{origin}.{alias.name}" for alias in node.names}
+    return names
+
+
+def _is_private_storage(module: str) -> bool:
+    """Whether ``module`` is (inside) one of :data:`PRIVATE_STORAGE_MODULES`."""
+    parts = module.split(".")
+    return parts[:3] == ["deniable", "collector", "storage"] and (
+        len(parts) > 3 and parts[3] in PRIVATE_STORAGE_MODULES
+    )
+
+
+def test_the_cli_imports_no_private_storage_module() -> None:
+    """The CLI reads the collector's database through ``deniable.collector.storage``'s public
+    queries only, never its tables, engine, ingestion, writer or migrations."""
+    offenders = []
+    for path in sorted((ROOT / "cli").rglob("*.py")):
+        parts = path.relative_to(ROOT / "cli").with_suffix("").parts
+        package = ".".join(("deniable.cli", *parts[:-1]))
+        offenders += [
+            f"{path.relative_to(ROOT)} imports {module}"
+            for module in sorted(_imported_modules(path, package))
+            if _is_private_storage(module)
+        ]
+    assert not offenders, offenders
+
+
+def test_the_import_scan_sees_private_modules_however_imported(tmp_path: Path) -> None:
+    """The scan above resolves relative imports and ``from package import module``."""
+    module = tmp_path / "m.py"
+    module.write_text(
+        "from ...collector.storage.tables import reports\n"
+        "from ...collector.storage import engine\n"
+        "import deniable.collector.storage.ingest\n"
+        "from deniable.collector.storage import open_database\n"
+    )
+    found = {
+        m for m in _imported_modules(module, "deniable.cli.commands") if _is_private_storage(m)
+    }
+    assert found == {
+        "deniable.collector.storage.tables",
+        "deniable.collector.storage.tables.reports",
+        "deniable.collector.storage.engine",
+        "deniable.collector.storage.ingest",
+    }

@@ -21,7 +21,7 @@ from ..schemas import Health, Payload, Problem, RetentionResult
 from ..storage.queries import check_ready, list_specs, read_reports
 from ..storage.retention import purge_before
 from ..telemetry import CONTENT_TYPE
-from .estimates import ERRORS, PERIOD_HELP, find_spec, resolve_label
+from .common import ERRORS, PeriodQuery, find_spec, period_bounds
 
 router = APIRouter()
 
@@ -77,8 +77,8 @@ def decode_cursor(spec: MetricSpec, cursor: str) -> tuple[str, str]:
 def get_reports(
     name: str,
     request: Request,
-    start: Annotated[str | None, Query(max_length=32, description=PERIOD_HELP)] = None,
-    end: Annotated[str | None, Query(max_length=32, description=PERIOD_HELP)] = None,
+    start: PeriodQuery = None,
+    end: PeriodQuery = None,
     limit: Annotated[
         int, Query(ge=1, le=EXPORT_MAX_LIMIT, description="reports per page")
     ] = EXPORT_LIMIT,
@@ -92,10 +92,7 @@ def get_reports(
     page costs the same however deep into the export it is.
     """
     state, spec = find_spec(request, name)
-    first = resolve_label(spec, start, "start") if start is not None else None
-    last = resolve_label(spec, end, "end") if end is not None else None
-    if first is not None and last is not None and first > last:
-        raise HTTPException(status_code=422, detail=f"start {first} is after end {last}")
+    first, last = period_bounds(spec, start, end)
     position = decode_cursor(spec, after) if after is not None else None
     rows = read_reports(
         state.database, spec.name, start=first, end=last, after=position, limit=limit + 1

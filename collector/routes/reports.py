@@ -8,7 +8,6 @@ Nothing of a refused batch is stored.
 
 from __future__ import annotations
 
-import gc
 import json
 from collections.abc import Callable
 from typing import Any
@@ -21,31 +20,14 @@ from starlette.concurrency import run_in_threadpool
 
 from ..auth import INGEST
 from ..context import Collector, collector
-from ..schemas import BATCH_PARSER, REPORT_PARSER, BatchRefused, IngestResult, ReportIn
-from ..schemas import Problem as ProblemOut
+from ..schemas import BATCH_PARSER, REPORT_PARSER, BatchRefused, IngestResult, Problem, ReportIn
 from ..storage.ingest import StoredBatch, prepare_batch
 from ..storage.queries import SpecChanged
 from ..telemetry import Telemetry
-from ..validation import UNKNOWN_METRIC_LABEL, PeriodWindow, Problem, validate_reports
+from ..validation import UNKNOWN_METRIC_LABEL, PeriodWindow, ReportProblem, validate_reports
 from .body import Refused, read_body
 
 router = APIRouter()
-
-GC_THRESHOLDS = (50_000, 20, 50)
-"""Young-generation threshold raised from CPython's 700: a batch allocates thousands of
-containers that reference counting frees anyway, and collecting them cost a third of the
-ingestion CPU."""
-
-
-def tune_garbage_collector() -> None:
-    """Freeze the objects alive after start-up and collect less often (call once per process).
-
-    Reference counting frees almost everything ingestion allocates; the cyclic collector
-    only needs to run now and then, and never needs to walk the start-up heap again.
-    """
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def _field_reason(error: Any, depth: int = 2) -> str:
@@ -82,7 +64,7 @@ BODY_SHAPE = 'body must be an object {"reports": [...]} and nothing else'
 
 def parse_batch(
     body: bytes, max_batch: int, lookup: Callable[[str], MetricSpec | None]
-) -> tuple[list[tuple[int, ReportIn]], list[Problem]]:
+) -> tuple[list[tuple[int, ReportIn]], list[ReportProblem]]:
     """Parse the body by the wire schema: the well-formed reports by index, and the others' problems.
 
     Raises 400 for malformed JSON, 413 for too many reports, 422 for a body of the wrong shape.
@@ -105,19 +87,19 @@ def parse_batch(
     if len(items) > max_batch:
         raise Refused(413, "too_many", f"a batch holds at most {max_batch} reports")
     good: list[tuple[int, ReportIn]] = []
-    problems: list[Problem] = []
+    problems: list[ReportProblem] = []
     for index, item in enumerate(items):
         if index in reasons:
             name = item.get("metric") if isinstance(item, dict) else None
             known = isinstance(name, str) and lookup(name) is not None
             label = name if known else UNKNOWN_METRIC_LABEL
-            problems.append(Problem(index, label, "schema", "; ".join(reasons[index])))  # type: ignore[arg-type]
+            problems.append(ReportProblem(index, label, "schema", "; ".join(reasons[index])))  # type: ignore[arg-type]
             continue
         try:
             good.append((index, REPORT_PARSER.validate_python(item)))
         except ValidationError as exc:
             reason = "; ".join(_field_reason(e, 0) for e in exc.errors(include_url=False))
-            problems.append(Problem(index, UNKNOWN_METRIC_LABEL, "schema", reason))
+            problems.append(ReportProblem(index, UNKNOWN_METRIC_LABEL, "schema", reason))
     return good, problems
 
 
@@ -155,7 +137,7 @@ def ingest(state: Collector, body: bytes) -> JSONResponse:
     raise Refused(503, "registry_changed", "the metric registry kept changing; retry the batch")
 
 
-def _refuse(telemetry: Telemetry, problems: list[Problem]) -> JSONResponse:
+def _refuse(telemetry: Telemetry, problems: list[ReportProblem]) -> JSONResponse:
     """422 naming each refused report, counted by metric and reason."""
     for problem in problems:
         telemetry.rejected.labels(telemetry.metric_label(problem.metric_label), problem.code).inc()
@@ -180,10 +162,10 @@ def _accepted(telemetry: Telemetry, stored: StoredBatch) -> JSONResponse:
     status_code=202,
     response_model=IngestResult,
     responses={
-        400: {"model": ProblemOut},
-        401: {"model": ProblemOut},
-        408: {"model": ProblemOut},
-        413: {"model": ProblemOut},
+        400: {"model": Problem},
+        401: {"model": Problem},
+        408: {"model": Problem},
+        413: {"model": Problem},
         422: {"model": BatchRefused},
     },
     openapi_extra={

@@ -1,6 +1,20 @@
-"""The collector's storage: tables, engines, migrations, ingestion, count queries, retention."""
+"""The collector's storage: tables, engines, migrations, ingestion, count queries, retention.
+
+Code outside the collector (the CLI) uses only what this package root exports: opening a
+database, migrating it, and the read queries below; the tables, engine, ingest, writer and
+migrations modules are private to the collector.
+"""
 
 from .engine import Database, open_database
-from .schema import migrate
+from .migrator import migrate
+from .queries import count_reports, load_spec, read_reports, report_pages
 
-__all__ = ["Database", "migrate", "open_database"]
+__all__ = [
+    "Database",
+    "count_reports",
+    "load_spec",
+    "migrate",
+    "open_database",
+    "read_reports",
+    "report_pages",
+]

@@ -25,9 +25,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from deniable.client.errors import StorageUnavailable
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import DBAPIError
 
 DEFAULT_POOL_SIZE = 5
@@ -67,6 +68,22 @@ def schema_missing(error: DBAPIError) -> bool:
     if isinstance(cause, sqlite3.OperationalError):
         return str(cause).startswith("no such table")
     return getattr(cause, "sqlstate", None) == UNDEFINED_TABLE
+
+
+SCHEMA_MISSING = "database schema missing or not migrated; run `deniable migrate`"
+"""What :class:`~deniable.client.errors.StorageUnavailable` says when the schema is missing."""
+
+
+def _refuse_missing_schema(engine: Engine) -> None:
+    """Make ``engine`` raise :class:`~deniable.client.errors.StorageUnavailable` (the driver's
+    error as its cause) wherever a statement finds a table of the schema missing."""
+
+    @event.listens_for(engine, "handle_error")
+    def _translate(context: ExceptionContext) -> BaseException | None:
+        error = context.sqlalchemy_exception
+        if isinstance(error, DBAPIError) and schema_missing(error):
+            return StorageUnavailable(SCHEMA_MISSING)
+        return None
 
 
 def normalize_url(database_url: str) -> str:
@@ -192,6 +209,8 @@ def open_database(database_url: str, pool_size: int = DEFAULT_POOL_SIZE) -> Data
 
     ``pool_size`` is a hard cap: on PostgreSQL the process never holds more connections than
     that (requests wait for a free one), so replicas times ``pool_size`` bounds the total.
+    A statement that finds the schema missing raises
+    :class:`~deniable.client.errors.StorageUnavailable`.
     """
     _never_log_rows()
     url = normalize_url(database_url)
@@ -200,8 +219,11 @@ def open_database(database_url: str, pool_size: int = DEFAULT_POOL_SIZE) -> Data
         reader = _sqlite_engine(url, "BEGIN", pool_size)
         path = make_url(url).database
         lock_path = f"{path}-writer.lock" if path and path != ":memory:" else None
+        _refuse_missing_schema(writer)
+        _refuse_missing_schema(reader)
         return Database(url, writer, reader, WriterLock(lock_path))
     engine = create_engine(
         url, pool_size=pool_size, max_overflow=0, pool_pre_ping=True, **ENGINE_OPTIONS
     )
+    _refuse_missing_schema(engine)
     return Database(url, engine, engine)

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from deniable.client.mechanisms import Payload
 from deniable.client.spec import MetricSpec
+from deniable.client.wire import payload_text
 from deniable.estimators import support_matrix
 from sqlalchemy import Connection, LargeBinary, Text, bindparam, func, literal_column, select, true
 from sqlalchemy.dialects import postgresql, sqlite
@@ -55,18 +56,6 @@ class StoredBatch:
     duplicates: int = 0
     accepted_by_metric: dict[str, int] = field(default_factory=dict)
     duplicates_by_metric: dict[str, int] = field(default_factory=dict)
-
-
-_encode_string = json.JSONEncoder().encode
-
-
-def payload_text(payload: Payload) -> str:
-    """The canonical JSON text a payload is stored as (sorted keys, no spaces)."""
-    if type(payload) is str:
-        return _encode_string(payload)
-    if type(payload) is int:
-        return str(payload)
-    return json.dumps(payload, separators=(",", ":"), sort_keys=True)
 
 
 Counts = dict[tuple[str, str], tuple[int, np.ndarray]]
@@ -110,7 +99,7 @@ class PreparedBatch:
     """
 
     reports: list[ValidReport]
-    rows: list[Row]
+    rows: list[InsertRow]
     rows_json: str
     ids: bytes
     metrics: dict[str, MetricRows]
@@ -123,15 +112,15 @@ def _dumps(rows: Sequence[Any]) -> str:
     return json.dumps(rows, separators=(",", ":"))
 
 
-Row = tuple[str, str, str, str, str]
+InsertRow = tuple[str, str, str, str, str]
 """A report as inserted: (id, metric, period, payload JSON, received as ISO text)."""
 
 _COLUMNS = [column.name for column in reports.columns]
 if _COLUMNS != ["id", "metric", "period", "payload", "received"]:
-    raise RuntimeError(f"reports columns changed ({_COLUMNS}); update Row")
+    raise RuntimeError(f"reports columns changed ({_COLUMNS}); update InsertRow")
 
 
-def _sqlite_rows(rows: Sequence[Row]) -> dict[str, Any]:
+def _sqlite_rows(rows: Sequence[InsertRow]) -> dict[str, Any]:
     """The parameters of the SQLite insert: rows without ids as JSON, ids as packed bytes."""
     return {
         "rows": _dumps([row[1:] for row in rows]),
@@ -304,7 +293,7 @@ _PG_INSERT_UNNEST = (
 """PostgreSQL: the whole batch as one array per column (one short, cacheable statement)."""
 
 
-def _insert_new(connection: Connection, database: Database, rows: list[Row]) -> set[str]:
+def _insert_new(connection: Connection, database: Database, rows: list[InsertRow]) -> set[str]:
     """Insert the rows whose id is not stored yet (rows sorted by id); return the new ids.
 
     PostgreSQL: ``INSERT ... SELECT unnest(...) ON CONFLICT DO NOTHING RETURNING id`` (rows
@@ -409,13 +398,3 @@ def store_batches(database: Database, batches: Sequence[PreparedBatch]) -> list[
             target[report.metric] = target.get(report.metric, 0) + 1
         results.append(result)
     return results
-
-
-def store_batch(
-    database: Database,
-    batch: Sequence[ValidReport],
-    specs: Mapping[str, MetricSpec],
-    received: dt.date,
-) -> StoredBatch:
-    """Insert one batch's new reports and add them to the counts, in one committed transaction."""
-    return store_batches(database, [prepare_batch(batch, specs, received)])[0]

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 
 import numpy as np
 from deniable.client.spec import MetricSpec, canonical_json
-from sqlalchemy import Connection, bindparam, select
+from sqlalchemy import Connection, bindparam, func, select
 
 from .engine import Database
 from .tables import metrics, period_counts, reports, support_counts
@@ -213,6 +213,30 @@ def read_reports(
             query = query.order_by(reports.c.period, reports.c.id).limit(limit - len(rows))
             rows += [(row.id, row.period, row.payload) for row in connection.execute(query)]
     return rows
+
+
+def count_reports(database: Database, metric: str, *, start: str | None, end: str | None) -> int:
+    """How many raw reports of ``metric`` are stored for periods ``start``..``end`` (None:
+    unbounded); one index range count, for an export's progress."""
+    query = select(func.count()).select_from(reports).where(reports.c.metric == metric)
+    if start is not None:
+        query = query.where(reports.c.period >= start)
+    if end is not None:
+        query = query.where(reports.c.period <= end)
+    with database.reader.connect() as connection:
+        return int(connection.execute(query).scalar_one())
+
+
+def report_pages(
+    database: Database, metric: str, *, start: str | None, end: str | None, size: int
+) -> Iterator[list[tuple[str, str, str]]]:
+    """Every raw report (id, period, payload JSON) of ``metric`` in ``start``..``end``, in
+    (period, id) order, ``size`` at a time (:func:`read_reports` pages, so memory stays one
+    page however many reports there are)."""
+    after: tuple[str, str] | None = None
+    while rows := read_reports(database, metric, start=start, end=end, after=after, limit=size):
+        yield rows
+        after = (rows[-1][1], rows[-1][0])
 
 
 def registry_fingerprints(database: Database) -> list[tuple[str, str]]:

@@ -23,7 +23,7 @@ def run_migrations_online() -> None:
     if connection is not None:
         _run(connection)
         return
-    from deniable.collector.storage.schema import run_locked
+    from deniable.collector.storage.migrator import run_locked
 
     url = config.get_main_option("sqlalchemy.url") or os.environ.get("DENIABLE_DATABASE_URL")
     if not url:

@@ -8,15 +8,18 @@ from __future__ import annotations
 from typing import Any
 
 import click
+from deniable.client.errors import InvalidInput
+from deniable.client.mechanisms import MECHANISMS
 
-from .errors import CliError
-from .options import CONFIDENCE, epsilon_option
-from .render import console, print_json, write_csv
+from ..options import confidence_option, epsilon_option, format_option, simultaneous_option
+from ..render import console, print_json, write_csv
 
 
 def candidate_mechanisms(k: int) -> list[str]:
-    """The mechanisms that can carry a k-category metric (brr only for k = 2)."""
-    return ["brr", "oue", "olh"] if k == 2 else ["krr", "oue", "olh"]
+    """The client's mechanisms that can carry a k-category metric: brr only for k = 2, where
+    krr is the same mechanism and is left out."""
+    left_out = "krr" if k == 2 else "brr"
+    return [name for name in MECHANISMS if name != left_out]
 
 
 def build_plan(
@@ -29,9 +32,8 @@ def build_plan(
     simultaneous: bool,
 ) -> dict[str, Any]:
     """Reports needed for ``margin`` (or the margin ``reports`` give), per mechanism, and the advisor's pick."""
-    from deniable.client.mechanisms import make_mechanism
-    from deniable.estimators import choose_mechanism, margin_of_error, reports_needed
-    from deniable.estimators.advisor import TooManyReports
+    from deniable.client.mechanisms import least_variance, make_mechanism
+    from deniable.estimators import TooManyReports, margin_of_error, reports_needed
 
     rows = []
     for name in candidate_mechanisms(k):
@@ -71,12 +73,13 @@ def build_plan(
         "confidence": confidence,
         "simultaneous": simultaneous,
         **({"margin": margin} if margin is not None else {"reports": reports}),
-        "advised": choose_mechanism(k, epsilon),
+        "advised": least_variance(k, epsilon),
         "mechanisms": rows,
     }
 
 
 def _render(plan_doc: dict[str, Any]) -> None:
+    """Print the plan as a table, the advisor's pick marked."""
     from rich.table import Table
 
     inverse = "reports" in plan_doc
@@ -146,30 +149,10 @@ def _check_reports(reports: int | None) -> None:
     metavar="N",
     help="Instead of --margin: the margin N reports give.",
 )
-@click.option(
-    "--confidence", type=CONFIDENCE, default=0.95, show_default=True, help="Confidence level."
-)
-@click.option(
-    "--simultaneous",
-    is_flag=True,
-    help="Margin for all categories at once (Bonferroni), not for each.",
-)
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(("table", "json", "csv")),
-    default="table",
-    show_default=True,
-)
-def plan(
-    k: int,
-    epsilon: float,
-    margin: float | None,
-    reports: int | None,
-    confidence: float,
-    simultaneous: bool,
-    fmt: str,
-) -> None:
+@confidence_option
+@simultaneous_option
+@format_option()
+def plan(fmt: str, **request: Any) -> None:
     """Reports needed for a margin of error, per mechanism, and which one the advisor picks.
 
     \b
@@ -177,15 +160,14 @@ def plan(
       deniable plan --categories 4 --epsilon 1 --margin 0.01
       deniable plan --categories 20 --epsilon 2 --reports 50000 --simultaneous
     """
+    margin, reports = request["margin"], request["reports"]
     if (margin is None) == (reports is None):
         raise click.UsageError("give exactly one of --margin or --reports")
     _check_reports(reports)
-    document = build_plan(
-        k, epsilon, margin=margin, reports=reports, confidence=confidence, simultaneous=simultaneous
-    )
+    document = build_plan(**request)
     if margin is not None and all(r.get("reports_needed") is None for r in document["mechanisms"]):
-        raise CliError(
-            f"a margin of ±{margin:g} at ε={epsilon:g} needs more than"
+        raise InvalidInput(
+            f"a margin of ±{margin:g} at ε={request['epsilon']:g} needs more than"
             f" {_max_reports():.0e} reports with every mechanism: ask for a wider margin"
         )
     if fmt == "json":

@@ -6,8 +6,16 @@ from typing import Any
 
 import click
 
-from .options import Settings, epsilon_option, pass_settings
-from .render import console, print_json, write_csv
+from ..options import (
+    GlobalOptions,
+    confidence_option,
+    epsilon_option,
+    format_option,
+    mechanism_option,
+    pass_global_options,
+    period_kind_option,
+)
+from ..render import console, print_json, write_csv
 
 PLANNING_SIZES = (1_000, 10_000, 100_000)
 """Report counts at which ``metrics show`` states the expected margin of error."""
@@ -67,6 +75,7 @@ def margins(spec: dict[str, Any], confidence: float) -> list[dict[str, Any]]:
 
 
 def _spec_table(spec: dict[str, Any]) -> Any:
+    """A two-column table of a served spec."""
     from rich.table import Table
 
     table = Table(show_header=False, title=f"metric {spec['name']}", title_justify="left")
@@ -102,26 +111,12 @@ def metrics() -> None:
 )
 @click.option("--boolean", is_flag=True, help="A yes/no metric (categories false, true).")
 @epsilon_option
-@click.option(
-    "--mechanism",
-    type=click.Choice(("auto", "brr", "krr", "oue", "olh")),
-    default="auto",
-    show_default=True,
-    help="auto picks the least variance for (k, ε).",
-)
-@click.option(
-    "--period",
-    type=click.Choice(("day", "week", "month")),
-    default="day",
-    show_default=True,
-    help="How often a device reports.",
-)
-@click.option(
-    "--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True
-)
-@pass_settings
+@mechanism_option
+@period_kind_option
+@format_option("table", "json")
+@pass_global_options
 def create(
-    settings: Settings,
+    global_options: GlobalOptions,
     name: str,
     categories: str | None,
     boolean: bool,
@@ -138,7 +133,7 @@ def create(
       deniable metrics create dark_mode --boolean --epsilon 0.5 --period week
     """
     body = spec_from_options(name, categories, boolean, epsilon, mechanism, period)
-    with settings.api() as api:
+    with global_options.api() as api:
         stored = api.create_metric(body)
     if fmt == "json":
         print_json(stored)
@@ -150,15 +145,9 @@ def create(
 
 
 @metrics.command("list", short_help="List registered metrics.")
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(("table", "json", "csv")),
-    default="table",
-    show_default=True,
-)
-@pass_settings
-def list_(settings: Settings, fmt: str) -> None:
+@format_option()
+@pass_global_options
+def list_(global_options: GlobalOptions, fmt: str) -> None:
     """List every registered metric.
 
     \b
@@ -167,7 +156,7 @@ def list_(settings: Settings, fmt: str) -> None:
     """
     from rich.table import Table
 
-    with settings.api() as api:
+    with global_options.api() as api:
         specs = api.list_metrics()
     if fmt == "json":
         print_json(specs)
@@ -202,18 +191,10 @@ def list_(settings: Settings, fmt: str) -> None:
 
 @metrics.command("show", short_help="Show a spec and its expected margin of error.")
 @click.argument("name")
-@click.option(
-    "--confidence",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.95,
-    show_default=True,
-    help="Confidence level of the margins shown.",
-)
-@click.option(
-    "--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True
-)
-@pass_settings
-def show(settings: Settings, name: str, confidence: float, fmt: str) -> None:
+@confidence_option
+@format_option("table", "json")
+@pass_global_options
+def show(global_options: GlobalOptions, name: str, confidence: float, fmt: str) -> None:
     """Show a metric's resolved mechanism, fingerprint and expected margin of error.
 
     The margin is the half-width of the interval the estimators will give with 1,000,
@@ -225,7 +206,7 @@ def show(settings: Settings, name: str, confidence: float, fmt: str) -> None:
     """
     from rich.table import Table
 
-    with settings.api() as api:
+    with global_options.api() as api:
         spec = api.get_metric(name)
     rows = margins(spec, confidence)
     if fmt == "json":

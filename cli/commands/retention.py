@@ -6,32 +6,20 @@ import datetime as dt
 
 import click
 
-from .options import Settings, pass_settings
-from .render import print_json
-
-
-def _date(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if value is None:
-        return None
-    try:
-        return dt.date.fromisoformat(value).isoformat()
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not a date like 2026-08-01", ctx, param) from None
+from ..options import DATE, GlobalOptions, format_option, pass_global_options
+from ..render import print_json
 
 
 @click.command(short_help="Delete expired raw reports on the collector.")
 @click.option(
     "--before",
-    callback=_date,
-    metavar="DATE",
+    type=DATE,
     help="Delete raw reports of periods entirely before this UTC date (YYYY-MM-DD);"
     " default: today minus the collector's retention window.",
 )
-@click.option(
-    "--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True
-)
-@pass_settings
-def retention(settings: Settings, before: str | None, fmt: str) -> None:
+@format_option("table", "json")
+@pass_global_options
+def retention(global_options: GlobalOptions, before: dt.date | None, fmt: str) -> None:
     """Delete expired raw reports on the collector (needs the admin token).
 
     Only reports older than the retention window (DENIABLE_RETENTION_DAYS) can go: later
@@ -44,8 +32,8 @@ def retention(settings: Settings, before: str | None, fmt: str) -> None:
       deniable retention
       deniable retention --before 2026-08-01 --format json
     """
-    with settings.api() as api:
-        result = api.retention(before)
+    with global_options.api() as api:
+        result = api.retention(before.isoformat() if before else None)
     if fmt == "json":
         print_json(result)
         return

@@ -11,21 +11,21 @@ from typing import Any, Literal
 
 import click
 
-from .api import CollectorAPI
-from .options import (
-    POOLINGS,
-    Settings,
+from ..api import CollectorAPI
+from ..options import (
+    GlobalOptions,
     confidence_option,
     format_option,
     from_file_options,
     method_option,
-    pass_settings,
+    pass_global_options,
+    pooling_option,
     range_options,
     simultaneous_option,
 )
-from .periods import resolve_range
-from .render import print_estimate, print_series
-from .specs import spec_from_served
+from ..periods import resolve_range
+from ..render import print_estimate, print_series
+from ..specs import spec_from_served
 
 
 def online_range(
@@ -38,9 +38,10 @@ def online_range(
 
 
 def fetch_document(
-    settings: Settings,
+    global_options: GlobalOptions,
     kind: Literal["estimate", "series"],
     name: str,
+    *,
     from_file: Path | None,
     spec_file: Path | None,
     start: str | None,
@@ -48,16 +49,17 @@ def fetch_document(
     last: int | None,
     **options: Any,
 ) -> dict[str, Any]:
-    """The ``kind`` document: computed from ``from_file`` offline, else asked of the collector."""
+    """The ``kind`` document: computed from ``from_file`` offline, else asked of the collector;
+    ``options`` are the estimate's (confidence, method, pooling, simultaneous)."""
     if from_file is not None:
-        from .offline import file_document
+        from ..offline import file_document
 
         return file_document(
             kind, name, from_file, spec_file=spec_file, start=start, end=end, last=last, **options
         )
     if spec_file is not None:
         raise click.UsageError("--spec goes with --from-file")
-    with settings.api() as api:
+    with global_options.api() as api:
         start, end = online_range(api, name, start, end, last)
         ask = api.estimate if kind == "estimate" else api.series
         return ask(name, start=start, end=end, **options)
@@ -68,32 +70,12 @@ def fetch_document(
 @range_options
 @confidence_option
 @method_option
-@click.option(
-    "--pooling",
-    type=click.Choice(POOLINGS),
-    default="overlap-safe",
-    show_default=True,
-    help="How periods combine: overlap-safe is valid when the same devices report every period;"
-    " independent only when every report in the range comes from a different device.",
-)
+@pooling_option
 @simultaneous_option
 @from_file_options
-@format_option
-@pass_settings
-def estimate(
-    settings: Settings,
-    name: str,
-    start: str | None,
-    end: str | None,
-    last: int | None,
-    confidence: float,
-    method: str,
-    pooling: str,
-    simultaneous: bool,
-    from_file: Path | None,
-    spec_file: Path | None,
-    fmt: str,
-) -> None:
+@format_option()
+@pass_global_options
+def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -> None:
     """Estimate each category's share of a metric over a range of periods.
 
     The table is sorted by estimate and draws each interval as a whisker over the bar.
@@ -105,20 +87,7 @@ def estimate(
       deniable estimate dark_mode --start 2026-11-16 --end 2026-11-22 --simultaneous --format json
       deniable estimate browser --from-file browser.parquet --method consistent
     """
-    document = fetch_document(
-        settings,
-        "estimate",
-        name,
-        from_file,
-        spec_file,
-        start,
-        end,
-        last,
-        confidence=confidence,
-        method=method,
-        pooling=pooling,
-        simultaneous=simultaneous,
-    )
+    document = fetch_document(global_options, "estimate", name, **query)
     print_estimate(document, fmt)
 
 
@@ -136,21 +105,10 @@ def estimate(
 )
 @simultaneous_option
 @from_file_options
-@format_option
-@pass_settings
+@format_option()
+@pass_global_options
 def series(
-    settings: Settings,
-    name: str,
-    start: str | None,
-    end: str | None,
-    last: int | None,
-    confidence: float,
-    method: str,
-    categories: tuple[str, ...],
-    simultaneous: bool,
-    from_file: Path | None,
-    spec_file: Path | None,
-    fmt: str,
+    global_options: GlobalOptions, name: str, fmt: str, categories: tuple[str, ...], **query: Any
 ) -> None:
     """One estimate per period, drawn as a chart: the dot is the estimate, ├─┤ its interval.
 
@@ -161,17 +119,5 @@ def series(
       deniable series browser --from-file browser.parquet
       deniable series browser --last 7 --simultaneous
     """
-    document = fetch_document(
-        settings,
-        "series",
-        name,
-        from_file,
-        spec_file,
-        start,
-        end,
-        last,
-        confidence=confidence,
-        method=method,
-        simultaneous=simultaneous,
-    )
+    document = fetch_document(global_options, "series", name, **query)
     print_series(document, fmt, categories or None)

@@ -8,10 +8,10 @@ from typing import Any
 
 import click
 
-from .options import Settings, pass_settings
-from .progress import progress_bar
-from .render import console, percent, print_json
-from .specs import spec_from_served
+from ..options import DATE, GlobalOptions, format_option, pass_global_options
+from ..progress import progress_bar
+from ..render import console, percent, print_json
+from ..specs import spec_from_served
 
 
 def truth_table(shares: dict[str, float]) -> Any:
@@ -24,15 +24,6 @@ def truth_table(shares: dict[str, float]) -> Any:
     for category, share in shares.items():
         table.add_row(category, percent(share))
     return table
-
-
-def _date(ctx: click.Context, param: click.Parameter, value: str | None) -> dt.date | None:
-    if value is None:
-        return None
-    try:
-        return dt.date.fromisoformat(value)
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not a date like 2026-11-21", ctx, param) from None
 
 
 @click.command(short_help="Simulate N devices reporting a metric through the SDK.")
@@ -58,8 +49,7 @@ def _date(ctx: click.Context, param: click.Parameter, value: str | None) -> dt.d
 )
 @click.option(
     "--date",
-    callback=_date,
-    metavar="DATE",
+    type=DATE,
     help="UTC date the devices report on (default today); must be inside the collector's window.",
 )
 @click.option(
@@ -68,12 +58,10 @@ def _date(ctx: click.Context, param: click.Parameter, value: str | None) -> dt.d
     metavar="KEY",
     help="The collector's ingest key, if it has one (env DENIABLE_INGEST_KEY; default: the admin token, which the collector also accepts for uploads).",
 )
-@click.option(
-    "--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True
-)
-@pass_settings
+@format_option("table", "json")
+@pass_global_options
 def simulate(
-    settings: Settings,
+    global_options: GlobalOptions,
     name: str,
     clients: int,
     distribution: str,
@@ -95,8 +83,8 @@ def simulate(
       deniable simulate --metric browser --clients 20000 --distribution zipf --seed 7
       deniable simulate --metric browser --clients 5000 --distribution shares.csv
     """
-    from .simulation import distribution as true_shares
-    from .simulation import population, run_devices
+    from ..simulated_devices import distribution as true_shares
+    from ..simulated_devices import population, run_devices
 
     if distribution not in ("zipf", "uniform"):
         from pathlib import Path
@@ -106,7 +94,7 @@ def simulate(
                 f"{distribution!r} is neither zipf, uniform nor an existing file",
                 param_hint="'--distribution'",
             )
-    with settings.api() as api:
+    with global_options.api() as api:
         spec = spec_from_served(api.get_metric(name))
     weights = true_shares(distribution, spec.categories)
     devices = population(spec, clients, weights, random.Random(seed))
@@ -114,9 +102,9 @@ def simulate(
     with progress_bar() as bar:
         task = bar.add_task(f"{name}: devices reporting", total=clients)
         delivery = run_devices(
-            settings.collector,
+            global_options.collector_url,
             [devices],
-            ingest_key=ingest_key or settings.token,
+            ingest_key=ingest_key or global_options.token,
             seed=seed,
             moment=moment,
             on_batch=lambda done: bar.advance(task, done),

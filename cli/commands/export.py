@@ -1,28 +1,25 @@
 """``deniable export``: a metric's raw randomized reports to Parquet or CSV, through polars.
 
 Reports come from the collector's admin export endpoint or, with ``--database URL``, straight
-from the collector's database (read-only, through its storage module). The file has the
-agreed schema (id, metric, fingerprint, period, then ``payload`` or ``a``, ``b``, ``y``), and a
+from the collector's database (read-only, through its storage package's public queries). The
+file is in the estimators' export format (:mod:`deniable.estimators.reportfile`), and a
 Parquet file carries the metric's spec in its metadata so ``estimate --from-file`` needs
 nothing else.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
+from typing import get_args
 
 import click
+from deniable.estimators import FileFormat, file_format
 
-from .options import Settings, pass_settings, range_options
-from .progress import progress_bar
+from ..options import GlobalOptions, format_option, pass_global_options, range_options
+from ..progress import progress_bar
 
 PAGE_SIZE = 10_000
 """Reports read per request or query."""
-
-FORMATS_BY_SUFFIX = {".parquet": "parquet", ".csv": "csv"}
-"""The file format each known extension names."""
 
 
 def output_format(output: Path, fmt: str | None) -> str:
@@ -31,7 +28,7 @@ def output_format(output: Path, fmt: str | None) -> str:
     An explicit format that contradicts a known extension is a usage error, so that a
     ``.csv`` file never holds Parquet (or the reverse).
     """
-    by_suffix = FORMATS_BY_SUFFIX.get(output.suffix.lower())
+    by_suffix = file_format(output)
     if fmt is None:
         return by_suffix or "parquet"
     if by_suffix is not None and by_suffix != fmt:
@@ -42,30 +39,12 @@ def output_format(output: Path, fmt: str | None) -> str:
     return fmt
 
 
-def _write(frames: list[Any], spec: Any, path: Path, fmt: str) -> int:
-    """Write the collected pages in the agreed schema; returns the number of rows."""
-    import polars as pl
-
-    from .offline import SPEC_METADATA_KEY
-    from .reportframe import empty_frame
-
-    frame = pl.concat(frames, how="vertical") if frames else empty_frame(spec)
-    tmp = path.with_name(path.name + ".partial")
-    if fmt == "parquet":
-        frame.write_parquet(tmp, metadata={SPEC_METADATA_KEY: json.dumps(spec.to_dict())})
-    else:
-        frame.write_csv(tmp)
-    tmp.replace(path)
-    return frame.height
-
-
 @click.command(short_help="Export raw randomized reports to Parquet or CSV.")
 @click.argument("name")
 @range_options
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(("parquet", "csv")),
+@format_option(
+    *get_args(FileFormat),
+    default=None,
     help="parquet keeps the spec inside the file; csv is for other tools."
     " Default: from the extension (.parquet or .csv), else parquet.",
 )
@@ -82,9 +61,9 @@ def _write(frames: list[Any], spec: Any, path: Path, fmt: str) -> int:
     metavar="URL",
     help="Read the collector's database directly instead of asking the collector (read-only).",
 )
-@pass_settings
+@pass_global_options
 def export(
-    settings: Settings,
+    global_options: GlobalOptions,
     name: str,
     start: str | None,
     end: str | None,
@@ -101,12 +80,13 @@ def export(
       deniable export browser --last 7 -o week.csv
       deniable export browser -o browser.parquet --database sqlite:///deniable.db
     """
-    from .periods import resolve_range
-    from .reportframe import frame_of
-    from .reportsource import open_source
+    from deniable.estimators import frame_of, write_report_file
+
+    from ..periods import resolve_range
+    from ..reportsource import open_source
 
     fmt = output_format(output, fmt)
-    with open_source(settings, name, database) as source:
+    with open_source(global_options, name, database) as source:
         spec = source.spec
         start, end = resolve_range(spec, start, end, last)
         total = source.count(start, end)
@@ -116,5 +96,5 @@ def export(
             for page in source.pages(start, end, PAGE_SIZE):
                 frames.append(frame_of(spec, page))
                 bar.advance(task, len(page))
-    rows = _write(frames, spec, output, fmt)
+    rows = write_report_file(frames, spec, output, fmt)  # type: ignore[arg-type]
     click.echo(f"wrote {rows:,} randomized report(s) of {name} to {output}", err=True)

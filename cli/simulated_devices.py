@@ -1,5 +1,8 @@
 """Simulated devices that report through the real SDK, for ``simulate`` and ``demo``.
 
+Failures are raised as :class:`~deniable.client.errors.DeniableError` (a bad distribution
+file, a refusing or unreachable collector), for the command to report.
+
 Honesty rules. Each simulated device holds one true value per metric and sends exactly one
 report per metric per period, randomized by the SDK's own mechanism with fresh randomness.
 A full :class:`~deniable.client.Client` per device (its own SQLite state and threads) would be
@@ -25,7 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import CliError
+from deniable.client.errors import (
+    BudgetExceeded,
+    CollectorRefused,
+    CollectorUnavailable,
+    InvalidInput,
+)
 
 FLUSH_STEP_SECONDS = 0.5
 DEVICES_PER_CLIENT = 1000
@@ -47,7 +55,7 @@ def read_distribution(path: Path, categories: Sequence[str]) -> list[float]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise CliError(f"no such distribution file: {path}") from None
+        raise InvalidInput(f"no such distribution file: {path}") from None
     weights: dict[str, float] = {}
     try:
         if text.lstrip().startswith("{"):
@@ -58,20 +66,22 @@ def read_distribution(path: Path, categories: Sequence[str]) -> list[float]:
                     continue
                 name, _, value = line.rpartition(",")
                 if not name:
-                    raise CliError(f"{path}:{number}: expected 'category,weight'")
+                    raise InvalidInput(f"{path}:{number}: expected 'category,weight'")
                 if name.strip() == "category" and value.strip() == "weight":
                     continue
                 weights[name.strip()] = float(value)
+    except InvalidInput:
+        raise
     except (ValueError, TypeError, AttributeError) as exc:
-        raise CliError(
+        raise InvalidInput(
             f"{path} is not a distribution (category,weight lines or a JSON object): {exc}"
         ) from None
     unknown = sorted(set(weights) - set(categories))
     if unknown:
-        raise CliError(f"{path} names {unknown[0]!r}, which is not a category of this metric")
+        raise InvalidInput(f"{path} names {unknown[0]!r}, which is not a category of this metric")
     values = [weights.get(c, 0.0) for c in categories]
     if any(w < 0 for w in values) or sum(values) <= 0:
-        raise CliError(f"{path}: weights must be non-negative with a positive sum")
+        raise InvalidInput(f"{path}: weights must be non-negative with a positive sum")
     total = sum(values)
     return [w / total for w in values]
 
@@ -204,22 +214,22 @@ def run_devices(
                 totals[key] += getattr(stats, key)
             kept_back = (stop - start) * len(populations) - stats.admitted
             if kept_back or stats.dropped_queue_full:
-                raise CliError(
+                raise BudgetExceeded(
                     f"the SDK kept back {kept_back + stats.dropped_queue_full} report(s) of a batch"
                     " (privacy budget or queue); the simulation would not be one report per device"
                 )
             if stats.refused and not delivered:
-                raise CliError(
+                raise CollectorRefused(
                     f"the collector at {collector_url} refused {stats.queued} report(s) (HTTP"
                     " 401/403/404); check --ingest-key / DENIABLE_INGEST_KEY and the URL"
                 )
             if stats.dropped_rejected:
-                raise CliError(
+                raise CollectorRefused(
                     f"the collector at {collector_url} refused {stats.dropped_rejected} report(s);"
                     " check --ingest-key / DENIABLE_INGEST_KEY and that the metric specs match"
                 )
             if not delivered:
-                raise CliError(
+                raise CollectorUnavailable(
                     f"could not deliver the reports to {collector_url} within {timeout:g} s;"
                     " is the collector running?"
                 )

@@ -14,10 +14,11 @@ from typing import Any
 
 import click
 
-from .api import CollectorAPI
-from .progress import progress_bar
-from .render import bar_with_whisker, console, fit_bar, interval, percent, print_json
-from .specs import spec_from_served
+from ..api import CollectorAPI
+from ..options import DEFAULT_CONFIDENCE, format_option
+from ..progress import progress_bar
+from ..render import bar_with_whisker, console, fit_bar, interval, percent, print_json
+from ..specs import spec_from_served
 
 DEMO_METRICS: tuple[dict[str, Any], ...] = (
     {"name": "dark_mode", "type": "boolean", "epsilon": 1.0, "mechanism": "auto", "period": "day"},
@@ -38,19 +39,18 @@ DEMO_TRUTH: dict[str, list[float]] = {
 }
 """The true shares the simulated devices hold, in category order."""
 
-CONFIDENCE = 0.95
-
 
 def _comparison_table(
     spec: dict[str, Any], truth: dict[str, float], document: dict[str, Any]
 ) -> Any:
+    """A metric's estimates beside the truth, each interval drawn over its bar."""
     from rich.table import Table
 
     rows = document["estimates"]
     scale = min(1.0, max(max(r["ci_high"] for r in rows), max(truth.values()), 0.01))
     table = Table(
         title=f"{spec['name']} · {document.get('mechanism')} ε={document.get('epsilon')} · "
-        f"n={document.get('n', 0):,} · {CONFIDENCE * 100:g}% simultaneous intervals",
+        f"n={document.get('n', 0):,} · {DEFAULT_CONFIDENCE * 100:g}% simultaneous intervals",
         title_justify="left",
     )
     headers = ["category", "truth", "estimate", "interval", "truth inside"]
@@ -88,9 +88,7 @@ def _comparison_table(
     metavar="N",
     help="Simulated devices.",
 )
-@click.option(
-    "--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True
-)
+@format_option("table", "json")
 def demo(seed: int | None, clients: int, fmt: str) -> None:
     """Run a collector, simulate devices through the SDK, and compare estimates with the truth.
 
@@ -102,8 +100,8 @@ def demo(seed: int | None, clients: int, fmt: str) -> None:
       deniable demo
       deniable demo --seed 42 --format json
     """
-    from .localcollector import LocalCollector
-    from .simulation import population, run_devices
+    from ..localcollector import LocalCollector
+    from ..simulated_devices import population, run_devices
 
     started = time.monotonic()
     rng = random.Random(seed)
@@ -131,7 +129,7 @@ def demo(seed: int | None, clients: int, fmt: str) -> None:
                         spec.name,
                         start=period,
                         end=period,
-                        confidence=CONFIDENCE,
+                        confidence=DEFAULT_CONFIDENCE,
                         simultaneous=True,
                     )
                     truth = pop.shares
@@ -154,7 +152,7 @@ def demo(seed: int | None, clients: int, fmt: str) -> None:
                 "seed": seed,
                 "clients": clients,
                 "delivered": delivery.delivered,
-                "confidence": CONFIDENCE,
+                "confidence": DEFAULT_CONFIDENCE,
                 "simultaneous": True,
                 "elapsed_seconds": round(elapsed, 2),
                 "metrics": results,
@@ -169,6 +167,6 @@ def demo(seed: int | None, clients: int, fmt: str) -> None:
         f" in {elapsed:.1f} s; the collector never saw a true value."
     )
     click.echo(
-        f"Each metric's intervals hold all its categories at once with {CONFIDENCE:.0%} confidence."
+        f"Each metric's intervals hold all its categories at once with {DEFAULT_CONFIDENCE:.0%} confidence."
         " Next: `deniable serve`, then `deniable metrics create --help`."
     )

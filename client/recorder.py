@@ -1,0 +1,238 @@
+"""The recording path: from a ``record()`` call to a randomized report queued in memory.
+
+:class:`Recorder` resolves the period label, asks the ledger to admit the report, draws (or
+reuses, for memoized metrics) the randomized answer and queues it, all under one lock and with
+no I/O, so ``record()`` costs microseconds. The true value goes no further than this module:
+only its randomized payload is queued. The persister takes the queue away with :meth:`drain`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
+
+from .errors import SpecError
+from .ledger import Ledger, LedgerDelta, PrivacySpent
+from .mechanisms import Payload
+from .outbox import QueuedReport
+from .randomness import LocalRandomness, Randomness, ReportIds
+from .spec import PERIOD_KINDS, MetricSpec, period_label
+from .stats import Counters
+
+log = logging.getLogger("deniable.client")
+
+_UUID_BLOCK = 4096
+
+
+class _MetricState:
+    """Per-metric state precomputed once, so ``record()`` does dictionary lookups only."""
+
+    __slots__ = (
+        "epsilon",
+        "fingerprint",
+        "index",
+        "kind",
+        "memo_keys",
+        "memoized",
+        "randomize",
+        "spec",
+    )
+
+    def __init__(self, spec: MetricSpec, memoized: bool) -> None:
+        self.spec = spec
+        self.fingerprint = spec.fingerprint
+        self.epsilon = spec.epsilon
+        self.kind = spec.period
+        self.memoized = memoized
+        self.randomize = spec.randomizer.randomize
+        self.memo_keys: list[str | None] = [None] * spec.k  # HMACs, made on first use
+        self.index: dict[Any, int] = (
+            {} if spec.type == "boolean" else {c: i for i, c in enumerate(spec.categories)}
+        )
+
+    def index_of(self, value: Any) -> int:
+        """The category index; :class:`~.errors.InvalidInput` names the metric, never the value."""
+        if self.spec.type == "boolean":
+            if value is True:
+                return 1
+            if value is False:
+                return 0
+        elif type(value) is str:
+            index = self.index.get(value)
+            if index is not None:
+                return index
+        return self.spec.index_of(value)
+
+
+class Recorder:
+    """Admits, randomizes and queues reports in memory; thread-safe.
+
+    Its queue and the ledger are guarded by the counters' lock, so a ``record()`` takes one
+    lock. ``on_unknown(metric)`` is called for a metric with no spec: it may raise (an app
+    that passed its specs in code asked for an unknown one) or ask for fresh specs.
+    ``memoize`` (``True`` or metric names) turns on RAPPOR's permanent randomized response;
+    ``clock`` replaces the system's (simulated periods), ``randomness`` the OS CSPRNG.
+    """
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        counters: Counters,
+        *,
+        on_unknown: Callable[[str], None],
+        memoize: bool | Collection[str] = False,
+        max_queue: int,
+        clock: Callable[[], dt.datetime] | None = None,
+        randomness: Randomness | None = None,
+    ) -> None:
+        self._ledger = ledger
+        self._counters = counters
+        self._lock = counters.lock
+        self._on_unknown = on_unknown
+        self._memoize = {memoize} if isinstance(memoize, str) else memoize
+        self._max_queue = max_queue
+        self._clock = clock
+        self._rng = randomness or LocalRandomness()
+        self._ids = ReportIds(_UUID_BLOCK)
+        self._metrics: dict[str, _MetricState] = {}
+        self._labels_from = self._labels_until = 0.0
+        self._labels: dict[str, str] = {}
+        self._warned_unknown: set[str] = set()
+        self._handed_off = 0
+        self.closed = False
+        self.pending: deque[QueuedReport] = deque()
+        """Reports recorded and not yet handed to the persister, oldest first."""
+
+    # -- specs -----------------------------------------------------------------------------
+
+    def install(self, specs: Sequence[MetricSpec]) -> None:
+        """Make ``specs`` the ones ``record()`` uses (one lookup per call)."""
+        if len({s.name for s in specs}) != len(specs):
+            raise SpecError("metric names must be distinct")
+        memoize = self._memoize
+        self._metrics = {
+            s.name: _MetricState(
+                s, memoize is True or (not isinstance(memoize, bool) and s.name in memoize)
+            )
+            for s in specs
+        }
+
+    @property
+    def metrics(self) -> dict[str, MetricSpec]:
+        """The metric specs recorded, by name."""
+        return {name: m.spec for name, m in self._metrics.items()}
+
+    # -- recording -------------------------------------------------------------------------
+
+    def _period_labels(self) -> dict[str, str]:
+        """Labels of the current day, week and month, recomputed once per clock day."""
+        if self._clock is None:
+            now = time.time()
+            if not self._labels_from <= now < self._labels_until:
+                day = now // 86400
+                self._labels_from, self._labels_until = day * 86400, (day + 1) * 86400
+                moment = dt.datetime.fromtimestamp(now, dt.UTC)
+                self._labels = {k: period_label(k, moment) for k in PERIOD_KINDS}
+            return self._labels
+        moment = self._clock()
+        if period_label("day", moment) != self._labels.get("day"):
+            self._labels = {k: period_label(k, moment) for k in PERIOD_KINDS}
+        return self._labels
+
+    def record(self, metric: str, value: Any) -> bool:
+        """Randomize ``value`` for ``metric`` and queue the report; see :meth:`.Client.record`."""
+        state = self._metrics.get(metric)
+        if state is None:
+            return self._unknown(metric)
+        index = state.index_of(value)
+        with self._lock:
+            if self.closed:
+                return False
+            counters = self._counters
+            if self._clock is None and self._labels_from <= time.time() < self._labels_until:
+                period = self._labels[state.kind]
+            else:
+                period = self._period_labels()[state.kind]
+            if not self._ledger.admit(metric, period, state.epsilon, state.memoized):
+                counters.over_budget += 1
+                return False
+            payload = self._randomized(metric, state, index)
+            pending = self.pending
+            if len(pending) >= self._max_queue:
+                pending.popleft()
+                counters.dropped_queue_full += 1
+            pending.append((self._ids.take(), metric, state.fingerprint, period, payload))
+            counters.admitted += 1
+        return True
+
+    def _randomized(self, metric: str, state: _MetricState, index: int) -> Payload:
+        """A fresh randomized answer for ``index``, or the remembered one of a memoized metric
+        (under the lock)."""
+        if not state.memoized:
+            return state.randomize(index, self._rng)
+        key = state.memo_keys[index]
+        if key is None:
+            key = state.memo_keys[index] = self._ledger.memo_key(metric, state.fingerprint, index)
+        payload = self._ledger.memoized(key)
+        if payload is None:
+            payload = state.randomize(index, self._rng)
+            self._ledger.remember(metric, key, payload)
+        return payload
+
+    def _unknown(self, metric: str) -> bool:
+        """A metric without a spec: raise or ask for specs (``on_unknown``), count, warn once."""
+        self._on_unknown(metric)
+        with self._lock:
+            self._counters.unknown_metric += 1
+            first = metric not in self._warned_unknown
+            self._warned_unknown.add(metric)
+        if first:
+            log.warning("metric %r has no spec from the collector (yet); not recorded", metric)
+        return False
+
+    def close(self) -> None:
+        """Admit nothing more: ``record()`` returns ``False`` from now on."""
+        with self._lock:
+            self.closed = True
+
+    # -- hand-off to the persister ---------------------------------------------------------
+
+    def drain(self) -> tuple[list[QueuedReport], LedgerDelta]:
+        """Take the queued reports and the ledger changes that admitted them, to be committed
+        together; they still count as in memory until :meth:`drained` or :meth:`put_back`."""
+        with self._lock:
+            reports = list(self.pending)
+            self.pending.clear()
+            self._handed_off = len(reports)
+            return reports, self._ledger.take_delta()
+
+    def drained(self) -> None:
+        """The reports of the last :meth:`drain` are committed."""
+        self._handed_off = 0
+
+    def put_back(self, reports: list[QueuedReport], delta: LedgerDelta) -> None:
+        """Return what a failed commit took, ahead of anything recorded since."""
+        with self._lock:
+            self.pending.extendleft(reversed(reports))
+            self._ledger.restore_delta(delta)
+            self._handed_off = 0
+
+    @property
+    def in_memory(self) -> int:
+        """Reports recorded and not yet committed (read it under the counters' lock)."""
+        return len(self.pending) + self._handed_off
+
+    # -- introspection ---------------------------------------------------------------------
+
+    def privacy_spent(self) -> dict[str, PrivacySpent]:
+        """Per metric: eps spent in the current period and the lifetime bound that applies."""
+        with self._lock:
+            labels = self._period_labels()
+            return {
+                name: self._ledger.spent(name, labels[m.kind], m.epsilon, m.memoized)
+                for name, m in self._metrics.items()
+            }

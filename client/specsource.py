@@ -1,0 +1,211 @@
+"""Where a client's metric specs come from, and the device's rules for accepting them.
+
+Three sources, in order: the specs the app passes in code (the only ones used then; none is
+fetched), the specs an earlier run cached in ``state_dir`` (so an app that starts offline
+still records), and ``GET /v1/metrics`` (fetched at start when nothing is cached, and again
+when the app records a metric no spec covers, at most every :data:`SPEC_REFRESH_SECONDS`).
+
+The device, not the collector, guards its users' privacy: a served spec whose fingerprint
+does not match is ignored; a spec once accepted from a collector is never replaced by a
+different one with the same name; a served spec above ``max_epsilon`` is refused, and one
+passed in code above it raises :class:`~.errors.SpecError`. Each refused served spec is logged
+at ERROR once and counted in ``specs_refused``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import InvalidInput, SpecError
+from .spec import MetricSpec
+from .stats import Counters
+from .transport import Transport
+
+log = logging.getLogger("deniable.client")
+
+SPECS_FILE = "metrics.json"
+"""The specs accepted from collectors, cached in ``state_dir``."""
+SPEC_REFRESH_SECONDS = 60.0
+"""How often, at most, collector-served specs are fetched again (after an unknown metric)."""
+SPEC_RETRY_SECONDS = 5.0
+"""How often a client with no specs at all tries to fetch them."""
+DEFAULT_MAX_EPSILON = 4.0
+"""The highest eps a client adopts from a collector unless the app sets ``max_epsilon``.
+
+At eps 4 binary randomized response still lies 1.8% of the time; much above it a report is
+all but the true value, so a collector serving such a spec could nearly read its users'
+answers. An app that means a higher eps says so with ``max_epsilon`` (up to 20)."""
+
+
+def verified_specs(raw: Sequence[Any]) -> list[MetricSpec]:
+    """Specs from a collector's JSON, keeping only those whose fingerprint matches ours (and
+    the first of two with one name)."""
+    specs: list[MetricSpec] = []
+    for item in raw:
+        try:
+            spec = MetricSpec.from_dict(item)
+        except (ValueError, TypeError, AttributeError) as exc:
+            log.warning("ignoring a metric spec the collector served: %s", exc)
+            continue
+        if item.get("fingerprint") != spec.fingerprint:
+            log.warning(
+                "metric %s: the served fingerprint does not match the spec; refusing it", spec.name
+            )
+            continue
+        if any(s.name == spec.name for s in specs):
+            log.warning("metric %s is served twice; keeping the first spec", spec.name)
+            continue
+        specs.append(spec)
+    return specs
+
+
+class SpecSource:
+    """Chooses the specs a client records: :meth:`start` returns the first set, and
+    :meth:`refresh_if_due` (from the upload thread) a new one when it changes.
+
+    ``transport`` fetches served specs; ``state_dir`` holds the cache.
+    """
+
+    def __init__(
+        self,
+        state_dir: Path,
+        transport: Transport,
+        counters: Counters,
+        *,
+        max_epsilon: float,
+    ) -> None:
+        self._path = state_dir / SPECS_FILE
+        self._transport = transport
+        self._counters = counters
+        self._max_epsilon = max_epsilon
+        self._accepted: dict[str, MetricSpec] = {}
+        self._refused: set[tuple[str, str]] = set()
+        self._chosen_count = 0
+        self._in_code = False
+        self._refresh = False
+        self._next_fetch = 0.0
+
+    def start(self, in_code: Sequence[MetricSpec] | None) -> list[MetricSpec]:
+        """The specs to record first: the app's (``in_code``), else the cached ones, else the
+        ones fetched now (none if the collector cannot be reached)."""
+        if in_code is not None:
+            self._in_code = True
+            return self._chosen(self._within_app_ceiling(in_code))
+        cached = self._load_cached()
+        if cached is not None:
+            self._refresh = True
+            return cached
+        return self._fetch() or []
+
+    def note_unknown(self, metric: str) -> None:
+        """A ``record()`` for a metric without a spec: the app's mistake if it passed its specs
+        in code (:class:`~.errors.InvalidInput`), else a reason to fetch specs again."""
+        if self._in_code:
+            raise InvalidInput(f"unknown metric {metric!r}")
+        self._refresh = True
+
+    def refresh_if_due(self) -> list[MetricSpec] | None:
+        """The specs to record from now on if none are known or a refresh was asked for, and a
+        fetch is due and succeeds; else ``None`` (keep the current ones)."""
+        if self._in_code or time.monotonic() < self._next_fetch:
+            return None
+        if self._refresh or not self._chosen_count:
+            return self._fetch()
+        return None
+
+    def _chosen(self, specs: list[MetricSpec]) -> list[MetricSpec]:
+        """Note ``specs`` as the ones recorded now, and return them."""
+        self._chosen_count = len(specs)
+        return specs
+
+    def _within_app_ceiling(self, specs: Sequence[MetricSpec]) -> list[MetricSpec]:
+        """The specs the app passed; one above ``max_epsilon`` is the app's own mistake,
+        raised at once rather than sent."""
+        for spec in specs:
+            if spec.epsilon > self._max_epsilon:
+                raise SpecError(
+                    f"metric {spec.name}: epsilon {spec.epsilon:g} is above max_epsilon"
+                    f" {self._max_epsilon:g}; pass a higher max_epsilon to record it"
+                )
+        return list(specs)
+
+    def _within_ceiling(self, spec: MetricSpec) -> bool:
+        """Whether a spec that came from a collector is within ``max_epsilon``; refuses it if not."""
+        if spec.epsilon <= self._max_epsilon:
+            return True
+        self._refuse(spec, f"its epsilon is above max_epsilon {self._max_epsilon:g}")
+        return False
+
+    def _refuse(self, spec: MetricSpec, why: str) -> None:
+        """Refuse a served spec: count it and log at ERROR, once per name and fingerprint."""
+        with self._counters.lock:
+            key = (spec.name, spec.fingerprint)
+            if key in self._refused:
+                return
+            self._refused.add(key)
+            self._counters.specs_refused += 1
+        log.error(
+            "metric %s: refusing the spec the collector served (fingerprint %s, epsilon %g): %s",
+            spec.name,
+            spec.fingerprint,
+            spec.epsilon,
+            why,
+        )
+
+    def _accepted_within_ceiling(self) -> list[MetricSpec]:
+        """The accepted specs that are within ``max_epsilon`` (the app may have lowered it
+        since a spec was cached)."""
+        return self._chosen([s for s in self._accepted.values() if self._within_ceiling(s)])
+
+    def _load_cached(self) -> list[MetricSpec] | None:
+        """Accept the specs cached by an earlier run (so an app that starts offline still
+        records, and a collector cannot change them later); ``None`` if there are none."""
+        if not self._path.exists():
+            return None
+        try:
+            specs = verified_specs(json.loads(self._path.read_text()))
+        except (ValueError, TypeError, AttributeError):
+            log.warning("the cached metric specs in %s are unreadable", self._path)
+            return None
+        self._accepted = {s.name: s for s in specs}
+        return self._accepted_within_ceiling()
+
+    def _fetch(self) -> list[MetricSpec] | None:
+        """Fetch the specs from the collector, adopt new ones, cache them in ``state_dir``;
+        the specs to record now, or ``None`` if no collector answered.
+
+        A served spec that differs from the one accepted for its name is refused (the
+        accepted one stays), as is a new one above ``max_epsilon``.
+        """
+        fetched = self._transport.fetch_metrics()
+        self._next_fetch = time.monotonic() + (
+            SPEC_REFRESH_SECONDS
+            if self._chosen_count or fetched is not None
+            else SPEC_RETRY_SECONDS
+        )
+        if fetched is None:
+            return None
+        accepted = dict(self._accepted)
+        for spec in verified_specs(fetched):
+            known = accepted.get(spec.name)
+            if known is None:
+                if self._within_ceiling(spec):
+                    accepted[spec.name] = spec
+            elif known.fingerprint != spec.fingerprint:
+                self._refuse(
+                    spec,
+                    f"this device accepted another spec for it before (fingerprint"
+                    f" {known.fingerprint}, epsilon {known.epsilon:g}) and keeps that one",
+                )
+        tmp = self._path.with_suffix(".tmp")
+        tmp.write_text(json.dumps([s.to_dict() for s in accepted.values()]))
+        os.replace(tmp, self._path)
+        self._accepted = accepted
+        self._refresh = False
+        return self._accepted_within_ceiling()

@@ -1,0 +1,83 @@
+"""The wire format, in one place for both sides: a payload's text, a report's JSON, a batch's body.
+
+A report travels as the JSON object ``{"id": ..., "metric": ..., "fingerprint": ...,
+"period": ..., "payload": ...}`` (keys in that order, no spaces), and a batch as
+``{"reports": [report, ...]}`` posted to :data:`REPORTS_PATH`. A payload has one text
+everywhere: the canonical JSON (sorted keys, no spaces) the device sends, keeps in its memo
+and the collector stores, so a payload written by either side reads back the same.
+
+The device encodes each report once, when it commits it to its outbox, and keeps reports as
+these texts joined by commas; uploading then only wraps stored text in a batch body. The
+collector parses bodies with its own schema (its validation fast paths stay there) and encodes
+the payloads it stores with :func:`payload_text`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from .mechanisms import Payload
+
+REPORTS_PATH = "/v1/reports"
+"""Where a device posts batches of reports."""
+METRICS_PATH = "/v1/metrics"
+"""Where a device fetches the metric specs a collector serves."""
+
+_REPORT_START = '{"id":'
+_encode_string = json.JSONEncoder().encode
+
+
+def payload_text(payload: Payload) -> str:
+    """The canonical JSON text of a payload (an index, a base64 string or an OLH object):
+    sorted keys, no spaces.
+
+    An OLH object of three integers is written directly (its keys are already in sorted
+    order), as the device does this once per report; anything else goes through ``json``.
+    """
+    kind = type(payload)
+    if kind is int:
+        return str(payload)
+    if kind is str:
+        return _encode_string(payload)
+    if kind is dict and len(payload) == 3:  # type: ignore[arg-type]
+        a, b, y = payload.get("a"), payload.get("b"), payload.get("y")  # type: ignore[union-attr]
+        if type(a) is int and type(b) is int and type(y) is int:
+            return f'{{"a":{a},"b":{b},"y":{y}}}'
+    return json.dumps(payload, separators=(",", ":"), sort_keys=True)
+
+
+def parse_payload_text(text: str) -> Payload:
+    """The payload a :func:`payload_text` holds."""
+    payload: Payload = json.loads(text)
+    return payload
+
+
+def report_text(
+    report_id: str, metric: str, fingerprint: str, period: str, payload: Payload
+) -> str:
+    """A report as its wire JSON object.
+
+    The id (a UUID), the metric name, the fingerprint (hex) and the period label are checked
+    ASCII with nothing JSON escapes, so they go in as they are: this runs once per report.
+    """
+    return (
+        f'{{"id":"{report_id}","metric":"{metric}","fingerprint":"{fingerprint}",'
+        f'"period":"{period}","payload":{payload_text(payload)}}}'
+    )
+
+
+def join_reports(texts: Iterable[str]) -> str:
+    """Report texts as one run (how the device stores a chunk of reports)."""
+    return ",".join(texts)
+
+
+def split_reports(joined: str) -> list[str]:
+    """The report texts of a run made by :func:`join_reports`, in order."""
+    head, *rest = joined.split("," + _REPORT_START)
+    return [head, *(_REPORT_START + text for text in rest)]
+
+
+def batch_body(runs: Iterable[str]) -> bytes:
+    """The ``POST /v1/reports`` body holding runs of report texts (see :func:`join_reports`)."""
+    return f'{{"reports":[{join_reports(runs)}]}}'.encode()

@@ -1,0 +1,152 @@
+"""The export file of raw randomized reports: its columns, and reading and writing it.
+
+``deniable export`` writes it and the estimators read it (``estimate_reports``, offline
+estimates), so its layout is a contract that lives here, beside them. Columns: ``id``,
+``metric``, ``fingerprint``, ``period`` (strings), then the payload: ``payload`` Int64 for
+brr/krr, ``payload`` String (base64) for oue, ``a``, ``b``, ``y`` Int64 for olh. A Parquet
+file carries the metric's spec in its metadata (key :data:`SPEC_METADATA_KEY`); a CSV file
+needs the spec given beside it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import polars as pl
+from deniable.client.errors import InvalidInput
+from deniable.client.spec import MetricSpec
+
+StoredReport = tuple[str, str, Any]
+"""One stored report as the collector pages it out: (id, period, payload as decoded JSON)."""
+
+FileFormat = Literal["parquet", "csv"]
+"""The two formats an export file comes in."""
+
+SPEC_METADATA_KEY = "deniable.spec"
+"""Parquet key-value metadata key holding the exported metric's spec (JSON)."""
+
+OLH_COLUMNS = ("a", "b", "y")
+"""The payload columns of an olh report: the hash's two coefficients and the reported value."""
+
+
+def payload_columns(mechanism: str) -> tuple[str, ...]:
+    """The columns that hold a ``mechanism`` report's payload."""
+    return OLH_COLUMNS if mechanism == "olh" else ("payload",)
+
+
+def report_columns(mechanism: str) -> dict[str, Any]:
+    """Every column of an export of ``mechanism`` reports, with its polars type, in order."""
+    payload_type = pl.String if mechanism == "oue" else pl.Int64
+    return {
+        "id": pl.String,
+        "metric": pl.String,
+        "fingerprint": pl.String,
+        "period": pl.String,
+        **dict.fromkeys(payload_columns(mechanism), payload_type),
+    }
+
+
+def frame_of(spec: MetricSpec, rows: Sequence[StoredReport]) -> pl.DataFrame:
+    """The reports ``rows`` of metric ``spec`` as a frame; payloads are checked by the mechanism.
+
+    Raises :class:`InvalidInput` naming the first report whose payload does not fit the spec.
+    """
+    parse = spec.randomizer.parse_payload
+    payloads = []
+    for report_id, _, payload in rows:
+        try:
+            payloads.append(parse(payload))
+        except ValueError as exc:
+            raise InvalidInput(f"report {report_id} of {spec.name}: {exc}") from None
+    columns: dict[str, Any] = {
+        "id": [r[0] for r in rows],
+        "metric": [spec.name] * len(rows),
+        "fingerprint": [spec.fingerprint] * len(rows),
+        "period": [r[1] for r in rows],
+    }
+    if spec.mechanism == "olh":
+        columns.update({key: [p[key] for p in payloads] for key in OLH_COLUMNS})
+    else:
+        columns["payload"] = payloads
+    return pl.DataFrame(columns, schema=report_columns(spec.mechanism))
+
+
+def write_report_file(
+    frames: Sequence[pl.DataFrame], spec: MetricSpec, path: Path, fmt: FileFormat
+) -> int:
+    """Write the pages ``frames`` of ``spec``'s reports to ``path``; the number of reports.
+
+    The file appears complete or not at all: it is written beside ``path`` and renamed over it.
+    """
+    frame = (
+        pl.concat(frames, how="vertical")
+        if frames
+        else pl.DataFrame(schema=report_columns(spec.mechanism))
+    )
+    partial = path.with_name(path.name + ".partial")
+    if fmt == "parquet":
+        frame.write_parquet(partial, metadata={SPEC_METADATA_KEY: json.dumps(spec.to_dict())})
+    else:
+        frame.write_csv(partial)
+    partial.replace(path)
+    return frame.height
+
+
+def file_format(path: Path) -> FileFormat | None:
+    """The format ``path``'s extension names (``.parquet`` or ``.csv``, any case), or None."""
+    suffix = path.suffix.lower().removeprefix(".")
+    return suffix if suffix in get_args(FileFormat) else None  # type: ignore[return-value]
+
+
+def read_embedded_spec(path: Path) -> dict[str, Any]:
+    """The metric spec (JSON) a Parquet export carries in its metadata.
+
+    Raises :class:`InvalidInput` if the file is not Parquet or carries no valid spec.
+    """
+    try:
+        metadata = pl.read_parquet_metadata(path)
+    except FileNotFoundError:
+        raise
+    except Exception:
+        raise InvalidInput(
+            f"{path} is not a readable Parquet file; for a CSV export also pass --spec SPEC.json"
+        ) from None
+    if SPEC_METADATA_KEY not in metadata:
+        raise InvalidInput(
+            f"{path} carries no metric spec; pass --spec SPEC.json"
+            " (from `deniable metrics show NAME --format json`)"
+        )
+    try:
+        return json.loads(metadata[SPEC_METADATA_KEY])
+    except json.JSONDecodeError:
+        raise InvalidInput(f"{path}: its embedded metric spec is not valid JSON") from None
+
+
+def read_report_file(path: Path, mechanism: str) -> pl.DataFrame:
+    """The reports in the export file ``path`` (CSV if its extension says so, else Parquet).
+
+    Raises :class:`InvalidInput` if the file cannot be read or lacks a column a ``mechanism``
+    export needs (``id`` may be missing: estimates do not use it).
+    """
+    csv = file_format(path) == "csv"
+    try:
+        if csv:
+            text = {"payload": pl.String} if mechanism == "oue" else {}
+            frame = pl.read_csv(path, schema_overrides={**text, "period": pl.String})
+        else:
+            frame = pl.read_parquet(path)
+    except FileNotFoundError:
+        raise
+    except Exception:
+        kind = "CSV" if csv else "Parquet"
+        raise InvalidInput(f"{path} is not a readable {kind} file of reports") from None
+    wanted = [column for column in report_columns(mechanism) if column != "id"]
+    missing = [column for column in wanted if column not in frame.columns]
+    if missing:
+        raise InvalidInput(
+            f"{path} lacks the column(s) {', '.join(missing)} of a {mechanism} export"
+        )
+    return frame

@@ -1,0 +1,61 @@
+"""Test infrastructure shared by the tests and the benches: one home for each piece.
+
+- ``ports``: free loopback ports and their URLs.
+- ``postgres``: the test PostgreSQL (``DENIABLE_TEST_PG_URL``) and scratch databases on it.
+- ``databases``: empty databases of each backend, skipped (or failed in CI) when unavailable.
+- ``configuration``: the tokens and settings test collectors run with.
+- ``clock``: the settable server clock of in-process collectors.
+- ``collector_thread``: the collector in a thread of the test process (``RunningCollector``).
+- ``collector_process``: the collector as a ``deniable serve`` child process.
+- ``cluster``: several collector processes on one database.
+- ``metrics``: metric names, registration and randomized reports through the API.
+- ``http_clients``: httpx clients of test collectors.
+- ``cpu``: CPU time of processes (benches).
+- ``randomness``: a fast seeded randomness source for mechanisms.
+"""
+
+from .clock import TEST_NOW, Clock
+from .cluster import Cluster, cluster, run_migrations
+from .collector_process import CollectorProcess, real_collector
+from .collector_thread import RunningCollector
+from .configuration import ADMIN_TOKEN, INGEST_KEY, collector_settings
+from .cpu import cpu_seconds, process_tree_cpu, total_cpu
+from .databases import BACKENDS, DatabaseFactory, require_postgres, scratch_database
+from .http_clients import authorized_client
+from .metrics import make_reports, register, register_all, unique_name
+from .ports import LOOPBACK, free_port, loopback_url
+from .postgres import PG_ADMIN_URL, fresh_database, postgres_problem
+from .randomness import FastRandomness
+
+__all__ = [
+    "ADMIN_TOKEN",
+    "BACKENDS",
+    "INGEST_KEY",
+    "LOOPBACK",
+    "PG_ADMIN_URL",
+    "TEST_NOW",
+    "Clock",
+    "Cluster",
+    "CollectorProcess",
+    "DatabaseFactory",
+    "FastRandomness",
+    "RunningCollector",
+    "authorized_client",
+    "cluster",
+    "collector_settings",
+    "cpu_seconds",
+    "free_port",
+    "fresh_database",
+    "loopback_url",
+    "make_reports",
+    "postgres_problem",
+    "process_tree_cpu",
+    "real_collector",
+    "register",
+    "register_all",
+    "require_postgres",
+    "run_migrations",
+    "scratch_database",
+    "total_cpu",
+    "unique_name",
+]

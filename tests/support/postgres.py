@@ -1,0 +1,66 @@
+"""The test PostgreSQL server: where it is, whether it answers, and scratch databases on it.
+
+``DENIABLE_TEST_PG_URL`` names a database the tests and benches may connect to in order to
+create and drop their own (default: the ``test`` database of 127.0.0.1:5432, user postgres).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+from psycopg import sql
+
+PG_URL_VARIABLE = "DENIABLE_TEST_PG_URL"
+"""The environment variable naming the test PostgreSQL."""
+
+PG_ADMIN_URL = os.environ.get(PG_URL_VARIABLE, "postgresql://postgres@127.0.0.1:5432/test")
+"""A database on the test server from which scratch databases are created and dropped."""
+
+
+def postgres_problem() -> str | None:
+    """None if PostgreSQL answers at ``PG_ADMIN_URL``, else why not (one line)."""
+    try:
+        with psycopg.connect(PG_ADMIN_URL, connect_timeout=3, autocommit=True) as connection:
+            connection.execute("SELECT 1")
+    except Exception as exc:
+        lines = str(exc).strip().splitlines()
+        return f"{type(exc).__name__}: {lines[0] if lines else ''}"
+    return None
+
+
+def database_url(name: str) -> str:
+    """The URL of database ``name`` on the test server."""
+    return PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + name
+
+
+def create_database(prefix: str) -> str:
+    """Create an empty database named ``prefix`` plus a random suffix; its name."""
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as connection:
+        connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return name
+
+
+def drop_databases(names: list[str]) -> None:
+    """Drop the databases ``names``, closing any connection still open to them."""
+    if not names:
+        return
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as connection:
+        for name in names:
+            connection.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+
+
+@contextlib.contextmanager
+def fresh_database(prefix: str) -> Iterator[str]:
+    """Create an empty database, yield its URL, and drop it (with its connections) after."""
+    name = create_database(prefix)
+    try:
+        yield database_url(name)
+    finally:
+        drop_databases([name])
