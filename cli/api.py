@@ -10,9 +10,9 @@ from typing import Any
 
 import httpx
 from deniable.client.errors import CollectorRefused, CollectorUnavailable, InvalidInput
-from deniable.collector import DEFAULT_PORT
+from deniable.collector import DEFAULT_HOST, DEFAULT_PORT
 
-DEFAULT_COLLECTOR_URL = f"http://127.0.0.1:{DEFAULT_PORT}"
+DEFAULT_COLLECTOR_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
 """Where the CLI looks for a collector when neither --collector nor DENIABLE_COLLECTOR_URL is set."""
 
 

@@ -8,11 +8,13 @@ FILE.json`` gives it. Reports made under another fingerprint are refused, never 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from deniable.client.errors import InvalidInput
-from deniable.estimators import read_embedded_spec, read_report_file
+from deniable.client.spec import MetricSpec
+from deniable.estimators import Estimate, read_embedded_spec, read_report_file
 
 from .periods import check_range_size, resolve_range
 from .specs import spec_from_served
@@ -30,6 +32,38 @@ def read_spec(path: Path, spec_file: Path | None) -> dict[str, Any]:
         ) from None
 
 
+@dataclass(frozen=True)
+class FileReports:
+    """One metric's reports from an exported file, within the range asked for.
+
+    ``frame`` is a polars frame of the reports; ``first`` and ``last`` are the range's labels
+    (where the range was not named, those of the first and last report found; None if none).
+    """
+
+    spec: MetricSpec
+    frame: Any
+    first: str | None
+    last: str | None
+
+    def estimate(self, period: str | None = None, **options: Any) -> Estimate:
+        """The estimate from every report (or from those of ``period`` only); without reports,
+        the API's explicit no-data answer."""
+        import polars as pl
+        from deniable.estimators import estimate_reports
+
+        frame = self.frame if period is None else self.frame.filter(pl.col("period") == period)
+        return estimate_reports(self.spec.randomizer, self.spec.categories, frame, **options)
+
+    def labels(self) -> list[str]:
+        """Every period label of first..last, reports or not (none if the range is unknown)."""
+        from deniable.client.spec import period_range
+
+        if not (self.first and self.last):
+            return []
+        check_range_size(self.spec.period, self.first, self.last)
+        return period_range(self.spec.period, self.first, self.last)
+
+
 def load_reports(
     name: str,
     path: Path,
@@ -37,8 +71,8 @@ def load_reports(
     start: str | None,
     end: str | None,
     last: int | None = None,
-) -> tuple[Any, Any, str | None, str | None]:
-    """The spec, the reports of ``name`` in start..end (a polars frame), and the resolved labels."""
+) -> FileReports:
+    """The reports of ``name`` in ``path`` within start..end (or the ``last`` N periods)."""
     import polars as pl
 
     if not path.exists():
@@ -60,7 +94,7 @@ def load_reports(
     if end is not None:
         frame = frame.filter(pl.col("period") <= end)
     periods = sorted(frame["period"].unique().to_list())
-    return (
+    return FileReports(
         spec,
         frame,
         start or (periods[0] if periods else None),
@@ -68,62 +102,19 @@ def load_reports(
     )
 
 
-def _estimate_frame(spec: Any, frame: Any, **options: Any) -> Any:
-    """Estimate from a frame of reports; an empty frame gives the API's explicit no-data answer."""
-    from deniable.estimators import estimate_reports
-
-    return estimate_reports(spec.randomizer, spec.categories, frame, **options)
-
-
 def file_document(
-    kind: Literal["estimate", "series"],
-    name: str,
-    path: Path,
-    *,
-    spec_file: Path | None,
-    start: str | None,
-    end: str | None,
-    last: int | None = None,
-    **options: Any,
+    kind: Literal["estimate", "series"], reports: FileReports, **options: Any
 ) -> dict[str, Any]:
-    """The ``kind`` document (the API's shape) for ``name`` from a file of raw reports."""
-    spec, frame, first, final = load_reports(name, path, spec_file, start, end, last)
-    build = _estimate_document if kind == "estimate" else _series_document
-    return build(name, spec, frame, first, final, **options)
+    """The ``kind`` document (the API's shape) from ``reports``: the estimate pooled over them
+    all, or one estimate per period of the range, periods without reports included.
 
+    ``options`` are the estimate's (confidence, method, simultaneous, and pooling for
+    ``estimate``).
+    """
+    from deniable.estimators import estimate_document, series_document
 
-def _estimate_document(
-    name: str, spec: Any, frame: Any, first: str | None, last: str | None, **options: Any
-) -> dict[str, Any]:
-    """The estimate pooled over every report of the frame."""
-    from deniable.estimators import estimate_document
-
-    return estimate_document(name, first, last, _estimate_frame(spec, frame, **options))
-
-
-def _series_document(
-    name: str,
-    spec: Any,
-    frame: Any,
-    first: str | None,
-    last: str | None,
-    *,
-    confidence: float,
-    method: str,
-    simultaneous: bool = False,
-) -> dict[str, Any]:
-    """One estimate per period of first..last, periods without reports included."""
-    import polars as pl
-    from deniable.client.spec import period_range
-    from deniable.estimators import series_document
-
-    labels: list[str] = []
-    if first and last:
-        check_range_size(spec.period, first, last)
-        labels = period_range(spec.period, first, last)
-    options = {"confidence": confidence, "method": method, "simultaneous": simultaneous}
-    points = [
-        (label, _estimate_frame(spec, frame.filter(pl.col("period") == label), **options))
-        for label in labels
-    ]
+    name = reports.spec.name
+    if kind == "estimate":
+        return estimate_document(name, reports.first, reports.last, reports.estimate(**options))
+    points = [(label, reports.estimate(label, **options)) for label in reports.labels()]
     return series_document(name, points, **options)

@@ -172,9 +172,8 @@ def run_devices(
     Each device records one value per metric at ``moment`` (default now), so it reports once
     per metric in that period. ``on_batch(devices)`` is called after each batch is delivered.
     """
-    from deniable.client import Client, SeededRandomness
+    from deniable.client import Client, SeededRandomness, system_randomness
     from deniable.client.mechanisms import MAX_EPSILON
-    from deniable.client.randomness import system_randomness
 
     if not populations:
         return Delivery(0, 0, 0, 0, 0)

@@ -1,6 +1,12 @@
 """deniable's client SDK: randomize values on the device, then deliver only the randomized reports.
 
 Depends on the standard library and httpx only, so apps can embed it.
+
+Apps use what this root exports (``__all__``). The server side (estimators, collector, CLI)
+also uses five public modules: :mod:`.errors` (the ``DeniableError`` family), :mod:`.spec`
+(specs, fingerprints, period labels), :mod:`.mechanisms` (the randomizers), :mod:`.wire` (the
+wire format both sides share) and :mod:`.lazy` (package roots that import slow modules on
+first use). Every other module is the client's own.
 """
 
 from .aio import AsyncClient
@@ -14,11 +20,21 @@ from .errors import (
     StorageUnavailable,
 )
 from .ledger import PrivacySpent
-from .mechanisms import BRR, KRR, MECHANISMS, OLH, OUE, Mechanism, least_variance, make_mechanism
+from .mechanisms import (
+    BRR,
+    KRR,
+    MECHANISMS,
+    OLH,
+    OUE,
+    Mechanism,
+    Payload,
+    least_variance,
+    make_mechanism,
+)
 from .outbox import StateDirInUseError
-from .randomness import Randomness, SeededRandomness, SystemRandomness
+from .randomness import Randomness, SeededRandomness, SystemRandomness, system_randomness
 from .sdk import Client
-from .spec import MetricSpec, period_label, period_range
+from .spec import MetricSpec, period_label, period_range, resolve_period
 from .stats import ClientStats
 
 __all__ = [
@@ -37,6 +53,7 @@ __all__ = [
     "InvalidInput",
     "Mechanism",
     "MetricSpec",
+    "Payload",
     "PrivacySpent",
     "Randomness",
     "SeededRandomness",
@@ -48,4 +65,6 @@ __all__ = [
     "make_mechanism",
     "period_label",
     "period_range",
+    "resolve_period",
+    "system_randomness",
 ]

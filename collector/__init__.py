@@ -1,35 +1,59 @@
 """deniable's collector: a FastAPI service that stores randomized reports and answers estimates.
 
-Names are imported lazily, so ``deniable.collector.storage`` (migrations) loads without
-FastAPI or the estimators.
+The public API is what this root exports (``__all__``): the app factory, where a collector
+listens by default, the ``Settings`` that own its configuration, ``migrate``, and the error
+``RefusedToServe``. Other layers (the CLI) import from here and from three public modules:
+:mod:`.serve` (``serve`` runs the server; the name is the module's here, so it is not
+re-exported), :mod:`.settings` (the configuration and its limits) and :mod:`.storage`'s root
+(its public queries). Every other module is the collector's own.
+
+Only the listening defaults load at once (standard library only); every other name is imported
+on first use, so ``deniable --help`` does not load the server, and ``deniable.collector.storage``
+(migrations) loads without FastAPI or the estimators.
 """
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from deniable.client.lazy import lazy_exports
+
+from .listening import (
+    DEFAULT_HOST,
+    DEFAULT_LISTENING,
+    DEFAULT_LOG_LEVEL,
+    DEFAULT_PORT,
+    DEFAULT_WORKERS,
+    LOG_LEVELS,
+    Listening,
+)
 
 if TYPE_CHECKING:
     from .app import create_app
-    from .serve import RefusedToServe, serve
+    from .serve import RefusedToServe
     from .settings import Settings
     from .storage import migrate
 
-DEFAULT_PORT = 8000
-"""The TCP port a collector listens on unless told otherwise (CLI, image and manifests agree)."""
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        ".app": ("create_app",),
+        ".serve": ("RefusedToServe",),
+        ".settings": ("Settings",),
+        ".storage": ("migrate",),
+    },
+)
 
-_EXPORTS = {
-    "create_app": ".app",
-    "RefusedToServe": ".serve",
-    "serve": ".serve",
-    "Settings": ".settings",
-    "migrate": ".storage",
-}
-__all__ = ["DEFAULT_PORT", "RefusedToServe", "Settings", "create_app", "migrate", "serve"]
-
-
-def __getattr__(name: str) -> Any:
-    """Import an exported name on first use."""
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(_EXPORTS[name], __name__), name)
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_LISTENING",
+    "DEFAULT_LOG_LEVEL",
+    "DEFAULT_PORT",
+    "DEFAULT_WORKERS",
+    "LOG_LEVELS",
+    "Listening",
+    "RefusedToServe",
+    "Settings",
+    "create_app",
+    "migrate",
+]

@@ -7,7 +7,7 @@ import sys
 
 from pydantic import ValidationError
 
-from . import DEFAULT_PORT
+from .listening import DEFAULT_HOST, DEFAULT_PORT, DEFAULT_WORKERS, Listening
 from .serve import RefusedToServe, serve
 from .settings import Settings, settings_problem
 
@@ -15,12 +15,12 @@ from .settings import Settings, settings_problem
 def main(argv: list[str] | None = None) -> int:
     """Parse ``--host``, ``--port`` and ``--workers`` and serve until stopped."""
     parser = argparse.ArgumentParser(prog="python -m deniable.collector")
-    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--host", default=DEFAULT_HOST)
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
-    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
     args = parser.parse_args(argv)
     try:
-        serve(Settings(), args.host, args.port, args.workers)
+        serve(Settings(), Listening(args.host, args.port, args.workers))
     except RefusedToServe as exc:
         print(exc, file=sys.stderr)
         return 2

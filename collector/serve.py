@@ -27,16 +27,18 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
 import uvicorn
+from deniable.client.errors import DeniableError
 from uvicorn.main import STARTUP_FAILURE
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 from uvicorn.supervisors import Multiprocess
 
-from . import DEFAULT_PORT
+from .listening import DEFAULT_LISTENING, Listening
 from .settings import Settings
 from .storage import migrate
 from .telemetry import MULTIPROCESS_DIRECTORY
@@ -44,18 +46,13 @@ from .telemetry import MULTIPROCESS_DIRECTORY
 log = logging.getLogger("deniable.collector")
 
 
-class RefusedToServe(RuntimeError):
-    """Serving as asked would expose admin calls without a token, or cannot keep metrics."""
+class RefusedToServe(DeniableError, RuntimeError):
+    """Serving as asked would expose admin calls without a token, or cannot keep metrics.
 
+    A :class:`~deniable.client.errors.DeniableError`, so the CLI reports it as one line; still
+    a ``RuntimeError`` for callers that caught it as one.
+    """
 
-DEFAULT_HOST = "127.0.0.1"
-"""Where the collector listens unless told otherwise: loopback, reachable from this host only."""
-
-LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
-"""uvicorn's log levels, quietest first."""
-
-DEFAULT_LOG_LEVEL = "info"
-"""The log level the collector runs at unless told otherwise."""
 
 APP_FACTORY = "deniable.collector.app:create_app"
 """What each worker process imports to build its app when there are several."""
@@ -207,27 +204,23 @@ class CollectorProtocol(HttpToolsProtocol):
 
 
 def server_config(
-    app: Any,
-    settings: Settings,
-    *,
-    host: str = DEFAULT_HOST,
-    port: int = DEFAULT_PORT,
-    workers: int = 1,
-    log_level: str = DEFAULT_LOG_LEVEL,
+    app: Any, settings: Settings, listening: Listening = DEFAULT_LISTENING, **changes: Any
 ) -> CollectorConfig:
-    """The uvicorn configuration the collector runs with, from ``settings``.
+    """The uvicorn configuration the collector runs with, from ``settings``, listening as
+    ``listening`` says with ``changes`` to its fields (such as ``log_level="warning"``).
 
     ``app`` is an app, or :data:`APP_FACTORY` for several workers. Access logs stay off (they
     hold client addresses), proxy headers are ignored, and the protocol is
     :class:`CollectorProtocol` with the settings' header timeout and connection cap.
     """
+    where = replace(listening, **changes)
     return CollectorConfig(
         app,
         header_timeout=settings.header_timeout,
         max_connections=settings.max_connections,
-        host=host,
-        port=port,
-        workers=workers,
+        host=where.host,
+        port=where.port,
+        workers=where.workers,
         factory=isinstance(app, str),
         http=CollectorProtocol,
         ws="none",
@@ -235,7 +228,7 @@ def server_config(
         access_log=False,
         proxy_headers=False,
         server_header=False,
-        log_level=log_level,
+        log_level=where.log_level,
         timeout_graceful_shutdown=settings.shutdown_timeout,
     )
 
@@ -357,17 +350,13 @@ def shared_metrics(workers: int) -> Iterator[None]:
         shutil.rmtree(made, ignore_errors=True)
 
 
-def serve(
-    settings: Settings,
-    host: str = DEFAULT_HOST,
-    port: int = DEFAULT_PORT,
-    workers: int = 1,
-    log_level: str = DEFAULT_LOG_LEVEL,
-) -> None:
-    """Migrate, then serve the collector on ``host:port`` with ``workers`` processes (blocks)."""
+def serve(settings: Settings, listening: Listening = DEFAULT_LISTENING, **changes: Any) -> None:
+    """Migrate, then serve the collector where ``listening`` says, with ``changes`` to its
+    fields (such as ``host="0.0.0.0"``), with its number of worker processes (blocks)."""
     from .app import create_app
 
-    check_exposure(settings, host)
+    listening = replace(listening, **changes)
+    check_exposure(settings, listening.host)
     if settings.migrate_on_start:
         migrate(settings.database_url)
     settings = settings.model_copy(
@@ -376,10 +365,9 @@ def serve(
             "max_connections": fit_file_limit(settings.max_connections),
         }
     )
-    where: dict[str, Any] = {"host": host, "port": port, "log_level": log_level}
-    with shared_metrics(workers):
-        if workers <= 1:
-            run_server(server_config(create_app(settings), settings, **where))
+    with shared_metrics(listening.workers):
+        if listening.workers <= 1:
+            run_server(server_config(create_app(settings), settings, listening, workers=1))
             return
         os.environ.update(settings_environment(settings))
-        run_server(server_config(APP_FACTORY, settings, workers=workers, **where))
+        run_server(server_config(APP_FACTORY, settings, listening))

@@ -12,10 +12,11 @@ from typing import Any
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from .storage.engine import DEFAULT_POOL_SIZE
-
 DEFAULT_DATABASE_URL = "sqlite:///deniable.db"
 """An SQLite file in the working directory: zero set-up (WAL mode)."""
+
+DEFAULT_POOL_SIZE = 5
+"""Connections per engine: 12 PostgreSQL replicas hold at most 60 of the default 100."""
 
 DEFAULT_SHUTDOWN_TIMEOUT = 25
 """Seconds in-flight requests get after SIGTERM: inside Kubernetes' default 30 s grace period."""

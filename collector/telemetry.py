@@ -46,26 +46,15 @@ class Telemetry:
     def __init__(self, per_metric_labels: bool = False) -> None:
         self.per_metric_labels = per_metric_labels
         self.registry = CollectorRegistry()
-        self.accepted = Counter(
-            "deniable_reports_accepted", "New reports stored", ["metric"], registry=self.registry
+        self.accepted = self._counter("deniable_reports_accepted", "New reports stored", "metric")
+        self.duplicates = self._counter(
+            "deniable_reports_duplicate", "Reports received again (same id), counted once", "metric"
         )
-        self.duplicates = Counter(
-            "deniable_reports_duplicate",
-            "Reports received again (same id), counted once",
-            ["metric"],
-            registry=self.registry,
+        self.rejected = self._counter(
+            "deniable_reports_rejected", "Reports refused, by metric and reason", "metric", "reason"
         )
-        self.rejected = Counter(
-            "deniable_reports_rejected",
-            "Reports refused, by metric and reason",
-            ["metric", "reason"],
-            registry=self.registry,
-        )
-        self.batches_rejected = Counter(
-            "deniable_batches_rejected",
-            "Upload requests refused as a whole, by reason",
-            ["reason"],
-            registry=self.registry,
+        self.batches_rejected = self._counter(
+            "deniable_batches_rejected", "Upload requests refused as a whole, by reason", "reason"
         )
         self.latency = Histogram(
             "deniable_request_duration_seconds",
@@ -79,6 +68,10 @@ class Telemetry:
             # A registry of its own: the metrics' registry would be exported twice.
             self.exposition = CollectorRegistry()
             MultiProcessCollector(self.exposition)
+
+    def _counter(self, name: str, documentation: str, *labels: str) -> Counter:
+        """A counter named ``name`` with these labels, in this telemetry's own registry."""
+        return Counter(name, documentation, labels, registry=self.registry)
 
     def metric_label(self, metric: str) -> str:
         """The ``metric`` label value for counts of ``metric`` (``all`` unless opted in)."""

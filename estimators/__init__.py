@@ -2,9 +2,19 @@
 
 Works from per-period support counts (the sufficient statistics the collector keeps) or from a
 table of raw reports; see docs/STATS.md for every formula and docs/multi-period.md for ranges.
+
+The value types, the documents, the estimate options and the export file's format load at
+once (none needs numpy or polars); the numerical functions are imported on first use, so that
+the CLI can build its options and help without loading numpy.
 """
 
-from .advisor import TooManyReports, margin_of_error, reports_needed, v_opt
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from deniable.client.lazy import lazy_exports
+
+from .choices import METHODS, POOLINGS, Method, Pooling
 from .documents import (
     MetricRange,
     RangeEstimate,
@@ -13,8 +23,6 @@ from .documents import (
     estimate_document,
     series_document,
 )
-from .frequency import METHODS, Method, estimate
-from .pooling import POOLINGS, Pooling
 from .reportfile import (
     SPEC_METADATA_KEY,
     FileFormat,
@@ -26,11 +34,26 @@ from .reportfile import (
     report_columns,
     write_report_file,
 )
-from .reports import estimate_reports, report_counts
 from .results import CategoryEstimate, Estimate, PeriodCounts
-from .support import support_matrix
+
+if TYPE_CHECKING:
+    from .advisor import MAX_REPORTS, TooManyReports, margin_of_error, reports_needed, v_opt
+    from .frequency import estimate
+    from .reports import estimate_reports, report_counts
+    from .support import support_matrix
+
+__getattr__ = lazy_exports(
+    __name__,
+    {
+        ".advisor": ("MAX_REPORTS", "TooManyReports", "margin_of_error", "reports_needed", "v_opt"),
+        ".frequency": ("estimate",),
+        ".reports": ("estimate_reports", "report_counts"),
+        ".support": ("support_matrix",),
+    },
+)
 
 __all__ = [
+    "MAX_REPORTS",
     "METHODS",
     "POOLINGS",
     "SPEC_METADATA_KEY",

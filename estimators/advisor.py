@@ -42,6 +42,19 @@ def _worst_spread(mech: Mechanism) -> float:
     return math.sqrt(lam * (1.0 - lam)) / (p - q)
 
 
+def _one_report_margin(
+    k: int,
+    epsilon: float,
+    confidence: float,
+    mechanism: Mechanism | str | None,
+    simultaneous: bool,
+) -> tuple[Mechanism, float]:
+    """The mechanism planned for, and the worst-case margin of error of one report: z times
+    :func:`_worst_spread` (n reports divide it by sqrt(n))."""
+    mech = _resolve(k, epsilon, mechanism)
+    return mech, z_value(confidence, k, simultaneous) * _worst_spread(mech)
+
+
 def _check_confidence(confidence: float) -> None:
     """Refuse a confidence level outside (0, 1)."""
     if not 0.0 < confidence < 1.0:
@@ -63,8 +76,8 @@ def margin_of_error(
     _check_confidence(confidence)
     if not 0 < n <= MAX_REPORTS:
         raise InvalidInput(f"n must be a positive number of reports, at most {MAX_REPORTS:.0e}")
-    mech = _resolve(k, epsilon, mechanism)
-    return z_value(confidence, k, simultaneous) * _worst_spread(mech) / math.sqrt(n)
+    _, spread = _one_report_margin(k, epsilon, confidence, mechanism, simultaneous)
+    return spread / math.sqrt(n)
 
 
 def reports_needed(
@@ -82,8 +95,7 @@ def reports_needed(
     _check_confidence(confidence)
     if not 0.0 < margin < 1.0:
         raise InvalidInput("margin must be strictly between 0 and 1")
-    mech = _resolve(k, epsilon, mechanism)
-    spread = z_value(confidence, k, simultaneous) * _worst_spread(mech)
+    mech, spread = _one_report_margin(k, epsilon, confidence, mechanism, simultaneous)
     root = spread / margin
     if not root <= math.sqrt(MAX_REPORTS):
         raise TooManyReports(

@@ -21,34 +21,16 @@ Choices (STATS.md decides the formulas):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Literal, get_args
 
 import numpy as np
 from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import Mechanism
 
+from .choices import Method, Pooling, check_options
 from .consistency import composite_mle, is_krr, krr_mle, norm_sub
 from .intervals import intersect_simplex, per_category_alpha
-from .pooling import POOLINGS, Pooled, Pooling, pool
+from .pooling import Pooled, pool
 from .results import CategoryEstimate, Estimate, PeriodCounts
-
-Method = Literal["unbiased", "consistent", "mle"]
-"""How the point estimate is made: unbiased, Norm-Sub projected, or maximum likelihood."""
-METHODS: tuple[str, ...] = get_args(Method)
-"""Every :data:`Method`, in the order the CLI and the API list them."""
-
-
-def check_options(confidence: float, method: str, pooling: str) -> float:
-    """Validate the options shared by every estimate; return the confidence as a float."""
-    if isinstance(confidence, bool) or not isinstance(confidence, int | float):
-        raise InvalidInput("confidence must be a number in (0, 1)")
-    if not 0.0 < float(confidence) < 1.0:
-        raise InvalidInput("confidence must be strictly between 0 and 1")
-    if method not in METHODS:
-        raise InvalidInput(f"unknown method {method!r}: choose one of {', '.join(METHODS)}")
-    if pooling not in POOLINGS:
-        raise InvalidInput(f"unknown pooling {pooling!r}: choose one of {', '.join(POOLINGS)}")
-    return float(confidence)
 
 
 def period_arrays(

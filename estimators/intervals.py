@@ -8,10 +8,11 @@ We use the Wilson score interval, and where the observed count is small (fewer t
 Clopper-Pearson, which is never narrower than either and so keeps Clopper-Pearson's guarantee
 there. Simultaneous intervals use the Bonferroni level alpha/k per category.
 
-Exact coverage (tests/test_estimators_tier0.py computes it from the binomial pmf): with fewer
-than 2 * CP_BELOW reports every count is in the Clopper-Pearson region, so coverage is at least
-the nominal level for every share; above that, Wilson's coverage oscillates around the nominal
-level with a floor of 94% for a nominal 95% and 98.5% for 99% (Brown, Cai & DasGupta 2001).
+Exact coverage (tests/estimators/test_exact_moments_and_coverage.py computes it from the
+binomial pmf): with fewer than 2 * CP_BELOW reports every count is in the Clopper-Pearson
+region, so coverage is at least the nominal level for every share; above that, Wilson's
+coverage oscillates around the nominal level with a floor of 94% for a nominal 95% and 98.5%
+for 99% (Brown, Cai & DasGupta 2001).
 Both ends of the interval rise with the count, so the debiased interval is monotone too.
 """
 

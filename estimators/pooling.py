@@ -11,17 +11,12 @@ N distinct clients, which is valid only when no client reports twice in the rang
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
 
 import numpy as np
 from deniable.client.mechanisms import Mechanism
 
+from .choices import Pooling
 from .intervals import share_interval
-
-Pooling = Literal["overlap-safe", "independent"]
-"""How periods combine: an interval valid whatever the overlap of clients, or independent periods."""
-POOLINGS: tuple[str, ...] = get_args(Pooling)
-"""Every :data:`Pooling`, the default first."""
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,9 @@ estimates), so its layout is a contract that lives here, beside them. Columns: `
 brr/krr, ``payload`` String (base64) for oue, ``a``, ``b``, ``y`` Int64 for olh. A Parquet
 file carries the metric's spec in its metadata (key :data:`SPEC_METADATA_KEY`); a CSV file
 needs the spec given beside it.
+
+polars is imported by the functions that read or write, not with the module, so the CLI can
+name the formats in its options without loading it.
 """
 
 from __future__ import annotations
@@ -13,11 +16,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
-import polars as pl
 from deniable.client.errors import InvalidInput
 from deniable.client.spec import MetricSpec
+
+if TYPE_CHECKING:
+    import polars as pl
 
 StoredReport = tuple[str, str, Any]
 """One stored report as the collector pages it out: (id, period, payload as decoded JSON)."""
@@ -39,6 +44,8 @@ def payload_columns(mechanism: str) -> tuple[str, ...]:
 
 def report_columns(mechanism: str) -> dict[str, Any]:
     """Every column of an export of ``mechanism`` reports, with its polars type, in order."""
+    import polars as pl
+
     payload_type = pl.String if mechanism == "oue" else pl.Int64
     return {
         "id": pl.String,
@@ -54,6 +61,8 @@ def frame_of(spec: MetricSpec, rows: Sequence[StoredReport]) -> pl.DataFrame:
 
     Raises :class:`InvalidInput` naming the first report whose payload does not fit the spec.
     """
+    import polars as pl
+
     parse = spec.randomizer.parse_payload
     payloads = []
     for report_id, _, payload in rows:
@@ -81,6 +90,8 @@ def write_report_file(
 
     The file appears complete or not at all: it is written beside ``path`` and renamed over it.
     """
+    import polars as pl
+
     frame = (
         pl.concat(frames, how="vertical")
         if frames
@@ -106,6 +117,8 @@ def read_embedded_spec(path: Path) -> dict[str, Any]:
 
     Raises :class:`InvalidInput` if the file is not Parquet or carries no valid spec.
     """
+    import polars as pl
+
     try:
         metadata = pl.read_parquet_metadata(path)
     except FileNotFoundError:
@@ -131,6 +144,8 @@ def read_report_file(path: Path, mechanism: str) -> pl.DataFrame:
     Raises :class:`InvalidInput` if the file cannot be read or lacks a column a ``mechanism``
     export needs (``id`` may be missing: estimates do not use it).
     """
+    import polars as pl
+
     csv = file_format(path) == "csv"
     try:
         if csv:

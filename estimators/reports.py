@@ -18,9 +18,9 @@ import polars as pl
 from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import KRR, OLH, OLH_PRIME, OUE, Mechanism
 
+from .choices import Method, Pooling, check_options
 from .consistency import ibu
-from .frequency import Method, check_options, estimate_with
-from .pooling import Pooling
+from .frequency import estimate_with
 from .reportfile import payload_columns
 from .results import Estimate, PeriodCounts
 from .support import index_support, olh_support, oue_bits

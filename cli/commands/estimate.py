@@ -52,11 +52,10 @@ def fetch_document(
     """The ``kind`` document: computed from ``from_file`` offline, else asked of the collector;
     ``options`` are the estimate's (confidence, method, pooling, simultaneous)."""
     if from_file is not None:
-        from ..offline import file_document
+        from ..offline import file_document, load_reports
 
-        return file_document(
-            kind, name, from_file, spec_file=spec_file, start=start, end=end, last=last, **options
-        )
+        reports = load_reports(name, from_file, spec_file, start, end, last)
+        return file_document(kind, reports, **options)
     if spec_file is not None:
         raise click.UsageError("--spec goes with --from-file")
     with global_options.api() as api:

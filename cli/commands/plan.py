@@ -117,7 +117,7 @@ def _render(plan_doc: dict[str, Any]) -> None:
 
 def _max_reports() -> int:
     """The planner's largest answer (the estimators' MAX_REPORTS)."""
-    from deniable.estimators.advisor import MAX_REPORTS
+    from deniable.estimators import MAX_REPORTS
 
     return MAX_REPORTS
 

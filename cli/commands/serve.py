@@ -8,9 +8,14 @@ flag left out leaves the setting to its ``DENIABLE_*`` variable.
 from __future__ import annotations
 
 import click
-from deniable.client.errors import InvalidInput
-from deniable.collector import DEFAULT_PORT
-from deniable.collector.serve import DEFAULT_HOST, DEFAULT_LOG_LEVEL, LOG_LEVELS
+from deniable.collector import (
+    DEFAULT_HOST,
+    DEFAULT_LOG_LEVEL,
+    DEFAULT_PORT,
+    DEFAULT_WORKERS,
+    LOG_LEVELS,
+    Listening,
+)
 
 from ..settings_options import (
     settings_from_command_line,
@@ -46,7 +51,7 @@ from ..settings_options import (
     "--workers",
     envvar="DENIABLE_WORKERS",
     type=click.IntRange(min=1),
-    default=1,
+    default=DEFAULT_WORKERS,
     show_default=True,
     help="uvicorn worker processes (env DENIABLE_WORKERS).",
 )
@@ -74,12 +79,8 @@ def serve(
       DENIABLE_ADMIN_TOKEN_FILE=/run/secrets/admin deniable serve --host 0.0.0.0 \\
           --port 8080 --database postgresql://deniable@db/deniable --workers 4
     """
-    from deniable.collector.serve import RefusedToServe
     from deniable.collector.serve import serve as run
 
     warn_about_visible_secrets(context)
     settings = settings_from_command_line(context)
-    try:
-        run(settings, host=host, port=port, workers=workers, log_level=log_level)
-    except RefusedToServe as exc:
-        raise InvalidInput(str(exc)) from None
+    run(settings, Listening(host, port, workers, log_level))

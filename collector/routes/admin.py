@@ -6,22 +6,28 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
-import json
 import uuid
 from typing import Annotated, Any
 
 from deniable.client.spec import MetricSpec, period_label, period_start
+from deniable.client.wire import parse_payload_text
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import Response
 from pydantic import BaseModel
 
 from ..auth import ADMIN
 from ..context import collector
-from ..schemas import Health, Payload, Problem, RetentionResult
+from ..schemas import Health, Payload, RetentionResult
 from ..storage.queries import check_ready, list_specs, read_reports
 from ..storage.retention import purge_before
 from ..telemetry import CONTENT_TYPE
-from .common import ERRORS, PeriodQuery, find_spec, period_bounds
+from .common import (
+    MetricPeriodsQuery,
+    find_spec,
+    metric_read,
+    period_bounds,
+    problem_responses,
+)
 
 router = APIRouter()
 
@@ -68,17 +74,10 @@ def decode_cursor(spec: MetricSpec, cursor: str) -> tuple[str, str]:
     return period, report_id
 
 
-@router.get(
-    "/v1/admin/metrics/{name}/reports",
-    dependencies=[ADMIN],
-    response_model=ReportPage,
-    responses=ERRORS,
-)
+@metric_read(router, "/v1/admin/metrics/{name}/reports", ReportPage)
 def get_reports(
-    name: str,
     request: Request,
-    start: PeriodQuery = None,
-    end: PeriodQuery = None,
+    read: MetricPeriodsQuery,
     limit: Annotated[
         int, Query(ge=1, le=EXPORT_MAX_LIMIT, description="reports per page")
     ] = EXPORT_LIMIT,
@@ -91,8 +90,8 @@ def get_reports(
     ``start``/``end`` default to every stored report; pages follow by key (``after``), so a
     page costs the same however deep into the export it is.
     """
-    state, spec = find_spec(request, name)
-    first, last = period_bounds(spec, start, end)
+    state, spec = find_spec(request, read.name)
+    first, last = period_bounds(spec, read.start, read.end)
     position = decode_cursor(spec, after) if after is not None else None
     rows = read_reports(
         state.database, spec.name, start=first, end=last, after=position, limit=limit + 1
@@ -101,7 +100,7 @@ def get_reports(
     more = len(rows) > limit
     return {
         "reports": [
-            {"id": report_id, "period": period, "payload": json.loads(payload)}
+            {"id": report_id, "period": period, "payload": parse_payload_text(payload)}
             for report_id, period, payload in page
         ],
         "next": encode_cursor(page[-1][1], page[-1][0]) if more else None,
@@ -112,7 +111,7 @@ def get_reports(
     "/v1/admin/retention",
     dependencies=[ADMIN],
     response_model=RetentionResult,
-    responses={401: {"model": Problem}, 422: {"model": Problem}},
+    responses=problem_responses(401, 422),
 )
 def post_retention(
     request: Request,
@@ -147,7 +146,7 @@ def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", response_model=Health, responses={503: {"model": Problem}})
+@router.get("/readyz", response_model=Health, responses=problem_responses(503))
 def readyz(request: Request) -> dict[str, str]:
     """Readiness: the database answers and is migrated; 503 otherwise, so no traffic is sent.
 

@@ -1,30 +1,69 @@
-"""What the admin read routes share: the error answers they document, the period query
-parameter, the metric a path names, and the period labels a request's start and end mean.
+"""What the route modules share: how error answers, admin reads of a metric and request bodies are documented, the
+parameters of a read of one metric's periods, the metric a path names, and the period labels a
+request's start and end mean.
 
 Route modules import from here, never from one another.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
 
 from deniable.client.errors import InvalidInput
 from deniable.client.spec import MetricSpec, resolve_period
-from fastapi import HTTPException, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
+from ..auth import ADMIN
 from ..context import Collector, collector
 from ..schemas import Problem
 
-ERRORS: dict[int | str, dict[str, Any]] = {
-    401: {"model": Problem},
-    404: {"model": Problem},
-    422: {"model": Problem},
-}
+Route = TypeVar("Route", bound=Callable[..., Any])
+
+
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The ``responses`` of a route that answers each of ``statuses`` with a :class:`Problem`."""
+    return {status: {"model": Problem} for status in statuses}
+
+
+def json_body(schema: dict[str, Any]) -> dict[str, Any]:
+    """The ``openapi_extra`` of a route that reads its required JSON body itself, described by
+    ``schema`` (FastAPI cannot see a body the handler parses on its own)."""
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+
+
+ERRORS = problem_responses(401, 404, 422)
 """The error answers of an admin route that reads one metric."""
+
+
+def metric_read(router: APIRouter, path: str, model: Any) -> Callable[[Route], Route]:
+    """Register a ``GET`` of ``router`` at ``path`` that reads one metric: admin only, answering
+    ``model`` or one of :data:`ERRORS`."""
+    return router.get(path, dependencies=[ADMIN], response_model=model, responses=ERRORS)
+
 
 PERIOD_HELP = "a period label of the metric's kind (a YYYY-MM-DD date also works for week/month)"
 PeriodQuery = Annotated[str | None, Query(max_length=32, description=PERIOD_HELP)]
 """An optional ``start`` or ``end`` query parameter."""
+
+
+@dataclass
+class MetricPeriods:
+    """The parameters every read of one metric's periods takes: the metric's ``name`` (from
+    the path) and the optional ``start`` and ``end`` of the range, as given.
+
+    FastAPI fills it as a dependency (:data:`MetricPeriodsQuery`); it only gathers the values,
+    so each route still validates every parameter before it looks the metric up.
+    """
+
+    name: str
+    start: PeriodQuery = None
+    end: PeriodQuery = None
+
+
+MetricPeriodsQuery = Annotated[MetricPeriods, Depends()]
+"""The ``name``, ``start`` and ``end`` parameters of a read route, as one :class:`MetricPeriods`."""
 
 
 def find_spec(request: Request, name: str) -> tuple[Collector, MetricSpec]:

@@ -14,9 +14,10 @@ from starlette.concurrency import run_in_threadpool
 
 from ..auth import ADMIN
 from ..context import Collector, collector
-from ..schemas import MetricList, MetricSpecIn, MetricSpecOut, Problem
+from ..schemas import MetricList, MetricSpecIn, MetricSpecOut
 from ..storage.queries import SpecConflict, list_specs, register_spec, registry_fingerprints
 from .body import read_body
+from .common import find_spec, json_body, problem_responses
 
 router = APIRouter()
 
@@ -63,7 +64,7 @@ def get_metrics(request: Request) -> Response:
     if body is None:
         specs = list_specs(database)
         etag = headers["ETag"] = registry_etag([(s.name, s.fingerprint) for s in specs])
-        body = json.dumps({"metrics": [s.to_dict() for s in specs]}).encode()
+        body = json.dumps({"metrics": [s.to_dict() for s in specs]}, separators=(",", ":")).encode()
         with _registry_lock:
             while len(_registry_bodies) >= REGISTRY_BODIES_KEPT:
                 del _registry_bodies[next(iter(_registry_bodies))]
@@ -71,12 +72,10 @@ def get_metrics(request: Request) -> Response:
     return Response(body, media_type="application/json", headers=headers)
 
 
-@router.get("/v1/metrics/{name}", response_model=MetricSpecOut, responses={404: {"model": Problem}})
+@router.get("/v1/metrics/{name}", response_model=MetricSpecOut, responses=problem_responses(404))
 def get_metric(name: str, request: Request) -> dict[str, object]:
     """One registered metric's spec; 404 if the name is not registered."""
-    spec = collector(request).specs.get(name)
-    if spec is None:
-        raise HTTPException(status_code=404, detail=f"metric {name!r} is not registered")
+    _, spec = find_spec(request, name)
     return spec.to_dict()
 
 
@@ -87,18 +86,9 @@ def get_metric(name: str, request: Request) -> dict[str, object]:
     response_model=MetricSpecOut,
     responses={
         200: {"model": MetricSpecOut, "description": "the same spec was already registered"},
-        401: {"model": Problem},
-        408: {"model": Problem},
-        409: {"model": Problem},
-        413: {"model": Problem},
-        422: {"model": Problem},
+        **problem_responses(401, 408, 409, 413, 422),
     },
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {"application/json": {"schema": MetricSpecIn.model_json_schema()}},
-        }
-    },
+    openapi_extra=json_body(MetricSpecIn.model_json_schema()),
 )
 async def post_metric(request: Request) -> JSONResponse:
     """Register a metric (``mechanism`` may be ``auto``): 201 if new, 200 if identical, 409 if not.

@@ -20,12 +20,13 @@ from starlette.concurrency import run_in_threadpool
 
 from ..auth import INGEST
 from ..context import Collector, collector
-from ..schemas import BATCH_PARSER, REPORT_PARSER, BatchRefused, IngestResult, Problem, ReportIn
+from ..schemas import BATCH_PARSER, REPORT_PARSER, BatchRefused, IngestResult, ReportIn
 from ..storage.ingest import StoredBatch, prepare_batch
 from ..storage.queries import SpecChanged
 from ..telemetry import Telemetry
 from ..validation import UNKNOWN_METRIC_LABEL, PeriodWindow, ReportProblem, validate_reports
 from .body import Refused, read_body
+from .common import json_body, problem_responses
 
 router = APIRouter()
 
@@ -161,21 +162,8 @@ def _accepted(telemetry: Telemetry, stored: StoredBatch) -> JSONResponse:
     dependencies=[INGEST],
     status_code=202,
     response_model=IngestResult,
-    responses={
-        400: {"model": Problem},
-        401: {"model": Problem},
-        408: {"model": Problem},
-        413: {"model": Problem},
-        422: {"model": BatchRefused},
-    },
-    openapi_extra={
-        "requestBody": {
-            "required": True,
-            "content": {
-                "application/json": {"schema": {"$ref": "#/components/schemas/ReportBatch"}}
-            },
-        }
-    },
+    responses={**problem_responses(400, 401, 408, 413), 422: {"model": BatchRefused}},
+    openapi_extra=json_body({"$ref": "#/components/schemas/ReportBatch"}),
 )
 async def post_reports(request: Request) -> JSONResponse:
     """Ingest a batch of randomized reports, all or nothing; 202 after the durable commit."""

@@ -31,8 +31,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import DBAPIError
 
-DEFAULT_POOL_SIZE = 5
-"""Connections per engine: 12 PostgreSQL replicas hold at most 60 of the default 100."""
+from ..settings import DEFAULT_POOL_SIZE
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 SQLITE_CACHE_KIB = 65_536

@@ -10,12 +10,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from importlib import resources
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import Connection, text
 
 from .engine import normalize_url, open_database
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 MIGRATION_LOCK_KEY = 0x64656E6961626C65 & 0x7FFFFFFFFFFFFFFF
 """The PostgreSQL advisory lock key ("deniable" in ASCII) that serializes migrations."""
@@ -25,7 +27,10 @@ _IN_PROCESS = threading.Lock()
 
 
 def alembic_config() -> Config:
-    """The Alembic configuration shipped inside the package."""
+    """The Alembic configuration shipped inside the package (Alembic is imported only when a
+    migration runs: it is slow to import, and most users of the storage never migrate)."""
+    from alembic.config import Config
+
     ini = resources.files("deniable.collector.storage").joinpath("alembic.ini")
     with resources.as_file(ini) as path:
         config = Config(str(path))
@@ -55,6 +60,7 @@ def run_locked(database_url: str, work: Callable[[Connection], None]) -> None:
 
 def migrate(database_url: str, revision: str = "head") -> None:
     """Upgrade the database at ``database_url`` to ``revision`` (the newest by default)."""
+    from alembic import command
 
     def upgrade(connection: Connection) -> None:
         config = alembic_config()

@@ -12,6 +12,8 @@
 - ``http_clients``: httpx clients of test collectors.
 - ``cpu``: CPU time of processes (benches).
 - ``randomness``: a fast seeded randomness source for mechanisms.
+- ``transitions``: a randomizer's exact output distribution, read off its code.
+- ``stub_collector``: a small collector-shaped HTTP server with fault injection (client tests).
 """
 
 from .clock import TEST_NOW, Clock

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from deniable.client import Client, MetricSpec
 
-from tests.stub_collector import running
+from tests.support.stub_collector import running
 
 MARK = f"zqx{uuid.uuid4().hex[:12]}"
 NAMES = [f"{MARK}-{word}" for word in ("alpha", "beta", "gamma", "delta", "epsilon")]

@@ -1,19 +1,14 @@
-"""Tier 0 privacy checks of the randomizers (STATS.md section 8): exact, no false failures.
+"""Exact privacy checks of the randomizers (STATS.md section 8, deterministic checks): no false failures.
 
-The transition probabilities are not restated from formulas: they are read off the code itself.
-:func:`explore` runs ``randomize`` with scripted draws and walks every branch: a ``randbelow(m)``
-draw is enumerated over all m values, and a ``random()`` draw is split at the threshold the code
-compares it with, found by bisection to the last bit. The result is the exact output
-distribution P(payload | x) of the real function, against which the mechanism's own
-parameters p*, q* and the eps-LDP bound are checked.
+The transition probabilities are not restated from formulas: they are read off the code itself
+(:func:`tests.support.transitions.transition`), giving the exact output distribution
+P(payload | x) of the real function, against which the mechanism's own parameters p*, q* and
+the eps-LDP bound are checked.
 """
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-from collections.abc import Callable, Hashable
-from typing import Any
 
 import pytest
 from deniable.client.mechanisms import (
@@ -28,90 +23,11 @@ from deniable.client.mechanisms import (
     make_mechanism,
 )
 
-_TOP = 1.0 - 2.0**-53
-
-
-class Scripted:
-    """A Randomness that replays a script of draws (then answers 0) and records every call."""
-
-    def __init__(self, script: list[float | int]) -> None:
-        self.script = script
-        self.calls: list[tuple[str, int]] = []
-
-    def _next(self, default: float | int) -> float | int:
-        i = len(self.calls) - 1
-        return self.script[i] if i < len(self.script) else default
-
-    def random(self) -> float:
-        self.calls.append(("random", 0))
-        return float(self._next(0.0))
-
-    def randbelow(self, n: int) -> int:
-        self.calls.append(("randbelow", n))
-        return int(self._next(0))
-
-    def token_bytes(self, n: int) -> bytes:
-        raise AssertionError("randomizers are not expected to draw raw bytes")
-
-
-def _freeze(payload: Any) -> Hashable:
-    return tuple(sorted(payload.items())) if isinstance(payload, dict) else payload
-
-
-def explore(
-    run: Callable[[Scripted], Any], fixed: dict[int, int] | None = None
-) -> dict[Hashable, float]:
-    """The exact output distribution of ``run`` over its draws; ``fixed`` pins some randbelow draws."""
-    fixed = fixed or {}
-
-    def signature(script: list[float | int]) -> tuple:
-        rng = Scripted(script)
-        out = _freeze(run(rng))
-        return out, tuple(rng.calls)
-
-    def walk(prefix: list[float | int]) -> dict[Hashable, float]:
-        out, calls = signature(prefix)
-        if len(calls) == len(prefix):
-            return {out: 1.0}
-        kind, bound = calls[len(prefix)]
-        result: dict[Hashable, float] = defaultdict(float)
-        if kind == "randbelow":
-            if len(prefix) in fixed:
-                branches = [(fixed[len(prefix)], 1.0)]
-            else:
-                assert bound <= 4096, "too many values to enumerate; pin this draw"
-                branches = [(j, 1.0 / bound) for j in range(bound)]
-        else:
-            low_sig, high_sig = signature([*prefix, 0.0]), signature([*prefix, _TOP])
-            if low_sig == high_sig:
-                branches = [(0.0, 1.0)]
-            else:
-                lo, hi = 0.0, _TOP
-                while math.nextafter(lo, 1.0) < hi:
-                    mid = (lo + hi) / 2
-                    if mid in (lo, hi):
-                        break
-                    if signature([*prefix, mid]) == low_sig:
-                        lo = mid
-                    else:
-                        hi = mid
-                branches = [(0.0, hi), (_TOP, 1.0 - hi)]
-        for value, weight in branches:
-            for key, prob in walk([*prefix, value]).items():
-                result[key] += weight * prob
-        return dict(result)
-
-    return walk([])
-
-
-def transition(mechanism: Mechanism, fixed: dict[int, int] | None = None) -> list[dict]:
-    """P(payload | x) for every input x, read off ``mechanism.randomize``."""
-    return [
-        explore(lambda rng, x=x: mechanism.randomize(x, rng), fixed) for x in range(mechanism.k)
-    ]
+from tests.support.transitions import Scripted, olh_exact_q, transition
 
 
 def _worst_ratio(rows: list[dict]) -> float:
+    """The largest ratio P(y | x) / P(y | x') over outputs y and inputs x, x'."""
     outputs = set().union(*rows)
     worst = 0.0
     for y in outputs:
@@ -193,20 +109,6 @@ def test_olh_draws_a_and_b_uniformly_over_the_whole_range() -> None:
     high = m.randomize(0, Scripted([OLH_PRIME - 2, OLH_PRIME - 1]))
     assert (low["a"], low["b"]) == (1, 0)
     assert (high["a"], high["b"]) == (OLH_PRIME - 1, OLH_PRIME - 1)
-
-
-def olh_exact_q(mechanism: OLH) -> float:
-    """P(a report on x supports v != x), averaged exactly over the seeds (a, b).
-
-    For a != 0 the map (a, b) -> (a v + b mod P, a x + b mod P) is a bijection onto pairs of
-    distinct residues, so P(H(v) = H(x)) = sum_j c_j (c_j - 1) / (P (P - 1)) exactly, with c_j
-    the number of residues r < P with r mod g = j.
-    """
-    g, big = mechanism.g, OLH_PRIME
-    sizes = [big // g + (1 if j < big % g else 0) for j in range(g)]
-    collide = sum(c * (c - 1) for c in sizes) / (big * (big - 1))
-    p = mechanism.p_star
-    return collide * p + (1 - collide) * (1 - p) / (g - 1)
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 1.0, 2.0, 4.0])

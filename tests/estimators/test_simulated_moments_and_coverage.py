@@ -1,4 +1,4 @@
-"""Tier 1 Monte Carlo checks of the estimators (STATS.md section 8), on simulated sufficient statistics.
+"""Monte Carlo checks of the estimators (STATS.md section 8), on simulated sufficient statistics.
 
 Every reporter's true value is drawn from f (the super-population estimand), then each class's
 reports are randomized as the mechanism does: k-ary RR as a multinomial per class over the row

@@ -1,11 +1,13 @@
-"""Tier 2: each randomizer end to end through its public ``randomize`` (STATS.md section 8).
+"""Sampled privacy checks: each randomizer end to end through its public ``randomize``
+(STATS.md section 8).
 
 Reports come from ``randomize`` with the injected ``SeededRandomness``; two tests per
 mechanism: a chi-square goodness of fit of the reports against P(. | x) built from the
 mechanism's own parameters, and the likelihood-ratio bound: for inputs x, x' and an output
 (or output set) y, with counts a under x and b under x' of equal size, a ~ Bin(a + b, pi) and
 H0: pi <= e^eps / (1 + e^eps); fail if binom.sf(a - 1, a + b, e^eps/(1+e^eps)) < a_i.
-These only detect violations; the proof is Tier 0 plus review.
+These only detect violations; the proof is the exact checks
+(test_mechanisms_exact_transitions.py) plus review.
 
 Budget: 2e-5 of the suite's 1e-4, half to the GOF tests and half to the ratio tests, each
 split Bonferroni over its tests. Sizes keep this file near 20 s on the 2-core machine; the

@@ -6,9 +6,9 @@ memoization each client also repeats the same randomized answer. Sufficient stat
 simulated per (true value, answer) cell with numpy. Coverage is of the super-population share f.
 
 Budget: 2e-5 of the suite's 1e-4 over 40 checks, a_i = 5e-7. Coverage uses M = 20,000 and the
-issue's pass mark 4,691/5,000 scaled (18,764; see test_estimators_tier1.py for its error rates);
-"independent undercovers" fails if the count of covering intervals is >= 80% of M, which a
-true coverage of 75% would exceed with probability < 1e-40.
+issue's pass mark 4,691/5,000 scaled (18,764; see test_simulated_moments_and_coverage.py for its
+error rates); "independent undercovers" fails if the count of covering intervals is >= 80% of
+M, which a true coverage of 75% would exceed with probability < 1e-40.
 """
 
 from __future__ import annotations

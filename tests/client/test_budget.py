@@ -14,8 +14,8 @@ import pytest
 from deniable.client import Client, MetricSpec, PrivacySpent, SeededRandomness
 from deniable.client.outbox import DB_NAME
 
-from tests.stub_collector import StubCollector, fast_client, running
 from tests.support import free_port
+from tests.support.stub_collector import StubCollector, fast_client, running
 
 BOOL = MetricSpec.boolean("dark_mode", epsilon=0.5)
 KRR4 = MetricSpec.categorical("browser", ["chrome", "firefox", "safari", "other"], epsilon=0.1)

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from deniable.client.transport import MAX_RETRY_AFTER, Transport, _bad_indices, parse_retry_after
 
-from tests.stub_collector import problem_answer, proxy_answer
+from tests.support.stub_collector import problem_answer, proxy_answer
 
 URL, SPARE = "http://collector.test", "http://spare.test"
 

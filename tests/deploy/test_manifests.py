@@ -25,7 +25,7 @@ from deniable.cli import main
 from deniable.collector import DEFAULT_PORT
 from deniable.collector.settings import Settings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 K8S = DEPLOY / "k8s"
 EXAMPLE_SECRET = K8S / "examples" / "secret.yaml"

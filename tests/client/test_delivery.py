@@ -19,7 +19,8 @@ import httpx
 import pytest
 from deniable.client import Client, MetricSpec
 
-from tests.stub_collector import (
+from tests.support import free_port
+from tests.support.stub_collector import (
     StubCollector,
     accept_answer,
     fast_client,
@@ -27,7 +28,6 @@ from tests.stub_collector import (
     reports_in,
     running,
 )
-from tests.support import free_port
 
 SPECS = [
     MetricSpec.boolean("dark_mode", epsilon=0.5),

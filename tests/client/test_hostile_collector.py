@@ -21,8 +21,8 @@ import pytest
 from deniable.client import AsyncClient, Client, MetricSpec, specsource
 from deniable.client.specsource import DEFAULT_MAX_EPSILON, SPECS_FILE
 
-from tests.stub_collector import fast_client, running
 from tests.support import free_port
+from tests.support.stub_collector import fast_client, running
 
 CATEGORIES = ["chrome", "firefox", "safari", "other"]
 BROWSER = MetricSpec.categorical("browser", CATEGORIES, epsilon=1.0, mechanism="krr")

@@ -1,0 +1,1 @@
+"""Tests of deniable.collector against real servers and databases: API, storage, operations."""

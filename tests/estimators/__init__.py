@@ -1,0 +1,1 @@
+"""Tests of deniable.estimators: exact and simulated moments and coverage, methods, pooling, edges."""
