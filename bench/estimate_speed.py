@@ -9,8 +9,12 @@ writes (id, metric, fingerprint, period, payload columns), then times
 numpy, and the estimate. Reports are drawn with numpy from the mechanisms' own p*, q* (the same
 distribution as ``randomize``, which would take minutes at this size in pure Python).
 
+Then it times the exact maximum-likelihood estimate (``method="mle"``, iterative Bayesian
+update on raw reports) of olh at k = 256 from 100,000 reports (issue 14's target: under 2 s).
+
     .venv/bin/python -m bench.estimate_speed [--reports 10000000] [--mechanisms krr,oue,olh]
     .venv/bin/python -m bench.estimate_speed --counts-only
+    .venv/bin/python -m bench.estimate_speed --mle-only
 """
 
 from __future__ import annotations
@@ -127,6 +131,26 @@ def counts_latency() -> None:
                 print(f"{mechanism!r:<34}{periods:>8}{method:>12}{p50:>9.2f}{p99:>9.2f}")
 
 
+def exact_mle_time(n: int = 100_000, k: int = 256) -> None:
+    """Seconds for the exact mle of olh (k categories, eps 1) from n raw reports in a frame."""
+    mechanism = OLH(k, 1.0)
+    rng = np.random.default_rng(14)
+    f = 1 / np.arange(1, k + 1)
+    values = rng.choice(k, size=n, p=f / f.sum())
+    frame = pl.DataFrame({"period": ["2026-10-01"] * n, **payload_columns(mechanism, values, rng)})
+    iterations = [0]
+    started = time.perf_counter()
+    estimate_reports(
+        mechanism,
+        [f"c{v}" for v in range(k)],
+        frame,
+        method="mle",
+        progress=lambda i, _: iterations.__setitem__(0, i),
+    )
+    elapsed = time.perf_counter() - started
+    print(f"exact mle {mechanism!r}, {n:,} reports: {elapsed:.2f} s ({iterations[0]:,} iterations)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reports", type=int, default=10_000_000)
@@ -136,7 +160,11 @@ def main() -> None:
     parser.add_argument(
         "--counts-only", action="store_true", help="only time estimate() from counts"
     )
+    parser.add_argument("--mle-only", action="store_true", help="only time the exact mle")
     args = parser.parse_args()
+    exact_mle_time()
+    if args.mle_only:
+        return
     counts_latency()
     if args.counts_only:
         return

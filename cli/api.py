@@ -113,16 +113,22 @@ class CollectorAPI:
                 f"the collector refused the admin token ({status}: {detail})", status
             )
         if status == 404 and detail == "Not Found":
-            return MissingEndpoint(
-                f"the collector at {self.base_url} does not offer {response.request.url.path};"
-                " is it an older version?",
-                status,
-            )
+            return MissingEndpoint(self._missing_endpoint(response.request.url.path), status)
         if status == 404 and metric is not None:
             return CollectorRefused(f"unknown metric {metric!r} at {self.base_url}", status)
         if status == 404:
             return CollectorRefused(f"not found at {self.base_url}: {detail}", status)
         return CollectorRefused(f"the collector refused the request ({status}): {detail}", status)
+
+    def _missing_endpoint(self, path: str) -> str:
+        """Why the collector does not offer ``path``: a URL given with ``/v1`` (the CLI adds
+        it to every call itself), else an older collector."""
+        if self.base_url.endswith("/v1") and path.startswith("/v1/v1/"):
+            return (
+                f"the collector URL {self.base_url} ends in /v1, which every call adds itself:"
+                f" drop /v1 (--collector {self.base_url.removesuffix('/v1')})"
+            )
+        return f"the collector at {self.base_url} does not offer {path}; is it an older version?"
 
     def get_json(
         self, path: str, *, params: dict[str, Any] | None = None, metric: str | None = None
@@ -162,7 +168,17 @@ class CollectorAPI:
 
     def create_metric(self, spec: dict[str, Any]) -> dict[str, Any]:
         """Register a metric; returns the stored (resolved) spec."""
-        return self.post_json("/v1/metrics", json=spec)
+        return self.register_metric(spec)[0]
+
+    def register_metric(self, spec: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        """Register a metric: the stored (resolved) spec, and whether it is new (201) rather
+        than the identical spec registered before (200)."""
+        response = self.request("POST", "/v1/metrics", json=spec)
+        return self._json(response), response.status_code == 201
+
+    def archive_metric(self, name: str) -> dict[str, Any]:
+        """Archive a metric (it takes no more reports); the collector's answer."""
+        return self.post_json(f"/v1/metrics/{name}/archive", metric=name)
 
     def estimate(self, name: str, **params: Any) -> dict[str, Any]:
         """The estimate document for ``name`` over a period range."""

@@ -8,6 +8,8 @@ FILE.json`` gives it. Reports made under another fingerprint are refused, never 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -102,6 +104,28 @@ def load_reports(
     )
 
 
+@contextmanager
+def fitting_progress(method: str) -> Iterator[Callable[[int, float], None] | None]:
+    """For ``method="mle"`` (the exact likelihood, which iterates and can take seconds), a
+    callback drawing each iteration and its gap on a stderr progress line; else None."""
+    if method != "mle":
+        yield None
+        return
+    from .progress import progress_bar
+
+    with progress_bar() as bar:
+        task = bar.add_task("exact mle", total=None)
+
+        def show(iteration: int, gap: float) -> None:
+            bar.update(
+                task,
+                completed=iteration,
+                description=f"exact mle: iteration {iteration:,}, at most {gap:.2g} nats to go",
+            )
+
+        yield show
+
+
 def file_document(
     kind: Literal["estimate", "series"], reports: FileReports, **options: Any
 ) -> dict[str, Any]:
@@ -109,12 +133,17 @@ def file_document(
     all, or one estimate per period of the range, periods without reports included.
 
     ``options`` are the estimate's (confidence, method, simultaneous, and pooling for
-    ``estimate``).
+    ``estimate``); an exact mle shows its progress on stderr.
     """
     from deniable.estimators import estimate_document, series_document
 
     name = reports.spec.name
-    if kind == "estimate":
-        return estimate_document(name, reports.first, reports.last, reports.estimate(**options))
-    points = [(label, reports.estimate(label, **options)) for label in reports.labels()]
+    with fitting_progress(options.get("method", "")) as progress:
+        if kind == "estimate":
+            result = reports.estimate(progress=progress, **options)
+            return estimate_document(name, reports.first, reports.last, result)
+        points = [
+            (label, reports.estimate(label, progress=progress, **options))
+            for label in reports.labels()
+        ]
     return series_document(name, points, **options)

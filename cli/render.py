@@ -1,7 +1,9 @@
 """How estimates look: rich tables with a whisker bar per category, a per-period chart, JSON and CSV.
 
 ``--format json`` prints the collector's document unchanged; ``csv`` flattens it to one row per
-(period,) category; ``table`` is for people: sorted by estimate, with the interval drawn.
+(period,) category, each row saying which metric, range, n, method and intervals it is from;
+``table`` is for people: sorted by estimate, with the interval drawn, a marker on an estimate
+the data pushed outside [0, 1], and a note when the margin exceeds most of the shares.
 """
 
 from __future__ import annotations
@@ -23,8 +25,29 @@ BAR_WIDTH = 28
 MIN_BAR, MAX_BAR = 12, 40
 """Bounds of a chart column's width when it is fitted to the terminal."""
 
-ESTIMATE_FIELDS = ("category", "frequency", "std_error", "ci_low", "ci_high", "count")
+ESTIMATE_FIELDS = (
+    "category",
+    "frequency",
+    "unbiased",
+    "clipped",
+    "std_error",
+    "ci_low",
+    "ci_high",
+    "count",
+)
 """One estimate row's fields, in the order CSV prints them."""
+
+CSV_NAMES = {"count": "estimated_count"}
+"""CSV headers that name a field for what it is (``count`` is a debiased estimate, not a tally)."""
+
+HOW_FIELDS = ("n", "method", "confidence", "simultaneous")
+"""The document fields every CSV row repeats, so that a row read alone says how it was made."""
+
+SERIES_TOP = 10
+"""Categories charted by default when a series has more (the largest, by estimate)."""
+
+MARKERS = {"below": "▼", "above": "▲"}
+"""Marks an estimate the data pushed below 0 or above 1 (clipped into its interval)."""
 
 
 def console() -> Console:
@@ -58,8 +81,18 @@ def percent(value: float | None) -> str:
 
 
 def interval(low: float | None, high: float | None) -> str:
-    """An interval as ``[a%, b%]``."""
-    return f"[{percent(low)}, {percent(high)}]"
+    """An interval as ``[a%, b%]``, with more decimals where one would print a real width as 0."""
+    text = f"[{percent(low)}, {percent(high)}]"
+    if low is None or high is None or low == high or percent(low) != percent(high):
+        return text
+    return f"[{low * 100:.3g}%, {high * 100:.3g}%]"
+
+
+def marker(row: dict[str, Any]) -> str:
+    """The mark of an estimate whose unbiased value the data pushed outside [0, 1], or ""."""
+    if not row.get("clipped"):
+        return ""
+    return MARKERS["below"] if (row.get("unbiased") or 0.0) < 0 else MARKERS["above"]
 
 
 def count(value: float | None) -> str:
@@ -167,20 +200,48 @@ def estimate_heading(document: dict[str, Any]) -> tuple[str, str]:
         how.append(f"pooling {document['pooling']}")
     if document.get("method"):
         how.append(f"method {document['method']}")
-    kind = "simultaneous" if document.get("simultaneous") else "per-category"
-    how.append(f"{_pct_level(document)} {kind} intervals")
+    how.append(intervals_kind(document))
     return " · ".join(head), " · ".join(how)
+
+
+def intervals_kind(document: dict[str, Any]) -> str:
+    """Which intervals the document's are: the level, and simultaneous or per category."""
+    if document.get("simultaneous"):
+        return f"{_pct_level(document)} simultaneous intervals (all at once)"
+    return f"{_pct_level(document)} per-category intervals (each alone)"
+
+
+def estimate_notes(document: dict[str, Any]) -> list[str]:
+    """The lines under an estimate table: the markers' legend and the margin's warning."""
+    rows = document.get("estimates", [])
+    notes = []
+    clipped = sum(1 for row in rows if row.get("clipped"))
+    if clipped:
+        notes.append(
+            f"{MARKERS['below']}/{MARKERS['above']} {clipped} unbiased estimate(s) fell below 0"
+            " (or above 100%): shown at the edge of the interval; the raw value is `unbiased`"
+            " in --format json or csv"
+        )
+    if document.get("margin_exceeds_most_shares"):
+        notes.append(
+            f"note: the margin (±{percent(document.get('margin'))}, typical) exceeds"
+            f" {document.get('below_margin')} of {len(rows)} estimates, which cannot be told"
+            " from 0: more reports, a larger ε or fewer categories would narrow it"
+        )
+    if document.get("n", 0) == 0:
+        notes.append("no reports in this range: every interval is [0%, 100%]")
+    return notes
 
 
 def estimate_table(document: dict[str, Any]) -> Table:
     """Per category: estimate, interval, estimated count and a whisker bar; sorted by estimate."""
     rows = sorted_rows(document.get("estimates", []))
     scale = _scale(rows)
-    headers = ["category", "estimate", f"{_pct_level(document)} interval", "count"]
+    headers = ["category", "estimate", f"{_pct_level(document)} interval", "est. count"]
     texts = [
         [
             str(row.get("category")),
-            percent(row.get("frequency")),
+            percent(row.get("frequency")) + marker(row),
             interval(row.get("ci_low"), row.get("ci_high")),
             count(row.get("count")),
         ]
@@ -195,14 +256,24 @@ def estimate_table(document: dict[str, Any]) -> Table:
     for row, text in zip(rows, texts, strict=True):
         bar = bar_with_whisker(row.get("frequency"), row["ci_low"], row["ci_high"], scale, width)
         table.add_row(*text, bar)
-    if document.get("n", 0) == 0:
-        table.caption = "no reports in this range: every interval is [0%, 100%]"
+    notes = estimate_notes(document)
+    if notes:
+        table.caption = "\n".join(notes)
+        table.caption_justify = "left"
     return table
+
+
+def csv_header(*leading: str) -> tuple[str, ...]:
+    """The CSV header: the ``leading`` columns, :data:`HOW_FIELDS`, then a row's fields."""
+    return (*leading, *HOW_FIELDS, *(CSV_NAMES.get(f, f) for f in ESTIMATE_FIELDS))
 
 
 def estimate_csv_rows(document: dict[str, Any]) -> list[list[Any]]:
     """CSV rows of one estimate document, in the API's category order."""
-    return [[row.get(f) for f in ESTIMATE_FIELDS] for row in document.get("estimates", [])]
+    leading = [document.get(f) for f in ("metric", "start", "end", *HOW_FIELDS)]
+    return [
+        [*leading, *(row.get(f) for f in ESTIMATE_FIELDS)] for row in document.get("estimates", [])
+    ]
 
 
 def print_estimate(document: dict[str, Any], fmt: str) -> None:
@@ -210,7 +281,7 @@ def print_estimate(document: dict[str, Any], fmt: str) -> None:
     if fmt == "json":
         print_json(document)
     elif fmt == "csv":
-        write_csv(ESTIMATE_FIELDS, estimate_csv_rows(document))
+        write_csv(csv_header("metric", "start", "end"), estimate_csv_rows(document))
     else:
         out = console()
         head, how = estimate_heading(document)
@@ -219,78 +290,140 @@ def print_estimate(document: dict[str, Any], fmt: str) -> None:
         out.print(estimate_table(document))
 
 
-def series_charts(document: dict[str, Any], categories: Sequence[str] | None = None) -> list[Table]:
-    """One small chart per category: a row per period with the estimate and its interval drawn."""
+def series_names(
+    document: dict[str, Any], categories: Sequence[str] | None, top: int | None
+) -> list[str]:
+    """The categories to show: those named, else the ``top`` largest by estimate over the range
+    (report-weighted), else all (just ``true`` for a boolean), in the metric's order."""
     series = document.get("series", [])
     names: list[str] = []
+    weight: dict[str, float] = {}
     for entry in series:
         for row in entry.get("estimates", []):
-            if row["category"] not in names:
-                names.append(row["category"])
+            name = row["category"]
+            if name not in names:
+                names.append(name)
+            weight[name] = weight.get(name, 0.0) + entry.get("n", 0) * (row.get("frequency") or 0.0)
     if categories:
         unknown = [c for c in categories if c not in names]
         if unknown and series:
             raise ValueError(f"no category named {unknown[0]!r} in this metric")
-        names = [c for c in names if c in categories]
-    elif names == ["false", "true"]:
-        names = ["true"]
+        return [c for c in names if c in categories]
+    if names == ["false", "true"]:
+        return ["true"]
+    if top is not None and top < len(names):
+        largest = set(sorted(names, key=lambda name: -weight[name])[:top])
+        return [name for name in names if name in largest]
+    return names
+
+
+def series_charts(
+    document: dict[str, Any], categories: Sequence[str] | None = None, top: int | None = None
+) -> list[Table]:
+    """One small chart per category shown, all on one axis: a row per period with the estimate
+    and its interval drawn. Without ``categories`` or ``top``, a metric with more than
+    :data:`SERIES_TOP` categories shows its largest :data:`SERIES_TOP`, and says so."""
+    series = document.get("series", [])
+    every = series_names(document, None, None)
+    if top is None and not categories and len(every) > SERIES_TOP:
+        top = SERIES_TOP
+    names = series_names(document, categories, top)
+    found = [
+        [
+            next((r for r in entry.get("estimates", []) if r["category"] == name), None)
+            for name in names
+        ]
+        for entry in series
+    ]
+    scale = _scale(
+        r for rows in found for r in rows if r is not None and r.get("frequency") is not None
+    )
     tables = []
-    for name in names:
-        rows = [
-            (entry, next((r for r in entry.get("estimates", []) if r["category"] == name), None))
-            for entry in series
+    for column, name in enumerate(names):
+        shown = [
+            (entry, rows[column])
+            for entry, rows in zip(series, found, strict=True)
+            if rows[column] is not None
         ]
-        scale = _scale(r for _, r in rows if r is not None and r.get("frequency") is not None)
-        table = Table(
-            title=f"{document.get('metric', '')} · {name} · {_pct_level(document)} intervals per period",
-            title_justify="left",
+        tables.append(_series_chart(document, name, shown, scale))
+    if tables and len(names) < len(every) and not categories:
+        tables[-1].caption += (
+            f"\nthe {len(names)} largest of {len(every)} categories by estimate over the range;"
+            " --top N or --category to choose"
         )
-        headers = ["period", "n", "estimate", "interval"]
-        shown = [(entry, row) for entry, row in rows if row is not None]
-        texts = [
-            [
-                str(entry.get("period")),
-                f"{entry.get('n', 0):,}",
-                percent(row.get("frequency")),
-                interval(row.get("ci_low"), row.get("ci_high")),
-            ]
-            for entry, row in shown
-        ]
-        width = fit_bar(headers, texts)
-        for header in headers:
-            table.add_column(
-                header, justify="left" if header == "period" else "right", no_wrap=True
-            )
-        table.add_column(f"0 … {percent(scale)}", no_wrap=True)
-        for (entry, row), text in zip(shown, texts, strict=True):
-            chart = (
-                dot_with_whisker(row.get("frequency"), row["ci_low"], row["ci_high"], scale, width)
-                if entry.get("n", 0)
-                else Text("no reports", style="dim")
-            )
-            table.add_row(*text, chart)
-        table.caption = (
-            f"● estimate  ├─┤ {_pct_level(document)} interval  · quarter marks of the axis"
-        )
-        tables.append(table)
     return tables
 
 
+def _series_chart(
+    document: dict[str, Any],
+    name: str,
+    shown: list[tuple[dict[str, Any], dict[str, Any]]],
+    scale: float,
+) -> Table:
+    """One category's chart: a row per period, its estimate and interval on the shared axis."""
+    table = Table(
+        title=f"{document.get('metric', '')} · {name} · {intervals_kind(document)}, per period",
+        title_justify="left",
+    )
+    headers = ["period", "n", "estimate", "interval"]
+    texts = [
+        [
+            str(entry.get("period")),
+            f"{entry.get('n', 0):,}",
+            percent(row.get("frequency")) + marker(row),
+            interval(row.get("ci_low"), row.get("ci_high")),
+        ]
+        for entry, row in shown
+    ]
+    width = fit_bar(headers, texts)
+    for header in headers:
+        table.add_column(header, justify="left" if header == "period" else "right", no_wrap=True)
+    table.add_column(f"0 … {percent(scale)}", no_wrap=True)
+    for (entry, row), text in zip(shown, texts, strict=True):
+        chart = (
+            dot_with_whisker(row.get("frequency"), row["ci_low"], row["ci_high"], scale, width)
+            if entry.get("n", 0)
+            else Text("no reports", style="dim")
+        )
+        table.add_row(*text, chart)
+    table.caption = (
+        f"● estimate  ├─┤ {_pct_level(document)} interval  · quarter marks of the axis"
+        f"  {MARKERS['below']} unbiased estimate below 0, shown at its interval's edge"
+    )
+    table.caption_justify = "left"
+    return table
+
+
+def series_csv_rows(
+    document: dict[str, Any], categories: Sequence[str] | None, top: int | None
+) -> list[list[Any]]:
+    """CSV rows of a series document: one per period and category shown."""
+    names = set(series_names(document, categories, top))
+    how = [document.get(f) for f in HOW_FIELDS[1:]]
+    return [
+        [document.get("metric"), entry.get("period"), entry.get("n"), *how]
+        + [row.get(f) for f in ESTIMATE_FIELDS]
+        for entry in document.get("series", [])
+        for row in entry.get("estimates", [])
+        if row.get("category") in names
+    ]
+
+
 def print_series(
-    document: dict[str, Any], fmt: str, categories: Sequence[str] | None = None
+    document: dict[str, Any],
+    fmt: str,
+    categories: Sequence[str] | None = None,
+    top: int | None = None,
 ) -> None:
-    """Print a series document as charts, JSON, or CSV (one row per period and category)."""
+    """Print a series document as charts, JSON, or CSV (one row per period and category).
+
+    ``categories`` and ``top`` choose the categories charted or written; JSON is the document.
+    """
     if fmt == "json":
         print_json(document)
     elif fmt == "csv":
-        rows = [
-            [entry.get("period"), entry.get("n"), *(row.get(f) for f in ESTIMATE_FIELDS)]
-            for entry in document.get("series", [])
-            for row in entry.get("estimates", [])
-            if not categories or row.get("category") in categories
-        ]
-        write_csv(("period", "n", *ESTIMATE_FIELDS), rows)
+        write_csv(csv_header("metric", "period"), series_csv_rows(document, categories, top))
     else:
         out = console()
-        for table in series_charts(document, categories):
+        for table in series_charts(document, categories, top):
             out.print(table)

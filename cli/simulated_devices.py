@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 from deniable.client.errors import (
     BudgetExceeded,
     CollectorRefused,
@@ -134,6 +135,63 @@ def population(spec: Any, n: int, weights: Sequence[float], rng: random.Random) 
     return Population(spec, allocate(n, weights, rng))
 
 
+class RefusalWitness:
+    """Why the collector refused the simulated devices' reports, as it said it.
+
+    The SDK drops the reports a collector refuses with 422 and only logs the reason; a
+    simulation must show that reason to its user instead (a period outside the retention
+    window, an archived metric), so every 422 answer to an upload passes through a
+    :class:`WitnessedTransport` on its way to the SDK, and its reasons are kept here, in
+    order, without duplicates.
+    """
+
+    def __init__(self) -> None:
+        """Start with no reason noted; one verifying TLS context for every transport."""
+        self._tls = httpx.create_ssl_context()
+        self.reasons: list[str] = []
+
+    def transport(self) -> WitnessedTransport:
+        """A new transport (each SDK client closes its own) reporting to this witness."""
+        return WitnessedTransport(self, verify=self._tls)
+
+    def note(self, response: httpx.Response) -> None:
+        """Keep the reasons of a 422 problem document (``{"detail": [{"reason": ...}]}``)."""
+        try:
+            detail = response.json().get("detail")
+        except (ValueError, AttributeError):
+            return
+        items = detail if isinstance(detail, list) else [{"reason": detail}]
+        for item in items:
+            reason = item.get("reason") if isinstance(item, dict) else None
+            if isinstance(reason, str) and reason not in self.reasons:
+                self.reasons.append(reason)
+
+    def summary(self) -> str:
+        """The reasons noted, joined (the first three), or a hint when none was given."""
+        if not self.reasons:
+            return "check --ingest-key / DENIABLE_INGEST_KEY and that the metric specs match"
+        more = len(self.reasons) - 3
+        shown = "; ".join(self.reasons[:3]) + (f"; and {more} more" if more > 0 else "")
+        return f"the collector said: {shown}"
+
+
+class WitnessedTransport(httpx.HTTPTransport):
+    """httpx's network transport, showing every 422 answer to a :class:`RefusalWitness`."""
+
+    def __init__(self, witness: RefusalWitness, **options: Any) -> None:
+        """A transport with httpx's ``options`` whose 422 answers ``witness`` sees."""
+        super().__init__(**options)
+        self.witness = witness
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Send ``request``; let the witness read a 422 answer before the SDK does."""
+        response = super().handle_request(request)
+        if response.status_code == 422:
+            response.read()
+            self.witness.note(response)
+        return response
+
+
 @dataclass(frozen=True)
 class Delivery:
     """What the SDK reported after the simulation: recorded, delivered and refused reports."""
@@ -186,6 +244,7 @@ def run_devices(
     totals = dict.fromkeys(
         ("recorded", "delivered", "duplicates", "dropped_rejected", "over_budget"), 0
     )
+    witness = RefusalWitness()
     with tempfile.TemporaryDirectory(prefix="deniable-sim-") as state_root:
         for start in range(0, devices, DEVICES_PER_CLIENT):
             stop = min(start + DEVICES_PER_CLIENT, devices)
@@ -200,6 +259,7 @@ def run_devices(
                 clock=lambda: fixed,
                 randomness=rng,
                 flush_interval=3600.0,
+                transport=witness.transport(),
             )
             try:
                 for device in range(start, stop):
@@ -224,8 +284,8 @@ def run_devices(
                 )
             if stats.dropped_rejected:
                 raise CollectorRefused(
-                    f"the collector at {collector_url} refused {stats.dropped_rejected} report(s);"
-                    " check --ingest-key / DENIABLE_INGEST_KEY and that the metric specs match"
+                    f"the collector at {collector_url} refused {stats.dropped_rejected}"
+                    f" report(s); {witness.summary()}"
                 )
             if not delivered:
                 raise CollectorUnavailable(

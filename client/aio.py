@@ -38,6 +38,20 @@ def _takes_arguments_of(
     return apply
 
 
+def _documented_like(original: type) -> Callable[[type[_S]], type[_S]]:
+    """Append ``original``'s docstring (its arguments and rules) to a class's own, so
+    ``help()`` shows one class's documentation on the other too."""
+
+    def apply(cls: type[_S]) -> type[_S]:
+        """Extend ``cls.__doc__`` with ``original``'s."""
+        own, theirs = inspect.cleandoc(cls.__doc__ or ""), inspect.cleandoc(original.__doc__ or "")
+        cls.__doc__ = f"{own}\n\nFrom :class:`{original.__name__}`:\n\n{theirs}"
+        return cls
+
+    return apply
+
+
+@_documented_like(Client)
 class AsyncClient:
     """Same constructor arguments and counters as :class:`Client`; use ``async with``.
 
@@ -91,6 +105,10 @@ class AsyncClient:
     def metrics(self) -> dict[str, MetricSpec]:
         """The metric specs this client records, by name."""
         return self._client.metrics
+
+    def problems(self) -> list[str]:
+        """What keeps reports from arriving now, in words; see :meth:`Client.problems`."""
+        return self._client.problems()
 
     def privacy_spent(self) -> dict[str, PrivacySpent]:
         """Per metric: eps spent this period and the lifetime bound; see :meth:`Client.privacy_spent`."""

@@ -103,6 +103,21 @@ class Ledger:
         self._dirty.add(key)
         return True
 
+    def refusal(self, metric: str, epsilon: float, memoized: bool) -> str:
+        """The rule that made :meth:`admit` refuse ``metric`` just now, in words (for the log)."""
+        if self.lifetime_epsilon is not None:
+            spent = self._memo_sizes.get(metric, 0) if memoized else self._totals.get(metric, 0)
+            if (spent + 1) * epsilon > self.lifetime_epsilon + _EPS_SLACK:
+                return (
+                    f"not sent: another report at epsilon {epsilon:g} would exceed the"
+                    f" lifetime_epsilon of {self.lifetime_epsilon:g} on this device"
+                )
+        n = self.max_reports_per_period
+        return (
+            f"not sent: a device sends at most {n} report{'s' if n > 1 else ''} per metric and"
+            f" period (max_reports_per_period={n}); further records in this period are not sent"
+        )
+
     def memoized(self, key: str) -> Payload | None:
         """The remembered randomized answer under ``key``, if any."""
         return self._memo.get(key)

@@ -4,6 +4,11 @@
 reuses, for memoized metrics) the randomized answer and queues it, all under one lock and with
 no I/O, so ``record()`` costs microseconds. The true value goes no further than this module:
 only its randomized payload is queued. The persister takes the queue away with :meth:`drain`.
+
+Before any spec is installed (a first start with the collector down), values are held in
+memory by a :class:`~.holding.Holding` and randomized, each in the period it was recorded in,
+when specs arrive. A record the budget refuses is logged once per metric and period, with the
+rule that refused it.
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ from collections import deque
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from .errors import SpecError
+from .errors import InvalidInput, SpecError
+from .holding import HeldValue, Holding
 from .ledger import Ledger, LedgerDelta, PrivacySpent
 from .mechanisms import Payload
 from .outbox import QueuedReport
@@ -73,7 +79,8 @@ class Recorder:
 
     Its queue and the ledger are guarded by the counters' lock, so a ``record()`` takes one
     lock. ``on_unknown(metric)`` is called for a metric with no spec: it may raise (an app
-    that passed its specs in code asked for an unknown one) or ask for fresh specs.
+    that passed its specs in code asked for an unknown one) or ask for fresh specs; while no
+    spec at all is installed, the value is then held (see :mod:`.holding`).
     ``memoize`` (``True`` or metric names) turns on RAPPOR's permanent randomized response;
     ``clock`` replaces the system's (simulated periods), ``randomness`` the OS CSPRNG.
     """
@@ -102,6 +109,8 @@ class Recorder:
         self._labels_from = self._labels_until = 0.0
         self._labels: dict[str, str] = {}
         self._warned_unknown: set[str] = set()
+        self._warned_budget: set[tuple[str, str]] = set()
+        self._holding = Holding()
         self._handed_off = 0
         self.closed = False
         self.pending: deque[QueuedReport] = deque()
@@ -110,16 +119,36 @@ class Recorder:
     # -- specs -----------------------------------------------------------------------------
 
     def install(self, specs: Sequence[MetricSpec]) -> None:
-        """Make ``specs`` the ones ``record()`` uses (one lookup per call)."""
+        """Make ``specs`` the ones ``record()`` uses (one lookup per call), and randomize the
+        values held while there were none."""
         if len({s.name for s in specs}) != len(specs):
             raise SpecError("metric names must be distinct")
         memoize = self._memoize
-        self._metrics = {
+        metrics = {
             s.name: _MetricState(
                 s, memoize is True or (not isinstance(memoize, bool) and s.name in memoize)
             )
             for s in specs
         }
+        with self._lock:
+            self._metrics = metrics
+            held = self._holding.take() if metrics else []
+            for value in held:
+                self._replay(value)
+
+    def _replay(self, held: HeldValue) -> None:
+        """Randomize and queue a value held before specs arrived, in the period it was recorded
+        in (under the lock); a value its spec does not cover is dropped and counted."""
+        state = self._metrics.get(held.metric)
+        try:
+            if state is None:
+                raise InvalidInput(f"metric {held.metric}: the collector serves no spec for it")
+            index = state.index_of(held.value)
+        except InvalidInput as exc:
+            self._counters.dropped_held += 1
+            log.warning("dropped a value held until specs arrived: %s", exc)
+            return
+        self._admit(held.metric, state, index, period_label(state.kind, held.moment))
 
     @property
     def metrics(self) -> dict[str, MetricSpec]:
@@ -147,26 +176,39 @@ class Recorder:
         """Randomize ``value`` for ``metric`` and queue the report; see :meth:`.Client.record`."""
         state = self._metrics.get(metric)
         if state is None:
-            return self._unknown(metric)
+            return self._unknown(metric, value)
         index = state.index_of(value)
         with self._lock:
             if self.closed:
                 return False
-            counters = self._counters
             if self._clock is None and self._labels_from <= time.time() < self._labels_until:
                 period = self._labels[state.kind]
             else:
                 period = self._period_labels()[state.kind]
-            if not self._ledger.admit(metric, period, state.epsilon, state.memoized):
-                counters.over_budget += 1
-                return False
-            payload = self._randomized(metric, state, index)
-            pending = self.pending
-            if len(pending) >= self._max_queue:
-                pending.popleft()
-                counters.dropped_queue_full += 1
-            pending.append((self._ids.take(), metric, state.fingerprint, period, payload))
-            counters.admitted += 1
+            return self._admit(metric, state, index, period)
+
+    def _admit(self, metric: str, state: _MetricState, index: int, period: str) -> bool:
+        """Ask the ledger to admit a report of ``index`` in ``period``; if it does, randomize
+        and queue it (under the lock). A refusal is logged once per metric and period."""
+        counters = self._counters
+        if not self._ledger.admit(metric, period, state.epsilon, state.memoized):
+            counters.over_budget += 1
+            if (metric, period) not in self._warned_budget:
+                self._warned_budget.add((metric, period))
+                log.warning(
+                    "metric %s, period %s: %s",
+                    metric,
+                    period,
+                    self._ledger.refusal(metric, state.epsilon, state.memoized),
+                )
+            return False
+        payload = self._randomized(metric, state, index)
+        pending = self.pending
+        if len(pending) >= self._max_queue:
+            pending.popleft()
+            counters.dropped_queue_full += 1
+        pending.append((self._ids.take(), metric, state.fingerprint, period, payload))
+        counters.admitted += 1
         return True
 
     def _randomized(self, metric: str, state: _MetricState, index: int) -> Payload:
@@ -183,9 +225,15 @@ class Recorder:
             self._ledger.remember(metric, key, payload)
         return payload
 
-    def _unknown(self, metric: str) -> bool:
-        """A metric without a spec: raise or ask for specs (``on_unknown``), count, warn once."""
+    def _unknown(self, metric: str, value: Any) -> bool:
+        """A metric without a spec: raise or ask for specs (``on_unknown``); hold the value
+        while no spec at all is installed; else count and warn once."""
         self._on_unknown(metric)
+        with self._lock:
+            if not self._metrics and not self.closed:
+                return self._hold(metric, value)
+        if self._metrics.get(metric) is not None:  # specs arrived meanwhile
+            return self.record(metric, value)
         with self._lock:
             self._counters.unknown_metric += 1
             first = metric not in self._warned_unknown
@@ -194,10 +242,37 @@ class Recorder:
             log.warning("metric %r has no spec from the collector (yet); not recorded", metric)
         return False
 
+    def _hold(self, metric: str, value: Any) -> bool:
+        """Keep a value until specs arrive (under the lock); ``False`` if the holding is full."""
+        moment = self._clock() if self._clock is not None else dt.datetime.now(dt.UTC)
+        if self._holding.hold(metric, value, moment):
+            return True
+        self._counters.dropped_held += 1
+        if self._counters.dropped_held == 1:
+            log.warning(
+                "no metric specs yet and %d values already held in memory; dropping more",
+                len(self._holding),
+            )
+        return False
+
+    @property
+    def held(self) -> int:
+        """Values held until specs arrive (read it under the counters' lock)."""
+        return len(self._holding)
+
     def close(self) -> None:
-        """Admit nothing more: ``record()`` returns ``False`` from now on."""
+        """Admit nothing more: ``record()`` returns ``False`` from now on. Values still held
+        for specs are dropped (they never go to disk) and counted."""
         with self._lock:
             self.closed = True
+            lost = len(self._holding.take())
+            self._counters.dropped_held += lost
+        if lost:
+            log.warning(
+                "closing with %d values recorded before any metric spec arrived; they were"
+                " held in memory only and are dropped",
+                lost,
+            )
 
     # -- hand-off to the persister ---------------------------------------------------------
 

@@ -14,7 +14,7 @@ import contextlib
 import datetime as dt
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,7 @@ from .ledger import Ledger, PrivacySpent
 from .mechanisms import MAX_EPSILON, MIN_EPSILON
 from .outbox import Outbox
 from .persister import Persister
+from .problems import Problems
 from .randomness import Randomness
 from .recorder import Recorder
 from .spec import MetricSpec
@@ -59,8 +60,10 @@ class Client:
 
     ``collector_url`` is one URL or several (tried in turn on failure). ``state_dir`` holds
     the outbox, the ledger, the memo and its secret, and the cached specs. ``metrics``: the
-    specs to record; ``None`` fetches them from ``GET /v1/metrics`` (cached for offline
-    starts). ``max_reports_per_period`` and ``lifetime_epsilon`` bound what each metric may
+    specs to record (:class:`~.spec.MetricSpec` objects, or dicts in the JSON form the
+    collector serves); ``None`` fetches them from ``GET /v1/metrics`` (cached for offline
+    starts; until the first specs arrive, values are held in memory, at most
+    :data:`~.holding.MAX_HELD`: see :mod:`.holding`). ``max_reports_per_period`` and ``lifetime_epsilon`` bound what each metric may
     send; ``memoize`` (``True`` or a set of metric names) turns on RAPPOR's permanent
     randomized response. ``clock`` and ``randomness`` are for tests (simulated periods,
     seeded draws); ``persist_interval``, ``backoff_base`` and ``backoff_cap`` (seconds)
@@ -81,8 +84,11 @@ class Client:
     once accepted from a collector (fetched now or cached in ``state_dir`` by an earlier run)
     is never replaced by a different one with the same name: a changed spec is refused and
     reports keep the one accepted first. New metrics a collector serves within the ceiling
-    are adopted. Specs passed in ``metrics`` are the only ones used (none is fetched). Each
-    refused spec is logged at ERROR once and counted in ``ClientStats.specs_refused``.
+    are adopted. Specs passed in ``metrics`` are the only ones used (none is adopted), but they
+    are compared once with the served ones: a metric the collector serves differently (or not
+    at all) is logged at ERROR, counted in ``ClientStats.spec_mismatches`` and listed by
+    :meth:`problems`. Each refused spec is logged at ERROR once and counted in
+    ``ClientStats.specs_refused``.
 
     A batch answered 413 (too large) is split, not dropped: see :mod:`.uploader`.
     Only a single report that is too large on its own is dropped (counted in
@@ -108,7 +114,7 @@ class Client:
         *,
         state_dir: str | Path,
         ingest_key: str | None = None,
-        metrics: Sequence[MetricSpec] | None = None,
+        metrics: Sequence[MetricSpec | Mapping[str, Any]] | None = None,
         max_reports_per_period: int = 1,
         lifetime_epsilon: float | None = None,
         max_epsilon: float = DEFAULT_MAX_EPSILON,
@@ -129,6 +135,8 @@ class Client:
             raise InvalidInput("flush_interval, timeout, backoff_base and backoff_cap must be > 0")
         state_dir = Path(state_dir)
         counters = self._counters = Counters()
+        problems = self._problems = Problems()
+        self._refresh_lock = threading.Lock()
         with contextlib.ExitStack() as undo:  # on failure, free the state_dir and connections
             self._transport = Transport(
                 [collector_url] if isinstance(collector_url, str) else list(collector_url),
@@ -147,7 +155,9 @@ class Client:
                 lifetime_epsilon=lifetime_epsilon,
             )
             ledger.load(*self._outbox.load_ledger())
-            self._specs = SpecSource(state_dir, self._transport, counters, max_epsilon=max_epsilon)
+            self._specs = SpecSource(
+                state_dir, self._transport, counters, problems, max_epsilon=max_epsilon
+            )
             self._recorder = Recorder(
                 ledger,
                 counters,
@@ -163,6 +173,7 @@ class Client:
             self._outbox,
             self._transport,
             counters,
+            problems,
             batch_size=batch_size,
             flush_interval=flush_interval,
         )
@@ -176,6 +187,8 @@ class Client:
         )
         self._stop = threading.Event()
         self._threads = self._start_background(persist_interval)
+        if metrics is not None:  # compare the specs in code with the served ones, now
+            threading.Thread(target=self._refresh_specs, name="deniable-specs", daemon=True).start()
         atexit.register(self._persister.persist)
 
     def _start_background(self, persist_interval: float) -> tuple[threading.Thread, ...]:
@@ -199,11 +212,13 @@ class Client:
             thread.start()
         return threads
 
-    def _refresh_specs(self) -> None:
-        """In the upload thread: record with new specs if the spec source has fetched some."""
-        specs = self._specs.refresh_if_due()
-        if specs is not None:
-            self._recorder.install(specs)
+    def _refresh_specs(self, force: bool = False) -> None:
+        """Record with new specs if the spec source has fetched some (in the upload thread, or
+        in ``flush`` with ``force`` while values wait for specs)."""
+        with self._refresh_lock:
+            specs = self._specs.refresh_if_due(force)
+            if specs is not None:
+                self._recorder.install(specs)
 
     @property
     def metrics(self) -> dict[str, MetricSpec]:
@@ -213,8 +228,10 @@ class Client:
     def record(self, metric: str, value: Any) -> bool:
         """Randomize ``value`` for ``metric`` and queue the report; no network I/O.
 
-        Returns ``True`` if a report was queued, ``False`` if the privacy budget (or an
-        unknown metric in collector-served specs) kept it back. Raises
+        Returns ``True`` if a report was queued (or, before any spec has arrived from the
+        collector, the value is held in memory until one does), ``False`` if the privacy
+        budget (or an unknown metric in collector-served specs, or a full holding) kept it
+        back; the budget logs a WARNING with its rule once per metric and period. Raises
         :class:`~.errors.InvalidInput` (a ``ValueError``), naming the metric but never the
         value, if the value does not fit the spec, or if the metric is unknown and the specs
         were passed in ``metrics``.
@@ -222,16 +239,26 @@ class Client:
         return self._recorder.record(metric, value)
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Commit and upload everything queued now; ``True`` if nothing is left waiting.
+        """Commit and upload everything queued now; ``True`` if every report was delivered.
 
+        ``False`` if reports are still waiting (the collector is unreachable or refuses them
+        for now, or values wait for specs), or if the collector refused some as invalid
+        (``dropped_rejected`` grew) since the flush began: see :meth:`problems` for why.
         Respects the retry backoff; gives up (returning ``False``) at ``timeout`` seconds.
         Never raises for network reasons.
         """
         if self._recorder.closed:
             return self.stats.queued == 0
         deadline = None if timeout is None else time.monotonic() + timeout
+        with self._counters.lock:
+            rejected_before = self._counters.dropped_rejected
+            waiting_for_specs = self._recorder.held > 0
+        self._refresh_specs(force=waiting_for_specs)
         self._persister.persist()
-        return self._uploader.upload_all(deadline)
+        emptied = self._uploader.upload_all(deadline)
+        with self._counters.lock:
+            clean = self._counters.dropped_rejected == rejected_before
+            return emptied and clean and self._recorder.held == 0
 
     def close(self, timeout: float = 5.0) -> None:
         """Flush for at most ``timeout`` seconds, keep whatever is left on disk, and stop."""
@@ -262,7 +289,18 @@ class Client:
     def stats(self) -> ClientStats:
         """A snapshot of the counters; ``queued`` counts reports not yet acknowledged."""
         with self._counters.lock:
-            return self._counters.snapshot(queued=self._recorder.in_memory + len(self._outbox))
+            return self._counters.snapshot(
+                queued=self._recorder.in_memory + len(self._outbox), held=self._recorder.held
+            )
+
+    def problems(self) -> list[str]:
+        """What keeps reports from arriving now, in words (empty when all is well).
+
+        Mismatched or refused specs, specs that cannot be fetched (with the URL tried), a
+        collector refusing uploads (401, 403, 404...) or dropping reports as invalid; each
+        message names metrics, URLs and counts, never a recorded value.
+        """
+        return self._problems.current()
 
     def privacy_spent(self) -> dict[str, PrivacySpent]:
         """Per metric: eps spent in the current period and the lifetime bound that applies."""

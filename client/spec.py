@@ -217,9 +217,16 @@ class MetricSpec:
                 return self.categories.index(value)
             except ValueError:
                 raise InvalidInput(
-                    f"metric {self.name}: value is not one of its categories"
+                    f"metric {self.name}: value is not one of its categories (case-sensitive):"
+                    f" {self._category_list()}"
                 ) from None
         raise InvalidInput(f"metric {self.name}: expects a category name (str)")
+
+    def _category_list(self, shown: int = 20) -> str:
+        """The categories for an error message (they are public), the first ``shown`` of a
+        long list."""
+        listed = ", ".join(self.categories[:shown])
+        return listed if self.k <= shown else f"{listed}, ... ({self.k} in all)"
 
     def period_of(self, moment: dt.datetime | dt.date) -> str:
         """The period label containing ``moment`` (UTC for datetimes)."""

@@ -10,6 +10,11 @@ does not match is ignored; a spec once accepted from a collector is never replac
 different one with the same name; a served spec above ``max_epsilon`` is refused, and one
 passed in code above it raises :class:`~.errors.SpecError`. Each refused served spec is logged
 at ERROR once and counted in ``specs_refused``.
+
+Specs passed in code are still compared, once, with the ones the collector serves (fetched in
+the background on first contact, never adopted): a metric the collector serves with another
+fingerprint, or not at all, would have every report refused, so it is logged at ERROR once,
+counted in ``spec_mismatches`` and listed by :meth:`.Client.problems`.
 """
 
 from __future__ import annotations
@@ -18,11 +23,13 @@ import json
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .errors import InvalidInput, SpecError
+from .holding import MAX_HELD
+from .problems import Problems
 from .spec import MetricSpec
 from .stats import Counters
 from .transport import Transport
@@ -65,11 +72,25 @@ def verified_specs(raw: Sequence[Any]) -> list[MetricSpec]:
     return specs
 
 
+def as_spec(item: MetricSpec | Mapping[str, Any]) -> MetricSpec:
+    """A spec the app passed in ``metrics``: a :class:`MetricSpec`, or its JSON form as a
+    mapping (``{"name": ..., "type": ..., "epsilon": ...}``, as ``GET /v1/metrics`` serves it)."""
+    if isinstance(item, MetricSpec):
+        return item
+    if isinstance(item, Mapping):
+        return MetricSpec.from_dict(dict(item))
+    raise TypeError(
+        "metrics= takes MetricSpec objects (MetricSpec.boolean(...), MetricSpec.categorical(...))"
+        f" or dicts in the JSON form GET /v1/metrics serves, not {type(item).__name__}"
+    )
+
+
 class SpecSource:
     """Chooses the specs a client records: :meth:`start` returns the first set, and
     :meth:`refresh_if_due` (from the upload thread) a new one when it changes.
 
-    ``transport`` fetches served specs; ``state_dir`` holds the cache.
+    ``transport`` fetches served specs; ``state_dir`` holds the cache; ``problems`` hears of
+    refused and mismatched specs, and of specs that cannot be fetched.
     """
 
     def __init__(
@@ -77,26 +98,28 @@ class SpecSource:
         state_dir: Path,
         transport: Transport,
         counters: Counters,
+        problems: Problems,
         *,
         max_epsilon: float,
     ) -> None:
         self._path = state_dir / SPECS_FILE
         self._transport = transport
         self._counters = counters
+        self._problems = problems
         self._max_epsilon = max_epsilon
         self._accepted: dict[str, MetricSpec] = {}
         self._refused: set[tuple[str, str]] = set()
         self._chosen_count = 0
-        self._in_code = False
+        self._in_code: list[MetricSpec] | None = None
         self._refresh = False
         self._next_fetch = 0.0
 
-    def start(self, in_code: Sequence[MetricSpec] | None) -> list[MetricSpec]:
-        """The specs to record first: the app's (``in_code``), else the cached ones, else the
-        ones fetched now (none if the collector cannot be reached)."""
+    def start(self, in_code: Sequence[MetricSpec | Mapping[str, Any]] | None) -> list[MetricSpec]:
+        """The specs to record first: the app's (``in_code``, specs or their JSON form), else
+        the cached ones, else the ones fetched now (none if the collector cannot be reached)."""
         if in_code is not None:
-            self._in_code = True
-            return self._chosen(self._within_app_ceiling(in_code))
+            self._in_code = self._within_app_ceiling([as_spec(item) for item in in_code])
+            return self._chosen(self._in_code)
         cached = self._load_cached()
         if cached is not None:
             self._refresh = True
@@ -106,18 +129,52 @@ class SpecSource:
     def note_unknown(self, metric: str) -> None:
         """A ``record()`` for a metric without a spec: the app's mistake if it passed its specs
         in code (:class:`~.errors.InvalidInput`), else a reason to fetch specs again."""
-        if self._in_code:
-            raise InvalidInput(f"unknown metric {metric!r}")
+        if self._in_code is not None:
+            raise InvalidInput(
+                f"unknown metric {metric!r}; the metrics passed in code are"
+                f" {', '.join(s.name for s in self._in_code) or 'none'}"
+            )
         self._refresh = True
 
-    def refresh_if_due(self) -> list[MetricSpec] | None:
+    def refresh_if_due(self, force: bool = False) -> list[MetricSpec] | None:
         """The specs to record from now on if none are known or a refresh was asked for, and a
-        fetch is due and succeeds; else ``None`` (keep the current ones)."""
-        if self._in_code or time.monotonic() < self._next_fetch:
+        fetch is due (or ``force``) and succeeds; else ``None`` (keep the current ones).
+
+        With specs passed in code, compares them once with the served ones instead."""
+        if not force and time.monotonic() < self._next_fetch:
+            return None
+        if self._in_code is not None:
+            self._compare_in_code()
             return None
         if self._refresh or not self._chosen_count:
             return self._fetch()
         return None
+
+    def _compare_in_code(self) -> None:
+        """First contact in strict mode: fetch the served specs once and report each metric
+        passed in code that the collector does not serve as it is (never adopting any)."""
+        fetched = self._fetched(fail_over=False)
+        if fetched is None or self._in_code is None:
+            return
+        served = {s.name: s for s in verified_specs(fetched)}
+        for spec in self._in_code:
+            known = served.get(spec.name)
+            if known is None:
+                why = "the collector serves no spec for it (is it registered?)"
+            elif known.fingerprint != spec.fingerprint:
+                why = (
+                    f"the collector serves another spec (fingerprint {known.fingerprint},"
+                    f" {_describe(known)}) than the one passed in code (fingerprint"
+                    f" {spec.fingerprint}, {_describe(spec)})"
+                )
+            else:
+                continue
+            message = f"metric {spec.name}: {why}; the collector will refuse its reports"
+            with self._counters.lock:
+                self._counters.spec_mismatches += 1
+            self._problems.note(f"mismatch:{spec.name}", message)
+            log.error("%s", message)
+        self._next_fetch = float("inf")
 
     def _chosen(self, specs: list[MetricSpec]) -> list[MetricSpec]:
         """Note ``specs`` as the ones recorded now, and return them."""
@@ -150,13 +207,31 @@ class SpecSource:
                 return
             self._refused.add(key)
             self._counters.specs_refused += 1
-        log.error(
-            "metric %s: refusing the spec the collector served (fingerprint %s, epsilon %g): %s",
-            spec.name,
-            spec.fingerprint,
-            spec.epsilon,
-            why,
+        message = (
+            f"metric {spec.name}: refusing the spec the collector served (fingerprint"
+            f" {spec.fingerprint}, epsilon {spec.epsilon:g}): {why}"
         )
+        self._problems.note(f"refused:{spec.name}:{spec.fingerprint}", message)
+        log.error("%s", message)
+
+    def _fetched(self, fail_over: bool = True) -> list[dict[str, Any]] | None:
+        """``GET /v1/metrics`` now, pacing the next attempt; ``None`` (noted as a problem while
+        this client has no specs) if no collector answered."""
+        fetched = self._transport.fetch_metrics(fail_over=fail_over)
+        self._next_fetch = time.monotonic() + (
+            SPEC_REFRESH_SECONDS
+            if fetched is not None or (self._chosen_count and self._in_code is None)
+            else SPEC_RETRY_SECONDS
+        )
+        if fetched is not None:
+            self._problems.clear("fetch")
+        elif not self._chosen_count:
+            self._problems.note(
+                "fetch",
+                f"no metric specs yet: {self._transport.fetch_failure}; values recorded"
+                f" meanwhile are held in memory (at most {MAX_HELD:,}) until specs arrive",
+            )
+        return fetched
 
     def _accepted_within_ceiling(self) -> list[MetricSpec]:
         """The accepted specs that are within ``max_epsilon`` (the app may have lowered it
@@ -183,12 +258,7 @@ class SpecSource:
         A served spec that differs from the one accepted for its name is refused (the
         accepted one stays), as is a new one above ``max_epsilon``.
         """
-        fetched = self._transport.fetch_metrics()
-        self._next_fetch = time.monotonic() + (
-            SPEC_REFRESH_SECONDS
-            if self._chosen_count or fetched is not None
-            else SPEC_RETRY_SECONDS
-        )
+        fetched = self._fetched()
         if fetched is None:
             return None
         accepted = dict(self._accepted)
@@ -209,3 +279,8 @@ class SpecSource:
         self._accepted = accepted
         self._refresh = False
         return self._accepted_within_ceiling()
+
+
+def _describe(spec: MetricSpec) -> str:
+    """A spec's parameters in a few words, for messages (its categories are public)."""
+    return f"epsilon {spec.epsilon:g}, {spec.mechanism}, {spec.k} categories, per {spec.period}"

@@ -38,13 +38,22 @@ class ClientStats:
     specs_refused: int = 0
     """Specs a collector served that this client refused (each name and fingerprint once): a
     change to a spec it had accepted, or an eps above ``max_epsilon``."""
+    spec_mismatches: int = 0
+    """Metrics passed in code whose spec the collector does not serve as it is (another
+    fingerprint, or no spec at all): the collector refuses their reports. Counted once per
+    metric, on first contact."""
+    held: int = 0
+    """Values recorded before any spec arrived, held in memory until specs do."""
+    dropped_held: int = 0
+    """Held values lost: over the bound (1,000), for a metric the specs that arrived lack, not
+    fitting that spec, or still held when the client closed."""
 
     def as_dict(self) -> dict[str, int]:
         """The counters as a plain dict."""
         return asdict(self)
 
 
-_DERIVED = frozenset({"recorded", "queued"})
+_DERIVED = frozenset({"recorded", "queued", "held"})
 """The :class:`ClientStats` fields computed at snapshot time rather than counted."""
 
 
@@ -65,12 +74,16 @@ class Counters:
     retries: int = 0
     refused: int = 0
     specs_refused: int = 0
+    spec_mismatches: int = 0
+    dropped_held: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def snapshot(self, queued: int) -> ClientStats:
+    def snapshot(self, queued: int, held: int = 0) -> ClientStats:
         """The counts as a :class:`ClientStats`, with ``queued`` reports not yet acknowledged
-        (call under ``lock``)."""
+        and ``held`` values waiting for specs (call under ``lock``)."""
         counted = {
             f.name: getattr(self, f.name) for f in fields(ClientStats) if f.name not in _DERIVED
         }
-        return ClientStats(recorded=self.admitted + self.over_budget, queued=queued, **counted)
+        return ClientStats(
+            recorded=self.admitted + self.over_budget, queued=queued, held=held, **counted
+        )

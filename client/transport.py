@@ -18,6 +18,10 @@ The transport sends bodies the :mod:`.wire` module builds to its two endpoints
 
 Retry pacing uses exponential backoff with full jitter. It never raises a network error to
 its caller.
+
+A collector URL is the server's base (``https://telemetry.example.com``): the API's ``/v1``
+is added here. A URL that ends in ``/v1`` (a common slip when copying an endpoint) is taken
+without it, with a warning that names it.
 """
 
 from __future__ import annotations
@@ -60,6 +64,8 @@ class SendResult:
     retry_after: float | None = None
     bad_indices: frozenset[int] | None = None
     """For a 422 that names the bad reports (by index in the batch): which they are."""
+    url: str = ""
+    """The collector URL the attempt went to."""
 
     @property
     def refused(self) -> bool:
@@ -126,6 +132,18 @@ def _bad_indices(detail: Any) -> frozenset[int] | None:
     return frozenset(indices)  # type: ignore[arg-type]
 
 
+def base_url(url: str) -> str:
+    """The collector's base URL: without a trailing slash, and without a ``/v1`` the API adds
+    itself (warned about, naming the URL)."""
+    base = url.rstrip("/")
+    if base.endswith("/v1"):
+        log.warning(
+            "collector URL %s ends in /v1, which the SDK adds itself; using %s", url, base[:-3]
+        )
+        base = base[:-3]
+    return base
+
+
 class Transport:
     """Talks to one of several collector URLs; a failed attempt moves to the next URL.
 
@@ -153,7 +171,9 @@ class Transport:
         for url in urls:
             if not isinstance(url, str) or not url.startswith(("http://", "https://")):
                 raise InvalidInput("collector URLs must start with http:// or https://")
-        self.urls = [u.rstrip("/") for u in urls]
+        self.urls = [base_url(u) for u in urls]
+        self.fetch_failure = ""
+        """Why the last ``GET /v1/metrics`` found no specs, naming the URLs it tried."""
         self.timeout = timeout
         self.backoff_base = backoff_base
         self.backoff_cap = backoff_cap
@@ -188,7 +208,7 @@ class Transport:
             )
         except self._httpx.HTTPError as exc:
             self._fail_over()
-            return SendResult("retry", reason=type(exc).__name__)
+            return SendResult("retry", reason=type(exc).__name__, url=url)
         status = response.status_code
         if 200 <= status < 300:
             try:
@@ -197,7 +217,7 @@ class Transport:
                 duplicates = int(answer.get("duplicates", 0))
             except (ValueError, TypeError, AttributeError):
                 accepted, duplicates = count, 0
-            return SendResult("accepted", accepted, duplicates, status)
+            return SendResult("accepted", accepted, duplicates, status, url=url)
         document = _problem_document(response) if status in FINAL_STATUSES else None
         if document is not None or status == 413:
             detail = document["detail"] if document is not None else "too large"
@@ -206,6 +226,7 @@ class Transport:
                 status=status,
                 reason=str(detail)[:200],
                 bad_indices=_bad_indices(detail) if status == 422 else None,
+                url=url,
             )
         self._fail_over()
         foreign = " (not the collector's problem document)" if status in FINAL_STATUSES else ""
@@ -214,6 +235,7 @@ class Transport:
             status=status,
             reason=f"HTTP {status}{foreign}",
             retry_after=parse_retry_after(response.headers.get("Retry-After")),
+            url=url,
         )
 
     def backoff(self, failures: int, retry_after: float | None = None) -> float:
@@ -232,22 +254,30 @@ class Transport:
             delay = max(delay, retry_after)
         return delay
 
-    def fetch_metrics(self, timeout: float | None = None) -> list[dict[str, Any]] | None:
-        """The metric specs from the first collector that answers, or ``None``."""
-        for _ in range(len(self.urls)):
-            url = self.url
+    def fetch_metrics(
+        self, timeout: float | None = None, *, fail_over: bool = True
+    ) -> list[dict[str, Any]] | None:
+        """The metric specs from the first collector that answers, or ``None`` (and why, in
+        :attr:`fetch_failure`). Uploads go on to the URL that answered, unless ``fail_over``
+        is false (a look that must not change where uploads go)."""
+        failures = []
+        start = self._current
+        for step in range(len(self.urls)):
+            url = self.urls[(start + step) % len(self.urls)]
             try:
                 response = self._http.get(f"{url}{METRICS_PATH}", timeout=timeout or self.timeout)
                 if response.status_code == 200:
                     metrics = response.json()["metrics"]
                     if isinstance(metrics, list):
+                        if fail_over:
+                            self._current = (start + step) % len(self.urls)
                         return metrics
-                log.warning(
-                    "collector %s answered GET %s with %s", url, METRICS_PATH, response.status_code
-                )
+                why = f"HTTP {response.status_code}"
             except (self._httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
-                log.warning("could not fetch metric specs from %s: %s", url, type(exc).__name__)
-            self._fail_over()
+                why = type(exc).__name__
+            failures.append(f"GET {url}{METRICS_PATH}: {why}")
+            log.warning("could not fetch metric specs with GET %s%s: %s", url, METRICS_PATH, why)
+        self.fetch_failure = "; ".join(failures)
         return None
 
     def close(self) -> None:

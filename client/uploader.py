@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from .outbox import Chunk, Outbox
+from .problems import Problems
 from .stats import Counters
 from .transport import SendResult, Transport
 from .wire import batch_body, join_reports, split_reports
@@ -51,7 +52,8 @@ class Uploader:
 
     ``batch_size`` is the most reports per upload; a 413 lowers the cap for the life of the
     process. :meth:`nudge` wakes the background thread (:meth:`run`) when a full batch waits
-    or ``flush_interval`` seconds have passed.
+    or ``flush_interval`` seconds have passed. ``problems`` hears of reports the collector
+    refused (dropped) and of answers that blame the URL or the ingest key (kept).
     """
 
     def __init__(
@@ -59,6 +61,7 @@ class Uploader:
         outbox: Outbox,
         transport: Transport,
         counters: Counters,
+        problems: Problems,
         *,
         batch_size: int,
         flush_interval: float,
@@ -66,6 +69,7 @@ class Uploader:
         self._outbox = outbox
         self._transport = transport
         self._counters = counters
+        self._problems = problems
         self._batch_size = batch_size
         self._flush_interval = flush_interval
         self._batch_cap = batch_size
@@ -116,6 +120,7 @@ class Uploader:
             return UploadOutcome.FAILED
         self._failures = 0
         self._warned_refused = False
+        self._problems.clear("refused")
         if result.kind == "rejected" and result.status == 413:
             return self._split_after_413(batch, count)
         bad = (result.bad_indices or frozenset()) & frozenset(range(count))
@@ -131,6 +136,7 @@ class Uploader:
             else:
                 counters.dropped_rejected += removed
         if result.kind == "rejected":
+            self._note_dropped(result)
             log.warning(
                 "collector refused a batch of %d reports (HTTP %s): %s; dropped it",
                 count,
@@ -138,6 +144,16 @@ class Uploader:
                 result.reason,
             )
         return self._what_remains()
+
+    def _note_dropped(self, result: SendResult) -> None:
+        """List the reports dropped so far, and the last reason, among the problems."""
+        with self._counters.lock:
+            dropped = self._counters.dropped_rejected
+        self._problems.note(
+            "rejected",
+            f"the collector at {result.url} refused {dropped} reports so far, which were"
+            f" dropped (last: HTTP {result.status}: {result.reason})",
+        )
 
     def _what_remains(self) -> UploadOutcome:
         """:attr:`UploadOutcome.MORE` if reports still wait, else :attr:`UploadOutcome.EMPTY`."""
@@ -150,6 +166,7 @@ class Uploader:
         dropped = self._outbox.drop_reports(batch, bad)
         with self._counters.lock:
             self._counters.dropped_rejected += dropped
+        self._note_dropped(result)
         log.warning(
             "collector refused %d of a batch of %d reports (HTTP %s): %s;"
             " dropped those, resending the rest",
@@ -168,6 +185,12 @@ class Uploader:
         with self._counters.lock:
             self._counters.retries += 1
             self._counters.refused += int(result.refused)
+        if result.refused:
+            self._problems.note(
+                "refused",
+                f"the collector at {result.url} answers uploads with {result.reason}, which"
+                " blames the URL, the ingest key or a proxy; reports are kept and retried",
+            )
         if result.refused and not self._warned_refused:
             self._warned_refused = True
             log.warning(

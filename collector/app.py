@@ -17,7 +17,7 @@ from typing import Any
 from deniable.client.errors import StorageUnavailable
 from fastapi import FastAPI, Request
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from pydantic.json_schema import models_json_schema
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -90,6 +90,11 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         schema.setdefault("components", {}).setdefault("schemas", {}).update(defs["$defs"])
         app.openapi_schema = schema
     return app.openapi_schema
+
+
+def _to_docs() -> RedirectResponse:
+    """``GET /``: a browser at the collector's root lands on the OpenAPI page (``/docs``)."""
+    return RedirectResponse("/docs")
 
 
 def _install_error_handlers(app: FastAPI) -> None:
@@ -169,6 +174,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     )
     for module in (reports, metrics, estimates, admin):
         app.include_router(module.router)
+    app.add_api_route("/", _to_docs, include_in_schema=False)
     _install_error_handlers(app)
     app.add_middleware(LatencyMiddleware, telemetry=telemetry)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]

@@ -12,7 +12,7 @@ from fastapi import Request
 
 from .settings import Settings
 from .storage import Database
-from .storage.queries import load_spec, spec_fingerprint
+from .storage.queries import Registration, load_registration, spec_fingerprint
 from .storage.writer import GroupWriter
 from .telemetry import Telemetry
 
@@ -40,20 +40,27 @@ class SpecCache:
     """
 
     database: Database
-    _specs: dict[str, tuple[MetricSpec, str]] = field(default_factory=dict)
+    _specs: dict[str, Registration] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def cached(self, name: str) -> MetricSpec | None:
         """The spec named ``name`` as last read (None if unregistered): for ingestion only."""
-        entry = self._specs.get(name)
-        return entry[0] if entry is not None else self._load(name)
+        entry = self._specs.get(name) or self._load(name)
+        return entry.spec if entry is not None else None
+
+    def archived(self, name: str) -> bool:
+        """Whether the metric ``name`` was archived when last read: for ingestion only (its
+        write transaction refuses a metric archived since, see :meth:`forget`)."""
+        entry = self._specs.get(name) or self._load(name)
+        return entry is not None and entry.archived
 
     def get(self, name: str) -> MetricSpec | None:
         """The spec the database registers as ``name`` now (None if none), parsed once."""
         entry = self._specs.get(name)
-        if entry is not None and spec_fingerprint(self.database, name) == entry[1]:
-            return entry[0]
-        return self._load(name)
+        if entry is not None and spec_fingerprint(self.database, name) == entry.fingerprint:
+            return entry.spec
+        entry = self._load(name)
+        return entry.spec if entry is not None else None
 
     def changed(self, specs: Iterable[MetricSpec]) -> bool:
         """Whether any of ``specs`` is no longer the one registered under its name (every one
@@ -65,20 +72,21 @@ class SpecCache:
         return stale
 
     def forget(self, names: Iterable[str]) -> None:
-        """Drop ``names`` from the cache: the database said their specs changed."""
+        """Drop ``names`` from the cache: the database said their specs changed (or that
+        they were archived)."""
         with self._lock:
             for name in names:
                 self._specs.pop(name, None)
 
-    def _load(self, name: str) -> MetricSpec | None:
-        """Read the spec named ``name`` from the database and cache it (or forget a stale one)."""
-        spec = load_spec(self.database, name) if METRIC_NAME.fullmatch(name) else None
+    def _load(self, name: str) -> Registration | None:
+        """Read the metric named ``name`` from the database and cache it (or forget a stale one)."""
+        entry = load_registration(self.database, name) if METRIC_NAME.fullmatch(name) else None
         with self._lock:
-            if spec is None:
+            if entry is None:
                 self._specs.pop(name, None)
             else:
-                self._specs[name] = (spec, spec.fingerprint)
-        return spec
+                self._specs[name] = entry
+        return entry
 
 
 @dataclass

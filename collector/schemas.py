@@ -8,6 +8,7 @@ Field checks here are structural (types, UUID form); what depends on a registere
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Annotated
 
 from deniable.client.spec import MetricType, PeriodKind
@@ -141,9 +142,18 @@ class MetricSpecOut(BaseModel):
 
 
 class MetricList(BaseModel):
-    """Every registered metric."""
+    """Every registered metric that is not archived (the specs devices should record)."""
 
     metrics: list[MetricSpecOut]
+
+
+class ArchivedMetric(BaseModel):
+    """An archived metric: when it was archived, and whether this request archived it."""
+
+    name: str
+    fingerprint: str
+    archived_at: dt.datetime
+    already_archived: bool = Field(description="true if it was archived before this request")
 
 
 class RetentionResult(BaseModel):

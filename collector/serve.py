@@ -40,6 +40,7 @@ from uvicorn.supervisors import Multiprocess
 
 from .listening import DEFAULT_LISTENING, Listening
 from .settings import Settings
+from .startup import port_problem, summary
 from .storage import migrate
 from .telemetry import MULTIPROCESS_DIRECTORY
 
@@ -47,7 +48,8 @@ log = logging.getLogger("deniable.collector")
 
 
 class RefusedToServe(DeniableError, RuntimeError):
-    """Serving as asked would expose admin calls without a token, or cannot keep metrics.
+    """Serving as asked would expose admin calls without a token, cannot keep metrics, or
+    finds its port in use.
 
     A :class:`~deniable.client.errors.DeniableError`, so the CLI reports it as one line; still
     a ``RuntimeError`` for callers that caught it as one.
@@ -351,14 +353,21 @@ def shared_metrics(workers: int) -> Iterator[None]:
 
 
 def serve(settings: Settings, listening: Listening = DEFAULT_LISTENING, **changes: Any) -> None:
-    """Migrate, then serve the collector where ``listening`` says, with ``changes`` to its
-    fields (such as ``host="0.0.0.0"``), with its number of worker processes (blocks)."""
+    """Check the port, migrate, print the start-up summary, then serve the collector where
+    ``listening`` says, with ``changes`` to its fields (such as ``host="0.0.0.0"``), with its
+    number of worker processes (blocks).
+
+    A port in use is refused (:class:`RefusedToServe`) before the database is touched."""
     from .app import create_app
 
     listening = replace(listening, **changes)
     check_exposure(settings, listening.host)
+    problem = port_problem(listening)
+    if problem is not None:
+        raise RefusedToServe(problem)
     if settings.migrate_on_start:
         migrate(settings.database_url)
+    print(summary(settings, listening), file=sys.stderr, flush=True)
     settings = settings.model_copy(
         update={
             "migrate_on_start": False,

@@ -57,7 +57,8 @@ class Settings(BaseSettings):
     )
 
     database_url: str = DEFAULT_DATABASE_URL
-    """Where metrics, reports and counts are stored: sqlite:///FILE or postgresql://USER@HOST/DB."""
+    """Where metrics, reports and counts are stored: sqlite:///FILE, postgresql://USER@HOST/DB,
+    or a plain file path (an SQLite file)."""
     pool_size: int = Field(default=DEFAULT_POOL_SIZE, ge=1, le=1000)
     """Most database connections each worker process holds."""
     admin_token: SecretStr | None = None
@@ -94,6 +95,12 @@ class Settings(BaseSettings):
     """Open connections per process; a connection past it gets 503 and is closed at once."""
     prometheus_metric_labels: bool = False
     """Label ``/metrics`` counts by metric name (off: one ``all`` label; the endpoint is open)."""
+
+    @field_validator("database_url")
+    @classmethod
+    def _path_as_url(cls, value: str) -> str:
+        """A plain file path (``./collector.db``) means an SQLite file: ``sqlite:///ABS_PATH``."""
+        return database_url_of(value)
 
     @model_validator(mode="before")
     @classmethod
@@ -166,6 +173,14 @@ class Settings(BaseSettings):
     def ingest_secret(self) -> str | None:
         """The ingest key, or None when uploads need no key."""
         return _secret(self.ingest_key)
+
+
+def database_url_of(value: str) -> str:
+    """``value`` if it is a URL (it has a scheme), else the URL of the SQLite file at that path
+    (made absolute, so the URL names the same file whatever the working directory)."""
+    if "://" in value or not value.strip():
+        return value
+    return f"sqlite:///{Path(value).expanduser().resolve()}"
 
 
 def token_problem(token: str) -> str | None:

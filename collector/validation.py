@@ -1,7 +1,7 @@
 """Check every report of a batch against its registered metric, collecting all problems.
 
-Structural checks (types, UUID form) come from :mod:`.schemas`; here: the metric exists, the
-fingerprint matches, the payload lies in the mechanism's domain, and the period is a
+Structural checks (types, UUID form) come from :mod:`.schemas`; here: the metric exists and
+is not archived, the fingerprint matches, the payload lies in the mechanism's domain, and the period is a
 well-formed label of the metric's kind inside the accepted window (not more than one period
 ahead of the server's clock, not older than the retention window).
 """
@@ -136,13 +136,26 @@ def _derived(spec: MetricSpec) -> tuple[str, PayloadCheck]:
     return entry[1], entry[2]
 
 
+ARCHIVED_REASON = "metric archived"
+"""How a report of an archived metric is refused (the start of its 422 reason)."""
+
+
+def _no_archive(_name: str) -> bool:
+    return False
+
+
 def validate_reports(
     reports: Sequence[tuple[int, ReportIn]],
     lookup: Callable[[str], MetricSpec | None],
     window: PeriodWindow,
+    archived: Callable[[str], bool] = _no_archive,
 ) -> tuple[list[ValidReport], list[ReportProblem], dict[str, MetricSpec]]:
-    """Validate (index, report) pairs; return the valid reports, every problem, and the specs used."""
+    """Validate (index, report) pairs; return the valid reports, every problem, and the specs used.
+
+    ``archived(name)`` says whether a registered metric is archived: its reports are refused.
+    """
     specs: dict[str, MetricSpec | None] = {}
+    retired: dict[str, bool] = {}
     fingerprints: dict[str, str] = {}
     checks: dict[str, PayloadCheck] = {}
     valid: list[ValidReport] = []
@@ -153,6 +166,7 @@ def validate_reports(
             specs[name] = found = lookup(name)
             if found is not None:
                 fingerprints[name], checks[name] = _derived(found)
+                retired[name] = archived(name)
         spec = specs[name]
         if spec is None:
             problems.append(
@@ -161,6 +175,16 @@ def validate_reports(
                     UNKNOWN_METRIC_LABEL,
                     "unknown_metric",
                     f"metric {name!r} is not registered",
+                )
+            )
+            continue
+        if retired[name]:
+            problems.append(
+                ReportProblem(
+                    index,
+                    name,
+                    "archived",
+                    f"{ARCHIVED_REASON}: {name} takes no more reports (an admin archived it)",
                 )
             )
             continue

@@ -37,7 +37,15 @@ from .reportfile import (
 from .results import CategoryEstimate, Estimate, PeriodCounts
 
 if TYPE_CHECKING:
-    from .advisor import MAX_REPORTS, TooManyReports, margin_of_error, reports_needed, v_opt
+    from .advisor import (
+        MAX_REPORTS,
+        TooManyReports,
+        fewest_reports,
+        margin_of_error,
+        report_bytes,
+        reports_needed,
+        v_opt,
+    )
     from .frequency import estimate
     from .reports import estimate_reports, report_counts
     from .support import support_matrix
@@ -45,7 +53,15 @@ if TYPE_CHECKING:
 __getattr__ = lazy_exports(
     __name__,
     {
-        ".advisor": ("MAX_REPORTS", "TooManyReports", "margin_of_error", "reports_needed", "v_opt"),
+        ".advisor": (
+            "MAX_REPORTS",
+            "TooManyReports",
+            "fewest_reports",
+            "margin_of_error",
+            "report_bytes",
+            "reports_needed",
+            "v_opt",
+        ),
         ".frequency": ("estimate",),
         ".reports": ("estimate_reports", "report_counts"),
         ".support": ("support_matrix",),
@@ -72,11 +88,13 @@ __all__ = [
     "estimate",
     "estimate_document",
     "estimate_reports",
+    "fewest_reports",
     "file_format",
     "frame_of",
     "margin_of_error",
     "read_embedded_spec",
     "read_report_file",
+    "report_bytes",
     "report_columns",
     "report_counts",
     "reports_needed",

@@ -4,15 +4,31 @@ Margins are worst-case over the true share, for the super-population estimand, a
 level: z * sqrt(max_f lam(1-lam)) / ((p*-q*) sqrt(n)) with lam = q* + (p*-q*) f, f in [0, 1]
 (STATS.md, the general oracle). The benchmark of efficiency is V_opt, the per-report variance
 constant of subset selection with its best subset size (STATS.md section 5).
+
+The mechanism a plan recommends is the one with the smallest worst-case margin
+(:func:`fewest_reports`): the objective a plan states. ``auto`` in a spec resolves to the least
+variance as f -> 0 instead (:func:`~deniable.client.mechanisms.least_variance`); the two differ
+near GRR's break-even k = 3e^eps + 2, where the worst case (f = 1/2) favours OUE/OLH.
 """
 
 from __future__ import annotations
 
+import base64
 import math
+from collections.abc import Iterable
 
 import numpy as np
 from deniable.client.errors import InvalidInput
-from deniable.client.mechanisms import Mechanism, least_variance, make_mechanism
+from deniable.client.mechanisms import (
+    MECHANISMS,
+    OLH,
+    OLH_PRIME,
+    OUE,
+    Mechanism,
+    least_variance,
+    make_mechanism,
+)
+from deniable.client.wire import payload_text
 
 from .intervals import z_value
 
@@ -109,6 +125,38 @@ def reports_needed(
     while spread / math.sqrt(n) > margin:
         n += 1
     return n
+
+
+def fewest_reports(k: int, epsilon: float, mechanisms: Iterable[str] = MECHANISMS) -> str:
+    """Of ``mechanisms`` (names; those that cannot carry k categories are skipped), the one
+    with the smallest worst-case margin of error for (k, eps), the first listed on a tie.
+
+    It needs the fewest reports for any margin, and gives the smallest margin for any number
+    of reports, at any confidence, per category or simultaneous (z is the same for all).
+    """
+    spreads = []
+    for position, name in enumerate(mechanisms):
+        try:
+            spreads.append((_worst_spread(make_mechanism(name, k, epsilon)), position, name))
+        except ValueError:  # krr refuses k above MAX_KRR_CATEGORIES
+            continue
+    if not spreads:
+        raise InvalidInput(f"none of the mechanisms given can carry {k} categories")
+    return min(spreads)[2]
+
+
+def report_bytes(mechanism: Mechanism) -> int:
+    """Bytes of the largest payload ``mechanism`` sends, in its wire form (JSON text): what
+    each report adds to an upload and to storage besides its id. OUE's grows with k (k/8
+    bytes, base64), the others' stay a few dozen bytes at most."""
+    payload: object
+    if isinstance(mechanism, OUE):
+        payload = base64.b64encode(bytes(mechanism.n_bytes)).decode("ascii")
+    elif isinstance(mechanism, OLH):
+        payload = {"a": OLH_PRIME - 1, "b": OLH_PRIME - 1, "y": mechanism.g - 1}
+    else:
+        payload = mechanism.k - 1
+    return len(payload_text(payload))  # type: ignore[arg-type]
 
 
 def v_opt(k: int, epsilon: float) -> float:

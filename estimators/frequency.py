@@ -11,11 +11,14 @@ Choices (STATS.md decides the formulas):
   biased toward the simplex and no honest standard error is centred on them (STATS.md section 4:
   never put the unprojected SE around a projected estimate); their interval is the statement of
   uncertainty.
-* Intervals of ``consistent`` and ``mle`` are those of the unbiased estimate, clipped to [0, 1]
-  and, when ``simultaneous``, intersected with the simplex (section 4, option 2; this uses the
-  other categories' bounds, so it is only valid for a simultaneous box). They are then widened,
-  if needed, to contain the point estimate, which keeps their coverage.
-* ``count`` is N times the frequency, with N the reports in the range.
+* Intervals are clipped to [0, 1] but never left narrower than their margin
+  (:func:`~.intervals.unit_interval`). Those of ``consistent`` and ``mle`` are the unbiased
+  estimate's and, when ``simultaneous``, intersected with the simplex (section 4, option 2;
+  this uses the other categories' bounds, so it is only valid for a simultaneous box). They
+  are then widened, if needed, to contain the point estimate, which keeps their coverage.
+* The point shown (``frequency``) always lies within its interval: an unbiased estimate the
+  data pushed outside [0, 1] is clipped into it, flagged ``clipped``, and kept as ``unbiased``.
+* ``count`` is the estimated count: N times the frequency, with N the reports in the range.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from deniable.client.mechanisms import Mechanism
 
 from .choices import Method, Pooling, check_options
 from .consistency import composite_mle, is_krr, krr_mle, norm_sub
-from .intervals import intersect_simplex, per_category_alpha
+from .intervals import intersect_simplex, per_category_alpha, unit_interval
 from .pooling import Pooled, pool
 from .results import CategoryEstimate, Estimate, PeriodCounts
 
@@ -95,6 +98,20 @@ def point_estimate(mechanism: Mechanism, pooled: Pooled, method: str) -> np.ndar
     return composite_mle(mechanism, pooled.counts, int(pooled.total))
 
 
+def intervals_for(
+    header: dict[str, object], pooled: Pooled, point: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The intervals shown for ``method``: the unbiased ones within [0, 1] (never narrower
+    than their margin), for consistent and mle also within the simplex when simultaneous,
+    and widened if needed to contain the point."""
+    low, high = unit_interval(pooled.low, pooled.high)
+    if header["method"] == "unbiased":
+        return low, high
+    if header["simultaneous"]:
+        low, high = intersect_simplex(low, high)
+    return np.minimum(low, point), np.maximum(high, point)
+
+
 def finish(
     mechanism: Mechanism,
     categories: Sequence[str],
@@ -103,29 +120,42 @@ def finish(
     pooled: Pooled,
     point: np.ndarray,
 ) -> Estimate:
-    """Turn pooled arrays and a point estimate into the :class:`Estimate` for ``method``."""
-    low = np.clip(pooled.low, 0.0, 1.0)
-    high = np.clip(pooled.high, 0.0, 1.0)
+    """Turn pooled arrays and a point estimate into the :class:`Estimate` for ``method``.
+
+    The point shown is clipped into its interval (which moves only an unbiased estimate
+    outside [0, 1]); the unbiased estimate itself is kept beside it.
+    """
+    low, high = intervals_for(header, pooled, point)
+    shown = np.clip(point, low, high)
+    unbiased = pooled.estimate
     se: list[float | None] = [float(s) for s in pooled.std_error]
     if header["method"] != "unbiased":
-        if header["simultaneous"]:
-            low, high = intersect_simplex(low, high)
-        low, high = np.minimum(low, point), np.maximum(high, point)
         se = [None] * len(se)
     total = int(pooled.total)
-    counts = point * total
+    margin = (pooled.high - pooled.low) / 2.0
+    below = int((shown < margin).sum())
     rows = [
         CategoryEstimate(
             category=str(c),
-            frequency=float(point[i]),
+            frequency=float(shown[i]),
             std_error=se[i],
             ci_low=float(low[i]),
             ci_high=float(high[i]),
-            count=float(counts[i]),
+            count=float(shown[i] * total),
+            unbiased=float(unbiased[i]),
+            clipped=bool(unbiased[i] < 0.0 or unbiased[i] > 1.0),
         )
         for i, c in enumerate(categories)
     ]
-    return Estimate(n=total, periods=n_periods, estimates=rows, **header)  # type: ignore[arg-type]
+    return Estimate(
+        n=total,
+        periods=n_periods,
+        estimates=rows,
+        margin=float(np.median(margin)),
+        below_margin=below,
+        margin_exceeds_most_shares=2 * below > len(rows),
+        **header,  # type: ignore[arg-type]
+    )
 
 
 def estimate(

@@ -88,6 +88,21 @@ def share_interval(
     return (low - q) / (p - q), (high - q) / (p - q)
 
 
+def unit_interval(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Clip share intervals to [0, 1], never leaving one narrower than its margin.
+
+    The margin is half the unclipped width. Plain clipping turns an interval that the data
+    pushed below 0 into [0, 0], which reads as certainty; here its upper end is at least the
+    margin (and, above 1, its lower end at most 1 - margin): the interval a share at 0 (or 1)
+    would have. This only ever widens the clipped interval, so coverage never drops; it binds
+    exactly when the interval's centre lies outside [0, 1].
+    """
+    margin = np.minimum((np.asarray(high) - np.asarray(low)) / 2.0, 1.0)
+    new_low = np.minimum(np.clip(low, 0.0, 1.0), 1.0 - margin)
+    new_high = np.maximum(np.clip(high, 0.0, 1.0), margin)
+    return np.clip(new_low, 0.0, 1.0), np.clip(new_high, 0.0, 1.0)
+
+
 def intersect_simplex(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Intersect a simultaneous box (already within [0, 1]) with the simplex (STATS.md section 4, option 2)."""
     total_low, total_high = low.sum(), high.sum()

@@ -3,7 +3,9 @@
 ``deniable export`` writes it and the estimators read it (``estimate_reports``, offline
 estimates), so its layout is a contract that lives here, beside them. Columns: ``id``,
 ``metric``, ``fingerprint``, ``period`` (strings), then the payload: ``payload`` Int64 for
-brr/krr, ``payload`` String (base64) for oue, ``a``, ``b``, ``y`` Int64 for olh. A Parquet
+brr/krr, ``payload`` String (base64) for oue, ``a``, ``b``, ``y`` Int64 for olh; brr/krr
+exports also name the randomized category their index stands for (``reported_category``,
+for other tools; the estimators read only the index). A Parquet
 file carries the metric's spec in its metadata (key :data:`SPEC_METADATA_KEY`); a CSV file
 needs the spec given beside it.
 
@@ -36,6 +38,12 @@ SPEC_METADATA_KEY = "deniable.spec"
 OLH_COLUMNS = ("a", "b", "y")
 """The payload columns of an olh report: the hash's two coefficients and the reported value."""
 
+NAMED_COLUMN = "reported_category"
+"""The column naming the (randomized) category a brr/krr report's index stands for."""
+
+INDEX_MECHANISMS = ("brr", "krr")
+"""The mechanisms whose payload is one category's index, so that an export can name it."""
+
 
 def payload_columns(mechanism: str) -> tuple[str, ...]:
     """The columns that hold a ``mechanism`` report's payload."""
@@ -54,6 +62,15 @@ def report_columns(mechanism: str) -> dict[str, Any]:
         "period": pl.String,
         **dict.fromkeys(payload_columns(mechanism), payload_type),
     }
+
+
+def export_columns(mechanism: str) -> dict[str, Any]:
+    """The columns ``deniable export`` writes: :func:`report_columns`, and for brr/krr the
+    randomized category's name."""
+    import polars as pl
+
+    named = {NAMED_COLUMN: pl.String} if mechanism in INDEX_MECHANISMS else {}
+    return {**report_columns(mechanism), **named}
 
 
 def frame_of(spec: MetricSpec, rows: Sequence[StoredReport]) -> pl.DataFrame:
@@ -80,7 +97,9 @@ def frame_of(spec: MetricSpec, rows: Sequence[StoredReport]) -> pl.DataFrame:
         columns.update({key: [p[key] for p in payloads] for key in OLH_COLUMNS})
     else:
         columns["payload"] = payloads
-    return pl.DataFrame(columns, schema=report_columns(spec.mechanism))
+    if spec.mechanism in INDEX_MECHANISMS:
+        columns[NAMED_COLUMN] = [spec.categories[index] for index in payloads]
+    return pl.DataFrame(columns, schema=export_columns(spec.mechanism))
 
 
 def write_report_file(
@@ -95,7 +114,7 @@ def write_report_file(
     frame = (
         pl.concat(frames, how="vertical")
         if frames
-        else pl.DataFrame(schema=report_columns(spec.mechanism))
+        else pl.DataFrame(schema=export_columns(spec.mechanism))
     )
     partial = path.with_name(path.name + ".partial")
     if fmt == "parquet":

@@ -19,7 +19,7 @@ from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import KRR, OLH, OLH_PRIME, OUE, Mechanism
 
 from .choices import Method, Pooling, check_options
-from .consistency import ibu
+from .consistency import Progress, ibu
 from .frequency import estimate_with
 from .reportfile import payload_columns
 from .results import Estimate, PeriodCounts
@@ -162,11 +162,13 @@ def estimate_reports(
     method: Method = "unbiased",
     simultaneous: bool = False,
     pooling: Pooling = "overlap-safe",
+    progress: Progress | None = None,
 ) -> Estimate:
     """Estimate from raw reports: aggregate per period with polars, then :func:`estimate`.
 
     ``method="mle"`` for oue/olh keeps every distinct report's support row (n x k bytes) and
-    runs the accelerated EM over them, O(n k) per iteration; the other methods need only counts.
+    runs the accelerated EM over them, O(n k) per iteration, telling ``progress`` about each
+    iteration (it can take seconds); the other methods need only counts.
     Raises :class:`~deniable.client.errors.InvalidInput` naming the problem for a missing
     column, a null, or a bad payload.
     """
@@ -180,7 +182,7 @@ def estimate_reports(
         ratio = p * (1 - q) / (q * (1 - p))
 
         def point_for() -> np.ndarray:
-            return ibu(matrix, times.astype(np.float64), ratio)
+            return ibu(matrix, times.astype(np.float64), ratio, progress=progress)
 
     return estimate_with(
         mechanism, categories, periods, confidence, method, simultaneous, pooling, point_for

@@ -23,7 +23,15 @@ class PeriodCounts:
 
 @dataclass(frozen=True)
 class CategoryEstimate:
-    """One category's estimated share with its confidence interval (and count = n * share)."""
+    """One category's estimated share with its confidence interval.
+
+    ``frequency`` always lies within [``ci_low``, ``ci_high``], and an interval is never
+    narrower than its margin (STATS.md section 4, "What every output shows"). ``count`` is
+    the estimated count, N times ``frequency``. ``unbiased`` is the debiased estimate before
+    any clipping or projection, which may leave [0, 1]; ``clipped`` says it did (the data
+    pushed it below 0 or above 1), so the point shown sits at the edge of [0, 1] (unbiased)
+    or is the method's own (consistent, mle).
+    """
 
     category: str
     frequency: float | None
@@ -31,11 +39,20 @@ class CategoryEstimate:
     ci_low: float
     ci_high: float
     count: float | None
+    unbiased: float | None = None
+    clipped: bool = False
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A population estimate over one or more periods, with how it was made."""
+    """A population estimate over one or more periods, with how it was made.
+
+    ``margin`` is the median over categories of the intervals' margin (half their width
+    before clipping to [0, 1]); ``below_margin`` counts the categories whose estimate is
+    smaller than its own margin, which cannot be told from 0, and
+    ``margin_exceeds_most_shares`` says that is more than half of them (null, 0 and false
+    without reports).
+    """
 
     mechanism: str
     epsilon: float
@@ -46,6 +63,9 @@ class Estimate:
     pooling: str
     simultaneous: bool
     estimates: list[CategoryEstimate]
+    margin: float | None = None
+    below_margin: int = 0
+    margin_exceeds_most_shares: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The estimate as a JSON-ready dict (``estimates`` as a list of dicts)."""

@@ -17,14 +17,14 @@ from ..options import (
     confidence_option,
     format_option,
     from_file_options,
+    intervals_option,
     method_option,
     pass_global_options,
     pooling_option,
     range_options,
-    simultaneous_option,
 )
 from ..periods import resolve_range
-from ..render import print_estimate, print_series
+from ..render import SERIES_TOP, print_estimate, print_series
 from ..specs import spec_from_served
 
 
@@ -70,21 +70,23 @@ def fetch_document(
 @confidence_option
 @method_option
 @pooling_option
-@simultaneous_option
+@intervals_option
 @from_file_options
 @format_option()
 @pass_global_options
 def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -> None:
     """Estimate each category's share of a metric over a range of periods.
 
-    The table is sorted by estimate and draws each interval as a whisker over the bar.
+    The table is sorted by estimate and draws each interval as a whisker over the bar. By
+    default the estimates are consistent (non-negative, summing to 100%) and the intervals
+    simultaneous (they hold for every category shown at once).
 
     \b
     Examples:
       deniable estimate browser --start 2026-11-01 --end 2026-11-21
       deniable estimate dark_mode --last 7
-      deniable estimate dark_mode --start 2026-11-16 --end 2026-11-22 --simultaneous --format json
-      deniable estimate browser --from-file browser.parquet --method consistent
+      deniable estimate dark_mode --start 2026-11-16 --end 2026-11-22 --per-category --format json
+      deniable estimate browser --from-file browser.parquet --method mle
     """
     document = fetch_document(global_options, "estimate", name, **query)
     print_estimate(document, fmt)
@@ -100,23 +102,37 @@ def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -
     "categories",
     multiple=True,
     metavar="CATEGORY",
-    help="Chart only this category (repeatable; default all, or just 'true' for a boolean).",
+    help="Chart only this category (repeatable; default: the --top largest, or just 'true' for"
+    " a boolean).",
 )
-@simultaneous_option
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help=f"Chart (or write as CSV) the N largest categories by estimate over the range"
+    f" (default: all, at most {SERIES_TOP} in a chart).",
+)
+@intervals_option
 @from_file_options
 @format_option()
 @pass_global_options
 def series(
-    global_options: GlobalOptions, name: str, fmt: str, categories: tuple[str, ...], **query: Any
+    global_options: GlobalOptions,
+    name: str,
+    fmt: str,
+    categories: tuple[str, ...],
+    top: int | None,
+    **query: Any,
 ) -> None:
-    """One estimate per period, drawn as a chart: the dot is the estimate, ├─┤ its interval.
+    """One estimate per period, drawn as charts on one axis: the dot is the estimate, ├─┤ its
+    interval.
 
     \b
     Examples:
       deniable series dark_mode --last 14
       deniable series browser --category chrome --category safari --format csv
-      deniable series browser --from-file browser.parquet
-      deniable series browser --last 7 --simultaneous
+      deniable series browser --from-file browser.parquet --top 5
+      deniable series browser --last 7 --per-category
     """
     document = fetch_document(global_options, "series", name, **query)
-    print_series(document, fmt, categories or None)
+    print_series(document, fmt, categories or None, top)

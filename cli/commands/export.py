@@ -15,7 +15,7 @@ from typing import get_args
 import click
 from deniable.estimators import FileFormat, file_format
 
-from ..options import GlobalOptions, format_option, pass_global_options, range_options
+from ..options import GlobalOptions, format_option, pass_global_options, stored_range_options
 from ..progress import progress_bar
 
 PAGE_SIZE = 10_000
@@ -41,7 +41,7 @@ def output_format(output: Path, fmt: str | None) -> str:
 
 @click.command(short_help="Export raw randomized reports to Parquet or CSV.")
 @click.argument("name")
-@range_options
+@stored_range_options
 @format_option(
     *get_args(FileFormat),
     default=None,
@@ -73,6 +73,9 @@ def export(
     database: str | None,
 ) -> None:
     """Export a metric's raw randomized reports (never a true value: there are none).
+
+    Without --start, --end or --last, every stored report. For brr/krr the file also names
+    each report's randomized category (``reported_category``) beside its index.
 
     \b
     Examples:

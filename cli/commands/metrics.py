@@ -1,12 +1,21 @@
-"""``deniable metrics``: register metrics and read their specs, fingerprints and expected precision."""
+"""``deniable metrics``: register and archive metrics, read their specs, fingerprints and
+expected precision.
+
+``create`` states the margin of error a spec will give before it registers it, and refuses a
+weak spec (ε above what devices accept by default, or a margin of all categories at once wider
+than :data:`WEAK_MARGIN` at 10,000 reports) unless ``--accept-weak`` says it is meant.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 import click
+from deniable.client.errors import InvalidInput
+from deniable.client.sdk import DEFAULT_MAX_EPSILON
 
 from ..options import (
+    DEFAULT_CONFIDENCE,
     GlobalOptions,
     confidence_option,
     epsilon_option,
@@ -18,7 +27,14 @@ from ..options import (
 from ..render import console, print_json, write_csv
 
 PLANNING_SIZES = (1_000, 10_000, 100_000)
-"""Report counts at which ``metrics show`` states the expected margin of error."""
+"""Report counts at which ``metrics create`` and ``metrics show`` state the expected margin."""
+
+WEAK_MARGIN_REPORTS = 10_000
+"""The report count at which ``metrics create`` judges a spec's margin of error."""
+
+WEAK_MARGIN = 0.05
+"""The widest margin of all categories at once (simultaneous, 95%) at
+:data:`WEAK_MARGIN_REPORTS` reports that ``metrics create`` registers without --accept-weak."""
 
 SPEC_FIELDS = ("name", "type", "categories", "epsilon", "mechanism", "period", "fingerprint")
 
@@ -74,6 +90,45 @@ def margins(spec: dict[str, Any], confidence: float) -> list[dict[str, Any]]:
     return rows
 
 
+def _margin_table(rows: list[dict[str, Any]], confidence: float) -> Any:
+    """A table of :func:`margins`' rows: the expected margin per category and all at once."""
+    from rich.table import Table
+
+    table = Table(
+        title=f"expected margin of error ({confidence * 100:g}% interval, worst case)",
+        title_justify="left",
+    )
+    table.add_column("reports", justify="right")
+    table.add_column("each category", justify="right")
+    table.add_column("all categories at once", justify="right")
+    for row in rows:
+        table.add_row(
+            f"{row['reports']:,}",
+            f"±{row['margin'] * 100:.2f} points",
+            f"±{row['simultaneous_margin'] * 100:.2f} points",
+        )
+    return table
+
+
+def weaknesses(spec: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
+    """Why ``spec`` (with its :func:`margins` ``rows`` at 95%) is weak, one phrase a reason;
+    empty if it is not: ε above what devices accept by default, or a wide margin."""
+    reasons = []
+    if spec["epsilon"] > DEFAULT_MAX_EPSILON:
+        reasons.append(
+            f"ε={spec['epsilon']:g} is above {DEFAULT_MAX_EPSILON:g}, so devices refuse the spec"
+            " by default (the SDK's max_epsilon) and each report is barely randomized"
+        )
+    at = next(r for r in rows if r["reports"] == WEAK_MARGIN_REPORTS)
+    if at["simultaneous_margin"] > WEAK_MARGIN:
+        reasons.append(
+            f"with {WEAK_MARGIN_REPORTS:,} reports all categories at once are known only to"
+            f" ±{at['simultaneous_margin'] * 100:.1f} points (more than ±{WEAK_MARGIN * 100:g});"
+            " use fewer categories or a larger ε"
+        )
+    return reasons
+
+
 def _spec_table(spec: dict[str, Any]) -> Any:
     """A two-column table of a served spec."""
     from rich.table import Table
@@ -101,6 +156,7 @@ def metrics() -> None:
       deniable metrics create dark_mode --boolean --epsilon 0.5
       deniable metrics list
       deniable metrics show browser
+      deniable metrics archive browsr
     """
 
 
@@ -113,6 +169,12 @@ def metrics() -> None:
 @epsilon_option
 @mechanism_option
 @period_kind_option
+@click.option(
+    "--accept-weak",
+    is_flag=True,
+    help=f"Register even if ε is above {DEFAULT_MAX_EPSILON:g} or all categories at once are"
+    f" known only to more than ±{WEAK_MARGIN * 100:g} points with {WEAK_MARGIN_REPORTS:,} reports.",
+)
 @format_option("table", "json")
 @pass_global_options
 def create(
@@ -123,9 +185,16 @@ def create(
     epsilon: float,
     mechanism: str,
     period: str,
+    accept_weak: bool,
     fmt: str,
 ) -> None:
     """Register a metric (needs the admin token); its spec can never change afterwards.
+
+    The expected margin of error at 1,000, 10,000 and 100,000 reports is shown first. A weak
+    spec is refused unless --accept-weak is given: ε above 4 (devices refuse such specs
+    unless their app raises max_epsilon), or a margin of all categories at once wider than
+    ±5 points with 10,000 reports (95%, worst case). Registering the identical spec again
+    changes nothing and says so.
 
     \b
     Examples:
@@ -133,14 +202,60 @@ def create(
       deniable metrics create dark_mode --boolean --epsilon 0.5 --period week
     """
     body = spec_from_options(name, categories, boolean, epsilon, mechanism, period)
+    rows = margins(body, DEFAULT_CONFIDENCE)
+    reasons = weaknesses(body, rows)
+    if fmt != "json":
+        console().print(_margin_table(rows, DEFAULT_CONFIDENCE))
+    if reasons and not accept_weak:
+        raise InvalidInput(
+            f"not registered: {'; '.join(reasons)}; pass --accept-weak to register it anyway"
+        )
     with global_options.api() as api:
-        stored = api.create_metric(body)
+        stored, created = api.register_metric(body)
+    for reason in reasons:
+        click.echo(f"warning: {reason}", err=True)
     if fmt == "json":
-        print_json(stored)
+        expected = {"confidence": DEFAULT_CONFIDENCE, "by_reports": rows}
+        print_json({**stored, "expected_margin": expected, "already_registered": not created})
+        return
+    console().print(_spec_table(stored))
+    what = "registered" if created else "already registered (identical)"
+    click.echo(f"{what} {stored.get('name', name)} (fingerprint {stored.get('fingerprint')})")
+
+
+@metrics.command("archive", short_help="Archive a metric: no more reports (admin).")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@format_option("table", "json")
+@pass_global_options
+def archive(global_options: GlobalOptions, name: str, yes: bool, fmt: str) -> None:
+    """Archive a metric (needs the admin token): the collector refuses its reports from now
+    on and leaves it out of the list devices read, so they stop recording it. Its reports
+    stay until retention deletes them, and its estimates and export stay readable. The name
+    can never be registered again. Asks for confirmation unless --yes is given.
+
+    \b
+    Example:
+      deniable metrics archive browsr --yes
+    """
+    if not yes:
+        click.confirm(
+            f"archive {name}? It takes no more reports and its name can never be registered again",
+            abort=True,
+            err=True,
+        )
+    with global_options.api() as api:
+        answer = api.archive_metric(name)
+    if fmt == "json":
+        print_json(answer)
+        return
+    when = answer.get("archived_at")
+    if answer.get("already_archived"):
+        click.echo(f"{name} was already archived (since {when})")
     else:
-        console().print(_spec_table(stored))
         click.echo(
-            f"registered {stored.get('name', name)} (fingerprint {stored.get('fingerprint')})"
+            f"archived {name} at {when}: it takes no more reports; its data stay readable"
+            " until retention deletes them"
         )
 
 
@@ -204,8 +319,6 @@ def show(global_options: GlobalOptions, name: str, confidence: float, fmt: str) 
     Example:
       deniable metrics show browser
     """
-    from rich.table import Table
-
     with global_options.api() as api:
         spec = api.get_metric(name)
     rows = margins(spec, confidence)
@@ -214,16 +327,4 @@ def show(global_options: GlobalOptions, name: str, confidence: float, fmt: str) 
         return
     out = console()
     out.print(_spec_table(spec))
-    table = Table(
-        title=f"expected margin of error ({confidence * 100:g}% interval)", title_justify="left"
-    )
-    table.add_column("reports", justify="right")
-    table.add_column("each category", justify="right")
-    table.add_column("all categories at once", justify="right")
-    for row in rows:
-        table.add_row(
-            f"{row['reports']:,}",
-            f"±{row['margin'] * 100:.2f} points",
-            f"±{row['simultaneous_margin'] * 100:.2f} points",
-        )
-    out.print(table)
+    out.print(_margin_table(rows, confidence))

@@ -1,6 +1,9 @@
 """``deniable plan``: how many reports a margin of error costs, per mechanism, before collecting any.
 
-Pure arithmetic over the estimators' advisor; it needs no collector.
+Pure arithmetic over the estimators' advisor; it needs no collector. The row marked is the
+mechanism that needs the fewest reports for the margin asked (the worst case over the true
+shares, as every row states it), so no other row of the table beats it; when ``auto`` (least
+variance as f -> 0) would resolve to another mechanism, the plan says so.
 """
 
 from __future__ import annotations
@@ -33,16 +36,28 @@ def build_plan(
 ) -> dict[str, Any]:
     """Reports needed for ``margin`` (or the margin ``reports`` give), per mechanism, and the advisor's pick."""
     from deniable.client.mechanisms import least_variance, make_mechanism
-    from deniable.estimators import TooManyReports, margin_of_error, reports_needed
+    from deniable.estimators import (
+        TooManyReports,
+        fewest_reports,
+        margin_of_error,
+        report_bytes,
+        reports_needed,
+    )
 
+    candidates = candidate_mechanisms(k)
     rows = []
-    for name in candidate_mechanisms(k):
+    for name in candidates:
         try:
             mechanism = make_mechanism(name, k, epsilon)
         except ValueError as exc:
             rows.append({"mechanism": name, "supported": False, "reason": str(exc)})
             continue
-        row: dict[str, Any] = {"mechanism": name, "supported": True, "v_star": mechanism.v_star}
+        row: dict[str, Any] = {
+            "mechanism": name,
+            "supported": True,
+            "v_star": mechanism.v_star,
+            "report_bytes": report_bytes(mechanism),
+        }
         if margin is not None:
             try:
                 row["reports_needed"] = reports_needed(
@@ -73,13 +88,15 @@ def build_plan(
         "confidence": confidence,
         "simultaneous": simultaneous,
         **({"margin": margin} if margin is not None else {"reports": reports}),
-        "advised": least_variance(k, epsilon),
+        "advised": fewest_reports(k, epsilon, candidates),
+        "auto": least_variance(k, epsilon),
         "mechanisms": rows,
     }
 
 
 def _render(plan_doc: dict[str, Any]) -> None:
-    """Print the plan as a table, the advisor's pick marked."""
+    """Print the plan as a table, the mechanism needing the fewest reports marked, and a note
+    when ``auto`` would resolve to another one."""
     from rich.table import Table
 
     inverse = "reports" in plan_doc
@@ -88,22 +105,25 @@ def _render(plan_doc: dict[str, Any]) -> None:
     if inverse:
         title = (
             f"k={plan_doc['categories']} ε={plan_doc['epsilon']:g}: margin of error with "
-            f"{plan_doc['reports']:,} reports ({level}, {kind})"
+            f"{plan_doc['reports']:,} reports ({level}, {kind}, worst case)"
         )
     else:
         title = (
             f"k={plan_doc['categories']} ε={plan_doc['epsilon']:g}: reports needed for "
-            f"±{plan_doc['margin'] * 100:g} points ({level}, {kind})"
+            f"±{plan_doc['margin'] * 100:g} points ({level}, {kind}, worst case)"
         )
     table = Table(title=title, title_justify="left")
     table.add_column("mechanism")
     table.add_column("V* per report", justify="right")
     table.add_column("margin" if inverse else "reports needed", justify="right")
+    table.add_column("bytes per report", justify="right")
     table.add_column("")
     for row in plan_doc["mechanisms"]:
-        pick = "← advisor's pick" if row["mechanism"] == plan_doc["advised"] else ""
+        pick = (
+            "← advisor's pick (fewest reports)" if row["mechanism"] == plan_doc["advised"] else ""
+        )
         if not row["supported"]:
-            table.add_row(row["mechanism"], "—", "—", row["reason"])
+            table.add_row(row["mechanism"], "—", "—", "—", row["reason"])
             continue
         if inverse:
             value = f"±{row['margin'] * 100:.2f} points"
@@ -111,8 +131,17 @@ def _render(plan_doc: dict[str, Any]) -> None:
             value = f"more than {_max_reports():.0e}"
         else:
             value = f"{row['reports_needed']:,}"
-        table.add_row(row["mechanism"], f"{row['v_star']:.4g}", value, pick)
-    console().print(table)
+        table.add_row(
+            row["mechanism"], f"{row['v_star']:.4g}", value, f"{row['report_bytes']}", pick
+        )
+    out = console()
+    out.print(table)
+    if plan_doc["auto"] != plan_doc["advised"]:
+        out.print(
+            f"note: --mechanism auto resolves to {plan_doc['auto']} (least variance for shares"
+            f" near 0); for this worst-case margin {plan_doc['advised']} needs fewer reports:"
+            f" register with --mechanism {plan_doc['advised']} to get it"
+        )
 
 
 def _max_reports() -> int:
@@ -153,7 +182,11 @@ def _check_reports(reports: int | None) -> None:
 @simultaneous_option
 @format_option()
 def plan(fmt: str, **request: Any) -> None:
-    """Reports needed for a margin of error, per mechanism, and which one the advisor picks.
+    """Reports needed for a margin of error, per mechanism, and which one needs the fewest.
+
+    Margins are the worst case over the true shares; the mark goes to the mechanism that needs
+    the fewest reports for it. Bytes per report is the largest payload on the wire: OUE's
+    grows as k/8, a reason to take OLH at large k even where OUE needs a few reports fewer.
 
     \b
     Examples:
@@ -175,9 +208,15 @@ def plan(fmt: str, **request: Any) -> None:
     elif fmt == "csv":
         key = "margin" if reports is not None else "reports_needed"
         write_csv(
-            ("mechanism", "v_star", key, "advised"),
+            ("mechanism", "v_star", key, "report_bytes", "advised"),
             (
-                (r["mechanism"], r.get("v_star"), r.get(key), r["mechanism"] == document["advised"])
+                (
+                    r["mechanism"],
+                    r.get("v_star"),
+                    r.get(key),
+                    r.get("report_bytes"),
+                    r["mechanism"] == document["advised"],
+                )
                 for r in document["mechanisms"]
             ),
         )

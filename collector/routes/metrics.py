@@ -1,4 +1,8 @@
-"""The metric registry: list and read specs (anyone), register one (admin)."""
+"""The metric registry: list and read specs (anyone), register and archive metrics (admin).
+
+The served list leaves archived metrics out (devices stop recording them); an archived metric
+stays readable by name, for its spec, estimates and export, until retention removes its reports.
+"""
 
 from __future__ import annotations
 
@@ -14,8 +18,15 @@ from starlette.concurrency import run_in_threadpool
 
 from ..auth import ADMIN
 from ..context import Collector, collector
-from ..schemas import MetricList, MetricSpecIn, MetricSpecOut
-from ..storage.queries import SpecConflict, list_specs, register_spec, registry_fingerprints
+from ..schemas import ArchivedMetric, MetricList, MetricSpecIn, MetricSpecOut
+from ..storage.queries import (
+    MetricArchived,
+    SpecConflict,
+    archive_metric,
+    list_specs,
+    register_spec,
+    registry_fingerprints,
+)
 from .body import read_body
 from .common import find_spec, json_body, problem_responses
 
@@ -49,7 +60,7 @@ def etag_matches(header: str | None, etag: str) -> bool:
     responses={304: {"description": "the registry is unchanged since the ETag sent"}},
 )
 def get_metrics(request: Request) -> Response:
-    """Every registered metric's resolved spec with its fingerprint.
+    """Every registered metric's resolved spec with its fingerprint, archived ones left out.
 
     Answered with an ETag (304 to a matching ``If-None-Match``); the list is rendered again
     only when a registration changed it, since parsing thousands of specs costs far more than
@@ -62,7 +73,7 @@ def get_metrics(request: Request) -> Response:
         return Response(status_code=304, headers=headers)
     body = _registry_bodies.get(etag)
     if body is None:
-        specs = list_specs(database)
+        specs = list_specs(database, archived=False)
         etag = headers["ETag"] = registry_etag([(s.name, s.fingerprint) for s in specs])
         body = json.dumps({"metrics": [s.to_dict() for s in specs]}, separators=(",", ":")).encode()
         with _registry_lock:
@@ -117,7 +128,8 @@ def parse_spec(body: bytes) -> MetricSpecIn:
 
 
 def register_metric(state: Collector, body: bytes) -> JSONResponse:
-    """Parse, resolve and store the spec: 201 if new, 200 if identical, 409 if the name is taken."""
+    """Parse, resolve and store the spec: 201 if new, 200 if identical, 409 if the name is taken
+    (by another spec, or by an archived metric)."""
     fields = parse_spec(body).model_dump(exclude_none=True)
     claimed = fields.pop("fingerprint", None)
     try:
@@ -132,6 +144,12 @@ def register_metric(state: Collector, body: bytes) -> JSONResponse:
         )
     try:
         created = register_spec(state.database, spec, state.clock())
+    except MetricArchived:
+        raise HTTPException(
+            status_code=409,
+            detail=f"metric {spec.name} is archived; an archived name is never registered"
+            " again: choose a new name",
+        ) from None
     except SpecConflict as exc:
         raise HTTPException(
             status_code=409,
@@ -139,3 +157,27 @@ def register_metric(state: Collector, body: bytes) -> JSONResponse:
             f" (fingerprint {exc.existing.fingerprint}); choose a new name",
         ) from None
     return JSONResponse(status_code=201 if created else 200, content=spec.to_dict())
+
+
+@router.post(
+    "/v1/metrics/{name}/archive",
+    dependencies=[ADMIN],
+    response_model=ArchivedMetric,
+    responses=problem_responses(401, 404),
+)
+def post_archive(name: str, request: Request) -> dict[str, object]:
+    """Archive a metric: it takes no more reports (422 "metric archived") and leaves
+    ``GET /v1/metrics``; its reports stay until retention and its estimates stay readable.
+    Its name can never be registered again. Archiving it again changes nothing (200)."""
+    state, spec = find_spec(request, name)
+    archived = archive_metric(state.database, name, state.clock())
+    if archived is None:
+        raise HTTPException(status_code=404, detail=f"metric {name!r} is not registered")
+    state.specs.forget([name])
+    archived_at, newly = archived
+    return {
+        "name": name,
+        "fingerprint": spec.fingerprint,
+        "archived_at": archived_at,
+        "already_archived": not newly,
+    }

@@ -122,7 +122,9 @@ def ingest(state: Collector, body: bytes) -> JSONResponse:
     reports, problems = parse_batch(body, state.settings.max_batch, state.specs.cached)
     for _ in range(SPEC_ATTEMPTS):
         window = PeriodWindow(state.today(), state.settings.retention_days)
-        valid, more_problems, specs = validate_reports(reports, state.specs.cached, window)
+        valid, more_problems, specs = validate_reports(
+            reports, state.specs.cached, window, state.specs.archived
+        )
         refused = sorted(problems + more_problems, key=lambda p: p.index)
         if refused:
             mismatched = {p.metric_label for p in refused if p.code == "fingerprint"}

@@ -10,10 +10,11 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Collection, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from deniable.client.spec import MetricSpec, canonical_json
-from sqlalchemy import Connection, bindparam, func, select
+from sqlalchemy import Connection, bindparam, func, select, update
 
 from .engine import Database
 from .tables import metrics, period_counts, reports, support_counts
@@ -25,6 +26,24 @@ class SpecConflict(Exception):
     def __init__(self, existing: MetricSpec) -> None:
         super().__init__(f"metric {existing.name} already exists with another spec")
         self.existing = existing
+
+
+class MetricArchived(Exception):
+    """The metric name belongs to an archived metric: it can never be registered again."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"metric {name} is archived")
+        self.name = name
+
+
+@dataclass(frozen=True)
+class Registration:
+    """A registered metric's spec, its stored fingerprint, and whether it is archived (then it
+    takes no reports)."""
+
+    spec: MetricSpec
+    fingerprint: str
+    archived: bool
 
 
 class SpecChanged(Exception):
@@ -41,11 +60,45 @@ def _spec_from_row(spec_json: str) -> MetricSpec:
     return MetricSpec.from_dict(json.loads(spec_json))
 
 
-def load_spec(database: Database, name: str) -> MetricSpec | None:
-    """The registered spec named ``name``, or None."""
+def load_registration(database: Database, name: str) -> Registration | None:
+    """The metric named ``name``: its spec and whether it is archived; None if unregistered."""
+    columns = (metrics.c.spec, metrics.c.fingerprint, metrics.c.archived_at)
     with database.reader.connect() as connection:
-        row = connection.execute(select(metrics.c.spec).where(metrics.c.name == name)).first()
-    return None if row is None else _spec_from_row(row[0])
+        row = connection.execute(select(*columns).where(metrics.c.name == name)).first()
+    if row is None:
+        return None
+    return Registration(_spec_from_row(row.spec), row.fingerprint, row.archived_at is not None)
+
+
+def load_spec(database: Database, name: str) -> MetricSpec | None:
+    """The registered spec named ``name`` (archived or not), or None."""
+    registration = load_registration(database, name)
+    return None if registration is None else registration.spec
+
+
+def archive_metric(
+    database: Database, name: str, now: dt.datetime
+) -> tuple[dt.datetime, bool] | None:
+    """Archive the metric ``name`` at ``now`` unless it already is: when it was archived and
+    whether this call did it; None if no such metric is registered.
+
+    On PostgreSQL the update waits for the ingestion transactions that share-lock the row
+    (:func:`check_fingerprints`), so no report is stored after the archive commits.
+    """
+    archive = (
+        update(metrics)
+        .where(metrics.c.name == name, metrics.c.archived_at.is_(None))
+        .values(archived_at=now)
+    )
+    with database.writing() as connection:
+        newly = connection.execute(archive).rowcount == 1
+        query = select(metrics.c.archived_at).where(metrics.c.name == name)
+        archived_at: dt.datetime | None = connection.execute(query).scalar_one_or_none()
+    if archived_at is None:
+        return None
+    if archived_at.tzinfo is None:  # SQLite keeps no time zone; the collector writes UTC
+        archived_at = archived_at.replace(tzinfo=dt.UTC)
+    return archived_at, newly
 
 
 def spec_fingerprint(database: Database, name: str) -> str | None:
@@ -58,17 +111,18 @@ def spec_fingerprint(database: Database, name: str) -> str | None:
 
 _REGISTERED_FOR_WRITE = (
     select(metrics.c.name, metrics.c.fingerprint)
-    .where(metrics.c.name.in_(bindparam("names", expanding=True)))
+    .where(metrics.c.name.in_(bindparam("names", expanding=True)), metrics.c.archived_at.is_(None))
     .order_by(metrics.c.name)
     .with_for_update(read=True)
 )
-"""The named metrics' fingerprints, share-locked on PostgreSQL (``FOR SHARE``) until the
-transaction ends; SQLite has no row locks and needs none (see :func:`check_fingerprints`)."""
+"""The named metrics' fingerprints (archived ones count as unregistered), share-locked on
+PostgreSQL (``FOR SHARE``) until the transaction ends; SQLite has no row locks and needs none (see :func:`check_fingerprints`)."""
 
 
 def check_fingerprints(connection: Connection, expected: Mapping[str, Collection[str]]) -> None:
-    """Raise :class:`SpecChanged` unless each metric is registered with every fingerprint
-    ``expected`` lists for it (more than one means one is stale). One primary-key query.
+    """Raise :class:`SpecChanged` unless each metric is registered, not archived, with every
+    fingerprint ``expected`` lists for it (more than one means one is stale). One primary-key
+    query.
 
     Run inside the write transaction that stores reports of these metrics: on PostgreSQL the
     metrics' rows then stay share-locked until it commits, so no concurrent re-registration
@@ -88,17 +142,21 @@ def check_fingerprints(connection: Connection, expected: Mapping[str, Collection
         raise SpecChanged(stale)
 
 
-def list_specs(database: Database) -> list[MetricSpec]:
-    """Every registered spec, by name."""
+def list_specs(database: Database, *, archived: bool = True) -> list[MetricSpec]:
+    """Every registered spec, by name; without the archived ones if ``archived`` is False."""
+    query = select(metrics.c.spec).order_by(metrics.c.name)
+    if not archived:
+        query = query.where(metrics.c.archived_at.is_(None))
     with database.reader.connect() as connection:
-        rows = connection.execute(select(metrics.c.spec).order_by(metrics.c.name)).all()
+        rows = connection.execute(query).all()
     return [_spec_from_row(row[0]) for row in rows]
 
 
 def register_spec(database: Database, spec: MetricSpec, now: dt.datetime) -> bool:
     """Register ``spec``; True if it was created, False if the same spec already was.
 
-    Raises :class:`SpecConflict` if the name is taken by a different spec.
+    Raises :class:`MetricArchived` if the name is an archived metric's (whatever its spec),
+    else :class:`SpecConflict` if it is taken by a different spec.
     """
     stmt = (
         database.insert(metrics)
@@ -115,10 +173,12 @@ def register_spec(database: Database, spec: MetricSpec, now: dt.datetime) -> boo
         created = connection.execute(stmt).first() is not None
         if not created:
             row = connection.execute(
-                select(metrics.c.spec).where(metrics.c.name == spec.name)
+                select(metrics.c.spec, metrics.c.archived_at).where(metrics.c.name == spec.name)
             ).one()
     if created:
         return True
+    if row[1] is not None:
+        raise MetricArchived(spec.name)
     existing = _spec_from_row(row[0])
     if existing.fingerprint != spec.fingerprint:
         raise SpecConflict(existing)
@@ -240,15 +300,19 @@ def report_pages(
 
 
 def registry_fingerprints(database: Database) -> list[tuple[str, str]]:
-    """(name, fingerprint) of every registered metric, by name: the registry's state, cheaply.
+    """(name, fingerprint) of every metric that is not archived, by name: the served
+    registry's state, cheaply.
 
     A fingerprint covers every field of its spec, so these pairs change exactly when the list
     of specs does; ``GET /v1/metrics`` derives its ETag from them without parsing any spec.
     """
+    query = (
+        select(metrics.c.name, metrics.c.fingerprint)
+        .where(metrics.c.archived_at.is_(None))
+        .order_by(metrics.c.name)
+    )
     with database.reader.connect() as connection:
-        rows = connection.execute(
-            select(metrics.c.name, metrics.c.fingerprint).order_by(metrics.c.name)
-        ).all()
+        rows = connection.execute(query).all()
     return [(name, fingerprint) for name, fingerprint in rows]
 
 

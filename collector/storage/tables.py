@@ -79,8 +79,12 @@ metrics = Table(
     Column("spec", Text, nullable=False),
     Column("fingerprint", String(16), nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("archived_at", DateTime(timezone=True), nullable=True),
 )
-"""One row per registered metric; ``spec`` is the canonical JSON of the resolved spec."""
+"""One row per registered metric; ``spec`` is the canonical JSON of the resolved spec.
+
+``archived_at`` is set when an admin archives the metric: it then takes no more reports and
+leaves the served list, but its reports stay (until retention) and its estimates readable."""
 
 reports = Table(
     "reports",

@@ -251,6 +251,7 @@ def test_offline_estimate_passes_every_option_through(tmp_path: Path) -> None:
         confidence=0.9,
         method="consistent",
         pooling="independent",
+        simultaneous=True,
     ).to_dict()
     document = json.loads(result.stdout)
     assert document["n"] == 2 * PER_DAY
@@ -268,8 +269,14 @@ def test_offline_estimate_table_is_sorted_and_draws_whiskers(tmp_path: Path) -> 
     csv_out = run(
         "estimate", "browser", "--from-file", str(path), "--format", "csv"
     ).stdout.splitlines()
-    assert csv_out[0] == "category,frequency,std_error,ci_low,ci_high,count"
-    assert [line.split(",")[0] for line in csv_out[1:]] == CATEGORIES
+    assert csv_out[0] == (
+        "metric,start,end,n,method,confidence,simultaneous,"
+        "category,frequency,unbiased,clipped,std_error,ci_low,ci_high,estimated_count"
+    )
+    assert [line.split(",")[7] for line in csv_out[1:]] == CATEGORIES
+    assert {tuple(line.split(",")[:7]) for line in csv_out[1:]} == {
+        ("browser", DAYS[0], DAYS[-1], str(PER_DAY * len(DAYS)), "consistent", "0.95", "True")
+    }
 
 
 def test_offline_estimate_with_a_separate_spec(tmp_path: Path) -> None:

@@ -171,6 +171,8 @@ def test_estimate_json_is_exactly_the_api_document_and_covers_the_truth(
             "--simultaneous",
             "--confidence",
             "0.999",
+            "--method",
+            "unbiased",
         )
         result = run(*admin(collector), *args, "--format", "json")
         assert result.exit_code == 0, result.output
@@ -201,7 +203,8 @@ def test_estimate_table_and_csv(collector: LocalCollector, populated: dict) -> N
     assert len(rows) == len(BROWSERS) and shares == sorted(shares, reverse=True)
     assert "pooling overlap-safe" in result.stdout and "n=3,000" in result.stdout
     csv_lines = run(*admin(collector), "estimate", "browser", "--format", "csv").stdout.splitlines()
-    assert [line.split(",")[0] for line in csv_lines[1:]] == BROWSERS
+    column = csv_lines[0].split(",").index("category")
+    assert [line.split(",")[column] for line in csv_lines[1:]] == BROWSERS
 
 
 def test_estimate_pooling_method_and_range(collector: LocalCollector, populated: dict) -> None:
@@ -263,8 +266,12 @@ def test_series_chart_json_and_csv(collector: LocalCollector, populated: dict) -
         "--format",
         "csv",
     ).stdout.splitlines()
-    assert csv_lines[0] == "period,n,category,frequency,std_error,ci_low,ci_high,count"
-    assert [line.split(",")[2] for line in csv_lines[1:]] == ["edge"] * 3
+    assert csv_lines[0] == (
+        "metric,period,n,method,confidence,simultaneous,"
+        "category,frequency,unbiased,clipped,std_error,ci_low,ci_high,estimated_count"
+    )
+    assert [line.split(",")[6] for line in csv_lines[1:]] == ["edge"] * 3
+    assert [line.split(",")[0] for line in csv_lines[1:]] == ["browser"] * 3
     picked = run(*admin(collector), "series", "browser", "--category", "safari")
     assert "safari" in picked.stdout and "chrome" not in picked.stdout
 
@@ -514,6 +521,7 @@ def test_export_from_postgresql_round_trips(databases, mechanism: str, tmp_path:
             "1",
             "--mechanism",
             mechanism,
+            "--accept-weak",
         )
         assert created.exit_code == 0, created.output
         simulated = run(
@@ -569,7 +577,9 @@ def test_series_simultaneous_online_and_offline(
     joint = json.loads(
         run(*admin(collector), "series", "browser", "--simultaneous", *window).stdout
     )
-    single = json.loads(run(*admin(collector), "series", "browser", *window).stdout)
+    single = json.loads(
+        run(*admin(collector), "series", "browser", "--per-category", *window).stdout
+    )
     estimate = json.loads(
         run(
             *admin(collector),

@@ -27,6 +27,7 @@ from tests.support.stub_collector import (
     problem_answer,
     reports_in,
     running,
+    serving_specs,
 )
 
 SPECS = [
@@ -91,7 +92,7 @@ def test_503_is_retried_with_backoff_until_accepted(tmp_path: Path) -> None:
         return accept_answer(request)
 
     client = make_client(
-        CANNED_URL, tmp_path, max_reports_per_period=10, transport=httpx.MockTransport(collector)
+        CANNED_URL, tmp_path, max_reports_per_period=10, transport=serving_specs(SPECS, collector)
     )
     record_many(client, 10)
     assert client.flush(timeout=10)
@@ -192,11 +193,11 @@ def test_fails_over_to_the_next_collector_url(collector: StubCollector, tmp_path
 def test_a_refused_batch_is_dropped_counted_and_logged_without_values(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    refuse = httpx.MockTransport(lambda request: problem_answer(422, "refused by the test"))
+    refuse = serving_specs(SPECS, lambda request: problem_answer(422, "refused by the test"))
     client = make_client(CANNED_URL, tmp_path, max_reports_per_period=3, transport=refuse)
     record_many(client, 3)
     with caplog.at_level(logging.WARNING, logger="deniable.client"):
-        assert client.flush(timeout=10)
+        assert client.flush(timeout=10) is False, "refused reports are no success"
     client.close()
     stats = client.stats
     assert stats.dropped_rejected == 3
@@ -255,7 +256,7 @@ def test_a_proxy_refusing_the_route_keeps_the_reports(tmp_path: Path, status: in
         return accept_answer(request)
 
     client = make_client(
-        CANNED_URL, tmp_path, max_reports_per_period=3, transport=httpx.MockTransport(collector)
+        CANNED_URL, tmp_path, max_reports_per_period=3, transport=serving_specs(SPECS, collector)
     )
     record_many(client, 3)
     assert client.flush(timeout=0.3) is False
@@ -390,7 +391,7 @@ def test_a_422_naming_some_reports_drops_only_those(
         assert client.record("dark_mode", True)
         assert client.record("browser", "other")
     collector.refuse_periods = {d.date().isoformat() for d in days[:3]}
-    assert client.flush(timeout=10)
+    assert client.flush(timeout=10) is False, "refused reports are no success"
     client.close()
     stats = client.stats
     assert (stats.dropped_rejected, stats.delivered, stats.queued) == (6, 14, 0)

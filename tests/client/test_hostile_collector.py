@@ -14,7 +14,6 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ from deniable.client import AsyncClient, Client, MetricSpec, specsource
 from deniable.client.specsource import DEFAULT_MAX_EPSILON, SPECS_FILE
 
 from tests.support import free_port
-from tests.support.stub_collector import fast_client, running
+from tests.support.stub_collector import eventually, fast_client, running
 
 CATEGORIES = ["chrome", "firefox", "safari", "other"]
 BROWSER = MetricSpec.categorical("browser", CATEGORIES, epsilon=1.0, mechanism="krr")
@@ -34,16 +33,6 @@ NEWCOMER = MetricSpec.boolean("newcomer", epsilon=1.0)
 GREEDY = MetricSpec.boolean("greedy", epsilon=8.0)
 """A new metric above the default ``max_epsilon``."""
 HOSTILE = [s.to_dict() for s in (NEAR_TRUE, DARK_MODE, NEWCOMER, GREEDY)]
-
-
-def eventually(condition: Callable[[], bool], timeout: float = 20.0) -> bool:
-    """Poll ``condition`` until it holds or ``timeout`` seconds pass (a generous bound)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return condition()
 
 
 def refusals(caplog: pytest.LogCaptureFixture, metric: str) -> list[logging.LogRecord]:
@@ -132,8 +121,9 @@ def test_served_specs_above_max_epsilon_are_refused_unless_the_app_raises_it(
         strict = fast_client(stub.url, tmp_path / "strict", metrics=[BROWSER], max_epsilon=1.0)
         assert strict.record("browser", "chrome")
         assert strict.flush(timeout=10)
+        assert strict.metrics == {"browser": BROWSER}, "a served spec was adopted"
         strict.close()
-    assert stub.metric_fetches == fetches, "a client given its specs in code fetches none"
+    assert stub.metric_fetches == fetches + 1, "specs in code are compared once, never adopted"
     assert [r["fingerprint"] for r in stub.stored.values()] == [BROWSER.fingerprint]
 
 

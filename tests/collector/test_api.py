@@ -276,7 +276,7 @@ def test_estimate_counts_equal_the_support_of_the_stored_reports(
         result = estimate(admin, spec.name)
         assert result["n"] == n
         for v, row in enumerate(result["estimates"]):
-            assert row["frequency"] == pytest.approx((support[v] / n - q) / (p - q), abs=1e-12)
+            assert row["unbiased"] == pytest.approx((support[v] / n - q) / (p - q), abs=1e-12)
 
 
 def test_malformed_json_is_400(uploader: httpx.Client) -> None:

@@ -51,6 +51,16 @@ def _rows(url: str, query: Any) -> list[tuple[Any, ...]]:
         engine.dispose()
 
 
+def assert_schema_is_the_tables(url: str) -> None:
+    """The migrated database at ``url`` has exactly the schema ``tables`` declares."""
+    engine = create_engine(normalize_url(url))
+    try:
+        with engine.connect() as connection:
+            assert compare_metadata(MigrationContext.configure(connection), metadata) == []
+    finally:
+        engine.dispose()
+
+
 @pytest.fixture
 def old_database(
     databases: DatabaseFactory, backend: str
@@ -88,12 +98,7 @@ def test_upgrade_keeps_every_report_and_resends_stay_duplicates(
     columns = (reports.c.id, reports.c.period, reports.c.payload)
     after = _rows(url, select(*columns).order_by(reports.c.id))
     assert after == sorted((r["id"], r["period"], json.dumps(r["payload"])) for r in stored)
-    engine = create_engine(normalize_url(url))
-    try:
-        with engine.connect() as connection:
-            assert compare_metadata(MigrationContext.configure(connection), metadata) == []
-    finally:
-        engine.dispose()
+    assert_schema_is_the_tables(url)
 
     server = RunningCollector(collector_settings(url)).start()
     try:
@@ -111,3 +116,34 @@ def test_upgrade_keeps_every_report_and_resends_stay_duplicates(
     assert sorted(back) == sorted(expected)
     migrate(url)
     assert sorted(_rows(url, select(*columns))) == sorted(expected)
+
+
+def test_archived_at_migration_keeps_the_registry_both_ways(
+    databases: DatabaseFactory, backend: str
+) -> None:
+    """0003 adds ``metrics.archived_at`` (null: nothing archived) and drops it again on the way
+    down, every registered spec kept; an archive made at head is gone after the downgrade."""
+    from deniable.collector.storage.queries import archive_metric, load_registration
+
+    url = databases.new(backend)
+    migrate(url, "0002")
+    spec = MetricSpec.boolean("kept_through", epsilon=1.0)
+    database = open_database(url)
+    try:
+        register_spec(database, spec, dt.datetime.now(dt.UTC))
+    finally:
+        database.dispose()
+    migrate(url)
+    database = open_database(url)
+    try:
+        registration = load_registration(database, spec.name)
+        assert registration is not None and not registration.archived
+        assert archive_metric(database, spec.name, dt.datetime.now(dt.UTC)) is not None
+        assert load_registration(database, spec.name).archived  # type: ignore[union-attr]
+    finally:
+        database.dispose()
+    _downgrade(url, "0002")
+    rows = _rows(url, text("SELECT name, fingerprint FROM metrics"))
+    assert rows == [(spec.name, spec.fingerprint)]
+    migrate(url)
+    assert_schema_is_the_tables(url)

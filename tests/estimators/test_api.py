@@ -34,6 +34,9 @@ def test_to_dict_has_the_documented_keys() -> None:
         "pooling",
         "simultaneous",
         "estimates",
+        "margin",
+        "below_margin",
+        "margin_exceeds_most_shares",
     }
     assert set(doc["estimates"][0]) == {
         "category",
@@ -42,6 +45,8 @@ def test_to_dict_has_the_documented_keys() -> None:
         "ci_low",
         "ci_high",
         "count",
+        "unbiased",
+        "clipped",
     }
     assert doc["n"] == 10 and doc["periods"] == 1 and doc["pooling"] == "overlap-safe"
 

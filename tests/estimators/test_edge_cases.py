@@ -58,11 +58,9 @@ def test_a_never_reported_category_gets_a_short_interval_at_zero(method: str) ->
     result = estimate(m, _cats(4), PeriodCounts("d", 2000, [1200, 500, 300, 0]), method=method)
     _finite(result)
     row = result.estimates[3]
-    assert row.ci_low == 0.0 and row.ci_high < 0.02
-    if method == "unbiased":
-        assert row.frequency < 0  # unbiased may leave [0, 1]; documented
-    else:
-        assert row.frequency == 0.0
+    assert row.ci_low == 0.0 and 0.0 < row.ci_high < 0.02
+    assert row.unbiased < 0 and row.clipped  # unbiased may leave [0, 1]; documented
+    assert row.frequency == 0.0  # the point shown stays within its interval
 
 
 @pytest.mark.parametrize(

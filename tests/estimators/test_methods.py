@@ -71,7 +71,7 @@ def test_krr_mle_maximizes_the_multinomial_likelihood_and_equals_ibu(k: int) -> 
     # k-ary RR has the IBU form with ratio p/q = e^eps on one-hot supports (STATS.md section 4)
     one_hot = np.eye(k, dtype=bool)
     em = ibu(
-        one_hot, counts.astype(float), m.p_star / m.q_star, max_iterations=200_000, tolerance=1e-13
+        one_hot, counts.astype(float), m.p_star / m.q_star, max_iterations=200_000, tolerance=1e-10
     )
     assert np.abs(em - mle).max() < 1e-5
 
@@ -192,5 +192,11 @@ def test_unbiased_estimate_is_the_debiased_pooled_count() -> None:
     m = OUE(5, 1.0)
     counts = np.array([30, 50, 20, 10, 44])
     got = estimate(m, list("abcde"), PeriodCounts("d", 100, counts))
-    assert [r.frequency for r in got.estimates] == debias(m, counts, 100).tolist()
-    assert [r.count for r in got.estimates] == (100 * debias(m, counts, 100)).tolist()
+    unbiased = debias(m, counts, 100)
+    low, high = (
+        np.array([getattr(r, key) for r in got.estimates]) for key in ("ci_low", "ci_high")
+    )
+    assert [r.unbiased for r in got.estimates] == unbiased.tolist()
+    assert [r.frequency for r in got.estimates] == np.clip(unbiased, low, high).tolist()
+    assert [r.clipped for r in got.estimates] == (unbiased < 0).tolist()
+    assert [r.count for r in got.estimates] == [100 * r.frequency for r in got.estimates]

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 from deniable.client.mechanisms import BRR, KRR, OLH, OUE, Mechanism
 from deniable.estimators import PeriodCounts, estimate
-from deniable.estimators.intervals import per_category_alpha
+from deniable.estimators.intervals import per_category_alpha, unit_interval
 from deniable.estimators.pooling import debias, pool
 from scipy import stats
 
@@ -70,12 +70,12 @@ def simulate(
 def intervals(
     mechanism: Mechanism, counts: np.ndarray, n: int, confidence: float, simultaneous: bool
 ):
-    """Clipped intervals for every replicate via the estimator's own pooling code (T = 1)."""
+    """Intervals within [0, 1] for every replicate via the estimator's own code (T = 1)."""
     alpha = per_category_alpha(confidence, mechanism.k, simultaneous)
     pooled = pool(
         mechanism, np.full((len(counts), 1), n), counts[:, None, :], alpha, "overlap-safe"
     )
-    return np.clip(pooled.low, 0, 1), np.clip(pooled.high, 0, 1)
+    return unit_interval(pooled.low, pooled.high)
 
 
 def shares(mechanism: Mechanism) -> list[np.ndarray]:

@@ -77,9 +77,10 @@ class CollectorProcess:
         """The server's process id."""
         return self.process.pid
 
-    def launch(self) -> CollectorProcess:
-        """Start the process on a new free port without waiting for it to be ready."""
-        self.port = free_port()
+    def launch(self, port: int | None = None) -> CollectorProcess:
+        """Start the process on ``port`` (a new free port if none) without waiting for it to
+        be ready."""
+        self.port = port or free_port()
         self.log_path = self.log_dir / f"collector-{self.port}.log"
         options = ["--host", LOOPBACK, "--port", str(self.port), "--workers", str(self.workers)]
         with self.log_path.open("wb") as log:
@@ -102,9 +103,10 @@ class CollectorProcess:
                 time.sleep(0.05)
         raise RuntimeError(f"collector on port {self.port} did not start:\n{self.log_tail()}")
 
-    def start(self) -> CollectorProcess:
-        """Launch, and return once the collector answers; stop it again if it never does."""
-        self.launch()
+    def start(self, port: int | None = None) -> CollectorProcess:
+        """Launch (on ``port`` if given), and return once the collector answers; stop it again
+        if it never does."""
+        self.launch(port)
         try:
             self.wait_ready()
         except RuntimeError:

@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -61,6 +61,20 @@ def reports_in(request: httpx.Request) -> list[dict[str, Any]]:
     """The reports an upload request carries."""
     reports: list[dict[str, Any]] = json.loads(request.content)["reports"]
     return reports
+
+
+def serving_specs(
+    specs: Sequence[MetricSpec], uploads: Callable[[httpx.Request], httpx.Response]
+) -> httpx.MockTransport:
+    """A mock collector that serves ``specs`` on ``GET /v1/metrics`` (a client compares the
+    specs passed in code with them) and answers everything else with ``uploads``."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.method == "GET" and request.url.path == "/v1/metrics":
+            return httpx.Response(200, json={"metrics": [s.to_dict() for s in specs]})
+        return uploads(request)
+
+    return httpx.MockTransport(answer)
 
 
 def accept_answer(request: httpx.Request) -> httpx.Response:
@@ -112,6 +126,8 @@ class StubCollector:
         self.batch_sizes: list[int] = []
         self.post_times: list[float] = []
         self.statuses: list[int] = []
+        """The status of each answer to an upload (``GET /v1/metrics`` counts in
+        ``metric_fetches``)."""
         self.metric_fetches = 0
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -235,7 +251,9 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: the tests read the collector's attributes instead."""
 
-    def _answer(self, status: int, body: dict[str, Any], headers: dict[str, str]) -> None:
+    def _answer(
+        self, status: int, body: dict[str, Any], headers: dict[str, str], upload: bool = True
+    ) -> None:
         data = json.dumps(body).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -244,13 +262,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
-        self.collector.statuses.append(status)
+        if upload:
+            self.collector.statuses.append(status)
 
     def do_GET(self) -> None:
         if self.path == "/v1/metrics":
-            self._answer(200, self.collector.metrics_answer(), {})
+            self._answer(200, self.collector.metrics_answer(), {}, upload=False)
         else:
-            self._answer(404, {"detail": "not found"}, {})
+            self._answer(404, {"detail": "not found"}, {}, upload=False)
 
     def _answer_html(self, status: int) -> None:
         """Answer as a proxy would: an HTML page, no JSON."""
@@ -294,6 +313,16 @@ def running(metrics: Sequence[MetricSpec] = (), **kwargs: Any) -> Iterator[StubC
         yield stub
     finally:
         stub.stop()
+
+
+def eventually(condition: Callable[[], bool], timeout: float = 20.0) -> bool:
+    """Poll ``condition`` until it holds or ``timeout`` seconds pass (a generous bound)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return condition()
 
 
 def fast_client(url: str | list[str], state_dir: Path, **kwargs: Any) -> Client:

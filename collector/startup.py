@@ -1,0 +1,75 @@
+"""What a collector checks and says before it serves: the port is free, then one summary block.
+
+The port is tried before the database is touched, so a port in use fails in one line instead
+of after a migration (and an SQLite file created for nothing) and uvicorn's start-up log. The
+summary says where the collector answers, on which database (never its password), whether
+admin calls and uploads need a secret, and how long reports are kept.
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from .listening import Listening
+from .settings import Settings
+
+
+def port_problem(listening: Listening) -> str | None:
+    """Why ``listening``'s address and port cannot be bound now (in use), or None.
+
+    Binds (with ``SO_REUSEADDR``, as uvicorn does, so a closed connection in TIME_WAIT does
+    not count) every address the host resolves to, then lets go. Port 0 (any free port) is
+    never in use; any other failure (a host that does not resolve, an address not here) is
+    left for the server to report.
+    """
+    if listening.port == 0:
+        return None
+    try:
+        addresses = socket.getaddrinfo(
+            listening.host, listening.port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )
+    except socket.gaierror:
+        return None
+    for family, kind, protocol, _, address in addresses:
+        with socket.socket(family, kind, protocol) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    return (
+                        f"port {listening.port} on {listening.host} is already in use: stop"
+                        " what listens there or choose another --port"
+                    )
+    return None
+
+
+def public_database(database_url: str) -> str:
+    """The database URL with its password masked (``***``), fit for a log line."""
+    try:
+        return make_url(database_url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "(unparsable database URL)"
+
+
+def summary(settings: Settings, listening: Listening) -> str:
+    """The start-up block: URL, API docs, database, auth and retention, one fact a line."""
+    host = f"[{listening.host}]" if ":" in listening.host else listening.host
+    url = f"http://{host}:{listening.port}"
+    admin = "on (admin token set)" if settings.admin_secret() else "off (loopback only)"
+    ingest = "on (ingest key set)" if settings.ingest_secret() else "off (anyone may upload)"
+    days = settings.retention_days
+    return "\n".join(
+        (
+            f"deniable collector on {url}  (API docs: {url}/docs)",
+            f"  database   {public_database(settings.database_url)}",
+            f"  admin      {admin}",
+            f"  uploads    {ingest}",
+            f"  retention  {days} days (older reports are refused and deleted by retention)",
+            f"  workers    {listening.workers}",
+        )
+    )
