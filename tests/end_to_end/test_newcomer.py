@@ -4,7 +4,8 @@ collector.
 The app (``examples/web_app.py``) starts while the collector is down, on a fresh state
 directory and with the URL as copied from an endpoint (ending in ``/v1``); its page views are
 held until the collector comes up, then every one is delivered. An app given a spec that
-differs from the collector's says so: in ``problems()``, a counter and an ERROR line.
+differs from the collector's says so: in ``problems()``, a counter and an ERROR line. The
+analyst's part of the session, an estimate at k = 200, is in ``test_newcomer_estimate.py``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 from contextlib import closing
 from pathlib import Path
 
-import pytest
 from deniable.client import MetricSpec
 
 from tests.end_to_end.test_examples import PAGE, reports_of
@@ -66,10 +66,3 @@ def test_a_spec_that_differs_from_the_collectors_is_reported(tmp_path: Path) -> 
             output = app.close()
     assert any("page" in p and "epsilon 0.5" in p and "epsilon 1" in p for p in problems)
     assert "ERROR deniable.client: metric page" in output
-
-
-@pytest.mark.skip(reason="WP-14B (the analyst's outputs): estimate at k = 200 and check rows")
-def test_an_estimate_at_200_categories_shows_no_point_outside_its_interval() -> None:
-    """Placeholder for the third part of the newcomer session, owned by the analyst's work
-    package: ``deniable estimate`` at k = 200, no point outside its interval and no zero-width
-    interval shown."""
