@@ -167,7 +167,7 @@ def estimate_reports(
     """Estimate from raw reports: aggregate per period with polars, then :func:`estimate`.
 
     ``method="mle"`` for oue/olh keeps every distinct report's support row (n x k bytes) and
-    runs the accelerated EM over them, O(n k) per iteration, telling ``progress`` about each
+    runs projected Newton over them (a few O(n k^2) BLAS steps), telling ``progress`` about each
     iteration (it can take seconds); the other methods need only counts.
     Raises :class:`~deniable.client.errors.InvalidInput` naming the problem for a missing
     column, a null, or a bad payload.
