@@ -30,8 +30,18 @@ from deniable.client.mechanisms import Payload
 from deniable.client.spec import MetricSpec
 from deniable.client.wire import payload_text
 from deniable.estimators import support_matrix
-from sqlalchemy import Connection, LargeBinary, Text, bindparam, func, literal_column, select, true
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import (
+    Connection,
+    LargeBinary,
+    Text,
+    bindparam,
+    func,
+    literal_column,
+    select,
+    text,
+    true,
+)
+from sqlalchemy.dialects import sqlite
 
 from .engine import Database
 from .queries import check_fingerprints
@@ -275,41 +285,15 @@ def _upsert_counts(
 
 _SQLITE_LOOKUP_CHUNK = 900
 
-_PG_INSERT_UNNEST = (
-    postgresql.insert(reports)
-    .from_select(
-        _COLUMNS,
-        select(
-            func.unnest(bindparam("id", type_=postgresql.ARRAY(postgresql.UUID(as_uuid=False)))),
-            *(
-                func.unnest(bindparam(name, type_=postgresql.ARRAY(reports.c[name].type)))
-                for name in _COLUMNS[1:]
-            ),
-        ),
-    )
-    .on_conflict_do_nothing(index_elements=["id"])
-    .returning(reports.c.id)
-)
-"""PostgreSQL: the whole batch as one array per column (one short, cacheable statement)."""
 
+def _insert_new(connection: Connection, rows: list[InsertRow]) -> set[str]:
+    """SQLite: insert the rows whose id is not stored yet (rows sorted by id); return the new ids.
 
-def _insert_new(connection: Connection, database: Database, rows: list[InsertRow]) -> set[str]:
-    """Insert the rows whose id is not stored yet (rows sorted by id); return the new ids.
-
-    PostgreSQL: ``INSERT ... SELECT unnest(...) ON CONFLICT DO NOTHING RETURNING id`` (rows
-    in id order), exact under any concurrency. SQLite: the transaction holds the database's
-    only write lock (``BEGIN IMMEDIATE``), so looking the ids up first and inserting the
-    rest is exact too.
+    The transaction holds the database's only write lock (``BEGIN IMMEDIATE``), so looking
+    the ids up first and inserting the rest is exact (PostgreSQL: :data:`_PG_STORE`).
     """
     if not rows:
         return set()
-    if database.dialect != "sqlite":
-        arrays = {
-            name: list(values)
-            for name, values in zip(_COLUMNS, zip(*rows, strict=True), strict=True)
-        }
-        arrays["received"] = [dt.date.fromisoformat(day) for day in arrays["received"]]
-        return set(connection.execute(_PG_INSERT_UNNEST, arrays).scalars())
     ids = [row[0] for row in rows]
     seen: set[str] = set()
     lookup = select(reports.c.id).where(reports.c.id.in_(bindparam("ids", expanding=True)))
@@ -339,25 +323,132 @@ def _sqlite_insert_if_all_new(connection: Connection, batches: Sequence[Prepared
     return inserted == total
 
 
+_SEP = "\x1f"
+"""Separates the values of one column in the PostgreSQL statement's text parameters: JSON text
+(payloads) escapes every control character, and ids, metric names and periods have none."""
+
+_PG_STORE = text(
+    """
+WITH new AS (
+    INSERT INTO reports (id, metric, period, payload, received)
+    SELECT * FROM unnest(
+        string_to_array(:ids, ',')::uuid[],
+        string_to_array(:metrics, :sep),
+        string_to_array(:periods, :sep),
+        string_to_array(:payloads, :sep),
+        string_to_array(:received, ',')::date[]
+    )
+    ON CONFLICT (id) DO NOTHING
+    RETURNING id
+), tally AS (
+    SELECT count(*) AS n FROM new
+), pc AS (
+    INSERT INTO period_counts AS t (metric, period, n)
+    SELECT * FROM unnest(
+        string_to_array(:n_metrics, :sep),
+        string_to_array(:n_periods, :sep),
+        string_to_array(:n_counts, ',')::bigint[]
+    )
+    WHERE (SELECT n FROM tally) = :total
+    ON CONFLICT (metric, period) DO UPDATE SET n = t.n + excluded.n
+    RETURNING 1
+), sc AS (
+    INSERT INTO support_counts AS t (metric, period, category, support)
+    SELECT * FROM unnest(
+        string_to_array(:s_metrics, :sep),
+        string_to_array(:s_periods, :sep),
+        string_to_array(:s_categories, ',')::int[],
+        string_to_array(:s_counts, ',')::bigint[]
+    )
+    WHERE (SELECT count(*) FROM pc) > 0
+    ON CONFLICT (metric, period, category) DO UPDATE SET support = t.support + excluded.support
+)
+SELECT n, CASE WHEN n < :total THEN (SELECT array_agg(id::text) FROM new) END FROM tally
+"""
+)
+"""PostgreSQL: a group's whole write as one statement (one round trip before the commit).
+
+``new`` inserts the group's distinct reports in id order and returns the new ids; if every
+report of the group is new (the usual case), ``pc`` then ``sc`` upsert the counts the
+request threads precomputed, in sorted key order: ``pc`` runs only once ``new`` is complete
+(it reads ``tally``) and ``sc`` only once ``pc`` is (it reads ``pc``), so the statement
+locks reports, then period counts, then support counts, like every other writer. Otherwise
+neither upsert writes a row, the statement returns the new ids, and the caller upserts
+the counts of the new reports only. Each column travels as one text parameter split by
+``string_to_array`` in the database: psycopg dumps a Python list into an array literal in
+Python, which cost more than the insert itself. (Were a separator ever inside a value, the
+columns' arrays would differ in length, ``unnest`` would pad with NULLs and the NOT NULL
+columns would refuse the whole group: nothing stored, nothing acknowledged.)
+"""
+
+
+def _joined(values: Sequence[Any], sep: str = _SEP) -> str:
+    return sep.join(map(str, values))
+
+
+def _pg_store(
+    connection: Connection, batches: Sequence[PreparedBatch], ordered: list[InsertRow]
+) -> set[str] | None:
+    """Insert the group's distinct reports and, if all are new, their counts (one statement).
+
+    Returns None if every report of the group was new and its counts are stored, else the
+    new ids (the counts are then not written).
+    """
+    total = sum(len(batch.rows) for batch in batches)
+    n_rows, support_rows = _count_rows(batches, None)
+    ids, metrics, periods, payloads, received = zip(*ordered, strict=True)
+    n_metrics, n_periods, n_counts = zip(*n_rows, strict=True) if n_rows else ((), (), ())
+    s_metrics, s_periods, s_categories, s_counts = (
+        zip(*support_rows, strict=True) if support_rows else ((), (), (), ())
+    )
+    params = {
+        "sep": _SEP,
+        "total": total,
+        "ids": _joined(ids, ","),
+        "metrics": _joined(metrics),
+        "periods": _joined(periods),
+        "payloads": _joined(payloads),
+        "received": _joined(received, ","),
+        "n_metrics": _joined(n_metrics),
+        "n_periods": _joined(n_periods),
+        "n_counts": _joined(n_counts, ","),
+        "s_metrics": _joined(s_metrics),
+        "s_periods": _joined(s_periods),
+        "s_categories": _joined(s_categories, ","),
+        "s_counts": _joined(s_counts, ","),
+    }
+    n, new_ids = connection.execute(_PG_STORE, params).one()
+    return None if n == total else set(new_ids or ())
+
+
 def _insert(
     connection: Connection, database: Database, batches: Sequence[PreparedBatch]
-) -> list[np.ndarray] | None:
-    """Insert the group's new reports; each batch's mask of new reports, or None if all are.
+) -> tuple[list[np.ndarray] | None, bool]:
+    """Insert the group's new reports; each batch's mask of new reports, or None if all are,
+    and whether the counts are stored already (PostgreSQL, every report new).
 
     Each report id is inserted once, in sorted order across the whole group; a report is new
     for its first occurrence (in batch order) if the id was not stored before, and a
     duplicate everywhere else.
     """
     if database.dialect == "sqlite" and _sqlite_insert_if_all_new(connection, batches):
-        return None
+        return None, False
     first: dict[str, tuple[int, int]] = {}
     for b, batch in enumerate(batches):
         for i, report in enumerate(batch.reports):
             first.setdefault(report.id, (b, i))
     ordered = [batches[b].rows[i] for b, i in (first[key] for key in sorted(first))]
-    new_ids = _insert_new(connection, database, ordered)
+    if database.dialect == "sqlite":
+        new_ids = _insert_new(connection, ordered)
+    elif not ordered:
+        new_ids = set()
+    else:
+        pg_new = _pg_store(connection, batches, ordered)
+        if pg_new is None:
+            return None, True
+        new_ids = pg_new
     if len(new_ids) == sum(len(batch.rows) for batch in batches):
-        return None
+        return None, False
     return [
         np.fromiter(
             (r.id in new_ids and first[r.id] == (b, i) for i, r in enumerate(batch.reports)),
@@ -365,7 +456,7 @@ def _insert(
             count=len(batch.reports),
         )
         for b, batch in enumerate(batches)
-    ]
+    ], False
 
 
 def _expected_fingerprints(batches: Sequence[PreparedBatch]) -> dict[str, set[str]]:
@@ -385,9 +476,10 @@ def store_batches(database: Database, batches: Sequence[PreparedBatch]) -> list[
     """
     with database.writing() as connection:
         check_fingerprints(connection, _expected_fingerprints(batches))
-        new = _insert(connection, database, batches)
-        n_rows, support_rows = _count_rows(batches, new)
-        _upsert_counts(connection, database, n_rows, support_rows)
+        new, counted = _insert(connection, database, batches)
+        if not counted:
+            n_rows, support_rows = _count_rows(batches, new)
+            _upsert_counts(connection, database, n_rows, support_rows)
     if new is None:
         return [StoredBatch(len(batch.rows), 0, dict(batch.per_metric), {}) for batch in batches]
     results = []
