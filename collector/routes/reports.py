@@ -132,7 +132,9 @@ def ingest(state: Collector, body: bytes) -> JSONResponse:
                 continue
             return _refuse(state.telemetry, refused)
         try:
-            stored = state.writer.store(prepare_batch(valid, specs, state.today()))
+            stored = state.writer.store(
+                prepare_batch(valid, specs, state.today(), dialect=state.database.dialect)
+            )
         except SpecChanged as exc:
             state.specs.forget(exc.metrics)
             continue

@@ -23,6 +23,7 @@ import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -72,29 +73,65 @@ Counts = dict[tuple[str, str], tuple[int, np.ndarray]]
 """(metric, period) -> (reports, support sum per category)."""
 
 
+def period_sums(codes: np.ndarray, support: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
+    """(code, rows, support sum per category) for each distinct code, rows grouped by code.
+
+    A batch mostly holds one period, summed directly; otherwise the rows are sorted by code
+    and each run summed by ``np.add.reduceat``: no pass over the whole matrix per period.
+    """
+    if len(codes) == 0:
+        return []
+    first = int(codes[0])
+    if (codes == first).all():
+        return [(first, len(codes), support.sum(axis=0, dtype=np.int64))]
+    order = np.argsort(codes, kind="stable")
+    ordered = codes[order]
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    sums = np.add.reduceat(support[order], starts, axis=0, dtype=np.int64)
+    rows = np.diff(np.append(starts, len(codes))).tolist()
+    return [
+        (code, n, sums[j])
+        for j, (code, n) in enumerate(zip(ordered[starts].tolist(), rows, strict=True))
+    ]
+
+
 @dataclass(frozen=True)
 class MetricRows:
-    """One metric's reports of a batch: their positions, periods and support matrix."""
+    """One metric's reports of a batch: their positions, periods and support matrix.
+
+    ``periods`` holds the batch's distinct period labels and ``codes`` each row's index into
+    it, so the sums group rows by integer, not by comparing strings.
+    """
 
     positions: np.ndarray
-    periods: np.ndarray
+    periods: list[str]
+    codes: np.ndarray
     support: np.ndarray
 
     def counts(self, metric: str, mask: np.ndarray | None = None) -> Counts:
         """Report and support sums per period, of the rows ``mask`` selects (all if None)."""
-        periods, support = (
-            (self.periods, self.support)
-            if mask is None
-            else (
-                self.periods[mask],
-                self.support[mask],
-            )
+        codes, support = (
+            (self.codes, self.support) if mask is None else (self.codes[mask], self.support[mask])
         )
-        out: Counts = {}
-        for period in np.unique(periods).tolist():
-            rows = periods == period
-            out[(metric, period)] = (int(rows.sum()), support[rows].sum(axis=0, dtype=np.int64))
-        return out
+        return {
+            (metric, self.periods[code]): (n, sums) for code, n, sums in period_sums(codes, support)
+        }
+
+
+def metric_rows(batch: Sequence[ValidReport], where: list[int], spec: MetricSpec) -> MetricRows:
+    """The rows of ``batch`` at positions ``where`` (all of ``spec``'s metric) as MetricRows."""
+    index: dict[str, int] = {}
+    codes = np.fromiter(
+        (index.setdefault(batch[i].period, len(index)) for i in where),
+        dtype=np.int64,
+        count=len(where),
+    )
+    return MetricRows(
+        np.asarray(where, dtype=np.int64),
+        list(index),
+        codes,
+        support_matrix(spec.randomizer, [batch[i].payload for i in where]),
+    )
 
 
 @dataclass(frozen=True)
@@ -102,20 +139,26 @@ class PreparedBatch:
     """A validated batch ready to store, with everything the writer needs precomputed.
 
     ``rows`` are insert tuples (id, metric, period, payload, received as ISO text);
-    ``rows_json`` and ``ids`` are the same rows as SQLite inserts them in one statement (a JSON
-    array of the rows without their ids, and the ids' 16 bytes each, concatenated);
     ``counts`` the period and support sums if every report turns out new (the usual case);
     ``fingerprints`` the spec fingerprint each metric's reports were validated against.
     """
 
     reports: list[ValidReport]
     rows: list[InsertRow]
-    rows_json: str
-    ids: bytes
     metrics: dict[str, MetricRows]
     counts: Counts
     per_metric: dict[str, int]
     fingerprints: dict[str, str]
+
+    @cached_property
+    def sqlite_rows(self) -> dict[str, Any]:
+        """The rows as SQLite inserts them in one statement (see :func:`_sqlite_rows`).
+
+        Only SQLite reads them, and building them costs about a third of preparing a batch,
+        so they are built on first use; :func:`prepare_batch` builds them at once for SQLite,
+        in the request thread rather than in the writer.
+        """
+        return _sqlite_rows(self.rows)
 
 
 def _dumps(rows: Sequence[Any]) -> str:
@@ -139,38 +182,34 @@ def _sqlite_rows(rows: Sequence[InsertRow]) -> dict[str, Any]:
 
 
 def prepare_batch(
-    batch: Sequence[ValidReport], specs: Mapping[str, MetricSpec], received: dt.date
+    batch: Sequence[ValidReport],
+    specs: Mapping[str, MetricSpec],
+    received: dt.date,
+    *,
+    dialect: str | None = None,
 ) -> PreparedBatch:
-    """Build the insert rows, support matrices and sums (work done outside the writer)."""
+    """Build the insert rows, support matrices and sums (work done outside the writer).
+
+    With ``dialect="sqlite"`` the SQLite insert's parameters are built here too; any other
+    dialect never needs them (None: built on first use).
+    """
     day = received.isoformat()
     rows = [(r.id, r.metric, r.period, payload_text(r.payload), day) for r in batch]
     positions: dict[str, list[int]] = defaultdict(list)
     for i, report in enumerate(batch):
         positions[report.metric].append(i)
     metrics = {
-        metric: MetricRows(
-            np.asarray(where, dtype=np.int64),
-            np.asarray([batch[i].period for i in where]),
-            support_matrix(specs[metric].randomizer, [batch[i].payload for i in where]),
-        )
-        for metric, where in positions.items()
+        metric: metric_rows(batch, where, specs[metric]) for metric, where in positions.items()
     }
     counts: Counts = {}
     for metric, group in metrics.items():
         counts.update(group.counts(metric))
     per_metric = {metric: len(where) for metric, where in positions.items()}
     fingerprints = {metric: specs[metric].fingerprint for metric in positions}
-    sqlite_rows = _sqlite_rows(rows)
-    return PreparedBatch(
-        list(batch),
-        rows,
-        sqlite_rows["rows"],
-        sqlite_rows["ids"],
-        metrics,
-        counts,
-        per_metric,
-        fingerprints,
-    )
+    prepared = PreparedBatch(list(batch), rows, metrics, counts, per_metric, fingerprints)
+    if dialect == "sqlite":
+        _ = prepared.sqlite_rows
+    return prepared
 
 
 def _add_counts(total: Counts, more: Counts) -> None:
@@ -313,8 +352,10 @@ def _sqlite_insert_if_all_new(connection: Connection, batches: Sequence[Prepared
     in the group), the insert is rolled back and the caller takes the exact path.
     """
     total = sum(len(batch.rows) for batch in batches)
-    joined = "[" + ",".join(batch.rows_json[1:-1] for batch in batches if batch.rows) + "]"
-    ids = b"".join(batch.ids for batch in batches)
+    joined = (
+        "[" + ",".join(batch.sqlite_rows["rows"][1:-1] for batch in batches if batch.rows) + "]"
+    )
+    ids = b"".join(batch.sqlite_rows["ids"] for batch in batches)
     connection.exec_driver_sql("SAVEPOINT deniable_ingest")
     inserted = connection.execute(_SQLITE_INSERT, {"rows": joined, "ids": ids}).rowcount
     if inserted != total:

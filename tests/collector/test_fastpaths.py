@@ -2,7 +2,8 @@
 
 ``canonical_check`` may only accept payloads that the mechanism's ``parse_payload`` returns
 unchanged, and the dict parser (``ReportIn``) must accept and refuse exactly what the
-documented ``Report`` model does, with the same error types and locations.
+documented ``Report`` model does, with the same error types and locations; the per-period
+sums a batch precomputes must equal summing its rows period by period.
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ import base64
 import string
 from typing import Any
 
+import numpy as np
 import pytest
 from deniable.client.mechanisms import make_mechanism
 from deniable.collector.schemas import REPORT_PARSER, Report
+from deniable.collector.storage.ingest import MetricRows
 from deniable.collector.validation import canonical_check
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -99,3 +102,37 @@ def test_dict_parser_matches_the_documented_model(value: Any) -> None:
         assert fast == [("dict_type", ())]
     else:
         assert fast == model
+
+
+@st.composite
+def grouped_rows(draw: Any) -> tuple[list[str], Any, Any]:
+    """Rows of a metric in a few periods, a 0/1 support matrix and a row mask."""
+    n = draw(st.integers(0, 40))
+    k = draw(st.integers(1, 6))
+    periods = draw(
+        st.lists(
+            st.sampled_from(["2026-11-01", "2026-11-02", "2026-10-30"]), min_size=n, max_size=n
+        )
+    )
+    bits = draw(st.lists(st.booleans(), min_size=n * k, max_size=n * k))
+    mask = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    return periods, np.array(bits, dtype=bool).reshape(n, k), np.array(mask, dtype=bool)
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=grouped_rows())
+def test_period_sums_match_a_loop_over_periods(case: tuple[list[str], Any, Any]) -> None:
+    """``MetricRows.counts`` (sorted runs summed by reduceat) equals summing period by period."""
+    periods, support, mask = case
+    index: dict[str, int] = {}
+    codes = np.array([index.setdefault(p, len(index)) for p in periods], dtype=np.int64)
+    rows = MetricRows(np.arange(len(periods)), list(index), codes, support)
+    for selected in (None, mask):
+        chosen = np.ones(len(periods), dtype=bool) if selected is None else selected
+        expected = {}
+        for period in sorted(set(np.array(periods, dtype=object)[chosen].tolist())):
+            where = chosen & (np.array(periods, dtype=object) == period)
+            expected[("m", period)] = (int(where.sum()), support[where].sum(axis=0).tolist())
+        got = {key: (n, sums.tolist()) for key, (n, sums) in rows.counts("m", selected).items()}
+        assert got == expected
+        assert all(sums.dtype == np.int64 for _, sums in rows.counts("m", selected).values())

@@ -1,8 +1,11 @@
 """The public shape of deniable.estimators: names, validation messages, the no-data answer."""
 
+import base64
+
 import numpy as np
 import polars as pl
 import pytest
+from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import BRR, KRR, OLH, OLH_PRIME, OUE
 from deniable.client.randomness import SeededRandomness
 from deniable.estimators import (
@@ -13,6 +16,9 @@ from deniable.estimators import (
     report_counts,
     support_matrix,
 )
+from deniable.estimators.support import oue_bits
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 MECHANISMS = [BRR(2, 1.0), KRR(5, 1.0), OUE(10, 1.0), OUE(20, 1.0), OLH(10, 1.0)]
 
@@ -104,6 +110,57 @@ def test_support_matrix_agrees_with_the_client(mechanism) -> None:
         [[v in mechanism.supported(p) for v in range(mechanism.k)] for p in payloads]
     )
     assert matrix.dtype == bool and (matrix == expected).all()
+
+
+def _one_by_one(payloads: list[str], k: int) -> list[list[bool]] | None:
+    """Each payload decoded on its own by ``base64`` (strict); None if one is refused."""
+    n_bytes = (k + 7) // 8
+    rows = []
+    for payload in payloads:
+        try:
+            raw = base64.b64decode(payload, validate=True)
+        except ValueError:
+            return None
+        if len(raw) != n_bytes:
+            return None
+        rows.append([bool(raw[v // 8] >> (v % 8) & 1) for v in range(k)])
+    return rows
+
+
+@st.composite
+def _oue_texts(draw) -> tuple[list[str], int]:
+    """A few equal-length base64 texts of k bits, one of them possibly with a character changed."""
+    k = draw(st.integers(1, 40))
+    m = draw(st.integers(1, 4))
+    n_bytes = (k + 7) // 8
+    payloads = [
+        base64.b64encode(draw(st.binary(min_size=n_bytes, max_size=n_bytes))).decode()
+        for _ in range(m)
+    ]
+    if draw(st.booleans()):
+        i = draw(st.integers(0, m - 1))
+        j = draw(st.integers(0, len(payloads[i]) - 1))
+        char = draw(st.sampled_from("A/+=-_ \n\u00e9"))
+        payloads[i] = payloads[i][:j] + char + payloads[i][j + 1 :]
+    return payloads, k
+
+
+@settings(max_examples=400, deadline=None)
+@given(case=_oue_texts())
+def test_oue_bits_decodes_like_base64_one_payload_at_a_time(case) -> None:
+    """The batch decoder (one ``binascii`` call for all payloads) agrees with ``base64``."""
+    payloads, k = case
+    expected = _one_by_one(payloads, k)
+    joined = "".join(payloads).encode()
+    if len(joined) % len(payloads) or not joined.isascii():
+        assert expected is None
+        return
+    encoded = np.frombuffer(joined, dtype=np.uint8).reshape(len(payloads), -1)
+    if expected is None:
+        with pytest.raises(InvalidInput):
+            oue_bits(encoded, k)
+    else:
+        assert oue_bits(encoded, k).tolist() == expected
 
 
 def _table(mechanism, payloads: list, periods: list[str]) -> pl.DataFrame:
