@@ -174,6 +174,8 @@ class Transport:
         self.urls = [base_url(u) for u in urls]
         self.fetch_failure = ""
         """Why the last ``GET /v1/metrics`` found no specs, naming the URLs it tried."""
+        self._registry: dict[str, tuple[str, list[Any]]] = {}
+        """Per collector URL, the ETag and the spec list it last served."""
         self.timeout = timeout
         self.backoff_base = backoff_base
         self.backoff_cap = backoff_cap
@@ -265,20 +267,39 @@ class Transport:
         for step in range(len(self.urls)):
             url = self.urls[(start + step) % len(self.urls)]
             try:
-                response = self._http.get(f"{url}{METRICS_PATH}", timeout=timeout or self.timeout)
-                if response.status_code == 200:
-                    metrics = response.json()["metrics"]
-                    if isinstance(metrics, list):
-                        if fail_over:
-                            self._current = (start + step) % len(self.urls)
-                        return metrics
-                why = f"HTTP {response.status_code}"
+                metrics = self._get_metrics(url, timeout or self.timeout)
+                if isinstance(metrics, list):
+                    if fail_over:
+                        self._current = (start + step) % len(self.urls)
+                    return metrics
+                why = f"HTTP {metrics}"
             except (self._httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
                 why = type(exc).__name__
             failures.append(f"GET {url}{METRICS_PATH}: {why}")
             log.warning("could not fetch metric specs with GET %s%s: %s", url, METRICS_PATH, why)
         self.fetch_failure = "; ".join(failures)
         return None
+
+    def _get_metrics(self, url: str, timeout: float) -> list[Any] | int:
+        """``GET /v1/metrics`` from ``url``: the served list, or the status of a failed answer.
+
+        The list last served by ``url`` is kept with its ETag and asked for again with
+        ``If-None-Match``, so an unchanged registry costs the collector a 304, not a rendering.
+        """
+        known = self._registry.get(url)
+        headers = {"If-None-Match": known[0]} if known else {}
+        response = self._http.get(f"{url}{METRICS_PATH}", timeout=timeout, headers=headers)
+        if response.status_code == 304 and known:
+            return known[1]
+        if response.status_code != 200:
+            return response.status_code
+        metrics = response.json()["metrics"]
+        if not isinstance(metrics, list):
+            return response.status_code
+        etag = response.headers.get("etag")
+        if etag:
+            self._registry[url] = (etag, metrics)
+        return metrics
 
     def close(self) -> None:
         """Release the HTTP connections."""

@@ -11,8 +11,11 @@ import time
 
 import httpx
 import pytest
+from deniable.client import MetricSpec
 from deniable.client.transport import MAX_RETRY_AFTER, Transport, _bad_indices, parse_retry_after
+from prometheus_client.parser import text_string_to_metric_families
 
+from tests.support import RunningCollector, register, unique_name
 from tests.support.stub_collector import problem_answer, proxy_answer
 
 URL, SPARE = "http://collector.test", "http://spare.test"
@@ -138,3 +141,37 @@ def test_a_400_or_422_without_the_collectors_problem_document_fails_over() -> No
         422: ("retry", True, True),
         413: ("rejected", False, False),
     }
+
+
+def _answers_304(collector: RunningCollector) -> float:
+    """How many ``GET /v1/metrics`` the collector has answered 304 so far."""
+    with collector.client() as anyone:
+        text = anyone.get("/metrics").text
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            labels = sample.labels
+            if (
+                sample.name == "deniable_request_duration_seconds_count"
+                and labels.get("route") == "/v1/metrics"
+                and labels.get("status") == "304"
+            ):
+                return sample.value
+    return 0.0
+
+
+def test_spec_refreshes_ask_with_the_etag_and_reuse_an_unchanged_list(
+    collector: RunningCollector, admin: httpx.Client
+) -> None:
+    register(admin, MetricSpec.boolean(unique_name("etag"), epsilon=1.0))
+    transport = Transport([collector.url], ingest_key=None, timeout=10.0)
+    try:
+        before = _answers_304(collector)
+        first = transport.fetch_metrics()
+        again = transport.fetch_metrics()
+        added = register(admin, MetricSpec.boolean(unique_name("etag"), epsilon=1.0))
+        changed = transport.fetch_metrics()
+    finally:
+        transport.close()
+    assert first is not None and again == first
+    assert _answers_304(collector) == before + 1, "the second fetch was a conditional 304"
+    assert changed is not None and added.to_dict() in changed and len(changed) == len(first) + 1
