@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,16 +21,10 @@ from types import TracebackType
 
 import httpx
 from deniable.client.errors import CollectorUnavailable
+from deniable.collector.listening import DEFAULT_HOST, free_port
 
 STARTUP_SECONDS = 20.0
 """How long the child may take to answer /healthz."""
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nobody listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class LocalCollector:
@@ -75,13 +68,13 @@ class LocalCollector:
         """Start the child and wait until it answers; retry once on a port taken meanwhile."""
         for _ in range(3):
             self.port = free_port()
-            self.url = f"http://127.0.0.1:{self.port}"
+            self.url = f"http://{DEFAULT_HOST}:{self.port}"
             command = [
                 sys.executable,
                 "-m",
                 "deniable.collector",
                 "--host",
-                "127.0.0.1",
+                DEFAULT_HOST,
                 "--port",
                 str(self.port),
             ]

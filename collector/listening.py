@@ -8,6 +8,7 @@ so the CLI can show the defaults in its help without importing the server.
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass
 
 DEFAULT_HOST = "127.0.0.1"
@@ -39,3 +40,11 @@ class Listening:
 
 DEFAULT_LISTENING = Listening()
 """Every default at once: loopback, :data:`DEFAULT_PORT`, one worker, ``info``."""
+
+
+def free_port(host: str = DEFAULT_HOST) -> int:
+    """A TCP port on ``host`` that nothing listens on right now (the OS picks it), for a
+    collector started in the background such as the demo's."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import socket
+from deniable.collector.listening import DEFAULT_HOST, free_port
 
-LOOPBACK = "127.0.0.1"
+LOOPBACK = DEFAULT_HOST
 """The only address test servers listen on."""
 
-
-def free_port() -> int:
-    """A loopback TCP port nothing listens on right now (for a server, or for one that is down)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((LOOPBACK, 0))
-        return int(sock.getsockname()[1])
+__all__ = ["LOOPBACK", "free_port", "loopback_url"]
 
 
 def loopback_url(port: int) -> str:
