@@ -336,3 +336,220 @@ def make_mechanism(name: str, k: int, epsilon: float) -> Mechanism:
             f"unknown mechanism {name!r}: choose one of auto, brr, krr, oue, olh"
         ) from None
     return cls(k, epsilon)
+
+
+NUMERIC_GRID = 2.0**-24
+"""The grid every ``pm`` and ``hybrid`` payload is rounded to (a multiple of 2^-24).
+
+A payload computed in floating point as l + (C - 1)u has low bits that depend on l, hence on
+the true value (Mironov, CCS 2012). Rounding to a grid fixed in advance makes the set of
+possible payloads the same for every input; it is post-processing of the exact draw, so it
+keeps eps-LDP, and it moves E[y] by less than 2^-40, far below any estimate's error.
+"""
+
+HYBRID_THRESHOLD = 0.6094
+"""eps* of the Hybrid Mechanism (STATS.md section 7): at or below it, hybrid is duchi."""
+
+
+class NumericMechanism(ABC):
+    """A randomizer of a number t in [-1, 1] into a payload y with E[y | t] = t (eps-LDP).
+
+    ``bound`` is the largest |y| a report may carry; ``variance(t)`` is Var(y | t), from which
+    the estimators and the planner take every figure (STATS.md sections 7 and 10).
+    """
+
+    name: ClassVar[str]
+    bound: float
+
+    def __init__(self, epsilon: float) -> None:
+        self.epsilon = check_epsilon(epsilon)
+
+    @abstractmethod
+    def variance(self, t: float) -> float:
+        """Var(y | t) of one report."""
+
+    @property
+    @abstractmethod
+    def worst_case_variance(self) -> float:
+        """The largest Var(y | t) over t in [-1, 1]; ``auto`` picks the least."""
+
+    def check_value(self, t: float) -> float:
+        """Return t as a float in [-1, 1], or raise ``ValueError`` without echoing it."""
+        if isinstance(t, bool) or not isinstance(t, int | float) or not -1.0 <= t <= 1.0:
+            raise ValueError("value is not a number in [-1, 1]")
+        return float(t)
+
+    @abstractmethod
+    def randomize(self, t: float, rng: Randomness = system_randomness) -> float:
+        """Randomize a scaled value t in [-1, 1] into the payload y."""
+
+    def parse_payload(self, payload: Any) -> float:
+        """Return the payload as a float, or raise ``ValueError`` naming the problem."""
+        if isinstance(payload, bool) or not isinstance(payload, int | float):
+            raise ValueError("payload must be a number")
+        y = float(payload)
+        if not math.isfinite(y):
+            raise ValueError("payload must be a finite number")
+        if abs(y) > self.bound * (1 + 1e-9):
+            raise ValueError(f"payload must lie in [-{self.bound:.9g}, {self.bound:.9g}]")
+        return y
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(epsilon={self.epsilon!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.epsilon == self.epsilon  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.epsilon))
+
+
+class Duchi(NumericMechanism):
+    """Duchi et al.'s one-bit mechanism: y = +-C1, C1 = (e+1)/(e-1), P(+C1) = 1/2 + t/(2 C1)."""
+
+    name = "duchi"
+
+    def __init__(self, epsilon: float) -> None:
+        super().__init__(epsilon)
+        e = math.exp(self.epsilon)
+        self.bound = (e + 1) / (e - 1)
+
+    def plus_probability(self, t: float) -> float:
+        """P(y = +C1 | t)."""
+        return 0.5 + t / (2 * self.bound)
+
+    def variance(self, t: float) -> float:
+        return self.bound**2 - t * t
+
+    @property
+    def worst_case_variance(self) -> float:
+        return self.bound**2
+
+    def randomize(self, t: float, rng: Randomness = system_randomness) -> float:
+        t = self.check_value(t)
+        return self.bound if rng.random() < self.plus_probability(t) else -self.bound
+
+    def parse_payload(self, payload: Any) -> float:
+        y = super().parse_payload(payload)
+        if abs(abs(y) - self.bound) > 1e-9 * self.bound:
+            raise ValueError(f"a duchi payload must be +-{self.bound:.9g}")
+        return math.copysign(self.bound, y)
+
+
+class Piecewise(NumericMechanism):
+    """Wang et al.'s Piecewise Mechanism (ICDE 2019): y on [-C, C], denser on [l(t), r(t)].
+
+    With s = e^(eps/2): C = (s+1)/(s-1), l = (C+1)t/2 - (C-1)/2, r = l + C - 1; with probability
+    s/(s+1) y is uniform on [l, r], otherwise uniform on [-C, l) u (r, C]; then rounded to
+    :data:`NUMERIC_GRID`.
+    """
+
+    name = "pm"
+
+    def __init__(self, epsilon: float) -> None:
+        super().__init__(epsilon)
+        self.s = math.exp(self.epsilon / 2)
+        self.bound = (self.s + 1) / (self.s - 1)
+        self.window_probability = self.s / (self.s + 1)
+
+    def window(self, t: float) -> tuple[float, float]:
+        """[l(t), r(t)], the interval of the higher density."""
+        left = (self.bound + 1) * t / 2 - (self.bound - 1) / 2
+        return left, left + self.bound - 1
+
+    def density(self, y: float, t: float) -> float:
+        """The density of the exact (unrounded) draw at y given t."""
+        if not -self.bound <= y <= self.bound:
+            return 0.0
+        left, right = self.window(t)
+        high = (math.exp(self.epsilon) - self.s) / (2 * self.s + 2)
+        return high if left <= y <= right else high / math.exp(self.epsilon)
+
+    def variance(self, t: float) -> float:
+        s = self.s
+        return t * t / (s - 1) + (s + 3) / (3 * (s - 1) ** 2)
+
+    @property
+    def worst_case_variance(self) -> float:
+        return self.variance(1.0)
+
+    def randomize(self, t: float, rng: Randomness = system_randomness) -> float:
+        t = self.check_value(t)
+        left, right = self.window(t)
+        if rng.random() < self.window_probability:
+            y = left + (right - left) * rng.random()
+        else:
+            below = left + self.bound
+            u = (self.bound + 1) * rng.random()
+            y = -self.bound + u if u < below else right + (u - below)
+        return self._on_grid(y)
+
+    def _on_grid(self, y: float) -> float:
+        """y rounded to the grid, kept inside [-C, C]."""
+        steps = round(y / NUMERIC_GRID)
+        limit = math.floor(self.bound / NUMERIC_GRID)
+        return max(-limit, min(limit, steps)) * NUMERIC_GRID
+
+
+class Hybrid(NumericMechanism):
+    """Wang et al.'s Hybrid Mechanism: ``pm`` with probability 1 - e^(-eps/2), else ``duchi``
+    (only ``duchi`` at eps <= 0.6094); its variance is the same for every t above eps*."""
+
+    name = "hybrid"
+
+    def __init__(self, epsilon: float) -> None:
+        super().__init__(epsilon)
+        self.duchi = Duchi(self.epsilon)
+        self.piecewise = Piecewise(self.epsilon)
+        above = self.epsilon > HYBRID_THRESHOLD
+        self.pm_probability = 1 - math.exp(-self.epsilon / 2) if above else 0.0
+        self.bound = self.piecewise.bound if above else self.duchi.bound
+
+    def variance(self, t: float) -> float:
+        beta = self.pm_probability
+        mixed_second_moment = (
+            beta * (self.piecewise.variance(t) + t * t) + (1 - beta) * self.duchi.bound**2
+        )
+        return mixed_second_moment - t * t
+
+    @property
+    def worst_case_variance(self) -> float:
+        return max(self.variance(0.0), self.variance(1.0))
+
+    def randomize(self, t: float, rng: Randomness = system_randomness) -> float:
+        t = self.check_value(t)
+        if rng.random() < self.pm_probability:
+            return self.piecewise.randomize(t, rng)
+        return self.duchi.randomize(t, rng)
+
+    def parse_payload(self, payload: Any) -> float:
+        if self.pm_probability == 0.0:
+            return self.duchi.parse_payload(payload)
+        return super().parse_payload(payload)
+
+
+NUMERIC_MECHANISMS: dict[str, type[NumericMechanism]] = {
+    m.name: m for m in (Duchi, Piecewise, Hybrid)
+}
+"""Every numeric mechanism by its wire name."""
+
+
+def least_worst_case_variance(epsilon: float) -> str:
+    """The numeric mechanism whose worst case over t has the least variance at eps."""
+    epsilon = check_epsilon(epsilon)
+    return min(
+        NUMERIC_MECHANISMS, key=lambda name: NUMERIC_MECHANISMS[name](epsilon).worst_case_variance
+    )
+
+
+def make_numeric_mechanism(name: str, epsilon: float) -> NumericMechanism:
+    """Build a numeric mechanism by name; ``auto`` resolves to :func:`least_worst_case_variance`."""
+    if name == "auto":
+        name = least_worst_case_variance(epsilon)
+    try:
+        cls = NUMERIC_MECHANISMS[name]
+    except KeyError:
+        raise SpecError(
+            f"unknown numeric mechanism {name!r}: choose one of auto, duchi, pm, hybrid"
+        ) from None
+    return cls(epsilon)
