@@ -7,8 +7,10 @@ made under different parameters.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import hashlib
+import itertools
 import json
 import math
 import re
@@ -16,9 +18,18 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .errors import InvalidInput, SpecError
-from .mechanisms import MECHANISMS, Mechanism, make_mechanism
+from .mechanisms import (
+    MAX_CATEGORIES,
+    MECHANISMS,
+    NUMERIC_MECHANISMS,
+    Mechanism,
+    NumericMechanism,
+    make_mechanism,
+    make_numeric_mechanism,
+)
 
-MetricType = Literal["boolean", "categorical"]
+MetricType = Literal["boolean", "categorical", "numeric", "histogram"]
+METRIC_TYPES: tuple[str, ...] = ("boolean", "categorical", "numeric", "histogram")
 PeriodKind = Literal["day", "week", "month"]
 
 BOOLEAN_CATEGORIES = ("false", "true")
@@ -77,12 +88,26 @@ def canonical_json(value: Any) -> str:
     raise TypeError(f"cannot canonicalize {type(value).__name__}")
 
 
+def _finite_number(value: Any, what: str) -> float:
+    """``value`` as a finite float, or :class:`~.errors.SpecError` naming ``what``."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise SpecError(f"{what} must be a finite number")
+    return float(value)
+
+
+def _number_text(x: float) -> str:
+    """A bound or edge as people write it: 100, not 100.0."""
+    return _es_number(x)
+
+
 @dataclass(frozen=True)
 class MetricSpec:
-    """What is measured and how: name, type, categories, eps, mechanism and period.
+    """What is measured and how: name, type, its domain, eps, mechanism and period.
 
-    Build one with :meth:`boolean` or :meth:`categorical`; ``mechanism="auto"`` is resolved
-    at once to the mechanism with the least variance, so a spec is always resolved.
+    The domain is ``categories`` (boolean, categorical), ``lower`` and ``upper`` (numeric) or
+    the bucket ``edges`` (histogram, whose categories are the bucket labels). Build one with
+    :meth:`boolean`, :meth:`categorical`, :meth:`numeric` or :meth:`histogram`;
+    ``mechanism="auto"`` is resolved at once, so a spec is always resolved.
     """
 
     name: str
@@ -91,7 +116,10 @@ class MetricSpec:
     epsilon: float
     mechanism: str
     period: PeriodKind = "day"
-    _randomizer: Mechanism = field(init=False, repr=False, compare=False)
+    lower: float | None = None
+    upper: float | None = None
+    edges: tuple[float, ...] | None = None
+    _randomizer: Mechanism | NumericMechanism = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not METRIC_NAME.fullmatch(self.name):
@@ -99,8 +127,19 @@ class MetricSpec:
                 "metric name must start with a lowercase letter and use only a-z, 0-9, _ . -"
                 " (at most 64 characters)"
             )
-        if self.type not in ("boolean", "categorical"):
-            raise SpecError(f"metric {self.name}: type must be 'boolean' or 'categorical'")
+        if self.type not in METRIC_TYPES:
+            raise SpecError(
+                f"metric {self.name}: type must be one of boolean, categorical, numeric, histogram"
+            )
+        if self.period not in PERIOD_KINDS:
+            raise SpecError(f"metric {self.name}: period must be one of day, week, month")
+        if self.type == "numeric":
+            self._resolve_numeric()
+            return
+        if self.type == "histogram":
+            object.__setattr__(self, "categories", self._bucket_labels())
+        elif self.lower is not None or self.upper is not None or self.edges is not None:
+            raise SpecError(f"metric {self.name}: lower, upper and edges are for numbers only")
         categories = tuple(self.categories)
         if self.type == "boolean" and categories != BOOLEAN_CATEGORIES:
             raise SpecError(f"metric {self.name}: boolean categories are always false, true")
@@ -110,8 +149,6 @@ class MetricSpec:
             raise SpecError(f"metric {self.name}: categories must be distinct")
         if len(categories) < 2:
             raise SpecError(f"metric {self.name}: needs at least 2 categories")
-        if self.period not in PERIOD_KINDS:
-            raise SpecError(f"metric {self.name}: period must be one of day, week, month")
         if self.mechanism != "auto" and self.mechanism not in MECHANISMS:
             raise SpecError(
                 f"metric {self.name}: unknown mechanism; choose auto, brr, krr, oue or olh"
@@ -119,7 +156,7 @@ class MetricSpec:
         if self.mechanism == "brr" and self.type != "boolean":
             raise SpecError(f"metric {self.name}: brr is for boolean metrics only")
         name = self.mechanism
-        if name == "auto" and self.type == "categorical" and len(categories) == 2:
+        if name == "auto" and self.type != "boolean" and len(categories) == 2:
             name = "krr"
         try:
             randomizer = make_mechanism(name, len(categories), self.epsilon)
@@ -129,6 +166,50 @@ class MetricSpec:
         object.__setattr__(self, "epsilon", randomizer.epsilon)
         object.__setattr__(self, "mechanism", randomizer.name)
         object.__setattr__(self, "_randomizer", randomizer)
+
+    def _resolve_numeric(self) -> None:
+        """Check ``lower`` < ``upper`` and resolve the numeric mechanism."""
+        if self.categories or self.edges is not None:
+            raise SpecError(f"metric {self.name}: a numeric metric has no categories or edges")
+        lower = _finite_number(self.lower, f"metric {self.name}: lower")
+        upper = _finite_number(self.upper, f"metric {self.name}: upper")
+        if not lower < upper:
+            raise SpecError(f"metric {self.name}: lower must be less than upper")
+        if self.mechanism != "auto" and self.mechanism not in NUMERIC_MECHANISMS:
+            raise SpecError(
+                f"metric {self.name}: unknown mechanism; choose auto, duchi, pm or hybrid"
+            )
+        try:
+            randomizer = make_numeric_mechanism(self.mechanism, self.epsilon)
+        except ValueError as exc:
+            raise SpecError(f"metric {self.name}: {exc}") from None
+        object.__setattr__(self, "categories", ())
+        object.__setattr__(self, "lower", lower)
+        object.__setattr__(self, "upper", upper)
+        object.__setattr__(self, "epsilon", randomizer.epsilon)
+        object.__setattr__(self, "mechanism", randomizer.name)
+        object.__setattr__(self, "_randomizer", randomizer)
+
+    def _bucket_labels(self) -> tuple[str, ...]:
+        """Check the edges (finite, strictly increasing) and label the buckets, ``[0, 100)``."""
+        if self.categories or self.lower is not None or self.upper is not None:
+            raise SpecError(f"metric {self.name}: a histogram has edges only, no categories")
+        if not isinstance(self.edges, list | tuple):
+            raise SpecError(f"metric {self.name}: edges must be a list of numbers")
+        edges = tuple(_finite_number(e, f"metric {self.name}: each edge") for e in self.edges)
+        if len(edges) < 3:
+            raise SpecError(f"metric {self.name}: a histogram needs at least 3 edges (2 buckets)")
+        if len(edges) - 1 > MAX_CATEGORIES:
+            raise SpecError(f"metric {self.name}: at most {MAX_CATEGORIES:,} buckets")
+        if any(b <= a for a, b in itertools.pairwise(edges)):
+            raise SpecError(
+                f"metric {self.name}: edges must be strictly increasing (sorted, no duplicates)"
+            )
+        object.__setattr__(self, "edges", edges)
+        texts = [_number_text(e) for e in edges]
+        labels = [f"[{a}, {b})" for a, b in itertools.pairwise(texts)]
+        labels[-1] = labels[-1][:-1] + "]"
+        return tuple(labels)
 
     @classmethod
     def boolean(
@@ -151,6 +232,33 @@ class MetricSpec:
         return cls(name, "categorical", tuple(categories), epsilon, mechanism, period)
 
     @classmethod
+    def numeric(
+        cls,
+        name: str,
+        *,
+        lower: float,
+        upper: float,
+        epsilon: float,
+        mechanism: str = "auto",
+        period: PeriodKind = "day",
+    ) -> MetricSpec:
+        """A number in [lower, upper] (values outside are clamped), for its mean."""
+        return cls(name, "numeric", (), epsilon, mechanism, period, lower=lower, upper=upper)
+
+    @classmethod
+    def histogram(
+        cls,
+        name: str,
+        edges: list[float] | tuple[float, ...],
+        *,
+        epsilon: float,
+        mechanism: str = "auto",
+        period: PeriodKind = "day",
+    ) -> MetricSpec:
+        """A number counted in the buckets between ``edges``, for its distribution."""
+        return cls(name, "histogram", (), epsilon, mechanism, period, edges=tuple(edges))
+
+    @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MetricSpec:
         """Build from the JSON form (as served by ``GET /v1/metrics``).
 
@@ -161,8 +269,13 @@ class MetricSpec:
         data = {key: value for key, value in data.items() if value is not None}
         kind = data.get("type")
         categories = data.get("categories", BOOLEAN_CATEGORIES if kind == "boolean" else ())
+        if kind == "histogram":
+            categories = ()  # the bucket labels, derived from the edges
         if not isinstance(categories, list | tuple):
             raise SpecError("a metric spec's categories must be a list")
+        edges = data.get("edges")
+        if edges is not None and not isinstance(edges, list | tuple):
+            raise SpecError(f"metric {data.get('name')}: edges must be a list of numbers")
         return cls(
             name=data.get("name"),  # type: ignore[arg-type]
             type=kind,  # type: ignore[arg-type]
@@ -170,17 +283,58 @@ class MetricSpec:
             epsilon=data.get("epsilon"),  # type: ignore[arg-type]
             mechanism=data.get("mechanism", "auto"),
             period=data.get("period", "day"),
+            lower=data.get("lower"),
+            upper=data.get("upper"),
+            edges=tuple(edges) if edges is not None else None,
         )
 
     @property
     def k(self) -> int:
-        """The number of categories."""
+        """The number of categories (a histogram's buckets; 0 for a numeric metric)."""
         return len(self.categories)
 
     @property
     def randomizer(self) -> Mechanism:
-        """The resolved mechanism object, with its parameters."""
+        """The resolved frequency oracle, with its parameters (not for numeric metrics)."""
+        if isinstance(self._randomizer, NumericMechanism):
+            raise TypeError(f"metric {self.name} is numeric: use numeric_randomizer")
         return self._randomizer
+
+    @property
+    def numeric_randomizer(self) -> NumericMechanism:
+        """The resolved numeric mechanism of a numeric metric."""
+        if not isinstance(self._randomizer, NumericMechanism):
+            raise TypeError(f"metric {self.name} is not numeric")
+        return self._randomizer
+
+    def scale(self, value: Any) -> float:
+        """A numeric metric's value clamped to [lower, upper] and mapped to t in [-1, 1];
+        :class:`~.errors.InvalidInput` names the metric, never the value."""
+        number = self._finite_value(value)
+        lower, upper = self.lower, self.upper  # type: ignore[assignment]
+        clamped = min(max(number, lower), upper)  # type: ignore[type-var]
+        return max(-1.0, min(1.0, 2 * (clamped - lower) / (upper - lower) - 1))  # type: ignore[operator]
+
+    def unscale(self, t: float) -> float:
+        """A point on the [-1, 1] axis back in the metric's units."""
+        return self.lower + (self.upper - self.lower) * (t + 1) / 2  # type: ignore[operator]
+
+    def bucket_of(self, value: Any) -> int:
+        """A histogram's bucket index for a number: below the first edge counts in the
+        first bucket, above the last in the last."""
+        number = self._finite_value(value)
+        return max(0, min(self.k - 1, bisect.bisect_right(self.edges, number) - 1))  # type: ignore[arg-type]
+
+    def _finite_value(self, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise InvalidInput(f"metric {self.name}: expects a number (int or float)")
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+        if not math.isfinite(number):
+            raise InvalidInput(f"metric {self.name}: expects a finite number (not NaN or infinite)")
+        return number
 
     def fingerprint_fields(self) -> dict[str, Any]:
         """The fields the fingerprint covers (``categories`` only for categorical metrics)."""
@@ -193,6 +347,11 @@ class MetricSpec:
         }
         if self.type == "categorical":
             fields["categories"] = list(self.categories)
+        elif self.type == "numeric":
+            fields["lower"] = self.lower
+            fields["upper"] = self.upper
+        elif self.type == "histogram":
+            fields["edges"] = list(self.edges)  # type: ignore[arg-type]
         return fields
 
     @property
@@ -212,6 +371,10 @@ class MetricSpec:
             if isinstance(value, bool):
                 return int(value)
             raise InvalidInput(f"metric {self.name}: expects a bool")
+        if self.type == "histogram":
+            return self.bucket_of(value)
+        if self.type == "numeric":
+            raise InvalidInput(f"metric {self.name} is numeric: it has no categories")
         if isinstance(value, str):
             try:
                 return self.categories.index(value)
