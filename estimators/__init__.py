@@ -34,7 +34,7 @@ from .reportfile import (
     report_columns,
     write_report_file,
 )
-from .results import CategoryEstimate, Estimate, PeriodCounts
+from .results import CategoryEstimate, Estimate, PeriodCounts, PeriodSums
 
 if TYPE_CHECKING:
     from .advisor import (
@@ -79,6 +79,7 @@ __all__ = [
     "Method",
     "MetricRange",
     "PeriodCounts",
+    "PeriodSums",
     "Pooling",
     "RangeEstimate",
     "Series",

@@ -22,6 +22,17 @@ class PeriodCounts:
 
 
 @dataclass(frozen=True)
+class PeriodSums:
+    """The sufficient statistics of one period of a numeric metric: n reports, the sum of their
+    payloads y and the sum of y^2 (on the mechanism's [-1, 1] axis, DESIGN.md)."""
+
+    period: str
+    n: int
+    total: float
+    total_squares: float
+
+
+@dataclass(frozen=True)
 class CategoryEstimate:
     """One category's estimated share with its confidence interval.
 
