@@ -9,8 +9,9 @@ For each backend (SQLite file, PostgreSQL database) it starts a real collector p
 2. tops the metric up to 1 million stored reports through the API and times
    ``GET /v1/metrics/{name}/estimate`` over 1 period and over 90 periods (issue 8), then
    walks the whole admin export in pages of 10,000 (first, median and last page latency);
-3. with ``--big``, seeds the database directly (bulk SQL, not through the API) up to 10 million
-   raw reports with their counts, and times the estimates and the export again: an estimate
+3. with ``--big``, seeds the database directly (bulk SQL, not through the API) to 3 and then
+   10 million raw reports with their counts, times ingestion again at each size (the curve from
+   a fresh database to 10 million), then the estimates and the export: an estimate
    reads at most k counts per period, and an export page seeks by key, so neither latency
    grows with n.
 
@@ -269,47 +270,71 @@ def run_backend(backend: str, args: argparse.Namespace, rows: list[list[str]]) -
                 f"[{backend}] building {total:,} request bodies of {BATCH} {spec.mechanism} reports ..."
             )
             bodies = build_bodies(spec, labels, total, seed=1)
-            print(
-                f"[{backend}] sustained ingestion for up to {args.seconds:g} s, {args.threads} client threads ..."
-            )
-            server_cpu = process_tree_cpu(collector.process.pid)
-            stored, wall, latencies, client_cpu = load(
-                collector.url, bodies[: int(args.seconds * 400)], args.threads, args.seconds
-            )
-            server_cpu = process_tree_cpu(collector.process.pid) - server_cpu
-            cores = os.cpu_count() or 1
-            rows.append(
-                [
-                    backend,
-                    f"ingest, batches of {BATCH}",
-                    f"{stored / wall:,.0f} reports/s",
-                    f"p50 {percentile(latencies, 0.5) * 1000:.1f} ms, p99 {percentile(latencies, 0.99) * 1000:.1f} ms",
-                    f"{stored:,} reports in {wall:.1f} s, {workers} worker(s)",
-                ]
-            )
-            rows.append(
-                [
-                    backend,
-                    "CPU share while ingesting",
-                    f"server {server_cpu / wall / cores:.0%}",
-                    f"client {client_cpu / wall / cores:.0%}",
-                    f"of {cores} cores; server {server_cpu / stored * 1e6:.1f} us/report",
-                ]
-            )
+            stored = timed_ingest(collector, bodies, args, rows, backend, workers, stored=0)
             if args.ingest_only:
                 return
-            rest = bodies[len(latencies) :]
+            rest = bodies[stored // BATCH :]
             print(f"[{backend}] topping up to 1,000,000 stored reports through the API ...")
             more, _, _, _ = load(collector.url, rest, args.threads, 3600)
             stored += more
             estimates(collector.url, spec, labels, rows, backend, stored)
             export(collector.url, spec, rows, backend, stored)
-            if args.big:
-                extra = 10_000_000 - stored
+            if not args.big:
+                return
+            for target in BIG_CURVE:
+                extra = max(0, target - stored)
                 print(f"[{backend}] seeding {extra:,} more reports directly in the database ...")
                 seed_directly(url, spec, labels, extra)
-                estimates(collector.url, spec, labels, rows, backend, 10_000_000, seeded=True)
-                export(collector.url, spec, rows, backend, 10_000_000)
+                fresh = build_bodies(spec, labels, int(args.seconds * 400), seed=target)
+                stored = timed_ingest(collector, fresh, args, rows, backend, workers, target)
+            estimates(collector.url, spec, labels, rows, backend, stored, seeded=True)
+            export(collector.url, spec, rows, backend, stored)
+
+
+BIG_CURVE = (1_000_000, 3_000_000, 10_000_000)
+"""The stored sizes (seeded in SQL) at which ``--big`` times ingestion again."""
+
+
+def timed_ingest(
+    collector: CollectorProcess,
+    bodies: list[bytes],
+    args: argparse.Namespace,
+    rows: list[list[str]],
+    backend: str,
+    workers: int,
+    stored: int,
+) -> int:
+    """Post ``bodies`` for ``args.seconds`` with ``stored`` reports already in the database,
+    append the throughput and CPU rows, and return the number stored afterwards."""
+    print(
+        f"[{backend}] sustained ingestion for up to {args.seconds:g} s, {args.threads} client"
+        f" threads, {stored:,} reports stored ..."
+    )
+    server_cpu = process_tree_cpu(collector.process.pid)
+    accepted, wall, latencies, client_cpu = load(
+        collector.url, bodies[: int(args.seconds * 400)], args.threads, args.seconds
+    )
+    server_cpu = process_tree_cpu(collector.process.pid) - server_cpu
+    cores = os.cpu_count() or 1
+    rows.append(
+        [
+            backend,
+            f"ingest, batches of {BATCH}",
+            f"{accepted / wall:,.0f} reports/s",
+            f"p50 {percentile(latencies, 0.5) * 1000:.1f} ms, p99 {percentile(latencies, 0.99) * 1000:.1f} ms",
+            f"{accepted:,} reports in {wall:.1f} s, {workers} worker(s), {stored:,} stored before",
+        ]
+    )
+    rows.append(
+        [
+            backend,
+            "CPU share while ingesting",
+            f"server {server_cpu / wall / cores:.0%}",
+            f"client {client_cpu / wall / cores:.0%}",
+            f"of {cores} cores; server {server_cpu / accepted * 1e6:.1f} us/report",
+        ]
+    )
+    return stored + accepted
 
 
 def estimates(
