@@ -174,3 +174,26 @@ def test_memoized_devices_over_seven_periods(name: str) -> None:
     )
     assert np.sum((safe_low <= weighted) & (weighted <= safe_high)) >= COVER_LOW
     assert np.sum((ind_low <= weighted) & (weighted <= ind_high)) < 0.8 * M
+
+
+def test_planner_for_the_mean() -> None:
+    """Margin at n and reports for a margin: z sqrt(max Var) (upper - lower)/2 / sqrt(n)."""
+    from deniable.client.mechanisms import least_worst_case_variance
+    from deniable.estimators import mean_margin, mean_reports_needed
+
+    mech = make_numeric_mechanism("pm", 1.0)
+    expected = 1.959963984540054 * math.sqrt(mech.worst_case_variance) * 2500 / 100
+    assert mean_margin(0, 5000, 1.0, 10_000, mechanism="pm") == pytest.approx(expected, rel=1e-12)
+    n = mean_reports_needed(0, 5000, 1.0, 50.0, mechanism="pm")
+    assert (
+        mean_margin(0, 5000, 1.0, n, mechanism="pm")
+        <= 50.0
+        < mean_margin(0, 5000, 1.0, n - 1, mechanism="pm")
+    )
+    for eps in (0.25, 1.0, 4.0):
+        auto = least_worst_case_variance(eps)
+        assert mean_margin(0, 1, eps, 100) == mean_margin(0, 1, eps, 100, mechanism=auto)
+        assert all(
+            mean_margin(0, 1, eps, 100) <= mean_margin(0, 1, eps, 100, mechanism=m)
+            for m in MECHANISMS
+        )
