@@ -7,7 +7,16 @@ estimate over the theoretical one, for the super-population (lam(1-lam)/(n(p*-q*
 fixed-population (``Mechanism.variance``) estimands; then V* and V*/V_opt, where V_opt is the
 best subset-selection constant (STATS.md section 5). ``*`` marks the advisor's choice.
 
-    .venv/bin/python -m bench.accuracy [--reports 10000] [--replicates 2000]
+With ``--numeric`` it prints instead, for eps 0.25-8, the empirical variance of the mean of n
+numeric reports (R seeded replicates, simulated as sufficient statistics,
+tests/support/numeric_draws.py) for duchi, pm and hybrid on a skewed population, against
+sum Var(y | t_i)/n^2 (the population's formula), and again on a population all at each
+mechanism's worst t (0 or 1, whichever has the larger variance) against its worst-case variance; ``*`` marks
+``auto``'s pick (least worst-case variance), whose worst-case empirical variance must be at
+most 1.05 times the best of the three at every eps (exit status 1 otherwise). On a given
+population the pick need not be the best: its figures are shown beside it (emp/best).
+
+    .venv/bin/python -m bench.accuracy [--reports 10000] [--replicates 2000] [--numeric]
 """
 
 from __future__ import annotations
@@ -15,7 +24,17 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-from deniable.client.mechanisms import BRR, KRR, OLH, OUE, Mechanism, least_variance
+from deniable.client.mechanisms import (
+    BRR,
+    KRR,
+    NUMERIC_MECHANISMS,
+    OLH,
+    OUE,
+    Mechanism,
+    least_variance,
+    least_worst_case_variance,
+    make_numeric_mechanism,
+)
 from deniable.estimators import v_opt
 from deniable.estimators.pooling import debias
 
@@ -39,12 +58,76 @@ def mechanisms(k: int, eps: float) -> list[Mechanism]:
     return out
 
 
+NUMERIC_EPSILONS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+AUTO_SLACK = 1.05
+"""auto's pick may have at most this times the least empirical variance of the three."""
+
+
+def numeric_population(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """A skewed fixed population on 33 grid points of [-1, 1]: lognormal(0, 1) on [0, 10], clamped."""
+    from scipy import stats
+
+    grid = np.linspace(-1.0, 1.0, 33)
+    x = (grid + 1) * 5
+    edges = np.concatenate([[0.0], (x[1:] + x[:-1]) / 2, [np.inf]])
+    weights = np.diff(stats.lognorm.cdf(edges, 1.0))
+    counts = np.floor(weights * n).astype(np.int64)
+    counts[np.argsort(-(weights * n - counts))[: n - counts.sum()]] += 1
+    return grid, counts
+
+
+def numeric_table(n: int, reps: int, rng: np.random.Generator) -> bool:
+    """Print the numeric mechanisms' variance of the mean; return whether auto's pick was
+    within :data:`AUTO_SLACK` of the best at every eps."""
+    from tests.support.numeric_draws import period_sums
+
+    values, counts = numeric_population(n)
+    print(f"numeric mean: n = {n:,} reports, {reps:,} replicates, skewed population")
+    print(
+        f"{'eps':>5}  {'mechanism':<10}{'n Var emp':>12}{'n Var pop':>12}{'emp/pop':>9}"
+        f"{'emp/best':>9}{'n Var worst':>13}{'emp worst':>11}{'ratio':>7}{'worst/best':>11}"
+    )
+    ok = True
+    for eps in NUMERIC_EPSILONS:
+        pick = least_worst_case_variance(eps)
+        rows = []
+        for name in NUMERIC_MECHANISMS:
+            mech = make_numeric_mechanism(name, eps)
+            total, _ = period_sums(mech, values, counts, reps, rng)
+            empirical = float(np.var(total / n, ddof=1)) * n
+            population = float(np.sum(counts * mech.variance(values))) / n  # type: ignore[arg-type]
+            worst_t = 0.0 if mech.variance(0.0) >= mech.variance(1.0) else 1.0
+            total, _ = period_sums(mech, np.array([worst_t]), np.array([n]), reps, rng)
+            worst_empirical = float(np.var(total / n, ddof=1)) * n
+            rows.append((name, empirical, population, mech.worst_case_variance, worst_empirical))
+        best = min(r[1] for r in rows)
+        best_worst = min(r[4] for r in rows)
+        for name, empirical, population, worst, worst_empirical in rows:
+            mark = "*" if name == pick else " "
+            print(
+                f"{eps:>5.2f}  {name + mark:<10}{empirical:>12.4g}{population:>12.4g}"
+                f"{empirical / population:>9.3f}{empirical / best:>9.3f}{worst:>13.4g}"
+                f"{worst_empirical:>11.4g}{worst_empirical / worst:>7.3f}"
+                f"{worst_empirical / best_worst:>11.3f}"
+            )
+        picked = next(r[4] for r in rows if r[0] == pick)
+        ok &= picked <= AUTO_SLACK * best_worst
+    print(
+        f"auto's pick within {AUTO_SLACK} x the best worst-case variance at every eps:"
+        f" {'yes' if ok else 'NO'}"
+    )
+    return ok
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reports", type=int, default=10_000)
     parser.add_argument("--replicates", type=int, default=2_000)
+    parser.add_argument("--numeric", action="store_true", help="the numeric mechanisms' table")
     args = parser.parse_args()
     n, reps = args.reports, args.replicates
+    if args.numeric:
+        raise SystemExit(0 if numeric_table(n, reps, np.random.default_rng(2026)) else 1)
     rng = np.random.default_rng(2026)
     print(f"n = {n:,} reports, {reps:,} replicates; variance ratios are empirical / theoretical")
     print(

@@ -34,7 +34,14 @@ from .reportfile import (
     report_columns,
     write_report_file,
 )
-from .results import CategoryEstimate, Estimate, PeriodCounts, PeriodSums
+from .results import (
+    CategoryEstimate,
+    Estimate,
+    MeanEstimate,
+    PeriodCounts,
+    PeriodSums,
+    QuantileInterval,
+)
 
 if TYPE_CHECKING:
     from .advisor import (
@@ -42,11 +49,15 @@ if TYPE_CHECKING:
         TooManyReports,
         fewest_reports,
         margin_of_error,
+        mean_margin,
+        mean_reports_needed,
         report_bytes,
         reports_needed,
         v_opt,
     )
     from .frequency import estimate
+    from .numeric import estimate_mean, in_value_units
+    from .quantiles import cdf_band, estimate_quantiles, quantile_intervals
     from .reports import estimate_reports, report_counts
     from .support import support_matrix
 
@@ -58,11 +69,15 @@ __getattr__ = lazy_exports(
             "TooManyReports",
             "fewest_reports",
             "margin_of_error",
+            "mean_margin",
+            "mean_reports_needed",
             "report_bytes",
             "reports_needed",
             "v_opt",
         ),
         ".frequency": ("estimate",),
+        ".numeric": ("estimate_mean", "in_value_units"),
+        ".quantiles": ("cdf_band", "estimate_quantiles", "quantile_intervals"),
         ".reports": ("estimate_reports", "report_counts"),
         ".support": ("support_matrix",),
     },
@@ -76,23 +91,32 @@ __all__ = [
     "CategoryEstimate",
     "Estimate",
     "FileFormat",
+    "MeanEstimate",
     "Method",
     "MetricRange",
     "PeriodCounts",
     "PeriodSums",
     "Pooling",
+    "QuantileInterval",
     "RangeEstimate",
     "Series",
     "SeriesPoint",
     "StoredReport",
     "TooManyReports",
+    "cdf_band",
     "estimate",
     "estimate_document",
+    "estimate_mean",
+    "estimate_quantiles",
     "estimate_reports",
     "fewest_reports",
     "file_format",
     "frame_of",
+    "in_value_units",
     "margin_of_error",
+    "mean_margin",
+    "mean_reports_needed",
+    "quantile_intervals",
     "read_embedded_spec",
     "read_report_file",
     "report_bytes",

@@ -25,8 +25,10 @@ from deniable.client.mechanisms import (
     OLH_PRIME,
     OUE,
     Mechanism,
+    NumericMechanism,
     least_variance,
     make_mechanism,
+    make_numeric_mechanism,
 )
 from deniable.client.wire import payload_text
 
@@ -168,3 +170,67 @@ def v_opt(k: int, epsilon: float) -> float:
     p = d * e / (d * e + k - d)
     q = d * ((d - 1) * e + k - d) / ((k - 1) * (d * e + k - d))
     return float(np.min(q * (1 - q) / (p - q) ** 2))
+
+
+def _numeric_spread(
+    lower: float,
+    upper: float,
+    epsilon: float,
+    confidence: float,
+    mechanism: NumericMechanism | str | None,
+) -> tuple[NumericMechanism, float]:
+    """The numeric mechanism planned for (None or ``auto``: the least worst-case variance at
+    eps, as a spec's ``auto`` resolves) and one report's worst-case margin of the mean in value
+    units: z sqrt(max_t Var(y | t)) (upper - lower)/2 (n reports divide it by sqrt(n))."""
+    _check_confidence(confidence)
+    if not lower < upper:
+        raise InvalidInput("lower must be less than upper")
+    if isinstance(mechanism, NumericMechanism):
+        if mechanism.epsilon != float(epsilon):
+            raise InvalidInput("mechanism's epsilon differs from the epsilon given")
+        mech = mechanism
+    else:
+        mech = make_numeric_mechanism(mechanism or "auto", epsilon)
+    z = z_value(confidence, 1, False)
+    return mech, z * math.sqrt(mech.worst_case_variance) * (upper - lower) / 2
+
+
+def mean_margin(
+    lower: float,
+    upper: float,
+    epsilon: float,
+    n: int,
+    confidence: float = 0.95,
+    mechanism: NumericMechanism | str | None = None,
+) -> float:
+    """Worst-case (over the values) half-width, in value units, of the mean's interval with n
+    reports (the Wald level; STATS.md section 10)."""
+    if not 0 < n <= MAX_REPORTS:
+        raise InvalidInput(f"n must be a positive number of reports, at most {MAX_REPORTS:.0e}")
+    _, spread = _numeric_spread(lower, upper, epsilon, confidence, mechanism)
+    return spread / math.sqrt(n)
+
+
+def mean_reports_needed(
+    lower: float,
+    upper: float,
+    epsilon: float,
+    margin: float,
+    confidence: float = 0.95,
+    mechanism: NumericMechanism | str | None = None,
+) -> int:
+    """The fewest reports whose worst-case margin of the mean is at most ``margin`` (value
+    units). Raises :class:`TooManyReports` above :data:`MAX_REPORTS`."""
+    if not margin > 0.0:
+        raise InvalidInput("margin must be positive")
+    mech, spread = _numeric_spread(lower, upper, epsilon, confidence, mechanism)
+    root = spread / margin
+    if not root <= math.sqrt(MAX_REPORTS):
+        raise TooManyReports(
+            f"a margin of {margin:g} with {mech.name} at epsilon {mech.epsilon:g} needs more"
+            f" than {MAX_REPORTS:.0e} reports"
+        )
+    n = max(1, math.ceil(root * root) - 2)
+    while spread / math.sqrt(n) > margin:
+        n += 1
+    return n

@@ -33,6 +33,30 @@ class PeriodSums:
 
 
 @dataclass(frozen=True)
+class MeanEstimate:
+    """The mean of a numeric metric with its confidence interval (on the [-1, 1] axis or in
+    value units, :func:`~.numeric.in_value_units`).
+
+    ``estimate`` always lies within [``ci_low``, ``ci_high``]; without reports ``estimate`` and
+    ``std_error`` are null and the interval is the whole range.
+    """
+
+    estimate: float | None
+    std_error: float | None
+    ci_low: float
+    ci_high: float
+
+
+@dataclass(frozen=True)
+class QuantileInterval:
+    """An interval [``low``, ``high``] (value units, bucket edges) for the q-quantile."""
+
+    q: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
 class CategoryEstimate:
     """One category's estimated share with its confidence interval.
 

@@ -1,0 +1,151 @@
+"""Quantiles of a histogram metric: a simultaneous band on the CDF at the inner edges, inverted.
+
+STATS.md section 10. The buckets' shares come from the frequency oracle; the CDF at inner edge j
+(j = 1..k-1) is F_j = f_1 + ... + f_j, estimated by F^_j = (Z_j/n - j q*)/(p* - q*) with Z_j
+the summed support counts of the first j buckets. Its variance, super-population (each report
+an iid draw), is Var(z)/(n (p* - q*)^2) with z a report's number of supported buckets among the
+first j: Var(z) = E[Var(z | x)] + (p* - q*)^2 F_j (1 - F_j), and
+
+* ``krr``/``brr``: z is one Bernoulli (a report supports exactly one bucket), so Z_j is
+  exactly Bin(n, j q + (p - q) F_j): the interval is Wilson's on Z_j/n mapped, as for a share
+  (the covariances -lam_v lam_w of section 2 are all inside it).
+* ``oue``: given x the bits are drawn independently, so the indicators of two buckets have
+  covariance 0 and E[Var(z | x)] = j q(1 - q) + F_j (p(1 - p) - q(1 - q)); Wald with the
+  plug-in at F^_j clipped to [0, 1].
+* ``olh``: with a pairwise-independent hash the indicator of the true bucket and of any other
+  are uncorrelated (checked numerically for the wire hash, ((a v + b) mod P) mod g: correlation
+  below 0.002 over 2e6 draws), but two *other* buckets are not: H(v) = H(w) = H(x) would need
+  a 3-wise independent hash, and the linear Carter-Wegman hash on neighbouring indices (which
+  buckets are) makes them correlate by up to 0.10 (eps 1, g = 4) and 0.19 (eps 2, g = 8). So
+  the independent-indicator variance would be too small; we use the bound valid under any
+  correlation, SD(z | x) <= sqrt(p(1 - p)) + j sqrt(q(1 - q)) (Minkowski), which is
+  conservative (a tighter one needs the hash's triple-collision probabilities).
+
+The band is simultaneous over the k - 1 inner edges (Bonferroni, alpha/(k - 1) each) and
+clipped to [0, 1]. Several periods: ``overlap-safe`` averages the per-period band ends with
+weights n_t / N (section 9); ``independent`` pools the counts as one period.
+
+A quantile's interval, by inversion: low = the last inner edge whose band upper end is below q
+(there the CDF is surely below q, so the quantile is above it), high = the first whose lower
+end reaches q; the outer edges when no inner edge qualifies. If the band covers the CDF, the
+interval contains the quantile, for every q at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from deniable.client.errors import InvalidInput
+from deniable.client.mechanisms import OLH, OUE, Mechanism
+
+from .choices import Pooling, check_options
+from .consistency import is_krr
+from .frequency import period_arrays
+from .intervals import rate_interval, z_value
+from .results import PeriodCounts, QuantileInterval
+
+DEFAULT_QUANTILES = (0.5, 0.9, 0.99)
+
+
+def report_variance(mechanism: Mechanism, j: np.ndarray, cdf: np.ndarray) -> np.ndarray:
+    """Var(z) of one report's count of supported buckets among the first j (super-population),
+    at CDF value ``cdf`` in [0, 1] (oue exact, olh an upper bound; see the module's text)."""
+    p, q = mechanism.p_star, mechanism.q_star
+    between = (p - q) ** 2 * cdf * (1 - cdf)
+    if isinstance(mechanism, OLH):
+        return (np.sqrt(p * (1 - p)) + j * np.sqrt(q * (1 - q))) ** 2 + between
+    if isinstance(mechanism, OUE):
+        return j * q * (1 - q) + cdf * (p * (1 - p) - q * (1 - q)) + between
+    raise InvalidInput(f"no CDF variance for mechanism {mechanism.name!r}")
+
+
+def period_band(
+    mechanism: Mechanism, n: np.ndarray, counts: np.ndarray, alpha: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(F^, unclipped low, unclipped high) at the k - 1 inner edges for counts (..., k) and
+    n (...), at miss level alpha per edge; leading axes are kept."""
+    p, q = mechanism.p_star, mechanism.q_star
+    n = np.asarray(n, dtype=np.float64)[..., None]
+    summed = np.cumsum(np.asarray(counts, dtype=np.float64), axis=-1)[..., :-1]
+    j = np.arange(1, summed.shape[-1] + 1, dtype=np.float64)
+    cdf = (summed / n - j * q) / (p - q)
+    if is_krr(mechanism):
+        low, high = rate_interval(summed, n, alpha)
+        return cdf, (low - j * q) / (p - q), (high - j * q) / (p - q)
+    z = z_value(1.0 - alpha, 1, False)
+    se = np.sqrt(report_variance(mechanism, j, np.clip(cdf, 0.0, 1.0)) / n) / (p - q)
+    return cdf, cdf - z * se, cdf + z * se
+
+
+def cdf_band(
+    mechanism: Mechanism,
+    periods: PeriodCounts | Sequence[PeriodCounts],
+    *,
+    confidence: float = 0.95,
+    pooling: Pooling = "overlap-safe",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(F^, low, high) at the k - 1 inner edges over the periods, the band simultaneous at
+    ``confidence`` and clipped to [0, 1]; None without reports."""
+    confidence = check_options(confidence, "unbiased", pooling)
+    n, counts = period_arrays(mechanism, periods)
+    if len(n) == 0:
+        return None
+    return pooled_band(mechanism, n, counts, confidence, pooling)
+
+
+def pooled_band(
+    mechanism: Mechanism, n: np.ndarray, counts: np.ndarray, confidence: float, pooling: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The band over periods for n (..., T) and counts (..., T, k) (leading axes kept)."""
+    alpha = (1.0 - confidence) / (mechanism.k - 1)
+    n = np.asarray(n, dtype=np.float64)
+    big_n = n.sum(axis=-1)
+    pooled = np.asarray(counts).sum(axis=-2)
+    point, low, high = period_band(mechanism, big_n, pooled, alpha)
+    if pooling != "independent":
+        weights = (n / big_n[..., None])[..., None]
+        _, low_t, high_t = period_band(mechanism, n, counts, alpha)
+        low, high = (weights * low_t).sum(axis=-2), (weights * high_t).sum(axis=-2)
+    return point, np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)
+
+
+def quantile_intervals(
+    edges: Sequence[float],
+    low: np.ndarray,
+    high: np.ndarray,
+    qs: Sequence[float] = DEFAULT_QUANTILES,
+) -> list[QuantileInterval]:
+    """Invert a CDF band at the inner edges (``edges[1:-1]``) into an interval per quantile."""
+    inner = list(edges[1:-1])
+    if len(low) != len(inner) or len(high) != len(inner):
+        raise InvalidInput("the band needs one value per inner edge")
+    result = []
+    for q in qs:
+        if not 0.0 < q < 1.0:
+            raise InvalidInput("each quantile q must be strictly between 0 and 1")
+        below = [i for i, h in enumerate(high) if h < q]
+        reached = [i for i, lo in enumerate(low) if lo >= q]
+        lo_edge = inner[below[-1]] if below else edges[0]
+        hi_edge = inner[reached[0]] if reached else edges[-1]
+        result.append(QuantileInterval(float(q), float(lo_edge), float(hi_edge)))
+    return result
+
+
+def estimate_quantiles(
+    mechanism: Mechanism,
+    edges: Sequence[float],
+    periods: PeriodCounts | Sequence[PeriodCounts],
+    qs: Sequence[float] = DEFAULT_QUANTILES,
+    *,
+    confidence: float = 0.95,
+    pooling: Pooling = "overlap-safe",
+) -> list[QuantileInterval]:
+    """Intervals (value units, bucket edges) for the quantiles ``qs`` of a histogram metric,
+    jointly at ``confidence``; without reports each is the whole range [edges[0], edges[-1]]."""
+    if len(edges) != mechanism.k + 1:
+        raise InvalidInput(f"expected {mechanism.k + 1} edges for {mechanism.k} buckets")
+    band = cdf_band(mechanism, periods, confidence=confidence, pooling=pooling)
+    if band is None:
+        return [QuantileInterval(float(q), float(edges[0]), float(edges[-1])) for q in qs]
+    return quantile_intervals(edges, band[1], band[2], qs)
