@@ -138,6 +138,14 @@ def register_metric(state: Collector, body: bytes) -> JSONResponse:
     (by another spec, or by an archived metric)."""
     fields = parse_spec(body).model_dump(exclude_none=True)
     claimed = fields.pop("fingerprint", None)
+    if fields["type"] == "histogram" and "categories" in fields:
+        # MetricSpec.from_dict ignores them (they are derived); an operator who wrote some
+        # must not believe they were registered.
+        raise HTTPException(
+            status_code=422,
+            detail=f"metric {fields['name']}: a histogram has edges only, no categories"
+            " (its categories are the bucket labels the edges make)",
+        )
     try:
         spec = MetricSpec.from_dict(fields)
         fingerprint = spec.fingerprint
