@@ -12,7 +12,7 @@ import datetime as dt
 from typing import Annotated
 
 from deniable.client.spec import MetricType, PeriodKind
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, TypeAdapter
 from typing_extensions import TypedDict
 
 UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
@@ -23,8 +23,9 @@ MetricField = Annotated[str, Field(min_length=1, max_length=64)]
 FingerprintField = Annotated[str, Field(min_length=1, max_length=64)]
 PeriodField = Annotated[str, Field(min_length=1, max_length=16)]
 
-Payload = StrictInt | StrictStr | dict[str, StrictInt]
-"""An index (brr, krr), standard base64 bits (oue) or an {a, b, y} object (olh)."""
+Payload = StrictInt | StrictFloat | StrictStr | dict[str, StrictInt]
+"""An index (brr, krr), a number y (duchi, pm, hybrid), standard base64 bits (oue) or an
+{a, b, y} object (olh)."""
 
 _STRICT = ConfigDict(extra="forbid", strict=True)
 
@@ -39,8 +40,9 @@ class Report(BaseModel):
     fingerprint: FingerprintField
     period: PeriodField
     payload: Payload = Field(
-        description="int (brr, krr), base64 string (oue) or {a, b, y} object (olh)",
-        json_schema_extra={"examples": [2, "AQ==", {"a": 12345, "b": 678, "y": 1}]},
+        description="int (brr, krr), number (duchi, pm, hybrid), base64 string (oue)"
+        " or {a, b, y} object (olh)",
+        json_schema_extra={"examples": [2, -1.3862, "AQ==", {"a": 12345, "b": 678, "y": 1}]},
     )
 
 
@@ -120,9 +122,23 @@ class MetricSpecIn(BaseModel):
 
     name: str
     type: MetricType
-    categories: list[str] | None = None
+    categories: list[str] | None = Field(
+        default=None, description="categorical metrics only (boolean ones are false, true)"
+    )
+    lower: float | None = Field(default=None, description="numeric metrics: the least value")
+    upper: float | None = Field(
+        default=None, description="numeric metrics: the greatest value (above lower)"
+    )
+    edges: list[float] | None = Field(
+        default=None,
+        description="histogram metrics: the bucket edges, strictly increasing (at least 3)",
+    )
     epsilon: float
-    mechanism: str = "auto"
+    mechanism: str = Field(
+        default="auto",
+        description="auto, or brr/krr/oue/olh (boolean, categorical, histogram),"
+        " duchi/pm/hybrid (numeric)",
+    )
     period: PeriodKind = "day"
     fingerprint: str | None = Field(
         default=None, description="optional; if given it must match the resolved spec"
@@ -134,7 +150,10 @@ class MetricSpecOut(BaseModel):
 
     name: str
     type: MetricType
-    categories: list[str] | None = None
+    categories: list[str] | None = Field(default=None, description="categorical metrics")
+    lower: float | None = Field(default=None, description="numeric metrics")
+    upper: float | None = Field(default=None, description="numeric metrics")
+    edges: list[float] | None = Field(default=None, description="histogram metrics")
     epsilon: float
     mechanism: str
     period: PeriodKind

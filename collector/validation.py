@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from deniable.client.mechanisms import KRR, OUE, Mechanism
+from deniable.client.mechanisms import KRR, OUE, Duchi, Hybrid, Mechanism, NumericMechanism
 from deniable.client.spec import MetricSpec, next_period, period_label, period_start
 
 from .schemas import ReportIn
@@ -92,13 +92,26 @@ def _never(_payload: Any) -> bool:
     return False
 
 
+def _numeric_check(mechanism: NumericMechanism) -> PayloadCheck:
+    """A numeric payload already canonical: a float of magnitude exactly C1 (duchi, hybrid at
+    small eps) or a float within [-C, C] (pm, hybrid); NaN fails both comparisons."""
+    bound = mechanism.bound
+    if isinstance(mechanism, Duchi) or (
+        isinstance(mechanism, Hybrid) and mechanism.pm_probability == 0.0
+    ):
+        return lambda p: type(p) is float and (p == bound or p == -bound)
+    return lambda p: type(p) is float and -bound <= p <= bound
+
+
 @cache
-def canonical_check(mechanism: Mechanism) -> PayloadCheck:
+def canonical_check(mechanism: Mechanism | NumericMechanism) -> PayloadCheck:
     """A fast test for the usual payload of ``mechanism``: valid and already in canonical form.
 
     Only a shortcut: whatever it does not accept goes to the mechanism's own ``parse_payload``,
     which stays the one authority on validity, canonical form and error messages.
     """
+    if isinstance(mechanism, NumericMechanism):
+        return _numeric_check(mechanism)
     if isinstance(mechanism, KRR):
         k = mechanism.k
         return lambda p: type(p) is int and 0 <= p < k
@@ -122,18 +135,34 @@ def canonical_check(mechanism: Mechanism) -> PayloadCheck:
     return _never
 
 
-_DERIVED: dict[int, tuple[MetricSpec, str, PayloadCheck]] = {}
+PayloadParse = Callable[[Any], Any]
+"""A mechanism's ``parse_payload``: the payload in canonical form, or ``ValueError`` saying why."""
+
+_DERIVED: dict[int, tuple[MetricSpec, str, PayloadCheck, PayloadParse]] = {}
 _DERIVED_MAX = 10_000
 
 
-def _derived(spec: MetricSpec) -> tuple[str, PayloadCheck]:
-    """A spec's fingerprint and payload check, computed once per spec object (specs are frozen)."""
+def payload_mechanism(spec: MetricSpec) -> Mechanism | NumericMechanism:
+    """The mechanism that judges ``spec``'s payloads: its numeric one, or its frequency oracle
+    (a histogram's is over its buckets)."""
+    return spec.numeric_randomizer if spec.type == "numeric" else spec.randomizer
+
+
+def _derived(spec: MetricSpec) -> tuple[str, PayloadCheck, PayloadParse]:
+    """A spec's fingerprint, payload check and parser, computed once per spec object (specs
+    are frozen)."""
     entry = _DERIVED.get(id(spec))
     if entry is None or entry[0] is not spec:
         if len(_DERIVED) >= _DERIVED_MAX:
             _DERIVED.clear()
-        entry = _DERIVED[id(spec)] = (spec, spec.fingerprint, canonical_check(spec.randomizer))
-    return entry[1], entry[2]
+        mechanism = payload_mechanism(spec)
+        entry = _DERIVED[id(spec)] = (
+            spec,
+            spec.fingerprint,
+            canonical_check(mechanism),
+            mechanism.parse_payload,
+        )
+    return entry[1], entry[2], entry[3]
 
 
 ARCHIVED_REASON = "metric archived"
@@ -158,6 +187,7 @@ def validate_reports(
     retired: dict[str, bool] = {}
     fingerprints: dict[str, str] = {}
     checks: dict[str, PayloadCheck] = {}
+    parsers: dict[str, PayloadParse] = {}
     valid: list[ValidReport] = []
     problems: list[ReportProblem] = []
     for index, report in reports:
@@ -165,7 +195,7 @@ def validate_reports(
         if name not in specs:
             specs[name] = found = lookup(name)
             if found is not None:
-                fingerprints[name], checks[name] = _derived(found)
+                fingerprints[name], checks[name], parsers[name] = _derived(found)
                 retired[name] = archived(name)
         spec = specs[name]
         if spec is None:
@@ -205,7 +235,7 @@ def validate_reports(
         payload = report["payload"]
         if not checks[name](payload):
             try:
-                payload = spec.randomizer.parse_payload(payload)
+                payload = parsers[name](payload)
             except ValueError as exc:
                 problems.append(
                     ReportProblem(

@@ -3,7 +3,10 @@
 ``deniable export`` writes it and the estimators read it (``estimate_reports``, offline
 estimates), so its layout is a contract that lives here, beside them. Columns: ``id``,
 ``metric``, ``fingerprint``, ``period`` (strings), then the payload: ``payload`` Int64 for
-brr/krr, ``payload`` String (base64) for oue, ``a``, ``b``, ``y`` Int64 for olh; brr/krr
+brr/krr, ``payload`` Float64 for the numeric mechanisms (duchi, pm, hybrid: y on the [-1, 1]
+axis, not in value units; a float64 column holds every finite double exactly, and both
+formats write the shortest text that reads back to the same double), ``payload`` String
+(base64) for oue, ``a``, ``b``, ``y`` Int64 for olh; brr/krr
 exports also name the randomized category their index stands for (``reported_category``,
 for other tools; the estimators read only the index). A Parquet
 file carries the metric's spec in its metadata (key :data:`SPEC_METADATA_KEY`); a CSV file
@@ -21,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from deniable.client.errors import InvalidInput
+from deniable.client.mechanisms import NUMERIC_MECHANISMS
 from deniable.client.spec import MetricSpec
 
 if TYPE_CHECKING:
@@ -54,7 +58,13 @@ def report_columns(mechanism: str) -> dict[str, Any]:
     """Every column of an export of ``mechanism`` reports, with its polars type, in order."""
     import polars as pl
 
-    payload_type = pl.String if mechanism == "oue" else pl.Int64
+    payload_type = (
+        pl.String
+        if mechanism == "oue"
+        else pl.Float64
+        if mechanism in NUMERIC_MECHANISMS
+        else pl.Int64
+    )
     return {
         "id": pl.String,
         "metric": pl.String,
@@ -80,7 +90,11 @@ def frame_of(spec: MetricSpec, rows: Sequence[StoredReport]) -> pl.DataFrame:
     """
     import polars as pl
 
-    parse = spec.randomizer.parse_payload
+    parse = (
+        spec.numeric_randomizer.parse_payload
+        if spec.type == "numeric"
+        else spec.randomizer.parse_payload
+    )
     payloads = []
     for report_id, _, payload in rows:
         try:
@@ -168,8 +182,9 @@ def read_report_file(path: Path, mechanism: str) -> pl.DataFrame:
     csv = file_format(path) == "csv"
     try:
         if csv:
-            text = {"payload": pl.String} if mechanism == "oue" else {}
-            frame = pl.read_csv(path, schema_overrides={**text, "period": pl.String})
+            typed = mechanism == "oue" or mechanism in NUMERIC_MECHANISMS
+            payload = {"payload": report_columns(mechanism)["payload"]} if typed else {}
+            frame = pl.read_csv(path, schema_overrides={**payload, "period": pl.String})
         else:
             frame = pl.read_parquet(path)
     except FileNotFoundError:

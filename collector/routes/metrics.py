@@ -83,9 +83,15 @@ def get_metrics(request: Request) -> Response:
     return Response(body, media_type="application/json", headers=headers)
 
 
-@router.get("/v1/metrics/{name}", response_model=MetricSpecOut, responses=problem_responses(404))
+@router.get(
+    "/v1/metrics/{name}",
+    response_model=MetricSpecOut,
+    response_model_exclude_none=True,
+    responses=problem_responses(404),
+)
 def get_metric(name: str, request: Request) -> dict[str, object]:
-    """One registered metric's spec; 404 if the name is not registered."""
+    """One registered metric's spec, with only its type's fields (as in ``GET /v1/metrics``);
+    404 if the name is not registered."""
     _, spec = find_spec(request, name)
     return spec.to_dict()
 
@@ -132,6 +138,14 @@ def register_metric(state: Collector, body: bytes) -> JSONResponse:
     (by another spec, or by an archived metric)."""
     fields = parse_spec(body).model_dump(exclude_none=True)
     claimed = fields.pop("fingerprint", None)
+    if fields["type"] == "histogram" and "categories" in fields:
+        # MetricSpec.from_dict ignores them (they are derived); an operator who wrote some
+        # must not believe they were registered.
+        raise HTTPException(
+            status_code=422,
+            detail=f"metric {fields['name']}: a histogram has edges only, no categories"
+            " (its categories are the bucket labels the edges make)",
+        )
     try:
         spec = MetricSpec.from_dict(fields)
         fingerprint = spec.fingerprint

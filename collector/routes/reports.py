@@ -40,7 +40,7 @@ def _field_reason(error: Any, depth: int = 2) -> str:
     if error["type"] == "extra_forbidden":
         return f"unexpected field {field!r}"
     if field == "payload":
-        return "payload must be an integer, a base64 string or an object of integers"
+        return "payload must be an integer, a number, a base64 string or an object of integers"
     if field == "id" and error["type"] == "string_pattern_mismatch":
         return "id must be a UUID in canonical text form (lowercase, hyphenated)"
     if field is None:

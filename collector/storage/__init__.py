@@ -7,7 +7,7 @@ migrations modules are private to the collector.
 
 from .engine import Database, open_database
 from .migrator import migrate
-from .queries import count_reports, load_spec, read_reports, report_pages
+from .queries import count_reports, load_spec, read_reports, read_sums, report_pages
 
 __all__ = [
     "Database",
@@ -16,5 +16,6 @@ __all__ = [
     "migrate",
     "open_database",
     "read_reports",
+    "read_sums",
     "report_pages",
 ]

@@ -1,4 +1,5 @@
-"""Store validated batches in one transaction: new reports, their period and support counts.
+"""Store validated batches in one transaction: new reports, their period and support counts,
+and for numeric metrics their sums (n, sum of y, sum of y^2 per metric and period).
 
 A request thread prepares its batch (insert rows, support matrices); the writer only inserts
 and sums, so the serialized part of ingestion stays small.
@@ -13,7 +14,9 @@ of a metric no longer registered, must never be stored (:class:`.queries.SpecCha
 report (across batches or twice in one batch) is counted once. Counts are upserted
 (``support = support + excluded.support``) in sorted key order, and every transaction locks
 metrics (shared, by name), then reports, then period counts, then support counts, so
-concurrent writers on PostgreSQL never deadlock.
+concurrent writers on PostgreSQL never deadlock. Numeric sums are upserted last, after the
+support counts, and only by a group that holds numeric reports: a group of categorical reports
+runs exactly the statements it ran before numeric metrics existed.
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from sqlalchemy.dialects import sqlite
 
 from .engine import Database
 from .queries import check_fingerprints
-from .tables import id_bytes, period_counts, reports, support_counts
+from .tables import id_bytes, numeric_sums, period_counts, reports, support_counts
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,7 @@ class ValidReport:
     id: str
     metric: str
     period: str
-    payload: Payload
+    payload: Payload | float
 
 
 @dataclass
@@ -71,6 +74,12 @@ class StoredBatch:
 
 Counts = dict[tuple[str, str], tuple[int, np.ndarray]]
 """(metric, period) -> (reports, support sum per category)."""
+
+Sums = dict[tuple[str, str], tuple[int, float, float]]
+"""(metric, period) -> (reports, sum of y, sum of y^2) of a numeric metric."""
+
+_NO_SUPPORT = np.zeros(0, dtype=np.int64)
+"""The support sums of a numeric metric's period: it has no categories."""
 
 
 def period_sums(codes: np.ndarray, support: np.ndarray) -> list[tuple[int, int, np.ndarray]]:
@@ -118,20 +127,65 @@ class MetricRows:
         }
 
 
-def metric_rows(batch: Sequence[ValidReport], where: list[int], spec: MetricSpec) -> MetricRows:
-    """The rows of ``batch`` at positions ``where`` (all of ``spec``'s metric) as MetricRows."""
+def _period_codes(batch: Sequence[ValidReport], where: list[int]) -> tuple[list[str], np.ndarray]:
+    """The distinct periods of the rows at ``where`` and each row's index into them."""
     index: dict[str, int] = {}
     codes = np.fromiter(
         (index.setdefault(batch[i].period, len(index)) for i in where),
         dtype=np.int64,
         count=len(where),
     )
+    return list(index), codes
+
+
+def metric_rows(batch: Sequence[ValidReport], where: list[int], spec: MetricSpec) -> MetricRows:
+    """The rows of ``batch`` at positions ``where`` (all of ``spec``'s metric) as MetricRows."""
+    periods, codes = _period_codes(batch, where)
     return MetricRows(
         np.asarray(where, dtype=np.int64),
-        list(index),
+        periods,
         codes,
         support_matrix(spec.randomizer, [batch[i].payload for i in where]),
     )
+
+
+@dataclass(frozen=True)
+class NumericRows:
+    """One numeric metric's reports of a batch: their positions, periods and payloads y."""
+
+    positions: np.ndarray
+    periods: list[str]
+    codes: np.ndarray
+    values: np.ndarray
+
+    def sums(self, metric: str, mask: np.ndarray | None = None) -> Sums:
+        """n, sum of y and sum of y^2 per period, of the rows ``mask`` selects (all if None).
+
+        One ``bincount`` per statistic: a pass over the rows each, whatever the periods.
+        """
+        codes, values = (
+            (self.codes, self.values) if mask is None else (self.codes[mask], self.values[mask])
+        )
+        size = len(self.periods)
+        n = np.bincount(codes, minlength=size)
+        total = np.bincount(codes, weights=values, minlength=size)
+        squares = np.bincount(codes, weights=values * values, minlength=size)
+        return {
+            (metric, self.periods[c]): (int(n[c]), float(total[c]), float(squares[c]))
+            for c in np.flatnonzero(n).tolist()
+        }
+
+
+def numeric_rows(batch: Sequence[ValidReport], where: list[int]) -> NumericRows:
+    """The rows of ``batch`` at positions ``where`` (all of one numeric metric) as NumericRows."""
+    periods, codes = _period_codes(batch, where)
+    values = np.fromiter((batch[i].payload for i in where), dtype=np.float64, count=len(where))  # type: ignore[misc]
+    return NumericRows(np.asarray(where, dtype=np.int64), periods, codes, values)
+
+
+def _period_n(sums: Sums) -> Counts:
+    """The period counts of numeric sums (no support: a numeric metric has no categories)."""
+    return {key: (n, _NO_SUPPORT) for key, (n, _, _) in sums.items()}
 
 
 @dataclass(frozen=True)
@@ -139,8 +193,10 @@ class PreparedBatch:
     """A validated batch ready to store, with everything the writer needs precomputed.
 
     ``rows`` are insert tuples (id, metric, period, payload, received as ISO text);
-    ``counts`` the period and support sums if every report turns out new (the usual case);
-    ``fingerprints`` the spec fingerprint each metric's reports were validated against.
+    ``counts`` the period and support sums and ``sums`` the numeric metrics' sums if every
+    report turns out new (the usual case); ``metrics`` and ``numeric`` the rows of the
+    frequency-oracle and the numeric metrics; ``fingerprints`` the spec fingerprint each
+    metric's reports were validated against.
     """
 
     reports: list[ValidReport]
@@ -149,6 +205,8 @@ class PreparedBatch:
     counts: Counts
     per_metric: dict[str, int]
     fingerprints: dict[str, str]
+    numeric: dict[str, NumericRows] = field(default_factory=dict)
+    sums: Sums = field(default_factory=dict)
 
     @cached_property
     def sqlite_rows(self) -> dict[str, Any]:
@@ -198,15 +256,24 @@ def prepare_batch(
     positions: dict[str, list[int]] = defaultdict(list)
     for i, report in enumerate(batch):
         positions[report.metric].append(i)
-    metrics = {
-        metric: metric_rows(batch, where, specs[metric]) for metric, where in positions.items()
-    }
+    metrics: dict[str, MetricRows] = {}
+    numeric: dict[str, NumericRows] = {}
     counts: Counts = {}
-    for metric, group in metrics.items():
-        counts.update(group.counts(metric))
+    sums: Sums = {}
+    for metric, where in positions.items():
+        spec = specs[metric]
+        if spec.type == "numeric":
+            numeric[metric] = numeric_rows(batch, where)
+            sums.update(numeric[metric].sums(metric))
+        else:
+            metrics[metric] = metric_rows(batch, where, spec)
+            counts.update(metrics[metric].counts(metric))
+    counts.update(_period_n(sums))
     per_metric = {metric: len(where) for metric, where in positions.items()}
     fingerprints = {metric: specs[metric].fingerprint for metric in positions}
-    prepared = PreparedBatch(list(batch), rows, metrics, counts, per_metric, fingerprints)
+    prepared = PreparedBatch(
+        list(batch), rows, metrics, counts, per_metric, fingerprints, numeric, sums
+    )
     if dialect == "sqlite":
         _ = prepared.sqlite_rows
     return prepared
@@ -221,30 +288,52 @@ def _add_counts(total: Counts, more: Counts) -> None:
             total[key] = (n, sums)
 
 
+def _add_sums(total: Sums, more: Sums) -> None:
+    for key, (n, y, y2) in more.items():
+        n0, y0, y20 = total.get(key, (0, 0.0, 0.0))
+        total[key] = (n0 + n, y0 + y, y20 + y2)
+
+
+SumRow = tuple[str, str, int, float, float]
+"""A numeric sums increment: (metric, period, n, sum of y, sum of y^2)."""
+
+
 def _count_rows(
     batches: Sequence[PreparedBatch], new: Sequence[np.ndarray] | None
-) -> tuple[list[tuple[str, str, int]], list[tuple[str, str, int, int]]]:
-    """Period-count and support-count increments of the new reports, in sorted key order.
+) -> tuple[list[tuple[str, str, int]], list[tuple[str, str, int, int]], list[SumRow]]:
+    """Period-count, support-count and numeric-sum increments of the new reports, in sorted
+    key order.
 
-    ``new`` holds each batch's mask of new reports; None means every report is new.
+    ``new`` holds each batch's mask of new reports; None means every report is new. Only the
+    new reports count: a resent numeric report adds nothing to the sums.
     """
     total: Counts = {}
+    sums: Sums = {}
     for b, batch in enumerate(batches):
         is_new = None if new is None else new[b]
         if is_new is None or is_new.all():
             _add_counts(total, batch.counts)
+            if batch.sums:
+                _add_sums(sums, batch.sums)
             continue
         for metric, group in batch.metrics.items():
             mask = is_new[group.positions]
             if mask.any():
                 _add_counts(total, group.counts(metric, mask))
+        for metric, values in batch.numeric.items():
+            mask = is_new[values.positions]
+            if mask.any():
+                more = values.sums(metric, mask)
+                _add_sums(sums, more)
+                _add_counts(total, _period_n(more))
     keys = sorted(total)
     n_rows = [(m, p, total[(m, p)][0]) for m, p in keys]
     support_rows = []
     for m, p in keys:
-        sums = total[(m, p)][1]
-        support_rows += [(m, p, v, s) for v, s in enumerate(sums.tolist()) if s]
-    return n_rows, support_rows
+        support = total[(m, p)][1]
+        support_rows += [(m, p, v, s) for v, s in enumerate(support.tolist()) if s]
+    sum_rows = [(m, p, *sums[(m, p)]) for m, p in sorted(sums)]
+    return n_rows, support_rows, sum_rows
 
 
 def _json_source(columns: int, *, ids: bool = False) -> Any:
@@ -286,6 +375,28 @@ def _sqlite_statements() -> tuple[Any, Any, Any]:
 
 
 _SQLITE_INSERT, _SQLITE_N_UPSERT, _SQLITE_SUPPORT_UPSERT = _sqlite_statements()
+
+
+def _upsert_sums(connection: Connection, database: Database, sum_rows: list[SumRow]) -> None:
+    """Add numeric sums (one row per metric and period, so a plain executemany; floats travel
+    as bound doubles, exactly)."""
+    if not sum_rows:
+        return
+    stmt = database.insert(numeric_sums)
+    connection.execute(
+        stmt.on_conflict_do_update(
+            index_elements=["metric", "period"],
+            set_={
+                "n": numeric_sums.c.n + stmt.excluded.n,
+                "total": numeric_sums.c.total + stmt.excluded.total,
+                "total_squares": numeric_sums.c.total_squares + stmt.excluded.total_squares,
+            },
+        ),
+        [
+            {"metric": m, "period": p, "n": n, "total": y, "total_squares": y2}
+            for m, p, n, y, y2 in sum_rows
+        ],
+    )
 
 
 def _upsert_counts(
@@ -368,8 +479,7 @@ _SEP = "\x1f"
 """Separates the values of one column in the PostgreSQL statement's text parameters: JSON text
 (payloads) escapes every control character, and ids, metric names and periods have none."""
 
-_PG_STORE = text(
-    """
+_PG_STATEMENT = """
 WITH new AS (
     INSERT INTO reports (id, metric, period, payload, received)
     SELECT * FROM unnest(
@@ -403,10 +513,28 @@ WITH new AS (
     )
     WHERE (SELECT count(*) FROM pc) > 0
     ON CONFLICT (metric, period, category) DO UPDATE SET support = t.support + excluded.support
-)
+    {sc_returning}
+){numeric}
 SELECT n, CASE WHEN n < :total THEN (SELECT array_agg(id::text) FROM new) END FROM tally
 """
-)
+
+_PG_NUMERIC = """, ns AS (
+    INSERT INTO numeric_sums AS t (metric, period, n, total, total_squares)
+    SELECT * FROM unnest(
+        string_to_array(:u_metrics, :sep),
+        string_to_array(:u_periods, :sep),
+        string_to_array(:u_counts, ',')::bigint[],
+        string_to_array(:u_totals, ',')::float8[],
+        string_to_array(:u_squares, ',')::float8[]
+    )
+    WHERE (SELECT count(*) FROM pc) > 0 AND (SELECT count(*) FROM sc) >= 0
+    ON CONFLICT (metric, period) DO UPDATE SET
+        n = t.n + excluded.n,
+        total = t.total + excluded.total,
+        total_squares = t.total_squares + excluded.total_squares
+)"""
+
+_PG_STORE = text(_PG_STATEMENT.format(sc_returning="", numeric=""))
 """PostgreSQL: a group's whole write as one statement (one round trip before the commit).
 
 ``new`` inserts the group's distinct reports in id order and returns the new ids; if every
@@ -420,6 +548,14 @@ the counts of the new reports only. Each column travels as one text parameter sp
 Python, which cost more than the insert itself. (Were a separator ever inside a value, the
 columns' arrays would differ in length, ``unnest`` would pad with NULLs and the NOT NULL
 columns would refuse the whole group: nothing stored, nothing acknowledged.)
+"""
+
+_PG_STORE_NUMERIC = text(_PG_STATEMENT.format(sc_returning="RETURNING 1", numeric=_PG_NUMERIC))
+"""PostgreSQL: :data:`_PG_STORE` plus ``ns``, the numeric sums, for a group holding numeric
+reports. ``ns`` writes only once ``pc`` has (so only if every report is new) and ``sc`` is
+complete (it reads both), so it locks its rows last, after the support counts; each sum
+travels as its ``repr`` text (``str`` of a float), which ``float8`` reads back exactly. A group without numeric
+reports runs :data:`_PG_STORE`, without ``sc`` returning rows nobody reads.
 """
 
 
@@ -436,7 +572,7 @@ def _pg_store(
     new ids (the counts are then not written).
     """
     total = sum(len(batch.rows) for batch in batches)
-    n_rows, support_rows = _count_rows(batches, None)
+    n_rows, support_rows, sum_rows = _count_rows(batches, None)
     ids, metrics, periods, payloads, received = zip(*ordered, strict=True)
     n_metrics, n_periods, n_counts = zip(*n_rows, strict=True) if n_rows else ((), (), ())
     s_metrics, s_periods, s_categories, s_counts = (
@@ -458,7 +594,18 @@ def _pg_store(
         "s_categories": _joined(s_categories, ","),
         "s_counts": _joined(s_counts, ","),
     }
-    n, new_ids = connection.execute(_PG_STORE, params).one()
+    statement = _PG_STORE
+    if sum_rows:
+        statement = _PG_STORE_NUMERIC
+        u_metrics, u_periods, u_counts, u_totals, u_squares = zip(*sum_rows, strict=True)
+        params.update(
+            u_metrics=_joined(u_metrics),
+            u_periods=_joined(u_periods),
+            u_counts=_joined(u_counts, ","),
+            u_totals=_joined(u_totals, ","),
+            u_squares=_joined(u_squares, ","),
+        )
+    n, new_ids = connection.execute(statement, params).one()
     return None if n == total else set(new_ids or ())
 
 
@@ -519,8 +666,9 @@ def store_batches(database: Database, batches: Sequence[PreparedBatch]) -> list[
         check_fingerprints(connection, _expected_fingerprints(batches))
         new, counted = _insert(connection, database, batches)
         if not counted:
-            n_rows, support_rows = _count_rows(batches, new)
+            n_rows, support_rows, sum_rows = _count_rows(batches, new)
             _upsert_counts(connection, database, n_rows, support_rows)
+            _upsert_sums(connection, database, sum_rows)
     if new is None:
         return [StoredBatch(len(batch.rows), 0, dict(batch.per_metric), {}) for batch in batches]
     results = []

@@ -2,7 +2,8 @@
 of raw reports for export.
 
 An estimate reads ``period_counts`` and ``support_counts`` only: at most k rows per period,
-so its cost does not grow with the number of stored reports.
+so its cost does not grow with the number of stored reports; a numeric metric's estimate
+reads ``numeric_sums``, one row per period.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from deniable.client.spec import MetricSpec, canonical_json
+from deniable.estimators import PeriodSums
 from sqlalchemy import Connection, bindparam, func, select, update
 
 from .engine import Database
-from .tables import metrics, period_counts, reports, support_counts
+from .tables import metrics, numeric_sums, period_counts, reports, support_counts
 
 
 class SpecConflict(Exception):
@@ -237,6 +239,45 @@ def read_counts(
         if category is not None and 0 <= category < spec.k:
             counts[i, category] = support
     return n, counts
+
+
+def read_sums(database: Database, spec: MetricSpec, periods: Sequence[str]) -> list[PeriodSums]:
+    """The sums (n, sum of y, sum of y^2) of ``spec``'s numeric metric, one per label of
+    ``periods`` (sorted), in that order.
+
+    Like :func:`read_counts`: a period without reports is there with n = 0 and zero sums, and
+    :class:`SpecChanged` is raised if the metric is no longer registered with ``spec``. One
+    statement, so the fingerprint and the sums come from one snapshot.
+    """
+    if not periods:
+        return []
+    joined = metrics.outerjoin(
+        numeric_sums,
+        (numeric_sums.c.metric == metrics.c.name)
+        & (numeric_sums.c.period >= periods[0])
+        & (numeric_sums.c.period <= periods[-1]),
+    )
+    query = (
+        select(
+            metrics.c.fingerprint,
+            numeric_sums.c.period,
+            numeric_sums.c.n,
+            numeric_sums.c.total,
+            numeric_sums.c.total_squares,
+        )
+        .select_from(joined)
+        .where(metrics.c.name == spec.name)
+    )
+    with database.reader.connect() as connection:
+        rows = connection.execute(query).all()
+    if not rows or rows[0].fingerprint != spec.fingerprint:
+        raise SpecChanged([spec.name])
+    found = {
+        row.period: PeriodSums(row.period, int(row.n), float(row.total), float(row.total_squares))
+        for row in rows
+        if row.period is not None
+    }
+    return [found.get(label) or PeriodSums(label, 0, 0.0, 0.0) for label in periods]
 
 
 def read_reports(

@@ -1,8 +1,9 @@
 """The collector's tables: metric registry, raw reports, and the counts estimates read.
 
 Raw reports hold no IP address and no header: only the report's own fields and the day it
-arrived. ``period_counts`` and ``support_counts`` are kept up to date in the same transaction
-as the report inserts, so an estimate reads at most k counts per period.
+arrived. ``period_counts``, ``support_counts`` and (numeric metrics) ``numeric_sums`` are kept
+up to date in the same transaction as the report inserts, so an estimate reads at most k
+counts, or one row of sums, per period.
 
 A report id is stored as its 16 bytes (SQLite) or a native ``uuid`` (PostgreSQL), not as 36
 characters of text: the two indexes every insert updates at a random place are then much
@@ -19,6 +20,7 @@ from sqlalchemy import (
     Date,
     DateTime,
     Dialect,
+    Double,
     Index,
     Integer,
     LargeBinary,
@@ -120,3 +122,16 @@ support_counts = Table(
     Column("support", BigInteger, nullable=False),
 )
 """C_v: how many reports of (metric, period) support category v (absent rows are 0)."""
+
+numeric_sums = Table(
+    "numeric_sums",
+    metadata,
+    Column("metric", String(64), primary_key=True),
+    Column("period", String(10), primary_key=True),
+    Column("n", BigInteger, nullable=False),
+    Column("total", Double, nullable=False),
+    Column("total_squares", Double, nullable=False),
+)
+"""A numeric metric's sufficient statistics per period: n reports, the sum of their payloads y
+and the sum of y^2 (on the mechanism's [-1, 1] axis), so a mean and its interval read one row
+per period. Numeric reports also count in ``period_counts``, like every report."""

@@ -11,12 +11,14 @@ is removed the same batch is accepted, once.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
 from deniable.client import MetricSpec
+from deniable.collector.storage import read_sums
 from deniable.collector.storage.engine import normalize_url
 from deniable.collector.storage.tables import period_counts, reports, support_counts
 from sqlalchemy import create_engine, event, func, select, text
@@ -28,6 +30,7 @@ from tests.support import (
     DatabaseFactory,
     RunningCollector,
     collector_settings,
+    make_numeric_reports,
     make_reports,
     register,
 )
@@ -195,5 +198,42 @@ def test_the_fault_fails_the_commit_not_a_statement(
             finally:
                 connection.close()
         assert _stored(url)[0] == []
+    finally:
+        server.stop()
+
+
+def test_a_group_with_numeric_reports_whose_commit_fails_leaves_no_sums(
+    databases: DatabaseFactory, backend: str
+) -> None:
+    """The numeric sums live in the same transaction: a failed commit leaves neither the
+    reports nor the sums, and the batch sent again after the fault is counted once."""
+    url = databases.new(backend)
+    server = RunningCollector(collector_settings(url)).start()
+    try:
+        with server.client(ADMIN_TOKEN) as admin, server.client(INGEST_KEY) as uploader:
+            load = register(
+                admin, MetricSpec.numeric("load", lower=0, upper=100, epsilon=1.0, mechanism="pm")
+            )
+            kind = register(admin, MetricSpec.categorical("kind", list("abcd"), epsilon=1.0))
+            period = TEST_NOW.date().isoformat()
+            first = make_numeric_reports(load, [10.0, 20.0], period, seed=1)
+            assert uploader.post("/v1/reports", json={"reports": first}).status_code == 202
+            database = server.app_state().database
+            before = (_stored(url), read_sums(database, load, [period]))
+            batch = make_numeric_reports(load, [i / 3 for i in range(300)], period, seed=2)
+            batch += make_reports(kind, [i % 4 for i in range(100)], period, seed=3)
+            with commit_fault(backend, url, server):
+                response = uploader.post("/v1/reports", json={"reports": batch})
+                assert 500 <= response.status_code < 600, (response.status_code, response.text)
+                assert (_stored(url), read_sums(database, load, [period])) == before
+            for expected in (
+                {"accepted": 400, "duplicates": 0},
+                {"accepted": 0, "duplicates": 400},
+            ):
+                assert uploader.post("/v1/reports", json={"reports": batch}).json() == expected
+            (stored,) = read_sums(database, load, [period])
+            ys = [r["payload"] for r in first + batch[:300]]
+            assert stored.n == 302 and stored.total == pytest.approx(math.fsum(ys), rel=1e-12)
+            assert _stored(url)[1] == 402
     finally:
         server.stop()

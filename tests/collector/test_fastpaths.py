@@ -9,14 +9,15 @@ sums a batch precomputes must equal summing its rows period by period.
 from __future__ import annotations
 
 import base64
+import math
 import string
 from typing import Any
 
 import numpy as np
 import pytest
-from deniable.client.mechanisms import make_mechanism
+from deniable.client.mechanisms import make_mechanism, make_numeric_mechanism
 from deniable.collector.schemas import REPORT_PARSER, Report
-from deniable.collector.storage.ingest import MetricRows
+from deniable.collector.storage.ingest import MetricRows, NumericRows
 from deniable.collector.validation import canonical_check
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -26,6 +27,10 @@ from tests.support import FastRandomness
 
 MECHANISMS = [make_mechanism(name, k, 1.0) for name, k in [("oue", 100), ("oue", 8), ("oue", 3)]]
 MECHANISMS += [make_mechanism("krr", 5, 1.0), make_mechanism("brr", 2, 1.0)]
+NUMERIC = [
+    make_numeric_mechanism(name, eps)
+    for name, eps in [("duchi", 1.0), ("pm", 1.0), ("hybrid", 2.0), ("hybrid", 0.5)]
+]
 
 B64 = string.ascii_letters + string.digits + "+/="
 payloads = st.one_of(
@@ -36,6 +41,9 @@ payloads = st.one_of(
     st.binary(max_size=16).map(lambda b: base64.b64encode(b).decode()),
     st.dictionaries(st.sampled_from("aby"), st.integers(0, 9)),
     st.none(),
+    st.floats(min_value=-20, max_value=20),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([m.bound for m in NUMERIC] + [-m.bound * (1 + 1e-12) for m in NUMERIC]),
 )
 
 
@@ -46,7 +54,7 @@ def _parsed(mechanism: Any, payload: Any) -> Any:
         return ValueError
 
 
-@pytest.mark.parametrize("mechanism", MECHANISMS, ids=repr)
+@pytest.mark.parametrize("mechanism", MECHANISMS + NUMERIC, ids=repr)
 @settings(max_examples=300, deadline=None)
 @given(payload=payloads)
 def test_canonical_check_accepts_only_what_parse_payload_returns_unchanged(
@@ -63,6 +71,15 @@ def test_canonical_check_takes_the_randomized_payloads(mechanism: Any) -> None:
     check = canonical_check(mechanism)
     reports = [mechanism.randomize(source.randbelow(mechanism.k), source) for _ in range(200)]
     assert all(check(p) for p in reports)
+
+
+@pytest.mark.parametrize("mechanism", NUMERIC, ids=repr)
+def test_canonical_check_takes_the_randomized_numeric_payloads(mechanism: Any) -> None:
+    source = FastRandomness(4)
+    check = canonical_check(mechanism)
+    reports = [mechanism.randomize(2 * source.random() - 1, source) for _ in range(300)]
+    assert all(check(y) for y in reports)
+    assert not any(check(y) for y in (math.nan, math.inf, 2 * mechanism.bound, 1))
 
 
 @pytest.mark.parametrize("payload", ["AR==", "AQ=", "AQ==\n", " AQ==", "AQ==AQ==", "AQE="])
@@ -136,3 +153,27 @@ def test_period_sums_match_a_loop_over_periods(case: tuple[list[str], Any, Any])
         got = {key: (n, sums.tolist()) for key, (n, sums) in rows.counts("m", selected).items()}
         assert got == expected
         assert all(sums.dtype == np.int64 for _, sums in rows.counts("m", selected).values())
+
+
+@settings(max_examples=300, deadline=None)
+@given(case=grouped_rows(), data=st.data())
+def test_numeric_sums_match_a_loop_over_periods(
+    case: tuple[list[str], Any, Any], data: Any
+) -> None:
+    """``NumericRows.sums`` (one bincount per statistic) equals summing period by period."""
+    periods, _, mask = case
+    ys = data.draw(
+        st.lists(st.floats(-5, 5), min_size=len(periods), max_size=len(periods)), label="ys"
+    )
+    index: dict[str, int] = {}
+    codes = np.array([index.setdefault(p, len(index)) for p in periods], dtype=np.int64)
+    rows = NumericRows(np.arange(len(periods)), list(index), codes, np.array(ys, dtype=float))
+    for selected in (None, mask):
+        chosen = [True] * len(periods) if selected is None else selected.tolist()
+        got = rows.sums("m", selected)
+        assert set(got) == {("m", p) for p, c in zip(periods, chosen, strict=True) if c}
+        for (_, period), (n, total, squares) in got.items():
+            picked = [y for y, p, c in zip(ys, periods, chosen, strict=True) if c and p == period]
+            assert n == len(picked)
+            assert total == pytest.approx(math.fsum(picked), rel=1e-12, abs=1e-12)
+            assert squares == pytest.approx(math.fsum(y * y for y in picked), rel=1e-12, abs=1e-12)

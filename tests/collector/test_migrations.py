@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import uuid
 from typing import Any
 
 import pytest
@@ -12,13 +13,18 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from deniable.client import MetricSpec
 from deniable.collector import migrate
-from deniable.collector.storage import open_database
+from deniable.collector.storage import open_database, read_sums
 from deniable.collector.storage.engine import normalize_url
-from deniable.collector.storage.ingest import payload_text
+from deniable.collector.storage.ingest import (
+    ValidReport,
+    payload_text,
+    prepare_batch,
+    store_batches,
+)
 from deniable.collector.storage.migrator import alembic_config, run_locked
 from deniable.collector.storage.queries import register_spec
 from deniable.collector.storage.tables import metadata, reports
-from sqlalchemy import Connection, create_engine, select, text
+from sqlalchemy import Connection, create_engine, inspect, select, text
 
 from tests.support import (
     INGEST_KEY,
@@ -147,3 +153,54 @@ def test_archived_at_migration_keeps_the_registry_both_ways(
     assert rows == [(spec.name, spec.fingerprint)]
     migrate(url)
     assert_schema_is_the_tables(url)
+
+
+def test_numeric_sums_migration_adds_and_drops_its_table_only(
+    databases: DatabaseFactory, backend: str
+) -> None:
+    """0004 creates ``numeric_sums`` beside a 0003 database's reports and counts, untouched
+    (a release without numeric metrics stores categorical batches exactly as before);
+    the downgrade drops it (numeric metrics' raw reports stay) and the upgrade makes it again."""
+    url = databases.new(backend)
+    migrate(url, "0003")
+    boolean = MetricSpec.boolean("before_numbers", epsilon=1.0)
+    period = TEST_NOW.date().isoformat()
+    stored = [ValidReport(str(uuid.uuid4()), boolean.name, period, v) for v in (0, 1, 1)]
+    database = open_database(url)
+    try:
+        register_spec(database, boolean, dt.datetime.now(dt.UTC))
+        store_batches(database, [prepare_batch(stored, {boolean.name: boolean}, TEST_NOW.date())])
+    finally:
+        database.dispose()
+    counts = text("SELECT metric, period, n FROM period_counts")
+    before = _rows(url, counts)
+    assert "numeric_sums" not in _tables(url)
+
+    migrate(url)
+    assert "numeric_sums" in _tables(url)
+    assert _rows(url, counts) == before
+    assert_schema_is_the_tables(url)
+    spec = MetricSpec.numeric("numbers", lower=0, upper=1, epsilon=1.0, mechanism="pm")
+    database = open_database(url)
+    try:
+        register_spec(database, spec, dt.datetime.now(dt.UTC))
+        batch = [ValidReport(str(uuid.uuid4()), spec.name, period, y) for y in (0.5, -1.25, 2.0)]
+        store_batches(database, [prepare_batch(batch, {spec.name: spec}, TEST_NOW.date())])
+        assert read_sums(database, spec, [period])[0].n == 3
+    finally:
+        database.dispose()
+
+    _downgrade(url, "0003")
+    assert "numeric_sums" not in _tables(url)
+    assert len(_rows(url, text("SELECT id FROM reports"))) == 6
+    migrate(url)
+    assert_schema_is_the_tables(url)
+    assert _rows(url, text("SELECT n FROM numeric_sums")) == []
+
+
+def _tables(url: str) -> set[str]:
+    engine = create_engine(normalize_url(url))
+    try:
+        return set(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()

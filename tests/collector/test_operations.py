@@ -15,7 +15,7 @@ from alembic.migration import MigrationContext
 from deniable.client import MetricSpec
 from deniable.collector import RefusedToServe, Settings, migrate
 from deniable.collector.serve import check_exposure, is_loopback
-from deniable.collector.storage import open_database
+from deniable.collector.storage import open_database, read_sums
 from deniable.collector.storage.engine import normalize_url
 from deniable.collector.storage.retention import purge_before
 from deniable.collector.storage.tables import metadata, reports
@@ -27,6 +27,7 @@ from tests.support import (
     DatabaseFactory,
     RunningCollector,
     collector_settings,
+    make_numeric_reports,
     make_reports,
     register,
     unique_name,
@@ -127,7 +128,7 @@ def test_migrations_match_the_tables_and_are_idempotent(
         with engine.connect() as conn:
             assert compare_metadata(MigrationContext.configure(conn), metadata) == []
             assert (
-                conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == "0003"
+                conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == "0004"
             )
     finally:
         engine.dispose()
@@ -234,5 +235,33 @@ def test_unreachable_database_is_503_not_500(databases: DatabaseFactory, backend
                 "/v1/reports", json={"reports": make_reports(spec, [1], "2026-11-21", seed=7)}
             )
             assert upload.status_code == 503
+    finally:
+        server.stop()
+
+
+def test_retention_deletes_old_numeric_reports_and_keeps_their_sums(
+    databases: DatabaseFactory, backend: str
+) -> None:
+    """Like counts, the numeric sums of a period outlive its raw reports: a mean over old
+    periods still reads them."""
+    url = databases.new(backend)
+    server = RunningCollector(collector_settings(url, retention_days=30)).start()
+    try:
+        with server.client(ADMIN_TOKEN) as admin:
+            spec = register(
+                admin, MetricSpec.numeric(unique_name("num"), lower=0, upper=1, epsilon=1.0)
+            )
+            old = make_numeric_reports(spec, [0.25] * 12, "2026-11-20", seed=1)
+            new = make_numeric_reports(spec, [0.75] * 3, "2026-11-21", seed=2)
+            assert admin.post("/v1/reports", json={"reports": old + new}).status_code == 202
+            database = server.app_state().database
+            periods = ["2026-11-20", "2026-11-21"]
+            before = read_sums(database, spec, periods)
+            assert [s.n for s in before] == [12, 3]
+            server.clock.advance(31)
+            done = admin.post("/v1/admin/retention", params={"before": "2026-11-21"})
+            assert done.json() == {"before": "2026-11-21", "deleted": 12}
+            assert raw_report_count(url, spec.name) == 3
+            assert read_sums(database, spec, periods) == before
     finally:
         server.stop()

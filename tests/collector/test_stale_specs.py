@@ -26,6 +26,7 @@ from deniable.collector.storage import migrate, open_database
 from deniable.collector.storage.engine import normalize_url
 from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_batches
 from deniable.collector.storage.queries import register_spec
+from deniable.collector.storage.tables import metadata
 from sqlalchemy import Engine, create_engine, text
 
 from tests.support import (
@@ -38,7 +39,8 @@ from tests.support import (
 )
 
 TODAY = "2026-11-21"
-TABLES = ("support_counts", "period_counts", "reports", "metrics", "alembic_version")
+TABLES = (*(table.name for table in reversed(metadata.sorted_tables)), "alembic_version")
+"""Every table of the schema (the collector's ``tables``) and Alembic's version table."""
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from .configuration import ADMIN_TOKEN, INGEST_KEY, collector_settings
 from .cpu import cpu_seconds, process_tree_cpu, total_cpu
 from .databases import BACKENDS, DatabaseFactory, require_postgres, scratch_database
 from .http_clients import authorized_client
-from .metrics import make_reports, register, register_all, unique_name
+from .metrics import make_numeric_reports, make_reports, register, register_all, unique_name
 from .ports import LOOPBACK, free_port, loopback_url
 from .postgres import PG_ADMIN_URL, fresh_database, postgres_problem
 from .randomness import FastRandomness
@@ -49,6 +49,7 @@ __all__ = [
     "free_port",
     "fresh_database",
     "loopback_url",
+    "make_numeric_reports",
     "make_reports",
     "postgres_problem",
     "process_tree_cpu",

@@ -50,3 +50,22 @@ def make_reports(
         }
         for value in values
     ]
+
+
+def make_numeric_reports(
+    spec: MetricSpec, values: Sequence[float], period: str, seed: int
+) -> list[dict[str, Any]]:
+    """Reports of a numeric metric's true ``values`` (value units), scaled and randomized by
+    its real mechanism (seeded); fresh uuid4 ids, as :func:`make_reports`."""
+    rng = SeededRandomness(seed)
+    mechanism = spec.numeric_randomizer
+    return [
+        {
+            "id": str(uuid.uuid4()),
+            "metric": spec.name,
+            "fingerprint": spec.fingerprint,
+            "period": period,
+            "payload": mechanism.randomize(spec.scale(value), rng),
+        }
+        for value in values
+    ]
