@@ -3,7 +3,8 @@
 :class:`Recorder` resolves the period label, asks the ledger to admit the report, draws (or
 reuses, for memoized metrics) the randomized answer and queues it, all under one lock and with
 no I/O, so ``record()`` costs microseconds. The true value goes no further than this module:
-only its randomized payload is queued. The persister takes the queue away with :meth:`drain`.
+only its randomized payload is queued. A numeric metric's value is clamped and scaled to t in
+[-1, 1] first, and its memo is keyed by an HMAC of that t (see :meth:`.Ledger.memo_key`). The persister takes the queue away with :meth:`drain`.
 
 Before any spec is installed (a first start with the collector down), values are held in
 memory by a :class:`~.holding.Holding` and randomized, each in the period it was recorded in,
