@@ -41,7 +41,8 @@ class Ledger:
     """Budget counts per (metric, period), lifetime totals, and memoized randomized answers.
 
     Not thread-safe on its own: the client calls it under its single record lock.
-    Memo entries are keyed by HMAC-SHA256 over ``metric|fingerprint|index`` with a
+    Memo entries are keyed by HMAC-SHA256 over ``metric|fingerprint|index`` (for a numeric
+    metric ``metric|fingerprint|t=<t as float.hex>``, see :meth:`memo_key`) with a
     device-local secret, so the memo never holds a plain value. The secret lives in the same
     ``state_dir``, so whoever can read that whole directory can test which values have memo
     entries (as with any on-device memo, RAPPOR's included): keep it in app-private storage.
@@ -79,9 +80,21 @@ class Ledger:
             self._memo[key] = payload
             self._memo_sizes[metric] = self._memo_sizes.get(metric, 0) + 1
 
-    def memo_key(self, metric: str, fingerprint: str, index: int) -> str:
-        """The HMAC under which a memoized answer for this value is stored."""
-        message = f"{metric}|{fingerprint}|{index}".encode()
+    def memo_key(self, metric: str, fingerprint: str, value: int | float) -> str:
+        """The HMAC under which a memoized answer for this value is stored.
+
+        ``value`` is a category index (an ``int``: boolean, categorical, and histogram
+        metrics, whose categories are buckets) or a numeric metric's value after clamping and
+        scaling, t in [-1, 1] (a ``float``, written exactly as ``float.hex``, so two values
+        share an answer only when they are the same point on the metric's axis). Only the
+        HMAC is stored, never t: with the secret, a numeric value can be tested only by
+        guessing it exactly among all floats of the range, which is harder than testing the k
+        categories of a categorical metric.
+        """
+        if isinstance(value, float):
+            message = f"{metric}|{fingerprint}|t={value.hex()}".encode()
+        else:
+            message = f"{metric}|{fingerprint}|{value}".encode()
         return hmac.new(self._secret, message, hashlib.sha256).hexdigest()
 
     def admit(self, metric: str, period: str, epsilon: float, memoized: bool) -> bool:

@@ -17,8 +17,9 @@ from typing import Any, ClassVar
 from .errors import SpecError
 from .randomness import Randomness, system_randomness
 
-Payload = int | str | dict[str, int]
-"""A report's payload as it travels in JSON: an index, base64 bits, or an OLH triple."""
+Payload = int | float | str | dict[str, int]
+"""A report's payload as it travels in JSON: an index, base64 bits, an OLH triple, or a
+numeric metric's randomized number."""
 
 OLH_PRIME = 2**31 - 1
 """P of the OLH hash H(v) = ((a*v + b) mod P) mod g, part of the wire format."""
@@ -387,7 +388,10 @@ class NumericMechanism(ABC):
         """Return the payload as a float, or raise ``ValueError`` naming the problem."""
         if isinstance(payload, bool) or not isinstance(payload, int | float):
             raise ValueError("payload must be a number")
-        y = float(payload)
+        try:
+            y = float(payload)
+        except OverflowError:  # an int beyond any float
+            y = math.inf
         if not math.isfinite(y):
             raise ValueError("payload must be a finite number")
         if abs(y) > self.bound * (1 + 1e-9):

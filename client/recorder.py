@@ -3,7 +3,8 @@
 :class:`Recorder` resolves the period label, asks the ledger to admit the report, draws (or
 reuses, for memoized metrics) the randomized answer and queues it, all under one lock and with
 no I/O, so ``record()`` costs microseconds. The true value goes no further than this module:
-only its randomized payload is queued. The persister takes the queue away with :meth:`drain`.
+only its randomized payload is queued. A numeric metric's value is clamped and scaled to t in
+[-1, 1] first, and its memo is keyed by an HMAC of that t (see :meth:`.Ledger.memo_key`). The persister takes the queue away with :meth:`drain`.
 
 Before any spec is installed (a first start with the collector down), values are held in
 memory by a :class:`~.holding.Holding` and randomized, each in the period it was recorded in,
@@ -35,7 +36,12 @@ _UUID_BLOCK = 4096
 
 
 class _MetricState:
-    """Per-metric state precomputed once, so ``record()`` does dictionary lookups only."""
+    """Per-metric state precomputed once, so ``record()`` does dictionary lookups only.
+
+    :meth:`prepare` turns a recorded value into what the randomizer takes: a category index
+    (boolean, categorical, and histogram metrics, whose index is the value's bucket), or for a
+    numeric metric the value clamped to [lower, upper] and scaled to t in [-1, 1].
+    """
 
     __slots__ = (
         "epsilon",
@@ -44,6 +50,7 @@ class _MetricState:
         "kind",
         "memo_keys",
         "memoized",
+        "numeric",
         "randomize",
         "spec",
     )
@@ -54,14 +61,20 @@ class _MetricState:
         self.epsilon = spec.epsilon
         self.kind = spec.period
         self.memoized = memoized
-        self.randomize = spec.randomizer.randomize
+        self.numeric = spec.type == "numeric"
+        self.randomize: Callable[[Any, Randomness], Payload] = (
+            spec.numeric_randomizer.randomize if self.numeric else spec.randomizer.randomize
+        )
         self.memo_keys: list[str | None] = [None] * spec.k  # HMACs, made on first use
         self.index: dict[Any, int] = (
-            {} if spec.type == "boolean" else {c: i for i, c in enumerate(spec.categories)}
+            {} if spec.type != "categorical" else {c: i for i, c in enumerate(spec.categories)}
         )
 
-    def index_of(self, value: Any) -> int:
-        """The category index; :class:`~.errors.InvalidInput` names the metric, never the value."""
+    def prepare(self, value: Any) -> int | float:
+        """The category index, or a numeric metric's t; :class:`~.errors.InvalidInput` names
+        the metric, never the value."""
+        if self.numeric:
+            return self.spec.scale(value)
         if self.spec.type == "boolean":
             if value is True:
                 return 1
@@ -72,6 +85,16 @@ class _MetricState:
             if index is not None:
                 return index
         return self.spec.index_of(value)
+
+    def memo_key(self, ledger: Ledger, metric: str, prepared: int | float) -> str:
+        """The memo key of a prepared value: cached per category index; for a numeric t made
+        afresh (the values are unbounded, so a cache would grow without end)."""
+        if self.numeric:
+            return ledger.memo_key(metric, self.fingerprint, prepared)
+        key = self.memo_keys[prepared]  # type: ignore[index]
+        if key is None:
+            key = self.memo_keys[prepared] = ledger.memo_key(metric, self.fingerprint, prepared)  # type: ignore[index]
+        return key
 
 
 class Recorder:
@@ -143,12 +166,12 @@ class Recorder:
         try:
             if state is None:
                 raise InvalidInput(f"metric {held.metric}: the collector serves no spec for it")
-            index = state.index_of(held.value)
+            prepared = state.prepare(held.value)
         except InvalidInput as exc:
             self._counters.dropped_held += 1
             log.warning("dropped a value held until specs arrived: %s", exc)
             return
-        self._admit(held.metric, state, index, period_label(state.kind, held.moment))
+        self._admit(held.metric, state, prepared, period_label(state.kind, held.moment))
 
     @property
     def metrics(self) -> dict[str, MetricSpec]:
@@ -177,7 +200,7 @@ class Recorder:
         state = self._metrics.get(metric)
         if state is None:
             return self._unknown(metric, value)
-        index = state.index_of(value)
+        prepared = state.prepare(value)
         with self._lock:
             if self.closed:
                 return False
@@ -185,10 +208,11 @@ class Recorder:
                 period = self._labels[state.kind]
             else:
                 period = self._period_labels()[state.kind]
-            return self._admit(metric, state, index, period)
+            return self._admit(metric, state, prepared, period)
 
-    def _admit(self, metric: str, state: _MetricState, index: int, period: str) -> bool:
-        """Ask the ledger to admit a report of ``index`` in ``period``; if it does, randomize
+    def _admit(self, metric: str, state: _MetricState, prepared: int | float, period: str) -> bool:
+        """Ask the ledger to admit a report of ``prepared`` (a category index or a numeric
+        metric's t, see :meth:`_MetricState.prepare`) in ``period``; if it does, randomize
         and queue it (under the lock). A refusal is logged once per metric and period."""
         counters = self._counters
         if not self._ledger.admit(metric, period, state.epsilon, state.memoized):
@@ -202,7 +226,7 @@ class Recorder:
                     self._ledger.refusal(metric, state.epsilon, state.memoized),
                 )
             return False
-        payload = self._randomized(metric, state, index)
+        payload = self._randomized(metric, state, prepared)
         pending = self.pending
         if len(pending) >= self._max_queue:
             pending.popleft()
@@ -211,17 +235,15 @@ class Recorder:
         counters.admitted += 1
         return True
 
-    def _randomized(self, metric: str, state: _MetricState, index: int) -> Payload:
-        """A fresh randomized answer for ``index``, or the remembered one of a memoized metric
-        (under the lock)."""
+    def _randomized(self, metric: str, state: _MetricState, prepared: int | float) -> Payload:
+        """A fresh randomized answer for ``prepared``, or the remembered one of a memoized
+        metric (under the lock)."""
         if not state.memoized:
-            return state.randomize(index, self._rng)
-        key = state.memo_keys[index]
-        if key is None:
-            key = state.memo_keys[index] = self._ledger.memo_key(metric, state.fingerprint, index)
+            return state.randomize(prepared, self._rng)
+        key = state.memo_key(self._ledger, metric, prepared)
         payload = self._ledger.memoized(key)
         if payload is None:
-            payload = state.randomize(index, self._rng)
+            payload = state.randomize(prepared, self._rng)
             self._ledger.remember(metric, key, payload)
         return payload
 

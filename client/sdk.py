@@ -228,6 +228,8 @@ class Client:
     def record(self, metric: str, value: Any) -> bool:
         """Randomize ``value`` for ``metric`` and queue the report; no network I/O.
 
+        ``value`` is a bool (boolean metrics), a category name (categorical) or a number
+        (numeric: clamped to [lower, upper] and scaled; histogram: counted in its bucket).
         Returns ``True`` if a report was queued (or, before any spec has arrived from the
         collector, the value is held in memory until one does), ``False`` if the privacy
         budget (or an unknown metric in collector-served specs, or a full holding) kept it

@@ -13,6 +13,7 @@ import hashlib
 import itertools
 import json
 import math
+import numbers
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -89,10 +90,17 @@ def canonical_json(value: Any) -> str:
 
 
 def _finite_number(value: Any, what: str) -> float:
-    """``value`` as a finite float, or :class:`~.errors.SpecError` naming ``what``."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    """``value`` as a finite float, or :class:`~.errors.SpecError` naming ``what`` (an int
+    too large for a float counts as infinite)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise SpecError(f"{what} must be a finite number")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise SpecError(f"{what} must be a finite number")
+    return number
 
 
 def _number_text(x: float) -> str:
@@ -133,6 +141,8 @@ class MetricSpec:
             )
         if self.period not in PERIOD_KINDS:
             raise SpecError(f"metric {self.name}: period must be one of day, week, month")
+        if not isinstance(self.mechanism, str):
+            raise SpecError(f"metric {self.name}: mechanism must be a name (a string)")
         if self.type == "numeric":
             self._resolve_numeric()
             return
@@ -149,6 +159,12 @@ class MetricSpec:
             raise SpecError(f"metric {self.name}: categories must be distinct")
         if len(categories) < 2:
             raise SpecError(f"metric {self.name}: needs at least 2 categories")
+        if self.mechanism in NUMERIC_MECHANISMS:
+            raise SpecError(
+                f"metric {self.name}: {self.mechanism} is a mechanism for numeric metrics;"
+                f" a {self.type} metric uses auto, krr, oue or olh"
+                + (" (or brr)" if self.type == "boolean" else "")
+            )
         if self.mechanism != "auto" and self.mechanism not in MECHANISMS:
             raise SpecError(
                 f"metric {self.name}: unknown mechanism; choose auto, brr, krr, oue or olh"
@@ -175,6 +191,13 @@ class MetricSpec:
         upper = _finite_number(self.upper, f"metric {self.name}: upper")
         if not lower < upper:
             raise SpecError(f"metric {self.name}: lower must be less than upper")
+        if not math.isfinite(upper - lower):
+            raise SpecError(f"metric {self.name}: upper - lower must be a finite number")
+        if self.mechanism in MECHANISMS:
+            raise SpecError(
+                f"metric {self.name}: {self.mechanism} is a mechanism for categories; a numeric"
+                " metric uses auto, duchi, pm or hybrid"
+            )
         if self.mechanism != "auto" and self.mechanism not in NUMERIC_MECHANISMS:
             raise SpecError(
                 f"metric {self.name}: unknown mechanism; choose auto, duchi, pm or hybrid"
@@ -269,14 +292,15 @@ class MetricSpec:
         data = {key: value for key, value in data.items() if value is not None}
         kind = data.get("type")
         categories = data.get("categories", BOOLEAN_CATEGORIES if kind == "boolean" else ())
-        if kind == "histogram":
-            categories = ()  # the bucket labels, derived from the edges
         if not isinstance(categories, list | tuple):
             raise SpecError("a metric spec's categories must be a list")
+        labels = None
+        if kind == "histogram":  # its categories are the bucket labels, derived from the edges
+            labels, categories = tuple(categories), ()
         edges = data.get("edges")
         if edges is not None and not isinstance(edges, list | tuple):
             raise SpecError(f"metric {data.get('name')}: edges must be a list of numbers")
-        return cls(
+        spec = cls(
             name=data.get("name"),  # type: ignore[arg-type]
             type=kind,  # type: ignore[arg-type]
             categories=tuple(categories),
@@ -287,6 +311,12 @@ class MetricSpec:
             upper=data.get("upper"),
             edges=tuple(edges) if edges is not None else None,
         )
+        if labels and labels != spec.categories:
+            raise SpecError(
+                f"metric {spec.name}: a histogram's categories are its bucket labels, derived"
+                " from its edges; these differ"
+            )
+        return spec
 
     @property
     def k(self) -> int:
@@ -310,6 +340,8 @@ class MetricSpec:
     def scale(self, value: Any) -> float:
         """A numeric metric's value clamped to [lower, upper] and mapped to t in [-1, 1];
         :class:`~.errors.InvalidInput` names the metric, never the value."""
+        if self.type != "numeric":
+            raise TypeError(f"metric {self.name} is not numeric")
         number = self._finite_value(value)
         lower, upper = self.lower, self.upper  # type: ignore[assignment]
         clamped = min(max(number, lower), upper)  # type: ignore[type-var]
@@ -322,11 +354,15 @@ class MetricSpec:
     def bucket_of(self, value: Any) -> int:
         """A histogram's bucket index for a number: below the first edge counts in the
         first bucket, above the last in the last."""
+        if self.type != "histogram":
+            raise TypeError(f"metric {self.name} is not a histogram")
         number = self._finite_value(value)
         return max(0, min(self.k - 1, bisect.bisect_right(self.edges, number) - 1))  # type: ignore[arg-type]
 
     def _finite_value(self, value: Any) -> float:
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        """A recorded number as a float: any real number but a bool (numpy's too), finite;
+        :class:`~.errors.InvalidInput` names the metric, never the value."""
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise InvalidInput(f"metric {self.name}: expects a number (int or float)")
         try:
             number = float(value)

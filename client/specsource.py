@@ -282,5 +282,11 @@ class SpecSource:
 
 
 def _describe(spec: MetricSpec) -> str:
-    """A spec's parameters in a few words, for messages (its categories are public)."""
-    return f"epsilon {spec.epsilon:g}, {spec.mechanism}, {spec.k} categories, per {spec.period}"
+    """A spec's parameters in a few words, for messages (its domain is public)."""
+    if spec.type == "numeric":
+        domain = f"[{spec.lower:g}, {spec.upper:g}]"
+    elif spec.type == "histogram":
+        domain = f"{spec.k} buckets"
+    else:
+        domain = f"{spec.k} categories"
+    return f"epsilon {spec.epsilon:g}, {spec.mechanism}, {domain}, per {spec.period}"

@@ -15,6 +15,7 @@ the payloads it stores with :func:`payload_text`.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 
 from .mechanisms import Payload
@@ -29,15 +30,22 @@ _encode_string = json.JSONEncoder().encode
 
 
 def payload_text(payload: Payload) -> str:
-    """The canonical JSON text of a payload (an index, a base64 string or an OLH object):
-    sorted keys, no spaces.
+    """The canonical JSON text of a payload (an index, a base64 string, an OLH object, or a
+    numeric metric's number): sorted keys, no spaces.
 
-    An OLH object of three integers is written directly (its keys are already in sorted
-    order), as the device does this once per report; anything else goes through ``json``.
+    A number is written as Python's ``repr``, the shortest text that reads back as the same
+    float, so a payload kept in the outbox or the memo is restored bit for bit; NaN and the
+    infinities have no JSON text and raise ``ValueError``. An OLH object of three integers is
+    written directly (its keys are already in sorted order), as the device does this once per
+    report; anything else goes through ``json``.
     """
     kind = type(payload)
     if kind is int:
         return str(payload)
+    if kind is float:
+        if not math.isfinite(payload):  # type: ignore[arg-type]
+            raise ValueError("a payload must be a finite number")
+        return repr(payload)
     if kind is str:
         return _encode_string(payload)
     if kind is dict and len(payload) == 3:  # type: ignore[arg-type]
@@ -47,9 +55,13 @@ def payload_text(payload: Payload) -> str:
     return json.dumps(payload, separators=(",", ":"), sort_keys=True)
 
 
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a JSON number")
+
+
 def parse_payload_text(text: str) -> Payload:
-    """The payload a :func:`payload_text` holds."""
-    payload: Payload = json.loads(text)
+    """The payload a :func:`payload_text` holds (NaN and the infinities are refused)."""
+    payload: Payload = json.loads(text, parse_constant=_no_constant)
     return payload
 
 

@@ -18,6 +18,22 @@ def test_client_import_pulls_in_no_heavy_module() -> None:
     assert out.stdout.strip() == ""
 
 
+def test_every_client_module_imports_only_the_standard_library_and_httpx() -> None:
+    """DESIGN.md: ``deniable.client`` depends on the standard library and httpx only. Every
+    module of ``client/`` (the numeric mechanisms and specs included) is scanned, so a new
+    import of scipy or numpy anywhere in the SDK fails here even if nothing imports it yet."""
+    modules = sorted((ROOT / "client").rglob("*.py"))
+    assert {"mechanisms.py", "spec.py", "recorder.py", "wire.py"} <= {p.name for p in modules}
+    offenders = []
+    for path in modules:
+        for module in _imported_modules(path, "deniable.client"):
+            top = module.split(".")[0]
+            allowed = top in sys.stdlib_module_names or top == "httpx" or top == "__future__"
+            if not allowed and not module.startswith("deniable.client"):
+                offenders.append(f"{path.relative_to(ROOT)} imports {module}")
+    assert not offenders, offenders
+
+
 def test_every_source_folder_is_a_packaged_subpackage() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     listed = set(config["packages"])

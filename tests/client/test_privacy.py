@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import math
 import uuid
 from pathlib import Path
 
 import pytest
 from deniable.client import Client, MetricSpec
 
+from tests.support import free_port
 from tests.support.stub_collector import running
 
 MARK = f"zqx{uuid.uuid4().hex[:12]}"
@@ -86,3 +88,81 @@ def test_true_values_appear_in_no_body_file_log_or_exception(
     assert len(errors) == 15
     for message in errors:
         assert _leaks(message.encode()) == []
+
+
+TRUE_NUMBER = 4817.263
+NUMBER_SPECS = [
+    MetricSpec.numeric("secret_pm", lower=0, upper=5000, epsilon=1.0, mechanism="pm"),
+    MetricSpec.numeric("secret_duchi", lower=0, upper=5000, epsilon=0.5, mechanism="duchi"),
+    MetricSpec.numeric("secret_hybrid", lower=0, upper=5000, epsilon=2.0, mechanism="hybrid"),
+    MetricSpec.histogram("secret_hist", [0, 100, 1000, 4000, 9000], epsilon=1.0, mechanism="oue"),
+]
+_T = NUMBER_SPECS[0].scale(TRUE_NUMBER)
+NUMBER_NEEDLES = ["4817.26", "4817,26", repr(_T), repr(_T)[:8], _T.hex(), TRUE_NUMBER.hex()]
+"""The true value as any program would write it, and its point on the metric's axis (the
+memo keys on it, so it must not be written either)."""
+
+
+def test_true_numbers_appear_in_no_body_file_log_or_exception(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    moment = [dt.datetime(2026, 9, 1, tzinfo=dt.UTC)]
+    errors: list[str] = []
+    port = free_port()
+    with caplog.at_level(logging.DEBUG):
+        # Served specs, first recorded while the collector is down: the values are held.
+        served = Client(
+            f"http://127.0.0.1:{port}",
+            state_dir=tmp_path / "served",
+            memoize={"secret_pm", "secret_hist"},
+            clock=lambda: moment[0],
+            backoff_base=0.02,
+        )
+        for spec in NUMBER_SPECS:
+            assert served.record(spec.name, TRUE_NUMBER)
+        assert served.stats.held == len(NUMBER_SPECS)
+        with running(NUMBER_SPECS, port=port) as stub:
+            stub.fail_503 = 1
+            stub.drop_ack = 1
+            client = Client(
+                stub.url,
+                state_dir=tmp_path / "coded",
+                metrics=NUMBER_SPECS,
+                memoize={"secret_pm", "secret_hist"},
+                max_reports_per_period=2,
+                clock=lambda: moment[0],
+                batch_size=3,
+                backoff_base=0.02,
+            )
+            for day in range(4):
+                for spec in NUMBER_SPECS:
+                    assert client.record(spec.name, TRUE_NUMBER)
+                    if day:
+                        served.record(spec.name, TRUE_NUMBER)
+                moment[0] += dt.timedelta(days=1)
+            for bad in (str(TRUE_NUMBER), [TRUE_NUMBER], {"v": TRUE_NUMBER}, math.nan, True):
+                for spec in NUMBER_SPECS:
+                    with pytest.raises(ValueError) as info:
+                        client.record(spec.name, bad)
+                    assert spec.name in str(info.value)
+                    errors.append(str(info.value))
+            assert client.flush(timeout=10)
+            assert served.flush(timeout=10)
+            client.close()
+            served.close()
+    assert served.stats.dropped_held == 0
+    assert len(stub.stored) == 2 * 4 * len(NUMBER_SPECS)
+    for report in stub.stored.values():
+        assert report["payload"] != TRUE_NUMBER and report["payload"] != _T
+    for body in stub.bodies:
+        assert [n for n in NUMBER_NEEDLES if n.encode() in body] == []
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert len(files) >= 4
+    for path in files:
+        data = path.read_bytes()
+        assert [n for n in NUMBER_NEEDLES if n.encode() in data] == [], path.name
+    assert caplog.records, "DEBUG logging captured nothing: the search would be vacuous"
+    assert [n for n in NUMBER_NEEDLES if n in caplog.text] == []
+    assert len(errors) == 5 * len(NUMBER_SPECS)
+    for message in errors:
+        assert [n for n in NUMBER_NEEDLES if n in message] == []
