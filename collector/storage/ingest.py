@@ -10,8 +10,10 @@ metrics' rows on PostgreSQL): a collector's cached spec can be stale when the da
 dropped and migrated again underneath it, and a report the current spec does not accept, or
 of a metric no longer registered, must never be stored (:class:`.queries.SpecChanged`).
 
-``INSERT ... ON CONFLICT DO NOTHING RETURNING id`` tells which reports are new, so a resent
-report (across batches or twice in one batch) is counted once. Counts are upserted
+``INSERT ... ON CONFLICT DO NOTHING RETURNING`` tells which reports are new, so a resent
+report (across batches or twice in one batch) is counted once. A report is unique by its
+(metric, period, id), the reports table's primary key: a resent report always repeats all
+three, and new reports land in their period's part of the key, not all over one id index. Counts are upserted
 (``support = support + excluded.support``) in sorted key order, and every transaction locks
 metrics (shared, by name), then reports, then period counts, then support counts, so
 concurrent writers on PostgreSQL never deadlock. Numeric sums are upserted last, after the
@@ -358,7 +360,7 @@ def _sqlite_statements() -> tuple[Any, Any, Any]:
     insert = (
         sqlite.insert(reports)
         .from_select(_COLUMNS, _json_source(len(_COLUMNS) - 1, ids=True))
-        .on_conflict_do_nothing(index_elements=["id"])
+        .on_conflict_do_nothing(index_elements=["metric", "period", "id"])
     )
     n_stmt = sqlite.insert(period_counts).from_select(["metric", "period", "n"], _json_source(3))
     n_upsert = n_stmt.on_conflict_do_update(
@@ -436,24 +438,42 @@ def _upsert_counts(
 _SQLITE_LOOKUP_CHUNK = 900
 
 
-def _insert_new(connection: Connection, rows: list[InsertRow]) -> set[str]:
-    """SQLite: insert the rows whose id is not stored yet (rows sorted by id); return the new ids.
+ReportKey = tuple[str, str, str]
+"""What makes a report unique: (metric, period, id), the reports table's primary key."""
+
+
+def report_key(row: InsertRow) -> ReportKey:
+    """The key of an insert row."""
+    return row[1], row[2], row[0]
+
+
+def _insert_new(connection: Connection, rows: list[InsertRow]) -> set[ReportKey]:
+    """SQLite: insert the rows not stored yet (rows sorted by key); return the new keys.
 
     The transaction holds the database's only write lock (``BEGIN IMMEDIATE``), so looking
-    the ids up first and inserting the rest is exact (PostgreSQL: :data:`_PG_STORE`).
+    the keys up first (by primary key, one query per metric and period) and inserting the
+    rest is exact (PostgreSQL: :data:`_PG_STORE`).
     """
     if not rows:
         return set()
-    ids = [row[0] for row in rows]
-    seen: set[str] = set()
-    lookup = select(reports.c.id).where(reports.c.id.in_(bindparam("ids", expanding=True)))
-    for start in range(0, len(ids), _SQLITE_LOOKUP_CHUNK):
-        chunk = ids[start : start + _SQLITE_LOOKUP_CHUNK]
-        seen.update(connection.execute(lookup, {"ids": chunk}).scalars())
-    fresh = [row for row in rows if row[0] not in seen]
+    by_range: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for row in rows:
+        by_range[(row[1], row[2])].append(row[0])
+    seen: set[ReportKey] = set()
+    lookup = select(reports.c.id).where(
+        reports.c.metric == bindparam("metric"),
+        reports.c.period == bindparam("period"),
+        reports.c.id.in_(bindparam("ids", expanding=True)),
+    )
+    for (metric, period), ids in by_range.items():
+        for start in range(0, len(ids), _SQLITE_LOOKUP_CHUNK):
+            chunk = ids[start : start + _SQLITE_LOOKUP_CHUNK]
+            found = connection.execute(lookup, {"metric": metric, "period": period, "ids": chunk})
+            seen.update((metric, period, report_id) for report_id in found.scalars())
+    fresh = [row for row in rows if report_key(row) not in seen]
     if fresh:
         connection.execute(_SQLITE_INSERT, _sqlite_rows(fresh))
-    return {row[0] for row in fresh}
+    return {report_key(row) for row in fresh}
 
 
 def _sqlite_insert_if_all_new(connection: Connection, batches: Sequence[PreparedBatch]) -> bool:
@@ -489,8 +509,8 @@ WITH new AS (
         string_to_array(:payloads, :sep),
         string_to_array(:received, ',')::date[]
     )
-    ON CONFLICT (id) DO NOTHING
-    RETURNING id
+    ON CONFLICT (metric, period, id) DO NOTHING
+    RETURNING metric, period, id
 ), tally AS (
     SELECT count(*) AS n FROM new
 ), pc AS (
@@ -515,7 +535,9 @@ WITH new AS (
     ON CONFLICT (metric, period, category) DO UPDATE SET support = t.support + excluded.support
     {sc_returning}
 ){numeric}
-SELECT n, CASE WHEN n < :total THEN (SELECT array_agg(id::text) FROM new) END FROM tally
+SELECT n, CASE WHEN n < :total
+    THEN (SELECT array_agg(metric || :sep || period || :sep || id::text) FROM new) END
+FROM tally
 """
 
 _PG_NUMERIC = """, ns AS (
@@ -537,12 +559,12 @@ _PG_NUMERIC = """, ns AS (
 _PG_STORE = text(_PG_STATEMENT.format(sc_returning="", numeric=""))
 """PostgreSQL: a group's whole write as one statement (one round trip before the commit).
 
-``new`` inserts the group's distinct reports in id order and returns the new ids; if every
+``new`` inserts the group's distinct reports in key order and returns the new keys; if every
 report of the group is new (the usual case), ``pc`` then ``sc`` upsert the counts the
 request threads precomputed, in sorted key order: ``pc`` runs only once ``new`` is complete
 (it reads ``tally``) and ``sc`` only once ``pc`` is (it reads ``pc``), so the statement
 locks reports, then period counts, then support counts, like every other writer. Otherwise
-neither upsert writes a row, the statement returns the new ids, and the caller upserts
+neither upsert writes a row, the statement returns the new keys, and the caller upserts
 the counts of the new reports only. Each column travels as one text parameter split by
 ``string_to_array`` in the database: psycopg dumps a Python list into an array literal in
 Python, which cost more than the insert itself. (Were a separator ever inside a value, the
@@ -565,11 +587,11 @@ def _joined(values: Sequence[Any], sep: str = _SEP) -> str:
 
 def _pg_store(
     connection: Connection, batches: Sequence[PreparedBatch], ordered: list[InsertRow]
-) -> set[str] | None:
+) -> set[ReportKey] | None:
     """Insert the group's distinct reports and, if all are new, their counts (one statement).
 
     Returns None if every report of the group was new and its counts are stored, else the
-    new ids (the counts are then not written).
+    new keys (the counts are then not written).
     """
     total = sum(len(batch.rows) for batch in batches)
     n_rows, support_rows, sum_rows = _count_rows(batches, None)
@@ -605,8 +627,8 @@ def _pg_store(
             u_totals=_joined(u_totals, ","),
             u_squares=_joined(u_squares, ","),
         )
-    n, new_ids = connection.execute(statement, params).one()
-    return None if n == total else set(new_ids or ())
+    n, new_keys = connection.execute(statement, params).one()
+    return None if n == total else {tuple(key.split(_SEP)) for key in new_keys or ()}  # type: ignore[misc]
 
 
 def _insert(
@@ -615,36 +637,39 @@ def _insert(
     """Insert the group's new reports; each batch's mask of new reports, or None if all are,
     and whether the counts are stored already (PostgreSQL, every report new).
 
-    Each report id is inserted once, in sorted order across the whole group; a report is new
-    for its first occurrence (in batch order) if the id was not stored before, and a
-    duplicate everywhere else.
+    Each report is inserted once, in key order across the whole group; a report is new for
+    its first occurrence (in batch order) if its key was not stored before, and a duplicate
+    everywhere else.
     """
     if database.dialect == "sqlite" and _sqlite_insert_if_all_new(connection, batches):
         return None, False
-    first: dict[str, tuple[int, int]] = {}
+    first: dict[ReportKey, tuple[int, int]] = {}
     for b, batch in enumerate(batches):
-        for i, report in enumerate(batch.reports):
-            first.setdefault(report.id, (b, i))
+        for i, row in enumerate(batch.rows):
+            first.setdefault(report_key(row), (b, i))
     ordered = [batches[b].rows[i] for b, i in (first[key] for key in sorted(first))]
     if database.dialect == "sqlite":
-        new_ids = _insert_new(connection, ordered)
+        new_keys = _insert_new(connection, ordered)
     elif not ordered:
-        new_ids = set()
+        new_keys = set()
     else:
         pg_new = _pg_store(connection, batches, ordered)
         if pg_new is None:
             return None, True
-        new_ids = pg_new
-    if len(new_ids) == sum(len(batch.rows) for batch in batches):
+        new_keys = pg_new
+    if len(new_keys) == sum(len(batch.rows) for batch in batches):
         return None, False
-    return [
-        np.fromiter(
-            (r.id in new_ids and first[r.id] == (b, i) for i, r in enumerate(batch.reports)),
-            dtype=bool,
-            count=len(batch.reports),
+    masks = []
+    for b, batch in enumerate(batches):
+        keys = [report_key(row) for row in batch.rows]
+        masks.append(
+            np.fromiter(
+                (key in new_keys and first[key] == (b, i) for i, key in enumerate(keys)),
+                dtype=bool,
+                count=len(keys),
+            )
         )
-        for b, batch in enumerate(batches)
-    ], False
+    return masks, False
 
 
 def _expected_fingerprints(batches: Sequence[PreparedBatch]) -> dict[str, set[str]]:

@@ -10,7 +10,7 @@ import datetime as dt
 from collections.abc import Iterable
 
 from deniable.client.spec import MetricSpec, period_label
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, tuple_
 
 from .engine import Database
 from .tables import reports
@@ -29,13 +29,9 @@ def purge_before(
     deleted = 0
     for spec in specs:
         cut = period_label(spec.period, before)
-        victims = (
-            select(reports.c.id)
-            .where(reports.c.metric == spec.name, reports.c.period < cut)
-            .limit(batch_size)
-            .scalar_subquery()
-        )
-        stmt = delete(reports).where(reports.c.id.in_(victims))
+        key = (reports.c.metric, reports.c.period, reports.c.id)
+        victims = select(*key).where(reports.c.metric == spec.name, reports.c.period < cut)
+        stmt = delete(reports).where(tuple_(*key).in_(victims.limit(batch_size)))
         while True:
             with database.writing() as connection:
                 removed = connection.execute(stmt).rowcount

@@ -21,10 +21,10 @@ from sqlalchemy import (
     DateTime,
     Dialect,
     Double,
-    Index,
     Integer,
     LargeBinary,
     MetaData,
+    PrimaryKeyConstraint,
     String,
     Table,
     Text,
@@ -91,17 +91,21 @@ leaves the served list, but its reports stay (until retention) and its estimates
 reports = Table(
     "reports",
     metadata,
-    Column("id", ReportId, primary_key=True),
+    Column("id", ReportId, nullable=False),
     Column("metric", String(64), nullable=False),
     Column("period", String(10), nullable=False),
     Column("payload", Text, nullable=False),
     Column("received", Date, nullable=False),
-    Index(None, "metric", "period", "id"),
+    PrimaryKeyConstraint("metric", "period", "id"),
+    sqlite_with_rowid=False,
 )
-"""Raw randomized reports, append-only, unique by id (the idempotency key).
+"""Raw randomized reports, append-only, unique by (metric, period, id) (the idempotency key).
 
-Export pages walk a period in id order through the (metric, period, id) index: a seek per
-page, never a sort, and an order that says nothing about when or with what a report arrived.
+The key is the one index: a new report lands in its own period's part of it, so a day's
+ingestion touches that day's pages, not pages all over an index of every stored id (on
+SQLite the table is the key's B-tree, ``WITHOUT ROWID``). Export pages walk a period in id
+order through it: a seek per page, never a sort, and an order that says nothing about when
+or with what a report arrived.
 """
 
 period_counts = Table(

@@ -165,13 +165,7 @@ def test_numeric_sums_migration_adds_and_drops_its_table_only(
     migrate(url, "0003")
     boolean = MetricSpec.boolean("before_numbers", epsilon=1.0)
     period = TEST_NOW.date().isoformat()
-    stored = [ValidReport(str(uuid.uuid4()), boolean.name, period, v) for v in (0, 1, 1)]
-    database = open_database(url)
-    try:
-        register_spec(database, boolean, dt.datetime.now(dt.UTC))
-        store_batches(database, [prepare_batch(stored, {boolean.name: boolean}, TEST_NOW.date())])
-    finally:
-        database.dispose()
+    _store_at_0003(url, boolean, period, [0, 1, 1])
     counts = text("SELECT metric, period, n FROM period_counts")
     before = _rows(url, counts)
     assert "numeric_sums" not in _tables(url)
@@ -198,9 +192,73 @@ def test_numeric_sums_migration_adds_and_drops_its_table_only(
     assert _rows(url, text("SELECT n FROM numeric_sums")) == []
 
 
+def _store_at_0003(url: str, spec: MetricSpec, period: str, payloads: list[int]) -> None:
+    """Register ``spec`` and store reports with their period count in a revision-0003 schema,
+    as that release did (its reports were keyed by id alone, which today's ingest no longer
+    writes to)."""
+    database = open_database(url)
+    try:
+        register_spec(database, spec, dt.datetime.now(dt.UTC))
+    finally:
+        database.dispose()
+    engine = create_engine(normalize_url(url))
+    rows = [
+        {
+            "id": str(uuid.uuid4()),
+            "metric": spec.name,
+            "period": period,
+            "payload": str(payload),
+            "received": TEST_NOW.date(),
+        }
+        for payload in payloads
+    ]
+    try:
+        with engine.begin() as connection:
+            connection.execute(reports.insert(), rows)
+            connection.execute(
+                text("INSERT INTO period_counts (metric, period, n) VALUES (:m, :p, :n)"),
+                {"m": spec.name, "p": period, "n": len(rows)},
+            )
+    finally:
+        engine.dispose()
+
+
 def _tables(url: str) -> set[str]:
     engine = create_engine(normalize_url(url))
     try:
         return set(inspect(engine).get_table_names())
     finally:
         engine.dispose()
+
+
+def test_report_key_migration_keeps_every_report_and_exactly_once(
+    databases: DatabaseFactory, backend: str
+) -> None:
+    """0005 re-keys ``reports`` by (metric, period, id): every stored report survives the
+    upgrade and the downgrade, the schema is the tables', and a report stored before the
+    upgrade and resent after it is a duplicate."""
+    url = databases.new(backend)
+    migrate(url, "0003")
+    spec = MetricSpec.boolean("before_rekey", epsilon=1.0)
+    period = TEST_NOW.date().isoformat()
+    _store_at_0003(url, spec, period, [0, 1, 1, 0])
+    migrate(url, "0004")
+    everything = text("SELECT id, metric, period, payload FROM reports ORDER BY id")
+    before = _rows(url, everything)
+
+    migrate(url)
+    assert_schema_is_the_tables(url)
+    assert _rows(url, everything) == before
+    stored_id = str(_rows(url, select(reports.c.id))[0][0])
+    database = open_database(url)
+    try:
+        resent = [ValidReport(stored_id, spec.name, period, 1)]
+        fresh = [ValidReport(str(uuid.uuid4()), spec.name, period, 1)]
+        prepared = prepare_batch(resent + fresh, {spec.name: spec}, TEST_NOW.date())
+        [result] = store_batches(database, [prepared])
+    finally:
+        database.dispose()
+    assert (result.accepted, result.duplicates) == (1, 1)
+
+    _downgrade(url, "0004")
+    assert len(_rows(url, everything)) == len(before) + 1
