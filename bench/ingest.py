@@ -285,6 +285,7 @@ def run_backend(backend: str, args: argparse.Namespace, rows: list[list[str]]) -
                 extra = max(0, target - stored)
                 print(f"[{backend}] seeding {extra:,} more reports directly in the database ...")
                 seed_directly(url, spec, labels, extra)
+                stored += extra
                 for sent_to in (labels[-1:], labels):
                     fresh = build_bodies(spec, sent_to, int(args.seconds * 400), seed=len(rows))
                     stored = timed_ingest(collector, fresh, args, rows, backend, workers, stored)
