@@ -14,13 +14,30 @@ from typing import TYPE_CHECKING
 
 from deniable.client.lazy import lazy_exports
 
-from .choices import METHODS, POOLINGS, Method, Pooling
+from .choices import (
+    DEFAULT_QUANTILES,
+    METHODS,
+    POOLINGS,
+    Method,
+    Pooling,
+    check_numeric_method,
+    check_quantiles,
+)
 from .documents import (
+    AnyRangeEstimate,
+    AnySeries,
+    HistogramEstimate,
+    MeanRangeEstimate,
+    MeanSeries,
+    MeanSeriesPoint,
     MetricRange,
     RangeEstimate,
     Series,
     SeriesPoint,
     estimate_document,
+    histogram_document,
+    mean_document,
+    mean_series_document,
     series_document,
 )
 from .reportfile import (
@@ -69,6 +86,7 @@ __getattr__ = lazy_exports(
             "TooManyReports",
             "fewest_reports",
             "margin_of_error",
+            "mean_document",
             "mean_margin",
             "mean_reports_needed",
             "report_bytes",
@@ -84,14 +102,21 @@ __getattr__ = lazy_exports(
 )
 
 __all__ = [
+    "DEFAULT_QUANTILES",
     "MAX_REPORTS",
     "METHODS",
     "POOLINGS",
     "SPEC_METADATA_KEY",
+    "AnyRangeEstimate",
+    "AnySeries",
     "CategoryEstimate",
     "Estimate",
     "FileFormat",
+    "HistogramEstimate",
     "MeanEstimate",
+    "MeanRangeEstimate",
+    "MeanSeries",
+    "MeanSeriesPoint",
     "Method",
     "MetricRange",
     "PeriodCounts",
@@ -104,6 +129,8 @@ __all__ = [
     "StoredReport",
     "TooManyReports",
     "cdf_band",
+    "check_numeric_method",
+    "check_quantiles",
     "estimate",
     "estimate_document",
     "estimate_mean",
@@ -112,10 +139,13 @@ __all__ = [
     "fewest_reports",
     "file_format",
     "frame_of",
+    "histogram_document",
     "in_value_units",
     "margin_of_error",
+    "mean_document",
     "mean_margin",
     "mean_reports_needed",
+    "mean_series_document",
     "quantile_intervals",
     "read_embedded_spec",
     "read_report_file",
