@@ -75,7 +75,7 @@ if TYPE_CHECKING:
     from .frequency import estimate
     from .numeric import estimate_mean, in_value_units
     from .quantiles import cdf_band, estimate_quantiles, quantile_intervals
-    from .reports import estimate_reports, report_counts
+    from .reports import estimate_reports, report_counts, report_sums
     from .support import support_matrix
 
 __getattr__ = lazy_exports(
@@ -96,7 +96,7 @@ __getattr__ = lazy_exports(
         ".frequency": ("estimate",),
         ".numeric": ("estimate_mean", "in_value_units"),
         ".quantiles": ("cdf_band", "estimate_quantiles", "quantile_intervals"),
-        ".reports": ("estimate_reports", "report_counts"),
+        ".reports": ("estimate_reports", "report_counts", "report_sums"),
         ".support": ("support_matrix",),
     },
 )
@@ -152,6 +152,7 @@ __all__ = [
     "report_bytes",
     "report_columns",
     "report_counts",
+    "report_sums",
     "reports_needed",
     "series_document",
     "support_matrix",
