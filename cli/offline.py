@@ -8,7 +8,7 @@ FILE.json`` gives it. Reports made under another fingerprint are refused, never 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +16,15 @@ from typing import Any, Literal
 
 from deniable.client.errors import InvalidInput
 from deniable.client.spec import MetricSpec
-from deniable.estimators import Estimate, read_embedded_spec, read_report_file
+from deniable.estimators import (
+    Estimate,
+    PeriodSums,
+    QuantileInterval,
+    check_numeric_method,
+    check_quantiles,
+    read_embedded_spec,
+    read_report_file,
+)
 
 from .periods import check_range_size, resolve_range
 from .specs import spec_from_served
@@ -55,6 +63,26 @@ class FileReports:
 
         frame = self.frame if period is None else self.frame.filter(pl.col("period") == period)
         return estimate_reports(self.spec.randomizer, self.spec.categories, frame, **options)
+
+    def sums(self) -> list[PeriodSums]:
+        """A numeric metric's per-period sums of its reports' payloads, in label order."""
+        from deniable.estimators import report_sums
+
+        return report_sums(self.frame)
+
+    def quantiles(self, qs: Sequence[float], **options: Any) -> list[QuantileInterval]:
+        """A histogram's quantile intervals from every report (``confidence``, ``pooling``)."""
+        from deniable.estimators import estimate_quantiles, report_counts
+
+        counts = report_counts(self.spec.randomizer, self.frame)
+        return estimate_quantiles(
+            self.spec.randomizer,
+            self.spec.edges,  # type: ignore[arg-type]
+            counts,
+            qs,
+            confidence=options["confidence"],
+            pooling=options.get("pooling", "overlap-safe"),
+        )
 
     def labels(self) -> list[str]:
         """Every period label of first..last, reports or not (none if the range is unknown)."""
@@ -127,20 +155,53 @@ def fitting_progress(method: str) -> Iterator[Callable[[int, float], None] | Non
 
 
 def file_document(
-    kind: Literal["estimate", "series"], reports: FileReports, **options: Any
+    kind: Literal["estimate", "series"],
+    reports: FileReports,
+    quantiles: Sequence[float] | None = None,
+    **options: Any,
 ) -> dict[str, Any]:
     """The ``kind`` document (the API's shape) from ``reports``: the estimate pooled over them
     all, or one estimate per period of the range, periods without reports included.
 
     ``options`` are the estimate's (confidence, method, simultaneous, and pooling for
-    ``estimate``); an exact mle shows its progress on stderr.
+    ``estimate``); ``quantiles`` a histogram's (the defaults if none). A numeric metric's
+    documents carry its mean, from the sums of its reports' payloads. An exact mle shows its
+    progress on stderr.
     """
-    from deniable.estimators import estimate_document, series_document
+    from deniable.estimators import (
+        estimate_document,
+        histogram_document,
+        mean_document,
+        mean_series_document,
+        series_document,
+    )
 
-    name = reports.spec.name
+    spec = reports.spec
+    name = spec.name
+    if quantiles and spec.type != "histogram":
+        raise InvalidInput(f"quantiles are for histogram metrics; {name} is {spec.type}")
+    qs = check_quantiles(quantiles)
+    if spec.type == "numeric":
+        check_numeric_method(options.get("method", "unbiased"))
+        found = {period.period: period for period in reports.sums()}
+        labels = reports.labels()
+        periods = [found.get(label) or PeriodSums(label, 0, 0.0, 0.0) for label in labels]
+        if kind == "series":
+            return mean_series_document(spec, periods, confidence=options["confidence"])
+        return mean_document(
+            spec,
+            reports.first,
+            reports.last,
+            periods,
+            confidence=options["confidence"],
+            pooling=options.get("pooling", "overlap-safe"),
+        )
     with fitting_progress(options.get("method", "")) as progress:
         if kind == "estimate":
             result = reports.estimate(progress=progress, **options)
+            if spec.type == "histogram":
+                intervals = reports.quantiles(qs, **options)
+                return histogram_document(name, reports.first, reports.last, result, intervals)
             return estimate_document(name, reports.first, reports.last, result)
         points = [
             (label, reports.estimate(label, progress=progress, **options))

@@ -197,15 +197,31 @@ def choice_option(
 DEFAULT_METHOD = "consistent"
 """The CLI's estimate method: non-negative shares summing to 100% (docs/STATS.md section 4)."""
 
-method_option = choice_option(
+method_option = click.option(
     "--method",
-    METHODS,
-    "consistent (non-negative, sums to 100%), unbiased (may leave [0,1]: shown clipped into"
-    " its interval and marked) or mle (maximum likelihood).",
-    default=DEFAULT_METHOD,
+    type=click.Choice(METHODS),
+    default=None,
+    help="For shares: consistent (non-negative, sums to 100%; the default), unbiased (may leave"
+    " [0,1]: shown clipped into its interval and marked) or mle (maximum likelihood). A numeric"
+    " metric's mean has one estimator and takes no --method.",
 )
-"""--method, one of the estimators' :data:`~deniable.estimators.METHODS`, default
-:data:`DEFAULT_METHOD`."""
+"""--method, one of the estimators' :data:`~deniable.estimators.METHODS`; None when not given
+(:data:`DEFAULT_METHOD` for shares, nothing for a numeric metric's mean)."""
+
+QUANTILE = click.FloatRange(min=0, max=1, min_open=True, max_open=True)
+"""A quantile q strictly between 0 and 1."""
+
+quantiles_option = click.option(
+    "--quantile",
+    "-q",
+    "quantiles",
+    type=QUANTILE,
+    multiple=True,
+    metavar="Q",
+    help="Histogram metrics: a quantile to give an interval for, such as 0.95 (repeatable;"
+    " default 0.5, 0.9 and 0.99).",
+)
+"""--quantile Q (repeatable): a histogram's quantiles, strictly between 0 and 1."""
 
 pooling_option = choice_option(
     "--pooling",

@@ -15,6 +15,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
+from deniable.client.errors import InvalidInput
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -235,7 +236,9 @@ def estimate_notes(document: dict[str, Any]) -> list[str]:
 
 def estimate_table(document: dict[str, Any]) -> Table:
     """Per category: estimate, interval, estimated count and a whisker bar; sorted by estimate."""
-    rows = sorted_rows(document.get("estimates", []))
+    rows = document.get("estimates", [])
+    if "quantiles" not in document:
+        rows = sorted_rows(rows)
     scale = _scale(rows)
     headers = ["category", "estimate", f"{_pct_level(document)} interval", "est. count"]
     texts = [
@@ -277,9 +280,12 @@ def estimate_csv_rows(document: dict[str, Any]) -> list[list[Any]]:
 
 
 def print_estimate(document: dict[str, Any], fmt: str) -> None:
-    """Print an estimate document as a table, JSON, or CSV."""
+    """Print an estimate document as a table, JSON, or CSV: a numeric metric's mean, or the
+    shares (a histogram's in bucket order, then its quantiles)."""
     if fmt == "json":
         print_json(document)
+    elif "mean" in document:
+        print_mean(document, fmt)
     elif fmt == "csv":
         write_csv(csv_header("metric", "start", "end"), estimate_csv_rows(document))
     else:
@@ -288,6 +294,8 @@ def print_estimate(document: dict[str, Any], fmt: str) -> None:
         out.print(Text(head, style="bold"))
         out.print(Text(how, style="dim"))
         out.print(estimate_table(document))
+        if "quantiles" in document:
+            out.print(quantile_table(document))
 
 
 def series_names(
@@ -421,9 +429,171 @@ def print_series(
     """
     if fmt == "json":
         print_json(document)
+    elif "lower" in document:
+        if categories or top:
+            raise InvalidInput("a numeric metric has no categories: leave out --category and --top")
+        if fmt == "csv":
+            rows = [
+                mean_csv_row([document.get("metric"), e["period"]], document, e["n"], e["mean"])
+                for e in document["series"]
+            ]
+            write_csv(mean_csv_header("metric", "period"), rows)
+        else:
+            console().print(mean_series_chart(document))
     elif fmt == "csv":
         write_csv(csv_header("metric", "period"), series_csv_rows(document, categories, top))
     else:
         out = console()
         for table in series_charts(document, categories, top):
             out.print(table)
+
+
+MEAN_FIELDS = ("estimate", "std_error", "ci_low", "ci_high")
+"""A mean's fields, in the order CSV prints them (then its margin)."""
+
+
+def mean_margin(mean: dict[str, Any]) -> float | None:
+    """A mean's margin: half its interval's width (None without reports)."""
+    if mean.get("estimate") is None:
+        return None
+    return (float(mean["ci_high"]) - float(mean["ci_low"])) / 2
+
+
+def decimals_for(margin: float | None, lower: float, upper: float) -> int:
+    """Decimals that show a margin to two significant digits (the range's, without one)."""
+    spread = margin if margin else (upper - lower) / 100
+    if not spread or not math.isfinite(spread) or spread <= 0:
+        return 0
+    return max(0, min(9, 1 - math.floor(math.log10(spread))))
+
+
+def number(value: float | None, decimals: int) -> str:
+    """A value in the metric's units with thousands separators; an em dash when there is none."""
+    return "—" if value is None else f"{value:,.{decimals}f}"
+
+
+def mean_texts(mean: dict[str, Any], lower: float, upper: float) -> tuple[str, str, str]:
+    """The mean, "± margin" and "[low, high]", each in the metric's units."""
+    margin = mean_margin(mean)
+    places = decimals_for(margin, lower, upper)
+    return (
+        number(mean.get("estimate"), places),
+        "—" if margin is None else f"± {number(margin, places)}",
+        f"[{number(mean['ci_low'], places)}, {number(mean['ci_high'], places)}]",
+    )
+
+
+def mean_whisker(mean: dict[str, Any], lower: float, upper: float, width: int) -> Text:
+    """The interval as a whisker with a dot at the mean, on the axis lower..upper."""
+    estimate = mean.get("estimate")
+    return dot_with_whisker(
+        None if estimate is None else estimate - lower,
+        mean["ci_low"] - lower,
+        mean["ci_high"] - lower,
+        upper - lower,
+        width,
+    )
+
+
+def axis_label(lower: float, upper: float) -> str:
+    """The header of a chart column on the axis lower..upper."""
+    places = 0 if float(lower).is_integer() and float(upper).is_integer() else 2
+    return f"{number(lower, places)} … {number(upper, places)}"
+
+
+def mean_table(document: dict[str, Any]) -> Table:
+    """A numeric estimate: the mean, its margin, its interval and a whisker over the range."""
+    lower, upper = float(document["lower"]), float(document["upper"])
+    mean = document["mean"]
+    headers = ["mean", "margin", f"{_pct_level(document)} interval"]
+    texts = list(mean_texts(mean, lower, upper))
+    width = fit_bar(headers, [texts])
+    table = Table(expand=False)
+    for header in headers:
+        table.add_column(header, justify="right", no_wrap=True)
+    table.add_column(axis_label(lower, upper), no_wrap=True)
+    table.add_row(*texts, mean_whisker(mean, lower, upper, width))
+    if document.get("n", 0) == 0:
+        table.caption = (
+            f"no reports in this range: the interval is the whole range [{lower:g}, {upper:g}]"
+        )
+    else:
+        table.caption = f"values clamped to [{lower:g}, {upper:g}] on the device; the mean of the clamped values"
+    table.caption_justify = "left"
+    return table
+
+
+def quantile_table(document: dict[str, Any]) -> Table:
+    """A histogram's quantile intervals: between which bucket edges each quantile lies."""
+    table = Table(
+        title=f"quantiles · {_pct_level(document)} jointly (all at once)", title_justify="left"
+    )
+    table.add_column("quantile", justify="right", no_wrap=True)
+    table.add_column("lies between", justify="right", no_wrap=True)
+    for entry in document.get("quantiles", []):
+        table.add_row(f"p{entry['q'] * 100:g}", f"{entry['low']:,g} and {entry['high']:,g}")
+    table.caption = "bucket edges; a wider interval means the data cannot place it closer"
+    table.caption_justify = "left"
+    return table
+
+
+def mean_heading(document: dict[str, Any]) -> tuple[str, str]:
+    """Two lines saying what mean was estimated and over what, then how."""
+    head, _ = estimate_heading(document)
+    how = [f"n={document.get('n', 0):,}", f"{document.get('periods', 0)} period(s) with data"]
+    how.append(f"pooling {document.get('pooling')}")
+    how.append(f"{_pct_level(document)} interval")
+    return head, " · ".join(how)
+
+
+def mean_csv_header(*leading: str) -> tuple[str, ...]:
+    """The CSV header of numeric rows: ``leading``, how, the mean's fields and its margin."""
+    return (*leading, "n", "confidence", "lower", "upper", *MEAN_FIELDS, "margin")
+
+
+def mean_csv_row(
+    leading: list[Any], document: dict[str, Any], n: int, mean: dict[str, Any]
+) -> list[Any]:
+    """One numeric CSV row."""
+    how = [n, document.get("confidence"), document.get("lower"), document.get("upper")]
+    return [*leading, *how, *(mean.get(f) for f in MEAN_FIELDS), mean_margin(mean)]
+
+
+def print_mean(document: dict[str, Any], fmt: str) -> None:
+    """Print a numeric estimate document as a table or CSV (JSON is handled by the caller)."""
+    if fmt == "csv":
+        leading = [document.get(f) for f in ("metric", "start", "end")]
+        row = mean_csv_row(leading, document, document.get("n", 0), document["mean"])
+        write_csv(mean_csv_header("metric", "start", "end"), [row])
+        return
+    out = console()
+    head, how = mean_heading(document)
+    out.print(Text(head, style="bold"))
+    out.print(Text(how, style="dim"))
+    out.print(mean_table(document))
+
+
+def mean_series_chart(document: dict[str, Any]) -> Table:
+    """A numeric series: a row per period with its mean, margin, interval and whisker."""
+    lower, upper = float(document["lower"]), float(document["upper"])
+    table = Table(
+        title=f"{document.get('metric', '')} · mean · {_pct_level(document)} interval, per period",
+        title_justify="left",
+    )
+    headers = ["period", "n", "mean", "margin", "interval"]
+    rows = [(entry, mean_texts(entry["mean"], lower, upper)) for entry in document["series"]]
+    texts = [[str(entry["period"]), f"{entry.get('n', 0):,}", *shown] for entry, shown in rows]
+    width = fit_bar(headers, texts)
+    for header in headers:
+        table.add_column(header, justify="left" if header == "period" else "right", no_wrap=True)
+    table.add_column(axis_label(lower, upper), no_wrap=True)
+    for (entry, _), text in zip(rows, texts, strict=True):
+        chart = (
+            mean_whisker(entry["mean"], lower, upper, width)
+            if entry.get("n", 0)
+            else Text("no reports", style="dim")
+        )
+        table.add_row(*text, chart)
+    table.caption = f"● mean  ├─┤ {_pct_level(document)} interval  · marks along the axis"
+    table.caption_justify = "left"
+    return table

@@ -13,13 +13,16 @@ real fleet does. The reports that reach the collector are then distributed exact
 independent devices each running its own Client.
 
 True values are allocated exactly (largest remainder), then shuffled, so the realized shares
-equal the printed distribution up to rounding to whole devices.
+equal the printed distribution up to rounding to whole devices. Numeric and histogram metrics
+get numbers instead: lognormal load times (:func:`number_population`), clamped to the metric's
+range as the SDK clamps them, so the printed truth is what the devices report on.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import random
 import tempfile
 import time
@@ -108,31 +111,76 @@ def allocate(n: int, weights: Sequence[float], rng: random.Random) -> list[int]:
     return values
 
 
+LOGNORMAL_MEDIAN = 0.08
+"""Where the simulated numbers' median lies, as a fraction of the way from the range's low
+end to its high end (load times of 400 ms on [0, 5000])."""
+
+LOGNORMAL_SIGMA = 0.8
+"""The spread (sigma of the logarithm) of the simulated numbers."""
+
+
 @dataclass(frozen=True)
 class Population:
-    """The simulated devices' true values for one metric, and the shares they realize."""
+    """The simulated devices' true values for one metric, and the shares they realize.
+
+    ``values`` are category indices, or numbers (value units) for a numeric or histogram
+    metric.
+    """
 
     spec: Any
-    values: list[int]
+    values: list[Any]
+
+    @property
+    def numbers(self) -> bool:
+        """Whether the devices hold numbers (a numeric or histogram metric)."""
+        return self.spec.type in ("numeric", "histogram")
 
     @property
     def shares(self) -> dict[str, float]:
-        """The realized share of each category among the devices."""
+        """The realized share of each category (a histogram's buckets) among the devices."""
         n = len(self.values)
         counts = [0] * self.spec.k
         for v in self.values:
-            counts[v] += 1
+            counts[self.spec.bucket_of(v) if self.numbers else v] += 1
         return {c: counts[i] / n for i, c in enumerate(self.spec.categories)}
 
+    @property
+    def mean(self) -> float:
+        """The devices' mean value (numbers only)."""
+        return sum(self.values) / len(self.values)
+
+    def quantile(self, q: float) -> float:
+        """The devices' q-quantile, the least value with at least a share q at or below it."""
+        ordered = sorted(self.values)
+        return float(ordered[max(0, math.ceil(q * len(ordered)) - 1)])
+
     def record_value(self, device: int) -> Any:
-        """What device ``device`` passes to ``Client.record``: a bool or a category name."""
-        index = self.values[device]
-        return bool(index) if self.spec.type == "boolean" else self.spec.categories[index]
+        """What device ``device`` passes to ``Client.record``: a bool, a category name or a
+        number."""
+        value = self.values[device]
+        if self.numbers:
+            return value
+        return bool(value) if self.spec.type == "boolean" else self.spec.categories[value]
 
 
 def population(spec: Any, n: int, weights: Sequence[float], rng: random.Random) -> Population:
     """n devices whose values follow ``weights`` exactly (up to rounding)."""
     return Population(spec, allocate(n, weights, rng))
+
+
+def number_population(spec: Any, n: int, rng: random.Random) -> Population:
+    """n devices holding lognormal numbers (median :data:`LOGNORMAL_MEDIAN` of the way up the
+    range), clamped to a numeric metric's [lower, upper] or a histogram's outer edges."""
+    low, high = (
+        (spec.lower, spec.upper) if spec.type == "numeric" else (spec.edges[0], spec.edges[-1])
+    )
+    median = low + LOGNORMAL_MEDIAN * (high - low)
+    offset = median - low
+    values = [
+        min(high, max(low, low + offset * math.exp(rng.gauss(0.0, LOGNORMAL_SIGMA))))
+        for _ in range(n)
+    ]
+    return Population(spec, values)
 
 
 class RefusalWitness:

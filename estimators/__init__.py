@@ -14,13 +14,30 @@ from typing import TYPE_CHECKING
 
 from deniable.client.lazy import lazy_exports
 
-from .choices import METHODS, POOLINGS, Method, Pooling
+from .choices import (
+    DEFAULT_QUANTILES,
+    METHODS,
+    POOLINGS,
+    Method,
+    Pooling,
+    check_numeric_method,
+    check_quantiles,
+)
 from .documents import (
+    AnyRangeEstimate,
+    AnySeries,
+    HistogramEstimate,
+    MeanRangeEstimate,
+    MeanSeries,
+    MeanSeriesPoint,
     MetricRange,
     RangeEstimate,
     Series,
     SeriesPoint,
     estimate_document,
+    histogram_document,
+    mean_document,
+    mean_series_document,
     series_document,
 )
 from .reportfile import (
@@ -58,7 +75,7 @@ if TYPE_CHECKING:
     from .frequency import estimate
     from .numeric import estimate_mean, in_value_units
     from .quantiles import cdf_band, estimate_quantiles, quantile_intervals
-    from .reports import estimate_reports, report_counts
+    from .reports import estimate_reports, report_counts, report_sums
     from .support import support_matrix
 
 __getattr__ = lazy_exports(
@@ -69,6 +86,7 @@ __getattr__ = lazy_exports(
             "TooManyReports",
             "fewest_reports",
             "margin_of_error",
+            "mean_document",
             "mean_margin",
             "mean_reports_needed",
             "report_bytes",
@@ -78,20 +96,27 @@ __getattr__ = lazy_exports(
         ".frequency": ("estimate",),
         ".numeric": ("estimate_mean", "in_value_units"),
         ".quantiles": ("cdf_band", "estimate_quantiles", "quantile_intervals"),
-        ".reports": ("estimate_reports", "report_counts"),
+        ".reports": ("estimate_reports", "report_counts", "report_sums"),
         ".support": ("support_matrix",),
     },
 )
 
 __all__ = [
+    "DEFAULT_QUANTILES",
     "MAX_REPORTS",
     "METHODS",
     "POOLINGS",
     "SPEC_METADATA_KEY",
+    "AnyRangeEstimate",
+    "AnySeries",
     "CategoryEstimate",
     "Estimate",
     "FileFormat",
+    "HistogramEstimate",
     "MeanEstimate",
+    "MeanRangeEstimate",
+    "MeanSeries",
+    "MeanSeriesPoint",
     "Method",
     "MetricRange",
     "PeriodCounts",
@@ -104,6 +129,8 @@ __all__ = [
     "StoredReport",
     "TooManyReports",
     "cdf_band",
+    "check_numeric_method",
+    "check_quantiles",
     "estimate",
     "estimate_document",
     "estimate_mean",
@@ -112,16 +139,20 @@ __all__ = [
     "fewest_reports",
     "file_format",
     "frame_of",
+    "histogram_document",
     "in_value_units",
     "margin_of_error",
+    "mean_document",
     "mean_margin",
     "mean_reports_needed",
+    "mean_series_document",
     "quantile_intervals",
     "read_embedded_spec",
     "read_report_file",
     "report_bytes",
     "report_columns",
     "report_counts",
+    "report_sums",
     "reports_needed",
     "series_document",
     "support_matrix",

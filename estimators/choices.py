@@ -6,6 +6,7 @@ its options and the API in its parameters: one definition, importable without nu
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal, get_args
 
 from deniable.client.errors import InvalidInput
@@ -20,6 +21,9 @@ Pooling = Literal["overlap-safe", "independent"]
 POOLINGS: tuple[str, ...] = get_args(Pooling)
 """Every :data:`Pooling`, the default first."""
 
+DEFAULT_QUANTILES: tuple[float, ...] = (0.5, 0.9, 0.99)
+"""The quantiles a histogram's estimate gives intervals for unless others are asked for."""
+
 
 def check_options(confidence: float, method: str, pooling: str) -> float:
     """Validate the options shared by every estimate; return the confidence as a float."""
@@ -32,3 +36,30 @@ def check_options(confidence: float, method: str, pooling: str) -> float:
     if pooling not in POOLINGS:
         raise InvalidInput(f"unknown pooling {pooling!r}: choose one of {', '.join(POOLINGS)}")
     return float(confidence)
+
+
+MAX_QUANTILES = 20
+"""The most quantiles one estimate gives intervals for."""
+
+
+def check_quantiles(qs: Sequence[float] | None) -> tuple[float, ...]:
+    """The quantiles asked for (:data:`DEFAULT_QUANTILES` if none), each strictly between 0
+    and 1; raises :class:`InvalidInput` otherwise."""
+    if not qs:
+        return DEFAULT_QUANTILES
+    if len(qs) > MAX_QUANTILES:
+        raise InvalidInput(f"at most {MAX_QUANTILES} quantiles at once")
+    for q in qs:
+        if isinstance(q, bool) or not isinstance(q, int | float) or not 0.0 < float(q) < 1.0:
+            raise InvalidInput(f"quantile {q!r}: each q must be strictly between 0 and 1")
+    return tuple(float(q) for q in qs)
+
+
+def check_numeric_method(method: str) -> None:
+    """Refuse a method other than ``unbiased`` for a numeric metric's mean: the methods are
+    ways to make shares consistent, and a mean has one estimator."""
+    if method != "unbiased":
+        raise InvalidInput(
+            f"method {method!r} is for shares; a numeric metric's mean has one estimator"
+            " (unbiased): leave the method out"
+        )

@@ -6,15 +6,24 @@ Each document has one builder here, used by the collector's routes and by the CL
 estimates, so online and offline answers have the same shape by construction. The dataclasses
 are the API's response models too (pydantic reads standard dataclasses), so the OpenAPI
 document describes exactly what these builders return.
+
+Three shapes, by metric type (DESIGN.md, "Numeric and histogram metrics"): a boolean or
+categorical estimate (:class:`RangeEstimate`) has ``estimates``, one row per category; a
+histogram's (:class:`HistogramEstimate`) is that plus ``quantiles``; a numeric metric's
+(:class:`MeanRangeEstimate`) has ``mean`` in value units with ``lower`` and ``upper`` instead.
+A numeric series (:class:`MeanSeries`) carries ``mean`` per period the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING, Any
 
-from .results import CategoryEstimate, Estimate
+from .results import CategoryEstimate, Estimate, MeanEstimate, PeriodSums, QuantileInterval
+
+if TYPE_CHECKING:
+    from deniable.client.spec import MetricSpec
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,38 @@ class RangeEstimate(Estimate, MetricRange):
 
 
 @dataclass(frozen=True)
+class HistogramEstimate(RangeEstimate):
+    """A histogram's estimate: its buckets' shares as for a categorical metric, plus an
+    interval (bucket edges, value units) for each quantile asked for, jointly at
+    ``confidence`` whatever ``simultaneous`` says of the shares."""
+
+    quantiles: list[QuantileInterval] = field(kw_only=True)
+
+
+@dataclass(frozen=True)
+class MeanRangeEstimate(MetricRange):
+    """The mean of a numeric metric over the periods start..end, in value units.
+
+    ``n`` counts the reports and ``periods`` the periods with reports; ``mean`` lies within
+    [``lower``, ``upper``], its estimate and standard error null without reports.
+    """
+
+    mechanism: str
+    epsilon: float
+    n: int
+    periods: int
+    confidence: float
+    pooling: str
+    lower: float
+    upper: float
+    mean: MeanEstimate
+
+
+AnyRangeEstimate = HistogramEstimate | MeanRangeEstimate | RangeEstimate
+"""The estimate document of any metric type (the estimate route's response model)."""
+
+
+@dataclass(frozen=True)
 class SeriesPoint:
     """One period's own estimate in a series; a period without reports has n = 0."""
 
@@ -57,6 +98,30 @@ class Series:
     method: str
     simultaneous: bool
     series: list[SeriesPoint]
+
+
+@dataclass(frozen=True)
+class MeanSeriesPoint:
+    """One period's own mean in a numeric series; a period without reports has n = 0."""
+
+    period: str
+    n: int
+    mean: MeanEstimate
+
+
+@dataclass(frozen=True)
+class MeanSeries:
+    """One mean per period of a numeric metric, oldest first, in value units."""
+
+    metric: str
+    confidence: float
+    lower: float
+    upper: float
+    series: list[MeanSeriesPoint]
+
+
+AnySeries = MeanSeries | Series
+"""The series document of any metric type (the series route's response model)."""
 
 
 def estimate_document(
@@ -79,3 +144,76 @@ def series_document(
     the order given, and the options every point was estimated with."""
     series = [SeriesPoint(label, estimate.n, estimate.estimates) for label, estimate in points]
     return asdict(Series(metric, confidence, method, simultaneous, series))
+
+
+def histogram_document(
+    metric: str,
+    start: str | None,
+    end: str | None,
+    estimate: Estimate,
+    quantiles: Sequence[QuantileInterval],
+) -> dict[str, Any]:
+    """The estimate document of histogram ``metric``: its buckets' ``estimate`` and the
+    ``quantiles`` intervals."""
+    values = {field.name: getattr(estimate, field.name) for field in fields(estimate)}
+    return asdict(
+        HistogramEstimate(metric=metric, start=start, end=end, quantiles=list(quantiles), **values)
+    )
+
+
+def mean_in_value_units(
+    spec: MetricSpec, periods: Sequence[PeriodSums], confidence: float, pooling: str
+) -> MeanEstimate:
+    """The mean of numeric ``spec`` over ``periods``, in value units; raises
+    :class:`~deniable.client.errors.InvalidInput` for bad options or sums."""
+    from .numeric import estimate_mean, in_value_units
+
+    result = estimate_mean(
+        spec.numeric_randomizer,
+        list(periods),
+        confidence=confidence,
+        pooling=pooling,  # type: ignore[arg-type]
+    )
+    return in_value_units(result, spec.lower, spec.upper)  # type: ignore[arg-type]
+
+
+def mean_document(
+    spec: MetricSpec,
+    start: str | None,
+    end: str | None,
+    periods: Sequence[PeriodSums],
+    *,
+    confidence: float,
+    pooling: str,
+) -> dict[str, Any]:
+    """The estimate document of numeric ``spec`` over start..end from its periods' sums."""
+    mean = mean_in_value_units(spec, periods, confidence, pooling)
+    return asdict(
+        MeanRangeEstimate(
+            metric=spec.name,
+            start=start,
+            end=end,
+            mechanism=spec.mechanism,
+            epsilon=spec.epsilon,
+            n=sum(period.n for period in periods),
+            periods=sum(1 for period in periods if period.n > 0),
+            confidence=confidence,
+            pooling=pooling,
+            lower=spec.lower,  # type: ignore[arg-type]
+            upper=spec.upper,  # type: ignore[arg-type]
+            mean=mean,
+        )
+    )
+
+
+def mean_series_document(
+    spec: MetricSpec, periods: Sequence[PeriodSums], *, confidence: float
+) -> dict[str, Any]:
+    """The series document of numeric ``spec``: each period's own mean, in the order given."""
+    points = [
+        MeanSeriesPoint(
+            period.period, period.n, mean_in_value_units(spec, [period], confidence, "overlap-safe")
+        )
+        for period in periods
+    ]
+    return asdict(MeanSeries(spec.name, confidence, spec.lower, spec.upper, points))  # type: ignore[arg-type]

@@ -39,13 +39,11 @@ import numpy as np
 from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import OLH, OUE, Mechanism
 
-from .choices import Pooling, check_options
+from .choices import DEFAULT_QUANTILES, Pooling, check_options
 from .consistency import is_krr
 from .frequency import period_arrays
 from .intervals import rate_interval, z_value
 from .results import PeriodCounts, QuantileInterval
-
-DEFAULT_QUANTILES = (0.5, 0.9, 0.99)
 
 
 def report_variance(mechanism: Mechanism, j: np.ndarray, cdf: np.ndarray) -> np.ndarray:

@@ -22,7 +22,7 @@ from .choices import Method, Pooling, check_options
 from .consistency import Progress, ibu
 from .frequency import estimate_with
 from .reportfile import payload_columns
-from .results import Estimate, PeriodCounts
+from .results import Estimate, PeriodCounts, PeriodSums
 from .support import index_support, olh_support, oue_bits
 
 CHUNK_ROWS = 50_000
@@ -117,6 +117,36 @@ def _validate(mechanism: Mechanism, frame: pl.DataFrame) -> None:
         _check_range(frame, "y", 0, mechanism.g - 1)
     elif frame.height and frame["payload"].dtype != pl.String:
         raise InvalidInput("oue report column 'payload' must be base64 strings")
+
+
+def report_sums(table: pl.DataFrame) -> list[PeriodSums]:
+    """Per-period sums (n, sum of y, sum of y^2) of a numeric metric's reports, whose
+    ``payload`` column holds y on the [-1, 1] axis; periods in label order.
+
+    The collector keeps the same sums as reports arrive, so the mean estimated from a file
+    equals the API's (up to the order of floating-point additions).
+    """
+    if "period" not in table.columns or "payload" not in table.columns:
+        raise InvalidInput("report table lacks column(s) period or payload")
+    if table.height == 0:
+        return []
+    if not table["payload"].dtype.is_float():
+        raise InvalidInput("report column 'payload' of a numeric metric must be numbers")
+    if table.select(["period", "payload"]).null_count().sum_horizontal().item():
+        raise InvalidInput("report table has missing (null) values")
+    grouped = (
+        table.group_by(pl.col("period").cast(pl.String))
+        .agg(
+            pl.len().alias("n"),
+            pl.col("payload").sum().alias("total"),
+            (pl.col("payload") * pl.col("payload")).sum().alias("total_squares"),
+        )
+        .sort("period")
+    )
+    return [
+        PeriodSums(row["period"], int(row["n"]), float(row["total"]), float(row["total_squares"]))
+        for row in grouped.iter_rows(named=True)
+    ]
 
 
 def report_counts(mechanism: Mechanism, table: pl.DataFrame | str | Path) -> list[PeriodCounts]:

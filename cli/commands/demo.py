@@ -1,8 +1,9 @@
 """``deniable demo``: a complete round trip with nothing set up, in well under 30 seconds.
 
-Starts a collector on a temporary SQLite database, registers a boolean and a categorical
-metric, has 20,000 simulated devices report both through the SDK, and prints each estimate
-beside the truth with its 95% simultaneous interval.
+Starts a collector on a temporary SQLite database, registers a boolean, a categorical, a
+numeric and a histogram metric, has 20,000 simulated devices report them all through the SDK,
+and prints each estimate beside the truth with its 95% (simultaneous) interval: shares, a
+mean, and a histogram's quantiles.
 """
 
 from __future__ import annotations
@@ -13,11 +14,22 @@ import time
 from typing import Any
 
 import click
+from deniable.estimators import DEFAULT_QUANTILES
 
 from ..api import CollectorAPI
 from ..options import DEFAULT_CONFIDENCE, format_option
 from ..progress import progress_bar
-from ..render import bar_with_whisker, console, fit_bar, interval, percent, print_json
+from ..render import (
+    axis_label,
+    bar_with_whisker,
+    console,
+    fit_bar,
+    interval,
+    mean_texts,
+    mean_whisker,
+    percent,
+    print_json,
+)
 from ..specs import spec_from_served
 
 DEMO_METRICS: tuple[dict[str, Any], ...] = (
@@ -30,8 +42,25 @@ DEMO_METRICS: tuple[dict[str, Any], ...] = (
         "mechanism": "auto",
         "period": "day",
     },
+    {
+        "name": "load_ms",
+        "type": "numeric",
+        "lower": 0,
+        "upper": 5000,
+        "epsilon": 1.0,
+        "mechanism": "auto",
+        "period": "day",
+    },
+    {
+        "name": "load_hist",
+        "type": "histogram",
+        "edges": [0, 100, 250, 500, 1000, 2000, 5000],
+        "epsilon": 1.0,
+        "mechanism": "auto",
+        "period": "day",
+    },
 )
-"""The two metrics the demo registers."""
+"""The metrics the demo registers."""
 
 DEMO_TRUTH: dict[str, list[float]] = {
     "dark_mode": [0.62, 0.38],
@@ -78,6 +107,76 @@ def _comparison_table(
     return table
 
 
+def _mean_table(spec: dict[str, Any], truth: float, document: dict[str, Any]) -> Any:
+    """A numeric metric's mean beside the truth, its interval drawn on the metric's range."""
+    from rich.table import Table
+
+    lower, upper = float(document["lower"]), float(document["upper"])
+    mean = document["mean"]
+    table = Table(
+        title=f"{spec['name']} · {document.get('mechanism')} ε={document.get('epsilon')} · "
+        f"n={document.get('n', 0):,} · mean · {DEFAULT_CONFIDENCE * 100:g}% interval",
+        title_justify="left",
+    )
+    headers = ["truth", "estimate", "margin", "interval", "truth inside"]
+    shown, margin, between = mean_texts(mean, lower, upper)
+    inside = mean["ci_low"] <= truth <= mean["ci_high"]
+    texts = [f"{truth:,.1f}", shown, margin, between, "✓" if inside else "✗"]
+    width = fit_bar(headers, [texts])
+    for header in headers:
+        table.add_column(header, justify="right", no_wrap=True)
+    table.add_column(axis_label(lower, upper), no_wrap=True)
+    table.add_row(*texts, mean_whisker(mean, lower, upper, width))
+    return table
+
+
+def _quantiles_table(
+    spec: dict[str, Any], truth: dict[str, float], document: dict[str, Any]
+) -> Any:
+    """A histogram's quantile intervals beside the true quantiles."""
+    from rich.table import Table
+
+    table = Table(
+        title=f"{spec['name']} · quantiles · {DEFAULT_CONFIDENCE * 100:g}% jointly",
+        title_justify="left",
+    )
+    for header in ("quantile", "truth", "lies between", "truth inside"):
+        table.add_column(header, justify="right", no_wrap=True)
+    for entry in document["quantiles"]:
+        true = truth[f"{entry['q']:g}"]
+        inside = entry["low"] <= true <= entry["high"]
+        table.add_row(
+            f"p{entry['q'] * 100:g}",
+            f"{true:,.1f}",
+            f"{entry['low']:,g} and {entry['high']:,g}",
+            "✓" if inside else "✗",
+        )
+    return table
+
+
+def _truth(pop: Any) -> Any:
+    """What the demo's devices hold for one metric: shares, a mean, or shares and quantiles."""
+    if pop.spec.type == "numeric":
+        return pop.mean
+    if pop.spec.type == "histogram":
+        quantiles = {f"{q:g}": pop.quantile(q) for q in DEFAULT_QUANTILES}
+        return {"shares": pop.shares, "quantiles": quantiles}
+    return pop.shares
+
+
+def _all_inside(truth: Any, document: dict[str, Any]) -> bool:
+    """Whether every interval of ``document`` holds its truth."""
+    if "mean" in document:
+        return bool(document["mean"]["ci_low"] <= truth <= document["mean"]["ci_high"])
+    shares = truth["shares"] if "quantiles" in document else truth
+    inside = all(
+        r["ci_low"] <= shares[r["category"]] <= r["ci_high"] for r in document["estimates"]
+    )
+    for entry in document.get("quantiles", []):
+        inside &= entry["low"] <= truth["quantiles"][f"{entry['q']:g}"] <= entry["high"]
+    return inside
+
+
 @click.command(short_help="Start a collector, simulate 20,000 devices, compare with the truth.")
 @click.option("--seed", type=int, help="Seed the simulation for a reproducible run (testing only).")
 @click.option(
@@ -101,7 +200,7 @@ def demo(seed: int | None, clients: int, fmt: str) -> None:
       deniable demo --seed 42 --format json
     """
     from ..localcollector import LocalCollector
-    from ..simulated_devices import population, run_devices
+    from ..simulated_devices import number_population, population, run_devices
 
     started = time.monotonic()
     rng = random.Random(seed)
@@ -113,7 +212,12 @@ def demo(seed: int | None, clients: int, fmt: str) -> None:
             bar.advance(boot)
             with CollectorAPI(collector.url, collector.token) as api:
                 specs = [spec_from_served(api.create_metric(m)) for m in DEMO_METRICS]
-                populations = [population(s, clients, DEMO_TRUTH[s.name], rng) for s in specs]
+                populations = [
+                    number_population(s, clients, rng)
+                    if s.type in ("numeric", "histogram")
+                    else population(s, clients, DEMO_TRUTH[s.name], rng)
+                    for s in specs
+                ]
                 task = bar.add_task(f"{clients:,} devices reporting", total=clients)
                 delivery = run_devices(
                     collector.url,
@@ -125,24 +229,21 @@ def demo(seed: int | None, clients: int, fmt: str) -> None:
                 results = []
                 for spec, pop in zip(specs, populations, strict=True):
                     period = spec.period_of(moment)
+                    shares = {} if spec.type == "numeric" else {"simultaneous": True}
                     document = api.estimate(
                         spec.name,
                         start=period,
                         end=period,
                         confidence=DEFAULT_CONFIDENCE,
-                        simultaneous=True,
+                        **shares,
                     )
-                    truth = pop.shares
-                    inside = all(
-                        r["ci_low"] <= truth[r["category"]] <= r["ci_high"]
-                        for r in document["estimates"]
-                    )
+                    truth = _truth(pop)
                     results.append(
                         {
                             "spec": spec.to_dict(),
                             "truth": truth,
                             "estimate": document,
-                            "all_inside": inside,
+                            "all_inside": _all_inside(truth, document),
                         }
                     )
     elapsed = time.monotonic() - started
@@ -161,12 +262,21 @@ def demo(seed: int | None, clients: int, fmt: str) -> None:
         return
     out = console()
     for result in results:
-        out.print(_comparison_table(result["spec"], result["truth"], result["estimate"]))
+        spec, truth, document = result["spec"], result["truth"], result["estimate"]
+        if "mean" in document:
+            out.print(_mean_table(spec, truth, document))
+        elif "quantiles" in document:
+            out.print(_comparison_table(spec, truth["shares"], document))
+            out.print(_quantiles_table(spec, truth["quantiles"], document))
+        else:
+            out.print(_comparison_table(spec, truth, document))
     click.echo(
         f"{clients:,} simulated devices sent {delivery.delivered:,} randomized reports through the SDK"
         f" in {elapsed:.1f} s; the collector never saw a true value."
     )
     click.echo(
-        f"Each metric's intervals hold all its categories at once with {DEFAULT_CONFIDENCE:.0%} confidence."
+        f"Each metric's intervals hold all its categories (or quantiles) at once with"
+        f" {DEFAULT_CONFIDENCE:.0%} confidence; load_ms is a numeric metric (a mean),"
+        " load_hist load times counted in buckets."
         " Next: `deniable serve`, then `deniable metrics create --help`."
     )

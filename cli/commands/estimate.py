@@ -1,4 +1,5 @@
-"""``deniable estimate`` and ``deniable series``: population shares with their intervals.
+"""``deniable estimate`` and ``deniable series``: population shares (or a numeric metric's
+mean, a histogram's quantiles) with their intervals.
 
 ``estimate`` pools a range of periods (or reads an exported file offline); ``series`` gives one
 estimate per period and draws it as a small chart so that a trend is seen, not read.
@@ -10,9 +11,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 import click
+from deniable.client.errors import InvalidInput
+from deniable.client.spec import MetricSpec
 
-from ..api import CollectorAPI
 from ..options import (
+    DEFAULT_METHOD,
     GlobalOptions,
     confidence_option,
     format_option,
@@ -21,6 +24,7 @@ from ..options import (
     method_option,
     pass_global_options,
     pooling_option,
+    quantiles_option,
     range_options,
 )
 from ..periods import resolve_range
@@ -29,12 +33,33 @@ from ..specs import spec_from_served
 
 
 def online_range(
-    api: CollectorAPI, name: str, start: str | None, end: str | None, last: int | None
+    spec: MetricSpec, start: str | None, end: str | None, last: int | None
 ) -> tuple[str | None, str | None]:
     """The range to ask for; with ``--last`` the metric's period kind decides the labels."""
     if last is None:
         return start, end
-    return resolve_range(spec_from_served(api.get_metric(name)), start, end, last)
+    return resolve_range(spec, start, end, last)
+
+
+def options_for(spec: MetricSpec, options: dict[str, Any]) -> dict[str, Any]:
+    """The estimate's options as ``spec``'s type takes them: a numeric metric's mean takes no
+    method (one given is refused) and no simultaneous; shares default to
+    :data:`DEFAULT_METHOD`; only a histogram takes quantiles."""
+    chosen = dict(options)
+    quantiles = chosen.pop("quantiles", ())
+    if quantiles and spec.type != "histogram":
+        raise InvalidInput(f"--quantile is for histogram metrics; {spec.name} is {spec.type}")
+    if spec.type == "numeric":
+        if chosen.pop("method", None) is not None:
+            raise InvalidInput(
+                f"{spec.name} is a numeric metric: its mean has one estimator; leave out --method"
+            )
+        chosen.pop("simultaneous", None)
+        return chosen
+    chosen["method"] = chosen.get("method") or DEFAULT_METHOD
+    if quantiles:
+        chosen["quantiles"] = list(quantiles)
+    return chosen
 
 
 def fetch_document(
@@ -50,18 +75,26 @@ def fetch_document(
     **options: Any,
 ) -> dict[str, Any]:
     """The ``kind`` document: computed from ``from_file`` offline, else asked of the collector;
-    ``options`` are the estimate's (confidence, method, pooling, simultaneous)."""
+    ``options`` are the estimate's (confidence, method, pooling, simultaneous, quantiles), as
+    the metric's type takes them (:func:`options_for`)."""
     if from_file is not None:
         from ..offline import file_document, load_reports
 
         reports = load_reports(name, from_file, spec_file, start, end, last)
-        return file_document(kind, reports, **options)
+        chosen = options_for(reports.spec, options)
+        if reports.spec.type == "numeric":
+            chosen["method"] = "unbiased"
+        return file_document(kind, reports, **chosen)
     if spec_file is not None:
         raise click.UsageError("--spec goes with --from-file")
     with global_options.api() as api:
-        start, end = online_range(api, name, start, end, last)
+        spec = spec_from_served(api.get_metric(name))
+        start, end = online_range(spec, start, end, last)
+        chosen = options_for(spec, options)
+        if "quantiles" in chosen:
+            chosen["q"] = chosen.pop("quantiles")
         ask = api.estimate if kind == "estimate" else api.series
-        return ask(name, start=start, end=end, **options)
+        return ask(name, start=start, end=end, **chosen)
 
 
 @click.command(short_help="Estimate a metric's shares with intervals over a range of periods.")
@@ -71,15 +104,19 @@ def fetch_document(
 @method_option
 @pooling_option
 @intervals_option
+@quantiles_option
 @from_file_options
 @format_option()
 @pass_global_options
 def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -> None:
-    """Estimate each category's share of a metric over a range of periods.
+    """Estimate each category's share of a metric over a range of periods, or a numeric
+    metric's mean.
 
     The table is sorted by estimate and draws each interval as a whisker over the bar. By
     default the estimates are consistent (non-negative, summing to 100%) and the intervals
-    simultaneous (they hold for every category shown at once).
+    simultaneous (they hold for every category shown at once). A numeric metric prints its
+    mean ± margin and interval in the metric's units; a histogram its buckets' shares and
+    intervals for its quantiles (--quantile).
 
     \b
     Examples:
@@ -87,6 +124,8 @@ def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -
       deniable estimate dark_mode --last 7
       deniable estimate dark_mode --start 2026-11-16 --end 2026-11-22 --per-category --format json
       deniable estimate browser --from-file browser.parquet --method mle
+      deniable estimate load_ms --last 7
+      deniable estimate load_hist -q 0.5 -q 0.95
     """
     document = fetch_document(global_options, "estimate", name, **query)
     print_estimate(document, fmt)

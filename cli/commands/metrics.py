@@ -12,15 +12,16 @@ from typing import Any
 
 import click
 from deniable.client.errors import InvalidInput
+from deniable.client.mechanisms import NUMERIC_MECHANISMS
 from deniable.client.sdk import DEFAULT_MAX_EPSILON
 
 from ..options import (
     DEFAULT_CONFIDENCE,
+    MECHANISM_CHOICES,
     GlobalOptions,
     confidence_option,
     epsilon_option,
     format_option,
-    mechanism_option,
     pass_global_options,
     period_kind_option,
 )
@@ -39,17 +40,76 @@ WEAK_MARGIN = 0.05
 SPEC_FIELDS = ("name", "type", "categories", "epsilon", "mechanism", "period", "fingerprint")
 
 
+def parse_edges(text: str) -> list[float]:
+    """``--edges 0,100,250`` as numbers; a usage error naming the item that is not one."""
+    edges = []
+    for item in text.split(","):
+        try:
+            edges.append(float(item.strip()))
+        except ValueError:
+            raise click.UsageError(f"--edges: {item.strip()!r} is not a number") from None
+    return [int(edge) if edge.is_integer() else edge for edge in edges]
+
+
 def spec_from_options(
-    name: str, categories: str | None, boolean: bool, epsilon: float, mechanism: str, period: str
+    name: str,
+    categories: str | None,
+    boolean: bool,
+    epsilon: float,
+    mechanism: str,
+    period: str,
+    kind: str | None = None,
+    lower: float | None = None,
+    upper: float | None = None,
+    edges: str | None = None,
 ) -> dict[str, Any]:
-    """The JSON spec to register, validated locally with the SDK's MetricSpec first."""
+    """The JSON spec to register, validated locally with the SDK's MetricSpec first.
+
+    ``kind`` (``--type``) numeric needs ``lower`` and ``upper``, histogram ``edges``; without
+    it the type follows from --categories or --boolean.
+    """
     from deniable.client.spec import MetricSpec
 
+    numbers = {"--lower": lower, "--upper": upper, "--edges": edges}
+    if kind in ("numeric", "histogram"):
+        if boolean or categories is not None:
+            raise click.UsageError(f"a {kind} metric takes no --categories or --boolean")
+        wanted = ("--lower", "--upper") if kind == "numeric" else ("--edges",)
+        missing = [flag for flag in wanted if numbers[flag] is None]
+        extra = [
+            flag for flag, value in numbers.items() if value is not None and flag not in wanted
+        ]
+        if missing or extra:
+            raise click.UsageError(
+                f"a {kind} metric needs {' and '.join(wanted)}"
+                + (f", not {', '.join(extra)}" if extra else "")
+            )
+        if kind == "numeric":
+            spec = MetricSpec.numeric(
+                name, lower=lower, upper=upper, epsilon=epsilon, mechanism=mechanism, period=period
+            )  # type: ignore[arg-type]
+            body: dict[str, Any] = {"name": name, "type": "numeric"}
+            body.update({"lower": spec.lower, "upper": spec.upper})
+        else:
+            spec = MetricSpec.histogram(
+                name, parse_edges(edges or ""), epsilon=epsilon, mechanism=mechanism, period=period
+            )  # type: ignore[arg-type]
+            body = {"name": name, "type": "histogram", "edges": parse_edges(edges or "")}
+        body.update({"epsilon": epsilon, "mechanism": spec.mechanism, "period": period})
+        return body
+    given = [flag for flag, value in numbers.items() if value is not None]
+    if given:
+        raise click.UsageError(f"{given[0]} goes with --type numeric or --type histogram")
+    if kind == "boolean":
+        boolean = True
     if boolean == (categories is not None):
-        raise click.UsageError("give exactly one of --categories a,b,c or --boolean")
+        raise click.UsageError(
+            "give exactly one of --categories a,b,c, --boolean, --type numeric --lower L"
+            " --upper U or --type histogram --edges E0,E1,..."
+        )
     if boolean:
         spec = MetricSpec.boolean(name, epsilon=epsilon, mechanism=mechanism, period=period)  # type: ignore[arg-type]
-        body: dict[str, Any] = {"name": name, "type": "boolean"}
+        body = {"name": name, "type": "boolean"}
     else:
         names = [c.strip() for c in (categories or "").split(",")]
         spec = MetricSpec.categorical(
@@ -61,9 +121,29 @@ def spec_from_options(
 
 
 def margins(spec: dict[str, Any], confidence: float) -> list[dict[str, Any]]:
-    """Expected margin of error (per category and all at once) at each planning size."""
-    from deniable.estimators import margin_of_error
+    """Expected margin of error (per category and all at once) at each planning size; for a
+    numeric metric the mean's (value units, worst case over the values), the same figure in
+    both columns (one interval)."""
+    from deniable.estimators import margin_of_error, mean_margin
 
+    if spec.get("type") == "numeric":
+        return [
+            {
+                "reports": n,
+                "margin": (
+                    margin := mean_margin(
+                        spec["lower"],
+                        spec["upper"],
+                        spec["epsilon"],
+                        n,
+                        confidence=confidence,
+                        mechanism=spec["mechanism"],
+                    )
+                ),
+                "simultaneous_margin": margin,
+            }
+            for n in PLANNING_SIZES
+        ]
     k = len(spec["categories"]) if spec.get("categories") else 2
     rows = []
     for n in PLANNING_SIZES:
@@ -90,14 +170,23 @@ def margins(spec: dict[str, Any], confidence: float) -> list[dict[str, Any]]:
     return rows
 
 
-def _margin_table(rows: list[dict[str, Any]], confidence: float) -> Any:
-    """A table of :func:`margins`' rows: the expected margin per category and all at once."""
+def _margin_table(
+    rows: list[dict[str, Any]], confidence: float, spec: dict[str, Any] | None = None
+) -> Any:
+    """A table of :func:`margins`' rows: the expected margin per category and all at once
+    (a numeric metric's: of the mean, in its units)."""
     from rich.table import Table
 
     table = Table(
         title=f"expected margin of error ({confidence * 100:g}% interval, worst case)",
         title_justify="left",
     )
+    if spec is not None and spec.get("type") == "numeric":
+        table.add_column("reports", justify="right")
+        table.add_column(f"mean (on [{spec['lower']:g}, {spec['upper']:g}])", justify="right")
+        for row in rows:
+            table.add_row(f"{row['reports']:,}", f"±{row['margin']:,.3g}")
+        return table
     table.add_column("reports", justify="right")
     table.add_column("each category", justify="right")
     table.add_column("all categories at once", justify="right")
@@ -120,6 +209,8 @@ def weaknesses(spec: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
             " by default (the SDK's max_epsilon) and each report is barely randomized"
         )
     at = next(r for r in rows if r["reports"] == WEAK_MARGIN_REPORTS)
+    if spec.get("type") == "numeric":
+        return reasons
     if at["simultaneous_margin"] > WEAK_MARGIN:
         reasons.append(
             f"with {WEAK_MARGIN_REPORTS:,} reports all categories at once are known only to"
@@ -138,7 +229,13 @@ def _spec_table(spec: dict[str, Any]) -> Any:
     table.add_column("value")
     categories = spec.get("categories") or ["false", "true"]
     table.add_row("type", str(spec.get("type")))
-    table.add_row("categories", ", ".join(categories) + f"  (k={len(categories)})")
+    if spec.get("type") == "numeric":
+        table.add_row("range", f"[{spec.get('lower')}, {spec.get('upper')}] (values clamped)")
+    elif spec.get("type") == "histogram":
+        edges = spec.get("edges") or []
+        table.add_row("edges", ", ".join(f"{e:g}" for e in edges) + f"  ({len(edges) - 1} buckets)")
+    else:
+        table.add_row("categories", ", ".join(categories) + f"  (k={len(categories)})")
     table.add_row("epsilon", f"{spec.get('epsilon')}")
     table.add_row("mechanism", str(spec.get("mechanism")))
     table.add_row("period", str(spec.get("period")))
@@ -166,8 +263,33 @@ def metrics() -> None:
     "--categories", metavar="A,B,C", help="Comma-separated categories of a categorical metric."
 )
 @click.option("--boolean", is_flag=True, help="A yes/no metric (categories false, true).")
+@click.option(
+    "--type",
+    "kind",
+    type=click.Choice(("boolean", "categorical", "numeric", "histogram")),
+    help="numeric (a mean: with --lower and --upper) or histogram (a distribution: with"
+    " --edges); boolean and categorical follow from --boolean and --categories.",
+)
+@click.option(
+    "--lower", type=float, help="A numeric metric's lowest value (lower ones are clamped)."
+)
+@click.option(
+    "--upper", type=float, help="A numeric metric's highest value (higher ones are clamped)."
+)
+@click.option(
+    "--edges",
+    metavar="E0,E1,...",
+    help="A histogram's bucket edges, increasing: 0,100,250,500 makes [0, 100), [100, 250), ...",
+)
 @epsilon_option
-@mechanism_option
+@click.option(
+    "--mechanism",
+    type=click.Choice(MECHANISM_CHOICES + tuple(NUMERIC_MECHANISMS)),
+    default="auto",
+    show_default=True,
+    help="auto picks the least variance for (k, ε), or for a numeric metric the least"
+    " worst-case variance of the mean (duchi, pm or hybrid).",
+)
 @period_kind_option
 @click.option(
     "--accept-weak",
@@ -182,6 +304,10 @@ def create(
     name: str,
     categories: str | None,
     boolean: bool,
+    kind: str | None,
+    lower: float | None,
+    upper: float | None,
+    edges: str | None,
     epsilon: float,
     mechanism: str,
     period: str,
@@ -200,12 +326,16 @@ def create(
     Examples:
       deniable metrics create browser --categories chrome,firefox,safari,other --epsilon 1
       deniable metrics create dark_mode --boolean --epsilon 0.5 --period week
+      deniable metrics create load_ms --type numeric --lower 0 --upper 5000 --epsilon 1
+      deniable metrics create load_hist --type histogram --edges 0,100,250,500,1000,5000 --epsilon 1
     """
-    body = spec_from_options(name, categories, boolean, epsilon, mechanism, period)
+    body = spec_from_options(
+        name, categories, boolean, epsilon, mechanism, period, kind, lower, upper, edges
+    )
     rows = margins(body, DEFAULT_CONFIDENCE)
     reasons = weaknesses(body, rows)
     if fmt != "json":
-        console().print(_margin_table(rows, DEFAULT_CONFIDENCE))
+        console().print(_margin_table(rows, DEFAULT_CONFIDENCE, body))
     if reasons and not accept_weak:
         raise InvalidInput(
             f"not registered: {'; '.join(reasons)}; pass --accept-weak to register it anyway"
@@ -327,4 +457,4 @@ def show(global_options: GlobalOptions, name: str, confidence: float, fmt: str) 
         return
     out = console()
     out.print(_spec_table(spec))
-    out.print(_margin_table(rows, confidence))
+    out.print(_margin_table(rows, confidence, spec))

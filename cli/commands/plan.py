@@ -4,6 +4,10 @@ Pure arithmetic over the estimators' advisor; it needs no collector. The row mar
 mechanism that needs the fewest reports for the margin asked (the worst case over the true
 shares, as every row states it), so no other row of the table beats it; when ``auto`` (least
 variance as f -> 0) would resolve to another mechanism, the plan says so.
+
+With ``--numeric --lower L --upper U`` it plans a numeric metric's mean instead: the margin is
+in the metric's units, worst case over the values, for duchi, pm and hybrid; ``auto`` picks the
+least worst-case variance, which is also the fewest reports, and is marked.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ from typing import Any
 
 import click
 from deniable.client.errors import InvalidInput
-from deniable.client.mechanisms import MECHANISMS
+from deniable.client.mechanisms import MECHANISMS, NUMERIC_MECHANISMS
 
 from ..options import confidence_option, epsilon_option, format_option, simultaneous_option
 from ..render import console, print_json, write_csv
@@ -94,6 +98,88 @@ def build_plan(
     }
 
 
+def build_numeric_plan(
+    lower: float,
+    upper: float,
+    epsilon: float,
+    *,
+    margin: float | None,
+    reports: int | None,
+    confidence: float,
+) -> dict[str, Any]:
+    """Reports needed for ``margin`` on the mean (value units), or the margin ``reports``
+    give, per numeric mechanism, and auto's pick."""
+    from deniable.client.mechanisms import make_numeric_mechanism
+    from deniable.estimators import TooManyReports, mean_margin, mean_reports_needed
+
+    if not lower < upper:
+        raise InvalidInput("--lower must be less than --upper")
+    rows = []
+    for name in NUMERIC_MECHANISMS:
+        mechanism = make_numeric_mechanism(name, epsilon)
+        row: dict[str, Any] = {
+            "mechanism": name,
+            "worst_case_variance": mechanism.worst_case_variance,
+        }
+        if margin is not None:
+            try:
+                row["reports_needed"] = mean_reports_needed(
+                    lower, upper, epsilon, margin, confidence=confidence, mechanism=name
+                )
+            except TooManyReports as exc:
+                row.update(reports_needed=None, reason=str(exc))
+        else:
+            row["margin"] = mean_margin(
+                lower, upper, epsilon, reports, confidence=confidence, mechanism=name
+            )
+        rows.append(row)
+    return {
+        "type": "numeric",
+        "lower": lower,
+        "upper": upper,
+        "epsilon": epsilon,
+        "confidence": confidence,
+        **({"margin": margin} if margin is not None else {"reports": reports}),
+        "auto": make_numeric_mechanism("auto", epsilon).name,
+        "mechanisms": rows,
+    }
+
+
+def _render_numeric(plan_doc: dict[str, Any]) -> None:
+    """Print a numeric plan as a table, auto's pick marked."""
+    from rich.table import Table
+
+    inverse = "reports" in plan_doc
+    level = f"{plan_doc['confidence'] * 100:g}%"
+    span = f"mean on [{plan_doc['lower']:g}, {plan_doc['upper']:g}] ε={plan_doc['epsilon']:g}"
+    if inverse:
+        title = f"{span}: margin with {plan_doc['reports']:,} reports ({level}, worst case)"
+    else:
+        title = f"{span}: reports needed for ±{plan_doc['margin']:g} ({level}, worst case)"
+    table = Table(title=title, title_justify="left")
+    table.add_column("mechanism")
+    table.add_column("worst-case variance per report", justify="right")
+    table.add_column("margin" if inverse else "reports needed", justify="right")
+    table.add_column("")
+    for row in plan_doc["mechanisms"]:
+        pick = "← auto's pick (least variance, fewest reports)"
+        if inverse:
+            value = f"±{row['margin']:,.4g}"
+        elif row["reports_needed"] is None:
+            value = f"more than {_max_reports():.0e}"
+        else:
+            value = f"{row['reports_needed']:,}"
+        table.add_row(
+            row["mechanism"],
+            f"{row['worst_case_variance']:.4g}",
+            value,
+            pick if row["mechanism"] == plan_doc["auto"] else "",
+        )
+    table.caption = "variance on the [-1, 1] axis; the margin is in the metric's units"
+    table.caption_justify = "left"
+    console().print(table)
+
+
 def _render(plan_doc: dict[str, Any]) -> None:
     """Print the plan as a table, the mechanism needing the fewest reports marked, and a note
     when ``auto`` would resolve to another one."""
@@ -162,15 +248,20 @@ def _check_reports(reports: int | None) -> None:
     "--categories",
     "k",
     type=click.IntRange(min=2),
-    required=True,
     metavar="K",
     help="Number of categories (2 for a boolean).",
 )
+@click.option(
+    "--numeric", is_flag=True, help="Plan a numeric metric's mean (with --lower and --upper)."
+)
+@click.option("--lower", type=float, help="With --numeric: the metric's lowest value.")
+@click.option("--upper", type=float, help="With --numeric: the metric's highest value.")
 @epsilon_option
 @click.option(
     "--margin",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    help="Wanted half-width of the interval, as a share (0.01 = ±1 point).",
+    type=click.FloatRange(0, min_open=True),
+    help="Wanted half-width of the interval: a share for categories (0.01 = ±1 point), the"
+    " metric's units for --numeric (50 = ±50).",
 )
 @click.option(
     "--reports",
@@ -181,22 +272,36 @@ def _check_reports(reports: int | None) -> None:
 @confidence_option
 @simultaneous_option
 @format_option()
-def plan(fmt: str, **request: Any) -> None:
+def plan(fmt: str, numeric: bool, lower: float | None, upper: float | None, **request: Any) -> None:
     """Reports needed for a margin of error, per mechanism, and which one needs the fewest.
 
     Margins are the worst case over the true shares; the mark goes to the mechanism that needs
     the fewest reports for it. Bytes per report is the largest payload on the wire: OUE's
     grows as k/8, a reason to take OLH at large k even where OUE needs a few reports fewer.
+    With --numeric, the margin of a numeric metric's mean, in its units (worst case over the
+    values), for duchi, pm and hybrid; auto's pick is marked.
 
     \b
     Examples:
       deniable plan --categories 4 --epsilon 1 --margin 0.01
       deniable plan --categories 20 --epsilon 2 --reports 50000 --simultaneous
+      deniable plan --numeric --lower 0 --upper 5000 --epsilon 1 --margin 50
     """
     margin, reports = request["margin"], request["reports"]
     if (margin is None) == (reports is None):
         raise click.UsageError("give exactly one of --margin or --reports")
     _check_reports(reports)
+    if numeric:
+        _numeric_plan(fmt, lower, upper, request)
+        return
+    if request["k"] is None:
+        raise click.UsageError("give --categories K, or --numeric --lower L --upper U")
+    if lower is not None or upper is not None:
+        raise click.UsageError("--lower and --upper go with --numeric")
+    if margin is not None and margin >= 1:
+        raise click.BadParameter(
+            "a share's margin is below 1 (0.01 = ±1 point)", param_hint="'--margin'"
+        )
     document = build_plan(**request)
     if margin is not None and all(r.get("reports_needed") is None for r in document["mechanisms"]):
         raise InvalidInput(
@@ -222,3 +327,46 @@ def plan(fmt: str, **request: Any) -> None:
         )
     else:
         _render(document)
+
+
+def _numeric_plan(
+    fmt: str, lower: float | None, upper: float | None, request: dict[str, Any]
+) -> None:
+    """``plan --numeric``: the mean's plan printed as ``fmt``."""
+    if lower is None or upper is None:
+        raise click.UsageError("--numeric needs --lower and --upper")
+    if request["k"] is not None or request["simultaneous"]:
+        raise click.UsageError("--numeric takes no --categories or --simultaneous (one mean)")
+    margin = request["margin"]
+    document = build_numeric_plan(
+        lower,
+        upper,
+        request["epsilon"],
+        margin=margin,
+        reports=request["reports"],
+        confidence=request["confidence"],
+    )
+    if margin is not None and all(r.get("reports_needed") is None for r in document["mechanisms"]):
+        raise InvalidInput(
+            f"a margin of ±{margin:g} on [{lower:g}, {upper:g}] at ε={request['epsilon']:g}"
+            f" needs more than {_max_reports():.0e} reports with every mechanism: ask for a"
+            " wider margin"
+        )
+    if fmt == "json":
+        print_json(document)
+    elif fmt == "csv":
+        key = "margin" if margin is None else "reports_needed"
+        write_csv(
+            ("mechanism", "worst_case_variance", key, "auto"),
+            (
+                (
+                    r["mechanism"],
+                    r["worst_case_variance"],
+                    r.get(key),
+                    r["mechanism"] == document["auto"],
+                )
+                for r in document["mechanisms"]
+            ),
+        )
+    else:
+        _render_numeric(document)

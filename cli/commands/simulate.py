@@ -7,11 +7,21 @@ import random
 from typing import Any
 
 import click
+from deniable.estimators import DEFAULT_QUANTILES
 
 from ..options import DATE, GlobalOptions, format_option, pass_global_options
 from ..progress import progress_bar
 from ..render import console, percent, print_json
 from ..specs import spec_from_served
+
+
+def number_truth(devices: Any) -> dict[str, Any]:
+    """What the devices of a numeric or histogram metric hold: their mean, or their buckets'
+    shares and quantiles."""
+    if devices.spec.type == "numeric":
+        return {"mean": devices.mean}
+    quantiles = {f"{q:g}": devices.quantile(q) for q in DEFAULT_QUANTILES}
+    return {"shares": devices.shares, "quantiles": quantiles}
 
 
 def truth_table(shares: dict[str, float]) -> Any:
@@ -40,7 +50,8 @@ def truth_table(shares: dict[str, float]) -> Any:
     default="zipf",
     show_default=True,
     metavar="zipf|uniform|FILE",
-    help="True shares: zipf, uniform, or a file of 'category,weight' lines or a JSON object.",
+    help="True shares: zipf, uniform, or a file of 'category,weight' lines or a JSON object."
+    " Numeric and histogram metrics: devices hold lognormal numbers (leave this out).",
 )
 @click.option(
     "--seed",
@@ -84,7 +95,7 @@ def simulate(
       deniable simulate --metric browser --clients 5000 --distribution shares.csv
     """
     from ..simulated_devices import distribution as true_shares
-    from ..simulated_devices import population, run_devices
+    from ..simulated_devices import number_population, population, run_devices
 
     if distribution not in ("zipf", "uniform"):
         from pathlib import Path
@@ -96,8 +107,16 @@ def simulate(
             )
     with global_options.api() as api:
         spec = spec_from_served(api.get_metric(name))
-    weights = true_shares(distribution, spec.categories)
-    devices = population(spec, clients, weights, random.Random(seed))
+    if spec.type in ("numeric", "histogram"):
+        if distribution != "zipf":
+            raise click.UsageError(
+                f"{name} is a {spec.type} metric: its devices hold lognormal numbers; leave out"
+                " --distribution"
+            )
+        devices = number_population(spec, clients, random.Random(seed))
+    else:
+        weights = true_shares(distribution, spec.categories)
+        devices = population(spec, clients, weights, random.Random(seed))
     moment = dt.datetime.combine(date, dt.time(12), dt.UTC) if date else dt.datetime.now(dt.UTC)
     with progress_bar() as bar:
         task = bar.add_task(f"{name}: devices reporting", total=clients)
@@ -116,17 +135,26 @@ def simulate(
                 "metric": name,
                 "period": period,
                 "clients": clients,
-                "distribution": distribution,
+                "distribution": "lognormal" if devices.numbers else distribution,
                 "seed": seed,
-                "truth": devices.shares,
+                "truth": number_truth(devices) if devices.numbers else devices.shares,
                 "delivered": delivery.delivered,
                 "duplicates": delivery.duplicates,
             }
         )
         return
     out = console()
-    out.print(f"true distribution of {name} among the {clients:,} simulated devices:")
-    out.print(truth_table(devices.shares))
+    if spec.type == "numeric":
+        out.print(
+            f"true mean of {name} among the {clients:,} simulated devices: {devices.mean:,.1f}"
+            f" (lognormal values clamped to [{spec.lower:g}, {spec.upper:g}])"
+        )
+    else:
+        out.print(f"true distribution of {name} among the {clients:,} simulated devices:")
+        out.print(truth_table(devices.shares))
+    if spec.type == "histogram":
+        quantiles = ", ".join(f"p{q * 100:g} {devices.quantile(q):,.1f}" for q in DEFAULT_QUANTILES)
+        out.print(f"true quantiles: {quantiles}")
     click.echo(
         f"{delivery.delivered:,} randomized report(s) of {name} delivered for period {period}"
         f" ({clients:,} devices); estimate with: deniable estimate {name} --start {period} --end {period}"

@@ -1,7 +1,9 @@
-"""Estimates over a range of periods and per-period series, read from stored counts only.
+"""Estimates over a range of periods and per-period series, read from stored counts (and a
+numeric metric's stored sums) only.
 
 The documents are built by :mod:`deniable.estimators.documents`, the same builders the CLI's
-offline estimates use, and their dataclasses are the response models.
+offline estimates use, and their dataclasses are the response models: a numeric metric's
+documents carry its mean (from :func:`read_sums`), a histogram's add quantile intervals.
 """
 
 from __future__ import annotations
@@ -12,25 +14,39 @@ from typing import Annotated, Any
 from deniable.client.errors import InvalidInput
 from deniable.client.spec import MetricSpec, period_count, period_label, period_range
 from deniable.estimators import (
+    AnyRangeEstimate,
+    AnySeries,
     Estimate,
     Method,
     PeriodCounts,
+    PeriodSums,
     Pooling,
-    RangeEstimate,
-    Series,
+    check_numeric_method,
+    check_quantiles,
     estimate,
     estimate_document,
+    estimate_quantiles,
+    histogram_document,
+    mean_document,
+    mean_series_document,
     series_document,
 )
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from ..context import Collector
-from ..storage.queries import read_counts
+from ..storage.queries import read_counts, read_sums
 from .common import MetricPeriods, MetricPeriodsQuery, find_spec, metric_read, period_bounds
 
 router = APIRouter()
 
 Confidence = Annotated[float, Query(gt=0, lt=1, description="e.g. 0.95")]
+Quantiles = Annotated[
+    list[float] | None,
+    Query(
+        description="Histogram metrics only: a quantile to give an interval for, strictly between"
+        " 0 and 1 (repeatable; default 0.5, 0.9 and 0.99)"
+    ),
+]
 
 
 @dataclass
@@ -62,13 +78,21 @@ def resolve_range(state: Collector, spec: MetricSpec, read: MetricPeriods) -> li
     return period_range(spec.period, first, last)
 
 
-def range_counts(request: Request, read: MetricPeriods) -> tuple[MetricSpec, list[PeriodCounts]]:
-    """The metric and the counts of each of its periods start..end, oldest first."""
+def range_labels(request: Request, read: MetricPeriods) -> tuple[Collector, MetricSpec, list[str]]:
+    """The collector, the metric and the labels of its periods start..end, oldest first."""
     state, spec = find_spec(request, read.name)
-    labels = resolve_range(state, spec, read)
+    return state, spec, resolve_range(state, spec, read)
+
+
+def range_counts(state: Collector, spec: MetricSpec, labels: list[str]) -> list[PeriodCounts]:
+    """The counts of each of the metric's periods ``labels``, in that order."""
     n, counts = read_counts(state.database, spec, labels)
-    periods = [PeriodCounts(label, int(n[i]), counts[i].tolist()) for i, label in enumerate(labels)]
-    return spec, periods
+    return [PeriodCounts(label, int(n[i]), counts[i].tolist()) for i, label in enumerate(labels)]
+
+
+def refused(spec: MetricSpec, exc: InvalidInput) -> HTTPException:
+    """The 422 naming the metric whose options or stored data the estimators refused."""
+    return HTTPException(status_code=422, detail=f"metric {spec.name}: {exc}")
 
 
 def estimate_periods(spec: MetricSpec, periods: list[PeriodCounts], **options: Any) -> Estimate:
@@ -77,31 +101,91 @@ def estimate_periods(spec: MetricSpec, periods: list[PeriodCounts], **options: A
     try:
         return estimate(spec.randomizer, spec.categories, periods, **options)
     except InvalidInput as exc:
-        raise HTTPException(status_code=422, detail=f"metric {spec.name}: {exc}") from None
+        raise refused(spec, exc) from None
 
 
-@metric_read(router, "/v1/metrics/{name}/estimate", RangeEstimate)
+def numeric_sums(
+    state: Collector, spec: MetricSpec, labels: list[str], options: EstimateOptions
+) -> list[PeriodSums]:
+    """The sums of numeric ``spec``'s periods ``labels``; 422 for a method other than
+    unbiased (a mean has one estimator)."""
+    try:
+        check_numeric_method(options.method)
+    except InvalidInput as exc:
+        raise refused(spec, exc) from None
+    return read_sums(state.database, spec, labels)
+
+
+def checked_quantiles(spec: MetricSpec, q: list[float] | None) -> tuple[float, ...]:
+    """The quantiles asked for (the defaults if none); 422 unless each is in (0, 1) and the
+    metric is a histogram."""
+    if q and spec.type != "histogram":
+        raise HTTPException(
+            status_code=422, detail=f"q is for histogram metrics; {spec.name} is {spec.type}"
+        )
+    try:
+        return check_quantiles(q)
+    except InvalidInput as exc:
+        raise refused(spec, exc) from None
+
+
+@metric_read(router, "/v1/metrics/{name}/estimate", AnyRangeEstimate)
 def get_estimate(
     request: Request,
     read: MetricPeriodsQuery,
     options: EstimateOptionsQuery,
     pooling: Pooling = "overlap-safe",
+    q: Quantiles = None,
 ) -> dict[str, Any]:
-    """The population estimate over the periods start..end, pooled as ``pooling`` says."""
-    spec, periods = range_counts(request, read)
+    """The population estimate over the periods start..end, pooled as ``pooling`` says: the
+    shares of each category, a histogram's quantile intervals too, or a numeric metric's mean
+    (its only method is unbiased; ``simultaneous`` changes nothing for one interval)."""
+    state, spec, labels = range_labels(request, read)
+    qs = checked_quantiles(spec, q)
+    first, last = labels[0], labels[-1]
+    if spec.type == "numeric":
+        sums = numeric_sums(state, spec, labels, options)
+        try:
+            return mean_document(
+                spec, first, last, sums, confidence=options.confidence, pooling=pooling
+            )
+        except InvalidInput as exc:
+            raise refused(spec, exc) from None
+    periods = range_counts(state, spec, labels)
     result = estimate_periods(spec, periods, pooling=pooling, **asdict(options))
-    return estimate_document(spec.name, periods[0].period, periods[-1].period, result)
+    if spec.type != "histogram":
+        return estimate_document(spec.name, first, last, result)
+    try:
+        quantiles = estimate_quantiles(
+            spec.randomizer,
+            spec.edges,  # type: ignore[arg-type]
+            periods,
+            qs,
+            confidence=options.confidence,
+            pooling=pooling,
+        )
+    except InvalidInput as exc:
+        raise refused(spec, exc) from None
+    return histogram_document(spec.name, first, last, result, quantiles)
 
 
-@metric_read(router, "/v1/metrics/{name}/series", Series)
+@metric_read(router, "/v1/metrics/{name}/series", AnySeries)
 def get_series(
     request: Request, read: MetricPeriodsQuery, options: EstimateOptionsQuery
 ) -> dict[str, Any]:
     """One estimate per period of start..end, oldest first; periods without reports have n = 0.
 
-    ``simultaneous`` makes each period's intervals hold for all categories at once.
+    ``simultaneous`` makes each period's intervals hold for all categories at once. A numeric
+    metric's series has each period's mean instead.
     """
-    spec, periods = range_counts(request, read)
+    state, spec, labels = range_labels(request, read)
+    if spec.type == "numeric":
+        sums = numeric_sums(state, spec, labels, options)
+        try:
+            return mean_series_document(spec, sums, confidence=options.confidence)
+        except InvalidInput as exc:
+            raise refused(spec, exc) from None
+    periods = range_counts(state, spec, labels)
     chosen = asdict(options)
     points = [(period.period, estimate_periods(spec, [period], **chosen)) for period in periods]
     return series_document(spec.name, points, **chosen)

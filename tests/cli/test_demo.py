@@ -38,9 +38,19 @@ def test_demo_finishes_in_time_and_every_truth_is_inside_its_interval() -> None:
     assert out.returncode == 0, out.stderr
     assert elapsed < 30, elapsed
     document = json.loads(out.stdout)
-    assert document["clients"] == 20_000 and document["delivered"] == 2 * 20_000
-    assert {m["spec"]["type"] for m in document["metrics"]} == {"boolean", "categorical"}
-    for metric in document["metrics"]:
+    assert document["clients"] == 20_000 and document["delivered"] == 4 * 20_000
+    kinds = {m["spec"]["type"]: m for m in document["metrics"]}
+    assert set(kinds) == {"boolean", "categorical", "numeric", "histogram"}
+    assert all(m["all_inside"] for m in document["metrics"])
+    load = kinds["numeric"]
+    assert load["estimate"]["n"] == 20_000 and "estimates" not in load["estimate"]
+    mean = load["estimate"]["mean"]
+    assert mean["ci_low"] <= load["truth"] <= mean["ci_high"]
+    buckets = kinds["histogram"]
+    assert [q["q"] for q in buckets["estimate"]["quantiles"]] == [0.5, 0.9, 0.99]
+    for entry in buckets["estimate"]["quantiles"]:
+        assert entry["low"] <= buckets["truth"]["quantiles"][f"{entry['q']:g}"] <= entry["high"]
+    for metric in (kinds["boolean"], kinds["categorical"]):
         estimate = metric["estimate"]
         assert estimate["n"] == 20_000
         assert estimate["simultaneous"] is True and estimate["confidence"] == 0.95
@@ -65,6 +75,6 @@ def test_demo_table_prints_truth_beside_estimate() -> None:
     )
     assert result.exit_code == 0, result.output
     rows = [ln for ln in result.stdout.splitlines() if ln.startswith("│")]
-    assert len(rows) == 2 + 5
-    assert "2,000 simulated devices sent 4,000 randomized reports" in result.stdout
+    assert len(rows) == 2 + 5 + 1 + 6 + 3
+    assert "2,000 simulated devices sent 8,000 randomized reports" in result.stdout
     assert all(("✓" in row) != ("✗" in row) for row in rows)

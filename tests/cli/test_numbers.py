@@ -1,0 +1,282 @@
+"""The `deniable` command with numeric and histogram metrics against a real collector
+(`LocalCollector`, real HTTP): create, simulate, estimate (table, JSON, CSV, offline from an
+export), series, plan, and one-line errors for bad input.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+import pytest
+from click.testing import CliRunner
+from deniable.cli.localcollector import LocalCollector
+from deniable.cli.main import cli
+
+DEVICES = 1500
+EDGES = "0,100,250,500,1000,2000,5000"
+
+
+def run(*args: str) -> click.testing.Result:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+def one_line_error(result: click.testing.Result) -> str:
+    assert result.exit_code != 0, result.output
+    lines = result.stderr.strip().splitlines()
+    assert "Traceback" not in result.output + result.stderr
+    return lines[-1]
+
+
+@pytest.fixture(scope="module")
+def collector() -> Iterator[LocalCollector]:
+    with LocalCollector() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def truth(collector: LocalCollector) -> dict[str, Any]:
+    """load_ms (numeric) and load_hist (histogram), created and simulated through the CLI."""
+    admin = ("--collector", collector.url, "--token", collector.token)
+    made = run(
+        *admin,
+        "metrics",
+        "create",
+        "load_ms",
+        "--type",
+        "numeric",
+        "--lower",
+        "0",
+        "--upper",
+        "5000",
+        "--epsilon",
+        "2",
+    )
+    assert made.exit_code == 0, made.output
+    assert "±" in made.stdout and "registered load_ms" in made.stdout
+    made = run(
+        *admin,
+        "metrics",
+        "create",
+        "load_hist",
+        "--type",
+        "histogram",
+        "--edges",
+        EDGES,
+        "--epsilon",
+        "2",
+    )
+    assert made.exit_code == 0, made.output
+    found = {}
+    for name, seed in (("load_ms", 3), ("load_hist", 4)):
+        result = run(
+            *admin,
+            "simulate",
+            "--metric",
+            name,
+            "--clients",
+            str(DEVICES),
+            "--seed",
+            str(seed),
+            "--format",
+            "json",
+        )
+        assert result.exit_code == 0, result.output
+        document = json.loads(result.stdout)
+        assert document["delivered"] == DEVICES
+        found[name] = document["truth"]
+    return found
+
+
+def admin(collector: LocalCollector) -> tuple[str, ...]:
+    return ("--collector", collector.url, "--token", collector.token)
+
+
+def test_estimate_prints_the_mean_with_its_interval(
+    collector: LocalCollector, truth: dict[str, Any]
+) -> None:
+    result = run(
+        *admin(collector), "estimate", "load_ms", "--confidence", "0.9999", "--format", "json"
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["n"] == DEVICES and (document["lower"], document["upper"]) == (0, 5000)
+    mean = document["mean"]
+    assert mean["ci_low"] <= truth["load_ms"]["mean"] <= mean["ci_high"]
+    table = run(*admin(collector), "estimate", "load_ms")
+    assert table.exit_code == 0, table.output
+    assert "mean" in table.stdout and "±" in table.stdout and "0 … 5,000" in table.stdout
+    rows = list(
+        csv.DictReader(
+            io.StringIO(run(*admin(collector), "estimate", "load_ms", "--format", "csv").stdout)
+        )
+    )
+    assert len(rows) == 1 and float(rows[0]["ci_low"]) <= float(rows[0]["estimate"])
+    assert float(rows[0]["margin"]) > 0
+
+
+def test_a_histogram_estimate_shows_its_quantiles(
+    collector: LocalCollector, truth: dict[str, Any]
+) -> None:
+    result = run(
+        *admin(collector),
+        "estimate",
+        "load_hist",
+        "-q",
+        "0.5",
+        "-q",
+        "0.9",
+        "--confidence",
+        "0.9999",
+        "--format",
+        "json",
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert [entry["q"] for entry in document["quantiles"]] == [0.5, 0.9]
+    for entry in document["quantiles"]:
+        assert entry["low"] <= truth["load_hist"]["quantiles"][f"{entry['q']:g}"] <= entry["high"]
+    table = run(*admin(collector), "estimate", "load_hist")
+    assert "quantiles" in table.stdout and "p99" in table.stdout
+    assert table.stdout.index("[0, 100)") < table.stdout.index("[2000, 5000]")
+
+
+def test_series_draws_the_mean_per_period(collector: LocalCollector, truth: dict[str, Any]) -> None:
+    result = run(*admin(collector), "series", "load_ms", "--last", "3")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("no reports") == 2 and "● mean" in result.stdout
+    rows = list(
+        csv.DictReader(
+            io.StringIO(
+                run(*admin(collector), "series", "load_ms", "--last", "2", "--format", "csv").stdout
+            )
+        )
+    )
+    assert [int(row["n"]) for row in rows] == [0, DEVICES]
+
+
+def test_offline_estimates_from_an_export_equal_the_apis(
+    collector: LocalCollector, truth: dict[str, Any], tmp_path: Path
+) -> None:
+    for name, extra in (("load_ms", ()), ("load_hist", ("-q", "0.75"))):
+        path = tmp_path / f"{name}.parquet"
+        exported = run(*admin(collector), "export", name, "--output", str(path))
+        assert exported.exit_code == 0, exported.output
+        online = json.loads(
+            run(*admin(collector), "estimate", name, *extra, "--format", "json").stdout
+        )
+        offline = json.loads(
+            run("estimate", name, "--from-file", str(path), *extra, "--format", "json").stdout
+        )
+        if name == "load_ms":
+            for key in ("estimate", "std_error", "ci_low", "ci_high"):
+                assert offline["mean"][key] == pytest.approx(online["mean"][key], rel=1e-9)
+            offline["mean"] = online["mean"]
+        assert offline == online
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("estimate", "load_ms", "--method", "mle"), "leave out --method"),
+        (("estimate", "load_ms", "-q", "0.5"), "--quantile is for histogram metrics"),
+        (("series", "load_ms", "--top", "2"), "no categories"),
+        (
+            (
+                "metrics",
+                "create",
+                "bad",
+                "--type",
+                "histogram",
+                "--edges",
+                "0,5,1",
+                "--epsilon",
+                "1",
+            ),
+            "strictly increasing",
+        ),
+        (
+            (
+                "metrics",
+                "create",
+                "bad",
+                "--type",
+                "histogram",
+                "--edges",
+                "0,x,9",
+                "--epsilon",
+                "1",
+            ),
+            "'x' is not a number",
+        ),
+        (
+            ("metrics", "create", "bad", "--type", "numeric", "--lower", "5", "--epsilon", "1"),
+            "needs --lower and --upper",
+        ),
+        (
+            (
+                "metrics",
+                "create",
+                "bad",
+                "--type",
+                "numeric",
+                "--lower",
+                "5",
+                "--upper",
+                "1",
+                "--epsilon",
+                "1",
+            ),
+            "lower",
+        ),
+        (
+            ("simulate", "--metric", "load_ms", "--clients", "5", "--distribution", "uniform"),
+            "lognormal",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_on_stderr(
+    collector: LocalCollector, truth: dict[str, Any], args: tuple[str, ...], says: str
+) -> None:
+    assert says in one_line_error(run(*admin(collector), *args))
+
+
+def test_estimate_from_a_bad_quantile_is_a_usage_error(collector: LocalCollector) -> None:
+    assert "0<x<1" in one_line_error(run(*admin(collector), "estimate", "load_hist", "-q", "1"))
+
+
+def test_plan_for_a_mean_marks_autos_pick() -> None:
+    result = run(
+        "plan",
+        "--numeric",
+        "--lower",
+        "0",
+        "--upper",
+        "5000",
+        "--epsilon",
+        "1",
+        "--margin",
+        "50",
+        "--format",
+        "json",
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    needed = {row["mechanism"]: row["reports_needed"] for row in document["mechanisms"]}
+    assert set(needed) == {"duchi", "pm", "hybrid"}
+    assert document["auto"] == min(needed, key=needed.__getitem__)
+    table = run(
+        "plan", "--numeric", "--lower", "0", "--upper", "5000", "--epsilon", "1", "--margin", "50"
+    )
+    assert "auto's pick" in table.stdout and f"{needed[document['auto']]:,}" in table.stdout
+    assert "needs --lower and --upper" in one_line_error(
+        run("plan", "--numeric", "--epsilon", "1", "--margin", "50")
+    )
+    assert "below 1" in one_line_error(
+        run("plan", "--categories", "3", "--epsilon", "1", "--margin", "50")
+    )
