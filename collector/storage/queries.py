@@ -231,12 +231,13 @@ def read_counts(
         rows = connection.execute(query).all()
     if not rows or rows[0].fingerprint != spec.fingerprint:
         raise SpecChanged([spec.name])
+    k = spec.k
     for _, period, value, category, support in rows:
         i = position.get(period)
         if i is None:
             continue
         n[i] = value
-        if category is not None and 0 <= category < spec.k:
+        if category is not None and 0 <= category < k:
             counts[i, category] = support
     return n, counts
 
