@@ -114,10 +114,16 @@ def reports_needed(
     if not 0.0 < margin < 1.0:
         raise InvalidInput("margin must be strictly between 0 and 1")
     mech, spread = _one_report_margin(k, epsilon, confidence, mechanism, simultaneous)
+    return _fewest_reports(spread, margin, mech.name, mech.epsilon)
+
+
+def _fewest_reports(spread: float, margin: float, name: str, epsilon: float) -> int:
+    """The least n with spread / sqrt(n) <= margin; :class:`TooManyReports` past
+    :data:`MAX_REPORTS` (``name`` and ``epsilon`` say which mechanism, in the message)."""
     root = spread / margin
     if not root <= math.sqrt(MAX_REPORTS):
         raise TooManyReports(
-            f"a margin of {margin:g} with {mech.name} at epsilon {mech.epsilon:g} needs more"
+            f"a margin of {margin:g} with {name} at epsilon {epsilon:g} needs more"
             f" than {MAX_REPORTS:.0e} reports"
         )
     # root * root and each margin compared below are off by a few ulps, less than one report
@@ -224,13 +230,4 @@ def mean_reports_needed(
     if not margin > 0.0:
         raise InvalidInput("margin must be positive")
     mech, spread = _numeric_spread(lower, upper, epsilon, confidence, mechanism)
-    root = spread / margin
-    if not root <= math.sqrt(MAX_REPORTS):
-        raise TooManyReports(
-            f"a margin of {margin:g} with {mech.name} at epsilon {mech.epsilon:g} needs more"
-            f" than {MAX_REPORTS:.0e} reports"
-        )
-    n = max(1, math.ceil(root * root) - 2)
-    while spread / math.sqrt(n) > margin:
-        n += 1
-    return n
+    return _fewest_reports(spread, margin, mech.name, mech.epsilon)
