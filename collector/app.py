@@ -25,6 +25,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .context import Clock, Collector, SpecCache, utc_now
+from .docspage import install_docs
 from .routes import admin, estimates, metrics, reports
 from .schemas import ReportBatch
 from .settings import Settings
@@ -171,7 +172,10 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         version="0.1.0",
         description="Collects locally randomized reports and answers debiased estimates.",
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
+    install_docs(app)
     for module in (reports, metrics, estimates, admin):
         app.include_router(module.router)
     app.add_api_route("/", _to_docs, include_in_schema=False)

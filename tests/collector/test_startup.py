@@ -5,6 +5,7 @@ root redirects to the API docs."""
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -79,6 +80,12 @@ def test_serve_takes_a_path_prints_one_summary_and_sends_the_root_to_the_docs(
             assert client.get("/", follow_redirects=True).status_code == 200
             listed = client.get("/v1/metrics")
             assert listed.status_code == 200
+            docs = client.get("/docs")
+            assets = re.findall(r'(?:src|href)="([^"]+)"', docs.text)
+            assert docs.status_code == 200 and len(assets) >= 3
+            for asset in assets:  # every file of the docs page comes from the collector
+                assert asset.startswith("/docs-assets/"), asset
+                assert client.get(asset).status_code == 200
         log = server.log_tail()
     finally:
         server.stop()

@@ -1,0 +1,35 @@
+"""The OpenAPI page at ``/docs``, with Swagger UI's files served by the collector itself.
+
+FastAPI's default page loads Swagger UI from a CDN: offline, or behind a network that blocks
+it, the page is blank, and every visit tells a third party that someone opened the API's
+docs. The ``swagger-ui-bundle`` package ships the same files; they are mounted at
+:data:`DOCS_ASSETS`.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+from swagger_ui_bundle import swagger_ui_path
+
+DOCS_ASSETS = "/docs-assets"
+"""Where Swagger UI's JavaScript, CSS and icons are served."""
+
+
+def install_docs(app: FastAPI) -> None:
+    """Serve ``/docs`` and its assets from the collector (create the app with ``docs_url=None``)."""
+    app.mount(DOCS_ASSETS, StaticFiles(directory=str(swagger_ui_path)), name="docs-assets")
+
+    def docs() -> HTMLResponse:
+        """Swagger UI for the collector's OpenAPI schema, every file from this origin."""
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title=f"{app.title} - API",
+            swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
+            swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
+            swagger_favicon_url=f"{DOCS_ASSETS}/favicon-32x32.png",
+        )
+
+    app.add_api_route("/docs", docs, include_in_schema=False)
