@@ -18,8 +18,9 @@ import csv
 import io
 from collections import Counter
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode, urljoin, urlsplit
 
+import httpx
 import pytest
 from deniable.client import MetricSpec
 
@@ -61,11 +62,15 @@ def floats(element: Any, *names: str) -> tuple[float, ...]:
 
 def signed_in(driver: WebDriver, seeded: Seeded) -> WebDriver:
     """``driver`` with a viewer session on the collector (signing in if it has none)."""
-    if not driver.current_url.startswith(seeded.url):
-        driver.get(seeded.url + "/dashboard/sign-in")
-    if not driver.get_cookies():
+    driver.get(seeded.url + "/dashboard/")
+    if not driver.find_elements(By.CSS_SELECTOR, "table#metrics"):
         sign_in(driver, seeded.url, VIEWER_TOKEN)
     return driver
+
+
+def sign_out(driver: WebDriver) -> None:
+    """Drop every cookie of the browser (whatever its path)."""
+    driver.execute_cdp_cmd("Network.clearBrowserCookies", {})
 
 
 def open_page(driver: WebDriver, url: str) -> None:
@@ -104,20 +109,24 @@ def swagger_rendered(driver: WebDriver, timeout: float = 10.0) -> bool:
     return True
 
 
-def fetch_text(driver: WebDriver, href: str) -> tuple[int, str]:
-    """GET ``href`` from the page with its cookies (``fetch``); (status, body)."""
-    result = driver.execute_async_script(
-        "const done = arguments[arguments.length - 1];"
-        "fetch(arguments[0], {credentials: 'same-origin'})"
-        ".then(r => r.text().then(t => done([r.status, t])))"
-        ".catch(e => done([0, String(e)]));",
-        href,
-    )
-    return int(result[0]), str(result[1])
+def browser_cookies(driver: WebDriver) -> dict[str, str]:
+    """Every cookie the browser holds, whatever its path (name: value)."""
+    cookies = driver.execute_cdp_cmd("Network.getAllCookies", {})["cookies"]
+    return {cookie["name"]: cookie["value"] for cookie in cookies}
+
+
+def fetch_text(driver: WebDriver, seeded: Seeded, href: str) -> tuple[int, str]:
+    """GET ``href`` with the browser's session cookies (outside the page, so its CSP does not
+    apply); (status, body)."""
+    with httpx.Client(
+        base_url=seeded.url, cookies=browser_cookies(driver), trust_env=False
+    ) as client:
+        response = client.get(urljoin(seeded.url + "/", href))
+    return response.status_code, response.text
 
 
 def test_a_wrong_token_does_not_sign_in(driver: WebDriver, seeded: Seeded) -> None:
-    driver.delete_all_cookies()
+    sign_out(driver)
     sign_in(driver, seeded.url, "not-the-viewer-token-123456")
     assert urlsplit(driver.current_url).path == "/dashboard/sign-in"
     assert driver.find_elements(By.CSS_SELECTOR, "form#sign-in")
@@ -129,7 +138,7 @@ def test_a_wrong_token_does_not_sign_in(driver: WebDriver, seeded: Seeded) -> No
 def test_the_viewer_token_signs_in_with_an_httponly_strict_cookie(
     driver: WebDriver, seeded: Seeded
 ) -> None:
-    driver.delete_all_cookies()
+    sign_out(driver)
     requested_urls(driver)
     sign_in(driver, seeded.url, VIEWER_TOKEN)
     assert driver.current_url == seeded.url + "/dashboard/"
@@ -151,18 +160,15 @@ def test_the_api_keeps_viewers_out_of_admin_routes(driver: WebDriver, seeded: Se
         assert viewer.get(f"/v1/admin/metrics/{name}/reports").status_code == 403
     with authorized_client(seeded.url, ADMIN_TOKEN) as admin:
         assert admin.get(f"/v1/admin/metrics/{name}/reports").status_code == 200
-        created = MetricSpec.boolean("browser_admin_created", epsilon=1.0)
-        assert admin.post("/v1/metrics", json=created.fingerprint_fields()).status_code in (
-            200,
-            201,
-        )
+        again = seeded.categorical.fingerprint_fields()  # registering again is idempotent
+        assert admin.post("/v1/metrics", json=again).status_code in (200, 201)
     with authorized_client(seeded.url, INGEST_KEY) as device:
         assert device.get(f"/v1/metrics/{name}/estimate").status_code in (401, 403)
     with authorized_client(seeded.url) as anonymous:
         assert anonymous.get(f"/v1/metrics/{name}/estimate").status_code == 401
     # The dashboard's session cookie is a viewer's: it opens no admin route either.
-    signed_in(driver, seeded).get(seeded.url + "/dashboard/")
-    status, _ = fetch_text(driver, f"/v1/admin/metrics/{name}/reports")
+    signed_in(driver, seeded)
+    status, _ = fetch_text(driver, seeded, f"/v1/admin/metrics/{name}/reports")
     assert status in (401, 403)
 
 
@@ -244,7 +250,7 @@ def test_the_truth_lies_inside_every_simultaneous_whisker(
         )
     assert driver.find_elements(By.CSS_SELECTOR, "table#estimate-table")
     href = driver.find_element(By.CSS_SELECTOR, "a#estimate-csv").get_attribute("href")
-    status, text = fetch_text(driver, href)
+    status, text = fetch_text(driver, seeded, href)
     assert status == 200, text[:200]
     found = {value for row in csv.reader(io.StringIO(text)) for value in row}
     assert set(CATEGORIES) <= found
@@ -271,7 +277,7 @@ def test_the_series_has_one_point_per_day_per_category_shown(
     assert bands == Counter(shown)
     assert driver.find_elements(By.CSS_SELECTOR, "table#series-table")
     href = driver.find_element(By.CSS_SELECTOR, "a#series-csv").get_attribute("href")
-    status, text = fetch_text(driver, href)
+    status, text = fetch_text(driver, seeded, href)
     assert status == 200, text[:200]
     assert all(day in text for day in seeded.days)
 
