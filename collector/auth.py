@@ -60,9 +60,10 @@ def require(request: Request, accepted: list[str], role: Role) -> None:
     if not accepted:
         return
     if not any_match(bearer_token(request), accepted):
+        who = "viewer or admin" if role == "viewer" else role
         raise HTTPException(
             status_code=401,
-            detail=f"{role} token missing or wrong: send 'Authorization: Bearer <token>'",
+            detail=f"{who} token missing or wrong: send 'Authorization: Bearer <token>'",
             headers={"WWW-Authenticate": "Bearer"},
         )
 

@@ -40,7 +40,8 @@ def color(index: int) -> str:
 
 def share_text(value: float) -> str:
     """A share as a percentage for a tick or a label."""
-    return f"{value * 100:.0f}%" if value * 100 == round(value * 100) else f"{value * 100:.1f}%"
+    points = value * 100
+    return f"{points:.0f}%" if abs(points - round(points)) < 1e-9 else f"{points:.1f}%"
 
 
 def value_text(value: float) -> str:
