@@ -75,7 +75,7 @@ svg.swatch { width: 0.7rem; height: 0.7rem; display: inline-block; vertical-alig
 .scroll { overflow-x: auto; max-width: 100%; -webkit-overflow-scrolling: touch; }
 table { border-collapse: collapse; width: 100%; font-size: 0.875rem; }
 th, td { padding: 0.45rem 0.6rem; border-bottom: 1px solid var(--line); text-align: left; white-space: nowrap; }
-thead th { color: var(--muted); font-weight: 600; font-size: 0.78rem; text-transform: uppercase; letter-spacing: 0.03em; }
+thead th { color: var(--muted); font-weight: 600; font-size: 0.8rem; }
 tbody th { font-weight: 600; }
 tbody tr:hover { background: #f8fafc; }
 .num { text-align: right; font-variant-numeric: tabular-nums; }
