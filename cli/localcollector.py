@@ -2,7 +2,7 @@
 
 The child is ``python -m deniable.collector``, which serves through
 :func:`deniable.collector.serve.serve` like every collector, on a temporary SQLite database with
-a random admin token; its settings reach it as the ``DENIABLE_*`` environment the collector's
+a random admin token (and a viewer token when asked, for the dashboard); its settings reach it as the ``DENIABLE_*`` environment the collector's
 ``Settings`` reads (never as arguments, which any user of the host could see). It is stopped (and its files
 removed) when the context ends. A child process, not a thread, so that the collector and the
 simulated devices use separate cores and separate interpreters.
@@ -34,10 +34,16 @@ class LocalCollector:
     need ``ingest_key`` (or the admin token) if one is given.
     """
 
-    def __init__(self, database_url: str | None = None, ingest_key: str | None = None) -> None:
+    def __init__(
+        self,
+        database_url: str | None = None,
+        ingest_key: str | None = None,
+        viewer_token: str | None = None,
+    ) -> None:
         """Prepare (not start) a collector on ``database_url`` or a temporary SQLite file."""
         self.token = secrets.token_urlsafe(24)
         self.ingest_key = ingest_key
+        self.viewer_token = viewer_token
         self._tmp = tempfile.TemporaryDirectory(prefix="deniable-demo-")
         self.directory = Path(self._tmp.name)
         self.database_url = database_url or f"sqlite:///{self.directory / 'demo.db'}"
@@ -99,6 +105,7 @@ class LocalCollector:
             "database_url": self.database_url,
             "admin_token": self.token,
             "ingest_key": self.ingest_key,
+            "viewer_token": self.viewer_token,
         }
         own = {environment_variable(k): v for k, v in values.items() if v is not None}
         return {**inherited, **own}
@@ -127,6 +134,10 @@ class LocalCollector:
             headers={"Authorization": f"Bearer {self.token}"},
         )
         return probe.status_code == 404
+
+    def running(self) -> bool:
+        """Whether the child is still up."""
+        return self._process is not None and self._process.poll() is None
 
     def _last_log_line(self) -> str:
         """The child's last non-empty line of output, to say why it did not start."""

@@ -24,6 +24,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from . import dashboard
 from .context import Clock, Collector, SpecCache, utc_now
 from .docspage import install_docs
 from .routes import admin, estimates, metrics, reports
@@ -93,9 +94,9 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
     return app.openapi_schema
 
 
-def _to_docs() -> RedirectResponse:
-    """``GET /``: a browser at the collector's root lands on the OpenAPI page (``/docs``)."""
-    return RedirectResponse("/docs")
+def _to_dashboard() -> RedirectResponse:
+    """``GET /``: a browser at the collector's root lands on the dashboard (``/dashboard/``)."""
+    return RedirectResponse("/dashboard/")
 
 
 def _install_error_handlers(app: FastAPI) -> None:
@@ -178,8 +179,10 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     install_docs(app)
     for module in (reports, metrics, estimates, admin):
         app.include_router(module.router)
-    app.add_api_route("/", _to_docs, include_in_schema=False)
+    app.include_router(dashboard.router)
+    app.add_api_route("/", _to_dashboard, include_in_schema=False)
     _install_error_handlers(app)
+    app.add_middleware(dashboard.DashboardHeaders)
     app.add_middleware(LatencyMiddleware, telemetry=telemetry)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

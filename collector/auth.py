@@ -1,9 +1,13 @@
-"""Bearer-token checks for admin calls and uploads, compared in constant time.
+"""Bearer-token checks for admin calls, reads and uploads, compared in constant time.
 
-Every protected route declares its role once, in its decorator: ``dependencies=[ADMIN]`` or
-``dependencies=[INGEST]``. FastAPI solves dependencies before it validates query parameters,
-and the routes that take a body read it themselves afterwards (``routes.body``), so a caller
-without the token gets its 401 before anything it sent is read, parsed or echoed in a 422.
+Every protected route declares its role once, in its decorator: ``dependencies=[ADMIN]``,
+``dependencies=[VIEWER]`` or ``dependencies=[INGEST]``. FastAPI solves dependencies before it
+validates query parameters, and the routes that take a body read it themselves afterwards
+(``routes.body``), so a caller without the token gets its 401 before anything it sent is read,
+parsed or echoed in a 422.
+
+The viewer token reads (estimates, series, the dashboard) and nothing else: on an admin route
+it is answered 403, so an operator sees at once that the token is known but not allowed.
 """
 
 from __future__ import annotations
@@ -15,10 +19,14 @@ from typing import Literal
 from fastapi import Depends, HTTPException, Request
 
 from .context import collector
+from .settings import Settings
 
-Role = Literal["admin", "ingest"]
+Role = Literal["admin", "viewer", "ingest"]
 
 _SCHEME = "bearer "
+
+VIEWER_REFUSED = "the viewer token may only read"
+"""The 403 detail of an admin route called with the viewer token."""
 
 
 def bearer_token(request: Request) -> str | None:
@@ -36,6 +44,14 @@ def tokens_match(given: str | None, expected: str) -> bool:
     return hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
 
 
+def any_match(given: str | None, accepted: list[str]) -> bool:
+    """Whether ``given`` equals one of ``accepted`` (each compared, in constant time)."""
+    matched = False
+    for secret in accepted:
+        matched |= tokens_match(given, secret)
+    return matched
+
+
 def require(request: Request, accepted: list[str], role: Role) -> None:
     """Raise 401 unless the request's bearer token equals one of ``accepted``.
 
@@ -43,39 +59,51 @@ def require(request: Request, accepted: list[str], role: Role) -> None:
     """
     if not accepted:
         return
-    given = bearer_token(request)
-    matched = False
-    for secret in accepted:
-        matched |= tokens_match(given, secret)
-    if not matched:
+    if not any_match(bearer_token(request), accepted):
+        who = "viewer or admin" if role == "viewer" else role
         raise HTTPException(
             status_code=401,
-            detail=f"{role} token missing or wrong: send 'Authorization: Bearer <token>'",
+            detail=f"{who} token missing or wrong: send 'Authorization: Bearer <token>'",
             headers={"WWW-Authenticate": "Bearer"},
         )
+
+
+def accepted_tokens(settings: Settings, role: Role) -> list[str]:
+    """The tokens ``role``'s routes accept (empty: open)."""
+    if role == "admin":
+        return settings.admin_tokens()
+    if role == "viewer":
+        return settings.viewer_tokens()
+    return settings.ingest_tokens()
 
 
 def authorize(role: Role) -> Callable[[Request], Awaitable[None]]:
     """The dependency that lets a request through only with a token of ``role``.
 
-    A refused upload is counted in ``deniable_batches_rejected{reason="unauthorized"}``.
+    The viewer token on an admin route is 403; a refused upload is counted in
+    ``deniable_batches_rejected{reason="unauthorized"}``.
     """
 
     async def check(request: Request) -> None:
         state = collector(request)
         settings = state.settings
-        accepted = settings.admin_tokens() if role == "admin" else settings.ingest_tokens()
         try:
-            require(request, accepted, role)
+            require(request, accepted_tokens(settings, role), role)
         except HTTPException:
             if role == "ingest":
                 state.telemetry.batches_rejected.labels("unauthorized").inc()
+            viewer = settings.viewer_secret()
+            if role == "admin" and viewer and tokens_match(bearer_token(request), viewer):
+                raise HTTPException(status_code=403, detail=VIEWER_REFUSED) from None
             raise
 
     return check
 
 
 ADMIN = Depends(authorize("admin"))
-"""Declared by every admin route: registering metrics, estimates, series, export, retention."""
+"""Declared by every route that writes or exports: registering and archiving metrics, export,
+retention."""
+VIEWER = Depends(authorize("viewer"))
+"""Declared by the read routes (estimates, series): the viewer token or an admin token."""
 INGEST = Depends(authorize("ingest"))
 """Declared by the upload route: the ingest key (or an admin token) when one is configured."""

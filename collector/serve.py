@@ -21,6 +21,7 @@ import ipaddress
 import json
 import logging
 import os
+import secrets
 import shutil
 import sys
 import tempfile
@@ -359,6 +360,7 @@ def serve(settings: Settings, listening: Listening = DEFAULT_LISTENING, **change
 
     A port in use is refused (:class:`RefusedToServe`) before the database is touched."""
     from .app import create_app
+    from .dashboard.session import SECRET_VARIABLE as SESSION_SECRET_VARIABLE
 
     listening = replace(listening, **changes)
     check_exposure(settings, listening.host)
@@ -379,4 +381,6 @@ def serve(settings: Settings, listening: Listening = DEFAULT_LISTENING, **change
             run_server(server_config(create_app(settings), settings, listening, workers=1))
             return
         os.environ.update(settings_environment(settings))
+        # One dashboard session secret for all workers: a cookie one signed the others accept.
+        os.environ.setdefault(SESSION_SECRET_VARIABLE, secrets.token_hex(32))
         run_server(server_config(APP_FACTORY, settings, listening))

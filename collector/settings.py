@@ -35,10 +35,20 @@ MAX_RANGE_PERIODS = 1100
 """The most periods an estimate's range may hold by default (three years of days): the API
 and the CLI's offline estimates refuse longer ranges alike."""
 
-TOKEN_FIELDS = ("admin_token", "admin_token_previous", "ingest_key", "ingest_key_previous")
+TOKEN_FIELDS = (
+    "admin_token",
+    "admin_token_previous",
+    "viewer_token",
+    "ingest_key",
+    "ingest_key_previous",
+)
 """The settings that hold secrets devices or operators present as bearer tokens."""
 
-TOKEN_FILES = {"admin_token_file": "admin_token", "ingest_key_file": "ingest_key"}
+TOKEN_FILES = {
+    "admin_token_file": "admin_token",
+    "viewer_token_file": "viewer_token",
+    "ingest_key_file": "ingest_key",
+}
 """Settings naming a file that holds a token (a mounted secret), and the token each fills."""
 
 
@@ -66,12 +76,17 @@ class Settings(BaseSettings):
     are open, so the collector listens on loopback only."""
     admin_token_previous: SecretStr | None = None
     """The admin token being rotated out, still accepted beside the current one."""
+    viewer_token: SecretStr | None = None
+    """Read-only token (metrics, estimates, series, the dashboard): it never registers, archives,
+    exports or deletes; it must differ from the admin token."""
     ingest_key: SecretStr | None = None
     """Key devices must send with reports (the admin token is accepted too); none: open."""
     ingest_key_previous: SecretStr | None = None
     """The ingest key being rotated out, still accepted beside the current one."""
     admin_token_file: Path | None = None
     """File holding the admin token, e.g. a mounted secret (one trailing newline dropped)."""
+    viewer_token_file: Path | None = None
+    """File holding the viewer token, e.g. a mounted secret (one trailing newline dropped)."""
     ingest_key_file: Path | None = None
     """File holding the ingest key, e.g. a mounted secret (one trailing newline dropped)."""
     retention_days: int = Field(default=DEFAULT_RETENTION_DAYS, ge=1, le=36500)
@@ -156,10 +171,34 @@ class Settings(BaseSettings):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _viewer_differs(self) -> Settings:
+        """A viewer token equal to an admin token would make every viewer an admin: refuse it."""
+        viewer = _secret(self.viewer_token)
+        if viewer is not None and viewer in self.admin_tokens():
+            raise ValueError(
+                "DENIABLE_VIEWER_TOKEN equals the admin token: a viewer must not be an admin,"
+                " generate another one"
+            )
+        return self
+
     def admin_tokens(self) -> list[str]:
         """Tokens accepted for admin calls (current, then previous); empty when admin calls are
         open (loopback only)."""
         return _present(self.admin_secret(), _secret(self.admin_token_previous))
+
+    def viewer_tokens(self) -> list[str]:
+        """Tokens accepted for reads (estimates, series, the dashboard): the viewer token and
+        the admin tokens; empty when reads are open, as admin calls are (no admin token)."""
+        admins = self.admin_tokens()
+        if not admins:
+            return []
+        viewer = self.viewer_secret()
+        return [viewer, *admins] if viewer is not None else admins
+
+    def viewer_secret(self) -> str | None:
+        """The viewer token, or None when none is configured."""
+        return _secret(self.viewer_token)
 
     def ingest_tokens(self) -> list[str]:
         """Tokens accepted for uploads: the ingest keys or the admin tokens; empty when open."""

@@ -62,12 +62,18 @@ def summary(settings: Settings, listening: Listening) -> str:
     url = f"http://{host}:{listening.port}"
     admin = "on (admin token set)" if settings.admin_secret() else "off (loopback only)"
     ingest = "on (ingest key set)" if settings.ingest_secret() else "off (anyone may upload)"
+    if settings.viewer_secret() and settings.admin_secret():
+        viewer = "on (viewer token set: reads and the dashboard)"
+    else:
+        viewer = "off (reads need the admin token)" if settings.admin_secret() else "open"
     days = settings.retention_days
     return "\n".join(
         (
             f"deniable collector on {url}  (API docs: {url}/docs)",
             f"  database   {public_database(settings.database_url)}",
+            f"  dashboard  {url}/dashboard/",
             f"  admin      {admin}",
+            f"  viewer     {viewer}",
             f"  uploads    {ingest}",
             f"  retention  {days} days (older reports are refused and deleted by retention)",
             f"  workers    {listening.workers}",

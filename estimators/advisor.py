@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import math
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 from deniable.client.errors import InvalidInput
@@ -231,3 +232,71 @@ def mean_reports_needed(
         raise InvalidInput("margin must be positive")
     mech, spread = _numeric_spread(lower, upper, epsilon, confidence, mechanism)
     return _fewest_reports(spread, margin, mech.name, mech.epsilon)
+
+
+def candidate_mechanisms(k: int) -> list[str]:
+    """The client's mechanisms that can carry a k-category metric: brr only for k = 2, where
+    krr is the same mechanism and is left out."""
+    left_out = "krr" if k == 2 else "brr"
+    return [name for name in MECHANISMS if name != left_out]
+
+
+def plan_document(
+    k: int,
+    epsilon: float,
+    *,
+    margin: float | None,
+    reports: int | None,
+    confidence: float,
+    simultaneous: bool,
+) -> dict[str, Any]:
+    """Reports needed for ``margin`` (or the margin ``reports`` give), per mechanism, and the
+    advisor's pick: what ``deniable plan`` prints and the dashboard's Plan page shows."""
+    candidates = candidate_mechanisms(k)
+    rows = []
+    for name in candidates:
+        try:
+            mechanism = make_mechanism(name, k, epsilon)
+        except ValueError as exc:
+            rows.append({"mechanism": name, "supported": False, "reason": str(exc)})
+            continue
+        row: dict[str, Any] = {
+            "mechanism": name,
+            "supported": True,
+            "v_star": mechanism.v_star,
+            "report_bytes": report_bytes(mechanism),
+        }
+        if margin is not None:
+            try:
+                row["reports_needed"] = reports_needed(
+                    k,
+                    epsilon,
+                    margin,
+                    confidence=confidence,
+                    mechanism=name,
+                    simultaneous=simultaneous,
+                )
+            except TooManyReports as exc:
+                row.update(reports_needed=None, reason=str(exc))
+        else:
+            row["margin"] = float(
+                margin_of_error(
+                    k,
+                    epsilon,
+                    reports,  # type: ignore[arg-type]
+                    confidence=confidence,
+                    mechanism=name,
+                    simultaneous=simultaneous,
+                )
+            )
+        rows.append(row)
+    return {
+        "categories": k,
+        "epsilon": epsilon,
+        "confidence": confidence,
+        "simultaneous": simultaneous,
+        **({"margin": margin} if margin is not None else {"reports": reports}),
+        "advised": fewest_reports(k, epsilon, candidates),
+        "auto": least_variance(k, epsilon),
+        "mechanisms": rows,
+    }

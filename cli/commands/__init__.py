@@ -1,5 +1,6 @@
 """The ``deniable`` subcommands, one module each; the helpers they share live in ``deniable.cli``."""
 
+from .dashboard import dashboard
 from .demo import demo
 from .estimate import estimate, series
 from .export import export
@@ -10,11 +11,24 @@ from .retention import retention
 from .serve import serve
 from .simulate import simulate
 
-COMMANDS = (serve, migrate, metrics, estimate, series, plan, simulate, demo, export, retention)
+COMMANDS = (
+    serve,
+    migrate,
+    metrics,
+    estimate,
+    series,
+    plan,
+    simulate,
+    demo,
+    dashboard,
+    export,
+    retention,
+)
 """Every subcommand of the ``deniable`` group."""
 
 __all__ = [
     "COMMANDS",
+    "dashboard",
     "demo",
     "estimate",
     "export",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import secrets
 import time
 from typing import Any
 
@@ -187,19 +188,58 @@ def _all_inside(truth: Any, document: dict[str, Any]) -> bool:
     metavar="N",
     help="Simulated devices.",
 )
+@click.option(
+    "--dashboard",
+    "keep_dashboard",
+    is_flag=True,
+    help="Leave the collector running with its dashboard (and print a viewer token) until Ctrl-C.",
+)
 @format_option("table", "json")
-def demo(seed: int | None, clients: int, fmt: str) -> None:
+def demo(seed: int | None, clients: int, keep_dashboard: bool, fmt: str) -> None:
     """Run a collector, simulate devices through the SDK, and compare estimates with the truth.
 
     Nothing to set up: the collector uses a temporary SQLite database on a free loopback
-    port and is stopped at the end.
+    port and is stopped at the end; with --dashboard it stays up, with its dashboard, until
+    Ctrl-C (sign in with the viewer token it prints once).
 
     \b
     Examples:
       deniable demo
+      deniable demo --dashboard
       deniable demo --seed 42 --format json
     """
     from ..localcollector import LocalCollector
+
+    viewer = secrets.token_urlsafe(24) if keep_dashboard else None
+    collector = LocalCollector(viewer_token=viewer)
+    try:
+        _run_demo(collector, seed, clients, fmt)
+        if keep_dashboard and viewer is not None:
+            _keep_serving(collector, viewer)
+    finally:
+        collector.stop()
+
+
+def _keep_serving(collector: Any, viewer: str) -> None:
+    """Print the dashboard's URL and the viewer token (once), then wait for Ctrl-C."""
+    from deniable.client.errors import CollectorUnavailable
+
+    click.echo("")
+    click.echo(f"Dashboard: {collector.url}/dashboard/")
+    click.echo(f"Viewer token (paste it on the sign-in page; shown only now): {viewer}")
+    click.echo("The collector keeps running with the demo's data; press Ctrl-C to stop it.")
+    try:
+        while collector.running():
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        click.echo("stopped", err=True)
+        return
+    raise CollectorUnavailable("the demo collector stopped unexpectedly")
+
+
+def _run_demo(collector: Any, seed: int | None, clients: int, fmt: str) -> None:
+    """Start ``collector``, seed it with ``clients`` simulated devices as of now, and print
+    each estimate beside the truth (as tables or JSON)."""
     from ..simulated_devices import number_population, population, run_devices
 
     started = time.monotonic()
@@ -207,45 +247,44 @@ def demo(seed: int | None, clients: int, fmt: str) -> None:
     moment = dt.datetime.now(dt.UTC)
     with progress_bar() as bar:
         boot = bar.add_task("starting a collector", total=1)
-        collector = LocalCollector()
-        with collector:
-            bar.advance(boot)
-            with CollectorAPI(collector.url, collector.token) as api:
-                specs = [spec_from_served(api.create_metric(m)) for m in DEMO_METRICS]
-                populations = [
-                    number_population(s, clients, rng)
-                    if s.type in ("numeric", "histogram")
-                    else population(s, clients, DEMO_TRUTH[s.name], rng)
-                    for s in specs
-                ]
-                task = bar.add_task(f"{clients:,} devices reporting", total=clients)
-                delivery = run_devices(
-                    collector.url,
-                    populations,
-                    seed=seed,
-                    moment=moment,
-                    on_batch=lambda done: bar.advance(task, done),
+        collector.start()
+        bar.advance(boot)
+        with CollectorAPI(collector.url, collector.token) as api:
+            specs = [spec_from_served(api.create_metric(m)) for m in DEMO_METRICS]
+            populations = [
+                number_population(s, clients, rng)
+                if s.type in ("numeric", "histogram")
+                else population(s, clients, DEMO_TRUTH[s.name], rng)
+                for s in specs
+            ]
+            task = bar.add_task(f"{clients:,} devices reporting", total=clients)
+            delivery = run_devices(
+                collector.url,
+                populations,
+                seed=seed,
+                moment=moment,
+                on_batch=lambda done: bar.advance(task, done),
+            )
+            results = []
+            for spec, pop in zip(specs, populations, strict=True):
+                period = spec.period_of(moment)
+                shares = {} if spec.type == "numeric" else {"simultaneous": True}
+                document = api.estimate(
+                    spec.name,
+                    start=period,
+                    end=period,
+                    confidence=DEFAULT_CONFIDENCE,
+                    **shares,
                 )
-                results = []
-                for spec, pop in zip(specs, populations, strict=True):
-                    period = spec.period_of(moment)
-                    shares = {} if spec.type == "numeric" else {"simultaneous": True}
-                    document = api.estimate(
-                        spec.name,
-                        start=period,
-                        end=period,
-                        confidence=DEFAULT_CONFIDENCE,
-                        **shares,
-                    )
-                    truth = _truth(pop)
-                    results.append(
-                        {
-                            "spec": spec.to_dict(),
-                            "truth": truth,
-                            "estimate": document,
-                            "all_inside": _all_inside(truth, document),
-                        }
-                    )
+                truth = _truth(pop)
+                results.append(
+                    {
+                        "spec": spec.to_dict(),
+                        "truth": truth,
+                        "estimate": document,
+                        "all_inside": _all_inside(truth, document),
+                    }
+                )
     elapsed = time.monotonic() - started
     if fmt == "json":
         print_json(

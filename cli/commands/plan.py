@@ -16,17 +16,10 @@ from typing import Any
 
 import click
 from deniable.client.errors import InvalidInput
-from deniable.client.mechanisms import MECHANISMS, NUMERIC_MECHANISMS
+from deniable.client.mechanisms import NUMERIC_MECHANISMS
 
 from ..options import confidence_option, epsilon_option, format_option, simultaneous_option
 from ..render import console, print_json, write_csv
-
-
-def candidate_mechanisms(k: int) -> list[str]:
-    """The client's mechanisms that can carry a k-category metric: brr only for k = 2, where
-    krr is the same mechanism and is left out."""
-    left_out = "krr" if k == 2 else "brr"
-    return [name for name in MECHANISMS if name != left_out]
 
 
 def build_plan(
@@ -38,64 +31,19 @@ def build_plan(
     confidence: float,
     simultaneous: bool,
 ) -> dict[str, Any]:
-    """Reports needed for ``margin`` (or the margin ``reports`` give), per mechanism, and the advisor's pick."""
-    from deniable.client.mechanisms import least_variance, make_mechanism
-    from deniable.estimators import (
-        TooManyReports,
-        fewest_reports,
-        margin_of_error,
-        report_bytes,
-        reports_needed,
-    )
+    """Reports needed for ``margin`` (or the margin ``reports`` give), per mechanism, and the
+    advisor's pick: :func:`deniable.estimators.advisor.plan_document`, which the dashboard's
+    Plan page shows too."""
+    from deniable.estimators.advisor import plan_document
 
-    candidates = candidate_mechanisms(k)
-    rows = []
-    for name in candidates:
-        try:
-            mechanism = make_mechanism(name, k, epsilon)
-        except ValueError as exc:
-            rows.append({"mechanism": name, "supported": False, "reason": str(exc)})
-            continue
-        row: dict[str, Any] = {
-            "mechanism": name,
-            "supported": True,
-            "v_star": mechanism.v_star,
-            "report_bytes": report_bytes(mechanism),
-        }
-        if margin is not None:
-            try:
-                row["reports_needed"] = reports_needed(
-                    k,
-                    epsilon,
-                    margin,
-                    confidence=confidence,
-                    mechanism=name,
-                    simultaneous=simultaneous,
-                )
-            except TooManyReports as exc:
-                row.update(reports_needed=None, reason=str(exc))
-        else:
-            row["margin"] = float(
-                margin_of_error(
-                    k,
-                    epsilon,
-                    reports,
-                    confidence=confidence,
-                    mechanism=name,
-                    simultaneous=simultaneous,
-                )
-            )
-        rows.append(row)
-    return {
-        "categories": k,
-        "epsilon": epsilon,
-        "confidence": confidence,
-        "simultaneous": simultaneous,
-        **({"margin": margin} if margin is not None else {"reports": reports}),
-        "advised": fewest_reports(k, epsilon, candidates),
-        "auto": least_variance(k, epsilon),
-        "mechanisms": rows,
-    }
+    return plan_document(
+        k,
+        epsilon,
+        margin=margin,
+        reports=reports,
+        confidence=confidence,
+        simultaneous=simultaneous,
+    )
 
 
 def build_numeric_plan(

@@ -44,6 +44,8 @@ from ..settings_options import (
 @settings_option("pool_size", metavar="N")
 @settings_option("admin_token", metavar="TOKEN")
 @settings_option("admin_token_file", metavar="FILE")
+@settings_option("viewer_token", metavar="TOKEN")
+@settings_option("viewer_token_file", metavar="FILE")
 @settings_option("ingest_key", metavar="KEY")
 @settings_option("ingest_key_file", metavar="FILE")
 @settings_option("retention_days", metavar="DAYS")

@@ -15,7 +15,7 @@ from deniable.client.errors import InvalidInput
 from deniable.client.spec import MetricSpec, resolve_period
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
-from ..auth import ADMIN
+from ..auth import ADMIN, VIEWER
 from ..context import Collector, collector
 from ..schemas import Problem
 
@@ -33,14 +33,17 @@ def json_body(schema: dict[str, Any]) -> dict[str, Any]:
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
 
 
-ERRORS = problem_responses(401, 404, 422)
-"""The error answers of an admin route that reads one metric."""
+ERRORS = problem_responses(401, 403, 404, 422)
+"""The error answers of a route that reads one metric (403: the viewer token on an admin one)."""
 
 
-def metric_read(router: APIRouter, path: str, model: Any) -> Callable[[Route], Route]:
-    """Register a ``GET`` of ``router`` at ``path`` that reads one metric: admin only, answering
-    ``model`` or one of :data:`ERRORS`."""
-    return router.get(path, dependencies=[ADMIN], response_model=model, responses=ERRORS)
+def metric_read(
+    router: APIRouter, path: str, model: Any, *, viewer: bool = False
+) -> Callable[[Route], Route]:
+    """Register a ``GET`` of ``router`` at ``path`` that reads one metric, answering ``model``
+    or one of :data:`ERRORS`: admin only, or also the viewer token if ``viewer``."""
+    role = VIEWER if viewer else ADMIN
+    return router.get(path, dependencies=[role], response_model=model, responses=ERRORS)
 
 
 PERIOD_HELP = "a period label of the metric's kind (a YYYY-MM-DD date also works for week/month)"

@@ -129,7 +129,7 @@ def checked_quantiles(spec: MetricSpec, q: list[float] | None) -> tuple[float, .
         raise refused(spec, exc) from None
 
 
-@metric_read(router, "/v1/metrics/{name}/estimate", AnyRangeEstimate)
+@metric_read(router, "/v1/metrics/{name}/estimate", AnyRangeEstimate, viewer=True)
 def get_estimate(
     request: Request,
     read: MetricPeriodsQuery,
@@ -169,7 +169,7 @@ def get_estimate(
     return histogram_document(spec.name, first, last, result, quantiles)
 
 
-@metric_read(router, "/v1/metrics/{name}/series", AnySeries)
+@metric_read(router, "/v1/metrics/{name}/series", AnySeries, viewer=True)
 def get_series(
     request: Request, read: MetricPeriodsQuery, options: EstimateOptionsQuery
 ) -> dict[str, Any]:

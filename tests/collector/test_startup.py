@@ -67,7 +67,7 @@ def test_a_plain_path_is_an_sqlite_file(tmp_path: Path, monkeypatch: pytest.Monk
     assert Settings().database_url == f"sqlite:///{tmp_path / 'data' / 'c.db'}"
 
 
-def test_serve_takes_a_path_prints_one_summary_and_sends_the_root_to_the_docs(
+def test_serve_takes_a_path_prints_one_summary_and_sends_the_root_to_the_dashboard(
     tmp_path: Path,
 ) -> None:
     database = tmp_path / "collector.db"
@@ -76,8 +76,10 @@ def test_serve_takes_a_path_prints_one_summary_and_sends_the_root_to_the_docs(
     try:
         with httpx.Client(base_url=server.url, trust_env=False) as client:
             root = client.get("/", follow_redirects=False)
-            assert root.status_code in (302, 307) and root.headers["location"] == "/docs"
-            assert client.get("/", follow_redirects=True).status_code == 200
+            assert root.status_code in (302, 307) and root.headers["location"] == "/dashboard/"
+            # Signed out, the dashboard sends a browser on to its sign-in form.
+            signed_out = client.get("/", follow_redirects=True)
+            assert signed_out.status_code == 200 and 'id="sign-in"' in signed_out.text
             listed = client.get("/v1/metrics")
             assert listed.status_code == 200
             docs = client.get("/docs")
@@ -91,6 +93,7 @@ def test_serve_takes_a_path_prints_one_summary_and_sends_the_root_to_the_docs(
         server.stop()
     assert database.exists()
     assert f"deniable collector on {server.url}" in log and f"{server.url}/docs" in log
+    assert f"{server.url}/dashboard/" in log
     assert f"sqlite:///{database}" in log
     assert "admin      on" in log and "uploads    on" in log and "30 days" in log
     assert ADMIN_TOKEN not in log

@@ -1,0 +1,515 @@
+"""The dashboard's HTML pages, built with the standard library: every string is escaped.
+
+Metric names, categories and bucket labels come from whoever registered the metric, so each
+one passes through :func:`html.escape` before it reaches a page. Pages hold no script and no
+inline style (the Content-Security-Policy forbids both): one stylesheet, SVG charts drawn on the
+server (:mod:`.charts`), and plain GET forms for the pickers and the planner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from html import escape
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from deniable.client.spec import MetricSpec
+
+from .charts import (
+    Bar,
+    Line,
+    Point,
+    bar_chart,
+    share_text,
+    sparkline,
+    swatch,
+    time_chart,
+    value_text,
+)
+from .data import MetricRow
+
+STYLESHEET = "/dashboard/static/dashboard.css"
+METHODS = ("unbiased", "consistent", "mle")
+POOLINGS = ("overlap-safe", "independent")
+
+
+def e(value: object) -> str:
+    """``value`` as text escaped for HTML (quotes too: safe in attributes)."""
+    return escape(str(value), quote=True)
+
+
+def metric_path(name: str) -> str:
+    """The path of a metric's page."""
+    return f"/dashboard/metrics/{quote(name, safe='')}"
+
+
+def layout(title: str, body: str, *, signed_in: bool = True, current: str = "") -> str:
+    """A whole page: head, the top bar (navigation, sign-out) and ``body``."""
+    nav = ""
+    if signed_in:
+        links = [("overview", "/dashboard/", "Overview"), ("plan", "/dashboard/plan", "Plan")]
+        here = ' aria-current="page"'
+        items = "".join(
+            f'<a href="{href}"{here if key == current else ""}>{label}</a>'
+            for key, href, label in links
+        )
+        nav = (
+            f'<nav aria-label="Dashboard">{items}</nav>'
+            '<form class="sign-out" method="post" action="/dashboard/sign-out">'
+            '<button type="submit" class="quiet">Sign out</button></form>'
+        )
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{e(title)} · deniable</title>"
+        '<link rel="icon" href="data:,">'
+        f'<link rel="stylesheet" href="{STYLESHEET}"></head><body>'
+        f'<header class="top"><a class="brand" href="/dashboard/">deniable</a>{nav}</header>'
+        f"<main>{body}</main>"
+        "<footer>Local differential privacy: the collector never saw a true value.</footer>"
+        "</body></html>"
+    )
+
+
+def table(
+    table_id: str, headers: Sequence[str], rows: Iterable[str], *, numeric_from: int = 1
+) -> str:
+    """A table in a horizontally scrolling wrapper; ``rows`` are ready ``<tr>`` markup."""
+    right = ' class="num"'
+    head = "".join(
+        f'<th scope="col"{right if i >= numeric_from else ""}>{e(h)}</th>'
+        for i, h in enumerate(headers)
+    )
+    return (
+        f'<div class="scroll"><table id="{e(table_id)}"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def cells(values: Sequence[object], *, first_is_header: bool = True) -> str:
+    """One row's cells: the first a row header, the rest right-aligned numbers."""
+    out = []
+    for i, value in enumerate(values):
+        if i == 0 and first_is_header:
+            out.append(f'<th scope="row">{e(value)}</th>')
+        else:
+            out.append(f'<td class="num">{e(value)}</td>')
+    return "".join(out)
+
+
+def pct(value: float | None) -> str:
+    """A share as a percentage with two decimals, or an em dash."""
+    return "—" if value is None else f"{value * 100:.2f}%"
+
+
+def sign_in_page(message: str | None = None) -> str:
+    """The sign-in form (the token goes in a POST body, never a URL)."""
+    note = f'<p class="error" role="alert">{e(message)}</p>' if message else ""
+    body = (
+        '<section class="card narrow"><h1>Sign in</h1>'
+        "<p>Paste the collector's viewer token (or the admin token). It is checked once and never"
+        " stored in the browser: a signed session cookie is kept instead, for 12 hours.</p>"
+        f"{note}"
+        '<form id="sign-in" method="post" action="/dashboard/sign-in">'
+        '<label for="token">Token</label>'
+        '<input id="token" name="token" type="password" autocomplete="current-password"'
+        " required autofocus>"
+        '<button type="submit">Sign in</button></form></section>'
+    )
+    return layout("Sign in", body, signed_in=False)
+
+
+def error_page(status: int, detail: str) -> str:
+    """A page saying what went wrong (a 404 metric, a 422 range)."""
+    body = (
+        f'<section class="card"><h1>{"Not found" if status == 404 else "Cannot show this"}</h1>'
+        f'<p class="error" role="alert">{e(detail)}</p>'
+        '<p><a href="/dashboard/">Back to the overview</a></p></section>'
+    )
+    return layout("Error", body)
+
+
+def _margin_text(row: MetricRow) -> str:
+    """The overview's margin cell: ± points for shares, ± value units for a mean."""
+    if row.margin is None:
+        return "—"
+    if row.spec.type == "numeric":
+        return f"±{value_text(row.margin)}"
+    return f"±{row.margin * 100:.1f} pts"
+
+
+def overview_page(rows: Sequence[MetricRow], periods: int) -> str:
+    """Every metric with its recent reports, a sparkline of its leading estimate and its margin."""
+    body_rows = []
+    for row in rows:
+        spec = row.spec
+        what = "mean" if spec.type == "numeric" else f"share of {row.leading or '—'}"
+        label = f"{spec.name}: {what}, last {periods} periods"
+        body_rows.append(
+            f'<tr data-metric="{e(spec.name)}">'
+            f'<th scope="row"><a href="{e(metric_path(spec.name))}">{e(spec.name)}</a>'
+            f'<span class="sub">{e(what)}</span></th>'
+            f"<td>{e(spec.type)}</td>"
+            f'<td class="num">{spec.epsilon:g}</td>'
+            f"<td>{e(spec.mechanism)}</td>"
+            f'<td class="num">{row.current:,}</td>'
+            f'<td class="num">{row.previous:,}</td>'
+            f'<td class="spark">{sparkline(row.trend, label=label)}</td>'
+            f'<td class="num">{e(_margin_text(row))}</td></tr>'
+        )
+    if not rows:
+        body_rows.append(
+            '<tr><td colspan="8" class="empty">No metrics yet: register one with'
+            " <code>deniable metrics create</code>.</td></tr>"
+        )
+    headers = (
+        "Metric",
+        "Type",
+        "ε",
+        "Mechanism",
+        "Reports now",
+        "Last period",
+        f"Trend ({periods} periods)",
+        "Margin now",
+    )
+    head = "".join(f'<th scope="col">{e(h)}</th>' for h in headers)
+    body = (
+        '<div class="heading"><h1>Metrics</h1>'
+        f'<p class="lede">{len(rows)} metric{"s" if len(rows) != 1 else ""}. Reports in the'
+        " current and the last period; the trend of the leading share (or the mean); the"
+        " worst-case margin of error at today's reports (95%, all categories at once).</p></div>"
+        f'<div class="scroll"><table id="metrics"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(body_rows)}</tbody></table></div>"
+    )
+    return layout("Overview", body, current="overview")
+
+
+def _select(name: str, options: Sequence[str], chosen: str) -> str:
+    """A labelled ``<select>`` with ``chosen`` selected."""
+    items = "".join(
+        f'<option value="{e(o)}"{" selected" if o == chosen else ""}>{e(o)}</option>'
+        for o in options
+    )
+    return f'<label>{e(name)}<select name="{e(name)}">{items}</select></label>'
+
+
+def pickers(spec: MetricSpec, query: dict[str, Any]) -> str:
+    """The GET form choosing the range, method, pooling and how many categories to draw."""
+    numeric = spec.type == "numeric"
+    fields = [
+        f'<label>start<input name="start" value="{e(query["start"])}" maxlength="32"'
+        ' inputmode="numeric"></label>',
+        f'<label>end<input name="end" value="{e(query["end"])}" maxlength="32"'
+        ' inputmode="numeric"></label>',
+    ]
+    if not numeric:
+        fields.append(_select("method", METHODS, query["method"]))
+    fields.append(_select("pooling", POOLINGS, query["pooling"]))
+    if not numeric:
+        fields.append(
+            f'<label>top<input name="top" type="number" min="1" max="20"'
+            f' value="{query["top"]}"></label>'
+        )
+    return (
+        f'<form id="pickers" method="get" action="{e(metric_path(spec.name))}">'
+        f'{"".join(fields)}<button type="submit">Apply</button></form>'
+    )
+
+
+def csv_link(link_id: str, name: str, kind: str, query: dict[str, Any]) -> str:
+    """A link to the CSV of the estimate or series document for the page's choices."""
+    params = {k: query[k] for k in ("start", "end", "method", "pooling") if k in query}
+    href = f"{metric_path(name)}/{kind}.csv?{urlencode(params)}"
+    return f'<a id="{e(link_id)}" class="csv" href="{e(href)}" download>Download CSV</a>'
+
+
+def _legend(names: Sequence[str]) -> str:
+    """A legend naming each series beside its colour."""
+    items = "".join(f"<li>{swatch(i)}{e(name)}</li>" for i, name in enumerate(names))
+    return f'<ul class="legend">{items}</ul>'
+
+
+def _spec_line(spec: MetricSpec) -> str:
+    """The metric's kind in a few words."""
+    extra = ""
+    if spec.type == "numeric":
+        extra = f" · values in [{spec.lower:g}, {spec.upper:g}]"
+    elif spec.type == "histogram":
+        extra = f" · {len(spec.categories)} buckets"
+    else:
+        extra = f" · {len(spec.categories)} categories"
+    return f"{spec.type} · {spec.mechanism} · ε = {spec.epsilon:g} · per {spec.period}{extra}"
+
+
+def _estimate_section(spec: MetricSpec, document: dict[str, Any], query: dict[str, Any]) -> str:
+    """Bars with simultaneous whiskers, the margin note, the table view and its CSV."""
+    rows = document["estimates"]
+    bars = [
+        Bar(
+            r["category"],
+            None if r["frequency"] is None else min(1.0, max(0.0, r["frequency"])),
+            r["ci_low"],
+            r["ci_high"],
+        )
+        for r in rows
+    ]
+    level = f"{document['confidence'] * 100:g}%"
+    caption = (
+        f"{spec.name}: estimated shares over {document['start']} to {document['end']}"
+        f" with simultaneous {level} intervals"
+    )
+    note = ""
+    if document.get("margin_exceeds_most_shares"):
+        note = (
+            '<p class="note" id="margin-note">The margin of error'
+            f" (±{pct(document.get('margin'))}) is larger than most of the estimates themselves:"
+            " these shares cannot be told from zero yet. Collect more reports, widen the range,"
+            " or read the Plan page.</p>"
+        )
+    table_rows = [
+        "<tr>"
+        + cells(
+            [
+                r["category"],
+                pct(r["frequency"]),
+                pct(r["ci_low"]),
+                pct(r["ci_high"]),
+                f"{r['count']:,.0f}" if r["count"] is not None else "—",
+            ]
+        )
+        + "</tr>"
+        for r in rows
+    ]
+    return (
+        '<section class="card"><div class="card-head"><h2>Estimate</h2>'
+        f'<p class="meta">{e(document["start"])} to {e(document["end"])} ·'
+        f" n = {document['n']:,} · {e(document['method'])} · {e(document['pooling'])} ·"
+        f" <strong>simultaneous {level} intervals</strong> (they hold for all categories at"
+        " once)</p></div>"
+        f"{note}"
+        f"{bar_chart(bars, svg_id='estimate-chart', caption=caption)}"
+        '<p class="key"><span class="key-bar"></span>estimate'
+        ' <span class="key-whisker"></span>interval</p>'
+        + table(
+            "estimate-table",
+            ("category", "estimate", "low", "high", "estimated count"),
+            table_rows,
+        )
+        + f'<p class="actions">{csv_link("estimate-csv", spec.name, "estimate", query)}</p>'
+        "</section>"
+    )
+
+
+def _quantiles_section(document: dict[str, Any]) -> str:
+    """The histogram's quantile intervals (value units, bucket edges)."""
+    rows = [
+        f'<tr data-q="{entry["q"]!r}">'
+        + cells([f"p{entry['q'] * 100:g}", value_text(entry["low"]), value_text(entry["high"])])
+        + "</tr>"
+        for entry in document["quantiles"]
+    ]
+    return (
+        '<section class="card"><h2>Quantiles</h2>'
+        '<p class="meta">Each quantile lies between two bucket edges, jointly at'
+        f" {document['confidence'] * 100:g}%.</p>"
+        + table("quantiles", ("quantile", "at least", "at most"), rows)
+        + "</section>"
+    )
+
+
+def _series_section(
+    spec: MetricSpec, document: dict[str, Any], shown: Sequence[str], query: dict[str, Any]
+) -> str:
+    """The top categories' shares per period with their bands, the table view and its CSV."""
+    periods = [p["period"] for p in document["series"]]
+    lines = []
+    for category in shown:
+        points = []
+        for point in document["series"]:
+            row = next(r for r in point["estimates"] if r["category"] == category)
+            value = row["frequency"]
+            points.append(
+                Point(
+                    point["period"],
+                    None if value is None else min(1.0, max(0.0, value)),
+                    row["ci_low"],
+                    row["ci_high"],
+                )
+            )
+        lines.append(Line(category, points))
+    caption = f"{spec.name}: share per period of the top {len(shown)} categories"
+    table_rows = []
+    for point in document["series"]:
+        for row in point["estimates"]:
+            if row["category"] in shown:
+                table_rows.append(
+                    "<tr>"
+                    + cells(
+                        [
+                            point["period"],
+                            row["category"],
+                            f"{point['n']:,}",
+                            pct(row["frequency"]),
+                            pct(row["ci_low"]),
+                            pct(row["ci_high"]),
+                        ]
+                    )
+                    + "</tr>"
+                )
+    return (
+        '<section class="card"><div class="card-head"><h2>Over time</h2>'
+        f'<p class="meta">Top {len(shown)} categories, each period on its own, with its'
+        " simultaneous interval as a band.</p></div>"
+        + _legend(shown)
+        + time_chart(periods, lines, svg_id="series-chart", caption=caption, shares=True)
+        + table(
+            "series-table",
+            ("period", "category", "n", "estimate", "low", "high"),
+            table_rows,
+            numeric_from=2,
+        )
+        + f'<p class="actions">{csv_link("series-csv", spec.name, "series", query)}</p>'
+        "</section>"
+    )
+
+
+def _mean_sections(
+    spec: MetricSpec,
+    estimate_doc: dict[str, Any],
+    series_doc: dict[str, Any],
+    query: dict[str, Any],
+) -> str:
+    """A numeric metric's mean over the range, and its mean per period with the band."""
+    mean = estimate_doc["mean"]
+    level = f"{estimate_doc['confidence'] * 100:g}%"
+    shown = "no reports" if mean["estimate"] is None else value_text(mean["estimate"])
+    headline = (
+        '<section class="card"><h2>Mean</h2>'
+        f'<p class="big">{e(shown)}</p>'
+        f'<p class="meta">{level} interval {value_text(mean["ci_low"])} to'
+        f" {value_text(mean['ci_high'])} · n = {estimate_doc['n']:,} ·"
+        f" {e(estimate_doc['start'])} to {e(estimate_doc['end'])} ·"
+        f" {e(estimate_doc['pooling'])}</p></section>"
+    )
+    points = [
+        Point(p["period"], p["mean"]["estimate"], p["mean"]["ci_low"], p["mean"]["ci_high"])
+        for p in series_doc["series"]
+    ]
+    periods = [p["period"] for p in series_doc["series"]]
+    caption = f"{spec.name}: mean per period with its {level} interval"
+    rows = [
+        "<tr>"
+        + cells(
+            [
+                p["period"],
+                f"{p['n']:,}",
+                "—" if p["mean"]["estimate"] is None else value_text(p["mean"]["estimate"]),
+                value_text(p["mean"]["ci_low"]),
+                value_text(p["mean"]["ci_high"]),
+            ]
+        )
+        + "</tr>"
+        for p in series_doc["series"]
+    ]
+    chart = time_chart(
+        periods,
+        [Line(None, points)],
+        svg_id="mean-chart",
+        caption=caption,
+        shares=False,
+        value_name="mean",
+    )
+    return (
+        headline + '<section class="card"><div class="card-head"><h2>Mean over time</h2>'
+        f'<p class="meta">Each period on its own, its {level} interval as a band, in the'
+        " metric's units.</p></div>"
+        + chart
+        + table("mean-table", ("period", "n", "mean", "low", "high"), rows)
+        + f'<p class="actions">{csv_link("mean-csv", spec.name, "series", query)}</p>'
+        "</section>"
+    )
+
+
+def metric_page(
+    spec: MetricSpec,
+    estimate_doc: dict[str, Any],
+    series_doc: dict[str, Any],
+    shown: Sequence[str],
+    query: dict[str, Any],
+) -> str:
+    """A metric's page: pickers, then its estimate, quantiles and series (or its mean)."""
+    head = (
+        f'<div class="heading"><p class="crumb"><a href="/dashboard/">Overview</a> /</p>'
+        f"<h1>{e(spec.name)}</h1>"
+        f'<p class="lede">{e(_spec_line(spec))}</p></div>' + pickers(spec, query)
+    )
+    if spec.type == "numeric":
+        sections = _mean_sections(spec, estimate_doc, series_doc, query)
+    else:
+        sections = _estimate_section(spec, estimate_doc, query)
+        if spec.type == "histogram":
+            sections += _quantiles_section(estimate_doc)
+        sections += _series_section(spec, series_doc, shown, query)
+    return layout(spec.name, head + sections)
+
+
+def plan_page(values: dict[str, str], plan: dict[str, Any] | None, problem: str | None) -> str:
+    """The planner: its form, the reports needed by the recommended mechanism, every mechanism."""
+    form = (
+        '<form id="plan" method="get" action="/dashboard/plan">'
+        f'<label>categories (k)<input name="k" type="number" min="2" step="1" required'
+        f' value="{e(values["k"])}"></label>'
+        f'<label>ε<input name="epsilon" type="number" min="0" step="any" required'
+        f' value="{e(values["epsilon"])}"></label>'
+        f'<label>margin (share)<input name="margin" type="number" min="0" max="1" step="any"'
+        f' required value="{e(values["margin"])}"></label>'
+        f'<label>confidence<input name="confidence" type="number" min="0" max="1" step="any"'
+        f' value="{e(values["confidence"])}"></label>'
+        '<button type="submit">Plan</button></form>'
+    )
+    if problem is not None:
+        result = f'<p class="error" role="alert">{e(problem)}</p>'
+    elif plan is not None:
+        advised = plan["advised"]
+        best = next(r for r in plan["mechanisms"] if r["mechanism"] == advised)
+        rows = []
+        for row in plan["mechanisms"]:
+            mark = ' class="advised"' if row["mechanism"] == advised else ""
+            if not row["supported"]:
+                values_row = [row["mechanism"], "—", "—", "—"]
+            else:
+                needed = row.get("reports_needed")
+                values_row = [
+                    row["mechanism"],
+                    "more than 1e15" if needed is None else f"{needed:,}",
+                    f"{row['v_star']:.4g}",
+                    f"{row['report_bytes']}",
+                ]
+            rows.append(f"<tr{mark}>" + cells(values_row) + "</tr>")
+        needed = best.get("reports_needed")
+        needed_text = "more than 1e15" if needed is None else f"{needed:,}"
+        result = (
+            '<div class="answer">'
+            '<div><span class="label">Reports needed</span>'
+            f'<output id="reports-needed" class="big">{e(needed_text)}</output></div>'
+            '<div><span class="label">Recommended mechanism</span>'
+            f'<output id="recommended" class="big">{e(advised)}</output></div></div>'
+            f'<p class="meta">For ±{share_text(plan["margin"])} on every one of'
+            f" {plan['categories']} categories at once, {plan['confidence'] * 100:g}% confidence,"
+            " worst case over the true shares: the mechanism needing the fewest reports.</p>"
+            + table("mechanisms", ("mechanism", "reports needed", "V* per report", "bytes"), rows)
+        )
+        if plan["auto"] != advised:
+            result += (
+                f'<p class="note">A spec with mechanism auto resolves to {e(plan["auto"])}'
+                f" (least variance for small shares); register with {e(advised)} for this"
+                " margin.</p>"
+            )
+    else:
+        result = ""
+    body = (
+        '<div class="heading"><h1>Plan</h1><p class="lede">How many reports a margin of error'
+        " costs, before collecting any.</p></div>"
+        f'<section class="card">{form}{result}</section>'
+    )
+    return layout("Plan", body, current="plan")

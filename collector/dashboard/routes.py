@@ -1,0 +1,336 @@
+"""The dashboard's routes: sign-in and sign-out, the overview, a metric's page, its CSVs, the
+planner and the stylesheet.
+
+Pages read through the API's own route functions (:mod:`.data`), so they show exactly the API's
+numbers; a page answers HTML, an error in the API's terms (404, 422) becomes a page with the
+same status. Every page but sign-in needs a session (:mod:`.session`) unless the collector runs
+without tokens (loopback development), when the dashboard is as open as the API.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from typing import Any
+from urllib.parse import parse_qs
+
+from deniable.client.errors import InvalidInput
+from deniable.estimators.advisor import plan_document
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from ..auth import tokens_match
+from ..context import collector
+from ..routes.body import read_body
+from ..routes.common import find_spec
+from . import data, pages, session
+from .style import CSS, ETAG
+
+router = APIRouter(prefix="/dashboard", include_in_schema=False)
+
+SIGN_IN_BODY_BYTES = 4096
+"""The largest sign-in form body read (a token is far shorter)."""
+
+SIGN_IN = "/dashboard/sign-in"
+
+
+def accepted(request: Request) -> list[str]:
+    """The tokens that may sign in (the viewer token and the admin tokens); empty: open."""
+    return collector(request).settings.viewer_tokens()
+
+
+def signed_in(request: Request) -> bool:
+    """Whether the request carries a valid session, or the dashboard is open."""
+    tokens = accepted(request)
+    return not tokens or session.valid(request.cookies.get(session.COOKIE_NAME), tokens)
+
+
+def secure(request: Request) -> bool:
+    """Whether the browser reached us over https (directly, or as an ingress says)."""
+    forwarded = request.headers.get("x-forwarded-proto", "").split(",")[0].strip().lower()
+    return request.url.scheme == "https" or forwarded == "https"
+
+
+def html(body: str, status: int = 200) -> HTMLResponse:
+    """An HTML page that no cache keeps."""
+    return HTMLResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
+
+
+def to_sign_in() -> RedirectResponse:
+    """The redirect of a request without a session."""
+    return RedirectResponse(SIGN_IN, status_code=303)
+
+
+@router.get("/static/dashboard.css")
+def stylesheet(request: Request) -> Response:
+    """The stylesheet (no session needed: the sign-in page uses it)."""
+    headers = {"ETag": ETAG, "Cache-Control": "public, max-age=3600"}
+    if request.headers.get("if-none-match") == ETAG:
+        return Response(status_code=304, headers=headers)
+    return Response(CSS, media_type="text/css", headers=headers)
+
+
+@router.get("/sign-in")
+def sign_in_form(request: Request) -> Response:
+    """The sign-in form, or the overview for a request already signed in."""
+    if accepted(request) and signed_in(request):
+        return RedirectResponse("/dashboard/", status_code=303)
+    return html(pages.sign_in_page())
+
+
+@router.post("/sign-in")
+async def sign_in(request: Request) -> Response:
+    """Check the form's token; set the session cookie and go to the overview, or 401 the form."""
+    tokens = accepted(request)
+    if not tokens:
+        return RedirectResponse("/dashboard/", status_code=303)
+    body = await read_body(request, SIGN_IN_BODY_BYTES, collector(request).settings.body_timeout)
+    try:
+        given = parse_qs(body.decode("utf-8"), max_num_fields=4).get("token", [""])[0].strip()
+    except (UnicodeDecodeError, ValueError):
+        given = ""
+    matched = None
+    for token in tokens:
+        if tokens_match(given, token):
+            matched = token
+    if matched is None:
+        return html(pages.sign_in_page("That token is not accepted here."), 401)
+    response = RedirectResponse("/dashboard/", status_code=303)
+    response.headers["Set-Cookie"] = session.cookie_header(
+        session.issue(matched), secure=secure(request)
+    )
+    return response
+
+
+@router.post("/sign-out")
+def sign_out(request: Request) -> Response:
+    """Clear the session cookie and show the sign-in form."""
+    response = RedirectResponse(SIGN_IN, status_code=303)
+    response.headers["Set-Cookie"] = session.cookie_header("", secure=secure(request), max_age=0)
+    return response
+
+
+@router.get("", include_in_schema=False)
+def bare() -> RedirectResponse:
+    """``/dashboard`` without its slash."""
+    return RedirectResponse("/dashboard/", status_code=308)
+
+
+@router.get("/")
+def overview(request: Request) -> Response:
+    """Every metric: type, eps, mechanism, recent reports, trend and today's margin."""
+    if not signed_in(request):
+        return to_sign_in()
+    return html(pages.overview_page(data.overview(request), data.OVERVIEW_PERIODS))
+
+
+def page_query(request: Request, spec: Any) -> dict[str, Any]:
+    """The metric page's choices from its query, with the defaults; 422 for a bad one."""
+    params = request.query_params
+    start, end = params.get("start") or None, params.get("end") or None
+    if start is None and end is None:
+        labels = data.last_periods(spec, request, data.DEFAULT_PERIODS)
+        start, end = labels[0], labels[-1]
+    method = params.get("method") or "unbiased"
+    pooling = params.get("pooling") or "overlap-safe"
+    if method not in pages.METHODS:
+        raise HTTPException(422, f"method must be one of {', '.join(pages.METHODS)}")
+    if pooling not in pages.POOLINGS:
+        raise HTTPException(422, f"pooling must be one of {', '.join(pages.POOLINGS)}")
+    top_text = params.get("top") or str(data.DEFAULT_TOP)
+    if not top_text.isdigit() or not 1 <= int(top_text) <= data.MAX_TOP:
+        raise HTTPException(422, f"top must be a whole number from 1 to {data.MAX_TOP}")
+    for name, value in (("start", start), ("end", end)):
+        if value is not None and len(value) > 32:
+            raise HTTPException(422, f"{name} is not a period label")
+    return {
+        "start": start or "",
+        "end": end or "",
+        "method": method,
+        "pooling": pooling,
+        "top": int(top_text),
+    }
+
+
+def documents(
+    request: Request, name: str
+) -> tuple[Any, dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The metric, the page's choices, and the API's estimate and series documents for them."""
+    _, spec = find_spec(request, name)
+    query = page_query(request, spec)
+    start, end = query["start"] or None, query["end"] or None
+    estimate = data.estimate(
+        request, spec, start, end, method=query["method"], pooling=query["pooling"]
+    )
+    series = data.series(request, spec, start, end, method=query["method"])
+    return spec, query, estimate, series
+
+
+@router.get("/metrics/{name}")
+def metric(name: str, request: Request) -> Response:
+    """A metric's estimate with simultaneous whiskers, its series, and (numeric) its mean."""
+    if not signed_in(request):
+        return to_sign_in()
+    try:
+        spec, query, estimate, series = documents(request, name)
+    except HTTPException as exc:
+        return html(pages.error_page(exc.status_code, str(exc.detail)), exc.status_code)
+    shown = [] if spec.type == "numeric" else data.top_categories(estimate, query["top"])
+    return html(pages.metric_page(spec, estimate, series, shown, query))
+
+
+def csv_text(header: list[str], rows: list[list[Any]]) -> str:
+    """CSV text of ``rows`` under ``header``: floats at full precision, None empty."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow(["" if v is None else v for v in row])
+    return out.getvalue()
+
+
+def estimate_csv_text(document: dict[str, Any]) -> str:
+    """The estimate document's rows as CSV, the range and options repeated on each."""
+    base = ["metric", "start", "end", "n", "pooling", "confidence"]
+    first = [document[k] for k in base]
+    if "mean" in document:
+        mean = document["mean"]
+        header = [*base, "mean", "std_error", "ci_low", "ci_high"]
+        return csv_text(
+            header, [[*first, *(mean[k] for k in ("estimate", "std_error", "ci_low", "ci_high"))]]
+        )
+    fields = [
+        "category",
+        "frequency",
+        "std_error",
+        "ci_low",
+        "ci_high",
+        "count",
+        "unbiased",
+        "clipped",
+    ]
+    header = [*base, "method", "simultaneous", *fields]
+    extra = [document["method"], document["simultaneous"]]
+    return csv_text(
+        header, [[*first, *extra, *(r[k] for k in fields)] for r in document["estimates"]]
+    )
+
+
+def series_csv_text(document: dict[str, Any]) -> str:
+    """The series document as CSV: one row per period (numeric) or per period and category."""
+    rows: list[list[Any]] = []
+    if document["series"] and "mean" in document["series"][0]:
+        header = ["metric", "period", "n", "confidence", "mean", "std_error", "ci_low", "ci_high"]
+        for p in document["series"]:
+            mean = p["mean"]
+            rows.append(
+                [document["metric"], p["period"], p["n"], document["confidence"]]
+                + [mean[k] for k in ("estimate", "std_error", "ci_low", "ci_high")]
+            )
+        return csv_text(header, rows)
+    fields = [
+        "category",
+        "frequency",
+        "std_error",
+        "ci_low",
+        "ci_high",
+        "count",
+        "unbiased",
+        "clipped",
+    ]
+    header = ["metric", "period", "n", "method", "confidence", "simultaneous", *fields]
+    for p in document["series"]:
+        for r in p["estimates"]:
+            rows.append(
+                [document["metric"], p["period"], p["n"], document["method"]]
+                + [document["confidence"], document["simultaneous"]]
+                + [r[k] for k in fields]
+            )
+    return csv_text(header, rows)
+
+
+def csv_response(text: str, filename: str) -> Response:
+    """A CSV download named ``filename``."""
+    return Response(
+        text,
+        media_type="text/csv; charset=utf-8",
+        headers={
+            "Content-Disposition": f'attachment; filename="{filename}"',
+            "Cache-Control": "no-store",
+        },
+    )
+
+
+@router.get("/metrics/{name}/estimate.csv")
+def estimate_csv(name: str, request: Request) -> Response:
+    """The estimate document the page shows, as CSV."""
+    if not signed_in(request):
+        return to_sign_in()
+    try:
+        spec, _, estimate, _ = documents(request, name)
+    except HTTPException as exc:
+        return html(pages.error_page(exc.status_code, str(exc.detail)), exc.status_code)
+    return csv_response(estimate_csv_text(estimate), f"{spec.name}-estimate.csv")
+
+
+@router.get("/metrics/{name}/series.csv")
+def series_csv(name: str, request: Request) -> Response:
+    """The series document the page shows, as CSV."""
+    if not signed_in(request):
+        return to_sign_in()
+    try:
+        spec, _, _, series = documents(request, name)
+    except HTTPException as exc:
+        return html(pages.error_page(exc.status_code, str(exc.detail)), exc.status_code)
+    return csv_response(series_csv_text(series), f"{spec.name}-series.csv")
+
+
+PLAN_DEFAULTS = {"k": "5", "epsilon": "1", "margin": "0.02", "confidence": "0.95"}
+"""The planner's inputs when the form has not been sent yet."""
+
+
+def plan_inputs(values: dict[str, str]) -> tuple[int, float, float, float]:
+    """k, eps, margin and confidence from the form; InvalidInput naming a bad one."""
+    try:
+        k = int(values["k"])
+    except ValueError:
+        raise InvalidInput("k must be a whole number of categories, at least 2") from None
+    numbers = []
+    for name in ("epsilon", "margin", "confidence"):
+        try:
+            number = float(values[name])
+        except ValueError:
+            raise InvalidInput(f"{name} must be a number") from None
+        if not math.isfinite(number):
+            raise InvalidInput(f"{name} must be a finite number")
+        numbers.append(number)
+    epsilon, margin, confidence = numbers
+    if not 2 <= k <= 100_000:
+        raise InvalidInput("k must be between 2 and 100,000 categories")
+    if not 0 < epsilon <= 20:
+        raise InvalidInput("epsilon must be above 0 and at most 20")
+    if not 0 < margin < 1:
+        raise InvalidInput("margin is a share, strictly between 0 and 1 (0.02 = ±2 points)")
+    if not 0 < confidence < 1:
+        raise InvalidInput("confidence must be strictly between 0 and 1 (e.g. 0.95)")
+    return k, epsilon, margin, confidence
+
+
+@router.get("/plan")
+def plan(request: Request) -> Response:
+    """The planner: reports needed per mechanism for a margin, the fewest recommended."""
+    if not signed_in(request):
+        return to_sign_in()
+    values = {
+        key: (request.query_params.get(key) or default).strip()[:32]
+        for key, default in PLAN_DEFAULTS.items()
+    }
+    try:
+        k, epsilon, margin, confidence = plan_inputs(values)
+        document = plan_document(
+            k, epsilon, margin=margin, reports=None, confidence=confidence, simultaneous=True
+        )
+    except (InvalidInput, ValueError) as exc:
+        return html(pages.plan_page(values, None, str(exc)), 422)
+    return html(pages.plan_page(values, document, None))

@@ -1,0 +1,120 @@
+"""The dashboard's one stylesheet, served at ``/dashboard/static/dashboard.css``.
+
+Kept as a string in a module so it ships with the package without package-data. Calm and
+legible: the system font stack, one accent colour, cards on a light grey page; charts scale
+to their container and tables scroll sideways inside it, so pages fit 375 px as well as 1280.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+CSS = """
+:root {
+  --ink: #0f172a; --muted: #64748b; --line: #e2e8f0; --page: #f6f7f9; --card: #ffffff;
+  --accent: #2563eb; --accent-soft: #dbe6fd; --warn-bg: #fff7e6; --warn: #92400e;
+  --error: #b91c1c;
+}
+* { box-sizing: border-box; }
+html { -webkit-text-size-adjust: 100%; }
+body {
+  margin: 0; background: var(--page); color: var(--ink);
+  font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial,
+    "Noto Sans", sans-serif;
+}
+a { color: var(--accent); text-decoration: none; }
+a:hover, a:focus-visible { text-decoration: underline; }
+code { font: 0.9em ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+.top {
+  display: flex; flex-wrap: wrap; align-items: center; gap: 0.5rem 1.25rem;
+  padding: 0.75rem clamp(1rem, 4vw, 2rem); background: var(--card);
+  border-bottom: 1px solid var(--line);
+}
+.brand { font-weight: 700; color: var(--ink); letter-spacing: -0.01em; }
+.brand::before {
+  content: ""; display: inline-block; width: 0.7rem; height: 0.7rem; margin-right: 0.45rem;
+  border-radius: 50%; background: var(--accent); vertical-align: 0.02em;
+}
+nav { display: flex; gap: 1rem; }
+nav a { color: var(--muted); font-weight: 500; padding: 0.2rem 0; }
+nav a[aria-current="page"] { color: var(--ink); border-bottom: 2px solid var(--accent); }
+.sign-out { margin-left: auto; }
+main {
+  max-width: 72rem; margin: 0 auto; padding: 1.25rem clamp(0.75rem, 4vw, 2rem) 2rem;
+  display: grid; gap: 1rem;
+}
+footer { text-align: center; color: var(--muted); font-size: 0.8rem; padding: 0 1rem 2rem; }
+h1 { font-size: 1.6rem; line-height: 1.2; margin: 0; letter-spacing: -0.015em; word-break: break-word; }
+h2 { font-size: 1.1rem; margin: 0; }
+.heading { display: grid; gap: 0.25rem; }
+.crumb { margin: 0; color: var(--muted); font-size: 0.85rem; }
+.lede, .meta { margin: 0; color: var(--muted); }
+.meta { font-size: 0.875rem; }
+.meta strong { color: var(--ink); font-weight: 600; }
+.card {
+  background: var(--card); border: 1px solid var(--line); border-radius: 10px;
+  padding: clamp(0.75rem, 3vw, 1.25rem); display: grid; gap: 0.75rem; min-width: 0;
+}
+.card.narrow { max-width: 28rem; width: 100%; justify-self: center; }
+.card-head { display: grid; gap: 0.2rem; }
+svg.chart { display: block; width: 100%; height: auto; font-family: inherit; }
+svg.sparkline { display: block; width: 120px; height: 28px; }
+svg.swatch { width: 0.7rem; height: 0.7rem; display: inline-block; vertical-align: -0.05em; }
+.legend {
+  list-style: none; margin: 0; padding: 0; display: flex; flex-wrap: wrap; gap: 0.25rem 1rem;
+  font-size: 0.85rem;
+}
+.legend li { display: inline-flex; align-items: center; gap: 0.35rem; word-break: break-all; }
+.key { margin: 0; font-size: 0.8rem; color: var(--muted); display: flex; align-items: center; gap: 0.4rem; }
+.key-bar { display: inline-block; width: 1.2rem; height: 0.6rem; background: #bfd3fb; border-radius: 2px; }
+.key-whisker {
+  display: inline-block; width: 1.2rem; height: 0.6rem; margin-left: 0.6rem;
+  border: 2px solid var(--ink); border-top: 0; border-bottom: 0; position: relative;
+  background: linear-gradient(var(--ink), var(--ink)) center / 100% 2px no-repeat;
+}
+.scroll { overflow-x: auto; max-width: 100%; -webkit-overflow-scrolling: touch; }
+table { border-collapse: collapse; width: 100%; font-size: 0.875rem; }
+th, td { padding: 0.45rem 0.6rem; border-bottom: 1px solid var(--line); text-align: left; white-space: nowrap; }
+thead th { color: var(--muted); font-weight: 600; font-size: 0.8rem; }
+tbody th { font-weight: 600; }
+tbody tr:hover { background: #f8fafc; }
+.num { text-align: right; font-variant-numeric: tabular-nums; }
+.sub { display: block; color: var(--muted); font-weight: 400; font-size: 0.78rem; }
+td.spark { padding-top: 0.2rem; padding-bottom: 0.2rem; }
+td.empty { color: var(--muted); white-space: normal; }
+tr.advised { background: var(--accent-soft); }
+form { display: flex; flex-wrap: wrap; gap: 0.75rem; align-items: flex-end; }
+#pickers { background: var(--card); border: 1px solid var(--line); border-radius: 10px; padding: 0.75rem; }
+#sign-in { display: grid; gap: 0.5rem; align-items: stretch; }
+label { display: grid; gap: 0.2rem; font-size: 0.8rem; color: var(--muted); font-weight: 500; }
+input, select {
+  font: inherit; color: var(--ink); padding: 0.4rem 0.55rem; border: 1px solid #cbd5e1;
+  border-radius: 6px; background: #fff; min-width: 0; width: 9.5rem; max-width: 100%;
+}
+#sign-in input { width: 100%; }
+input[type="number"] { width: 7rem; }
+input:focus, select:focus, button:focus-visible { outline: 2px solid var(--accent); outline-offset: 1px; }
+button {
+  font: inherit; font-weight: 600; color: #fff; background: var(--accent); border: 0;
+  border-radius: 6px; padding: 0.45rem 1rem; cursor: pointer;
+}
+button.quiet { background: transparent; color: var(--muted); border: 1px solid var(--line); font-weight: 500; padding: 0.3rem 0.75rem; }
+.actions { margin: 0; }
+.csv::before { content: "↓ "; }
+.note {
+  margin: 0; padding: 0.6rem 0.8rem; border-radius: 8px; background: var(--warn-bg);
+  color: var(--warn); border: 1px solid #fde3b0; font-size: 0.9rem;
+}
+.error { margin: 0; color: var(--error); font-weight: 500; }
+.big { display: block; font-size: 1.9rem; font-weight: 700; margin: 0; letter-spacing: -0.02em; font-variant-numeric: tabular-nums; }
+.answer { display: flex; flex-wrap: wrap; gap: 1rem 3rem; }
+.answer .label { display: block; color: var(--muted); font-size: 0.8rem; font-weight: 500; }
+@media (max-width: 600px) {
+  h1 { font-size: 1.3rem; }
+  input, select { width: 8rem; }
+  .big { font-size: 1.5rem; }
+}
+"""
+
+ETAG = '"' + hashlib.sha256(CSS.encode()).hexdigest()[:16] + '"'
+"""The stylesheet's ETag: it changes only with a new release."""

@@ -1,0 +1,109 @@
+"""``deniable dashboard`` and ``deniable demo --dashboard`` against real collectors."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from click.testing import CliRunner
+from deniable.cli.main import cli
+
+from tests.support import DatabaseFactory, RunningCollector, collector_settings, free_port
+
+VIEWER = "viewer-token-for-cli-tests-1"
+
+
+@pytest.fixture(scope="module")
+def server(databases: DatabaseFactory) -> Iterator[RunningCollector]:
+    """A collector with a viewer token, in a thread."""
+    running = RunningCollector(
+        collector_settings(databases.new("sqlite"), viewer_token=VIEWER)
+    ).start()
+    yield running
+    running.stop()
+
+
+def test_no_open_prints_the_url_and_opens_nothing(
+    server: RunningCollector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: list[str] = []
+    monkeypatch.setattr("webbrowser.open", lambda url: opened.append(url) or True)
+    for args in (
+        ["--collector", server.url, "dashboard", "--no-open"],
+        ["dashboard", "--collector", server.url + "/", "--no-open"],
+    ):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 0, result.output
+        assert result.output.strip() == f"{server.url}/dashboard/"
+    assert opened == []
+
+
+def test_the_browser_opens_the_dashboard_without_a_token(
+    server: RunningCollector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened: list[str] = []
+    monkeypatch.setattr("webbrowser.open", lambda url: opened.append(url) or True)
+    result = CliRunner().invoke(
+        cli, ["--collector", server.url, "--token", "admin-secret-for-tests", "dashboard"]
+    )
+    assert result.exit_code == 0, result.output
+    assert opened == [f"{server.url}/dashboard/"]
+    assert "secret" not in opened[0]
+
+
+def test_an_unreachable_collector_is_one_line_on_stderr() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    result = CliRunner().invoke(cli, ["dashboard", "--collector", url, "--no-open"])
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no collector answers" in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_demo_dashboard_serves_the_seeded_dashboard_until_interrupted() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "deniable.cli.main", "demo", "--dashboard", "--clients", "200"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert process.stdout is not None
+        found: dict[str, str] = {}
+        deadline = time.monotonic() + 120
+        while len(found) < 2 and time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if not line:
+                break
+            if match := re.match(r"Dashboard: (\S+)", line):
+                found["url"] = match.group(1)
+            if match := re.match(r"Viewer token .*: (\S+)$", line.strip()):
+                found["token"] = match.group(1)
+        assert set(found) == {"url", "token"}, process.stderr.read() if process.stderr else ""
+        base = found["url"].removesuffix("/dashboard/")
+        with httpx.Client(base_url=base, trust_env=False, timeout=30) as browser:
+            assert browser.get("/dashboard/").status_code == 303
+            signed = browser.post("/dashboard/sign-in", data={"token": found["token"]})
+            assert signed.status_code == 303
+            overview = browser.get("/dashboard/")
+        assert overview.status_code == 200
+        for name in ("dark_mode", "browser", "load_ms", "load_hist"):
+            assert f'<tr data-metric="{name}">' in overview.text
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+        assert process.returncode == 0, err
+        assert "Traceback" not in err
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()

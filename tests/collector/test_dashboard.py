@@ -1,0 +1,414 @@
+"""The viewer token and the dashboard, over HTTP against a real collector (in a thread).
+
+One collector with an admin token, an ingest key and a viewer token is seeded with a
+categorical, a numeric and a histogram metric over the last 7 days of the test clock, and a
+categorical metric whose category is markup; the tests read it as a viewer, an admin, a device
+and a stranger, and read every dashboard page as a browser would (cookies, forms, headers).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import httpx
+import numpy as np
+import pytest
+from deniable.client import MetricSpec
+from deniable.collector.auth import VIEWER_REFUSED
+from deniable.collector.dashboard import CONTENT_SECURITY_POLICY
+from deniable.estimators.advisor import plan_document
+from pydantic import ValidationError
+
+from tests.support import (
+    ADMIN_TOKEN,
+    INGEST_KEY,
+    TEST_NOW,
+    DatabaseFactory,
+    RunningCollector,
+    collector_settings,
+    make_numeric_reports,
+    make_reports,
+    register,
+)
+
+VIEWER_TOKEN = "viewer-token-for-dashboard-tests"
+HOSTILE = "<script>alert(1)</script>"
+DAYS = tuple((TEST_NOW.date() - dt.timedelta(days=back)).isoformat() for back in range(6, -1, -1))
+
+
+@dataclass(frozen=True)
+class Seeded:
+    """The running collector and its metrics' names."""
+
+    server: RunningCollector
+    categorical: str
+    numeric: str
+    histogram: str
+    hostile: str
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+
+def upload(client: httpx.Client, reports: list[dict[str, object]]) -> None:
+    """Post ``reports`` in batches; all must be accepted."""
+    for start in range(0, len(reports), 1000):
+        response = client.post("/v1/reports", json={"reports": reports[start : start + 1000]})
+        assert response.status_code == 202, response.text
+
+
+@pytest.fixture(scope="module")
+def seeded(databases: DatabaseFactory) -> Iterator[Seeded]:
+    """A collector with the viewer token and four metrics with a week of reports."""
+    settings = collector_settings(databases.new("sqlite"), viewer_token=VIEWER_TOKEN)
+    server = RunningCollector(settings).start()
+    try:
+        with server.client(ADMIN_TOKEN) as admin:
+            colors = register(
+                admin, MetricSpec.categorical("dash_color", ["red", "green", "blue"], epsilon=2.0)
+            )
+            load = register(admin, MetricSpec.numeric("dash_load", lower=0, upper=1000, epsilon=2))
+            hist = register(admin, MetricSpec.histogram("dash_hist", [0, 10, 100, 1000], epsilon=2))
+            hostile = register(
+                admin, MetricSpec.categorical("dash_hostile", [HOSTILE, "plain"], epsilon=1.0)
+            )
+        rng = np.random.default_rng(7)
+        with server.client(INGEST_KEY) as device:
+            for i, day in enumerate(DAYS):
+                upload(device, make_reports(colors, [0] * 300 + [1] * 200 + [2] * 100, day, i))
+                values = rng.uniform(100, 500, 200).tolist()
+                upload(device, make_numeric_reports(load, values, day, 10 + i))
+                upload(device, make_reports(hist, [0] * 50 + [1] * 100 + [2] * 50, day, 20 + i))
+                upload(device, make_reports(hostile, [0] * 40 + [1] * 60, day, 30 + i))
+        yield Seeded(server, colors.name, load.name, hist.name, hostile.name)
+    finally:
+        server.stop()
+
+
+def browser(seeded: Seeded) -> httpx.Client:
+    """A client that keeps cookies and does not follow redirects, like a fresh browser tab."""
+    return httpx.Client(base_url=seeded.url, trust_env=False, timeout=30)
+
+
+@contextmanager
+def signed_in(seeded: Seeded, token: str = VIEWER_TOKEN) -> Iterator[httpx.Client]:
+    """A browser-like client signed in with ``token``."""
+    with browser(seeded) as client:
+        response = client.post("/dashboard/sign-in", data={"token": token})
+        assert response.status_code == 303, response.text
+        yield client
+
+
+def page_urls(seeded: Seeded) -> dict[str, str]:
+    """Every dashboard page, by what it shows."""
+    week = f"start={DAYS[0]}&end={DAYS[-1]}"
+    return {
+        "overview": "/dashboard/",
+        "categorical": f"/dashboard/metrics/{seeded.categorical}?{week}",
+        "numeric": f"/dashboard/metrics/{seeded.numeric}?{week}",
+        "histogram": f"/dashboard/metrics/{seeded.histogram}",
+        "plan": "/dashboard/plan?k=12&epsilon=1&margin=0.03",
+    }
+
+
+CONTRACT = {
+    "overview": ['<table id="metrics"', 'class="sparkline"', 'action="/dashboard/sign-out"'],
+    "categorical": [
+        '<form id="pickers"',
+        '<svg id="estimate-chart"',
+        'class="bar" data-category="red"',
+        'class="whisker" data-category="red"',
+        '<table id="estimate-table"',
+        'id="estimate-csv"',
+        '<svg id="series-chart"',
+        'class="band" data-category="red"',
+        '<table id="series-table"',
+        'id="series-csv"',
+        "simultaneous 95% intervals",
+    ],
+    "numeric": ['<svg id="mean-chart"', '<table id="mean-table"', 'id="mean-csv"', "data-mean="],
+    "histogram": ['<svg id="estimate-chart"', '<table id="quantiles"', '<tr data-q="0.5">'],
+    "plan": ['<form id="plan"', '<output id="reports-needed"', '<output id="recommended"'],
+}
+
+
+# --- the viewer token on the API ---------------------------------------------------------------
+
+
+def test_the_viewer_token_reads_estimates_and_series_but_writes_nothing(seeded: Seeded) -> None:
+    name = seeded.categorical
+    new_metric = MetricSpec.boolean("dash_viewer_attempt", epsilon=1.0).fingerprint_fields()
+    with seeded.server.client(VIEWER_TOKEN) as viewer:
+        assert viewer.get("/v1/metrics").status_code == 200
+        assert viewer.get(f"/v1/metrics/{name}").status_code == 200
+        assert viewer.get(f"/v1/metrics/{name}/estimate").status_code == 200
+        assert viewer.get(f"/v1/metrics/{name}/series").status_code == 200
+        refused = [
+            viewer.post("/v1/metrics", json=new_metric),
+            viewer.post(f"/v1/metrics/{name}/archive"),
+            viewer.get(f"/v1/admin/metrics/{name}/reports"),
+            viewer.post("/v1/admin/retention"),
+        ]
+    for response in refused:
+        assert response.status_code == 403, response.text
+        assert response.json()["detail"] == VIEWER_REFUSED
+    with seeded.server.client(ADMIN_TOKEN) as admin:
+        assert admin.get(f"/v1/metrics/{name}/estimate").status_code == 200
+        assert admin.get(f"/v1/admin/metrics/{name}/reports?limit=1").status_code == 200
+    for token in (None, INGEST_KEY, "a-token-nobody-was-given-1234"):
+        with seeded.server.client(token) as stranger:
+            assert stranger.get(f"/v1/metrics/{name}/estimate").status_code == 401
+            assert stranger.post("/v1/metrics", json=new_metric).status_code == 401
+
+
+def test_the_viewer_token_follows_the_admin_tokens_rules(tmp_path: object) -> None:
+    with pytest.raises(ValidationError, match="shorter than 16"):
+        collector_settings("sqlite:///x.db", viewer_token="short")
+    with pytest.raises(ValidationError, match="placeholder"):
+        collector_settings("sqlite:///x.db", viewer_token="changeme-changeme-1")
+    with pytest.raises(ValidationError, match="equals the admin token"):
+        collector_settings("sqlite:///x.db", viewer_token=ADMIN_TOKEN)
+
+
+def test_the_viewer_token_can_come_from_a_file(tmp_path: pytest.TempPathFactory) -> None:
+    path = tmp_path / "viewer"  # type: ignore[operator]
+    path.write_text(VIEWER_TOKEN + "\n")
+    settings = collector_settings("sqlite:///x.db", viewer_token_file=path)
+    assert settings.viewer_secret() == VIEWER_TOKEN
+    assert settings.viewer_tokens() == [VIEWER_TOKEN, ADMIN_TOKEN]
+
+
+# --- signing in --------------------------------------------------------------------------------
+
+
+def test_pages_redirect_to_the_sign_in_form_when_signed_out(seeded: Seeded) -> None:
+    with browser(seeded) as client:
+        for path in [
+            *page_urls(seeded).values(),
+            f"/dashboard/metrics/{seeded.categorical}/estimate.csv",
+        ]:
+            response = client.get(path)
+            assert response.status_code == 303, path
+            assert response.headers["location"] == "/dashboard/sign-in"
+        form = client.get("/dashboard/sign-in")
+    assert form.status_code == 200
+    assert '<form id="sign-in" method="post" action="/dashboard/sign-in">' in form.text
+    assert '<input id="token" name="token" type="password"' in form.text
+
+
+def test_a_wrong_token_shows_the_form_again_with_401_and_no_cookie(seeded: Seeded) -> None:
+    with browser(seeded) as client:
+        response = client.post("/dashboard/sign-in", data={"token": "wrong-token-wrong-token"})
+        assert response.status_code == 401
+        assert '<form id="sign-in"' in response.text and "not accepted" in response.text
+        assert "set-cookie" not in response.headers
+        too_big = client.post("/dashboard/sign-in", data={"token": "x" * 10_000})
+        assert too_big.status_code == 413
+
+
+@pytest.mark.parametrize("token", [VIEWER_TOKEN, ADMIN_TOKEN])
+def test_signing_in_sets_a_strict_httponly_cookie_without_the_token(
+    seeded: Seeded, token: str
+) -> None:
+    with browser(seeded) as client:
+        response = client.post("/dashboard/sign-in", data={"token": token})
+        assert response.status_code == 303
+        assert response.headers["location"] == "/dashboard/"
+        cookie = response.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/dashboard" in cookie
+        assert "Secure" not in cookie  # plain http on loopback
+        assert token not in cookie and token not in response.headers.get("location", "")
+        assert client.get("/dashboard/").status_code == 200
+        # The session opens no API route: the API wants a bearer token.
+        assert client.get(f"/v1/metrics/{seeded.categorical}/estimate").status_code == 401
+        signed_out = client.post("/dashboard/sign-out")
+        assert signed_out.status_code == 303
+        assert "Max-Age=0" in signed_out.headers["set-cookie"]
+        assert client.get("/dashboard/").status_code == 303
+
+
+def test_a_forged_or_expired_cookie_is_refused(seeded: Seeded) -> None:
+    from deniable.collector.dashboard import session
+
+    forged = session.issue("not-a-token-anyone-has")
+    expired = session.issue(VIEWER_TOKEN, now=0)
+    for value in (forged, expired, "9999999999.00", "junk"):
+        with browser(seeded) as client:
+            client.cookies.set(session.COOKIE_NAME, value, path="/dashboard")
+            assert client.get("/dashboard/").status_code == 303
+
+
+def test_the_cookie_is_secure_over_https(seeded: Seeded) -> None:
+    with browser(seeded) as client:
+        response = client.post(
+            "/dashboard/sign-in",
+            data={"token": VIEWER_TOKEN},
+            headers={"X-Forwarded-Proto": "https"},
+        )
+    assert "Secure" in response.headers["set-cookie"]
+
+
+# --- the pages ---------------------------------------------------------------------------------
+
+
+def test_the_root_redirects_to_the_dashboard(seeded: Seeded) -> None:
+    with browser(seeded) as client:
+        response = client.get("/")
+    assert response.status_code in (302, 303, 307)
+    assert response.headers["location"] == "/dashboard/"
+
+
+def test_every_page_holds_its_dom_contract_and_strict_headers(seeded: Seeded) -> None:
+    with signed_in(seeded) as client:
+        responses = {name: client.get(path) for name, path in page_urls(seeded).items()}
+        responses["stylesheet"] = client.get("/dashboard/static/dashboard.css")
+        responses["sign-in"] = browser(seeded).get("/dashboard/sign-in")
+        responses["redirect"] = browser(seeded).get("/dashboard/")
+        responses["missing"] = client.get("/dashboard/metrics/no_such_metric")
+    for name, response in responses.items():
+        assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY, name
+        assert response.headers["x-content-type-options"] == "nosniff", name
+        assert response.headers["referrer-policy"] == "no-referrer", name
+    assert responses["missing"].status_code == 404
+    assert responses["stylesheet"].headers["content-type"].startswith("text/css")
+    for name, needles in CONTRACT.items():
+        response = responses[name]
+        assert response.status_code == 200, (name, response.text[:300])
+        for needle in needles:
+            assert needle in response.text, (name, needle)
+    overview = responses["overview"].text
+    for metric in (seeded.categorical, seeded.numeric, seeded.histogram, seeded.hostile):
+        assert f'<tr data-metric="{metric}">' in overview
+        assert f'<a href="/dashboard/metrics/{metric}">' in overview
+    categorical = responses["categorical"].text
+    assert categorical.count('class="bar"') == 3 and categorical.count('class="whisker"') == 3
+    assert categorical.count('<circle class="point" data-category="red"') == 7
+    assert responses["numeric"].text.count('<circle class="point" data-period=') == 7
+
+
+def test_pages_hold_no_inline_script_or_style_and_no_foreign_url(seeded: Seeded) -> None:
+    with signed_in(seeded) as client:
+        texts = [client.get(path).text for path in page_urls(seeded).values()]
+    texts.append(browser(seeded).get("/dashboard/sign-in").text)
+    for text in texts:
+        assert "<script" not in text.lower()
+        assert " style=" not in text.lower() and "<style" not in text.lower()
+        assert not re.search(r"(?i)\bon[a-z]+=", text), "an inline event handler"
+        assert (
+            "http://" not in text and "https://" not in text and "//" not in text.replace("://", "")
+        )
+
+
+def test_metric_names_and_categories_are_escaped(seeded: Seeded) -> None:
+    with signed_in(seeded) as client:
+        page = client.get(f"/dashboard/metrics/{seeded.hostile}").text
+        overview = client.get("/dashboard/").text
+    assert HOSTILE not in page and HOSTILE not in overview
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_the_pages_show_the_api_documents_numbers(seeded: Seeded) -> None:
+    name = seeded.categorical
+    params = {"start": DAYS[0], "end": DAYS[-1], "simultaneous": "true"}
+    with seeded.server.client(VIEWER_TOKEN) as viewer:
+        document = viewer.get(f"/v1/metrics/{name}/estimate", params=params).json()
+        series = viewer.get(f"/v1/metrics/{name}/series", params=params).json()
+    with signed_in(seeded) as client:
+        page = client.get(page_urls(seeded)["categorical"]).text
+        link = re.search(r'id="estimate-csv"[^>]*href="([^"]+)"', page) or re.search(
+            r'href="([^"]+)"[^>]*id="estimate-csv"', page
+        )
+        assert link is not None
+        table = client.get(link.group(1).replace("&amp;", "&"))
+        series_csv = client.get(
+            f"/dashboard/metrics/{name}/series.csv?start={DAYS[0]}&end={DAYS[-1]}"
+        )
+    assert table.status_code == 200 and table.headers["content-type"].startswith("text/csv")
+    rows = {row["category"]: row for row in csv.DictReader(io.StringIO(table.text))}
+    for expected in document["estimates"]:
+        row = rows[expected["category"]]
+        for key in ("frequency", "ci_low", "ci_high", "std_error"):
+            value = None if row[key] == "" else float(row[key])
+            assert value == expected[key], (key, row)
+        bar = f'class="bar" data-category="{expected["category"]}" data-estimate="'
+        shown = float(page.split(bar)[1].split('"')[0])
+        assert shown == min(1.0, max(0.0, expected["frequency"]))
+        whisker = f'class="whisker" data-category="{expected["category"]}" data-low="'
+        low = float(page.split(whisker)[1].split('"')[0])
+        assert low == expected["ci_low"]
+    lines = list(csv.DictReader(io.StringIO(series_csv.text)))
+    assert len(lines) == 3 * len(series["series"])
+    first = series["series"][0]["estimates"][0]
+    assert float(lines[0]["frequency"]) == first["frequency"]
+
+
+def test_the_numeric_csv_is_the_mean_series(seeded: Seeded) -> None:
+    name = seeded.numeric
+    params = {"start": DAYS[0], "end": DAYS[-1]}
+    with seeded.server.client(VIEWER_TOKEN) as viewer:
+        series = viewer.get(f"/v1/metrics/{name}/series", params=params).json()
+    with signed_in(seeded) as client:
+        text = client.get(f"/dashboard/metrics/{name}/series.csv", params=params).text
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [r["period"] for r in rows] == list(DAYS)
+    for row, point in zip(rows, series["series"], strict=True):
+        assert float(row["mean"]) == point["mean"]["estimate"]
+
+
+def test_a_bad_range_or_choice_is_a_page_with_422(seeded: Seeded) -> None:
+    base = f"/dashboard/metrics/{seeded.categorical}"
+    with signed_in(seeded) as client:
+        for query in (
+            "?start=yesterday",
+            "?method=magic",
+            "?top=0",
+            f"?start={DAYS[-1]}&end={DAYS[0]}",
+        ):
+            response = client.get(base + query)
+            assert response.status_code == 422, query
+            assert 'role="alert"' in response.text
+
+
+def test_the_plan_page_shows_the_advisors_numbers(seeded: Seeded) -> None:
+    expected = plan_document(12, 1.0, margin=0.03, reports=None, confidence=0.95, simultaneous=True)
+    advised = expected["advised"]
+    needed = next(r for r in expected["mechanisms"] if r["mechanism"] == advised)["reports_needed"]
+    with signed_in(seeded) as client:
+        page = client.get(page_urls(seeded)["plan"]).text
+        bad = [
+            client.get("/dashboard/plan", params={"k": k, "epsilon": eps, "margin": m})
+            for k, eps, m in (
+                ("x", "1", "0.1"),
+                ("5", "-1", "0.1"),
+                ("5", "1", "2"),
+                ("5", "nan", "0.1"),
+            )
+        ]
+    assert f'<output id="reports-needed" class="big">{needed:,}</output>' in page
+    assert f'<output id="recommended" class="big">{advised}</output>' in page
+    for response in bad:
+        assert response.status_code == 422
+        assert 'class="error"' in response.text
+
+
+def test_without_tokens_the_dashboard_is_open_on_loopback(databases: DatabaseFactory) -> None:
+    settings = collector_settings(databases.new("sqlite"), admin_token=None, ingest_key=None)
+    server = RunningCollector(settings).start()
+    try:
+        with browser_of(server.url) as client:
+            assert client.get("/dashboard/").status_code == 200
+            assert client.get("/dashboard/plan").status_code == 200
+    finally:
+        server.stop()
+
+
+def browser_of(url: str) -> httpx.Client:
+    """A cookie-keeping client of ``url`` that does not follow redirects."""
+    return httpx.Client(base_url=url, trust_env=False, timeout=30)
