@@ -2,17 +2,21 @@
 
 FastAPI's default page loads Swagger UI from a CDN: offline, or behind a network that blocks
 it, the page is blank, and every visit tells a third party that someone opened the API's
-docs. The ``swagger-ui-bundle`` package ships the same files; they are mounted at
-:data:`DOCS_ASSETS`.
+docs. Swagger UI 5's built files are vendored in ``vendor/swagger-ui`` (its SOURCE.md says
+where from and which version) and mounted at :data:`DOCS_ASSETS`.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
-from swagger_ui_bundle import swagger_ui_path
+
+SWAGGER_UI = Path(__file__).parent / "vendor" / "swagger-ui"
+"""Swagger UI's vendored files."""
 
 DOCS_ASSETS = "/docs-assets"
 """Where Swagger UI's JavaScript, CSS and icons are served."""
@@ -20,7 +24,7 @@ DOCS_ASSETS = "/docs-assets"
 
 def install_docs(app: FastAPI) -> None:
     """Serve ``/docs`` and its assets from the collector (create the app with ``docs_url=None``)."""
-    app.mount(DOCS_ASSETS, StaticFiles(directory=str(swagger_ui_path)), name="docs-assets")
+    app.mount(DOCS_ASSETS, StaticFiles(directory=str(SWAGGER_UI)), name="docs-assets")
 
     def docs() -> HTMLResponse:
         """Swagger UI for the collector's OpenAPI schema, every file from this origin."""
