@@ -36,14 +36,23 @@ SIGN_IN = "/dashboard/sign-in"
 
 
 def accepted(request: Request) -> list[str]:
-    """The tokens that may sign in (the viewer token and the admin tokens); empty: open."""
+    """The tokens that may read (the viewer token and the admin tokens); empty: open."""
     return collector(request).settings.viewer_tokens()
+
+
+def signing_tokens(request: Request) -> list[str]:
+    """The tokens that sign in: the viewer token only. The admin token is never typed into a
+    browser or kept in its cookie: a stolen dashboard session can then only read."""
+    viewer = collector(request).settings.viewer_secret()
+    return [viewer] if viewer is not None else []
 
 
 def signed_in(request: Request) -> bool:
     """Whether the request carries a valid session, or the dashboard is open."""
-    tokens = accepted(request)
-    return not tokens or session.valid(request.cookies.get(session.COOKIE_NAME), tokens)
+    if not accepted(request):
+        return True
+    tokens = signing_tokens(request)
+    return bool(tokens) and session.valid(request.cookies.get(session.COOKIE_NAME), tokens)
 
 
 def secure(request: Request) -> bool:
@@ -91,10 +100,16 @@ async def sign_in(request: Request) -> Response:
     except (UnicodeDecodeError, ValueError):
         given = ""
     matched = None
-    for token in tokens:
+    for token in signing_tokens(request):
         if tokens_match(given, token):
             matched = token
     if matched is None:
+        if any(tokens_match(given, token) for token in tokens):
+            message = (
+                "The admin token does not sign in to the dashboard: use the viewer token"
+                " (DENIABLE_VIEWER_TOKEN), which can only read."
+            )
+            return html(pages.sign_in_page(message), 403)
         return html(pages.sign_in_page("That token is not accepted here."), 401)
     response = RedirectResponse("/dashboard/", status_code=303)
     response.headers["Set-Cookie"] = session.cookie_header(

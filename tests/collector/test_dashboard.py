@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 from deniable.client import MetricSpec
 from deniable.collector.auth import VIEWER_REFUSED
-from deniable.collector.dashboard import CONTENT_SECURITY_POLICY
+from deniable.collector.dashboard import CONTENT_SECURITY_POLICY, session
 from deniable.estimators.advisor import plan_document
 from pydantic import ValidationError
 
@@ -213,10 +213,22 @@ def test_a_wrong_token_shows_the_form_again_with_401_and_no_cookie(seeded: Seede
         assert too_big.status_code == 413
 
 
-@pytest.mark.parametrize("token", [VIEWER_TOKEN, ADMIN_TOKEN])
-def test_signing_in_sets_a_strict_httponly_cookie_without_the_token(
-    seeded: Seeded, token: str
-) -> None:
+def test_the_admin_token_does_not_sign_in(seeded: Seeded) -> None:
+    """Only the viewer token signs in: the admin token is never kept in a browser's cookie, so
+    a stolen dashboard session can only read."""
+    with browser(seeded) as client:
+        response = client.post("/dashboard/sign-in", data={"token": ADMIN_TOKEN})
+        assert response.status_code == 403
+        assert "use the viewer token" in response.text and ADMIN_TOKEN not in response.text
+        assert "set-cookie" not in response.headers
+        assert client.get("/dashboard/", follow_redirects=False).status_code == 303
+        admin_session = session.issue(ADMIN_TOKEN)
+        client.cookies.set(session.COOKIE_NAME, admin_session, path="/dashboard")
+        assert client.get("/dashboard/", follow_redirects=False).status_code == 303
+
+
+def test_signing_in_sets_a_strict_httponly_cookie_without_the_token(seeded: Seeded) -> None:
+    token = VIEWER_TOKEN
     with browser(seeded) as client:
         response = client.post("/dashboard/sign-in", data={"token": token})
         assert response.status_code == 303
@@ -235,8 +247,6 @@ def test_signing_in_sets_a_strict_httponly_cookie_without_the_token(
 
 
 def test_a_forged_or_expired_cookie_is_refused(seeded: Seeded) -> None:
-    from deniable.collector.dashboard import session
-
     forged = session.issue("not-a-token-anyone-has")
     expired = session.issue(VIEWER_TOKEN, now=0)
     for value in (forged, expired, "9999999999.00", "junk"):
