@@ -125,9 +125,14 @@ def fetch_text(driver: WebDriver, seeded: Seeded, href: str) -> tuple[int, str]:
     return response.status_code, response.text
 
 
-def test_a_wrong_token_does_not_sign_in(driver: WebDriver, seeded: Seeded) -> None:
+@pytest.mark.parametrize("token", ["not-the-viewer-token-123456", ADMIN_TOKEN])
+def test_a_wrong_token_or_the_admin_token_does_not_sign_in(
+    driver: WebDriver, seeded: Seeded, token: str
+) -> None:
+    """Only the viewer token signs in: the admin token is refused as its substitute, so it is
+    never kept in a browser."""
     sign_out(driver)
-    sign_in(driver, seeded.url, "not-the-viewer-token-123456")
+    sign_in(driver, seeded.url, token)
     assert urlsplit(driver.current_url).path == "/dashboard/sign-in"
     assert driver.find_elements(By.CSS_SELECTOR, "form#sign-in")
     assert driver.get_cookies() == []
