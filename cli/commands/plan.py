@@ -22,30 +22,6 @@ from ..options import confidence_option, epsilon_option, format_option, simultan
 from ..render import console, print_json, write_csv
 
 
-def build_plan(
-    k: int,
-    epsilon: float,
-    *,
-    margin: float | None,
-    reports: int | None,
-    confidence: float,
-    simultaneous: bool,
-) -> dict[str, Any]:
-    """Reports needed for ``margin`` (or the margin ``reports`` give), per mechanism, and the
-    advisor's pick: :func:`deniable.estimators.advisor.plan_document`, which the dashboard's
-    Plan page shows too."""
-    from deniable.estimators.advisor import plan_document
-
-    return plan_document(
-        k,
-        epsilon,
-        margin=margin,
-        reports=reports,
-        confidence=confidence,
-        simultaneous=simultaneous,
-    )
-
-
 def build_numeric_plan(
     lower: float,
     upper: float,
@@ -250,7 +226,9 @@ def plan(fmt: str, numeric: bool, lower: float | None, upper: float | None, **re
         raise click.BadParameter(
             "a share's margin is below 1 (0.01 = ±1 point)", param_hint="'--margin'"
         )
-    document = build_plan(**request)
+    from deniable.estimators.advisor import plan_document
+
+    document = plan_document(**request)
     if margin is not None and all(r.get("reports_needed") is None for r in document["mechanisms"]):
         raise InvalidInput(
             f"a margin of ±{margin:g} at ε={request['epsilon']:g} needs more than"

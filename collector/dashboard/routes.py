@@ -277,28 +277,28 @@ def csv_response(text: str, filename: str) -> Response:
     )
 
 
-@router.get("/metrics/{name}/estimate.csv")
-def estimate_csv(name: str, request: Request) -> Response:
-    """The estimate document the page shows, as CSV."""
+def document_csv(request: Request, name: str, which: str) -> Response:
+    """The estimate or the series document the metric page shows, as CSV."""
     if not signed_in(request):
         return to_sign_in()
     try:
-        spec, _, estimate, _ = documents(request, name)
+        spec, _, estimate, series = documents(request, name)
     except HTTPException as exc:
         return html(pages.error_page(exc.status_code, str(exc.detail)), exc.status_code)
-    return csv_response(estimate_csv_text(estimate), f"{spec.name}-estimate.csv")
+    text = estimate_csv_text(estimate) if which == "estimate" else series_csv_text(series)
+    return csv_response(text, f"{spec.name}-{which}.csv")
+
+
+@router.get("/metrics/{name}/estimate.csv")
+def estimate_csv(name: str, request: Request) -> Response:
+    """The estimate document the page shows, as CSV."""
+    return document_csv(request, name, "estimate")
 
 
 @router.get("/metrics/{name}/series.csv")
 def series_csv(name: str, request: Request) -> Response:
     """The series document the page shows, as CSV."""
-    if not signed_in(request):
-        return to_sign_in()
-    try:
-        spec, _, _, series = documents(request, name)
-    except HTTPException as exc:
-        return html(pages.error_page(exc.status_code, str(exc.detail)), exc.status_code)
-    return csv_response(series_csv_text(series), f"{spec.name}-series.csv")
+    return document_csv(request, name, "series")
 
 
 PLAN_DEFAULTS = {"k": "5", "epsilon": "1", "margin": "0.02", "confidence": "0.95"}

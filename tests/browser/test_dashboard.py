@@ -314,12 +314,12 @@ def test_the_histogram_page_shows_its_quantiles(driver: WebDriver, seeded: Seede
 def planned(k: int, epsilon: float, margin: float) -> tuple[set[int], str]:
     """What the CLI's planner says: the advised mechanism's reports needed (simultaneous or
     not, which the page may choose), and the advised mechanism."""
-    from deniable.cli.commands.plan import build_plan
+    from deniable.estimators.advisor import plan_document
 
     needed: set[int] = set()
     advised = ""
     for simultaneous in (True, False):
-        plan = build_plan(
+        plan = plan_document(
             k, epsilon, margin=margin, reports=None, confidence=0.95, simultaneous=simultaneous
         )
         advised = plan["advised"]

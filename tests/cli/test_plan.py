@@ -7,8 +7,8 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from deniable.cli.commands.plan import build_plan
 from deniable.cli.main import cli
+from deniable.estimators.advisor import plan_document
 
 KS = (2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 32, 50, 64, 100, 200, 256, 500, 1000)
 EPSILONS = (0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
@@ -18,13 +18,13 @@ EPSILONS = (0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0)
 def test_the_marked_row_is_never_beaten_in_its_own_table(simultaneous: bool) -> None:
     for k in KS:
         for epsilon in EPSILONS:
-            needed = build_plan(
+            needed = plan_document(
                 k, epsilon, margin=0.01, reports=None, confidence=0.95, simultaneous=simultaneous
             )
             rows = [r for r in needed["mechanisms"] if r["supported"] and r["reports_needed"]]
             marked = next(r for r in rows if r["mechanism"] == needed["advised"])
             assert all(marked["reports_needed"] <= r["reports_needed"] for r in rows), (k, epsilon)
-            given = build_plan(
+            given = plan_document(
                 k, epsilon, margin=None, reports=10_000, confidence=0.9, simultaneous=simultaneous
             )
             rows = [r for r in given["mechanisms"] if r["supported"]]
