@@ -111,6 +111,13 @@ button.quiet { background: transparent; color: var(--muted); border: 1px solid v
 .answer .label { display: block; color: var(--muted); font-size: 0.8rem; font-weight: 500; }
 @media (max-width: 600px) {
   h1 { font-size: 1.3rem; }
+  #metrics > * > tr > :nth-child(2),
+  #metrics > * > tr > :nth-child(3),
+  #metrics > * > tr > :nth-child(4),
+  #metrics > * > tr > :nth-child(6) { display: none; }
+  #metrics th, #metrics td { padding-left: 0.35rem; padding-right: 0.35rem; }
+  #metrics thead th, #metrics tbody th { white-space: normal; overflow-wrap: anywhere; }
+  svg.sparkline { width: 60px; }
   input, select { width: 8rem; }
   .big { font-size: 1.5rem; }
 }
