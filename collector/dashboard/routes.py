@@ -205,26 +205,31 @@ def csv_text(header: list[str], rows: list[list[Any]]) -> str:
     return out.getvalue()
 
 
+CATEGORY_FIELDS = [
+    "category",
+    "frequency",
+    "std_error",
+    "ci_low",
+    "ci_high",
+    "count",
+    "unbiased",
+    "clipped",
+]
+"""The columns of one category's row in the estimate and series CSVs (the document's keys)."""
+
+MEAN_FIELDS = ["estimate", "std_error", "ci_low", "ci_high"]
+"""The keys of a numeric document's ``mean``, in CSV column order."""
+
+
 def estimate_csv_text(document: dict[str, Any]) -> str:
     """The estimate document's rows as CSV, the range and options repeated on each."""
     base = ["metric", "start", "end", "n", "pooling", "confidence"]
     first = [document[k] for k in base]
     if "mean" in document:
         mean = document["mean"]
-        header = [*base, "mean", "std_error", "ci_low", "ci_high"]
-        return csv_text(
-            header, [[*first, *(mean[k] for k in ("estimate", "std_error", "ci_low", "ci_high"))]]
-        )
-    fields = [
-        "category",
-        "frequency",
-        "std_error",
-        "ci_low",
-        "ci_high",
-        "count",
-        "unbiased",
-        "clipped",
-    ]
+        header = [*base, "mean", *MEAN_FIELDS[1:]]
+        return csv_text(header, [[*first, *(mean[k] for k in MEAN_FIELDS)]])
+    fields = CATEGORY_FIELDS
     header = [*base, "method", "simultaneous", *fields]
     extra = [document["method"], document["simultaneous"]]
     return csv_text(
@@ -236,24 +241,15 @@ def series_csv_text(document: dict[str, Any]) -> str:
     """The series document as CSV: one row per period (numeric) or per period and category."""
     rows: list[list[Any]] = []
     if document["series"] and "mean" in document["series"][0]:
-        header = ["metric", "period", "n", "confidence", "mean", "std_error", "ci_low", "ci_high"]
+        header = ["metric", "period", "n", "confidence", "mean", *MEAN_FIELDS[1:]]
         for p in document["series"]:
             mean = p["mean"]
             rows.append(
                 [document["metric"], p["period"], p["n"], document["confidence"]]
-                + [mean[k] for k in ("estimate", "std_error", "ci_low", "ci_high")]
+                + [mean[k] for k in MEAN_FIELDS]
             )
         return csv_text(header, rows)
-    fields = [
-        "category",
-        "frequency",
-        "std_error",
-        "ci_low",
-        "ci_high",
-        "count",
-        "unbiased",
-        "clipped",
-    ]
+    fields = CATEGORY_FIELDS
     header = ["metric", "period", "n", "method", "confidence", "simultaneous", *fields]
     for p in document["series"]:
         for r in p["estimates"]:

@@ -12,6 +12,7 @@ import datetime as dt
 import json
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from deniable.client.spec import MetricSpec, canonical_json
@@ -227,10 +228,7 @@ def read_counts(
         .select_from(joined)
         .where(metrics.c.name == spec.name)
     )
-    with database.reader.connect() as connection:
-        rows = connection.execute(query).all()
-    if not rows or rows[0].fingerprint != spec.fingerprint:
-        raise SpecChanged([spec.name])
+    rows = _rows_of_current_spec(database, spec, query)
     k = spec.k
     for _, period, value, category, support in rows:
         i = position.get(period)
@@ -240,6 +238,17 @@ def read_counts(
         if category is not None and 0 <= category < k:
             counts[i, category] = support
     return n, counts
+
+
+def _rows_of_current_spec(database: Database, spec: MetricSpec, query: Any) -> Sequence[Any]:
+    """The rows of ``query``, which selects the metric's fingerprint first beside its
+    statistics in one statement; :class:`SpecChanged` if the metric is no longer registered
+    with ``spec``."""
+    with database.reader.connect() as connection:
+        rows = connection.execute(query).all()
+    if not rows or rows[0].fingerprint != spec.fingerprint:
+        raise SpecChanged([spec.name])
+    return rows
 
 
 def read_sums(database: Database, spec: MetricSpec, periods: Sequence[str]) -> list[PeriodSums]:
@@ -269,10 +278,7 @@ def read_sums(database: Database, spec: MetricSpec, periods: Sequence[str]) -> l
         .select_from(joined)
         .where(metrics.c.name == spec.name)
     )
-    with database.reader.connect() as connection:
-        rows = connection.execute(query).all()
-    if not rows or rows[0].fingerprint != spec.fingerprint:
-        raise SpecChanged([spec.name])
+    rows = _rows_of_current_spec(database, spec, query)
     found = {
         row.period: PeriodSums(row.period, int(row.n), float(row.total), float(row.total_squares))
         for row in rows
