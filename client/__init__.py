@@ -3,12 +3,22 @@
 Depends on the standard library and httpx only, so apps can embed it.
 
 Apps use what this root exports (``__all__``). The server side (estimators, collector, CLI)
-also uses five public modules: :mod:`.errors` (the ``DeniableError`` family), :mod:`.spec`
+also uses six public modules: :mod:`.errors` (the ``DeniableError`` family), :mod:`.spec`
 (specs, fingerprints, period labels), :mod:`.mechanisms` (the randomizers), :mod:`.wire` (the
-wire format both sides share) and :mod:`.lazy` (package roots that import slow modules on
-first use). Every other module is the client's own.
+wire format both sides share), :mod:`.account` (the privacy account) and :mod:`.lazy` (package
+roots that import slow modules on first use). Every other module is the client's own.
 """
 
+from .account import (
+    SDK_DEFAULTS,
+    WARNING_LEVEL_30_DAYS,
+    AccountTotals,
+    DeviceSettings,
+    MetricAccount,
+    PrivacyAccount,
+    max_periods_touched,
+    privacy_account,
+)
 from .aio import AsyncClient
 from .errors import (
     BudgetExceeded,
@@ -51,6 +61,9 @@ __all__ = [
     "NUMERIC_MECHANISMS",
     "OLH",
     "OUE",
+    "SDK_DEFAULTS",
+    "WARNING_LEVEL_30_DAYS",
+    "AccountTotals",
     "AsyncClient",
     "BudgetExceeded",
     "Client",
@@ -58,14 +71,17 @@ __all__ = [
     "CollectorRefused",
     "CollectorUnavailable",
     "DeniableError",
+    "DeviceSettings",
     "Duchi",
     "Hybrid",
     "InvalidInput",
     "Mechanism",
+    "MetricAccount",
     "MetricSpec",
     "NumericMechanism",
     "Payload",
     "Piecewise",
+    "PrivacyAccount",
     "PrivacySpent",
     "Randomness",
     "SeededRandomness",
@@ -77,8 +93,10 @@ __all__ = [
     "least_worst_case_variance",
     "make_mechanism",
     "make_numeric_mechanism",
+    "max_periods_touched",
     "period_label",
     "period_range",
+    "privacy_account",
     "resolve_period",
     "system_randomness",
 ]

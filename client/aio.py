@@ -11,6 +11,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
+from .account import DeviceSettings, PrivacyAccount
 from .ledger import PrivacySpent
 from .sdk import Client
 from .spec import MetricSpec
@@ -113,3 +114,12 @@ class AsyncClient:
     def privacy_spent(self) -> dict[str, PrivacySpent]:
         """Per metric: eps spent this period and the lifetime bound; see :meth:`Client.privacy_spent`."""
         return self._client.privacy_spent()
+
+    @property
+    def settings(self) -> DeviceSettings:
+        """The settings that bound what this device spends; see :attr:`Client.settings`."""
+        return self._client.settings
+
+    def privacy_account(self) -> PrivacyAccount:
+        """The most eps this device can spend; see :meth:`Client.privacy_account`."""
+        return self._client.privacy_account()

@@ -18,6 +18,23 @@ from .mechanisms import Payload
 _EPS_SLACK = 1e-9
 
 
+def within_lifetime(reports: int, epsilon: float, lifetime_epsilon: float) -> bool:
+    """Whether ``reports`` reports at ``epsilon`` fit a lifetime cap (with a float slack, so
+    ten reports at 0.1 fit a cap of 1)."""
+    return reports * epsilon <= lifetime_epsilon + _EPS_SLACK
+
+
+def lifetime_reports(lifetime_epsilon: float, epsilon: float) -> int:
+    """The most reports at ``epsilon`` a lifetime cap admits: the largest n that
+    :func:`within_lifetime` allows (what :meth:`Ledger.admit` ends at)."""
+    n = int((lifetime_epsilon + _EPS_SLACK) // epsilon)
+    while within_lifetime(n + 1, epsilon, lifetime_epsilon):
+        n += 1
+    while n > 0 and not within_lifetime(n, epsilon, lifetime_epsilon):
+        n -= 1
+    return n
+
+
 @dataclass(frozen=True)
 class PrivacySpent:
     """Epsilon spent by one metric: in the current period, and the lifetime bound that applies."""
@@ -109,7 +126,7 @@ class Ledger:
             return False
         if self.lifetime_epsilon is not None:
             spent = self._memo_sizes.get(metric, 0) if memoized else self._totals.get(metric, 0)
-            if (spent + 1) * epsilon > self.lifetime_epsilon + _EPS_SLACK:
+            if not within_lifetime(spent + 1, epsilon, self.lifetime_epsilon):
                 return False
         self._counts[key] = used + 1
         self._totals[metric] = self._totals.get(metric, 0) + 1
@@ -120,7 +137,7 @@ class Ledger:
         """The rule that made :meth:`admit` refuse ``metric`` just now, in words (for the log)."""
         if self.lifetime_epsilon is not None:
             spent = self._memo_sizes.get(metric, 0) if memoized else self._totals.get(metric, 0)
-            if (spent + 1) * epsilon > self.lifetime_epsilon + _EPS_SLACK:
+            if not within_lifetime(spent + 1, epsilon, self.lifetime_epsilon):
                 return (
                     f"not sent: another report at epsilon {epsilon:g} would exceed the"
                     f" lifetime_epsilon of {self.lifetime_epsilon:g} on this device"

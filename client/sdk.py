@@ -18,6 +18,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .account import SDK_DEFAULTS, DeviceSettings, PrivacyAccount, privacy_account
 from .errors import InvalidInput
 from .ledger import Ledger, PrivacySpent
 from .mechanisms import MAX_EPSILON, MIN_EPSILON
@@ -65,7 +66,8 @@ class Client:
     starts; until the first specs arrive, values are held in memory, at most
     :data:`~.holding.MAX_HELD`: see :mod:`.holding`). ``max_reports_per_period`` and ``lifetime_epsilon`` bound what each metric may
     send; ``memoize`` (``True`` or a set of metric names) turns on RAPPOR's permanent
-    randomized response. ``clock`` and ``randomness`` are for tests (simulated periods,
+    randomized response. Their defaults are :data:`~.account.SDK_DEFAULTS`, and
+    :meth:`privacy_account` states the most eps they let this device spend. ``clock`` and ``randomness`` are for tests (simulated periods,
     seeded draws); ``persist_interval``, ``backoff_base`` and ``backoff_cap`` (seconds)
     tune durability and retry pacing. ``transport`` is an httpx transport passed to the
     ``httpx.Client`` inside, as httpx takes one (``httpx.MockTransport(handler)`` answers
@@ -115,10 +117,10 @@ class Client:
         state_dir: str | Path,
         ingest_key: str | None = None,
         metrics: Sequence[MetricSpec | Mapping[str, Any]] | None = None,
-        max_reports_per_period: int = 1,
-        lifetime_epsilon: float | None = None,
+        max_reports_per_period: int = SDK_DEFAULTS.max_reports_per_period,
+        lifetime_epsilon: float | None = SDK_DEFAULTS.lifetime_epsilon,
         max_epsilon: float = DEFAULT_MAX_EPSILON,
-        memoize: bool | Collection[str] = False,
+        memoize: bool | Collection[str] = SDK_DEFAULTS.memoize,
         batch_size: int = 1000,
         flush_interval: float = 1.0,
         max_queue: int = 100_000,
@@ -131,6 +133,7 @@ class Client:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         _check_tuning(batch_size, max_queue, max_epsilon, persist_interval)
+        self._settings = DeviceSettings(max_reports_per_period, memoize, lifetime_epsilon)  # type: ignore[arg-type]
         if not min(flush_interval, timeout, backoff_base, backoff_cap) > 0:
             raise InvalidInput("flush_interval, timeout, backoff_base and backoff_cap must be > 0")
         state_dir = Path(state_dir)
@@ -307,3 +310,13 @@ class Client:
     def privacy_spent(self) -> dict[str, PrivacySpent]:
         """Per metric: eps spent in the current period and the lifetime bound that applies."""
         return self._recorder.privacy_spent()
+
+    @property
+    def settings(self) -> DeviceSettings:
+        """The settings that bound what this device spends (reports per period, memo, cap)."""
+        return self._settings
+
+    def privacy_account(self) -> PrivacyAccount:
+        """The most eps this device can spend on the metrics it records, with its settings,
+        per window and over its lifetime; :meth:`privacy_spent` never exceeds it."""
+        return privacy_account(self.metrics.values(), self._settings)

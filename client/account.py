@@ -1,0 +1,240 @@
+"""The privacy account: the most eps one device can spend, per metric and for all metrics together.
+
+From the metric specs and the SDK's settings (reports per period, memoization, lifetime cap),
+the account states the worst case per period, per day, per 7 days, per 30 days and over a
+device's lifetime. Metrics compose sequentially, so totals are sums. Every figure follows the
+rules :class:`~.ledger.Ledger` enforces (:meth:`~.ledger.Ledger.admit` admits, and
+:meth:`~.ledger.Ledger.spent` counts), so a device's own ledger never exceeds its account and
+a device that reports every metric at full budget reaches it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import math
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
+
+from .errors import InvalidInput
+from .ledger import lifetime_reports
+from .spec import PERIOD_KINDS, MetricSpec
+
+WARNING_LEVEL_30_DAYS = 30.0
+"""The 30-day total (eps, all metrics of one device) above which registration and
+``deniable privacy`` warn.
+
+It is eps 1 per day on average: one daily metric at eps 1 with the SDK defaults sits at the
+level and two exceed it. A total that large already makes the likelihood-ratio bound over the
+window, e^30, say nothing on its own; deployments reported in the literature budget a few eps
+per day at most (docs/privacy.md gives the context and why this figure).
+"""
+
+WINDOWS: tuple[tuple[str, int], ...] = (("per_day", 1), ("per_7_days", 7), ("per_30_days", 30))
+"""The windows the account states, as (field name, length in days)."""
+
+_MONTH_STARTS_CYCLE = 400 * 12
+"""Month ends in one Gregorian cycle (400 years): the calendar repeats after it."""
+
+
+@dataclass(frozen=True)
+class DeviceSettings:
+    """The SDK settings that bound what a device spends: reports per metric and period,
+    memoization (``True`` or the metric names), and the per-metric lifetime eps cap.
+
+    Its defaults are the SDK's (:data:`SDK_DEFAULTS`): :class:`~.sdk.Client` takes its own
+    defaults from here. ``memoize`` given as names is kept as a frozenset (a single string is
+    one name, as the SDK reads it).
+    """
+
+    max_reports_per_period: int = 1
+    memoize: bool | frozenset[str] = False
+    lifetime_epsilon: float | None = None
+
+    def __post_init__(self) -> None:
+        reports = self.max_reports_per_period
+        if isinstance(reports, bool) or not isinstance(reports, int) or reports < 1:
+            raise InvalidInput("max_reports_per_period must be an integer of at least 1")
+        lifetime = self.lifetime_epsilon
+        if lifetime is not None and (
+            isinstance(lifetime, bool)
+            or not isinstance(lifetime, int | float)
+            or not math.isfinite(lifetime)
+            or not lifetime > 0
+        ):
+            raise InvalidInput("lifetime_epsilon must be a finite number > 0 (or None)")
+        memoize = self.memoize
+        if not isinstance(memoize, bool):
+            names = {memoize} if isinstance(memoize, str) else memoize
+            if not isinstance(names, Collection) or not all(isinstance(n, str) for n in names):
+                raise InvalidInput("memoize must be True, False or a collection of metric names")
+            object.__setattr__(self, "memoize", frozenset(names))
+
+    def memoized(self, metric: str) -> bool:
+        """Whether a device with these settings memoizes ``metric`` (as the recorder decides)."""
+        return self.memoize is True or (
+            not isinstance(self.memoize, bool) and metric in self.memoize
+        )
+
+
+SDK_DEFAULTS = DeviceSettings()
+"""The SDK's defaults: one report per metric and period, no memoization, no lifetime cap."""
+
+
+def max_periods_touched(kind: str, days: int) -> int:
+    """The most periods of ``kind`` that any ``days`` consecutive UTC days can touch.
+
+    A day period: ``days``. An ISO week: a window starting on a Sunday touches that week, then
+    one more each 7 days, ``(days + 5) // 7 + 1``. A calendar month: computed exactly over
+    every month end of a 400-year Gregorian cycle, since a window touches the most months when
+    it starts on a month's last day (30 days touch three months from 31 January in a common
+    year: January, February, 1 March).
+    """
+    if isinstance(days, bool) or not isinstance(days, int) or days < 1:
+        raise InvalidInput("a window is a whole number of days, at least 1")
+    if kind == "day":
+        return days
+    if kind == "week":
+        return (days + 5) // 7 + 1
+    if kind != "month":
+        raise InvalidInput(f"period must be one of {', '.join(PERIOD_KINDS)}")
+    return _max_months_touched(days)
+
+
+@functools.cache
+def _max_months_touched(days: int) -> int:
+    """The most calendar months ``days`` consecutive days touch, over every month end of a
+    Gregorian cycle (cached: a few thousand date computations)."""
+    most = 0
+    for index in range(_MONTH_STARTS_CYCLE):
+        year, month = 2000 + index // 12, index % 12 + 1
+        following = dt.date(year + month // 12, month % 12 + 1, 1)
+        last_day = following - dt.timedelta(days=1)
+        end = last_day + dt.timedelta(days=days - 1)
+        most = max(most, (end.year - year) * 12 + end.month - month + 1)
+    return most
+
+
+@dataclass(frozen=True)
+class MetricAccount:
+    """The most eps one device spends on one metric: per period, per day, per 7 and 30 days
+    and over its lifetime (``None``: unbounded, it grows with every period)."""
+
+    metric: str
+    type: str
+    mechanism: str
+    epsilon: float
+    period: str
+    memoized: bool
+    reports_per_period: int
+    per_period: float
+    per_day: float
+    per_7_days: float
+    per_30_days: float
+    lifetime: float | None
+
+
+@dataclass(frozen=True)
+class AccountTotals:
+    """The account of all metrics together (sequential composition: the sums); ``lifetime``
+    is ``None`` when any metric's is unbounded."""
+
+    per_period: float
+    per_day: float
+    per_7_days: float
+    per_30_days: float
+    lifetime: float | None
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """How one metric's spending grows: eps, reports per period, its period kind, and the
+    most reports it can ever count (``None``: no cap)."""
+
+    epsilon: float
+    reports: int
+    kind: str
+    cap: int | None
+
+    def reports_in(self, days: int) -> int:
+        """The most reports that count in any ``days`` consecutive days."""
+        reports = self.reports * max_periods_touched(self.kind, days)
+        return reports if self.cap is None else min(reports, self.cap)
+
+
+def _rule(spec: MetricSpec, settings: DeviceSettings) -> _Rule:
+    """The ledger's rules for ``spec`` on a device with ``settings``.
+
+    Unmemoized, every admitted report counts eps (:meth:`~.ledger.Ledger.spent`). Memoized, a
+    metric counts eps per distinct value it ever reported (RAPPOR's permanent answer), so at
+    most k for a metric with k categories or buckets; a numeric metric's values are
+    unbounded, so its memo caps nothing. A lifetime cap L admits a report while
+    (counted + 1) eps <= L (:meth:`~.ledger.Ledger.admit`, with its slack).
+    """
+    memoized = settings.memoized(spec.name)
+    caps = []
+    if memoized and spec.type != "numeric":
+        caps.append(spec.k)
+    if settings.lifetime_epsilon is not None:
+        caps.append(lifetime_reports(settings.lifetime_epsilon, spec.epsilon))
+    return _Rule(
+        spec.epsilon, settings.max_reports_per_period, spec.period, min(caps) if caps else None
+    )
+
+
+def metric_account(spec: MetricSpec, settings: DeviceSettings = SDK_DEFAULTS) -> MetricAccount:
+    """The most eps one device with ``settings`` spends on ``spec``, per window and lifetime.
+
+    A window of D days costs r eps for each period it can touch (:func:`max_periods_touched`),
+    with r reports per period: a weekly metric can spend its whole week's r reports in one day,
+    so its day costs r eps. Every window is capped by the lifetime (see :func:`_rule`).
+    """
+    rule = _rule(spec, settings)
+    eps = spec.epsilon
+    windows = {name: rule.reports_in(days) * eps for name, days in WINDOWS}
+    per_period = min(rule.reports, rule.cap) if rule.cap is not None else rule.reports
+    return MetricAccount(
+        metric=spec.name,
+        type=spec.type,
+        mechanism=spec.mechanism,
+        epsilon=eps,
+        period=spec.period,
+        memoized=settings.memoized(spec.name),
+        reports_per_period=settings.max_reports_per_period,
+        per_period=per_period * eps,
+        lifetime=rule.cap * eps if rule.cap is not None else None,
+        **windows,
+    )
+
+
+@dataclass(frozen=True)
+class PrivacyAccount:
+    """The worst-case eps one device spends, per metric and for all metrics together."""
+
+    settings: DeviceSettings
+    metrics: tuple[MetricAccount, ...]
+    totals: AccountTotals
+    _rules: tuple[_Rule, ...] = field(repr=False, compare=False)
+
+    def over_days(self, days: int) -> float:
+        """The most eps all metrics together spend in any ``days`` consecutive UTC days."""
+        return math.fsum(rule.reports_in(days) * rule.epsilon for rule in self._rules)
+
+
+def privacy_account(
+    specs: Iterable[MetricSpec], settings: DeviceSettings = SDK_DEFAULTS
+) -> PrivacyAccount:
+    """The account of a device recording ``specs`` with ``settings`` (metrics by name)."""
+    ordered = sorted(specs, key=lambda spec: spec.name)
+    if len({spec.name for spec in ordered}) != len(ordered):
+        raise InvalidInput("metric names must be distinct")
+    metrics = tuple(metric_account(spec, settings) for spec in ordered)
+    lifetimes = [m.lifetime for m in metrics]
+    totals = AccountTotals(
+        per_period=math.fsum(m.per_period for m in metrics),
+        per_day=math.fsum(m.per_day for m in metrics),
+        per_7_days=math.fsum(m.per_7_days for m in metrics),
+        per_30_days=math.fsum(m.per_30_days for m in metrics),
+        lifetime=None if None in lifetimes else math.fsum(lifetimes),  # type: ignore[arg-type]
+    )
+    return PrivacyAccount(settings, metrics, totals, tuple(_rule(s, settings) for s in ordered))
