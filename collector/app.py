@@ -27,7 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from . import dashboard
 from .context import Clock, Collector, SpecCache, utc_now
 from .docspage import install_docs
-from .routes import admin, estimates, metrics, reports
+from .routes import admin, estimates, metrics, privacy, reports
 from .schemas import ReportBatch
 from .settings import Settings
 from .storage import migrate, open_database
@@ -177,7 +177,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         redoc_url=None,
     )
     install_docs(app)
-    for module in (reports, metrics, estimates, admin):
+    for module in (reports, metrics, estimates, privacy, admin):
         app.include_router(module.router)
     app.include_router(dashboard.router)
     app.add_api_route("/", _to_dashboard, include_in_schema=False)

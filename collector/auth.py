@@ -104,6 +104,7 @@ ADMIN = Depends(authorize("admin"))
 """Declared by every route that writes or exports: registering and archiving metrics, export,
 retention."""
 VIEWER = Depends(authorize("viewer"))
-"""Declared by the read routes (estimates, series): the viewer token or an admin token."""
+"""Declared by the read routes (estimates, series, the privacy account): the viewer token or an
+admin token."""
 INGEST = Depends(authorize("ingest"))
 """Declared by the upload route: the ingest key (or an admin token) when one is configured."""

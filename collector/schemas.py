@@ -160,6 +160,16 @@ class MetricSpecOut(BaseModel):
     fingerprint: str
 
 
+class RegisteredMetric(MetricSpecOut):
+    """The answer to a registration: the stored spec, and warnings about what registering it
+    means for one device's privacy account (always present, often empty)."""
+
+    warnings: list[str] = Field(
+        description="e.g. one device's 30-day total with the SDK defaults now exceeds the"
+        " warning level (GET /v1/privacy, docs/privacy.md)"
+    )
+
+
 class MetricList(BaseModel):
     """Every registered metric that is not archived (the specs devices should record)."""
 

@@ -3,7 +3,8 @@
 Works from per-period support counts (the sufficient statistics the collector keeps) or from a
 table of raw reports; see docs/STATS.md for every formula and docs/multi-period.md for ranges.
 
-The value types, the documents, the estimate options and the export file's format load at
+The value types, the documents (the privacy document too), the estimate options and the
+export file's format load at
 once (none needs numpy or polars); the numerical functions are imported on first use, so that
 the CLI can build its options and help without loading numpy.
 """
@@ -39,6 +40,12 @@ from .documents import (
     mean_document,
     mean_series_document,
     series_document,
+)
+from .privacy import (
+    PrivacyDocument,
+    PrivacySettings,
+    privacy_document,
+    registration_warnings,
 )
 from .reportfile import (
     SPEC_METADATA_KEY,
@@ -122,6 +129,8 @@ __all__ = [
     "PeriodCounts",
     "PeriodSums",
     "Pooling",
+    "PrivacyDocument",
+    "PrivacySettings",
     "QuantileInterval",
     "RangeEstimate",
     "Series",
@@ -146,9 +155,11 @@ __all__ = [
     "mean_margin",
     "mean_reports_needed",
     "mean_series_document",
+    "privacy_document",
     "quantile_intervals",
     "read_embedded_spec",
     "read_report_file",
+    "registration_warnings",
     "report_bytes",
     "report_columns",
     "report_counts",

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import threading
 
 from deniable.client.spec import MetricSpec
+from deniable.estimators.privacy import registration_warnings
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
@@ -18,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 
 from ..auth import ADMIN
 from ..context import Collector, collector
-from ..schemas import ArchivedMetric, MetricList, MetricSpecIn, MetricSpecOut
+from ..schemas import ArchivedMetric, MetricList, MetricSpecIn, MetricSpecOut, RegisteredMetric
 from ..storage.queries import (
     MetricArchived,
     SpecConflict,
@@ -31,6 +33,8 @@ from .body import read_body
 from .common import find_spec, json_body, problem_responses
 
 router = APIRouter()
+
+log = logging.getLogger("deniable.collector")
 
 
 REGISTRY_BODIES_KEPT = 8
@@ -100,9 +104,9 @@ def get_metric(name: str, request: Request) -> dict[str, object]:
     "/v1/metrics",
     dependencies=[ADMIN],
     status_code=201,
-    response_model=MetricSpecOut,
+    response_model=RegisteredMetric,
     responses={
-        200: {"model": MetricSpecOut, "description": "the same spec was already registered"},
+        200: {"model": RegisteredMetric, "description": "the same spec was already registered"},
         **problem_responses(401, 408, 409, 413, 422),
     },
     openapi_extra=json_body(MetricSpecIn.model_json_schema()),
@@ -110,7 +114,9 @@ def get_metric(name: str, request: Request) -> dict[str, object]:
 async def post_metric(request: Request) -> JSONResponse:
     """Register a metric (``mechanism`` may be ``auto``): 201 if new, 200 if identical, 409 if not.
 
-    The body is read only after the admin token is checked (see ``routes.body``).
+    The answer is the stored spec with ``warnings``: whether one device's 30-day total with
+    the SDK defaults now exceeds the warning level (``GET /v1/privacy``). The body is read
+    only after the admin token is checked (see ``routes.body``).
     """
     state = collector(request)
     settings = state.settings
@@ -135,7 +141,7 @@ def parse_spec(body: bytes) -> MetricSpecIn:
 
 def register_metric(state: Collector, body: bytes) -> JSONResponse:
     """Parse, resolve and store the spec: 201 if new, 200 if identical, 409 if the name is taken
-    (by another spec, or by an archived metric)."""
+    (by another spec, or by an archived metric); the answer carries the privacy warnings."""
     fields = parse_spec(body).model_dump(exclude_none=True)
     claimed = fields.pop("fingerprint", None)
     if fields["type"] == "histogram" and "categories" in fields:
@@ -170,7 +176,12 @@ def register_metric(state: Collector, body: bytes) -> JSONResponse:
             detail=f"metric {spec.name} already exists with another spec"
             f" (fingerprint {exc.existing.fingerprint}); choose a new name",
         ) from None
-    return JSONResponse(status_code=201 if created else 200, content=spec.to_dict())
+    warnings = registration_warnings(spec, list_specs(state.database, archived=False))
+    for warning in warnings:
+        log.warning("metric %s registered: %s", spec.name, warning)
+    return JSONResponse(
+        status_code=201 if created else 200, content={**spec.to_dict(), "warnings": warnings}
+    )
 
 
 @router.post(

@@ -1,0 +1,87 @@
+"""The privacy account: ``GET /v1/privacy``, the most eps one device spends on the registered
+metrics (archived ones left out: devices stop recording them), for the SDK settings asked.
+
+The document is :func:`deniable.estimators.privacy.privacy_document`'s, the one the CLI prints.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from deniable.client.account import SDK_DEFAULTS, DeviceSettings
+from deniable.client.spec import METRIC_NAME, MetricSpec
+from deniable.estimators.privacy import PrivacyDocument, privacy_document
+from fastapi import APIRouter, HTTPException, Query, Request
+
+from ..auth import VIEWER
+from ..context import collector
+from ..storage.queries import list_specs
+from .common import problem_responses
+
+router = APIRouter()
+
+MEMOIZE_HELP = "true, false, or registered metric names separated by commas"
+DEFAULT_MEMOIZE = str(SDK_DEFAULTS.memoize).lower()
+"""The ``memoize`` query's default: the SDK's (``false``)."""
+
+MAX_REPORTS_PER_PERIOD = 1_000_000
+"""The largest ``max_reports_per_period`` the route answers for (a bound of the query only)."""
+
+ReportsQuery = Annotated[
+    int,
+    Query(
+        ge=1,
+        le=MAX_REPORTS_PER_PERIOD,
+        description="reports per metric and period a device sends (the SDK's)",
+    ),
+]
+LifetimeQuery = Annotated[
+    float | None,
+    Query(gt=0, allow_inf_nan=False, description="the SDK's lifetime_epsilon: per metric"),
+]
+MemoizeQuery = Annotated[str, Query(max_length=4096, description=MEMOIZE_HELP)]
+
+
+def memoize_setting(value: str, specs: list[MetricSpec]) -> bool | frozenset[str]:
+    """The ``memoize`` query as the SDK takes it; 422 naming the problem (a name that is not a
+    metric name is not repeated back)."""
+    if value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    names = [name.strip() for name in value.split(",")]
+    registered = {spec.name for spec in specs}
+    for position, name in enumerate(names, start=1):
+        if not METRIC_NAME.fullmatch(name):
+            raise HTTPException(
+                status_code=422,
+                detail=f"memoize: item {position} is not a metric name; give {MEMOIZE_HELP}",
+            )
+        if name not in registered:
+            raise HTTPException(
+                status_code=422,
+                detail=f"memoize: {name} is not a registered metric (archived ones are not in"
+                " the account)",
+            )
+    return frozenset(names)
+
+
+@router.get(
+    "/v1/privacy",
+    dependencies=[VIEWER],
+    response_model=PrivacyDocument,
+    responses=problem_responses(401, 422),
+)
+def get_privacy(
+    request: Request,
+    max_reports_per_period: ReportsQuery = SDK_DEFAULTS.max_reports_per_period,
+    memoize: MemoizeQuery = DEFAULT_MEMOIZE,
+    lifetime_epsilon: LifetimeQuery = SDK_DEFAULTS.lifetime_epsilon,
+) -> PrivacyDocument:
+    """One device's privacy account: the most eps it spends per period, day, 7 and 30 days and
+    over its lifetime, per registered metric and in total, with warnings and a statement an
+    app can publish. The query gives the SDK settings (default: the SDK's defaults)."""
+    database = collector(request).database
+    specs = list_specs(database, archived=False)
+    settings = DeviceSettings(
+        max_reports_per_period, memoize_setting(memoize, specs), lifetime_epsilon
+    )
+    return privacy_document(specs, settings)

@@ -1,0 +1,216 @@
+"""The privacy document: one device's privacy account in figures and in plain words.
+
+What the collector answers at ``GET /v1/privacy`` and what ``deniable privacy`` prints, built
+once here from the registered specs and the SDK settings asked about. Its dataclasses are the
+API's response model, as in :mod:`.documents`; the figures are
+:func:`deniable.client.account.privacy_account`'s. :func:`registration_warnings` says when a
+new metric takes a device past :data:`~deniable.client.account.WARNING_LEVEL_30_DAYS`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from deniable.client.account import (
+    SDK_DEFAULTS,
+    WARNING_LEVEL_30_DAYS,
+    AccountTotals,
+    DeviceSettings,
+    MetricAccount,
+    PrivacyAccount,
+    privacy_account,
+)
+from deniable.client.spec import MetricSpec
+
+LOWER_IT = (
+    "to lower it, memoize (Client(memoize=...)), use a weekly or monthly period, a lower ε,"
+    " or set lifetime_epsilon (docs/privacy.md)"
+)
+"""What a warning suggests: each lowers the 30-day total."""
+
+
+@dataclass(frozen=True)
+class PrivacySettings:
+    """The SDK settings the account is for; ``memoize`` is true, false or the sorted metric
+    names, and ``sdk_defaults`` says whether they are the SDK's defaults."""
+
+    max_reports_per_period: int
+    memoize: bool | list[str]
+    lifetime_epsilon: float | None
+    sdk_defaults: bool
+
+
+@dataclass(frozen=True)
+class PrivacyDocument:
+    """One device's worst-case eps per metric and in total, the warnings and a statement an
+    app can publish."""
+
+    settings: PrivacySettings
+    metrics: list[MetricAccount]
+    total: AccountTotals
+    warning_level_30_days: float
+    warnings: list[str]
+    statement: str
+
+
+def _number(x: float) -> str:
+    """An eps figure as people write it: 60, 2.5, 0.3, 30,000 (never 0.30000000000000004)."""
+    return f"{x:,.0f}" if x >= 1e4 else f"{x:.4g}"
+
+
+def times(epsilon: float) -> str:
+    """e^eps as a factor a reader can picture: 1, 1.05, 2.7, 55, 2,981 or 4.9 × 10^8."""
+    if epsilon == 0:
+        return "1"
+    if epsilon < math.log(1.1):
+        grown = math.expm1(epsilon)
+        decimals = min(12, max(2, -math.floor(math.log10(grown))))
+        return f"{1 + grown:.{decimals}f}"
+    if epsilon < math.log(10):
+        return f"{math.exp(epsilon):.1f}"
+    if epsilon < math.log(1e4):
+        return f"{round(math.exp(epsilon)):,}"
+    power = epsilon / math.log(10)
+    exponent = math.floor(power)
+    mantissa = round(10 ** (power - exponent), 1)
+    if mantissa >= 10:
+        mantissa, exponent = 1.0, exponent + 1
+    return f"{mantissa:.1f} × 10^{exponent}"
+
+
+def _settings(settings: DeviceSettings) -> PrivacySettings:
+    """The settings as the document states them."""
+    memoize = settings.memoize
+    return PrivacySettings(
+        max_reports_per_period=settings.max_reports_per_period,
+        memoize=memoize if isinstance(memoize, bool) else sorted(memoize),
+        lifetime_epsilon=settings.lifetime_epsilon,
+        sdk_defaults=settings == SDK_DEFAULTS,
+    )
+
+
+def _over_level(account: PrivacyAccount, lead: str) -> list[str]:
+    """A warning if ``account``'s 30-day total exceeds the level; ``lead`` says for whom."""
+    total = account.totals.per_30_days
+    if total <= WARNING_LEVEL_30_DAYS:
+        return []
+    return [
+        f"{lead}, one device can spend ε {_number(total)} over 30 days, above the warning level"
+        f" of {_number(WARNING_LEVEL_30_DAYS)}; {LOWER_IT}"
+    ]
+
+
+def _never_sent(account: PrivacyAccount) -> list[str]:
+    """A warning naming the metrics a lifetime cap below their ε keeps from ever reporting."""
+    silent = [m.metric for m in account.metrics if m.per_period == 0]
+    if not silent:
+        return []
+    return [
+        f"lifetime_epsilon {_number(account.settings.lifetime_epsilon or 0)} is below the ε of"
+        f" {', '.join(silent)}: devices never send {'it' if len(silent) == 1 else 'them'}"
+    ]
+
+
+def _per_report(metrics: list[MetricAccount]) -> str:
+    """The sentence on each report's eps: one figure, or the range and the largest."""
+    low = min(m.epsilon for m in metrics)
+    high = max(m.epsilon for m in metrics)
+    if low == high:
+        return (
+            "Each report is randomized so that any one answer changes its probability by at most"
+            f" e^{_number(high)} ≈ {times(high)} times, whatever the true value (ε ="
+            f" {_number(high)} per report)."
+        )
+    largest = ", ".join(m.metric for m in metrics if m.epsilon == high)
+    return (
+        "Each report is randomized so that any one answer changes its probability by at most"
+        f" e^ε times, whatever the true value, with ε from {_number(low)} to {_number(high)} per"
+        f" report: at most {times(high)} times ({largest}, ε = {_number(high)})."
+    )
+
+
+def _over_30_days(account: PrivacyAccount) -> str:
+    """The sentences on reports per period and the 30-day total, and what the total means."""
+    total = account.totals.per_30_days
+    r = account.settings.max_reports_per_period
+    sentence = (
+        f"A device sends at most {r:,} report{'s' if r > 1 else ''} per metric per period. Over"
+        f" any 30 days one device's reports together have ε up to {_number(total)} (their ε add"
+        f" up): everything it sends in that time changes in probability by at most"
+        f" e^{_number(total)} ≈ {times(total)} times with its true values"
+    )
+    if total <= WARNING_LEVEL_30_DAYS:
+        return sentence + "."
+    return (
+        f"{sentence}, a bound too large to limit much on its own: over weeks, the protection"
+        " rests on each report's randomization, and many reports of an unchanged value can"
+        " reveal it."
+    )
+
+
+def _memo_and_lifetime(account: PrivacyAccount) -> list[str]:
+    """The sentences on memoization (if on) and on the lifetime total."""
+    sentences = []
+    memoized = [m.metric for m in account.metrics if m.memoized]
+    if memoized:
+        sentences.append(
+            f"Memoized metrics ({', '.join(memoized)}) repeat one randomized answer per true value,"
+            " so reporting the same value again reveals nothing new: each costs at most ε per"
+            " distinct value ever reported."
+        )
+    lifetime = account.totals.lifetime
+    if lifetime is not None:
+        sentences.append(
+            f"Over a device's whole lifetime its reports together have ε at most"
+            f" {_number(lifetime)}."
+        )
+    else:
+        sentences.append("No lifetime cap is set: the total grows with every period.")
+    return sentences
+
+
+def statement(account: PrivacyAccount) -> str:
+    """A short plain-language statement of ``account`` that an app can publish."""
+    if not account.metrics:
+        return "No metric is registered: devices send no reports."
+    if account.totals.per_30_days == 0:
+        return "With these settings a device sends no report: each metric's ε exceeds its lifetime cap."
+    return " ".join(
+        [
+            "Every value is randomized on the device before it is sent.",
+            _per_report([m for m in account.metrics if m.per_period > 0]),
+            _over_30_days(account),
+            *_memo_and_lifetime(account),
+        ]
+    )
+
+
+def privacy_document(
+    specs: Iterable[MetricSpec], settings: DeviceSettings = SDK_DEFAULTS
+) -> PrivacyDocument:
+    """The privacy document of a device recording ``specs`` with ``settings`` (archived
+    metrics are left out by the caller: devices stop recording them)."""
+    specs = list(specs)
+    account = privacy_account(specs, settings)
+    warnings = _over_level(account, "with these settings") + _never_sent(account)
+    if settings != SDK_DEFAULTS:
+        warnings += _over_level(privacy_account(specs), "with the SDK defaults")
+    return PrivacyDocument(
+        settings=_settings(settings),
+        metrics=list(account.metrics),
+        total=account.totals,
+        warning_level_30_days=WARNING_LEVEL_30_DAYS,
+        warnings=warnings,
+        statement=statement(account),
+    )
+
+
+def registration_warnings(new_spec: MetricSpec, registered: Iterable[MetricSpec]) -> list[str]:
+    """Why registering ``new_spec`` beside the ``registered`` metrics (not archived) deserves a
+    warning: the 30-day total with the SDK defaults exceeds the level (empty if not)."""
+    specs = [spec for spec in registered if spec.name != new_spec.name] + [new_spec]
+    account = privacy_account(specs)
+    lead = f"with {new_spec.name} ({len(specs)} metrics in all) and the SDK defaults"
+    return _over_level(account, lead)
