@@ -191,3 +191,18 @@ class CollectorAPI:
     def retention(self, before: str | None) -> dict[str, Any]:
         """Delete raw reports of periods before ``before`` (default: the collector's cutoff)."""
         return self.post_json("/v1/admin/retention", params={"before": before})
+
+    def privacy(
+        self,
+        *,
+        max_reports_per_period: int | None = None,
+        memoize: str | None = None,
+        lifetime_epsilon: float | None = None,
+    ) -> dict[str, Any]:
+        """The privacy account for the SDK settings given (the collector's defaults: the SDK's)."""
+        params = {
+            "max_reports_per_period": max_reports_per_period,
+            "memoize": memoize,
+            "lifetime_epsilon": lifetime_epsilon,
+        }
+        return self.get_json("/v1/privacy", params=params)

@@ -55,7 +55,7 @@ class PrivacyDocument:
     statement: str
 
 
-def _number(x: float) -> str:
+def eps_text(x: float) -> str:
     """An eps figure as people write it: 60, 2.5, 0.3, 30,000 (never 0.30000000000000004)."""
     return f"{x:,.0f}" if x >= 1e4 else f"{x:.4g}"
 
@@ -97,8 +97,8 @@ def _over_level(account: PrivacyAccount, lead: str) -> list[str]:
     if total <= WARNING_LEVEL_30_DAYS:
         return []
     return [
-        f"{lead}, one device can spend ε {_number(total)} over 30 days, above the warning level"
-        f" of {_number(WARNING_LEVEL_30_DAYS)}; {LOWER_IT}"
+        f"{lead}, one device can spend ε {eps_text(total)} over 30 days, above the warning level"
+        f" of {eps_text(WARNING_LEVEL_30_DAYS)}; {LOWER_IT}"
     ]
 
 
@@ -108,7 +108,7 @@ def _never_sent(account: PrivacyAccount) -> list[str]:
     if not silent:
         return []
     return [
-        f"lifetime_epsilon {_number(account.settings.lifetime_epsilon or 0)} is below the ε of"
+        f"lifetime_epsilon {eps_text(account.settings.lifetime_epsilon or 0)} is below the ε of"
         f" {', '.join(silent)}: devices never send {'it' if len(silent) == 1 else 'them'}"
     ]
 
@@ -120,14 +120,14 @@ def _per_report(metrics: list[MetricAccount]) -> str:
     if low == high:
         return (
             "Each report is randomized so that any one answer changes its probability by at most"
-            f" e^{_number(high)} ≈ {times(high)} times, whatever the true value (ε ="
-            f" {_number(high)} per report)."
+            f" e^{eps_text(high)} ≈ {times(high)} times, whatever the true value (ε ="
+            f" {eps_text(high)} per report)."
         )
     largest = ", ".join(m.metric for m in metrics if m.epsilon == high)
     return (
         "Each report is randomized so that any one answer changes its probability by at most"
-        f" e^ε times, whatever the true value, with ε from {_number(low)} to {_number(high)} per"
-        f" report: at most {times(high)} times ({largest}, ε = {_number(high)})."
+        f" e^ε times, whatever the true value, with ε from {eps_text(low)} to {eps_text(high)} per"
+        f" report: at most {times(high)} times ({largest}, ε = {eps_text(high)})."
     )
 
 
@@ -137,9 +137,9 @@ def _over_30_days(account: PrivacyAccount) -> str:
     r = account.settings.max_reports_per_period
     sentence = (
         f"A device sends at most {r:,} report{'s' if r > 1 else ''} per metric per period. Over"
-        f" any 30 days one device's reports together have ε up to {_number(total)} (their ε add"
+        f" any 30 days one device's reports together have ε up to {eps_text(total)} (their ε add"
         f" up): everything it sends in that time changes in probability by at most"
-        f" e^{_number(total)} ≈ {times(total)} times with its true values"
+        f" e^{eps_text(total)} ≈ {times(total)} times with its true values"
     )
     if total <= WARNING_LEVEL_30_DAYS:
         return sentence + "."
@@ -153,18 +153,23 @@ def _over_30_days(account: PrivacyAccount) -> str:
 def _memo_and_lifetime(account: PrivacyAccount) -> list[str]:
     """The sentences on memoization (if on) and on the lifetime total."""
     sentences = []
-    memoized = [m.metric for m in account.metrics if m.memoized]
+    memoized = [m for m in account.metrics if m.memoized]
     if memoized:
         sentences.append(
-            f"Memoized metrics ({', '.join(memoized)}) repeat one randomized answer per true value,"
-            " so reporting the same value again reveals nothing new: each costs at most ε per"
-            " distinct value ever reported."
+            f"Memoized metrics ({', '.join(m.metric for m in memoized)}) repeat one randomized"
+            " answer per true value, so reporting the same value again reveals nothing new: each"
+            " costs at most ε per distinct value ever reported."
+        )
+    numeric = [m.metric for m in memoized if m.type == "numeric"]
+    if numeric:
+        sentences.append(
+            f"A number rarely repeats exactly, so memoizing {', '.join(numeric)} saves little."
         )
     lifetime = account.totals.lifetime
     if lifetime is not None:
         sentences.append(
             f"Over a device's whole lifetime its reports together have ε at most"
-            f" {_number(lifetime)}."
+            f" {eps_text(lifetime)}."
         )
     else:
         sentences.append("No lifetime cap is set: the total grows with every period.")

@@ -7,6 +7,7 @@ from .export import export
 from .metrics import metrics
 from .migrate import migrate
 from .plan import plan
+from .privacy import privacy
 from .retention import retention
 from .serve import serve
 from .simulate import simulate
@@ -18,6 +19,7 @@ COMMANDS = (
     estimate,
     series,
     plan,
+    privacy,
     simulate,
     demo,
     dashboard,
@@ -35,6 +37,7 @@ __all__ = [
     "metrics",
     "migrate",
     "plan",
+    "privacy",
     "retention",
     "series",
     "serve",

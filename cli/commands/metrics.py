@@ -342,7 +342,7 @@ def create(
         )
     with global_options.api() as api:
         stored, created = api.register_metric(body)
-    for reason in reasons:
+    for reason in [*reasons, *stored.get("warnings", [])]:
         click.echo(f"warning: {reason}", err=True)
     if fmt == "json":
         expected = {"confidence": DEFAULT_CONFIDENCE, "by_reports": rows}

@@ -1,0 +1,159 @@
+"""``deniable privacy``: the most eps one device spends on the registered metrics, in a table
+and in plain words an app can publish.
+
+The document is the collector's ``GET /v1/privacy`` (built by
+:mod:`deniable.estimators.privacy`), for the SDK settings given as options (default: the SDK's
+defaults); ``--format json`` prints it unchanged. Warnings go to stderr as ``warning:`` lines.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import click
+from deniable.estimators.privacy import eps_text
+
+from ..options import GlobalOptions, format_option, pass_global_options
+from ..render import console, print_json
+
+WINDOW_COLUMNS = (
+    ("per_period", "per period"),
+    ("per_day", "day"),
+    ("per_7_days", "7 days"),
+    ("per_30_days", "30 days"),
+    ("lifetime", "lifetime"),
+)
+"""The account's figures, as the table heads them."""
+
+
+def memoize_query(memoize: bool, names: tuple[str, ...]) -> str | None:
+    """The ``memoize`` query from ``--memoize`` or ``--memoize-metric`` (None: the default)."""
+    if memoize and names:
+        raise click.UsageError("give --memoize (every metric) or --memoize-metric NAME, not both")
+    if memoize:
+        return "true"
+    return ",".join(names) if names else None
+
+
+def _figure(value: float | None) -> str:
+    """An eps figure of the table; None is an unbounded lifetime."""
+    return "unbounded" if value is None else eps_text(value)
+
+
+def settings_text(settings: dict[str, Any]) -> str:
+    """The settings the account is for, in words."""
+    r = settings["max_reports_per_period"]
+    memoize = settings["memoize"]
+    memo = (
+        "every metric memoized"
+        if memoize is True
+        else f"memoized: {', '.join(memoize)}"
+        if memoize
+        else "no memoization"
+    )
+    cap = settings["lifetime_epsilon"]
+    lifetime = "no lifetime cap" if cap is None else f"lifetime_epsilon {eps_text(cap)} per metric"
+    defaults = " (the SDK defaults)" if settings["sdk_defaults"] else ""
+    return f"{r:,} report{'s' if r > 1 else ''} per metric and period, {memo}, {lifetime}{defaults}"
+
+
+def account_table(document: dict[str, Any]) -> Any:
+    """The account as a table: one row per metric, then the totals."""
+    from rich.table import Table
+
+    table = Table(
+        title="privacy account: the most ε one device spends (worst case)",
+        title_justify="left",
+        caption=f"settings: {settings_text(document['settings'])}",
+        caption_justify="left",
+    )
+    for column in ("metric", "type", "ε", "period", "memoized"):
+        table.add_column(column, justify="right" if column == "ε" else "left")
+    for _, heading in WINDOW_COLUMNS:
+        table.add_column(heading, justify="right")
+    for row in document["metrics"]:
+        table.add_row(
+            row["metric"],
+            row["type"],
+            eps_text(row["epsilon"]),
+            row["period"],
+            "yes" if row["memoized"] else "no",
+            *(_figure(row[key]) for key, _ in WINDOW_COLUMNS),
+        )
+    total = document["total"]
+    table.add_section()
+    table.add_row(
+        "total",
+        "",
+        "",
+        "",
+        "",
+        *(_figure(total[key]) for key, _ in WINDOW_COLUMNS),
+        style="bold",
+    )
+    return table
+
+
+@click.command(short_help="The most ε one device spends, and a statement to publish.")
+@click.option(
+    "--max-reports-per-period",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="The SDK's max_reports_per_period (default 1, the SDK's).",
+)
+@click.option("--memoize", is_flag=True, help="Every metric memoized (the SDK's memoize=True).")
+@click.option(
+    "--memoize-metric",
+    "memoize_metrics",
+    multiple=True,
+    metavar="NAME",
+    help="A memoized metric (repeatable; the SDK's memoize={...}).",
+)
+@click.option(
+    "--lifetime-epsilon",
+    type=click.FloatRange(min=0, min_open=True),
+    metavar="X",
+    help="The SDK's lifetime_epsilon, per metric (default none, the SDK's).",
+)
+@format_option("table", "json")
+@pass_global_options
+def privacy(
+    global_options: GlobalOptions,
+    max_reports_per_period: int | None,
+    memoize: bool,
+    memoize_metrics: tuple[str, ...],
+    lifetime_epsilon: float | None,
+    fmt: str,
+) -> None:
+    """The privacy account: the most ε one device spends on the registered metrics, per period,
+    day, 7 and 30 days and over its lifetime, per metric and in total, for the SDK settings
+    given (default: the SDK's defaults). Needs the viewer or the admin token.
+
+    Metrics add up (sequential composition). A memoized metric costs at most ε per distinct
+    value it ever reports; a lifetime cap stops each metric at lifetime_epsilon. A warning
+    says when a device's 30-day total exceeds the warning level (docs/privacy.md).
+
+    \b
+    Examples:
+      deniable privacy
+      deniable privacy --memoize --lifetime-epsilon 10
+      deniable privacy --max-reports-per-period 3 --memoize-metric browser --format json
+    """
+    query = memoize_query(memoize, memoize_metrics)
+    with global_options.api() as api:
+        document = api.privacy(
+            max_reports_per_period=max_reports_per_period,
+            memoize=query,
+            lifetime_epsilon=lifetime_epsilon,
+        )
+    for warning in document.get("warnings", []):
+        click.echo(f"warning: {warning}", err=True)
+    if fmt == "json":
+        print_json(document)
+        return
+    out = console()
+    out.print(account_table(document))
+    out.print()
+    out.print("statement (plain words for your app's privacy notice):")
+    out.print(textwrap.fill(document["statement"], width=min(out.width, 100)), highlight=False)
