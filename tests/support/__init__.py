@@ -3,7 +3,7 @@
 - ``ports``: free loopback ports and their URLs.
 - ``postgres``: the test PostgreSQL (``DENIABLE_TEST_PG_URL``) and scratch databases on it.
 - ``databases``: empty databases of each backend, skipped (or failed in CI) when unavailable.
-- ``configuration``: the tokens and settings test collectors run with.
+- ``configuration``: the tokens (admin, ingest, viewer) and settings test collectors run with.
 - ``clock``: the settable server clock of in-process collectors.
 - ``collector_thread``: the collector in a thread of the test process (``RunningCollector``).
 - ``collector_process``: the collector as a ``deniable serve`` child process.
@@ -20,7 +20,7 @@ from .clock import TEST_NOW, Clock
 from .cluster import Cluster, cluster, run_migrations
 from .collector_process import CollectorProcess, real_collector
 from .collector_thread import RunningCollector
-from .configuration import ADMIN_TOKEN, INGEST_KEY, collector_settings
+from .configuration import ADMIN_TOKEN, INGEST_KEY, VIEWER_TOKEN, collector_settings
 from .cpu import cpu_seconds, process_tree_cpu, total_cpu
 from .databases import BACKENDS, DatabaseFactory, require_postgres, scratch_database
 from .http_clients import authorized_client
@@ -36,6 +36,7 @@ __all__ = [
     "LOOPBACK",
     "PG_ADMIN_URL",
     "TEST_NOW",
+    "VIEWER_TOKEN",
     "Clock",
     "Cluster",
     "CollectorProcess",

@@ -22,11 +22,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from .configuration import VIEWER_TOKEN as VIEWER_TOKEN  # the browser tests' collector's
+
 if TYPE_CHECKING:
     from selenium.webdriver.remote.webdriver import WebDriver
 
-VIEWER_TOKEN = "viewer-secret-for-tests-4b9e"
-"""The read-only viewer token of the browser tests' collector (``DENIABLE_VIEWER_TOKEN``)."""
 
 CHROMIUM = os.environ.get("DENIABLE_CHROMIUM", "/usr/bin/chromium")
 """Debian's chromium (package ``chromium``)."""

@@ -10,6 +10,9 @@ ADMIN_TOKEN = "admin-secret-for-tests"
 """The admin token of test collectors."""
 INGEST_KEY = "ingest-key-for-tests"
 """The ingest key of test collectors."""
+VIEWER_TOKEN = "viewer-secret-for-tests-4b9e"
+"""The read-only viewer token (``DENIABLE_VIEWER_TOKEN``) of test collectors that set one:
+pass ``viewer_token=VIEWER_TOKEN`` to :func:`collector_settings`."""
 
 
 def collector_settings(database_url: str, **overrides: Any) -> Settings:
