@@ -1,0 +1,153 @@
+"""``deniable privacy`` and the registration warnings of ``deniable metrics create``, against a
+real collector (uvicorn on loopback, in a thread) driven through the click command."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import click.testing
+import pytest
+from click.testing import CliRunner
+from deniable.cli.main import cli
+from deniable.client import WARNING_LEVEL_30_DAYS, MetricSpec, privacy_account
+
+from tests.support import (
+    ADMIN_TOKEN,
+    VIEWER_TOKEN,
+    DatabaseFactory,
+    RunningCollector,
+    collector_settings,
+    register_all,
+)
+
+SPECS = (
+    MetricSpec.boolean("dark_mode", epsilon=1.0),
+    MetricSpec.categorical("browser", ["chrome", "safari", "edge", "other"], epsilon=2.0),
+    MetricSpec.numeric("load_ms", lower=0, upper=5000, epsilon=1.0, period="week"),
+)
+"""Demo-like metrics: together far above the warning level with the SDK defaults."""
+
+
+@pytest.fixture(scope="module")
+def server(databases: DatabaseFactory) -> Iterator[RunningCollector]:
+    """A collector with a viewer token holding SPECS."""
+    settings = collector_settings(databases.new("sqlite"), viewer_token=VIEWER_TOKEN)
+    running = RunningCollector(settings).start()
+    register_all(running.url, SPECS)
+    yield running
+    running.stop()
+
+
+def run(server: RunningCollector, *args: str, token: str = VIEWER_TOKEN) -> click.testing.Result:
+    return CliRunner().invoke(cli, ["--collector", server.url, "--token", token, *args])
+
+
+def api_document(server: RunningCollector, **params: str | int | float) -> dict:
+    with server.client(VIEWER_TOKEN) as viewer:
+        response = viewer.get("/v1/privacy", params=params)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def table_row(stdout: str, first: str) -> list[str]:
+    """The cells of the table row starting with ``first``."""
+    for line in stdout.splitlines():
+        cells = [c.strip() for c in line.strip("│┃ ").split("│")]
+        if cells and cells[0] == first:
+            return cells
+    raise AssertionError(f"no row {first!r} in:\n{stdout}")
+
+
+def test_the_table_shows_each_metric_the_totals_and_the_statement(
+    server: RunningCollector,
+) -> None:
+    result = run(server, "privacy")
+    assert result.exit_code == 0, result.output
+    account = privacy_account(SPECS)
+    for metric in account.metrics:
+        cells = table_row(result.stdout, metric.metric)
+        assert cells[1:5] == [metric.type, f"{metric.epsilon:g}", metric.period, "no"]
+        assert cells[5:9] == [
+            f"{getattr(metric, w):g}"
+            for w in ("per_period", "per_day", "per_7_days", "per_30_days")
+        ]
+        assert cells[9] == "unbounded"
+    totals = table_row(result.stdout, "total")
+    assert totals[-2:] == [f"{account.totals.per_30_days:g}", "unbounded"]
+    document = api_document(server)
+    flat = " ".join(result.stdout.split())
+    assert document["statement"] in flat
+    assert "the SDK defaults" in flat
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert warnings == [f"warning: {w}" for w in document["warnings"]] and warnings
+    assert f"ε {account.totals.per_30_days:g} over 30 days" in warnings[0]
+
+
+def test_settings_reach_the_account(server: RunningCollector) -> None:
+    result = run(server, "privacy", "--memoize", "--lifetime-epsilon", "10", "--format", "json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document == api_document(server, memoize="true", lifetime_epsilon=10)
+    assert document["settings"] == {
+        "max_reports_per_period": 1,
+        "memoize": True,
+        "lifetime_epsilon": 10.0,
+        "sdk_defaults": False,
+    }
+    table = run(server, "privacy", "--memoize-metric", "load_ms", "--memoize-metric", "browser")
+    assert table.exit_code == 0, table.output
+    assert table_row(table.stdout, "browser")[4] == "yes"
+    assert table_row(table.stdout, "dark_mode")[4] == "no"
+    assert "memoized: browser, load_ms" in table.stdout
+
+
+@pytest.mark.parametrize("token", [VIEWER_TOKEN, ADMIN_TOKEN])
+def test_json_is_the_api_document(server: RunningCollector, token: str) -> None:
+    result = run(
+        server, "privacy", "--max-reports-per-period", "3", "--format", "json", token=token
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout) == api_document(server, max_reports_per_period=3)
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("--max-reports-per-period", "0"), "--max-reports-per-period"),
+        (("--max-reports-per-period", "many"), "--max-reports-per-period"),
+        (("--lifetime-epsilon", "-1"), "--lifetime-epsilon"),
+        (("--memoize", "--memoize-metric", "browser"), "not both"),
+        (("--memoize-metric", "no_such_metric"), "no_such_metric is not a registered metric"),
+        (("--format", "csv"), "--format"),
+    ],
+)
+def test_bad_options_end_in_one_line_without_a_traceback(
+    server: RunningCollector, args: tuple[str, ...], says: str
+) -> None:
+    result = run(server, "privacy", *args)
+    assert result.exit_code != 0
+    assert "Traceback" not in result.output + result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(("error: ", "Error: ")) and says in last, result.stderr
+    assert result.stdout == ""
+
+
+def test_a_refused_token_is_one_line(server: RunningCollector) -> None:
+    result = run(server, "privacy", token="not-a-token-of-this-collector")
+    assert result.exit_code == 1
+    assert result.stderr.strip().count("\n") == 0 and result.stderr.startswith("error: ")
+
+
+def test_metrics_create_prints_the_registration_warning(server: RunningCollector) -> None:
+    args = ("metrics", "create", "font", "--categories", "serif,sans,mono", "--epsilon", "1")
+    result = run(server, *args, token=ADMIN_TOKEN)
+    assert result.exit_code == 0, result.output
+    specs = [*SPECS, MetricSpec.categorical("font", ["serif", "sans", "mono"], epsilon=1.0)]
+    total = privacy_account(specs).totals.per_30_days
+    assert total > WARNING_LEVEL_30_DAYS
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 1
+    assert "with font (4 metrics in all) and the SDK defaults" in warnings[0]
+    assert f"ε {total:g} over 30 days" in warnings[0]
+    assert "registered font" in result.stdout
