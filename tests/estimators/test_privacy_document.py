@@ -1,0 +1,70 @@
+"""The privacy document's words: what the statement and the warnings say for each setting."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from deniable.client import WARNING_LEVEL_30_DAYS, DeviceSettings, MetricSpec, privacy_account
+from deniable.estimators.privacy import privacy_document, registration_warnings, times
+
+DAILY = [MetricSpec.boolean(f"flag_{i}", epsilon=1.0) for i in range(3)]
+
+
+@pytest.mark.parametrize("epsilon", [0, 1e-9, 0.001, 0.05, 0.5, 1, 2, 4, 9.5, 20, 150, 1e6])
+def test_times_reads_back_as_e_to_the_eps(epsilon: float) -> None:
+    """The factor printed is e^eps to the precision it shows (2.7 for 1, 4.9 × 10^8 for 20)."""
+    text = times(epsilon).replace(",", "")
+    if "×" in text:
+        mantissa, power = text.split(" × 10^")
+        shown = math.log(float(mantissa)) + int(power) * math.log(10)
+        assert shown == pytest.approx(epsilon, abs=0.05)
+    else:
+        assert float(text) == pytest.approx(math.exp(epsilon), rel=0.05)
+        assert float(text) > 1 or epsilon == 0
+
+
+def test_the_statement_for_the_defaults_says_the_figures_and_that_nothing_caps_them() -> None:
+    document = privacy_document(DAILY)
+    assert "e^1 ≈ 2.7 times" in document.statement
+    assert "ε up to 90" in document.statement
+    assert "too large to limit much" in document.statement
+    assert "No lifetime cap is set" in document.statement
+    assert "Memoized" not in document.statement
+    assert len(document.warnings) == 1 and "ε 90 over 30 days" in document.warnings[0]
+
+
+def test_the_statement_with_memo_and_cap_states_the_bounded_lifetime() -> None:
+    settings = DeviceSettings(memoize=True, lifetime_epsilon=5.0)
+    document = privacy_document(DAILY, settings)
+    lifetime = privacy_account(DAILY, settings).totals.lifetime
+    assert lifetime is not None and f"ε at most {lifetime:g}" in document.statement
+    assert "Memoized metrics (flag_0, flag_1, flag_2)" in document.statement
+    assert "too large" not in document.statement
+    assert document.warnings and "with the SDK defaults" in document.warnings[0]
+
+
+def test_a_memoized_number_is_said_to_save_little() -> None:
+    numeric = MetricSpec.numeric("load", lower=0, upper=1, epsilon=0.5)
+    document = privacy_document([numeric], DeviceSettings(memoize=True))
+    assert "memoizing load saves little" in document.statement
+    assert "No lifetime cap is set" in document.statement
+
+
+def test_a_cap_below_a_metrics_eps_is_warned_about() -> None:
+    specs = [MetricSpec.boolean("big", epsilon=2.0), MetricSpec.boolean("small", epsilon=0.5)]
+    document = privacy_document(specs, DeviceSettings(lifetime_epsilon=1.0))
+    assert any("devices never send it" in w and "big" in w for w in document.warnings)
+    assert "big" not in document.statement.split("per report")[0]
+
+
+def test_no_metric_means_no_report() -> None:
+    document = privacy_document([])
+    assert document.warnings == [] and "send no reports" in document.statement
+
+
+def test_registration_warnings_count_the_new_metric_once() -> None:
+    assert privacy_account(DAILY[:1]).totals.per_30_days == WARNING_LEVEL_30_DAYS
+    assert registration_warnings(DAILY[0], DAILY[:1]) == []
+    warned = registration_warnings(DAILY[1], DAILY[:1])
+    assert len(warned) == 1 and "with flag_1 (2 metrics in all)" in warned[0]
