@@ -320,7 +320,8 @@ def create(
     spec is refused unless --accept-weak is given: ε above 4 (devices refuse such specs
     unless their app raises max_epsilon), or a margin of all categories at once wider than
     ±5 points with 10,000 reports (95%, worst case). Registering the identical spec again
-    changes nothing and says so.
+    changes nothing and says so. The collector's privacy warnings (one device's 30-day total
+    with the SDK defaults above the warning level: `deniable privacy`) go to stderr.
 
     \b
     Examples:
