@@ -47,7 +47,11 @@ def layout(title: str, body: str, *, signed_in: bool = True, current: str = "") 
     """A whole page: head, the top bar (navigation, sign-out) and ``body``."""
     nav = ""
     if signed_in:
-        links = [("overview", "/dashboard/", "Overview"), ("plan", "/dashboard/plan", "Plan")]
+        links = [
+            ("overview", "/dashboard/", "Overview"),
+            ("plan", "/dashboard/plan", "Plan"),
+            ("privacy", "/dashboard/privacy", "Privacy"),
+        ]
         here = ' aria-current="page"'
         items = "".join(
             f'<a href="{href}"{here if key == current else ""}>{label}</a>'
@@ -107,8 +111,9 @@ def sign_in_page(message: str | None = None) -> str:
     note = f'<p class="error" role="alert">{e(message)}</p>' if message else ""
     body = (
         '<section class="card narrow"><h1>Sign in</h1>'
-        "<p>Paste the collector's viewer token (or the admin token). It is checked once and never"
-        " stored in the browser: a signed session cookie is kept instead, for 12 hours.</p>"
+        "<p>Paste the collector's viewer token (<code>DENIABLE_VIEWER_TOKEN</code>). It is checked"
+        " once and never stored in the browser: a signed session cookie is kept instead, for 12"
+        " hours. The admin token does not sign in here.</p>"
         f"{note}"
         '<form id="sign-in" method="post" action="/dashboard/sign-in">'
         '<label for="token">Token</label>'
@@ -513,3 +518,86 @@ def plan_page(values: dict[str, str], plan: dict[str, Any] | None, problem: str 
         f'<section class="card">{form}{result}</section>'
     )
     return layout("Plan", body, current="plan")
+
+
+def _epsilon_text(value: float | None) -> str:
+    """A privacy-account figure: eps to three significant digits, or "unbounded"."""
+    return "unbounded" if value is None else f"{value:.3g}"
+
+
+def privacy_page(
+    values: dict[str, str], document: dict[str, Any] | None, problem: str | None
+) -> str:
+    """The privacy account: what one device spends per period, day, 7 and 30 days and its
+    lifetime, under the SDK settings in the form, and the statement an app can publish."""
+    memoize_options = "".join(
+        f'<option value="{key}"{" selected" if values["memoize"] == key else ""}>{label}</option>'
+        for key, label in (("false", "off"), ("true", "every metric"))
+    )
+    form = (
+        '<form id="privacy-settings" method="get" action="/dashboard/privacy">'
+        '<label>reports per metric and period<input name="max_reports_per_period"'
+        f' type="number" min="1" step="1" required value="{e(values["max_reports_per_period"])}">'
+        "</label>"
+        f'<label>memoization<select name="memoize">{memoize_options}</select></label>'
+        '<label>lifetime ε cap (empty: none)<input name="lifetime_epsilon" type="number"'
+        f' min="0" step="any" value="{e(values["lifetime_epsilon"])}"></label>'
+        '<button type="submit">Account</button></form>'
+    )
+    if problem is not None or document is None:
+        result = f'<p class="error" role="alert">{e(problem or "")}</p>'
+    else:
+        windows = ("per_period", "per_day", "per_7_days", "per_30_days", "lifetime")
+        rows = []
+        for row in document["metrics"]:
+            rows.append(
+                f'<tr data-metric="{e(row["metric"])}">'
+                + cells(
+                    [
+                        row["metric"],
+                        f"{row['epsilon']:g}",
+                        row["period"],
+                        "yes" if row["memoized"] else "no",
+                        *(_epsilon_text(row[w]) for w in windows),
+                    ]
+                )
+                + "</tr>"
+            )
+        total = document["total"]
+        rows.append(
+            '<tr class="total">'
+            + cells(
+                ["all metrics together", "", "", "", *(_epsilon_text(total[w]) for w in windows)]
+            )
+            + "</tr>"
+        )
+        headers = (
+            "metric",
+            "ε per report",
+            "period",
+            "memoized",
+            "one period",
+            "a day",
+            "7 days",
+            "30 days",
+            "lifetime",
+        )
+        warnings = "".join(
+            f'<p class="note" role="status">{e(w)}</p>' for w in document["warnings"]
+        )
+        result = (
+            f'<p class="meta">The most ε one device can spend, summed over every metric it'
+            f" reports (sequential composition); the level above which a 30-day total is"
+            f" flagged is {document['warning_level_30_days']:g}.</p>"
+            + table("account", headers, rows)
+            + warnings
+            + "<h2>In plain words</h2>"
+            f'<blockquote id="statement">{e(document["statement"])}</blockquote>'
+        )
+    body = (
+        '<div class="heading"><h1>Privacy</h1><p class="lede">What one device\'s reports can'
+        " reveal, in ε, over each window, with the SDK settings below (the SDK's defaults"
+        " unless you change them).</p></div>"
+        f'<section class="card">{form}{result}</section>'
+    )
+    return layout("Privacy", body, current="privacy")

@@ -83,6 +83,11 @@ tbody tr:hover { background: #f8fafc; }
 td.spark { padding-top: 0.2rem; padding-bottom: 0.2rem; }
 td.empty { color: var(--muted); white-space: normal; }
 tr.advised { background: var(--accent-soft); }
+tr.total > * { font-weight: 700; border-top: 2px solid var(--ink); }
+blockquote {
+  margin: 0; padding: 0.75rem 1rem; border-left: 4px solid var(--accent); background: #f8fafc;
+  border-radius: 0 8px 8px 0; font-size: 0.95rem; max-width: 48rem;
+}
 form { display: flex; flex-wrap: wrap; gap: 0.75rem; align-items: flex-end; }
 #pickers { background: var(--card); border: 1px solid var(--line); border-radius: 10px; padding: 0.75rem; }
 #sign-in { display: grid; gap: 0.5rem; align-items: stretch; }
