@@ -8,8 +8,9 @@ here a second way.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
-from dataclasses import dataclass
+import math
 from typing import Any
 
 from deniable.client.errors import InvalidInput
@@ -20,6 +21,7 @@ from fastapi import Request
 from ..context import collector
 from ..routes.common import MetricPeriods
 from ..routes.estimates import EstimateOptions, get_estimate, get_series
+from ..routes.privacy import MAX_REPORTS_PER_PERIOD, get_privacy
 from ..storage.queries import list_specs
 
 OVERVIEW_PERIODS = 14
@@ -32,7 +34,7 @@ MAX_TOP = 20
 """The most categories one time series draws."""
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class MetricRow:
     """One metric of the overview."""
 
@@ -153,3 +155,26 @@ def top_categories(document: dict[str, Any], top: int) -> list[str]:
         key=lambda r: -(r["frequency"] if r["frequency"] is not None else -1.0),
     )
     return [r["category"] for r in rows[:top]]
+
+
+def privacy(request: Request, values: dict[str, str]) -> dict[str, Any]:
+    """The API's privacy account for the form's SDK settings (``GET /v1/privacy``'s own
+    function, so the page shows its numbers); :class:`InvalidInput` naming a bad value."""
+    reports_text = values["max_reports_per_period"]
+    if not reports_text.isdigit() or not 1 <= int(reports_text) <= MAX_REPORTS_PER_PERIOD:
+        raise InvalidInput(
+            f"reports per metric and period must be a whole number from 1 to"
+            f" {MAX_REPORTS_PER_PERIOD:,}"
+        )
+    lifetime: float | None = None
+    if values["lifetime_epsilon"]:
+        try:
+            lifetime = float(values["lifetime_epsilon"])
+        except ValueError:
+            raise InvalidInput("the lifetime ε cap must be a number, or empty for none") from None
+        if not (math.isfinite(lifetime) and lifetime > 0):
+            raise InvalidInput("the lifetime ε cap must be a finite number above 0")
+    if values["memoize"] not in ("true", "false"):
+        raise InvalidInput("memoization is true (every metric) or false")
+    document = get_privacy(request, int(reports_text), values["memoize"], lifetime)
+    return dataclasses.asdict(document)

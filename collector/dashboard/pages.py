@@ -583,7 +583,8 @@ def privacy_page(
             "lifetime",
         )
         warnings = "".join(
-            f'<p class="note" role="status">{e(w)}</p>' for w in document["warnings"]
+            f'<p class="note" role="status"><strong>Warning:</strong> {e(w)}</p>'
+            for w in document["warnings"]
         )
         result = (
             f'<p class="meta">The most ε one device can spend, summed over every metric it'

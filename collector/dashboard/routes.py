@@ -15,6 +15,7 @@ import math
 from typing import Any
 from urllib.parse import parse_qs
 
+from deniable.client.account import SDK_DEFAULTS
 from deniable.client.errors import InvalidInput
 from deniable.estimators.advisor import plan_document
 from fastapi import APIRouter, HTTPException, Request
@@ -24,6 +25,7 @@ from ..auth import tokens_match
 from ..context import collector
 from ..routes.body import read_body
 from ..routes.common import find_spec
+from ..routes.privacy import DEFAULT_MEMOIZE
 from . import data, pages, session
 from .style import CSS, ETAG
 
@@ -345,3 +347,29 @@ def plan(request: Request) -> Response:
     except (InvalidInput, ValueError) as exc:
         return html(pages.plan_page(values, None, str(exc)), 422)
     return html(pages.plan_page(values, document, None))
+
+
+PRIVACY_DEFAULTS = {
+    "max_reports_per_period": str(SDK_DEFAULTS.max_reports_per_period),
+    "memoize": DEFAULT_MEMOIZE,
+    "lifetime_epsilon": ""
+    if SDK_DEFAULTS.lifetime_epsilon is None
+    else f"{SDK_DEFAULTS.lifetime_epsilon:g}",
+}
+"""The privacy page's SDK settings when the form has not been sent: the SDK's defaults."""
+
+
+@router.get("/privacy")
+def privacy(request: Request) -> Response:
+    """The privacy account for the SDK settings in the form, with its statement."""
+    if not signed_in(request):
+        return to_sign_in()
+    values = {
+        key: (request.query_params.get(key) or default).strip()[:32]
+        for key, default in PRIVACY_DEFAULTS.items()
+    }
+    try:
+        document = data.privacy(request, values)
+    except InvalidInput as exc:
+        return html(pages.privacy_page(values, None, str(exc)), 422)
+    return html(pages.privacy_page(values, document, None))

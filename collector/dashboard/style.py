@@ -120,8 +120,14 @@ button.quiet { background: transparent; color: var(--muted); border: 1px solid v
   #metrics > * > tr > :nth-child(3),
   #metrics > * > tr > :nth-child(4),
   #metrics > * > tr > :nth-child(6) { display: none; }
-  #metrics th, #metrics td { padding-left: 0.35rem; padding-right: 0.35rem; }
-  #metrics thead th, #metrics tbody th { white-space: normal; overflow-wrap: anywhere; }
+  #account > * > tr > :nth-child(2),
+  #account > * > tr > :nth-child(3),
+  #account > * > tr > :nth-child(4),
+  #account > * > tr > :nth-child(5),
+  #account > * > tr > :nth-child(6),
+  #account > * > tr > :nth-child(7) { display: none; }
+  #metrics th, #metrics td, #account th, #account td { padding-left: 0.35rem; padding-right: 0.35rem; }
+  #metrics thead th, #metrics tbody th, #account thead th, #account tbody th { white-space: normal; overflow-wrap: anywhere; }
   svg.sparkline { width: 60px; }
   input, select { width: 8rem; }
   .big { font-size: 1.5rem; }

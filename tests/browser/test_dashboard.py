@@ -94,6 +94,7 @@ def pages(seeded: Seeded) -> dict[str, str]:
         "metric-numeric": f"{seeded.url}/dashboard/metrics/{seeded.numeric.name}",
         "metric-histogram": f"{seeded.url}/dashboard/metrics/{seeded.histogram.name}",
         "plan": f"{seeded.url}/dashboard/plan?{urlencode(PLAN)}",
+        "privacy": f"{seeded.url}/dashboard/privacy",
         "docs": seeded.url + "/docs",
     }
 
@@ -185,6 +186,7 @@ def test_the_api_keeps_viewers_out_of_admin_routes(driver: WebDriver, seeded: Se
         "metric-numeric",
         "metric-histogram",
         "plan",
+        "privacy",
         "docs",
     ],
 )
@@ -353,4 +355,61 @@ def test_the_plan_page_agrees_with_the_planner_and_answers_its_form(
     expected, advised = planned(PLAN["k"], 2.0, PLAN["margin"])
     assert after in expected, (after, expected)
     assert advised in recommended
+    assert console_errors(driver) == []
+
+
+def api_privacy(seeded: Seeded, **params: str) -> dict[str, Any]:
+    """``GET /v1/privacy`` with the viewer token."""
+    with httpx.Client(base_url=seeded.url, timeout=30.0) as http:
+        response = http.get(
+            "/v1/privacy", params=params, headers={"Authorization": f"Bearer {VIEWER_TOKEN}"}
+        )
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def read_account(driver: WebDriver) -> tuple[dict[str, list[str]], str]:
+    """The privacy page's table (first cell: its other cells) and its statement, read at the
+    wide size (at 375 px the period, memoized and 7-day columns are hidden)."""
+    rows = {}
+    for row in driver.find_elements(By.CSS_SELECTOR, "table#account tbody tr"):
+        texts = [cell.text for cell in row.find_elements(By.CSS_SELECTOR, "th, td")]
+        rows[texts[0]] = texts[1:]
+    return rows, driver.find_element(By.ID, "statement").text
+
+
+def figures(document: dict[str, Any]) -> dict[str, list[str]]:
+    """The 30-day and lifetime figures per metric and in total, as the page writes them."""
+
+    def text(value: float | None) -> str:
+        return "unbounded" if value is None else f"{value:.3g}"
+
+    shown = {
+        row["metric"]: [text(row["per_30_days"]), text(row["lifetime"])]
+        for row in document["metrics"]
+    }
+    total = document["total"]
+    shown["all metrics together"] = [text(total["per_30_days"]), text(total["lifetime"])]
+    return shown
+
+
+def test_the_privacy_page_shows_the_api_account_and_answers_its_form(
+    driver: WebDriver, seeded: Seeded
+) -> None:
+    open_page(signed_in(driver, seeded), pages(seeded)["privacy"])
+    rows, statement = read_account(driver)
+    expected = api_privacy(seeded)
+    assert {name: cells[-2:] for name, cells in rows.items()} == figures(expected)
+    assert statement == expected["statement"]
+    shown_warnings = [p.text for p in driver.find_elements(By.CSS_SELECTOR, "p.note")]
+    assert shown_warnings == [f"Warning: {w}" for w in expected["warnings"]] and shown_warnings
+    form = driver.find_element(By.CSS_SELECTOR, "form#privacy-settings")
+    form.find_element(By.CSS_SELECTOR, "select[name=memoize] option[value=true]").click()
+    form.submit()
+    WebDriverWait(driver, 10).until(lambda d: read_account(d)[1] != statement)
+    rows, statement = read_account(driver)
+    memoized = api_privacy(seeded, memoize="true")
+    assert {name: cells[-2:] for name, cells in rows.items()} == figures(memoized)
+    assert statement == memoized["statement"]
+    assert figures(memoized) != figures(expected)
     assert console_errors(driver) == []

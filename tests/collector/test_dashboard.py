@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import html
 import io
 import re
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ from tests.support import (
     ADMIN_TOKEN,
     INGEST_KEY,
     TEST_NOW,
+    VIEWER_TOKEN,
     DatabaseFactory,
     RunningCollector,
     collector_settings,
@@ -37,7 +39,6 @@ from tests.support import (
     register,
 )
 
-VIEWER_TOKEN = "viewer-token-for-dashboard-tests"
 HOSTILE = "<script>alert(1)</script>"
 DAYS = tuple((TEST_NOW.date() - dt.timedelta(days=back)).isoformat() for back in range(6, -1, -1))
 
@@ -115,6 +116,7 @@ def page_urls(seeded: Seeded) -> dict[str, str]:
         "numeric": f"/dashboard/metrics/{seeded.numeric}?{week}",
         "histogram": f"/dashboard/metrics/{seeded.histogram}",
         "plan": "/dashboard/plan?k=12&epsilon=1&margin=0.03",
+        "privacy": "/dashboard/privacy?memoize=true&lifetime_epsilon=10",
     }
 
 
@@ -136,6 +138,7 @@ CONTRACT = {
     "numeric": ['<svg id="mean-chart"', '<table id="mean-table"', 'id="mean-csv"', "data-mean="],
     "histogram": ['<svg id="estimate-chart"', '<table id="quantiles"', '<tr data-q="0.5">'],
     "plan": ['<form id="plan"', '<output id="reports-needed"', '<output id="recommended"'],
+    "privacy": ['<form id="privacy-settings"', '<table id="account"', '<blockquote id="statement"'],
 }
 
 
@@ -403,6 +406,32 @@ def test_the_plan_page_shows_the_advisors_numbers(seeded: Seeded) -> None:
         ]
     assert f'<output id="reports-needed" class="big">{needed:,}</output>' in page
     assert f'<output id="recommended" class="big">{advised}</output>' in page
+    for response in bad:
+        assert response.status_code == 422
+        assert 'class="error"' in response.text
+
+
+def test_the_privacy_page_shows_the_apis_account_and_refuses_bad_settings(seeded: Seeded) -> None:
+    with seeded.server.client(VIEWER_TOKEN) as viewer:
+        expected = viewer.get("/v1/privacy", params={"memoize": "true", "lifetime_epsilon": 10})
+    assert expected.status_code == 200
+    document = expected.json()
+    with signed_in(seeded) as client:
+        page = client.get(page_urls(seeded)["privacy"]).text
+        bad = [
+            client.get("/dashboard/privacy", params=params)
+            for params in (
+                {"max_reports_per_period": "0"},
+                {"max_reports_per_period": "two"},
+                {"memoize": "sometimes"},
+                {"lifetime_epsilon": "-1"},
+                {"lifetime_epsilon": "inf"},
+            )
+        ]
+    assert html.escape(document["statement"], quote=True) in page
+    total = document["total"]
+    assert f'<td class="num">{total["per_30_days"]:.3g}</td>' in page
+    assert f'<td class="num">{total["lifetime"]:.3g}</td>' in page
     for response in bad:
         assert response.status_code == 422
         assert 'class="error"' in response.text
