@@ -43,10 +43,11 @@ DEFAULT_SAMPLES = 100_000
 """Reports drawn per input, the CI default, from the power calculation in docs/audit.md.
 
 At eps = 1 a brr that answers truthfully 1 percentage point too often (true log-ratio 1.051)
-is caught with z = 5.2 (a miss once in ten million seeds) under the normal approximation to
+is caught with z = 5.2 (a miss once in 12 million seeds) under the normal approximation to
 the binomial, and the real brr and krr (k = 5) give bounds of about 0.98 and 0.96: the
-family's Bonferroni costs 6.9/sqrt(n) and 11.9/sqrt(n) in log-ratio. The sweep of every
-mechanism at four eps (:func:`mechanism_sweep`) takes about 40 s on two shared cores.
+Bonferroni margin costs 6.8/sqrt(n) and 11.9/sqrt(n) in log-ratio. The sweep of every
+mechanism at four eps (:func:`mechanism_sweep`) took 43 to 54 s with two jobs on the 2-core
+CI machine while another test suite shared it.
 """
 
 LOOSE_FRACTION = 0.9
