@@ -10,6 +10,7 @@ sweep). Each is audited through the device's own recording path
 from __future__ import annotations
 
 import json
+import os
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ from deniable.estimators.audit import (
 
 from ..options import CONFIDENCE, GlobalOptions, format_option, pass_global_options
 from ..render import console, print_json
+from ..specs import spec_from_served
 
 if TYPE_CHECKING:
     from deniable.client.spec import MetricSpec
@@ -32,7 +34,9 @@ VERDICT_STYLES = {"pass": "green", "loose": "yellow", "fail": "bold red"}
 """How the table colours each verdict."""
 
 
-def parse_epsilons(_ctx: click.Context, _param: click.Parameter, text: str | None) -> tuple:
+def parse_epsilons(
+    _ctx: click.Context, _param: click.Parameter, text: str | None
+) -> tuple[float, ...]:
     """``--epsilons 0.5,1,2,4`` as numbers; a usage error naming the item that is not one."""
     if text is None:
         return SWEEP_EPSILONS
@@ -45,10 +49,16 @@ def parse_epsilons(_ctx: click.Context, _param: click.Parameter, text: str | Non
     return tuple(values)
 
 
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity, where the system tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
 def spec_from_json(text: str) -> MetricSpec:
     """A ``--spec`` (a metric spec as JSON, as the collector serves it) as a checked spec."""
-    from ..specs import spec_from_served
-
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -64,8 +74,6 @@ def spec_from_json(text: str) -> MetricSpec:
 def collector_specs(global_options: GlobalOptions, names: tuple[str, ...]) -> list[MetricSpec]:
     """The collector's registered specs: those named (archived ones too), else every one it
     serves."""
-    from ..specs import spec_from_served
-
     with global_options.api() as api:
         served: list[Any] = (
             [api.get_metric(name) for name in names] if names else api.list_metrics()
@@ -157,9 +165,8 @@ def summary_line(results: list[AuditResult], seconds: float) -> str:
 @click.option(
     "--jobs",
     type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Audit this many metrics at once, each in its own process.",
+    help="Audit this many metrics at once, each in its own process (default: the CPUs this"
+    " process may use); with --seed the results do not depend on it.",
 )
 @format_option("table", "json")
 @pass_global_options
@@ -174,7 +181,7 @@ def audit(
     samples: int,
     confidence: float,
     seed: int | None,
-    jobs: int,
+    jobs: int | None,
     fmt: str,
 ) -> None:
     """Audit the randomizers: an empirical lower bound on the eps each really gives.
@@ -193,7 +200,7 @@ def audit(
       deniable audit
       deniable audit browser dark_mode --samples 200000
       deniable audit --spec '{"name": "dark_mode", "type": "boolean", "epsilon": 1}'
-      deniable audit --all-mechanisms --seed 1 --jobs 2 --format json
+      deniable audit --all-mechanisms --seed 1121 --format json
     """
     from deniable.estimators.audit import audit_document, audit_specs, mechanism_sweep
 
@@ -222,7 +229,7 @@ def audit(
             samples=samples,
             confidence=confidence,
             seed=seed,
-            jobs=jobs,
+            jobs=jobs or available_cpus(),
             on_result=lambda _result: bar.advance(task),
         )
     seconds = time.perf_counter() - started
