@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -58,7 +59,10 @@ def available_cpus() -> int:
 
 
 def spec_from_json(text: str) -> MetricSpec:
-    """A ``--spec`` (a metric spec as JSON, as the collector serves it) as a checked spec."""
+    """A ``--spec`` (a metric spec as JSON, as the collector serves it, or ``@path`` to a file
+    holding one) as a checked spec."""
+    if text.startswith("@"):
+        text = Path(text[1:]).read_text(encoding="utf-8")
     try:
         raw = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -131,7 +135,8 @@ def summary_line(results: list[AuditResult], seconds: float) -> str:
     multiple=True,
     metavar="JSON",
     help='Audit this spec (JSON, as the collector serves it, e.g. {"name": "dark_mode",'
-    ' "type": "boolean", "epsilon": 1}) instead of the collector\'s; repeatable.',
+    ' "type": "boolean", "epsilon": 1}, or @FILE holding one) instead of the collector\'s;'
+    " repeatable.",
 )
 @click.option(
     "--all-mechanisms",
