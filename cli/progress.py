@@ -7,12 +7,15 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 
 def progress_bar(transient: bool = True) -> Progress:
-    """A rich progress bar writing to stderr; it draws only on a terminal."""
+    """A rich progress bar writing to stderr; it draws only on a terminal (elsewhere it writes
+    nothing at all, so a pipe's stderr holds only messages)."""
+    stderr = Console(stderr=True)
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
-        console=Console(stderr=True),
+        console=stderr,
         transient=transient,
+        disable=not stderr.is_terminal,
     )

@@ -3,10 +3,11 @@
 Depends on the standard library and httpx only, so apps can embed it.
 
 Apps use what this root exports (``__all__``). The server side (estimators, collector, CLI)
-also uses six public modules: :mod:`.errors` (the ``DeniableError`` family), :mod:`.spec`
+also uses seven public modules: :mod:`.errors` (the ``DeniableError`` family), :mod:`.spec`
 (specs, fingerprints, period labels), :mod:`.mechanisms` (the randomizers), :mod:`.wire` (the
-wire format both sides share), :mod:`.account` (the privacy account) and :mod:`.lazy` (package
-roots that import slow modules on first use). Every other module is the client's own.
+wire format both sides share), :mod:`.account` (the privacy account), :mod:`.sampling` (many
+reports through the record() path, for the auditor) and :mod:`.lazy` (package roots that import
+slow modules on first use). Every other module is the client's own.
 """
 
 from .account import (

@@ -79,6 +79,14 @@ if TYPE_CHECKING:
         reports_needed,
         v_opt,
     )
+    from .audit import (
+        AuditError,
+        AuditResult,
+        audit_document,
+        audit_spec,
+        audit_specs,
+        mechanism_sweep,
+    )
     from .frequency import estimate
     from .numeric import estimate_mean, in_value_units
     from .quantiles import cdf_band, estimate_quantiles, quantile_intervals
@@ -100,6 +108,14 @@ __getattr__ = lazy_exports(
             "reports_needed",
             "v_opt",
         ),
+        ".audit": (
+            "AuditError",
+            "AuditResult",
+            "audit_document",
+            "audit_spec",
+            "audit_specs",
+            "mechanism_sweep",
+        ),
         ".frequency": ("estimate",),
         ".numeric": ("estimate_mean", "in_value_units"),
         ".quantiles": ("cdf_band", "estimate_quantiles", "quantile_intervals"),
@@ -116,6 +132,8 @@ __all__ = [
     "SPEC_METADATA_KEY",
     "AnyRangeEstimate",
     "AnySeries",
+    "AuditError",
+    "AuditResult",
     "CategoryEstimate",
     "Estimate",
     "FileFormat",
@@ -137,6 +155,9 @@ __all__ = [
     "SeriesPoint",
     "StoredReport",
     "TooManyReports",
+    "audit_document",
+    "audit_spec",
+    "audit_specs",
     "cdf_band",
     "check_numeric_method",
     "check_quantiles",
@@ -155,6 +176,7 @@ __all__ = [
     "mean_margin",
     "mean_reports_needed",
     "mean_series_document",
+    "mechanism_sweep",
     "privacy_document",
     "quantile_intervals",
     "read_embedded_spec",

@@ -1,5 +1,6 @@
 """The ``deniable`` subcommands, one module each; the helpers they share live in ``deniable.cli``."""
 
+from .audit import audit
 from .dashboard import dashboard
 from .demo import demo
 from .estimate import estimate, series
@@ -25,11 +26,13 @@ COMMANDS = (
     dashboard,
     export,
     retention,
+    audit,
 )
 """Every subcommand of the ``deniable`` group."""
 
 __all__ = [
     "COMMANDS",
+    "audit",
     "dashboard",
     "demo",
     "estimate",
