@@ -105,13 +105,11 @@ class CollectorAPI:
         if status in (401, 403):
             if not self.token:
                 return CollectorRefused(
-                    f"the collector requires an admin token ({status}); pass --token or set"
-                    " DENIABLE_ADMIN_TOKEN",
+                    f"the collector requires a token ({status}); pass --token or set"
+                    " DENIABLE_ADMIN_TOKEN (the admin token, or the viewer token for reading)",
                     status,
                 )
-            return CollectorRefused(
-                f"the collector refused the admin token ({status}: {detail})", status
-            )
+            return CollectorRefused(f"the collector refused the token ({status}: {detail})", status)
         if status == 404 and detail == "Not Found":
             return MissingEndpoint(self._missing_endpoint(response.request.url.path), status)
         if status == 404 and metric is not None:

@@ -285,6 +285,7 @@ def _run_demo(collector: Any, seed: int | None, clients: int, fmt: str) -> None:
                         "all_inside": _all_inside(truth, document),
                     }
                 )
+            account = api.privacy()
     elapsed = time.monotonic() - started
     if fmt == "json":
         print_json(
@@ -296,6 +297,7 @@ def _run_demo(collector: Any, seed: int | None, clients: int, fmt: str) -> None:
                 "simultaneous": True,
                 "elapsed_seconds": round(elapsed, 2),
                 "metrics": results,
+                "privacy": account,
             }
         )
         return
@@ -317,5 +319,11 @@ def _run_demo(collector: Any, seed: int | None, clients: int, fmt: str) -> None:
         f"Each metric's intervals hold all its categories (or quantiles) at once with"
         f" {DEFAULT_CONFIDENCE:.0%} confidence; load_ms is a numeric metric (a mean),"
         " load_hist load times counted in buckets."
+    )
+    total = account["total"]
+    click.echo(
+        f"Privacy: with the SDK's defaults one device's reports of these {len(results)} metrics"
+        f" add up to at most ε {total['per_day']:g} a day and {total['per_30_days']:g} over 30"
+        " days (`deniable privacy` explains it and what lowers it)."
         " Next: `deniable serve`, then `deniable metrics create --help`."
     )

@@ -7,10 +7,12 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import asdict
 
 from click.testing import CliRunner
 from deniable.cli.commands.demo import DEMO_TRUTH
 from deniable.cli.main import cli
+from deniable.client import MetricSpec, privacy_account
 
 SEED = 2026
 
@@ -50,6 +52,8 @@ def test_demo_finishes_in_time_and_every_truth_is_inside_its_interval() -> None:
     assert [q["q"] for q in buckets["estimate"]["quantiles"]] == [0.5, 0.9, 0.99]
     for entry in buckets["estimate"]["quantiles"]:
         assert entry["low"] <= buckets["truth"]["quantiles"][f"{entry['q']:g}"] <= entry["high"]
+    specs = [MetricSpec.from_dict(m["spec"]) for m in document["metrics"]]
+    assert document["privacy"]["total"] == asdict(privacy_account(specs).totals)
     for metric in (kinds["boolean"], kinds["categorical"]):
         estimate = metric["estimate"]
         assert estimate["n"] == 20_000
@@ -77,4 +81,5 @@ def test_demo_table_prints_truth_beside_estimate() -> None:
     rows = [ln for ln in result.stdout.splitlines() if ln.startswith("│")]
     assert len(rows) == 2 + 5 + 1 + 6 + 3
     assert "2,000 simulated devices sent 8,000 randomized reports" in result.stdout
+    assert "(`deniable privacy` explains it and what lowers it)" in result.stdout
     assert all(("✓" in row) != ("✗" in row) for row in rows)

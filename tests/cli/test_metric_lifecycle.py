@@ -110,7 +110,7 @@ def test_archive_asks_first_then_retires_the_metric(collector: LocalCollector) -
 
     simulated = run(*admin(collector), "simulate", "--metric", "browsr", "--clients", "5")
     assert "metric archived" in one_line_error(simulated)
-    assert "requires an admin token" in one_line_error(
+    assert "requires a token" in one_line_error(
         run("--collector", collector.url, "metrics", "archive", "theme", "--yes")
     )
 
