@@ -15,8 +15,6 @@ from pathlib import Path
 
 import click
 import pytest
-from click.testing import CliRunner
-from deniable.cli.main import cli
 from deniable.client import BRR, MetricSpec
 from deniable.client.randomness import Randomness
 from deniable.estimators.audit import DEFAULT_SAMPLES, SWEEP_EPSILONS
@@ -30,14 +28,11 @@ from tests.support import (
     loopback_url,
 )
 from tests.support import register as register_spec
+from tests.support.cli import run_cli as run
 
 SWEEP_SEED = 1121
 MECHANISMS = {"brr", "krr", "oue", "olh", "duchi", "pm", "hybrid"}
 BOOLEAN = '{"name": "dark_mode", "type": "boolean", "epsilon": 1}'
-
-
-def run(*args: str) -> click.testing.Result:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
 def one_line_error(result: click.testing.Result, code: int = 1) -> str:

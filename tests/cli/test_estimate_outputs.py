@@ -9,20 +9,15 @@ import json
 import uuid
 from pathlib import Path
 
-import click
 import numpy as np
 import polars as pl
-from click.testing import CliRunner
-from deniable.cli.main import cli
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.estimators import SPEC_METADATA_KEY, frame_of
 
+from tests.support.cli import run_cli as run
+
 DAYS = ["2026-11-20", "2026-11-21"]
 K = 30
-
-
-def run(*args: str) -> click.testing.Result:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
 def write_export(path: Path, mechanism: str = "oue", k: int = K, per_day: int = 600) -> None:

@@ -9,19 +9,15 @@ from collections.abc import Iterator
 
 import click
 import pytest
-from click.testing import CliRunner
 from deniable.cli.localcollector import LocalCollector
-from deniable.cli.main import cli
+
+from tests.support.cli import run_cli as run
 
 
 @pytest.fixture(scope="module")
 def collector() -> Iterator[LocalCollector]:
     with LocalCollector() as running:
         yield running
-
-
-def run(*args: str, stdin: str | None = None) -> click.testing.Result:
-    return CliRunner().invoke(cli, list(args), input=stdin, catch_exceptions=False)
 
 
 def admin(collector: LocalCollector) -> tuple[str, ...]:

@@ -14,16 +14,13 @@ from typing import Any
 
 import click
 import pytest
-from click.testing import CliRunner
 from deniable.cli.localcollector import LocalCollector
-from deniable.cli.main import cli
+
+from tests.support.cli import run_cli as run
+from tests.support.cli import simulated_truths
 
 DEVICES = 1500
 EDGES = "0,100,250,500,1000,2000,5000"
-
-
-def run(*args: str) -> click.testing.Result:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
 def one_line_error(result: click.testing.Result) -> str:
@@ -72,25 +69,7 @@ def truth(collector: LocalCollector) -> dict[str, Any]:
         "2",
     )
     assert made.exit_code == 0, made.output
-    found = {}
-    for name, seed in (("load_ms", 3), ("load_hist", 4)):
-        result = run(
-            *admin,
-            "simulate",
-            "--metric",
-            name,
-            "--clients",
-            str(DEVICES),
-            "--seed",
-            str(seed),
-            "--format",
-            "json",
-        )
-        assert result.exit_code == 0, result.output
-        document = json.loads(result.stdout)
-        assert document["delivered"] == DEVICES
-        found[name] = document["truth"]
-    return found
+    return simulated_truths(admin, {"load_ms": 3, "load_hist": 4}, DEVICES)
 
 
 def admin(collector: LocalCollector) -> tuple[str, ...]:

@@ -14,22 +14,18 @@ from pathlib import Path
 import click
 import polars as pl
 import pytest
-from click.testing import CliRunner
 from deniable.cli.main import cli
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.estimators import SPEC_METADATA_KEY, estimate_reports, frame_of
 from scipy.stats import norm
 
 from tests.support import free_port
+from tests.support.cli import run_cli as run
 
 CATEGORIES = ["a", "b", "c", "d"]
 TRUTH = [0.5, 0.3, 0.2, 0.0]
 DAYS = ["2026-11-19", "2026-11-20", "2026-11-21"]
 PER_DAY = 4000
-
-
-def run(*args: str) -> click.testing.Result:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
 
 
 def assert_one_line_error(result: click.testing.Result, code: int = 1) -> str:

@@ -15,11 +15,12 @@ import click
 import httpx
 import polars as pl
 import pytest
-from click.testing import CliRunner
 from deniable.cli.localcollector import LocalCollector
-from deniable.cli.main import cli
 from deniable.client import MetricSpec
 from scipy.stats import norm
+
+from tests.support.cli import run_cli as run
+from tests.support.cli import simulated_truths
 
 BROWSERS = ["chrome", "safari", "edge", "firefox"]
 DEVICES = 3000
@@ -44,29 +45,7 @@ def populated(collector: LocalCollector) -> dict[str, dict[str, float]]:
         *admin, "metrics", "create", "browser", "--categories", ",".join(BROWSERS), "--epsilon", "2"
     )
     assert created.exit_code == 0, created.output
-    truth = {}
-    for name, seed in (("dark_mode", 11), ("browser", 12)):
-        result = run(
-            *admin,
-            "simulate",
-            "--metric",
-            name,
-            "--clients",
-            str(DEVICES),
-            "--seed",
-            str(seed),
-            "--format",
-            "json",
-        )
-        assert result.exit_code == 0, result.output
-        report = json.loads(result.stdout)
-        assert report["delivered"] == DEVICES
-        truth[name] = report["truth"]
-    return truth
-
-
-def run(*args: str) -> click.testing.Result:
-    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return simulated_truths(admin, {"dark_mode": 11, "browser": 12}, DEVICES)
 
 
 def admin(collector: LocalCollector) -> tuple[str, ...]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import json
 import socket
-import threading
 import uuid
 from typing import Any
 
@@ -24,6 +23,8 @@ from tests.support import (
     RunningCollector,
     collector_settings,
     make_reports,
+    overlapping_uploads,
+    post_reports,
     register,
     unique_name,
 )
@@ -35,10 +36,6 @@ def estimate(client: httpx.Client, name: str, **params: Any) -> dict[str, Any]:
     response = client.get(f"/v1/metrics/{name}/estimate", params=params)
     assert response.status_code == 200, response.text
     return response.json()
-
-
-def post(client: httpx.Client, reports: list[dict[str, Any]]) -> httpx.Response:
-    return client.post("/v1/reports", json={"reports": reports})
 
 
 @pytest.fixture
@@ -80,10 +77,10 @@ def _counted_traffic(collector: RunningCollector) -> tuple[MetricSpec, dict[str,
     stranger = dict(reports[0], id=str(uuid.uuid4()), metric=unique_name("nosuch"))
     bad_payload = dict(reports[0], id=str(uuid.uuid4()), payload=7)
     with collector.client(INGEST_KEY) as uploader:
-        assert post(uploader, reports).status_code == 202
-        assert post(uploader, reports[:1]).status_code == 202
-        assert post(uploader, [stranger]).status_code == 422
-        assert post(uploader, [bad_payload]).status_code == 422
+        assert post_reports(uploader, reports).status_code == 202
+        assert post_reports(uploader, reports[:1]).status_code == 202
+        assert post_reports(uploader, [stranger]).status_code == 422
+        assert post_reports(uploader, [bad_payload]).status_code == 422
     with collector.client() as client:
         return krr, stranger, client.get("/metrics").text
 
@@ -233,24 +230,24 @@ def test_upload_needs_the_ingest_key_and_accepts_the_admin_token(
     reports = make_reports(krr, [0, 1], TODAY, seed=2)
     for token in (None, "wrong"):
         with collector.client(token) as client:
-            response = post(client, reports)
+            response = post_reports(client, reports)
         assert response.status_code == 401
         assert "ingest" in response.json()["detail"]
     assert estimate(admin, krr.name)["n"] == 0
-    assert post(admin, reports).json() == {"accepted": 2, "duplicates": 0}
+    assert post_reports(admin, reports).json() == {"accepted": 2, "duplicates": 0}
 
 
 def test_ingest_is_idempotent_across_and_within_batches(
     uploader: httpx.Client, admin: httpx.Client, krr: MetricSpec
 ) -> None:
     reports = make_reports(krr, [0, 1, 2, 3, 0], TODAY, seed=3)
-    first = post(uploader, reports)
+    first = post_reports(uploader, reports)
     assert first.status_code == 202
     assert first.json() == {"accepted": 5, "duplicates": 0}
-    assert post(uploader, reports).json() == {"accepted": 0, "duplicates": 5}
+    assert post_reports(uploader, reports).json() == {"accepted": 0, "duplicates": 5}
     more = make_reports(krr, [1, 1], TODAY, seed=4)
     mixed = [*more, more[0], reports[2]]
-    assert post(uploader, mixed).json() == {"accepted": 2, "duplicates": 2}
+    assert post_reports(uploader, mixed).json() == {"accepted": 2, "duplicates": 2}
     result = estimate(admin, krr.name)
     assert result["n"] == 7
     counts = {row["category"]: row for row in result["estimates"]}
@@ -269,7 +266,7 @@ def test_estimate_counts_equal_the_support_of_the_stored_reports(
             ),
         )
         reports = make_reports(spec, [i % 10 for i in range(300)], TODAY, seed=50 + seed)
-        assert post(uploader, reports).status_code == 202
+        assert post_reports(uploader, reports).status_code == 202
         support = [0] * spec.k
         for report in reports:
             for v in spec.randomizer.supported(report["payload"]):
@@ -301,7 +298,7 @@ def test_wrong_body_shape_is_422(uploader: httpx.Client, body: Any) -> None:
 
 
 def test_empty_batch_is_accepted(uploader: httpx.Client) -> None:
-    assert post(uploader, []).json() == {"accepted": 0, "duplicates": 0}
+    assert post_reports(uploader, []).json() == {"accepted": 0, "duplicates": 0}
 
 
 def test_oversized_body_is_413_from_content_length(uploader: httpx.Client) -> None:
@@ -335,7 +332,7 @@ def test_oversized_streamed_body_is_413_before_it_is_read_whole(
 
 def test_more_reports_than_max_batch_is_413(uploader: httpx.Client, krr: MetricSpec) -> None:
     reports = make_reports(krr, [0] * 1001, TODAY, seed=6)
-    response = post(uploader, reports)
+    response = post_reports(uploader, reports)
     assert response.status_code == 413
     assert "1000 reports" in response.json()["detail"]
 
@@ -364,7 +361,7 @@ def test_422_names_every_bad_report_and_stores_nothing(
     batch[8] = {k: v for k, v in good[8].items() if k != "fingerprint"}
     batch[9] = dict(good[9], payload=True)
     batch[10] = "not an object"
-    response = post(uploader, batch)
+    response = post_reports(uploader, batch)
     assert response.status_code == 422
     detail = response.json()["detail"]
     reasons = {item["index"]: item["reason"] for item in detail}
@@ -380,7 +377,7 @@ def test_422_names_every_bad_report_and_stores_nothing(
     assert "payload" in reasons[9]
     assert "object" in reasons[10]
     assert estimate(admin, krr.name)["n"] == 0
-    assert post(uploader, good).json() == {"accepted": 12, "duplicates": 0}
+    assert post_reports(uploader, good).json() == {"accepted": 12, "duplicates": 0}
 
 
 @pytest.mark.parametrize(
@@ -398,7 +395,7 @@ def test_non_canonical_ids_are_refused(
     uploader: httpx.Client, krr: MetricSpec, bad_id: str
 ) -> None:
     report = dict(make_reports(krr, [0], TODAY, seed=8)[0], id=bad_id)
-    response = post(uploader, [report])
+    response = post_reports(uploader, [report])
     assert response.status_code == 422
     assert response.json()["detail"][0]["index"] == 0
 
@@ -431,7 +428,7 @@ def test_payload_domain_is_checked_per_mechanism(
     for i, (spec, payload) in enumerate(cases):
         report = make_reports(spec, [0], TODAY, seed=100 + i)[0]
         batch.append(dict(report, payload=payload))
-    response = post(uploader, batch)
+    response = post_reports(uploader, batch)
     assert response.status_code == 422
     indices = [item["index"] for item in response.json()["detail"]]
     assert indices == list(range(len(cases)))
@@ -471,10 +468,10 @@ def test_period_window_per_kind(
         admin, MetricSpec.boolean(unique_name(period_kind), epsilon=1.0, period=period_kind)
     )  # type: ignore[arg-type]
     for i, period in enumerate(refused):
-        response = post(uploader, make_reports(spec, [1], period, seed=200 + i))
+        response = post_reports(uploader, make_reports(spec, [1], period, seed=200 + i))
         assert response.status_code == 422, period
     for i, period in enumerate(accepted):
-        response = post(uploader, make_reports(spec, [1], period, seed=300 + i))
+        response = post_reports(uploader, make_reports(spec, [1], period, seed=300 + i))
         assert response.status_code == 202, (period, response.text)
 
 
@@ -482,26 +479,9 @@ def test_concurrent_overlapping_uploads_count_each_report_once(
     collector: RunningCollector, admin: httpx.Client, krr: MetricSpec
 ) -> None:
     reports = make_reports(krr, [i % 4 for i in range(400)], TODAY, seed=9)
-    results: list[dict[str, int]] = []
-    errors: list[str] = []
-
-    def worker(offset: int) -> None:
-        with collector.client(INGEST_KEY) as client:
-            for start in range(0, 400, 100):
-                chunk = reports[(start + offset * 50) % 400 :][:100] + reports[:10]
-                response = post(client, list(reversed(chunk)) if offset % 2 else chunk)
-                if response.status_code != 202:
-                    errors.append(response.text)
-                else:
-                    results.append(response.json())
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    accepted, errors = overlapping_uploads(lambda: collector.client(INGEST_KEY), reports)
     assert errors == []
-    assert sum(r["accepted"] for r in results) == 400
+    assert sum(accepted) == 400
     assert estimate(admin, krr.name)["n"] == 400
 
 
@@ -511,8 +491,11 @@ def test_concurrent_overlapping_uploads_count_each_report_once(
 def test_estimate_defaults_to_the_current_period_and_echoes_options(
     uploader: httpx.Client, admin: httpx.Client, krr: MetricSpec
 ) -> None:
-    assert post(uploader, make_reports(krr, [0] * 50, "2026-11-20", seed=10)).status_code == 202
-    assert post(uploader, make_reports(krr, [1] * 30, TODAY, seed=11)).status_code == 202
+    assert (
+        post_reports(uploader, make_reports(krr, [0] * 50, "2026-11-20", seed=10)).status_code
+        == 202
+    )
+    assert post_reports(uploader, make_reports(krr, [1] * 30, TODAY, seed=11)).status_code == 202
     today = estimate(admin, krr.name)
     assert (today["start"], today["end"], today["n"], today["periods"]) == (TODAY, TODAY, 30, 1)
     assert today["metric"] == krr.name
@@ -556,7 +539,9 @@ def test_week_metric_accepts_dates_for_the_range(
     uploader: httpx.Client, admin: httpx.Client
 ) -> None:
     spec = register(admin, MetricSpec.boolean(unique_name("wk"), epsilon=1.0, period="week"))
-    assert post(uploader, make_reports(spec, [1] * 20, "2026-W46", seed=12)).status_code == 202
+    assert (
+        post_reports(uploader, make_reports(spec, [1] * 20, "2026-W46", seed=12)).status_code == 202
+    )
     by_date = estimate(admin, spec.name, start="2026-11-10", end="2026-11-21")
     assert (by_date["start"], by_date["end"], by_date["n"]) == ("2026-W46", "2026-W47", 20)
     assert estimate(admin, spec.name)["start"] == "2026-W47"
@@ -588,8 +573,14 @@ def test_bad_estimate_parameters_are_422(
 def test_series_lists_every_period_oldest_first(
     uploader: httpx.Client, admin: httpx.Client, krr: MetricSpec
 ) -> None:
-    assert post(uploader, make_reports(krr, [2] * 40, "2026-11-18", seed=13)).status_code == 202
-    assert post(uploader, make_reports(krr, [3] * 25, "2026-11-20", seed=14)).status_code == 202
+    assert (
+        post_reports(uploader, make_reports(krr, [2] * 40, "2026-11-18", seed=13)).status_code
+        == 202
+    )
+    assert (
+        post_reports(uploader, make_reports(krr, [3] * 25, "2026-11-20", seed=14)).status_code
+        == 202
+    )
     response = admin.get(
         f"/v1/metrics/{krr.name}/series",
         params={"start": "2026-11-17", "end": TODAY, "confidence": 0.9},
@@ -626,8 +617,8 @@ def test_no_header_or_address_reaches_the_database_or_logs(
     sentinel = f"sentinel-{uuid.uuid4().hex}"
     headers = {"User-Agent": sentinel, "X-Forwarded-For": "203.0.113.9", "X-Device": sentinel}
     with caplog.at_level("DEBUG"), collector.client(INGEST_KEY, headers=headers) as client:
-        assert post(client, make_reports(krr, [0, 1], TODAY, seed=15)).status_code == 202
-        assert post(client, [{"bogus": sentinel}]).status_code == 422
+        assert post_reports(client, make_reports(krr, [0, 1], TODAY, seed=15)).status_code == 202
+        assert post_reports(client, [{"bogus": sentinel}]).status_code == 422
         assert client.post("/v1/reports", content=b"{").status_code == 400
     assert sentinel not in caplog.text
     assert "203.0.113.9" not in caplog.text
@@ -660,7 +651,7 @@ def test_ingest_key_is_not_needed_when_none_is_configured(databases: Any, backen
     try:
         with server.client() as client:
             spec = register(client, MetricSpec.boolean(unique_name("open"), epsilon=1.0))
-            assert post(client, make_reports(spec, [1], TODAY, seed=16)).status_code == 202
+            assert post_reports(client, make_reports(spec, [1], TODAY, seed=16)).status_code == 202
             assert estimate(client, spec.name)["n"] == 1
     finally:
         server.stop()

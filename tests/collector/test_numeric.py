@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -31,6 +30,8 @@ from tests.support import (
     RunningCollector,
     make_numeric_reports,
     make_reports,
+    overlapping_uploads,
+    post_reports,
     register,
     unique_name,
 )
@@ -38,10 +39,6 @@ from tests.support import (
 TODAY = "2026-11-21"
 YESTERDAY = "2026-11-20"
 PERIODS = ["2026-11-19", YESTERDAY, TODAY]
-
-
-def post(client: httpx.Client, reports: list[dict[str, Any]]) -> httpx.Response:
-    return client.post("/v1/reports", json={"reports": reports})
 
 
 def sums(collector: RunningCollector, spec: MetricSpec) -> list[PeriodSums]:
@@ -193,7 +190,7 @@ def test_numeric_reports_are_stored_with_their_exact_sums(
         )
     mixed = [r for i in range(700) for r in (batches[s.name][i] for s in specs)]
     for start in range(0, len(mixed), 1000):
-        response = post(uploader, mixed[start : start + 1000])
+        response = post_reports(uploader, mixed[start : start + 1000])
         assert response.status_code == 202, response.text
         assert response.json()["duplicates"] == 0
     before = {spec.name: sums(collector, spec) for spec in specs}
@@ -211,10 +208,10 @@ def test_numeric_reports_are_stored_with_their_exact_sums(
             assert json.loads(text) == by_id[report_id]
 
     for start in range(0, len(mixed), 1000):
-        response = post(uploader, mixed[start : start + 1000])
+        response = post_reports(uploader, mixed[start : start + 1000])
         assert response.json() == {"accepted": 0, "duplicates": len(mixed[start : start + 1000])}
     resent_with_new = make_numeric_reports(specs[0], [1.0, 4999.0], TODAY, seed=99)
-    response = post(uploader, batches[specs[0].name][:300] + resent_with_new + mixed[:5])
+    response = post_reports(uploader, batches[specs[0].name][:300] + resent_with_new + mixed[:5])
     assert response.json() == {"accepted": 2, "duplicates": 305}
     for spec in specs[1:]:
         assert sums(collector, spec) == before[spec.name]
@@ -226,7 +223,7 @@ def test_a_numeric_report_twice_in_one_batch_counts_once(
 ) -> None:
     spec = numeric(admin, "pm")
     reports = make_numeric_reports(spec, [10.0, 20.0, 30.0], TODAY, seed=5)
-    response = post(uploader, [*reports, reports[1], reports[0]])
+    response = post_reports(uploader, [*reports, reports[1], reports[0]])
     assert response.json() == {"accepted": 3, "duplicates": 2}
     assert_sums(sums(collector, spec), reports)
 
@@ -257,7 +254,7 @@ def test_a_bad_numeric_payload_refuses_the_whole_batch_naming_it(
     batch = [
         dict(r, payload=bad_payloads[i]) if i in bad_payloads else r for i, r in enumerate(good)
     ]
-    response = post(uploader, batch)
+    response = post_reports(uploader, batch)
     assert response.status_code == 422, response.text
     reasons = {item["index"]: item["reason"] for item in response.json()["detail"]}
     assert sorted(reasons) == sorted(bad_payloads)
@@ -268,7 +265,7 @@ def test_a_bad_numeric_payload_refuses_the_whole_batch_naming_it(
     assert krr.name in reasons[7]
     for spec in (pm, duchi):
         assert [s.n for s in sums(collector, spec)] == [0, 0, 0]
-    assert post(uploader, good).json() == {"accepted": len(good), "duplicates": 0}
+    assert post_reports(uploader, good).json() == {"accepted": len(good), "duplicates": 0}
     assert_sums(sums(collector, pm), good[:4])
     assert_sums(sums(collector, duchi), good[4:7])
 
@@ -301,7 +298,7 @@ def test_canonical_numeric_payloads_are_stored_canonically(
         dict(make_numeric_reports(pm, [0.0], TODAY, seed=1)[0], payload=1),
         dict(make_numeric_reports(duchi, [0.0], TODAY, seed=2)[0], payload=-c1 * (1 + 1e-12)),
     ]
-    assert post(uploader, reports).status_code == 202
+    assert post_reports(uploader, reports).status_code == 202
     database = collector.app_state().database
     for spec, text in ((pm, "1.0"), (duchi, repr(-c1))):
         rows = read_reports(database, spec.name, start=None, end=None, after=None, limit=10)
@@ -314,24 +311,7 @@ def test_concurrent_overlapping_numeric_uploads_count_each_report_once(
 ) -> None:
     spec = numeric(admin, "pm")
     reports = make_numeric_reports(spec, [i * 12.5 for i in range(400)], TODAY, seed=9)
-    accepted: list[int] = []
-    errors: list[str] = []
-
-    def worker(offset: int) -> None:
-        with collector.client(INGEST_KEY) as client:
-            for start in range(0, 400, 100):
-                chunk = reports[(start + offset * 50) % 400 :][:100] + reports[:10]
-                response = post(client, list(reversed(chunk)) if offset % 2 else chunk)
-                if response.status_code != 202:
-                    errors.append(response.text)
-                else:
-                    accepted.append(response.json()["accepted"])
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    accepted, errors = overlapping_uploads(lambda: collector.client(INGEST_KEY), reports)
     assert errors == []
     assert sum(accepted) == 400
     assert_sums(sums(collector, spec), reports)
@@ -342,10 +322,10 @@ def test_reports_of_an_archived_numeric_metric_are_refused_and_its_sums_stay(
 ) -> None:
     spec = numeric(admin, "duchi")
     reports = make_numeric_reports(spec, [1.0, 2.0], TODAY, seed=4)
-    assert post(uploader, reports).status_code == 202
+    assert post_reports(uploader, reports).status_code == 202
     assert admin.post(f"/v1/metrics/{spec.name}/archive").status_code == 200
     more = make_numeric_reports(spec, [3.0], TODAY, seed=5)
-    response = post(uploader, more)
+    response = post_reports(uploader, more)
     assert response.status_code == 422 and "archived" in response.json()["detail"][0]["reason"]
     assert_sums(sums(collector, spec), reports)
 
@@ -364,7 +344,7 @@ def test_histogram_reports_land_in_support_counts_like_a_categorical_metric(
     assert spec.k == 5
     values = [(i * 53) % 6000 - 200 for i in range(300)]
     reports = make_reports(spec, [spec.bucket_of(v) for v in values], TODAY, seed=21)
-    assert post(uploader, reports).json() == {"accepted": 300, "duplicates": 0}
+    assert post_reports(uploader, reports).json() == {"accepted": 300, "duplicates": 0}
     support = [0] * spec.k
     for report in reports:
         for v in spec.randomizer.supported(report["payload"]):
@@ -379,7 +359,7 @@ def test_histogram_reports_land_in_support_counts_like_a_categorical_metric(
     for v, row in enumerate(result["estimates"]):
         assert row["unbiased"] == pytest.approx((support[v] / n - q) / (p - q), abs=1e-12)
     bad = dict(make_reports(spec, [0], TODAY, seed=22)[0], payload=0.5)
-    assert post(uploader, [bad]).status_code == 422
+    assert post_reports(uploader, [bad]).status_code == 422
 
 
 # --- export ----------------------------------------------------------------------------------
@@ -390,7 +370,7 @@ def test_the_admin_export_serves_numeric_payloads_as_numbers(
 ) -> None:
     spec = numeric(admin, "hybrid", 2.0)
     reports = make_numeric_reports(spec, [i * 10.0 for i in range(50)], TODAY, seed=31)
-    assert post(uploader, reports).status_code == 202
+    assert post_reports(uploader, reports).status_code == 202
     response = admin.get(f"/v1/admin/metrics/{spec.name}/reports", params={"limit": 100})
     assert response.status_code == 200, response.text
     exported = {r["id"]: r["payload"] for r in response.json()["reports"]}
@@ -410,7 +390,7 @@ def test_deniable_export_writes_numeric_payloads_that_read_back_exactly(
     formats, and the file reads back every stored double exactly."""
     spec = numeric(admin, "pm", 2.0)
     reports = make_numeric_reports(spec, [i * 7.0 for i in range(120)], TODAY, seed=41)
-    assert post(uploader, reports).status_code == 202
+    assert post_reports(uploader, reports).status_code == 202
     source = ["--database", collector.settings.database_url] if via == "database" else []
     expected = {r["id"]: r["payload"] for r in reports}
     for fmt in ("parquet", "csv"):

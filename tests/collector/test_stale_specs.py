@@ -34,6 +34,7 @@ from tests.support import (
     RunningCollector,
     collector_settings,
     make_reports,
+    post_reports,
     register,
     unique_name,
 )
@@ -90,10 +91,6 @@ def report(spec: MetricSpec, payload: Any) -> dict[str, Any]:
     }
 
 
-def post(client: httpx.Client, reports: list[dict[str, Any]]) -> httpx.Response:
-    return client.post("/v1/reports", json={"reports": reports})
-
-
 def exported_ids(client: httpx.Client, name: str) -> list[str]:
     response = client.get(f"/v1/admin/metrics/{name}/reports")
     assert response.status_code == 200, response.text
@@ -114,19 +111,19 @@ def test_reports_under_a_replaced_or_vanished_spec_are_422_and_not_stored(
 ) -> None:
     old = register(admin, categorical(unique_name("re"), ["a", "b", "c"]))
     gone = register(admin, MetricSpec.boolean(unique_name("gone"), epsilon=1.0))
-    assert post(admin, [report(old, 0), report(gone, 1)]).status_code == 202
+    assert post_reports(admin, [report(old, 0), report(gone, 1)]).status_code == 202
     assert estimate(admin, old.name)["n"] == 1  # both specs are cached now
 
     recreate(server.settings.database_url)
     new = register(admin, categorical(old.name, ["a", "b"]))
     assert new.fingerprint != old.fingerprint
 
-    stale = post(admin, [report(new, 1), report(old, 2)])
+    stale = post_reports(admin, [report(new, 1), report(old, 2)])
     assert stale.status_code == 422, stale.text
     [problem] = stale.json()["detail"]
     assert problem["index"] == 1 and "fingerprint" in problem["reason"]
 
-    vanished = post(admin, [report(gone, 1)])
+    vanished = post_reports(admin, [report(gone, 1)])
     assert vanished.status_code == 422, vanished.text
     assert vanished.json()["detail"] == [
         {"index": 0, "reason": f"metric {gone.name!r} is not registered"}
@@ -144,7 +141,7 @@ def test_a_stale_report_in_a_group_commit_fails_alone(
     """Concurrent batches may share one transaction: only the stale one is refused."""
     old = register(admin, categorical(unique_name("grp"), ["a", "b", "c"]))
     other = register(admin, categorical(unique_name("ok"), ["a", "b", "c"]))
-    assert post(admin, [report(old, 0)]).status_code == 202
+    assert post_reports(admin, [report(old, 0)]).status_code == 202
     recreate(server.settings.database_url)
     register(admin, categorical(old.name, ["a", "b"]))
     other = register(admin, other)
@@ -153,7 +150,7 @@ def test_a_stale_report_in_a_group_commit_fails_alone(
 
     def upload(i: int, batch: list[dict[str, Any]]) -> None:
         with server.client(ADMIN_TOKEN) as client:
-            results[i] = post(client, batch).status_code
+            results[i] = post_reports(client, batch).status_code
 
     batches = [*good, [report(old, 2)]]
     threads = [threading.Thread(target=upload, args=item) for item in enumerate(batches)]
@@ -173,14 +170,14 @@ def test_specs_and_estimates_follow_a_re_registration(
     server: RunningCollector, admin: httpx.Client
 ) -> None:
     old = register(admin, categorical(unique_name("est"), ["a", "b", "c"]))
-    assert post(admin, make_reports(old, [0, 1, 2], TODAY, seed=1)).status_code == 202
+    assert post_reports(admin, make_reports(old, [0, 1, 2], TODAY, seed=1)).status_code == 202
     assert admin.get(f"/v1/metrics/{old.name}").json()["fingerprint"] == old.fingerprint
     assert len(estimate(admin, old.name)["estimates"]) == 3
 
     recreate(server.settings.database_url)
     new = register(admin, categorical(old.name, ["x", "y"], epsilon=2.0))
     reports = make_reports(new, [0, 1, 1, 0, 1], TODAY, seed=2)
-    accepted = post(admin, reports)
+    accepted = post_reports(admin, reports)
     assert accepted.status_code == 202, accepted.text
 
     served = admin.get(f"/v1/metrics/{old.name}")
@@ -226,7 +223,7 @@ def test_every_route_answers_503_while_the_schema_is_missing(
     server: RunningCollector, admin: httpx.Client
 ) -> None:
     spec = register(admin, categorical(unique_name("miss"), ["a", "b", "c"]))
-    assert post(admin, [report(spec, 0)]).status_code == 202
+    assert post_reports(admin, [report(spec, 0)]).status_code == 202
     assert estimate(admin, spec.name)["n"] == 1
 
     drop_schema(server.settings.database_url)
@@ -238,7 +235,7 @@ def test_every_route_answers_503_while_the_schema_is_missing(
         ),
         "estimate": admin.get(f"/v1/metrics/{spec.name}/estimate"),
         "export": admin.get(f"/v1/admin/metrics/{spec.name}/reports"),
-        "upload": post(admin, [report(spec, 1)]),
+        "upload": post_reports(admin, [report(spec, 1)]),
     }
     for route, response in calls.items():
         assert response.status_code == 503, (route, response.status_code, response.text)
@@ -246,7 +243,7 @@ def test_every_route_answers_503_while_the_schema_is_missing(
 
     migrate(server.settings.database_url)
     assert admin.get("/v1/metrics").json() == {"metrics": []}
-    refused = post(admin, [report(spec, 1)])
+    refused = post_reports(admin, [report(spec, 1)])
     assert refused.status_code == 422, refused.text
     assert "not registered" in refused.json()["detail"][0]["reason"]
 
@@ -273,13 +270,13 @@ def test_postgres_ingest_waits_for_a_concurrent_re_registration(
         pytest.skip("SQLite serializes every writer (BEGIN IMMEDIATE)")
     old = register(admin, categorical(unique_name("lock"), ["a", "b", "c"]))
     first = report(old, 0)
-    assert post(admin, [first]).status_code == 202
+    assert post_reports(admin, [first]).status_code == 202
     new = categorical(old.name, ["a", "b"])
     upload: Future[httpx.Response] = Future()
 
     def send() -> None:
         with server.client(ADMIN_TOKEN) as client:
-            upload.set_result(post(client, [report(old, 2)]))
+            upload.set_result(post_reports(client, [report(old, 2)]))
 
     engine = create_engine(normalize_url(server.settings.database_url))
     try:

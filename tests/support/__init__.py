@@ -24,7 +24,15 @@ from .configuration import ADMIN_TOKEN, INGEST_KEY, VIEWER_TOKEN, collector_sett
 from .cpu import cpu_seconds, process_tree_cpu, total_cpu
 from .databases import BACKENDS, DatabaseFactory, require_postgres, scratch_database
 from .http_clients import authorized_client
-from .metrics import make_numeric_reports, make_reports, register, register_all, unique_name
+from .metrics import (
+    make_numeric_reports,
+    make_reports,
+    overlapping_uploads,
+    post_reports,
+    register,
+    register_all,
+    unique_name,
+)
 from .ports import LOOPBACK, free_port, loopback_url
 from .postgres import PG_ADMIN_URL, fresh_database, postgres_problem
 from .randomness import FastRandomness
@@ -52,6 +60,8 @@ __all__ = [
     "loopback_url",
     "make_numeric_reports",
     "make_reports",
+    "overlapping_uploads",
+    "post_reports",
     "postgres_problem",
     "process_tree_cpu",
     "real_collector",

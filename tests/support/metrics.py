@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import httpx
@@ -69,3 +70,37 @@ def make_numeric_reports(
         }
         for value in values
     ]
+
+
+def post_reports(client: httpx.Client, reports: Sequence[dict[str, Any]]) -> httpx.Response:
+    """``POST /v1/reports`` with ``reports`` as one batch."""
+    return client.post("/v1/reports", json={"reports": list(reports)})
+
+
+def overlapping_uploads(
+    open_client: Callable[[], httpx.Client], reports: Sequence[dict[str, Any]], workers: int = 6
+) -> tuple[list[int], list[str]]:
+    """Upload ``reports`` from ``workers`` threads at once, each in its own rotation, in
+    batches of 100 that all repeat the first 10 reports (odd workers send each batch reversed):
+    every report arrives many times, within a batch's group commit and across threads.
+    Returns the ``accepted`` count of each 202 and the body of every other answer."""
+    accepted: list[int] = []
+    errors: list[str] = []
+    total = len(reports)
+
+    def worker(offset: int) -> None:
+        with open_client() as client:
+            for start in range(0, total, 100):
+                chunk = list(reports[(start + offset * 50) % total :][:100]) + list(reports[:10])
+                response = post_reports(client, chunk[::-1] if offset % 2 else chunk)
+                if response.status_code != 202:
+                    errors.append(response.text)
+                else:
+                    accepted.append(response.json()["accepted"])
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return accepted, errors
