@@ -324,6 +324,14 @@ class MetricSpec:
         return len(self.categories)
 
     @property
+    def domain(self) -> str:
+        """What the metric records, in a few words for messages and pages (it is public):
+        ``values in [0, 5000]``, ``6 buckets`` or ``5 categories``."""
+        if self.type == "numeric":
+            return f"values in [{self.lower:g}, {self.upper:g}]"
+        return f"{self.k} {'buckets' if self.type == 'histogram' else 'categories'}"
+
+    @property
     def randomizer(self) -> Mechanism:
         """The resolved frequency oracle, with its parameters (not for numeric metrics)."""
         if isinstance(self._randomizer, NumericMechanism):

@@ -283,10 +283,4 @@ class SpecSource:
 
 def _describe(spec: MetricSpec) -> str:
     """A spec's parameters in a few words, for messages (its domain is public)."""
-    if spec.type == "numeric":
-        domain = f"[{spec.lower:g}, {spec.upper:g}]"
-    elif spec.type == "histogram":
-        domain = f"{spec.k} buckets"
-    else:
-        domain = f"{spec.k} categories"
-    return f"epsilon {spec.epsilon:g}, {spec.mechanism}, {domain}, per {spec.period}"
+    return f"epsilon {spec.epsilon:g}, {spec.mechanism}, {spec.domain}, per {spec.period}"

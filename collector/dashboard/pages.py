@@ -236,14 +236,9 @@ def _legend(names: Sequence[str]) -> str:
 
 def _spec_line(spec: MetricSpec) -> str:
     """The metric's kind in a few words."""
-    extra = ""
-    if spec.type == "numeric":
-        extra = f" · values in [{spec.lower:g}, {spec.upper:g}]"
-    elif spec.type == "histogram":
-        extra = f" · {len(spec.categories)} buckets"
-    else:
-        extra = f" · {len(spec.categories)} categories"
-    return f"{spec.type} · {spec.mechanism} · ε = {spec.epsilon:g} · per {spec.period}{extra}"
+    return (
+        f"{spec.type} · {spec.mechanism} · ε = {spec.epsilon:g} · per {spec.period} · {spec.domain}"
+    )
 
 
 def _estimate_section(spec: MetricSpec, document: dict[str, Any], query: dict[str, Any]) -> str:

@@ -291,3 +291,13 @@ def test_bounds_and_edges_given_to_category_types_are_refused() -> None:
         )
     with pytest.raises(SpecError, match="pm is a mechanism for numeric metrics"):
         MetricSpec.categorical("c", ["x", "y", "z"], epsilon=1.0, mechanism="pm")
+
+
+def test_domain_names_what_each_type_records() -> None:
+    numeric = MetricSpec.numeric("load_ms", lower=0, upper=2500.5, epsilon=1.0)
+    histogram = MetricSpec.histogram("load_hist", [0, 10, 100, 1000], epsilon=1.0)
+    categorical = MetricSpec.categorical("browser", ["a", "b", "c", "d"], epsilon=1.0)
+    assert numeric.domain == "values in [0, 2500.5]"
+    assert histogram.domain == f"{len(histogram.edges) - 1} buckets"
+    assert categorical.domain == "4 categories"
+    assert MetricSpec.boolean("dark_mode", epsilon=1.0).domain == "2 categories"
