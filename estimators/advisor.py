@@ -74,6 +74,13 @@ def _one_report_margin(
     return mech, z_value(confidence, k, simultaneous) * _worst_spread(mech)
 
 
+def _check_reports(n: float) -> None:
+    """Refuse a report count a margin cannot be planned for: not positive, or past
+    :data:`MAX_REPORTS` (InvalidInput naming the bound)."""
+    if not 0 < n <= MAX_REPORTS:
+        raise InvalidInput(f"n must be a positive number of reports, at most {MAX_REPORTS:.0e}")
+
+
 def _check_confidence(confidence: float) -> None:
     """Refuse a confidence level outside (0, 1)."""
     if not 0.0 < confidence < 1.0:
@@ -93,8 +100,7 @@ def margin_of_error(
     ``mechanism`` None plans for the mechanism with the least variance for (k, eps).
     """
     _check_confidence(confidence)
-    if not 0 < n <= MAX_REPORTS:
-        raise InvalidInput(f"n must be a positive number of reports, at most {MAX_REPORTS:.0e}")
+    _check_reports(n)
     _, spread = _one_report_margin(k, epsilon, confidence, mechanism, simultaneous)
     return spread / math.sqrt(n)
 
@@ -212,8 +218,7 @@ def mean_margin(
 ) -> float:
     """Worst-case (over the values) half-width, in value units, of the mean's interval with n
     reports (the Wald level; STATS.md section 10)."""
-    if not 0 < n <= MAX_REPORTS:
-        raise InvalidInput(f"n must be a positive number of reports, at most {MAX_REPORTS:.0e}")
+    _check_reports(n)
     _, spread = _numeric_spread(lower, upper, epsilon, confidence, mechanism)
     return spread / math.sqrt(n)
 
