@@ -118,6 +118,10 @@ class Outbox:
         state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.path = state_dir / DB_NAME
         self._lock = threading.Lock()
+        self._flying: dict[int, int] = {}
+        """The chunks of the upload in flight (seq -> count), which no trim touches."""
+        self._max_queue: int | None = None
+        """The bound the last commit trimmed to (applied again when a flight lands)."""
         self._dir_lock = _lock_state_dir(state_dir)
         try:
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
@@ -197,8 +201,8 @@ class Outbox:
         """Write reports and the ledger changes that admitted them in one transaction.
 
         Reports go in chunks of at most ``per_chunk`` reports and ``max_bytes``. Then the
-        outbox is trimmed to ``max_queue`` reports, oldest first; returns how many the trim
-        dropped.
+        outbox is trimmed to ``max_queue`` reports besides those in flight (:meth:`fly`),
+        oldest first; returns how many the trim dropped.
         """
         items = [report_text(*r) for r in reports]
         with self._lock:
@@ -218,17 +222,41 @@ class Outbox:
                     [(k, m, payload_text(p)) for k, (m, p) in delta.memo.items()],
                 )
                 size = self._size + len(items)
-                dropped = self._trim(size - max_queue) if size > max_queue else 0
+                excess = size - sum(self._flying.values()) - max_queue
+                dropped = self._trim(excess) if excess > 0 else 0
             self._size = size - dropped
+            self._max_queue = max_queue
+            return dropped
+
+    def fly(self, batch: Sequence[Chunk]) -> None:
+        """The chunks of ``batch`` are being uploaded: until :meth:`land`, no trim drops them
+        or counts them against ``max_queue``, since the collector may be storing them (a
+        report it acknowledges is delivered, never dropped)."""
+        with self._lock:
+            self._flying = {c.seq: c.count for c in batch}
+
+    def land(self) -> int:
+        """The upload is over (what it delivered already removed): trim to the last commit's
+        ``max_queue`` again, oldest first; returns how many reports that dropped."""
+        with self._lock:
+            self._flying = {}
+            bound = self._max_queue
+            if bound is None or self._size <= bound:
+                return 0
+            with self._transaction():
+                dropped = self._trim(self._size - bound)
+            self._size -= dropped
             return dropped
 
     def _trim(self, excess: int) -> int:
-        """Drop the ``excess`` oldest reports (inside the caller's transaction)."""
+        """Drop the ``excess`` oldest reports not in flight (inside the caller's transaction)."""
         dropped = 0
         rows = self._db.execute("SELECT seq, count, reports FROM outbox ORDER BY seq").fetchall()
         for seq, count, reports in rows:
             if dropped >= excess:
                 break
+            if seq in self._flying:
+                continue
             if count <= excess - dropped:
                 self._db.execute("DELETE FROM outbox WHERE seq = ?", (seq,))
                 dropped += count

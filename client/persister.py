@@ -25,8 +25,8 @@ class Persister:
     """Commits the recorder's queue to the outbox; :meth:`persist` is safe from any thread.
 
     Reports are stored in chunks of at most ``chunk_size()`` reports (the uploader's current
-    batch cap) and ``max_bytes``; the outbox then keeps at most ``max_queue`` reports, dropping
-    the oldest (counted in ``dropped_queue_full``).
+    batch cap) and ``max_bytes``; the outbox then keeps at most ``max_queue`` reports besides
+    the batch in flight, dropping the oldest (counted in ``dropped_queue_full``).
     """
 
     recorder: Recorder

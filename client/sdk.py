@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import datetime as dt
+import math
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -39,18 +40,39 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_MAX_EPSILON", "Client", "ClientStats"]
 
 
+def _is_whole(value: object) -> bool:
+    """An ``int`` that is not a bool (``True`` is not a count)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_real(value: object) -> bool:
+    """A finite ``int`` or ``float`` that is not a bool (``True`` is not 1.0)."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _check_tuning(
-    batch_size: int, max_queue: int, max_epsilon: float, persist_interval: float
+    batch_size: int,
+    max_queue: int,
+    max_epsilon: float,
+    persist_interval: float,
+    seconds: Mapping[str, float],
 ) -> None:
-    """Refuse out-of-range constructor arguments before anything in ``state_dir`` is opened."""
-    if not 1 <= batch_size <= MAX_BATCH:
-        raise InvalidInput(f"batch_size must be in 1..{MAX_BATCH}")
-    if max_queue < 1:
-        raise InvalidInput("max_queue must be at least 1")
-    if not MIN_EPSILON <= max_epsilon <= MAX_EPSILON:
-        raise InvalidInput(f"max_epsilon must be in [{MIN_EPSILON:g}, {MAX_EPSILON:g}]")
-    if not 0 < persist_interval <= 1.0:
-        raise InvalidInput("persist_interval must be in (0, 1] seconds")
+    """Refuse constructor arguments of the wrong type or range before anything in
+    ``state_dir`` is opened; ``seconds`` are the durations, by name, that must be > 0."""
+    if not (_is_whole(batch_size) and 1 <= batch_size <= MAX_BATCH):
+        raise InvalidInput(f"batch_size must be an integer in 1..{MAX_BATCH}")
+    if not (_is_whole(max_queue) and max_queue >= 1):
+        raise InvalidInput("max_queue must be an integer of at least 1")
+    if not (_is_real(max_epsilon) and MIN_EPSILON <= max_epsilon <= MAX_EPSILON):
+        raise InvalidInput(
+            f"max_epsilon must be a number in [{MIN_EPSILON:g}, {MAX_EPSILON:g}],"
+            f" not {max_epsilon!r}"
+        )
+    if not (_is_real(persist_interval) and 0 < persist_interval <= 1.0):
+        raise InvalidInput("persist_interval must be a number in (0, 1] seconds")
+    for name, value in seconds.items():
+        if not (_is_real(value) and value > 0):
+            raise InvalidInput(f"{name} must be a finite number of seconds > 0")
 
 
 class Client:
@@ -95,11 +117,16 @@ class Client:
     A batch answered 413 (too large) is split, not dropped: see :mod:`.uploader`.
     Only a single report that is too large on its own is dropped (counted in
     ``dropped_rejected``), as is a batch the collector itself refuses with 400 or 422 (only
-    the reports a 422 names, when it names them); "the collector itself" means its JSON
-    problem document, ``{"detail": ...}``. Any other 4xx, and a 400 or 422 with another body
-    (a proxy's HTML page), blames the URL, the ingest key or something on the way, not the
-    reports: they stay queued and are retried on the next URL with backoff, so a client
-    restarted with the right URL or key delivers them.
+    the reports a 422 names, when it names them); "the collector itself" is recognised by the
+    structure of its JSON answer (:func:`~.transport.collector_refusal`). Any other 4xx, a 400
+    or 422 with another body (a proxy's HTML page, a gateway's ``application/problem+json``),
+    and a 2xx that is not the collector's acknowledgement blame the URL, the ingest key or
+    something on the way, not the reports: they stay queued and are retried on the next URL
+    with backoff, so a client restarted with the right URL or key delivers them.
+
+    ``timeout`` bounds each exchange with the collector as a whole, not each read (one upload
+    attempt; one fetch of the specs, over all URLs, the one at start included), and
+    :meth:`flush`'s ``timeout`` the whole flush: see :mod:`.exchange`.
 
     One client at a time may use a ``state_dir``: a second one (in this process or another)
     raises :class:`~deniable.client.outbox.StateDirInUseError` (a ``RuntimeError``), since two
@@ -132,10 +159,19 @@ class Client:
         backoff_cap: float = 300.0,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        _check_tuning(batch_size, max_queue, max_epsilon, persist_interval)
+        _check_tuning(
+            batch_size,
+            max_queue,
+            max_epsilon,
+            persist_interval,
+            {
+                "flush_interval": flush_interval,
+                "timeout": timeout,
+                "backoff_base": backoff_base,
+                "backoff_cap": backoff_cap,
+            },
+        )
         self._settings = DeviceSettings(max_reports_per_period, memoize, lifetime_epsilon)  # type: ignore[arg-type]
-        if not min(flush_interval, timeout, backoff_base, backoff_cap) > 0:
-            raise InvalidInput("flush_interval, timeout, backoff_base and backoff_cap must be > 0")
         state_dir = Path(state_dir)
         counters = self._counters = Counters()
         problems = self._problems = Problems()
@@ -215,13 +251,19 @@ class Client:
             thread.start()
         return threads
 
-    def _refresh_specs(self, force: bool = False) -> None:
+    def _refresh_specs(self, force: bool = False, deadline: float | None = None) -> None:
         """Record with new specs if the spec source has fetched some (in the upload thread, or
-        in ``flush`` with ``force`` while values wait for specs)."""
-        with self._refresh_lock:
-            specs = self._specs.refresh_if_due(force)
+        in ``flush`` with ``force`` while values wait for specs), all by ``deadline``
+        (monotonic; ``None``: one fetch's ``timeout``)."""
+        wait = -1.0 if deadline is None else deadline - time.monotonic()
+        if (deadline is not None and wait <= 0) or not self._refresh_lock.acquire(timeout=wait):
+            return
+        try:
+            specs = self._specs.refresh_if_due(force, deadline)
             if specs is not None:
                 self._recorder.install(specs)
+        finally:
+            self._refresh_lock.release()
 
     @property
     def metrics(self) -> dict[str, MetricSpec]:
@@ -249,7 +291,8 @@ class Client:
         ``False`` if reports are still waiting (the collector is unreachable or refuses them
         for now, or values wait for specs), or if the collector refused some as invalid
         (``dropped_rejected`` grew) since the flush began: see :meth:`problems` for why.
-        Respects the retry backoff; gives up (returning ``False``) at ``timeout`` seconds.
+        Respects the retry backoff; returns within ``timeout`` seconds (``False`` if not done
+        by then) whatever the collector does, a server that answers a byte a second included.
         Never raises for network reasons.
         """
         if self._recorder.closed:
@@ -258,7 +301,7 @@ class Client:
         with self._counters.lock:
             rejected_before = self._counters.dropped_rejected
             waiting_for_specs = self._recorder.held > 0
-        self._refresh_specs(force=waiting_for_specs)
+        self._refresh_specs(waiting_for_specs, deadline)
         self._persister.persist()
         emptied = self._uploader.upload_all(deadline)
         with self._counters.lock:

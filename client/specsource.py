@@ -124,7 +124,7 @@ class SpecSource:
         if cached is not None:
             self._refresh = True
             return cached
-        return self._fetch() or []
+        return self._fetch(None) or []
 
     def note_unknown(self, metric: str) -> None:
         """A ``record()`` for a metric without a spec: the app's mistake if it passed its specs
@@ -136,24 +136,27 @@ class SpecSource:
             )
         self._refresh = True
 
-    def refresh_if_due(self, force: bool = False) -> list[MetricSpec] | None:
+    def refresh_if_due(
+        self, force: bool = False, deadline: float | None = None
+    ) -> list[MetricSpec] | None:
         """The specs to record from now on if none are known or a refresh was asked for, and a
-        fetch is due (or ``force``) and succeeds; else ``None`` (keep the current ones).
+        fetch is due (or ``force``) and succeeds by ``deadline`` (monotonic; default the
+        transport's timeout from now); else ``None`` (keep the current ones).
 
         With specs passed in code, compares them once with the served ones instead."""
         if not force and time.monotonic() < self._next_fetch:
             return None
         if self._in_code is not None:
-            self._compare_in_code()
+            self._compare_in_code(deadline)
             return None
         if self._refresh or not self._chosen_count:
-            return self._fetch()
+            return self._fetch(deadline)
         return None
 
-    def _compare_in_code(self) -> None:
+    def _compare_in_code(self, deadline: float | None) -> None:
         """First contact in strict mode: fetch the served specs once and report each metric
         passed in code that the collector does not serve as it is (never adopting any)."""
-        fetched = self._fetched(fail_over=False)
+        fetched = self._fetched(deadline, fail_over=False)
         if fetched is None or self._in_code is None:
             return
         served = {s.name: s for s in verified_specs(fetched)}
@@ -214,10 +217,12 @@ class SpecSource:
         self._problems.note(f"refused:{spec.name}:{spec.fingerprint}", message)
         log.error("%s", message)
 
-    def _fetched(self, fail_over: bool = True) -> list[dict[str, Any]] | None:
-        """``GET /v1/metrics`` now, pacing the next attempt; ``None`` (noted as a problem while
-        this client has no specs) if no collector answered."""
-        fetched = self._transport.fetch_metrics(fail_over=fail_over)
+    def _fetched(
+        self, deadline: float | None, fail_over: bool = True
+    ) -> list[dict[str, Any]] | None:
+        """``GET /v1/metrics`` now, over by ``deadline``, pacing the next attempt; ``None``
+        (noted as a problem while this client has no specs) if no collector answered."""
+        fetched = self._transport.fetch_metrics(deadline, fail_over=fail_over)
         self._next_fetch = time.monotonic() + (
             SPEC_REFRESH_SECONDS
             if fetched is not None or (self._chosen_count and self._in_code is None)
@@ -251,14 +256,15 @@ class SpecSource:
         self._accepted = {s.name: s for s in specs}
         return self._accepted_within_ceiling()
 
-    def _fetch(self) -> list[MetricSpec] | None:
-        """Fetch the specs from the collector, adopt new ones, cache them in ``state_dir``;
-        the specs to record now, or ``None`` if no collector answered.
+    def _fetch(self, deadline: float | None) -> list[MetricSpec] | None:
+        """Fetch the specs from the collector by ``deadline``, adopt new ones, cache them in
+        ``state_dir``; the specs to record now, or ``None`` if no collector answered (in time,
+        within :data:`~.transport.MAX_SPECS_BYTES`): the ones accepted before stay.
 
         A served spec that differs from the one accepted for its name is refused (the
         accepted one stays), as is a new one above ``max_epsilon``.
         """
-        fetched = self._fetched()
+        fetched = self._fetched(deadline)
         if fetched is None:
             return None
         accepted = dict(self._accepted)

@@ -33,8 +33,8 @@ class ClientStats:
     refused: int
     """Upload attempts answered 401, 403, 404 or another 4xx that blames the URL, the ingest
     key or a proxy rather than the reports (a 400 or 422 counts here when it is not the
-    collector's JSON problem document): they are kept and retried (each also counts in
-    ``retries``)."""
+    collector's own refusal, and a 2xx when it is not its acknowledgement): they are kept and
+    retried (each also counts in ``retries``)."""
     specs_refused: int = 0
     """Specs a collector served that this client refused (each name and fingerprint once): a
     change to a spec it had accepted, or an eps above ``max_epsilon``."""

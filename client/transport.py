@@ -3,18 +3,28 @@
 The transport sends bodies the :mod:`.wire` module builds to its two endpoints
 (``POST /v1/reports``, ``GET /v1/metrics``) and classifies each answer:
 
-- accepted (2xx);
-- refused for good: only a 400 or 422 that carries the collector's own problem document
-  (JSON ``{"detail": ...}``) judges the batch itself (the client drops only the reports a
-  422 names, when it names them); a 413, from the collector or a proxy, says the batch is
-  too large (the client splits it rather than dropping it);
-- worth a retry on the next URL: network errors, 5xx, 408 and 429 (honouring
-  ``Retry-After``), and every other 4xx. A 401, 403, 404 or 405 says the endpoint or the
-  credential is wrong *now* (a wrong path, a misrouting proxy, an ingest key rotated before
-  the app caught up), not that the reports are: they are kept (:attr:`SendResult.refused`).
-  So is a 400 or 422 without the problem document, such as a proxy's HTML page ("plain HTTP
-  request sent to HTTPS port"): it says nothing about the reports, and dropping them would
-  waste the privacy budget that made them.
+- accepted: a 2xx whose body is the collector's acknowledgement, ``{"accepted": a,
+  "duplicates": d}`` with whole numbers 0 <= a, d <= the batch's size;
+- refused for good: only a 400 or 422 that is the collector's own refusal judges the batch
+  itself (the client drops only the reports a 422 names, when it names them); a 413, from the
+  collector or a proxy, says the batch is too large (the client splits it rather than
+  dropping it). The collector's refusal is recognised by its structure
+  (:func:`collector_refusal`): served as ``application/json``, a JSON object whose only
+  member is ``detail``, a non-empty string or a non-empty list of ``{"index", "reason"}``
+  objects. A gateway's RFC 9457 document (``application/problem+json``, with ``type``,
+  ``title`` or ``status`` beside its ``detail``) is not it, whatever its text says;
+- worth a retry on the next URL: network errors, an answer past the deadline or the size cap,
+  5xx, 408 and 429 (honouring ``Retry-After``), and every other answer. A 401, 403, 404 or 405
+  says the endpoint or the credential is wrong *now* (a wrong path, a misrouting proxy, an
+  ingest key rotated before the app caught up), not that the reports are: they are kept
+  (:attr:`SendResult.refused`). So is a 400 or 422 that is not the collector's refusal, such
+  as a proxy's HTML page ("plain HTTP request sent to HTTPS port"), and a 2xx that is not its
+  acknowledgement (a captive portal's page, negative counts): it says nothing about the
+  reports, and dropping them would waste the privacy budget that made them.
+
+Every exchange is bounded as a whole, not per read (:mod:`.exchange`): one upload attempt by
+its ``timeout``, one fetch of the specs by its ``timeout`` over all URLs, and the answers by
+size (:data:`MAX_SPECS_BYTES`, :data:`MAX_UPLOAD_ANSWER_BYTES`).
 
 Retry pacing uses exponential backoff with full jitter. It never raises a network error to
 its caller.
@@ -28,6 +38,7 @@ from __future__ import annotations
 
 import email.utils
 import functools
+import json
 import logging
 import random
 import ssl
@@ -37,6 +48,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import InvalidInput
+from .exchange import Answer, AnswerTooLarge, DeadlineExceeded, exchange
 from .wire import METRICS_PATH, REPORTS_PATH
 
 if TYPE_CHECKING:
@@ -47,8 +59,13 @@ log = logging.getLogger("deniable.client")
 MAX_RETRY_AFTER = 3600.0
 """The longest ``Retry-After`` the client obeys, in seconds."""
 FINAL_STATUSES = frozenset({400, 413, 422})
-"""The answers that may judge the batch itself (400 and 422 only with the collector's problem
-document); any other 4xx keeps the reports for a retry."""
+"""The answers that may judge the batch itself (400 and 422 only when they are the collector's
+refusal); any other 4xx keeps the reports for a retry."""
+MAX_SPECS_BYTES = 4 * 1024 * 1024
+"""The largest ``GET /v1/metrics`` answer the client reads (4 MiB, thousands of specs); a
+larger one is refused and the specs already accepted stay in use."""
+MAX_UPLOAD_ANSWER_BYTES = 1024 * 1024
+"""The largest answer to an upload the client reads (a 422 naming 1000 reports is far less)."""
 _TRANSIENT_4XX = frozenset({408, 429})
 
 
@@ -69,11 +86,13 @@ class SendResult:
 
     @property
     def refused(self) -> bool:
-        """A retry after a 4xx that blames the endpoint or the credential (401, 403, 404...)."""
+        """A retry after an answer that blames the endpoint, the credential or something on the
+        way (a 401, 403, 404..., a 400 that is not the collector's, a 2xx that is not its
+        acknowledgement), rather than the collector being busy or down."""
         return (
             self.kind == "retry"
             and self.status is not None
-            and 400 <= self.status < 500
+            and self.status < 500
             and self.status not in _TRANSIENT_4XX
         )
 
@@ -106,20 +125,62 @@ def _tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-def _problem_document(response: httpx.Response) -> dict[str, Any] | None:
-    """The collector's own problem document (a JSON object with ``detail``), or ``None``.
+def collector_refusal(answer: Answer) -> str | list[Any] | None:
+    """The ``detail`` of the collector's own refusal, or ``None`` if ``answer`` is not one.
 
-    The collector answers every refusal this way; anything else (a proxy's HTML page, a
-    captive portal's text) did not come from it and judges nothing about the reports.
+    The collector answers every refusal as ``application/json`` with one member, ``detail``:
+    a message, or (a 422 about reports) a list of ``{"index": i, "reason": ...}``. Anything
+    else did not come from it (a proxy's HTML page, a gateway's ``application/problem+json``
+    with ``type`` and ``title``) and judges nothing about the reports. Recognised by structure,
+    never by the message's text.
     """
-    media = response.headers.get("content-type", "").split(";")[0].strip().lower()
-    if media != "application/json" and not media.endswith("+json"):
+    if answer.media_type != "application/json":
         return None
     try:
-        document = response.json()
+        document = json.loads(answer.body)
     except ValueError:
         return None
-    return document if isinstance(document, dict) and "detail" in document else None
+    if not isinstance(document, dict) or set(document) != {"detail"}:
+        return None
+    detail = document["detail"]
+    if isinstance(detail, str) and detail:
+        return detail
+    if isinstance(detail, list) and detail and all(_is_report_problem(i) for i in detail):
+        return detail
+    return None
+
+
+def _is_report_problem(item: Any) -> bool:
+    """Whether ``item`` has the shape of one entry of the collector's 422 list."""
+    return (
+        isinstance(item, dict)
+        and set(item) == {"index", "reason"}
+        and (item["index"] is None or _is_count(item["index"]))
+        and isinstance(item["reason"], str)
+    )
+
+
+def _is_count(value: Any) -> bool:
+    """A whole number >= 0 (a JSON ``true`` is not one)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def acknowledgement(answer: Answer, count: int) -> tuple[int, int] | None:
+    """``(accepted, duplicates)`` from the collector's 2xx answer to a batch of ``count``
+    reports, or ``None`` if the body is not that acknowledgement (a captive portal's page,
+    negative or fractional counts, counts above the batch's size)."""
+    try:
+        document = json.loads(answer.body)
+    except ValueError:
+        return None
+    if not isinstance(document, dict):
+        return None
+    accepted, duplicates = document.get("accepted"), document.get("duplicates")
+    if not (_is_count(accepted) and _is_count(duplicates)):
+        return None
+    if accepted > count or duplicates > count:
+        return None
+    return accepted, duplicates
 
 
 def _bad_indices(detail: Any) -> frozenset[int] | None:
@@ -181,7 +242,11 @@ class Transport:
         self.backoff_cap = backoff_cap
         self._current = 0
         self._jitter = jitter or random.Random()
-        headers = {"Content-Type": "application/json", "User-Agent": "deniable-client"}
+        headers = {
+            "Content-Type": "application/json",
+            "User-Agent": "deniable-client",
+            "Accept-Encoding": "identity",
+        }
         if ingest_key:
             headers["Authorization"] = f"Bearer {ingest_key}"
         self._http = httpx.Client(
@@ -190,6 +255,7 @@ class Transport:
             trust_env=False,
             verify=_tls_context() if transport is None else True,
             transport=transport,
+            limits=httpx.Limits(max_keepalive_connections=0),  # see .exchange: one per exchange
         )
 
     @property
@@ -202,41 +268,46 @@ class Transport:
         self._current = (self._current + 1) % len(self.urls)
 
     def send(self, body: bytes, count: int, timeout: float | None = None) -> SendResult:
-        """One attempt to deliver a batch of ``count`` reports encoded as ``body``."""
+        """One attempt to deliver a batch of ``count`` reports encoded as ``body``, over in at
+        most ``timeout`` seconds (default :attr:`timeout`) whatever the server does."""
         url = self.url
         try:
-            response = self._http.post(
-                f"{url}{REPORTS_PATH}", content=body, timeout=timeout or self.timeout
+            answer = exchange(
+                self._http,
+                "POST",
+                f"{url}{REPORTS_PATH}",
+                seconds=timeout or self.timeout,
+                limit=MAX_UPLOAD_ANSWER_BYTES,
+                content=body,
             )
-        except self._httpx.HTTPError as exc:
+        except (self._httpx.HTTPError, AnswerTooLarge, DeadlineExceeded) as exc:
             self._fail_over()
-            return SendResult("retry", reason=type(exc).__name__, url=url)
-        status = response.status_code
+            return SendResult("retry", reason=_why(exc), url=url)
+        status = answer.status
         if 200 <= status < 300:
-            try:
-                answer = response.json()
-                accepted = int(answer.get("accepted", count))
-                duplicates = int(answer.get("duplicates", 0))
-            except (ValueError, TypeError, AttributeError):
-                accepted, duplicates = count, 0
-            return SendResult("accepted", accepted, duplicates, status, url=url)
-        document = _problem_document(response) if status in FINAL_STATUSES else None
-        if document is not None or status == 413:
-            detail = document["detail"] if document is not None else "too large"
+            counts = acknowledgement(answer, count)
+            if counts is not None:
+                return SendResult("accepted", *counts, status=status, url=url)
+        detail = collector_refusal(answer) if status in FINAL_STATUSES else None
+        if detail is not None or status == 413:
             return SendResult(
                 "rejected",
                 status=status,
-                reason=str(detail)[:200],
+                reason=str(detail if detail is not None else "too large")[:200],
                 bad_indices=_bad_indices(detail) if status == 422 else None,
                 url=url,
             )
         self._fail_over()
-        foreign = " (not the collector's problem document)" if status in FINAL_STATUSES else ""
+        foreign = ""
+        if status in FINAL_STATUSES:
+            foreign = " (not the collector's problem document)"
+        elif status < 300:
+            foreign = " (not the collector's acknowledgement)"
         return SendResult(
             "retry",
             status=status,
             reason=f"HTTP {status}{foreign}",
-            retry_after=parse_retry_after(response.headers.get("Retry-After")),
+            retry_after=parse_retry_after(answer.headers.get("Retry-After")),
             url=url,
         )
 
@@ -257,46 +328,68 @@ class Transport:
         return delay
 
     def fetch_metrics(
-        self, timeout: float | None = None, *, fail_over: bool = True
+        self, deadline: float | None = None, *, fail_over: bool = True
     ) -> list[dict[str, Any]] | None:
         """The metric specs from the first collector that answers, or ``None`` (and why, in
-        :attr:`fetch_failure`). Uploads go on to the URL that answered, unless ``fail_over``
-        is false (a look that must not change where uploads go)."""
+        :attr:`fetch_failure`). Over by ``deadline`` (monotonic; default :attr:`timeout`
+        from now) whatever the servers do: each URL not yet tried gets an equal share of the
+        time left. Uploads go on to the URL that answered, unless ``fail_over`` is false (a
+        look that must not change where uploads go)."""
+        if deadline is None:
+            deadline = time.monotonic() + self.timeout
         failures = []
         start = self._current
         for step in range(len(self.urls)):
             url = self.urls[(start + step) % len(self.urls)]
+            share = (deadline - time.monotonic()) / (len(self.urls) - step)
             try:
-                metrics = self._get_metrics(url, timeout or self.timeout)
+                if share <= 0:
+                    raise DeadlineExceeded("no time left")
+                metrics = self._get_metrics(url, share)
                 if isinstance(metrics, list):
                     if fail_over:
                         self._current = (start + step) % len(self.urls)
                     return metrics
                 why = f"HTTP {metrics}"
-            except (self._httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
-                why = type(exc).__name__
+            except (
+                self._httpx.HTTPError,
+                AnswerTooLarge,
+                DeadlineExceeded,
+                ValueError,
+                KeyError,
+                TypeError,
+            ) as exc:
+                why = _why(exc)
             failures.append(f"GET {url}{METRICS_PATH}: {why}")
             log.warning("could not fetch metric specs with GET %s%s: %s", url, METRICS_PATH, why)
         self.fetch_failure = "; ".join(failures)
         return None
 
-    def _get_metrics(self, url: str, timeout: float) -> list[Any] | int:
-        """``GET /v1/metrics`` from ``url``: the served list, or the status of a failed answer.
+    def _get_metrics(self, url: str, seconds: float) -> list[Any] | int:
+        """``GET /v1/metrics`` from ``url`` within ``seconds``: the served list, or the status
+        of a failed answer.
 
         The list last served by ``url`` is kept with its ETag and asked for again with
         ``If-None-Match``, so an unchanged registry costs the collector a 304, not a rendering.
         """
         known = self._registry.get(url)
         headers = {"If-None-Match": known[0]} if known else {}
-        response = self._http.get(f"{url}{METRICS_PATH}", timeout=timeout, headers=headers)
-        if response.status_code == 304 and known:
+        answer = exchange(
+            self._http,
+            "GET",
+            f"{url}{METRICS_PATH}",
+            seconds=seconds,
+            limit=MAX_SPECS_BYTES,
+            headers=headers,
+        )
+        if answer.status == 304 and known:
             return known[1]
-        if response.status_code != 200:
-            return response.status_code
-        metrics = response.json()["metrics"]
+        if answer.status != 200:
+            return answer.status
+        metrics = json.loads(answer.body)["metrics"]
         if not isinstance(metrics, list):
-            return response.status_code
-        etag = response.headers.get("etag")
+            return answer.status
+        etag = answer.headers.get("etag")
         if etag:
             self._registry[url] = (etag, metrics)
         return metrics
@@ -304,3 +397,10 @@ class Transport:
     def close(self) -> None:
         """Release the HTTP connections."""
         self._http.close()
+
+
+def _why(exc: Exception) -> str:
+    """A failed exchange in a few words: the deadline or the cap it broke, or the error's type."""
+    if isinstance(exc, DeadlineExceeded | AnswerTooLarge):
+        return str(exc)
+    return type(exc).__name__

@@ -4,11 +4,15 @@ The rules for each answer (the transport classifies them):
 
 - accepted: the batch leaves the outbox (``delivered``; ``duplicates`` the collector held);
 - 413 (too large, from the collector or a proxy): split, not dropped (:meth:`Uploader._split_after_413`);
-- 400 or 422 with the collector's own problem document: dropped (``dropped_rejected``), only
+- 400 or 422 that is the collector's own refusal: dropped (``dropped_rejected``), only
   the reports a 422 names when it names them;
-- anything else (network errors, 5xx, 408, 429, and every other 4xx, or a 400 or 422 with
-  another body): the reports stay and are retried on the next URL with backoff (``retries``;
-  ``refused`` for a 4xx that blames the URL, the ingest key or a proxy).
+- anything else (network errors, an attempt past its deadline, 5xx, 408, 429, every other
+  4xx, a 400 or 422 with another body, a 2xx that is not the collector's acknowledgement):
+  the reports stay and are retried on the next URL with backoff (``retries``; ``refused`` for
+  an answer that blames the URL, the ingest key or a proxy).
+
+A batch in flight is never trimmed for a full outbox (:meth:`.Outbox.fly`): the collector may
+be storing it, and a report it acknowledges is ``delivered``, never dropped.
 
 Network trouble is never raised to the caller.
 """
@@ -99,13 +103,25 @@ class Uploader:
             self._lock.release()
 
     def _upload_batch(self, deadline: float | None) -> UploadOutcome:
-        """The body of :meth:`upload_once`, under the upload lock.
-
-        Sends the oldest chunks up to the batch cap; a chunk stored before the cap shrank is
-        sent a leading slice at a time (its reports keep their ids and order)."""
+        """The body of :meth:`upload_once`, under the upload lock: the oldest chunks up to the
+        batch cap fly (no trim for a full outbox takes them meanwhile) until the answer is
+        dealt with; a trim that waited for them then drops them if they are still there."""
         batch = self._outbox.peek(self._batch_cap, MAX_BODY_BYTES)
         if not batch:
             return UploadOutcome.EMPTY
+        self._outbox.fly(batch)
+        try:
+            return self._send_batch(batch, deadline)
+        finally:
+            dropped = self._outbox.land()
+            if dropped:
+                with self._counters.lock:
+                    self._counters.dropped_queue_full += dropped
+                log.warning("outbox full: dropped the %d oldest reports", dropped)
+
+    def _send_batch(self, batch: list[Chunk], deadline: float | None) -> UploadOutcome:
+        """Send a peeked batch and act on the answer. A chunk stored before the cap shrank is
+        sent a leading slice at a time (its reports keep their ids and order)."""
         sent = batch
         if batch[0].count > self._batch_cap:
             head = split_reports(batch[0].reports)[: self._batch_cap]
@@ -128,7 +144,7 @@ class Uploader:
             return self._drop_named(batch, bad, count, result)
         removed = self._forget(batch, count)
         counters = self._counters
-        with counters.lock:  # a report a full outbox dropped in flight was counted then
+        with counters.lock:
             if result.kind == "accepted":
                 self._largest_accepted = max(self._largest_accepted, count)
                 counters.delivered += removed
@@ -205,8 +221,8 @@ class Uploader:
 
     def _forget(self, batch: list[Chunk], count: int) -> int:
         """Remove the first ``count`` reports of a peeked batch (all of it, or a leading slice
-        of its one chunk); returns how many were removed, which is fewer than ``count`` when
-        a full outbox dropped some while they were in flight (already counted then)."""
+        of its one chunk); returns how many were removed (all of them: no trim takes reports
+        in flight)."""
         if count == sum(c.count for c in batch):
             return self._outbox.remove(c.seq for c in batch)
         return self._outbox.drop_reports(batch, frozenset(range(count)))

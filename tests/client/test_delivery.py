@@ -7,6 +7,7 @@ test needs: those drive the client through ``httpx.MockTransport`` with a functi
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import threading
 import time
@@ -325,11 +326,9 @@ def test_the_queue_is_bounded_dropping_the_oldest(tmp_path: Path) -> None:
     assert periods == [m.date().isoformat() for m in moments[-10:]]
 
 
-def test_a_batch_a_full_outbox_drops_in_flight_then_acknowledged_counts_once(
-    collector: StubCollector, tmp_path: Path
-) -> None:
-    """Every admitted report ends in exactly one counter: the trim that dropped an in-flight
-    batch counted it, so the acknowledgement that follows must not count it again."""
+def _fill_while_a_batch_flies(collector: StubCollector, tmp_path: Path) -> Client:
+    """A client (``max_queue`` 5, batches of 5) whose first 5 reports are held in flight by the
+    stub while 5 more are committed: a full outbox, with the oldest half in flight."""
     collector.hold = threading.Event()
     client = make_client(
         collector.url,
@@ -346,13 +345,46 @@ def test_a_batch_a_full_outbox_drops_in_flight_then_acknowledged_counts_once(
         time.sleep(0.02)
     assert collector.held == 1, "the first batch is in flight"
     record_many(client, 5)
-    while client.stats.dropped_queue_full < 5 and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert client.stats.dropped_queue_full == 5, "the new reports pushed the in-flight ones out"
-    collector.hold.set()
+    assert client.flush(timeout=0.5) is False, "flush commits; the upload is still held"
+    return client
+
+
+def test_a_full_outbox_leaves_the_batch_in_flight_and_acknowledged_reports_are_delivered(
+    collector: StubCollector, tmp_path: Path
+) -> None:
+    """Reports the collector acknowledges are never counted as dropped (issue 24): the trim for
+    a full outbox neither takes the batch in flight nor counts it against ``max_queue``."""
+    client = _fill_while_a_batch_flies(collector, tmp_path)
+    stats = client.stats
+    assert (stats.queued, stats.dropped_queue_full) == (10, 0)
+    collector.hold.set()  # type: ignore[union-attr]
     assert client.flush(timeout=20)
     client.close()
     assert len(collector.stored) == 10
+    stats = client.stats
+    assert (stats.admitted, stats.delivered, stats.dropped_queue_full) == (10, 10, 0)
+    assert (stats.dropped_rejected, stats.duplicates, stats.queued) == (0, 0, 0)
+
+
+def test_a_batch_in_flight_that_fails_is_then_the_oldest_and_a_full_outbox_drops_it(
+    collector: StubCollector, tmp_path: Path
+) -> None:
+    """Once its upload fails, the batch that flew is the oldest: the outbox trims back to
+    ``max_queue`` at once, dropping it (counted once), and the newer reports are delivered."""
+    client = _fill_while_a_batch_flies(collector, tmp_path)
+    collector.answer_status = 503
+    collector.hold.set()  # type: ignore[union-attr]
+    deadline = time.monotonic() + 20
+    while client.stats.dropped_queue_full < 5 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert client.stats.dropped_queue_full == 5
+    assert client.stats.queued == 5
+    collector.answer_status = None
+    assert client.flush(timeout=20)
+    client.close()
+    first = {r["id"] for r in json.loads(collector.bodies[0])["reports"]}
+    assert len(first) == 5 and len(collector.stored) == 5
+    assert not first & set(collector.stored), "the oldest (failed) batch was the one dropped"
     stats = client.stats
     assert (stats.admitted, stats.delivered, stats.dropped_queue_full) == (10, 5, 5)
     assert (stats.dropped_rejected, stats.duplicates, stats.queued) == (0, 0, 0)

@@ -134,7 +134,7 @@ def test_the_apps_specs_in_code_must_fit_its_ceiling_and_win_over_cached_ones(
     with pytest.raises(ValueError, match=r"metric greedy: epsilon 8 is above max_epsilon 4;"):
         Client(url, state_dir=tmp_path, metrics=[DARK_MODE, GREEDY])
     for bad in (0.0, 25.0, float("nan")):
-        with pytest.raises(ValueError, match="max_epsilon must be in"):
+        with pytest.raises(ValueError, match="max_epsilon must be a number in"):
             Client(url, state_dir=tmp_path, metrics=SPECS, max_epsilon=bad)
     with running(SPECS) as stub:
         fast_client(stub.url, tmp_path).close()

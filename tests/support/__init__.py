@@ -14,6 +14,7 @@
 - ``randomness``: a fast seeded randomness source for mechanisms.
 - ``transitions``: a randomizer's exact output distribution, read off its code.
 - ``stub_collector``: a small collector-shaped HTTP server with fault injection (client tests).
+- ``hostile_server``: a loopback server answering a byte a second, or without end (client tests).
 """
 
 from .clock import TEST_NOW, Clock

@@ -1,0 +1,133 @@
+"""SDK timeouts are deadlines, and answers are capped in size (issue 24, item 6).
+
+A real loopback server answers one byte a second, which never trips a per-read timeout: a
+client's ``timeout`` and ``flush(timeout)`` must still bound the whole exchange. A spec answer
+without end (or declaring 400 MB) is cut at the cap, and the client goes on with the specs it
+cached. Times are taken on the monotonic clock and only bounded above, with t = 2 s and one
+second to spare, so a loaded machine does not fail them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import pytest
+from deniable.client import MetricSpec
+from deniable.client.transport import MAX_SPECS_BYTES
+
+from tests.support.hostile_server import (
+    Script,
+    endless,
+    head,
+    hostile,
+    json_answer,
+    trickled,
+    whole,
+)
+from tests.support.stub_collector import eventually, fast_client, running
+
+SPECS = [MetricSpec.boolean("dark_mode", epsilon=0.5)]
+T = 2.0
+"""The timeout the tests give; each call must return within T + 1 s."""
+SPEC_LIST = json_answer(200, {"metrics": [s.to_dict() for s in SPECS]})
+ACK = json_answer(202, {"accepted": 1, "duplicates": 0})
+
+
+def _trickle(answer: bytes, phase: str) -> Script:
+    """``answer`` sent a byte a second, from its first byte or from its body's."""
+    at_once = 0 if phase == "headers" else answer.index(b"\r\n\r\n") + 4
+    return trickled(answer, at_once=at_once)
+
+
+@pytest.mark.parametrize("phase", ["headers", "body"])
+def test_a_client_fetching_specs_at_start_returns_within_its_timeout(
+    tmp_path: Path, phase: str
+) -> None:
+    with hostile({"/v1/metrics": _trickle(SPEC_LIST, phase)}) as server:
+        started = time.monotonic()
+        client = fast_client(server.url, tmp_path, timeout=T)
+        elapsed = time.monotonic() - started
+        try:
+            assert elapsed < T + 1, f"Client(timeout={T}) took {elapsed:.1f} s"
+            assert client.metrics == {}
+            assert server.requests == ["/v1/metrics"]
+            assert any(f"no complete answer within {T:.1f} s" in p for p in client.problems())
+            assert client.record("dark_mode", True), "held until specs arrive"
+        finally:
+            client.close(timeout=0.1)
+
+
+@pytest.mark.parametrize("phase", ["headers", "body"])
+def test_flush_against_a_trickling_collector_returns_within_its_timeout(
+    tmp_path: Path, phase: str
+) -> None:
+    """The client's own ``timeout`` (30 s) is longer: flush's deadline binds the upload."""
+    scripts = {"/v1/metrics": whole(SPEC_LIST), "/v1/reports": _trickle(ACK, phase)}
+    with hostile(scripts) as server:
+        client = fast_client(server.url, tmp_path, metrics=SPECS, timeout=30.0)
+        try:
+            assert client.record("dark_mode", True)
+            started = time.monotonic()
+            delivered = client.flush(timeout=T)
+            elapsed = time.monotonic() - started
+            assert elapsed < T + 1, f"flush(timeout={T}) took {elapsed:.1f} s"
+            assert delivered is False
+            assert "/v1/reports" in server.requests
+            stats = client.stats
+            assert (stats.queued, stats.delivered, stats.dropped_rejected) == (1, 0, 0)
+        finally:
+            client.close(timeout=0.1)
+
+
+def test_an_upload_attempt_in_the_background_is_bounded_by_the_clients_timeout(
+    tmp_path: Path,
+) -> None:
+    """Each attempt of the upload thread ends at ``timeout``, so the next one goes out (and a
+    trickling collector costs retries, never a stuck thread)."""
+    scripts = {"/v1/metrics": whole(SPEC_LIST), "/v1/reports": _trickle(ACK, "headers")}
+    with hostile(scripts) as server:
+        client = fast_client(server.url, tmp_path, metrics=SPECS, timeout=1.0, flush_interval=0.1)
+        try:
+            assert client.record("dark_mode", True)
+            deadline = time.monotonic() + 30
+            while server.requests.count("/v1/reports") < 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert server.requests.count("/v1/reports") >= 3, "attempts after the first went out"
+            assert client.stats.retries >= 2
+        finally:
+            client.close(timeout=0.1)
+
+
+@pytest.mark.parametrize("kind", ["endless", "declared"])
+def test_a_spec_answer_over_the_cap_is_refused_and_the_cached_specs_stay(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, kind: str
+) -> None:
+    with running(SPECS) as stub:
+        fast_client(stub.url, tmp_path).close()  # caches the specs in state_dir
+    if kind == "endless":
+        script = endless(head(200, {"Content-Type": "application/json", "Connection": "close"}))
+    else:
+        declared = {"Content-Type": "application/json", "Content-Length": str(400 * 2**20)}
+        script = whole(head(200, declared) + b'{"metrics": [')
+    with hostile({"/v1/metrics": script}) as server:
+        client = fast_client(server.url, tmp_path, timeout=30.0)
+        try:
+            assert client.metrics == {s.name: s for s in SPECS}, "the cached specs"
+            started = time.monotonic()
+            with caplog.at_level(logging.WARNING, logger="deniable.client"):
+                assert client.flush(timeout=20) is True  # nothing queued; fetches the specs
+            assert time.monotonic() - started < 20, "cut at the cap, not at the deadline"
+            assert server.requests == ["/v1/metrics"]
+            refused = [r.getMessage() for r in caplog.records if "metric specs" in r.getMessage()]
+            assert len(refused) == 1
+            assert f"{MAX_SPECS_BYTES:,} bytes" in refused[0]
+            assert client.metrics == {s.name: s for s in SPECS}
+            assert client.record("dark_mode", True)
+        finally:
+            client.close(timeout=0.1)
+    if kind == "endless":
+        # every answer ended (the client hung up); the spec answer is the largest
+        assert eventually(lambda: len(server.sent) == len(server.requests))
+        assert MAX_SPECS_BYTES < max(server.sent) < MAX_SPECS_BYTES + 64 * 2**20
