@@ -17,10 +17,11 @@ import time
 from pathlib import Path
 
 import pytest
-from deniable.client import AsyncClient, Client, MetricSpec, specsource
+from deniable.client import AsyncClient, Client, InvalidInput, MetricSpec, specsource
 from deniable.client.specsource import DEFAULT_MAX_EPSILON, SPECS_FILE
 
 from tests.support import free_port
+from tests.support.hostile_server import hostile, json_answer, whole
 from tests.support.stub_collector import eventually, fast_client, running
 
 CATEGORIES = ["chrome", "firefox", "safari", "other"]
@@ -133,8 +134,8 @@ def test_the_apps_specs_in_code_must_fit_its_ceiling_and_win_over_cached_ones(
     url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(ValueError, match=r"metric greedy: epsilon 8 is above max_epsilon 4;"):
         Client(url, state_dir=tmp_path, metrics=[DARK_MODE, GREEDY])
-    for bad in (0.0, 25.0, float("nan")):
-        with pytest.raises(ValueError, match="max_epsilon must be a number in"):
+    for bad in (0.0, 25.0, float("nan"), True, "4"):
+        with pytest.raises(InvalidInput, match="max_epsilon must be a number in"):
             Client(url, state_dir=tmp_path, metrics=SPECS, max_epsilon=bad)
     with running(SPECS) as stub:
         fast_client(stub.url, tmp_path).close()
@@ -174,3 +175,75 @@ def test_a_proxys_html_answer_keeps_the_reports_until_the_collector_takes_them(
     assert set(stub.deliveries.values()) == {1}
     stats = client.stats
     assert (stats.admitted, stats.delivered, stats.dropped_rejected, stats.queued) == (5, 5, 0, 0)
+
+
+@pytest.mark.parametrize(
+    ("argument", "value"),
+    [
+        ("max_epsilon", True),
+        ("batch_size", True),
+        ("batch_size", 10.0),
+        ("max_queue", False),
+        ("max_queue", "100"),
+        ("timeout", True),
+        ("timeout", float("inf")),
+        ("flush_interval", "1"),
+        ("backoff_cap", float("nan")),
+        ("persist_interval", True),
+    ],
+)
+def test_constructor_arguments_are_typed_strictly_before_the_state_dir_is_touched(
+    tmp_path: Path, argument: str, value: object
+) -> None:
+    """A bool is not a number: ``max_epsilon=True`` is refused, not taken as 1.0 (issue 24)."""
+    state_dir = tmp_path / "state"
+    with pytest.raises(InvalidInput, match=f"^{argument} must be"):
+        Client("http://127.0.0.1:9", state_dir=state_dir, metrics=SPECS, **{argument: value})
+    assert not state_dir.exists()
+
+
+GATEWAY_400 = json_answer(
+    400,
+    {"type": "about:blank", "title": "Bad Request", "status": 400, "detail": "invalid request"},
+    media="application/problem+json",
+)
+"""A gateway's RFC 9457 answer: it has a ``detail``, but the collector never sent it."""
+
+
+def test_a_gateways_problem_document_and_a_bad_acknowledgement_keep_the_reports(
+    tmp_path: Path,
+) -> None:
+    """Neither a gateway's problem+json 400 nor a 202 claiming ``"duplicates": -5`` moves a
+    counter: the reports stay queued until the collector acknowledges them (issue 24, item 9)."""
+    scripts = {
+        "/v1/metrics": whole(json_answer(200, {"metrics": [s.to_dict() for s in SPECS]})),
+        "/v1/reports": whole(GATEWAY_400),
+    }
+    with hostile(scripts) as server:
+        client = fast_client(server.url, tmp_path, metrics=SPECS, max_reports_per_period=5)
+        for _ in range(5):
+            assert client.record("browser", "firefox")
+        assert client.flush(timeout=1.0) is False
+        stats = client.stats
+        assert (stats.queued, stats.delivered, stats.dropped_rejected) == (5, 0, 0)
+        assert stats.refused >= 1
+        assert any(
+            "HTTP 400 (not the collector's problem document)" in p for p in client.problems()
+        )
+
+        server.scripts["/v1/reports"] = whole(json_answer(202, {"accepted": 5, "duplicates": -5}))
+        assert client.flush(timeout=1.0) is False
+        stats = client.stats
+        assert (stats.queued, stats.delivered, stats.duplicates, stats.dropped_rejected) == (
+            5,
+            0,
+            0,
+            0,
+        )
+
+        server.scripts["/v1/reports"] = whole(json_answer(202, {"accepted": 3, "duplicates": 2}))
+        assert client.flush(timeout=10)
+        client.close()
+    stats = client.stats
+    assert (stats.admitted, stats.delivered, stats.duplicates) == (5, 5, 2)
+    assert (stats.queued, stats.dropped_rejected, stats.dropped_queue_full) == (0, 0, 0)

@@ -5,14 +5,22 @@ document) and which keep it for a retry."""
 from __future__ import annotations
 
 import email.utils
+import json
 import math
 import random
 import time
+from typing import Any
 
 import httpx
 import pytest
 from deniable.client import MetricSpec
-from deniable.client.transport import MAX_RETRY_AFTER, Transport, _bad_indices, parse_retry_after
+from deniable.client.transport import (
+    MAX_RETRY_AFTER,
+    SendResult,
+    Transport,
+    _bad_indices,
+    parse_retry_after,
+)
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support import RunningCollector, register, unique_name
@@ -175,3 +183,86 @@ def test_spec_refreshes_ask_with_the_etag_and_reuse_an_unchanged_list(
     assert first is not None and again == first
     assert _answers_304(collector) == before + 1, "the second fetch was a conditional 304"
     assert changed is not None and added.to_dict() in changed and len(changed) == len(first) + 1
+
+
+GATEWAY_PROBLEM = {
+    "type": "https://gateway.example/problems/bad-request",
+    "title": "Bad Request",
+    "status": 400,
+    "detail": "request rejected by the gateway",
+}
+"""An API gateway's RFC 9457 problem document: it has a ``detail``, but is not the collector's."""
+
+
+def _send_answered(answer: httpx.Response, count: int = 0) -> tuple[SendResult, str]:
+    """What one upload attempt makes of ``answer``, and the URL the next attempt goes to."""
+    mock = httpx.MockTransport(lambda request: answer)
+    transport = Transport([URL, SPARE], ingest_key=None, timeout=2.0, transport=mock)
+    try:
+        return transport.send(b'{"reports":[]}', count), transport.url
+    finally:
+        transport.close()
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "media", "kind"),
+    [
+        (400, {"detail": "request body is not valid JSON"}, "application/json", "rejected"),
+        (422, {"detail": [{"index": 0, "reason": "bad"}]}, "application/json", "rejected"),
+        (422, {"detail": [{"index": None, "reason": "shape"}]}, "application/json", "rejected"),
+        (400, GATEWAY_PROBLEM, "application/problem+json", "retry"),
+        (400, GATEWAY_PROBLEM, "application/json", "retry"),
+        (400, {"detail": "the collector's words"}, "application/problem+json", "retry"),
+        (400, {"detail": ""}, "application/json", "retry"),
+        (400, {"detail": {"message": "x"}}, "application/json", "retry"),
+        (
+            422,
+            {"detail": [{"loc": ["body"], "msg": "x", "type": "y"}]},
+            "application/json",
+            "retry",
+        ),
+        (422, {"detail": [{"index": True, "reason": "x"}]}, "application/json", "retry"),
+        (422, {"detail": []}, "application/json", "retry"),
+    ],
+)
+def test_only_the_collectors_own_refusal_judges_the_batch_by_its_structure(
+    status: int, body: dict[str, Any], media: str, kind: str
+) -> None:
+    """A 400 or 422 drops reports only when it is the collector's refusal: ``application/json``
+    with ``detail`` alone, a message or a list of ``{index, reason}``; a gateway's problem
+    document with a ``detail`` keeps them, whatever its text (issue 24, item 9)."""
+    answer = httpx.Response(status, content=json.dumps(body), headers={"Content-Type": media})
+    result, next_url = _send_answered(answer)
+    assert (result.kind, result.status) == (kind, status)
+    assert result.refused is (kind == "retry")
+    assert next_url == (URL if kind == "rejected" else SPARE)
+
+
+@pytest.mark.parametrize(
+    ("body", "counts"),
+    [
+        ({"accepted": 3, "duplicates": 2}, (3, 2)),
+        ({"accepted": 0, "duplicates": 5}, (0, 5)),
+        ({"accepted": 10, "duplicates": -5}, None),
+        ({"accepted": -1, "duplicates": 0}, None),
+        ({"accepted": 2.5, "duplicates": 0}, None),
+        ({"accepted": True, "duplicates": 0}, None),
+        ({"accepted": "5", "duplicates": 0}, None),
+        ({"accepted": 6, "duplicates": 0}, None),
+        ({"accepted": 5}, None),
+        ([5, 0], None),
+        ("<html>captive portal</html>", None),
+    ],
+)
+def test_a_2xx_counts_only_as_the_collectors_acknowledgement(
+    body: Any, counts: tuple[int, int] | None
+) -> None:
+    """A 2xx acknowledges a batch of 5 only with whole counts from 0 to 5; anything else
+    (negative duplicates, a captive portal's page) keeps the reports for a retry."""
+    content = body if isinstance(body, str) else json.dumps(body)
+    result, _ = _send_answered(httpx.Response(202, content=content), count=5)
+    if counts is None:
+        assert (result.kind, result.refused) == ("retry", True)
+        assert result.reason == "HTTP 202 (not the collector's acknowledgement)"
+    else:
+        assert (result.kind, result.accepted, result.duplicates) == ("accepted", *counts)

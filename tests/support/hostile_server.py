@@ -28,10 +28,10 @@ def head(status: int, headers: dict[str, str]) -> bytes:
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
-def json_answer(status: int, document: Any) -> bytes:
-    """A complete JSON answer."""
+def json_answer(status: int, document: Any, media: str = "application/json") -> bytes:
+    """A complete JSON answer (``media`` its ``Content-Type``)."""
     body = json.dumps(document).encode()
-    headers = {"Content-Type": "application/json", "Content-Length": str(len(body))}
+    headers = {"Content-Type": media, "Content-Length": str(len(body))}
     return head(status, headers) + body
 
 
