@@ -5,8 +5,9 @@ never trips it, in the headers or in the body. :func:`exchange` enforces a monot
 on connect, send, headers and body together: a watchdog shuts the connection's socket down
 when the deadline passes (the blocked read then fails at once), and the body is streamed,
 checking the deadline and the byte cap between chunks, so a huge answer is refused before it
-is held in memory. Each exchange opens its own connection (no keep-alive), so the watchdog
-always knows the socket (httpx's ``trace`` extension names it when it connects).
+is held in memory. Each exchange opens its own connection (the transport asks for
+``Connection: close``, whatever httpx transport it is given), so the watchdog always knows the
+socket: httpx's ``trace`` extension names it when it connects.
 """
 
 from __future__ import annotations

@@ -246,6 +246,7 @@ class Transport:
             "Content-Type": "application/json",
             "User-Agent": "deniable-client",
             "Accept-Encoding": "identity",
+            "Connection": "close",  # one connection per exchange, for its watchdog (.exchange)
         }
         if ingest_key:
             headers["Authorization"] = f"Bearer {ingest_key}"
@@ -255,7 +256,6 @@ class Transport:
             trust_env=False,
             verify=_tls_context() if transport is None else True,
             transport=transport,
-            limits=httpx.Limits(max_keepalive_connections=0),  # see .exchange: one per exchange
         )
 
     @property
