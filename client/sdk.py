@@ -159,6 +159,7 @@ class Client:
         backoff_cap: float = 300.0,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
+        fetched_by = time.monotonic() + timeout if _is_real(timeout) else None
         _check_tuning(
             batch_size,
             max_queue,
@@ -206,7 +207,7 @@ class Client:
                 clock=clock,
                 randomness=randomness,
             )
-            self._recorder.install(self._specs.start(metrics))
+            self._recorder.install(self._specs.start(metrics, fetched_by))
             undo.pop_all()
         self._uploader = Uploader(
             self._outbox,

@@ -114,9 +114,14 @@ class SpecSource:
         self._refresh = False
         self._next_fetch = 0.0
 
-    def start(self, in_code: Sequence[MetricSpec | Mapping[str, Any]] | None) -> list[MetricSpec]:
+    def start(
+        self,
+        in_code: Sequence[MetricSpec | Mapping[str, Any]] | None,
+        deadline: float | None = None,
+    ) -> list[MetricSpec]:
         """The specs to record first: the app's (``in_code``, specs or their JSON form), else
-        the cached ones, else the ones fetched now (none if the collector cannot be reached)."""
+        the cached ones, else the ones fetched now, by ``deadline`` (none if the collector
+        cannot be reached by then)."""
         if in_code is not None:
             self._in_code = self._within_app_ceiling([as_spec(item) for item in in_code])
             return self._chosen(self._in_code)
@@ -124,7 +129,7 @@ class SpecSource:
         if cached is not None:
             self._refresh = True
             return cached
-        return self._fetch(None) or []
+        return self._fetch(deadline) or []
 
     def note_unknown(self, metric: str) -> None:
         """A ``record()`` for a metric without a spec: the app's mistake if it passed its specs

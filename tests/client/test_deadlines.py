@@ -53,7 +53,7 @@ def test_a_client_fetching_specs_at_start_returns_within_its_timeout(
             assert elapsed < T + 1, f"Client(timeout={T}) took {elapsed:.1f} s"
             assert client.metrics == {}
             assert server.requests == ["/v1/metrics"]
-            assert any(f"no complete answer within {T:.1f} s" in p for p in client.problems())
+            assert any("no complete answer within" in p for p in client.problems())
             assert client.record("dark_mode", True), "held until specs arrive"
         finally:
             client.close(timeout=0.1)
