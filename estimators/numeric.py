@@ -21,9 +21,9 @@ One period:
   variance is smaller). A plain t-interval undercovers when a few dozen devices miss a rare
   value at a bound (eps 8, n 20, 5% at the upper bound: 72% coverage); with the allowance the
   lowest coverage over duchi, pm and hybrid, eps 0.25-8, n 10-100,000, fixed and iid, a
-  two-point and a skewed population is about 94-95% (bench/mean_coverage.py prints the
-  table). The cost is width where the spread dominates the noise: at eps 8 about 1.3 times
-  the Wald width at n = 1,000 and 1.03 at 100,000; at eps <= 1 within 4% from n = 1,000.
+  two-point and a skewed population is 0.946 (bench/mean_coverage.py prints the table). The
+  cost is width where the spread dominates the noise: iid at eps 8, 1.3-1.4 times the Wald
+  width at n = 1,000 and 1.03-1.04 at 100,000; at eps <= 1 within 4% from n = 1,000.
   ``std_error`` is the plain sqrt(max(s^2, floor)/n). :func:`mean_half_width` gives the
   planner this interval's half-width.
 
