@@ -88,7 +88,7 @@ if TYPE_CHECKING:
         mechanism_sweep,
     )
     from .frequency import estimate
-    from .numeric import estimate_mean, in_value_units
+    from .numeric import estimate_mean, in_value_units, mean_half_width
     from .quantiles import cdf_band, estimate_quantiles, quantile_intervals
     from .reports import estimate_reports, report_counts, report_sums
     from .support import support_matrix
@@ -117,7 +117,7 @@ __getattr__ = lazy_exports(
             "mechanism_sweep",
         ),
         ".frequency": ("estimate",),
-        ".numeric": ("estimate_mean", "in_value_units"),
+        ".numeric": ("estimate_mean", "in_value_units", "mean_half_width"),
         ".quantiles": ("cdf_band", "estimate_quantiles", "quantile_intervals"),
         ".reports": ("estimate_reports", "report_counts", "report_sums"),
         ".support": ("support_matrix",),
@@ -173,6 +173,7 @@ __all__ = [
     "in_value_units",
     "margin_of_error",
     "mean_document",
+    "mean_half_width",
     "mean_margin",
     "mean_reports_needed",
     "mean_series_document",
