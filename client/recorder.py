@@ -343,7 +343,9 @@ class Recorder:
     # -- introspection ---------------------------------------------------------------------
 
     def privacy_spent(self) -> dict[str, PrivacySpent]:
-        """Per metric: eps spent in the current period and the lifetime bound that applies."""
+        """Per metric: eps spent in the current period and in all over any two histories of
+        its values (``inf``: unbounded), and what the reports of unchanged values reveal
+        (:class:`~.ledger.PrivacySpent`)."""
         with self._lock:
             labels = self._period_labels()
             return {

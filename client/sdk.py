@@ -317,12 +317,15 @@ class Client:
         return self._problems.current()
 
     def privacy_spent(self) -> dict[str, PrivacySpent]:
-        """Per metric: eps spent in the current period and the lifetime bound that applies."""
+        """Per metric: eps spent in the current period and in all over any two histories of
+        its values (``inf``: unbounded), and what the reports of unchanged values reveal
+        (:class:`~.ledger.PrivacySpent`)."""
         return self._recorder.privacy_spent()
 
     @property
     def settings(self) -> DeviceSettings:
-        """The settings that bound what this device spends (reports per period, memo, cap)."""
+        """The settings that bound what this device spends (reports per period, memo and its
+        fresh layer, cap)."""
         return self._settings
 
     def privacy_account(self) -> PrivacyAccount:
