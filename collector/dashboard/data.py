@@ -21,7 +21,7 @@ from fastapi import Request
 from ..context import collector
 from ..routes.common import MetricPeriods
 from ..routes.estimates import EstimateOptions, get_estimate, get_series
-from ..routes.privacy import MAX_REPORTS_PER_PERIOD, get_privacy
+from ..routes.privacy import DEFAULT_RATIO, MAX_REPORTS_PER_PERIOD, get_privacy
 from ..storage.queries import list_specs
 
 OVERVIEW_PERIODS = 14
@@ -176,5 +176,9 @@ def privacy(request: Request, values: dict[str, str]) -> dict[str, Any]:
             raise InvalidInput("the lifetime ε cap must be a finite number above 0")
     if values["memoize"] not in ("true", "false"):
         raise InvalidInput("memoization is true (every metric) or false")
-    document = get_privacy(request, int(reports_text), values["memoize"], lifetime)
+    if values["instantaneous_ratio"] not in (DEFAULT_RATIO, "none"):
+        raise InvalidInput(f"the fresh layer of memoized reports is {DEFAULT_RATIO} or none")
+    document = get_privacy(
+        request, int(reports_text), values["memoize"], lifetime, values["instantaneous_ratio"]
+    )
     return dataclasses.asdict(document)

@@ -15,6 +15,7 @@ from urllib.parse import quote, urlencode
 
 from deniable.client.spec import MetricSpec
 
+from ..routes.privacy import DEFAULT_RATIO
 from .charts import (
     Bar,
     Line,
@@ -529,12 +530,19 @@ def privacy_page(
         f'<option value="{key}"{" selected" if values["memoize"] == key else ""}>{label}</option>'
         for key, label in (("false", "off"), ("true", "every metric"))
     )
+    layer_options = "".join(
+        f'<option value="{e(key)}"{" selected" if values["instantaneous_ratio"] == key else ""}>'
+        f"{label}</option>"
+        for key, label in ((DEFAULT_RATIO, f"{DEFAULT_RATIO} × ε (the SDK's)"), ("none", "off"))
+    )
     form = (
         '<form id="privacy-settings" method="get" action="/dashboard/privacy">'
         '<label>reports per metric and period<input name="max_reports_per_period"'
         f' type="number" min="1" step="1" required value="{e(values["max_reports_per_period"])}">'
         "</label>"
         f'<label>memoization<select name="memoize">{memoize_options}</select></label>'
+        '<label>fresh layer of memoized reports<select name="instantaneous_ratio">'
+        f"{layer_options}</select></label>"
         '<label>lifetime ε cap (empty: none)<input name="lifetime_epsilon" type="number"'
         f' min="0" step="any" value="{e(values["lifetime_epsilon"])}"></label>'
         '<button type="submit">Account</button></form>'
@@ -542,7 +550,14 @@ def privacy_page(
     if problem is not None or document is None:
         result = f'<p class="error" role="alert">{e(problem or "")}</p>'
     else:
-        windows = ("per_period", "per_day", "per_7_days", "per_30_days", "lifetime")
+        windows = (
+            "per_period",
+            "per_day",
+            "per_7_days",
+            "per_30_days",
+            "lifetime",
+            "per_value_lifetime",
+        )
         rows = []
         for row in document["metrics"]:
             rows.append(
@@ -576,6 +591,7 @@ def privacy_page(
             "7 days",
             "30 days",
             "lifetime",
+            "per value, lifetime",
         )
         warnings = "".join(
             f'<p class="note" role="status"><strong>Warning:</strong> {e(w)}</p>'
@@ -583,8 +599,10 @@ def privacy_page(
         )
         result = (
             f'<p class="meta">The most ε one device can spend, summed over every metric it'
-            f" reports (sequential composition); the level above which a 30-day total is"
-            f" flagged is {document['warning_level_30_days']:g}.</p>"
+            f" reports (sequential composition), over any two histories of its values;"
+            " “per value” is what the reports of unchanging values reveal over the lifetime,"
+            f" which memoization bounds. The level above which a 30-day total is flagged is"
+            f" {document['warning_level_30_days']:g}.</p>"
             + table("account", headers, rows)
             + warnings
             + "<h2>In plain words</h2>"

@@ -25,7 +25,7 @@ from ..auth import tokens_match
 from ..context import collector
 from ..routes.body import read_body
 from ..routes.common import find_spec
-from ..routes.privacy import DEFAULT_MEMOIZE
+from ..routes.privacy import DEFAULT_MEMOIZE, DEFAULT_RATIO
 from . import data, pages, session
 from .style import CSS, ETAG
 
@@ -355,6 +355,7 @@ PRIVACY_DEFAULTS = {
     "lifetime_epsilon": ""
     if SDK_DEFAULTS.lifetime_epsilon is None
     else f"{SDK_DEFAULTS.lifetime_epsilon:g}",
+    "instantaneous_ratio": DEFAULT_RATIO,
 }
 """The privacy page's SDK settings when the form has not been sent: the SDK's defaults."""
 

@@ -6,6 +6,7 @@ The document is :func:`deniable.estimators.privacy.privacy_document`'s, the one 
 
 from __future__ import annotations
 
+import math
 from typing import Annotated
 
 from deniable.client.account import SDK_DEFAULTS, DeviceSettings
@@ -40,6 +41,26 @@ LifetimeQuery = Annotated[
     Query(gt=0, allow_inf_nan=False, description="the SDK's lifetime_epsilon: per metric"),
 ]
 MemoizeQuery = Annotated[str, Query(max_length=4096, description=MEMOIZE_HELP)]
+RATIO_HELP = (
+    "the SDK's instantaneous_ratio: memoized reports' fresh layer, eps_inst = ratio x eps;"
+    " a number above 1, or none (no fresh layer)"
+)
+RatioQuery = Annotated[str, Query(max_length=32, description=RATIO_HELP)]
+DEFAULT_RATIO = str(SDK_DEFAULTS.instantaneous_ratio)
+"""The ``instantaneous_ratio`` query's default: the SDK's."""
+
+
+def ratio_setting(value: str) -> float | None:
+    """The ``instantaneous_ratio`` query as the SDK takes it; 422 naming the problem."""
+    if value.strip().lower() == "none":
+        return None
+    try:
+        ratio = float(value)
+    except ValueError:
+        ratio = math.nan
+    if not (math.isfinite(ratio) and ratio > 1):
+        raise HTTPException(status_code=422, detail=f"instantaneous_ratio: give {RATIO_HELP}")
+    return ratio
 
 
 def memoize_setting(value: str, specs: list[MetricSpec]) -> bool | frozenset[str]:
@@ -75,13 +96,19 @@ def get_privacy(
     max_reports_per_period: ReportsQuery = SDK_DEFAULTS.max_reports_per_period,
     memoize: MemoizeQuery = DEFAULT_MEMOIZE,
     lifetime_epsilon: LifetimeQuery = SDK_DEFAULTS.lifetime_epsilon,
+    instantaneous_ratio: RatioQuery = DEFAULT_RATIO,
 ) -> PrivacyDocument:
     """One device's privacy account: the most eps it spends per period, day, 7 and 30 days and
-    over its lifetime, per registered metric and in total, with warnings and a statement an
-    app can publish. The query gives the SDK settings (default: the SDK's defaults)."""
+    over its lifetime over any two histories of its values (null: unbounded), and what a
+    memoized metric reveals per value, per registered metric and in total, with warnings and
+    a statement an app can publish. The query gives the SDK settings (default: the SDK's
+    defaults)."""
     database = collector(request).database
     specs = list_specs(database, archived=False)
     settings = DeviceSettings(
-        max_reports_per_period, memoize_setting(memoize, specs), lifetime_epsilon
+        max_reports_per_period,
+        memoize_setting(memoize, specs),
+        lifetime_epsilon,
+        ratio_setting(instantaneous_ratio),
     )
     return privacy_document(specs, settings)

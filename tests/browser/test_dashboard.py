@@ -379,17 +379,15 @@ def read_account(driver: WebDriver) -> tuple[dict[str, list[str]], str]:
 
 
 def figures(document: dict[str, Any]) -> dict[str, list[str]]:
-    """The 30-day and lifetime figures per metric and in total, as the page writes them."""
+    """The 30-day, lifetime and per-value lifetime figures per metric and in total, as the
+    page writes them."""
 
     def text(value: float | None) -> str:
         return "unbounded" if value is None else f"{value:.3g}"
 
-    shown = {
-        row["metric"]: [text(row["per_30_days"]), text(row["lifetime"])]
-        for row in document["metrics"]
-    }
-    total = document["total"]
-    shown["all metrics together"] = [text(total["per_30_days"]), text(total["lifetime"])]
+    keys = ("per_30_days", "lifetime", "per_value_lifetime")
+    shown = {row["metric"]: [text(row[key]) for key in keys] for row in document["metrics"]}
+    shown["all metrics together"] = [text(document["total"][key]) for key in keys]
     return shown
 
 
@@ -399,7 +397,7 @@ def test_the_privacy_page_shows_the_api_account_and_answers_its_form(
     open_page(signed_in(driver, seeded), pages(seeded)["privacy"])
     rows, statement = read_account(driver)
     expected = api_privacy(seeded)
-    assert {name: cells[-2:] for name, cells in rows.items()} == figures(expected)
+    assert {name: cells[-3:] for name, cells in rows.items()} == figures(expected)
     assert statement == expected["statement"]
     shown_warnings = [p.text for p in driver.find_elements(By.CSS_SELECTOR, "p.note")]
     assert shown_warnings == [f"Warning: {w}" for w in expected["warnings"]] and shown_warnings
@@ -409,7 +407,7 @@ def test_the_privacy_page_shows_the_api_account_and_answers_its_form(
     WebDriverWait(driver, 10).until(lambda d: read_account(d)[1] != statement)
     rows, statement = read_account(driver)
     memoized = api_privacy(seeded, memoize="true")
-    assert {name: cells[-2:] for name, cells in rows.items()} == figures(memoized)
+    assert {name: cells[-3:] for name, cells in rows.items()} == figures(memoized)
     assert statement == memoized["statement"]
     assert figures(memoized) != figures(expected)
     assert console_errors(driver) == []
