@@ -7,6 +7,8 @@ is involved) or the real ``deniable serve`` command.
 
 from __future__ import annotations
 
+import base64
+import random
 from pathlib import Path
 
 import httpx
@@ -16,7 +18,7 @@ from deniable.cli.main import cli
 from deniable.client import MetricSpec
 from deniable.client.mechanisms import MAX_CATEGORIES, MAX_KRR_CATEGORIES
 from deniable.collector import Settings
-from deniable.collector.settings import MIN_TOKEN_LENGTH
+from deniable.collector.settings import MIN_TOKEN_LENGTH, settings_problem, token_problem
 from pydantic import ValidationError
 
 from tests.support import RunningCollector, collector_settings, free_port, register, unique_name
@@ -120,6 +122,15 @@ def test_registration_refuses_an_epsilon_that_is_not_a_number(
         ("long-enough-token-with-newline\n", "whitespace"),
         ("please-Change_Me-before-release", "placeholder"),
         ("z" * 40, "placeholder"),
+        ("<your-admin-token-here>", "placeholder"),
+        ("password1234567890", "placeholder"),
+        ("${DENIABLE_ADMIN_TOKEN}", "placeholder"),
+        ("abababababababababab", "placeholder"),
+        ("1234567890123456789", "placeholder"),
+        ("inner space in-a-long-token", "printable ASCII"),
+        ("long-enough-token-with-zwsp\u200b", "printable ASCII"),
+        ("long-enough-tab\tin-the-token", "printable ASCII"),
+        ("tökenwith-non-ascii-letters", "printable ASCII"),
     ],
 )
 @pytest.mark.parametrize("field", ["admin_token", "ingest_key", "admin_token_previous"])
@@ -131,6 +142,48 @@ def test_weak_tokens_are_refused_without_echoing_them(field: str, token: str, re
         Settings(**values)  # type: ignore[arg-type]
     assert reason in str(refused.value) and f"DENIABLE_{field.upper()}" in str(refused.value)
     assert token.strip() not in str(refused.value)
+
+
+def test_generated_tokens_are_accepted() -> None:
+    """What operators generate passes: 16 hex characters (the shortest accepted) have fewer
+    than 5 distinct characters with probability 4e-7, so 2,000 seeded draws all pass unless
+    the rules refuse random tokens."""
+    rng = random.Random(20261126)
+    for _ in range(2000):
+        for token in (rng.randbytes(8).hex(), base64.urlsafe_b64encode(rng.randbytes(24))):
+            text = token if isinstance(token, str) else token.decode().rstrip("=")
+            assert token_problem(text) is None
+
+
+ROLES = {
+    "admin_token": "role-admin-token-7f3a9c",
+    "admin_token_previous": "role-admin-old-token-2b8e",
+    "viewer_token": "role-viewer-token-c41d0e",
+    "ingest_key": "role-ingest-key-9e2f7a",
+    "ingest_key_previous": "role-ingest-old-key-5d1c",
+}
+"""A distinct token for every role setting."""
+
+
+@pytest.mark.parametrize(
+    ("field", "copies"),
+    [
+        ("ingest_key", "admin_token"),
+        ("ingest_key", "admin_token_previous"),
+        ("ingest_key_previous", "admin_token"),
+        ("viewer_token", "ingest_key"),
+        ("viewer_token", "ingest_key_previous"),
+        ("viewer_token", "admin_token_previous"),
+    ],
+)
+def test_one_token_in_two_roles_is_refused_naming_both(field: str, copies: str) -> None:
+    assert Settings(**ROLES).ingest_tokens()  # type: ignore[arg-type]
+    values = {**ROLES, field: ROLES[copies]}
+    with pytest.raises(ValidationError) as refused:
+        Settings(**values)  # type: ignore[arg-type]
+    message = settings_problem(refused.value)
+    assert f"DENIABLE_{field.upper()}" in message and f"DENIABLE_{copies.upper()}" in message
+    assert ROLES[copies] not in message and ROLES[copies] not in str(refused.value)
 
 
 def test_a_token_file_fills_the_token_and_a_clash_is_refused(tmp_path: Path) -> None:
@@ -153,6 +206,24 @@ def test_serve_refuses_a_weak_token_in_one_line(tmp_path: Path) -> None:
     error_lines = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert len(error_lines) == 1 and "DENIABLE_ADMIN_TOKEN" in error_lines[0]
     assert "change-me" not in stderr and "Traceback" not in stderr
+
+
+def test_serve_refuses_an_ingest_key_equal_to_the_admin_token(tmp_path: Path) -> None:
+    token = "same-token-in-two-roles-8c1f"
+    (tmp_path / "admin").write_text(token)
+    code, stderr = _serve(
+        "--admin-token-file",
+        str(tmp_path / "admin"),
+        "--ingest-key",
+        token,
+        "--database",
+        f"sqlite:///{tmp_path}/d.db",
+    )
+    assert code != 0
+    error_lines = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(error_lines) == 1, stderr
+    assert "DENIABLE_INGEST_KEY" in error_lines[0] and "DENIABLE_ADMIN_TOKEN" in error_lines[0]
+    assert token not in stderr and "Traceback" not in stderr
 
 
 def test_serve_warns_when_a_token_is_on_the_command_line(tmp_path: Path) -> None:
