@@ -360,6 +360,7 @@ def serve(settings: Settings, listening: Listening = DEFAULT_LISTENING, **change
 
     A port in use is refused (:class:`RefusedToServe`) before the database is touched."""
     from .app import create_app
+    from .dashboard.session import REVOCATIONS_VARIABLE
     from .dashboard.session import SECRET_VARIABLE as SESSION_SECRET_VARIABLE
 
     listening = replace(listening, **changes)
@@ -381,6 +382,9 @@ def serve(settings: Settings, listening: Listening = DEFAULT_LISTENING, **change
             run_server(server_config(create_app(settings), settings, listening, workers=1))
             return
         os.environ.update(settings_environment(settings))
-        # One dashboard session secret for all workers: a cookie one signed the others accept.
+        # One dashboard session secret for all workers: a cookie one signed the others accept;
+        # one directory of signed-out sessions: a sign-out on one holds on the others.
         os.environ.setdefault(SESSION_SECRET_VARIABLE, secrets.token_hex(32))
-        run_server(server_config(APP_FACTORY, settings, listening))
+        with tempfile.TemporaryDirectory(prefix="deniable-sessions-") as revocations:
+            os.environ.setdefault(REVOCATIONS_VARIABLE, revocations)
+            run_server(server_config(APP_FACTORY, settings, listening))
