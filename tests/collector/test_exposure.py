@@ -111,6 +111,27 @@ def test_registration_refuses_an_epsilon_that_is_not_a_number(
     assert admin.get(f"/v1/metrics/{name}").status_code == 404
 
 
+@pytest.mark.parametrize(
+    "template",
+    [
+        '{{"name": "{name}", "type": "boolean", "epsilon": 1, "epsilon": 2}}',
+        '{{"name": "{name}", "name": "{name}", "type": "boolean", "epsilon": 1}}',
+    ],
+)
+def test_registration_refuses_a_key_given_twice(admin: httpx.Client, template: str) -> None:
+    """Parsers disagree on which of two values counts (``{"epsilon":1,"epsilon":2}`` would
+    register eps 2): the body is refused, naming the key, and nothing is registered."""
+    name = unique_name("twice")
+    body = template.format(name=name)
+    refused = admin.post("/v1/metrics", content=body, headers={"Content-Type": "application/json"})
+    assert refused.status_code == 422, refused.text
+    repeated = "epsilon" if body.count("epsilon") == 2 else "name"
+    assert f"repeats the key '{repeated}'" in refused.json()["detail"]
+    assert admin.get(f"/v1/metrics/{name}").status_code == 404
+    once = body.replace(', "epsilon": 2', "").replace(f', "name": "{name}"', "", 1)
+    assert admin.post("/v1/metrics", content=once).status_code == 201
+
+
 # ---------------------------------------------------------------- tokens at start-up
 
 
