@@ -114,7 +114,7 @@ def _install_error_handlers(app: FastAPI) -> None:
         )
 
     async def storage_unavailable(_request: Request, exc: StorageUnavailable) -> JSONResponse:
-        log.error("database schema missing: %s", type(exc.__cause__).__name__)
+        log.error("storage unavailable: %s", exc)
         return JSONResponse(status_code=503, content={"detail": str(exc)})
 
     async def database_fault(request: Request, exc: DBAPIError) -> JSONResponse:

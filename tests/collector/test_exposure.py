@@ -21,7 +21,19 @@ from deniable.collector import Settings
 from deniable.collector.settings import MIN_TOKEN_LENGTH, settings_problem, token_problem
 from pydantic import ValidationError
 
-from tests.support import RunningCollector, collector_settings, free_port, register, unique_name
+from tests.support import (
+    ADMIN_TOKEN,
+    INGEST_KEY,
+    TEST_NOW,
+    DatabaseFactory,
+    RunningCollector,
+    collector_settings,
+    free_port,
+    make_reports,
+    post_reports,
+    register,
+    unique_name,
+)
 
 # ---------------------------------------------------------------- readiness
 
@@ -49,6 +61,35 @@ def test_readiness_is_503_while_the_database_is_unreachable(tmp_path: Path) -> N
         server.stop()
     assert ready.status_code == 503, ready.text
     assert "database" in ready.json()["detail"]
+
+
+@pytest.mark.parametrize("replaced", [False, True], ids=["deleted", "replaced"])
+def test_a_deleted_sqlite_file_makes_the_collector_unready_and_refuse_uploads(
+    databases: DatabaseFactory, replaced: bool
+) -> None:
+    """Connections keep writing to a deleted file's inode, lost at exit: every upload would be
+    acknowledged and gone after a restart. Readiness and uploads answer 503 instead."""
+    url = databases.new("sqlite")
+    path = Path(url.removeprefix("sqlite:///"))
+    server = RunningCollector(collector_settings(url)).start()
+    try:
+        with server.client(ADMIN_TOKEN) as admin:
+            spec = register(admin, MetricSpec.boolean(unique_name("gone"), epsilon=1.0))
+        with server.client(INGEST_KEY) as uploader, server.client() as anyone:
+            day = TEST_NOW.date().isoformat()
+            assert post_reports(uploader, make_reports(spec, [0, 1], day, 1)).status_code == 202
+            assert anyone.get("/readyz").status_code == 200
+            path.unlink()
+            if replaced:
+                path.write_bytes(b"")
+            ready = anyone.get("/readyz")
+            refused = post_reports(uploader, make_reports(spec, [1, 0], day, 2))
+            assert anyone.get("/healthz").status_code == 200
+    finally:
+        server.stop()
+    for answer in (ready, refused):
+        assert answer.status_code == 503, answer.text
+        assert "deleted or replaced" in answer.json()["detail"]
 
 
 # ---------------------------------------------------------------- the registry's ETag
