@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -31,6 +32,7 @@ from tests.support import (
     INGEST_KEY,
     TEST_NOW,
     VIEWER_TOKEN,
+    CollectorProcess,
     DatabaseFactory,
     RunningCollector,
     collector_settings,
@@ -293,6 +295,46 @@ def test_a_cookie_replayed_after_sign_out_is_refused(seeded: Seeded) -> None:
         thief.cookies.set(session.COOKIE_NAME, cookie, path="/dashboard")
         replayed = thief.get("/dashboard/")
     assert replayed.status_code == 303 and replayed.headers["location"] == "/dashboard/sign-in"
+
+
+def test_a_sign_out_holds_on_every_process_sharing_the_session_secret(
+    databases: DatabaseFactory, tmp_path: Path
+) -> None:
+    """Two processes given one session secret and one revocations directory, as ``deniable
+    serve --workers N`` gives its workers: a session signed in on one is valid on the other,
+    and once signed out on one, the other refuses it too."""
+    settings = collector_settings(databases.new("sqlite"), viewer_token=VIEWER_TOKEN)
+    revocations = tmp_path / "revocations"
+    revocations.mkdir()
+    shared = {
+        session.SECRET_VARIABLE: "ab" * 32,
+        session.REVOCATIONS_VARIABLE: str(revocations),
+    }
+    first, second = (
+        CollectorProcess(settings, tmp_path, env=shared).launch(),
+        CollectorProcess(settings, tmp_path, env=shared).launch(),
+    )
+    try:
+        first.wait_ready()
+        second.wait_ready()
+        with httpx.Client(base_url=first.url, trust_env=False) as client:
+            assert client.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN}).is_redirect
+            cookie = client.cookies.get(session.COOKIE_NAME)
+            assert cookie is not None
+            assert _status_with(second.url, cookie) == 200
+            assert client.post("/dashboard/sign-out").status_code == 303
+        assert _status_with(second.url, cookie) == 303
+        assert _status_with(first.url, cookie) == 303
+    finally:
+        first.stop()
+        second.stop()
+
+
+def _status_with(url: str, cookie: str) -> int:
+    """The status of ``GET /dashboard/`` on ``url`` with the session ``cookie``."""
+    with httpx.Client(base_url=url, trust_env=False) as client:
+        client.cookies.set(session.COOKIE_NAME, cookie, path="/dashboard")
+        return client.get("/dashboard/").status_code
 
 
 FOREIGN = [
