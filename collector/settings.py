@@ -109,9 +109,10 @@ class Settings(BaseSettings):
     """The admin token being rotated out, still accepted beside the current one."""
     viewer_token: SecretStr | None = None
     """Read-only token (metrics, estimates, series, the dashboard): it never registers, archives,
-    exports or deletes; it must differ from the admin token."""
+    exports or deletes; it must differ from the admin token and the ingest key."""
     ingest_key: SecretStr | None = None
-    """Key devices must send with reports (the admin token is accepted too); none: open."""
+    """Key devices must send with reports (the admin token is accepted too); none: open. It
+    ships in apps, so it must differ from the admin and viewer tokens."""
     ingest_key_previous: SecretStr | None = None
     """The ingest key being rotated out, still accepted beside the current one."""
     admin_token_file: Path | None = None
