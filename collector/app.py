@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from . import dashboard
 from .context import Clock, Collector, SpecCache, utc_now
 from .docspage import install_docs
+from .redirects import RelativeRedirects
 from .routes import admin, estimates, metrics, privacy, reports
 from .schemas import ReportBatch
 from .settings import Settings
@@ -113,7 +114,7 @@ def _install_error_handlers(app: FastAPI) -> None:
         )
 
     async def storage_unavailable(_request: Request, exc: StorageUnavailable) -> JSONResponse:
-        log.error("database schema missing: %s", type(exc.__cause__).__name__)
+        log.error("storage unavailable: %s", exc)
         return JSONResponse(status_code=503, content={"detail": str(exc)})
 
     async def database_fault(request: Request, exc: DBAPIError) -> JSONResponse:
@@ -183,6 +184,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.add_api_route("/", _to_dashboard, include_in_schema=False)
     _install_error_handlers(app)
     app.add_middleware(dashboard.DashboardHeaders)
+    app.add_middleware(RelativeRedirects)
     app.add_middleware(LatencyMiddleware, telemetry=telemetry)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app

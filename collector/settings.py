@@ -6,6 +6,8 @@ factory, the ``serve`` helper and the CLI agree on names and defaults.
 
 from __future__ import annotations
 
+import itertools
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +26,38 @@ DEFAULT_SHUTDOWN_TIMEOUT = 25
 MIN_TOKEN_LENGTH = 16
 """The shortest admin token or ingest key accepted: 16 random characters resist guessing."""
 
-PLACEHOLDER_TOKENS = ("changeme", "replaceme", "placeholder", "example", "yourtoken")
+MIN_DISTINCT_CHARACTERS = 5
+"""Fewer distinct characters means a repeated pattern (``abababab...``), never a generated
+token: 16 random hex characters have fewer than 5 distinct with probability 4e-7."""
+
+PLACEHOLDER_TOKENS = (
+    "changeme",
+    "replaceme",
+    "placeholder",
+    "example",
+    "yourtoken",
+    "tokenhere",
+    "keyhere",
+    "password",
+    "passwd",
+    "letmein",
+    "qwerty",
+)
 """Words that mark a token copied from documentation rather than generated (compared with
 the token's letters and digits only, lowercased, so ``Change_Me`` counts too)."""
+
+TEMPLATE_MARKS = (("<", ">"), ("{", "}"), ("${", "}"), ("%", "%"), ("[", "]"))
+"""Openings and closings of a template placeholder left unfilled (``<your-admin-token>``)."""
+
+_WORDS = re.compile(r"[A-Za-z0-9_.-]+")
+"""What a template placeholder holds between its marks: words joined by ``-``, ``_`` or ``.``."""
+
+TOKEN_ROLES = {
+    "admin": ("admin_token", "admin_token_previous"),
+    "viewer": ("viewer_token",),
+    "ingest": ("ingest_key", "ingest_key_previous"),
+}
+"""The settings each role's tokens live in; a value may serve one role only."""
 
 DEFAULT_RETENTION_DAYS = 90
 """Days raw reports are kept by default, and how late a report may arrive."""
@@ -78,9 +109,10 @@ class Settings(BaseSettings):
     """The admin token being rotated out, still accepted beside the current one."""
     viewer_token: SecretStr | None = None
     """Read-only token (metrics, estimates, series, the dashboard): it never registers, archives,
-    exports or deletes; it must differ from the admin token."""
+    exports or deletes; it must differ from the admin token and the ingest key."""
     ingest_key: SecretStr | None = None
-    """Key devices must send with reports (the admin token is accepted too); none: open."""
+    """Key devices must send with reports (the admin token is accepted too); none: open. It
+    ships in apps, so it must differ from the admin and viewer tokens."""
     ingest_key_previous: SecretStr | None = None
     """The ingest key being rotated out, still accepted beside the current one."""
     admin_token_file: Path | None = None
@@ -172,14 +204,24 @@ class Settings(BaseSettings):
         return self
 
     @model_validator(mode="after")
-    def _viewer_differs(self) -> Settings:
-        """A viewer token equal to an admin token would make every viewer an admin: refuse it."""
-        viewer = _secret(self.viewer_token)
-        if viewer is not None and viewer in self.admin_tokens():
-            raise ValueError(
-                "DENIABLE_VIEWER_TOKEN equals the admin token: a viewer must not be an admin,"
-                " generate another one"
-            )
+    def _roles_differ(self) -> Settings:
+        """One value in two roles would give every holder of the weaker one the stronger one
+        (an app's ingest key equal to the admin token makes every device an admin): refuse
+        it, naming both settings."""
+        seen: dict[str, tuple[str, str]] = {}
+        for role, fields in TOKEN_ROLES.items():
+            for name in fields:
+                value = _secret(getattr(self, name))
+                if value is None:
+                    continue
+                other = seen.get(value)
+                if other is not None and other[0] != role:
+                    raise ValueError(
+                        f"DENIABLE_{name.upper()} equals the {other[0]} token"
+                        f" (DENIABLE_{other[1].upper()}): each role needs its own token,"
+                        " generate another one"
+                    )
+                seen.setdefault(value, (role, name))
         return self
 
     def admin_tokens(self) -> list[str]:
@@ -224,17 +266,35 @@ def database_url_of(value: str) -> str:
 
 def token_problem(token: str) -> str | None:
     """Why ``token`` is unfit as a bearer secret, or None; the answer never quotes the token."""
+    generate = "generate one, e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
     if token != token.strip():
         return "has leading or trailing whitespace (a copy-paste slip?): remove it"
-    if len(token) < MIN_TOKEN_LENGTH:
+    if not all("!" <= c <= "~" for c in token):
         return (
-            f"is shorter than {MIN_TOKEN_LENGTH} characters: generate one, e.g."
-            " `python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+            "holds whitespace, a control or a non-ASCII character (a copy-paste slip?):"
+            " a token is printable ASCII only"
         )
+    if len(token) < MIN_TOKEN_LENGTH:
+        return f"is shorter than {MIN_TOKEN_LENGTH} characters: {generate}"
     letters = "".join(c for c in token.lower() if c.isalnum())
-    if any(mark in letters for mark in PLACEHOLDER_TOKENS) or len(set(token)) == 1:
+    unfilled = any(
+        token.startswith(a) and token.endswith(b) and _WORDS.fullmatch(token[len(a) : -len(b)])
+        for a, b in TEMPLATE_MARKS
+    )
+    if unfilled or any(mark in letters for mark in PLACEHOLDER_TOKENS):
         return "is a placeholder from an example: generate a random one"
+    if len(set(token)) < MIN_DISTINCT_CHARACTERS or _sequence(token):
+        return (
+            f"repeats a few characters or runs through a sequence, like a placeholder: {generate}"
+        )
     return None
+
+
+def _sequence(token: str) -> bool:
+    """Whether at least 3 in 4 neighbouring characters are consecutive (``abcdef...``,
+    ``987654...``): 16 random hex characters are with probability about 1e-8."""
+    steps = [abs(ord(b) - ord(a)) == 1 for a, b in itertools.pairwise(token)]
+    return sum(steps) * 4 >= 3 * len(steps)
 
 
 def _secret(value: SecretStr | None) -> str | None:

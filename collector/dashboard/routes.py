@@ -13,7 +13,7 @@ import csv
 import io
 import math
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 from deniable.client.account import SDK_DEFAULTS
 from deniable.client.errors import InvalidInput
@@ -63,6 +63,43 @@ def secure(request: Request) -> bool:
     return request.url.scheme == "https" or forwarded == "https"
 
 
+SAME_SITE_FETCHES = ("same-origin", "none")
+"""``Sec-Fetch-Site`` values of a request the dashboard's own page (or the user) made."""
+
+DEFAULT_PORTS = {"http": ":80", "https": ":443"}
+
+FOREIGN_ORIGIN = "This form may only be sent from the dashboard's own pages."
+"""The 403 page's message for a POST from another origin."""
+
+
+def same_origin(request: Request) -> bool:
+    """Whether a state-changing request (sign-in, sign-out) comes from the dashboard's own
+    pages, not from a form on another site (login CSRF, forced sign-out).
+
+    A browser's ``Sec-Fetch-Site`` (which no page can forge) must say same-origin; a browser
+    without it must send an ``Origin`` naming this host (the ``Host`` header, which a foreign
+    page cannot change in its victim's browser); ``Origin: null`` is refused. A request with
+    neither header is no browser's, and passes: tokens, not origins, guard the API.
+    """
+    fetch_site = request.headers.get("sec-fetch-site")
+    if fetch_site is not None:
+        return fetch_site.strip().lower() in SAME_SITE_FETCHES
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    parts = urlsplit(origin.strip().lower())
+    default = DEFAULT_PORTS.get(parts.scheme)
+    host = request.headers.get("host", "").strip().lower()
+    if default is None or not parts.netloc:
+        return False
+    return parts.netloc.removesuffix(default) == host.removesuffix(default)
+
+
+def foreign_origin_page() -> HTMLResponse:
+    """The 403 answer to a dashboard POST from another origin."""
+    return html(pages.error_page(403, FOREIGN_ORIGIN), 403)
+
+
 def html(body: str, status: int = 200) -> HTMLResponse:
     """An HTML page that no cache keeps."""
     return HTMLResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
@@ -92,7 +129,10 @@ def sign_in_form(request: Request) -> Response:
 
 @router.post("/sign-in")
 async def sign_in(request: Request) -> Response:
-    """Check the form's token; set the session cookie and go to the overview, or 401 the form."""
+    """Check the form's token; set the session cookie and go to the overview, or 401 the form
+    (403 from another origin)."""
+    if not same_origin(request):
+        return foreign_origin_page()
     tokens = accepted(request)
     if not tokens:
         return RedirectResponse("/dashboard/", status_code=303)
@@ -122,7 +162,11 @@ async def sign_in(request: Request) -> Response:
 
 @router.post("/sign-out")
 def sign_out(request: Request) -> Response:
-    """Clear the session cookie and show the sign-in form."""
+    """End the session on the server (a replayed copy of the cookie no longer signs in),
+    clear the cookie and show the sign-in form; 403 from another origin."""
+    if not same_origin(request):
+        return foreign_origin_page()
+    session.revoke(request.cookies.get(session.COOKIE_NAME), signing_tokens(request))
     response = RedirectResponse(SIGN_IN, status_code=303)
     response.headers["Set-Cookie"] = session.cookie_header("", secure=secure(request), max_age=0)
     return response

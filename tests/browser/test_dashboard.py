@@ -157,6 +157,22 @@ def test_the_viewer_token_signs_in_with_an_httponly_strict_cookie(
     assert driver.current_url == seeded.url + "/dashboard/"
 
 
+def test_the_sign_out_button_ends_the_session_on_the_server(
+    driver: WebDriver, seeded: Seeded
+) -> None:
+    """Chromium's own sign-out post passes the origin check (it says same-origin), and the
+    cookie it held no longer signs in anywhere once replayed."""
+    sign_out(driver)
+    sign_in(driver, seeded.url, VIEWER_TOKEN)
+    cookie = next(c["value"] for c in driver.get_cookies() if c["httpOnly"])
+    form = driver.find_element(By.CSS_SELECTOR, "form.sign-out")
+    form.find_element(By.CSS_SELECTOR, "button").click()
+    WebDriverWait(driver, 30).until(lambda d: urlsplit(d.current_url).path == "/dashboard/sign-in")
+    with httpx.Client(base_url=seeded.url, trust_env=False) as thief:
+        thief.cookies.set("deniable_session", cookie, path="/dashboard")
+        assert thief.get("/dashboard/").status_code == 303
+
+
 def test_the_api_keeps_viewers_out_of_admin_routes(driver: WebDriver, seeded: Seeded) -> None:
     name = seeded.categorical.name
     new_metric = MetricSpec.boolean("browser_viewer_attempt", epsilon=1.0).fingerprint_fields()
