@@ -94,6 +94,7 @@ def test_every_registered_metric_gets_one_row(
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)["results"]
     assert sorted(r["metric"] for r in rows) == sorted(s.name for s in registered)
+    assert all(r["samples"] == 3000 for r in rows)  # --samples is per input
     by_name = {r["metric"]: r for r in rows}
     for spec in registered:
         assert (by_name[spec.name]["mechanism"], by_name[spec.name]["epsilon"]) == (
