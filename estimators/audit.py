@@ -6,11 +6,11 @@ own recording path (:func:`deniable.client.sampling.randomized_reports`: ``prepa
 ``randomize``, the wire text), and reads the payloads back from the upload body. Over a family
 of output events fixed before sampling, it bounds each log-ratio log P(E | x) / P(E | x'), for
 every pair of inputs, from below with one-sided Clopper-Pearson bounds on each input's event
-counts (drawn once, shared by every pair), Bonferroni over every count used, so that the reported bound exceeds the
-code's true eps with probability at most 1 - confidence. A bound above the claimed eps is
-proof (at that confidence) that the code leaks more than it claims: the verdict ``fail``.
-The auditor only detects violations; privacy itself is proven by review and the exact checks
-(STATS.md section 8).
+counts (drawn once, shared by every pair), Bonferroni over every count used, so that the
+reported bound exceeds the code's true eps with probability at most 1 - confidence. A bound
+above the claimed eps is proof (at that confidence) that the code leaks more than it claims:
+the verdict ``fail``. The auditor only detects violations; privacy itself is proven by review
+and the exact checks (STATS.md section 8).
 
 numpy and scipy load on first use, so the CLI can read the constants below without them.
 """
@@ -49,8 +49,9 @@ whatever its number of inputs.
 
 At eps = 1 a brr that answers truthfully 1 percentage point too often (true log-ratio 1.051)
 is caught with z = 5.2 (a miss once in 12 million seeds) under the normal approximation to
-the binomial; an oue that never flips its middle bit, and a pm whose window probability is
-e^eps/(e^eps+1) for interior t only, are caught with z above 7 and 19 (docs/audit.md).
+the binomial; an oue that never flips its middle bit is caught whatever the seed (bound
+8.35), and a pm whose window probability is e^eps/(e^eps+1) for interior t only with z = 32
+(docs/audit.md; ``python -m bench.audit_power``).
 """
 
 LOOSE_FRACTION = 0.9

@@ -22,9 +22,10 @@ exceeds eps = 1 with
   expected bound is 1.43 with SD 0.013, so "> 1.25" fails only beyond 13 SD.
 
 The real brr and krr (k = 5) give bounds near 0.978 and 0.936 (one event; the largest over
-every pair is higher) with standard deviations 0.006 and 0.013, so ">= 0.8 eps" fails only beyond 10 standard deviations. A krr randomizing as if
-eps were half the claim (20,000 reports per input) has an upper bound near 0.59 (SD 0.019),
-16 standard deviations below 0.9 eps: ``loose``. Every run is seeded, so each outcome here is
+every pair is higher) with standard deviations 0.006 and 0.013, so ">= 0.8 eps" fails only
+beyond 10 standard deviations. A krr randomizing as if eps were half the claim (20,000
+reports per input) has an upper bound near 0.59 (SD 0.019), 16 standard deviations below
+0.9 eps: ``loose``. Every run is seeded, so each outcome here is
 deterministic; the z values say how unlikely another seed is to change it.
 """
 
