@@ -8,7 +8,6 @@ the data pushed outside [0, 1], and a note when the margin exceeds most of the s
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import sys
@@ -67,11 +66,11 @@ def print_json(document: Any, stream: TextIO | None = None) -> None:
 def write_csv(
     header: Sequence[str], rows: Iterable[Sequence[Any]], stream: TextIO | None = None
 ) -> None:
-    """Write rows as CSV, with ``None`` as an empty cell."""
-    writer = csv.writer(stream or sys.stdout, lineterminator="\n")
-    writer.writerow(header)
-    for row in rows:
-        writer.writerow(["" if v is None else v for v in row])
+    """Write rows as CSV on stdout: ``None`` an empty cell, formula-leading labels neutralized
+    (:func:`deniable.estimators.csvtext.write_csv`, shared with the dashboard)."""
+    from deniable.estimators.csvtext import write_csv as write_safe_csv
+
+    write_safe_csv(stream or sys.stdout, header, rows)
 
 
 def percent(value: float | None) -> str:

@@ -9,7 +9,6 @@ without tokens (loopback development), when the dashboard is as open as the API.
 
 from __future__ import annotations
 
-import csv
 import io
 import math
 from typing import Any
@@ -18,6 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 from deniable.client.account import SDK_DEFAULTS
 from deniable.client.errors import InvalidInput
 from deniable.estimators.advisor import plan_document
+from deniable.estimators.csvtext import write_csv
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
@@ -242,12 +242,11 @@ def metric(name: str, request: Request) -> Response:
 
 
 def csv_text(header: list[str], rows: list[list[Any]]) -> str:
-    """CSV text of ``rows`` under ``header``: floats at full precision, None empty."""
+    """CSV text of ``rows`` under ``header``: floats at full precision, None empty,
+    formula-leading labels neutralized (:func:`deniable.estimators.csvtext.write_csv`, shared
+    with the CLI)."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(header)
-    for row in rows:
-        writer.writerow(["" if v is None else v for v in row])
+    write_csv(out, header, rows)
     return out.getvalue()
 
 
