@@ -240,13 +240,6 @@ period_kind_option = choice_option("--period", PERIOD_KINDS, "How often a device
 """--period, one of the client's :data:`~deniable.client.spec.PERIOD_KINDS`."""
 
 
-simultaneous_option = click.option(
-    "--simultaneous",
-    is_flag=True,
-    help="Intervals that cover all categories at once (Bonferroni), not each on its own.",
-)
-"""--simultaneous: intervals that hold for all categories at once."""
-
 intervals_option = click.option(
     "--simultaneous/--per-category",
     default=True,
