@@ -16,6 +16,15 @@ Method = Literal["unbiased", "consistent", "mle"]
 METHODS: tuple[str, ...] = get_args(Method)
 """Every :data:`Method`, in the order the CLI and the API list them."""
 
+DEFAULT_METHOD: Method = "consistent"
+"""The method of shares unless one is asked for, on every surface (the API, the CLI and the
+dashboard): non-negative shares summing to 100%, with the unbiased intervals within the
+simplex (STATS.md section 4). A numeric metric's mean has one estimator, unbiased."""
+
+DEFAULT_PERIODS = 7
+"""The periods an estimate or a series covers unless its start is given, on every surface:
+the 7 ending at its end (by default the current period)."""
+
 Pooling = Literal["overlap-safe", "independent"]
 """How periods combine: an interval valid whatever the overlap of clients, or independent periods."""
 POOLINGS: tuple[str, ...] = get_args(Pooling)

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from deniable.client.spec import MetricSpec
+from deniable.estimators.documents import CLIPPED_MARKS, clipped_mark
 
 from .charts import (
     Bar,
@@ -228,6 +229,19 @@ def csv_link(link_id: str, name: str, kind: str, query: dict[str, Any]) -> str:
     return f'<a id="{e(link_id)}" class="csv" href="{e(href)}" download>Download CSV</a>'
 
 
+def clipped_note(rows: Iterable[dict[str, Any]], note_id: str) -> str:
+    """The legend of the marks on clipped estimates (as the CLI's), when a row has one."""
+    clipped = sum(1 for row in rows if row.get("clipped"))
+    if not clipped:
+        return ""
+    return (
+        f'<p class="note" id="{e(note_id)}">{CLIPPED_MARKS["below"]}/{CLIPPED_MARKS["above"]}'
+        f" {clipped} unbiased estimate{'s' if clipped != 1 else ''} fell below 0 (or above"
+        " 100%): shown at the edge of the interval; the raw value is <code>unbiased</code> in"
+        " the CSV.</p>"
+    )
+
+
 def _legend(names: Sequence[str]) -> str:
     """A legend naming each series beside its colour."""
     items = "".join(f"<li>{swatch(i)}{e(name)}</li>" for i, name in enumerate(names))
@@ -271,7 +285,7 @@ def _estimate_section(spec: MetricSpec, document: dict[str, Any], query: dict[st
         + cells(
             [
                 r["category"],
-                pct(r["frequency"]),
+                pct(r["frequency"]) + clipped_mark(r),
                 pct(r["ci_low"]),
                 pct(r["ci_high"]),
                 f"{r['count']:,.0f}" if r["count"] is not None else "—",
@@ -295,6 +309,7 @@ def _estimate_section(spec: MetricSpec, document: dict[str, Any], query: dict[st
             ("category", "estimate", "low", "high", "estimated count"),
             table_rows,
         )
+        + clipped_note(rows, "estimate-clipped")
         + f'<p class="actions">{csv_link("estimate-csv", spec.name, "estimate", query)}</p>'
         "</section>"
     )
@@ -349,7 +364,7 @@ def _series_section(
                             point["period"],
                             row["category"],
                             f"{point['n']:,}",
-                            pct(row["frequency"]),
+                            pct(row["frequency"]) + clipped_mark(row),
                             pct(row["ci_low"]),
                             pct(row["ci_high"]),
                         ]
@@ -367,6 +382,15 @@ def _series_section(
             ("period", "category", "n", "estimate", "low", "high"),
             table_rows,
             numeric_from=2,
+        )
+        + clipped_note(
+            (
+                row
+                for point in document["series"]
+                for row in point["estimates"]
+                if row["category"] in shown
+            ),
+            "series-clipped",
         )
         + f'<p class="actions">{csv_link("series-csv", spec.name, "series", query)}</p>'
         "</section>"

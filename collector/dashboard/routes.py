@@ -17,6 +17,7 @@ from urllib.parse import parse_qs
 
 from deniable.client.account import SDK_DEFAULTS
 from deniable.client.errors import InvalidInput
+from deniable.estimators import DEFAULT_METHOD, DEFAULT_PERIODS
 from deniable.estimators.advisor import plan_document
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -147,9 +148,9 @@ def page_query(request: Request, spec: Any) -> dict[str, Any]:
     params = request.query_params
     start, end = params.get("start") or None, params.get("end") or None
     if start is None and end is None:
-        labels = data.last_periods(spec, request, data.DEFAULT_PERIODS)
+        labels = data.last_periods(spec, request, DEFAULT_PERIODS)
         start, end = labels[0], labels[-1]
-    method = params.get("method") or "unbiased"
+    method = params.get("method") or ("unbiased" if spec.type == "numeric" else DEFAULT_METHOD)
     pooling = params.get("pooling") or "overlap-safe"
     if method not in pages.METHODS:
         raise HTTPException(422, f"method must be one of {', '.join(pages.METHODS)}")
