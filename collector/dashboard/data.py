@@ -15,11 +15,12 @@ from typing import Any
 from deniable.client.errors import InvalidInput
 from deniable.client.spec import MetricSpec, period_label, period_range
 from deniable.estimators import margin_of_error, mean_margin
+from deniable.estimators.choices import periods_back
 from fastapi import Request
 
 from ..context import collector
 from ..routes.common import MetricPeriods
-from ..routes.estimates import EstimateOptions, get_estimate, get_series, range_start
+from ..routes.estimates import EstimateOptions, get_estimate, get_series
 from ..routes.privacy import MAX_REPORTS_PER_PERIOD, get_privacy
 from ..storage.queries import list_specs
 
@@ -46,7 +47,7 @@ class MetricRow:
 def last_periods(spec: MetricSpec, request: Request, count: int) -> list[str]:
     """The labels of the metric's last ``count`` periods up to the current one, oldest first."""
     current = period_label(spec.period, collector(request).today())
-    return period_range(spec.period, range_start(spec.period, current, count), current)
+    return period_range(spec.period, periods_back(spec.period, current, count), current)
 
 
 def estimate(

@@ -8,7 +8,6 @@ documents carry its mean (from :func:`read_sums`), a histogram's add quantile in
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -18,7 +17,6 @@ from deniable.client.spec import (
     period_count,
     period_label,
     period_range,
-    period_start,
 )
 from deniable.estimators import (
     DEFAULT_METHOD,
@@ -40,6 +38,7 @@ from deniable.estimators import (
     mean_series_document,
     series_document,
 )
+from deniable.estimators.choices import periods_back
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from ..context import Collector
@@ -85,21 +84,13 @@ EstimateOptionsQuery = Annotated[EstimateOptions, Depends()]
 """The ``confidence``, ``method`` and ``simultaneous`` query parameters, as one object."""
 
 
-def range_start(kind: str, last: str, count: int = DEFAULT_PERIODS) -> str:
-    """The label of the first of the ``count`` periods of ``kind`` ending at ``last``."""
-    first = last
-    for _ in range(count - 1):
-        first = period_label(kind, period_start(kind, first) - dt.timedelta(days=1))
-    return first
-
-
 def resolve_range(state: Collector, spec: MetricSpec, read: MetricPeriods) -> list[str]:
     """The period labels from start to end, oldest first: end defaults to the current
     period, start to :data:`~deniable.estimators.DEFAULT_PERIODS` periods ending at end."""
     current = period_label(spec.period, state.today())
     first, last = period_bounds(spec, read.start, read.end if read.end is not None else current)
     last = last or current
-    first = first or range_start(spec.period, last)
+    first = first or periods_back(spec.period, last, DEFAULT_PERIODS)
     limit = state.settings.max_range_periods
     if period_count(spec.period, first, last) > limit:
         raise HTTPException(status_code=422, detail=f"the range covers more than {limit} periods")

@@ -146,11 +146,12 @@ def test_offline_estimates_from_an_export_equal_the_apis(
         path = tmp_path / f"{name}.parquet"
         exported = run(*admin(collector), "export", name, "--output", str(path))
         assert exported.exit_code == 0, exported.output
-        online = json.loads(
-            run(*admin(collector), "estimate", name, *extra, "--format", "json").stdout
-        )
         offline = json.loads(
             run("estimate", name, "--from-file", str(path), *extra, "--format", "json").stdout
+        )
+        same = ("--start", offline["start"], "--end", offline["end"])  # offline: the file's
+        online = json.loads(
+            run(*admin(collector), "estimate", name, *same, *extra, "--format", "json").stdout
         )
         if name == "load_ms":
             for key in ("estimate", "std_error", "ci_low", "ci_high"):
