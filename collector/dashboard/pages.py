@@ -489,7 +489,8 @@ def plan_page(values: dict[str, str], plan: dict[str, Any] | None, problem: str 
         f' required value="{e(values["margin"])}"></label>'
         f'<label>confidence<input name="confidence" type="number" min="0" max="1" step="any"'
         f' value="{e(values["confidence"])}"></label>'
-        '<button type="submit">Plan</button></form>'
+        + _select("intervals", ("simultaneous", "per-category"), values.get("intervals", ""))
+        + '<button type="submit">Plan</button></form>'
     )
     if problem is not None:
         result = f'<p class="error" role="alert">{e(problem)}</p>'
@@ -518,9 +519,15 @@ def plan_page(values: dict[str, str], plan: dict[str, Any] | None, problem: str 
             f'<output id="reports-needed" class="big">{e(needed_text)}</output></div>'
             '<div><span class="label">Recommended mechanism</span>'
             f'<output id="recommended" class="big">{e(advised)}</output></div></div>'
-            f'<p class="meta">For ±{share_text(plan["margin"])} on every one of'
-            f" {plan['categories']} categories at once, {plan['confidence'] * 100:g}% confidence,"
-            " worst case over the true shares: the mechanism needing the fewest reports.</p>"
+            f'<p class="meta">For ±{share_text(plan["margin"])} on'
+            + (
+                f" every one of {plan['categories']} categories at once"
+                if plan["simultaneous"]
+                else f" each of {plan['categories']} categories on its own"
+            )
+            + f", {plan['confidence'] * 100:g}% confidence, worst case over the true shares,"
+            " with the interval the estimates compute: the mechanism needing the fewest"
+            " reports.</p>"
             + table("mechanisms", ("mechanism", "reports needed", "V* per report", "bytes"), rows)
         )
         if plan["auto"] != advised:

@@ -300,8 +300,18 @@ def series_csv(name: str, request: Request) -> Response:
     return document_csv(request, name, "series")
 
 
-PLAN_DEFAULTS = {"k": "5", "epsilon": "1", "margin": "0.02", "confidence": "0.95"}
-"""The planner's inputs when the form has not been sent yet."""
+PLAN_DEFAULTS = {
+    "k": "5",
+    "epsilon": "1",
+    "margin": "0.02",
+    "confidence": "0.95",
+    "intervals": "simultaneous",
+}
+"""The planner's inputs when the form has not been sent yet: intervals for all categories at
+once, as the estimates show them (``deniable plan``'s default too)."""
+
+PLAN_INTERVALS = ("simultaneous", "per-category")
+"""The planner's interval kinds: all categories at once, or each alone."""
 
 
 def plan_inputs(values: dict[str, str]) -> tuple[int, float, float, float]:
@@ -342,8 +352,15 @@ def plan(request: Request) -> Response:
     }
     try:
         k, epsilon, margin, confidence = plan_inputs(values)
+        if values["intervals"] not in PLAN_INTERVALS:
+            raise InvalidInput("intervals must be simultaneous or per-category")
         document = plan_document(
-            k, epsilon, margin=margin, reports=None, confidence=confidence, simultaneous=True
+            k,
+            epsilon,
+            margin=margin,
+            reports=None,
+            confidence=confidence,
+            simultaneous=values["intervals"] == "simultaneous",
         )
     except (InvalidInput, ValueError) as exc:
         return html(pages.plan_page(values, None, str(exc)), 422)
