@@ -42,7 +42,8 @@ from deniable.client.mechanisms import (
 from deniable.client.wire import payload_text
 
 from .intervals import CP_BELOW, per_category_alpha, share_interval, z_value
-from .numeric import is_two_point
+from .numeric import estimate_mean, is_two_point
+from .results import PeriodSums
 
 MAX_REPORTS = 10**15
 """The most reports the planner answers with: far more than any deployment collects, and far
@@ -282,9 +283,6 @@ def mean_half_width(mech: NumericMechanism, n: int, confidence: float) -> float:
     (:func:`~.numeric.estimate_mean`, one period) from the expected sums of n reports of the
     worst-case population: at the ends of the range (:func:`worst_population_moment`), with
     the mean of :func:`worst_means` giving the widest."""
-    from .numeric import estimate_mean
-    from .results import PeriodSums
-
     squares = n * worst_population_moment(mech)
     widths = []
     for mean in worst_means(mech, n):
