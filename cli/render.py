@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
 from deniable.client.errors import InvalidInput
+from deniable.estimators.documents import CLIPPED_MARKS, clipped_mark
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -46,7 +47,7 @@ HOW_FIELDS = ("n", "method", "confidence", "simultaneous")
 SERIES_TOP = 10
 """Categories charted by default when a series has more (the largest, by estimate)."""
 
-MARKERS = {"below": "▼", "above": "▲"}
+MARKERS = CLIPPED_MARKS
 """Marks an estimate the data pushed below 0 or above 1 (clipped into its interval)."""
 
 
@@ -89,10 +90,9 @@ def interval(low: float | None, high: float | None) -> str:
 
 
 def marker(row: dict[str, Any]) -> str:
-    """The mark of an estimate whose unbiased value the data pushed outside [0, 1], or ""."""
-    if not row.get("clipped"):
-        return ""
-    return MARKERS["below"] if (row.get("unbiased") or 0.0) < 0 else MARKERS["above"]
+    """The mark of an estimate whose unbiased value the data pushed outside [0, 1], or ""
+    (the estimators' :func:`~deniable.estimators.documents.clipped_mark`, as the dashboard)."""
+    return clipped_mark(row)
 
 
 def count(value: float | None) -> str:

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 from deniable.client.lazy import lazy_exports
 
 from .choices import (
+    DEFAULT_METHOD,
+    DEFAULT_PERIODS,
     DEFAULT_QUANTILES,
     METHODS,
     POOLINGS,
@@ -88,7 +90,7 @@ if TYPE_CHECKING:
         mechanism_sweep,
     )
     from .frequency import estimate
-    from .numeric import estimate_mean, in_value_units, mean_half_width
+    from .numeric import estimate_mean, in_value_units
     from .quantiles import cdf_band, estimate_quantiles, quantile_intervals
     from .reports import estimate_reports, report_counts, report_sums
     from .support import support_matrix
@@ -117,7 +119,7 @@ __getattr__ = lazy_exports(
             "mechanism_sweep",
         ),
         ".frequency": ("estimate",),
-        ".numeric": ("estimate_mean", "in_value_units", "mean_half_width"),
+        ".numeric": ("estimate_mean", "in_value_units"),
         ".quantiles": ("cdf_band", "estimate_quantiles", "quantile_intervals"),
         ".reports": ("estimate_reports", "report_counts", "report_sums"),
         ".support": ("support_matrix",),
@@ -125,6 +127,8 @@ __getattr__ = lazy_exports(
 )
 
 __all__ = [
+    "DEFAULT_METHOD",
+    "DEFAULT_PERIODS",
     "DEFAULT_QUANTILES",
     "MAX_REPORTS",
     "METHODS",
@@ -173,7 +177,6 @@ __all__ = [
     "in_value_units",
     "margin_of_error",
     "mean_document",
-    "mean_half_width",
     "mean_margin",
     "mean_reports_needed",
     "mean_series_document",

@@ -24,8 +24,8 @@ One period:
   two-point and a skewed population is 0.946 (bench/mean_coverage.py prints the table). The
   cost is width where the spread dominates the noise: iid at eps 8, 1.3-1.4 times the Wald
   width at n = 1,000 and 1.03-1.04 at 100,000; at eps <= 1 within 4% from n = 1,000.
-  ``std_error`` is the plain sqrt(max(s^2, floor)/n). :func:`mean_half_width` gives the
-  planner this interval's half-width.
+  ``std_error`` is the plain sqrt(max(s^2, floor)/n). The planner
+  (:func:`~.advisor.mean_half_width`) plans against this interval.
 
 The point shown lies inside its interval, both clipped to [-1, 1] consistently
 (:func:`~.intervals.unit_interval` on the axis (t + 1)/2: an interval the data pushed past an
@@ -154,35 +154,6 @@ def period_intervals(
     bound = variance_bound(mechanism, n, sample, mean, alpha)
     half = stats.t.isf(alpha / 2, np.maximum(n - 1.0, 1.0)) * np.sqrt(bound / n)
     return mean, np.sqrt(variance / n), mean - half, mean + half
-
-
-def mean_half_width(
-    mechanism: NumericMechanism, n: int, spread: float, confidence: float = 0.95
-) -> float:
-    """The half-width, on the [-1, 1] axis, of the interval :func:`estimate_mean` computes from
-    one period of n reports (n >= 1) whose sample variance comes out at its expectation, for
-    devices whose values t have standard deviation ``spread`` (in [0, 1]; 1 is the most any
-    population has, half the devices at each bound), at the least favourable mean.
-
-    For the planner: in value units multiply by (upper - lower)/2. duchi's (and hybrid's at or
-    below eps*) is the brr interval's at b = 1/2, where it is widest, whatever the spread;
-    pm's and hybrid's is the t-interval with :func:`variance_bound` at Var(y) = Var(y | 1) +
-    spread^2, the largest for that spread (mean sqrt(1 - spread^2)).
-    """
-    if not 0.0 <= spread <= 1.0:
-        raise InvalidInput("spread must be in [0, 1] (the SD of t on the [-1, 1] axis)")
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
-        raise InvalidInput("n must be a positive integer")
-    mean = 0.0 if is_two_point(mechanism) else math.sqrt(1.0 - spread * spread)
-    variance = mechanism.variance(1.0) + spread * spread
-    total = n * mean
-    squares = (n - 1) * variance + total * mean
-    if is_two_point(mechanism):
-        squares = n * mechanism.bound**2
-    _, _, low, high = period_intervals(
-        mechanism, np.float64(n), np.float64(total), np.float64(squares), confidence
-    )
-    return float(high - low) / 2
 
 
 def axis_interval(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -9,13 +9,13 @@ here a second way.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import math
 from typing import Any
 
 from deniable.client.errors import InvalidInput
-from deniable.client.spec import MetricSpec, period_label, period_range, period_start
+from deniable.client.spec import MetricSpec, period_label, period_range
 from deniable.estimators import margin_of_error, mean_margin
+from deniable.estimators.choices import periods_back
 from fastapi import Request
 
 from ..context import collector
@@ -26,8 +26,6 @@ from ..storage.queries import list_specs
 
 OVERVIEW_PERIODS = 14
 """Periods the overview's sparklines cover."""
-DEFAULT_PERIODS = 7
-"""Periods a metric page covers unless its range is picked."""
 DEFAULT_TOP = 5
 """Categories the metric page's time series draws unless ``top`` says otherwise."""
 MAX_TOP = 20
@@ -49,11 +47,7 @@ class MetricRow:
 def last_periods(spec: MetricSpec, request: Request, count: int) -> list[str]:
     """The labels of the metric's last ``count`` periods up to the current one, oldest first."""
     current = period_label(spec.period, collector(request).today())
-    first = current
-    for _ in range(count - 1):
-        day = period_start(spec.period, first)
-        first = period_label(spec.period, day - dt.timedelta(days=1))
-    return period_range(spec.period, first, current)
+    return period_range(spec.period, periods_back(spec.period, current, count), current)
 
 
 def estimate(
@@ -62,11 +56,12 @@ def estimate(
     start: str | None,
     end: str | None,
     *,
-    method: str = "unbiased",
+    method: str | None = None,
     pooling: str = "overlap-safe",
     confidence: float = 0.95,
 ) -> dict[str, Any]:
-    """The API's estimate document (simultaneous intervals); HTTPException as the API's."""
+    """The API's estimate document (simultaneous intervals, the API's default method unless
+    ``method`` is given); HTTPException as the API's."""
     options = EstimateOptions(confidence=confidence, method=method, simultaneous=True)  # type: ignore[arg-type]
     read = MetricPeriods(name=spec.name, start=start, end=end)
     return get_estimate(request, read, options, pooling=pooling, q=None)  # type: ignore[arg-type]
@@ -78,10 +73,11 @@ def series(
     start: str | None,
     end: str | None,
     *,
-    method: str = "unbiased",
+    method: str | None = None,
     confidence: float = 0.95,
 ) -> dict[str, Any]:
-    """The API's series document (simultaneous intervals); HTTPException as the API's."""
+    """The API's series document (simultaneous intervals, the API's default method unless
+    ``method`` is given); HTTPException as the API's."""
     options = EstimateOptions(confidence=confidence, method=method, simultaneous=True)  # type: ignore[arg-type]
     return get_series(request, MetricPeriods(name=spec.name, start=start, end=end), options)
 

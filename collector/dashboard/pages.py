@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from deniable.client.spec import MetricSpec
+from deniable.estimators.documents import CLIPPED_MARKS, clipped_mark
 
 from ..routes.privacy import DEFAULT_RATIO
 from .charts import (
@@ -229,6 +230,19 @@ def csv_link(link_id: str, name: str, kind: str, query: dict[str, Any]) -> str:
     return f'<a id="{e(link_id)}" class="csv" href="{e(href)}" download>Download CSV</a>'
 
 
+def clipped_note(rows: Iterable[dict[str, Any]], note_id: str) -> str:
+    """The legend of the marks on clipped estimates (as the CLI's), when a row has one."""
+    clipped = sum(1 for row in rows if row.get("clipped"))
+    if not clipped:
+        return ""
+    return (
+        f'<p class="note" id="{e(note_id)}">{CLIPPED_MARKS["below"]}/{CLIPPED_MARKS["above"]}'
+        f" {clipped} unbiased estimate{'s' if clipped != 1 else ''} fell below 0 (or above"
+        " 100%): shown at the edge of the interval; the raw value is <code>unbiased</code> in"
+        " the CSV.</p>"
+    )
+
+
 def _legend(names: Sequence[str]) -> str:
     """A legend naming each series beside its colour."""
     items = "".join(f"<li>{swatch(i)}{e(name)}</li>" for i, name in enumerate(names))
@@ -272,7 +286,7 @@ def _estimate_section(spec: MetricSpec, document: dict[str, Any], query: dict[st
         + cells(
             [
                 r["category"],
-                pct(r["frequency"]),
+                pct(r["frequency"]) + clipped_mark(r),
                 pct(r["ci_low"]),
                 pct(r["ci_high"]),
                 f"{r['count']:,.0f}" if r["count"] is not None else "—",
@@ -296,6 +310,7 @@ def _estimate_section(spec: MetricSpec, document: dict[str, Any], query: dict[st
             ("category", "estimate", "low", "high", "estimated count"),
             table_rows,
         )
+        + clipped_note(rows, "estimate-clipped")
         + f'<p class="actions">{csv_link("estimate-csv", spec.name, "estimate", query)}</p>'
         "</section>"
     )
@@ -350,7 +365,7 @@ def _series_section(
                             point["period"],
                             row["category"],
                             f"{point['n']:,}",
-                            pct(row["frequency"]),
+                            pct(row["frequency"]) + clipped_mark(row),
                             pct(row["ci_low"]),
                             pct(row["ci_high"]),
                         ]
@@ -368,6 +383,15 @@ def _series_section(
             ("period", "category", "n", "estimate", "low", "high"),
             table_rows,
             numeric_from=2,
+        )
+        + clipped_note(
+            (
+                row
+                for point in document["series"]
+                for row in point["estimates"]
+                if row["category"] in shown
+            ),
+            "series-clipped",
         )
         + f'<p class="actions">{csv_link("series-csv", spec.name, "series", query)}</p>'
         "</section>"
@@ -466,7 +490,8 @@ def plan_page(values: dict[str, str], plan: dict[str, Any] | None, problem: str 
         f' required value="{e(values["margin"])}"></label>'
         f'<label>confidence<input name="confidence" type="number" min="0" max="1" step="any"'
         f' value="{e(values["confidence"])}"></label>'
-        '<button type="submit">Plan</button></form>'
+        + _select("intervals", ("simultaneous", "per-category"), values.get("intervals", ""))
+        + '<button type="submit">Plan</button></form>'
     )
     if problem is not None:
         result = f'<p class="error" role="alert">{e(problem)}</p>'
@@ -495,9 +520,15 @@ def plan_page(values: dict[str, str], plan: dict[str, Any] | None, problem: str 
             f'<output id="reports-needed" class="big">{e(needed_text)}</output></div>'
             '<div><span class="label">Recommended mechanism</span>'
             f'<output id="recommended" class="big">{e(advised)}</output></div></div>'
-            f'<p class="meta">For ±{share_text(plan["margin"])} on every one of'
-            f" {plan['categories']} categories at once, {plan['confidence'] * 100:g}% confidence,"
-            " worst case over the true shares: the mechanism needing the fewest reports.</p>"
+            f'<p class="meta">For ±{share_text(plan["margin"])} on'
+            + (
+                f" every one of {plan['categories']} categories at once"
+                if plan["simultaneous"]
+                else f" each of {plan['categories']} categories on its own"
+            )
+            + f", {plan['confidence'] * 100:g}% confidence, worst case over the true shares,"
+            " with the interval the estimates compute: the mechanism needing the fewest"
+            " reports.</p>"
             + table("mechanisms", ("mechanism", "reports needed", "V* per report", "bytes"), rows)
         )
         if plan["auto"] != advised:

@@ -16,6 +16,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from deniable.client.account import SDK_DEFAULTS
 from deniable.client.errors import InvalidInput
+from deniable.estimators import DEFAULT_METHOD, DEFAULT_PERIODS
 from deniable.estimators.advisor import plan_document
 from deniable.estimators.csvtext import write_csv
 from fastapi import APIRouter, HTTPException, Request
@@ -191,9 +192,9 @@ def page_query(request: Request, spec: Any) -> dict[str, Any]:
     params = request.query_params
     start, end = params.get("start") or None, params.get("end") or None
     if start is None and end is None:
-        labels = data.last_periods(spec, request, data.DEFAULT_PERIODS)
+        labels = data.last_periods(spec, request, DEFAULT_PERIODS)
         start, end = labels[0], labels[-1]
-    method = params.get("method") or "unbiased"
+    method = params.get("method") or ("unbiased" if spec.type == "numeric" else DEFAULT_METHOD)
     pooling = params.get("pooling") or "overlap-safe"
     if method not in pages.METHODS:
         raise HTTPException(422, f"method must be one of {', '.join(pages.METHODS)}")
@@ -342,8 +343,18 @@ def series_csv(name: str, request: Request) -> Response:
     return document_csv(request, name, "series")
 
 
-PLAN_DEFAULTS = {"k": "5", "epsilon": "1", "margin": "0.02", "confidence": "0.95"}
-"""The planner's inputs when the form has not been sent yet."""
+PLAN_DEFAULTS = {
+    "k": "5",
+    "epsilon": "1",
+    "margin": "0.02",
+    "confidence": "0.95",
+    "intervals": "simultaneous",
+}
+"""The planner's inputs when the form has not been sent yet: intervals for all categories at
+once, as the estimates show them (``deniable plan``'s default too)."""
+
+PLAN_INTERVALS = ("simultaneous", "per-category")
+"""The planner's interval kinds: all categories at once, or each alone."""
 
 
 def plan_inputs(values: dict[str, str]) -> tuple[int, float, float, float]:
@@ -384,8 +395,15 @@ def plan(request: Request) -> Response:
     }
     try:
         k, epsilon, margin, confidence = plan_inputs(values)
+        if values["intervals"] not in PLAN_INTERVALS:
+            raise InvalidInput("intervals must be simultaneous or per-category")
         document = plan_document(
-            k, epsilon, margin=margin, reports=None, confidence=confidence, simultaneous=True
+            k,
+            epsilon,
+            margin=margin,
+            reports=None,
+            confidence=confidence,
+            simultaneous=values["intervals"] == "simultaneous",
         )
     except (InvalidInput, ValueError) as exc:
         return html(pages.plan_page(values, None, str(exc)), 422)

@@ -8,12 +8,19 @@ documents carry its mean (from :func:`read_sums`), a histogram's add quantile in
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from deniable.client.errors import InvalidInput
-from deniable.client.spec import MetricSpec, period_count, period_label, period_range
+from deniable.client.spec import (
+    MetricSpec,
+    period_count,
+    period_label,
+    period_range,
+)
 from deniable.estimators import (
+    DEFAULT_METHOD,
+    DEFAULT_PERIODS,
     AnyRangeEstimate,
     AnySeries,
     Estimate,
@@ -31,6 +38,7 @@ from deniable.estimators import (
     mean_series_document,
     series_document,
 )
+from deniable.estimators.choices import periods_back
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from ..context import Collector
@@ -52,14 +60,24 @@ Quantiles = Annotated[
 @dataclass
 class EstimateOptions:
     """How each estimate of a read is made, as both estimate routes take it: the confidence
-    level, the method, and whether the intervals hold for all categories at once.
+    level, the method (shares: :data:`~deniable.estimators.DEFAULT_METHOD` unless given; a
+    mean: unbiased, its only one), and whether the intervals hold for all categories at once
+    (by default they do, as every surface shows all categories).
 
     FastAPI fills it from the query as a dependency (:data:`EstimateOptionsQuery`).
     """
 
     confidence: Confidence = 0.95
-    method: Method = "unbiased"
-    simultaneous: bool = False
+    method: Method | None = None
+    simultaneous: bool = True
+
+    def for_shares(self) -> dict[str, Any]:
+        """The options of a share estimate, the method defaulted."""
+        return {
+            "confidence": self.confidence,
+            "method": self.method or DEFAULT_METHOD,
+            "simultaneous": self.simultaneous,
+        }
 
 
 EstimateOptionsQuery = Annotated[EstimateOptions, Depends()]
@@ -67,11 +85,12 @@ EstimateOptionsQuery = Annotated[EstimateOptions, Depends()]
 
 
 def resolve_range(state: Collector, spec: MetricSpec, read: MetricPeriods) -> list[str]:
-    """The period labels from start to end (defaults: the current period), oldest first."""
+    """The period labels from start to end, oldest first: end defaults to the current
+    period, start to :data:`~deniable.estimators.DEFAULT_PERIODS` periods ending at end."""
     current = period_label(spec.period, state.today())
     first, last = period_bounds(spec, read.start, read.end if read.end is not None else current)
     last = last or current
-    first = first or last
+    first = first or periods_back(spec.period, last, DEFAULT_PERIODS)
     limit = state.settings.max_range_periods
     if period_count(spec.period, first, last) > limit:
         raise HTTPException(status_code=422, detail=f"the range covers more than {limit} periods")
@@ -110,7 +129,7 @@ def numeric_sums(
     """The sums of numeric ``spec``'s periods ``labels``; 422 for a method other than
     unbiased (a mean has one estimator)."""
     try:
-        check_numeric_method(options.method)
+        check_numeric_method(options.method or "unbiased")
     except InvalidInput as exc:
         raise refused(spec, exc) from None
     return read_sums(state.database, spec, labels)
@@ -152,7 +171,7 @@ def get_estimate(
         except InvalidInput as exc:
             raise refused(spec, exc) from None
     periods = range_counts(state, spec, labels)
-    result = estimate_periods(spec, periods, pooling=pooling, **asdict(options))
+    result = estimate_periods(spec, periods, pooling=pooling, **options.for_shares())
     if spec.type != "histogram":
         return estimate_document(spec.name, first, last, result)
     try:
@@ -186,6 +205,6 @@ def get_series(
         except InvalidInput as exc:
             raise refused(spec, exc) from None
     periods = range_counts(state, spec, labels)
-    chosen = asdict(options)
+    chosen = options.for_shares()
     points = [(period.period, estimate_periods(spec, [period], **chosen)) for period in periods]
     return series_document(spec.name, points, **chosen)

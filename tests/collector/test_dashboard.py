@@ -533,6 +533,14 @@ def test_the_plan_page_shows_the_advisors_numbers(seeded: Seeded) -> None:
         ]
     assert f'<output id="reports-needed" class="big">{needed:,}</output>' in page
     assert f'<output id="recommended" class="big">{advised}</output>' in page
+    alone = plan_document(12, 1.0, margin=0.03, reports=None, confidence=0.95, simultaneous=False)
+    fewest = next(r for r in alone["mechanisms"] if r["mechanism"] == alone["advised"])
+    query = {"k": "12", "epsilon": "1", "margin": "0.03", "intervals": "per-category"}
+    with signed_in(seeded) as client:
+        each = client.get("/dashboard/plan", params=query).text
+        bad.append(client.get("/dashboard/plan", params={**query, "intervals": "both"}))
+    assert f'<output id="reports-needed" class="big">{fewest["reports_needed"]:,}</output>' in each
+    assert fewest["reports_needed"] < needed
     for response in bad:
         assert response.status_code == 422
         assert 'class="error"' in response.text

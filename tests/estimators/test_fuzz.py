@@ -38,7 +38,6 @@ from deniable.estimators import (
     estimate_quantiles,
     in_value_units,
 )
-from deniable.estimators.numeric import mean_half_width
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -204,18 +203,3 @@ def test_a_quantile_interval_is_never_inverted() -> None:
         OUE(4, 0.6094), [0.0, 1.0, 2.0, 3.0, 4.0], PeriodCounts("p", 231, [0, 231, 0, 0]), [0.5]
     )
     assert interval.low <= interval.high
-
-
-@FUZZ
-@given(data=st.data())
-def test_planner_half_width(data: st.DataObject) -> None:
-    mechanism = NUMERIC_MECHANISMS[data.draw(st.sampled_from(sorted(NUMERIC_MECHANISMS)))](
-        data.draw(epsilons)
-    )
-    half = mean_half_width(
-        mechanism,
-        data.draw(st.integers(min_value=1, max_value=10**9)),
-        data.draw(fractions),
-        data.draw(confidences),
-    )
-    assert math.isfinite(half) and half > 0
