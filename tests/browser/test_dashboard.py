@@ -38,6 +38,7 @@ from tests.support.browser import (
     require_browser,
     set_viewport,
     sign_in,
+    submit_form,
 )
 
 require_browser(browser_problem())  # before Selenium is imported: skip, or fail in CI
@@ -365,8 +366,7 @@ def test_the_plan_page_agrees_with_the_planner_and_answers_its_form(
     field = form.find_element(By.CSS_SELECTOR, "input[name=epsilon]")
     field.clear()
     field.send_keys("2")
-    form.submit()
-    WebDriverWait(driver, 10).until(lambda d: read_plan(d)[0] != needed)
+    submit_form(driver, form)
     after, recommended = read_plan(driver)
     expected, advised = planned(PLAN["k"], 2.0, PLAN["margin"])
     assert after in expected, (after, expected)
@@ -419,8 +419,7 @@ def test_the_privacy_page_shows_the_api_account_and_answers_its_form(
     assert shown_warnings == [f"Warning: {w}" for w in expected["warnings"]] and shown_warnings
     form = driver.find_element(By.CSS_SELECTOR, "form#privacy-settings")
     form.find_element(By.CSS_SELECTOR, "select[name=memoize] option[value=true]").click()
-    form.submit()
-    WebDriverWait(driver, 10).until(lambda d: read_account(d)[1] != statement)
+    submit_form(driver, form)
     rows, statement = read_account(driver)
     memoized = api_privacy(seeded, memoize="true")
     assert {name: cells[-3:] for name, cells in rows.items()} == figures(memoized)
