@@ -49,11 +49,12 @@ class NumberRule:
 
     def expected(self) -> str:
         """What the parameter must be, in words."""
+        low, high = _text(self.low), _text(self.high)
         if self.whole:
-            return f"{self.name} must be a whole number from {self.low:,} to {self.high:,}"
-        low = f"above {self.low:g}" if self.open_low else f"at least {self.low:g}"
-        high = f"below {self.high:g}" if self.open_high else f"at most {self.high:g}"
-        return f"{self.name} must be a number {low} and {high}"
+            return f"{self.name} must be a whole number from {low} to {high}"
+        above = f"above {low}" if self.open_low else f"at least {low}"
+        below = f"below {high}" if self.open_high else f"at most {high}"
+        return f"{self.name} must be a number {above} and {below}"
 
     def parse(self, text: Any) -> int | float:
         """The number ``text`` writes (surrounding spaces ignored); :class:`InvalidNumber` naming
@@ -85,6 +86,11 @@ class NumberRule:
             ("lt" if self.open_high else "le"): self.high,
         }
         return Query(description=description, **bounds)  # type: ignore[arg-type]
+
+
+def _text(bound: float) -> str:
+    """A range bound as people write it: 1,000,000, 20, 0.5."""
+    return f"{bound:,.0f}" if float(bound).is_integer() else f"{bound:g}"
 
 
 def query_number(rule: NumberRule, kind: type, description: str) -> Any:

@@ -186,10 +186,10 @@ def documents(
     _, spec = find_spec(request, name)
     query = page_query(request, spec)
     start, end = query["start"] or None, query["end"] or None
+    series = data.series(request, spec, start, end, method=query["method"])
     estimate = data.estimate(
         request, spec, start, end, method=query["method"], pooling=query["pooling"]
     )
-    series = data.series(request, spec, start, end, method=query["method"])
     return spec, query, estimate, series
 
 

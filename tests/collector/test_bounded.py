@@ -1,0 +1,265 @@
+"""Every request's work is bounded before it starts (issue 24, items 1-4).
+
+A real collector (``deniable serve``, one worker, SQLite) in a child process, so its peak
+memory can be read per request (``VmHWM`` of ``/proc/PID/status``, reset through
+``/proc/PID/clear_refs``). Memory bounds are an order of magnitude below what the requests
+took before the limits (1.2-1.8 GB for the 349,000-item upload, 1.7 GB for the long series),
+and well above what they take now, so load cannot break them; the wait bounds only keep a
+hang from blocking the suite.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from deniable.client import MetricSpec
+from deniable.client.account import MAX_LIFETIME_EPSILON, DeviceSettings
+from deniable.client.errors import InvalidInput
+from deniable.client.ledger import lifetime_reports, within_lifetime
+from deniable.collector.numbers import NumberRule
+
+from tests.support import CollectorProcess, collector_settings, register_all
+
+ANSWER_WAIT = 30.0
+"""Seconds a request gets before the test fails (a hang bound, not a measurement)."""
+PEAK_BOUND_MB = 300
+"""The most memory above its resident size one bounded request may take (the unbounded ones
+took 1,200 MB and more)."""
+
+BIG = MetricSpec.categorical(
+    "big_olh", [f"c{i:05d}" for i in range(10_000)], epsilon=1.0, mechanism="olh"
+)
+"""An olh metric with k = 10,000, the most categories a metric may have."""
+FLAG = MetricSpec.boolean("bounded_flag", epsilon=1.0)
+SERIES_CELLS = 20_000
+"""The test collector's ``max_series_cells`` (below the default, so the largest series allowed,
+two periods of BIG, is quick to draw)."""
+MARKER = "²"
+"""A superscript digit: ``str.isdigit`` says yes, ``int`` says no."""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CollectorProcess]:
+    """An open collector (no tokens, loopback) with BIG and FLAG registered."""
+    directory = tmp_path_factory.mktemp("bounded")
+    settings = collector_settings(
+        f"sqlite:///{directory}/collector.db",
+        admin_token=None,
+        ingest_key=None,
+        max_series_cells=SERIES_CELLS,
+    )
+    with CollectorProcess(settings, directory) as process:
+        register_all(process.url, [BIG, FLAG])
+        yield process
+
+
+@pytest.fixture
+def client(server: CollectorProcess) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.url, timeout=ANSWER_WAIT, trust_env=False) as http:
+        yield http
+
+
+def status_kb(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise KeyError(field)
+
+
+def peak_mb(
+    server: CollectorProcess, request: httpx.Request, client: httpx.Client
+) -> tuple[httpx.Response, float]:
+    """The response to ``request`` and the collector's peak memory above its resident size
+    before it, in MB."""
+    clear = Path(f"/proc/{server.pid}/clear_refs")
+    if not clear.exists():
+        pytest.skip("needs Linux /proc/PID/clear_refs to reset the peak")
+    clear.write_text("5")
+    before = status_kb(server.pid, "VmRSS")
+    response = client.send(request)
+    return response, (status_kb(server.pid, "VmHWM") - before) / 1024
+
+
+def today() -> dt.date:
+    return dt.datetime.now(dt.UTC).date()
+
+
+def since(days: int) -> str:
+    return (today() - dt.timedelta(days=days - 1)).isoformat()
+
+
+# ---------------------------------------------------------------- item 1: the lifetime count
+
+
+def test_the_lifetime_count_is_closed_form_and_exact_at_the_cap() -> None:
+    count = lifetime_reports(MAX_LIFETIME_EPSILON, 1e-3)
+    assert count == 10**9
+    assert within_lifetime(count, 1e-3, MAX_LIFETIME_EPSILON)
+    assert not within_lifetime(count + 1, 1e-3, MAX_LIFETIME_EPSILON)
+    with pytest.raises(InvalidInput):
+        lifetime_reports(1e300, 1.0)
+
+
+def test_a_lifetime_cap_past_the_maximum_is_refused_everywhere(
+    server: CollectorProcess, client: httpx.Client
+) -> None:
+    with pytest.raises(InvalidInput, match="at most"):
+        DeviceSettings(lifetime_epsilon=MAX_LIFETIME_EPSILON * 10)
+    for value in ("1e300", "1e23", "1e7", "inf", "nan"):
+        response = client.get("/v1/privacy", params={"lifetime_epsilon": value})
+        assert response.status_code == 422, (value, response.text)
+        assert "lifetime_epsilon must be a number above 0 and at most 1,000,000" in response.text
+        page = client.get("/dashboard/privacy", params={"lifetime_epsilon": value})
+        assert page.status_code == 422 and "lifetime_epsilon must be" in page.text
+    at_cap = client.get("/v1/privacy", params={"lifetime_epsilon": "1e6"})
+    assert at_cap.status_code == 200
+    row = next(m for m in at_cap.json()["metrics"] if m["metric"] == FLAG.name)
+    assert row["lifetime"] == lifetime_reports(1e6, FLAG.epsilon) * FLAG.epsilon
+    assert client.get("/healthz").status_code == 200
+
+
+# ---------------------------------------------------------------- item 2: uploads
+
+
+def test_an_upload_of_too_many_items_is_refused_before_validation(
+    server: CollectorProcess, client: httpx.Client
+) -> None:
+    body = json.dumps({"reports": [{}] * 349_000}, separators=(",", ":")).encode()
+    assert len(body) <= 1 << 20
+    request = client.build_request(
+        "POST", "/v1/reports", content=body, headers={"Content-Type": "application/json"}
+    )
+    response, peak = peak_mb(server, request, client)
+    assert response.status_code == 413
+    assert response.json()["detail"] == (
+        "a batch holds at most 1000 reports (DENIABLE_MAX_BATCH); this one has 349,000"
+    )
+    assert peak < PEAK_BOUND_MB, peak
+
+
+def test_oversized_reports_are_refused_by_index_without_validating_them(
+    client: httpx.Client,
+) -> None:
+    reports = [
+        {f"field{i}": 0 for i in range(1000)},
+        {"payload": {str(i): "x" for i in range(5000)}},
+        {"payload": "A" * 100_000},
+        {},
+    ]
+    response = client.post("/v1/reports", json={"reports": reports})
+    assert response.status_code == 422
+    detail = response.json()["detail"]
+    assert [item["index"] for item in detail] == [0, 1, 2, 3]
+    assert detail[0]["reason"] == "a report has five fields; this one has 1000"
+    assert detail[1]["reason"] == "payload objects have at most 8 fields"
+    assert detail[2]["reason"] == "payload strings have at most 4096 characters"
+    assert "missing field 'id'" in detail[3]["reason"]
+
+
+# ---------------------------------------------------------------- item 3: long reads
+
+
+def test_a_series_past_the_cells_limit_is_refused_naming_it(
+    server: CollectorProcess, client: httpx.Client
+) -> None:
+    fits = SERIES_CELLS // BIG.k
+    request = client.build_request(
+        "GET", f"/v1/metrics/{BIG.name}/series", params={"start": since(181)}
+    )
+    response, peak = peak_mb(server, request, client)
+    assert response.status_code == 422
+    assert response.json()["detail"] == (
+        f"the series would cover 181 periods × 10,000 categories, more than the limit of"
+        f" {SERIES_CELLS:,} cells (DENIABLE_MAX_SERIES_CELLS): ask for at most {fits}"
+        f" periods of {BIG.name} (start, end)"
+    )
+    assert peak < PEAK_BOUND_MB, peak
+    request = client.build_request(
+        "GET", f"/v1/metrics/{BIG.name}/series", params={"start": since(fits)}
+    )
+    response, peak = peak_mb(server, request, client)
+    assert response.status_code == 200 and len(response.json()["series"]) == fits
+    assert peak < PEAK_BOUND_MB, peak
+
+
+def test_a_long_estimate_is_refused_naming_its_limit(client: httpx.Client) -> None:
+    response = client.get(f"/v1/metrics/{BIG.name}/estimate", params={"start": since(1100)})
+    assert response.status_code == 422
+    assert "DENIABLE_MAX_ESTIMATE_CELLS" in response.json()["detail"]
+    assert (
+        client.get(f"/v1/metrics/{FLAG.name}/estimate", params={"start": since(1100)}).status_code
+        == 200
+    )
+
+
+def test_the_dashboard_metric_page_is_bounded(
+    server: CollectorProcess, client: httpx.Client
+) -> None:
+    long = client.get(f"/dashboard/metrics/{BIG.name}", params={"start": since(1100)})
+    assert long.status_code == 422 and "DENIABLE_MAX_SERIES_CELLS" in long.text
+    request = client.build_request("GET", f"/dashboard/metrics/{BIG.name}")
+    page, peak = peak_mb(server, request, client)
+    assert page.status_code == 200
+    assert f"{since(SERIES_CELLS // BIG.k)} to {today().isoformat()}" in page.text
+    assert peak < PEAK_BOUND_MB, peak
+
+
+def test_the_overview_is_paginated(server: CollectorProcess, client: httpx.Client) -> None:
+    register_all(server.url, [MetricSpec.boolean(f"page_{i:02d}", epsilon=1.0) for i in range(30)])
+    first = client.get("/dashboard/")
+    assert first.status_code == 200
+    rows = first.text.count("<tr data-metric=")
+    assert "32 metrics" in first.text
+    # The big metric's trend fills a page's cells budget on its own.
+    assert 1 <= rows <= 25
+    seen = rows
+    number = 1
+    while 'rel="next"' in client.get("/dashboard/", params={"page": number}).text:
+        number += 1
+        seen += client.get("/dashboard/", params={"page": number}).text.count("<tr data-metric=")
+    assert seen == 32
+    for bad in (str(number + 1), "0", MARKER, "1.5", "-1"):
+        response = client.get("/dashboard/", params={"page": bad})
+        assert response.status_code == 422, bad
+        assert f"page must be a whole number from 1 to {number}" in response.text
+
+
+# ---------------------------------------------------------------- item 4: numbers from outside
+
+
+def test_the_number_parser_takes_ascii_only() -> None:
+    rule = NumberRule("top", 1, 20, whole=True)
+    assert rule.parse(" 7 ") == 7
+    for text in (MARKER, "٣", "１", "1_0", "+3", "3.0", "", "99", "0", "1" * 40):
+        with pytest.raises(InvalidInput, match="top must be a whole number from 1 to 20"):
+            rule.parse(text)
+    share = NumberRule("confidence", 0, 1, open_low=True, open_high=True)
+    assert share.parse("0.95") == 0.95 and share.parse(".5") == 0.5
+    for text in ("1", "0", "nan", "inf", "0x1p-1", "٠.5", "1e-400"):
+        with pytest.raises(InvalidInput, match="confidence must be a number above 0 and below 1"):
+            share.parse(text)
+
+
+@pytest.mark.parametrize(
+    ("path", "name"),
+    [
+        (f"/dashboard/metrics/{FLAG.name}", "top"),
+        ("/dashboard/privacy", "max_reports_per_period"),
+        ("/dashboard/plan", "k"),
+        ("/v1/privacy", "max_reports_per_period"),
+        (f"/v1/metrics/{FLAG.name}/estimate", "confidence"),
+        (f"/v1/admin/metrics/{FLAG.name}/reports", "limit"),
+    ],
+)
+def test_unicode_digits_are_a_422_naming_the_parameter_and_never_logged(
+    server: CollectorProcess, client: httpx.Client, path: str, name: str
+) -> None:
+    response = client.get(path, params={name: f"1{MARKER}"})
+    assert response.status_code == 422, response.text
+    assert name in response.text
+    assert MARKER not in server.log_path.read_text(encoding="utf-8", errors="replace")
