@@ -12,18 +12,25 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import httpx
 import pytest
+import schemathesis
 from deniable.client import MetricSpec
 from deniable.client.account import MAX_LIFETIME_EPSILON, DeviceSettings
 from deniable.client.errors import InvalidInput
 from deniable.client.ledger import lifetime_reports, within_lifetime
 from deniable.collector.numbers import NumberRule
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.errors import Unsatisfiable
 
 from tests.support import CollectorProcess, collector_settings, register_all
+
+Answer = TypeVar("Answer")
 
 ANSWER_WAIT = 30.0
 """Seconds a request gets before the test fails (a hang bound, not a measurement)."""
@@ -36,6 +43,7 @@ BIG = MetricSpec.categorical(
 )
 """An olh metric with k = 10,000, the most categories a metric may have."""
 FLAG = MetricSpec.boolean("bounded_flag", epsilon=1.0)
+SMALL = MetricSpec.categorical("bounded_small", ["a", "b", "c"], epsilon=1.0)
 SERIES_CELLS = 20_000
 """The test collector's ``max_series_cells`` (below the default, so the largest series allowed,
 two periods of BIG, is quick to draw)."""
@@ -43,9 +51,10 @@ MARKER = "²"
 """A superscript digit: ``str.isdigit`` says yes, ``int`` says no."""
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CollectorProcess]:
-    """An open collector (no tokens, loopback) with BIG and FLAG registered."""
+def open_collector(
+    tmp_path_factory: pytest.TempPathFactory, specs: list[MetricSpec]
+) -> Iterator[CollectorProcess]:
+    """An open collector (no tokens, loopback) with ``specs`` registered."""
     directory = tmp_path_factory.mktemp("bounded")
     settings = collector_settings(
         f"sqlite:///{directory}/collector.db",
@@ -54,8 +63,21 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CollectorProces
         max_series_cells=SERIES_CELLS,
     )
     with CollectorProcess(settings, directory) as process:
-        register_all(process.url, [BIG, FLAG])
+        register_all(process.url, specs)
         yield process
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CollectorProcess]:
+    """An open collector with BIG and FLAG registered."""
+    yield from open_collector(tmp_path_factory, [BIG, FLAG])
+
+
+@pytest.fixture(scope="module")
+def small_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CollectorProcess]:
+    """An open collector with small metrics only (FLAG and SMALL), for generated requests: the
+    cost of BIG's pages is the subject of the tests above."""
+    yield from open_collector(tmp_path_factory, [FLAG, SMALL])
 
 
 @pytest.fixture
@@ -71,18 +93,23 @@ def status_kb(pid: int, field: str) -> int:
     raise KeyError(field)
 
 
-def peak_mb(
-    server: CollectorProcess, request: httpx.Request, client: httpx.Client
-) -> tuple[httpx.Response, float]:
-    """The response to ``request`` and the collector's peak memory above its resident size
-    before it, in MB."""
+def peak_of(server: CollectorProcess, send: Callable[[], Answer]) -> tuple[Answer, float]:
+    """What ``send`` returns and the collector's peak memory above its resident size before
+    it, in MB."""
     clear = Path(f"/proc/{server.pid}/clear_refs")
     if not clear.exists():
         pytest.skip("needs Linux /proc/PID/clear_refs to reset the peak")
     clear.write_text("5")
     before = status_kb(server.pid, "VmRSS")
-    response = client.send(request)
-    return response, (status_kb(server.pid, "VmHWM") - before) / 1024
+    answer = send()
+    return answer, (status_kb(server.pid, "VmHWM") - before) / 1024
+
+
+def peak_mb(
+    server: CollectorProcess, request: httpx.Request, client: httpx.Client
+) -> tuple[httpx.Response, float]:
+    """The response to ``request`` and the collector's peak memory meanwhile (:func:`peak_of`)."""
+    return peak_of(server, lambda: client.send(request))
 
 
 def today() -> dt.date:
@@ -263,3 +290,132 @@ def test_unicode_digits_are_a_422_naming_the_parameter_and_never_logged(
     assert response.status_code == 422, response.text
     assert name in response.text
     assert MARKER not in server.log_path.read_text(encoding="utf-8", errors="replace")
+
+
+# ---------------------------------------------------------------- property tests: no 5xx, bounded
+
+PROPERTY_SETTINGS = settings(
+    deadline=None,
+    database=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
+)
+
+
+def checked(server: CollectorProcess, send: Callable[[], Any]) -> int:
+    """Send a request: no 5xx, and the collector's memory peak within the bound; its status."""
+    response, peak = peak_of(server, send)
+    assert response.status_code < 500, (response.url, response.status_code, response.text[:300])
+    assert peak < PEAK_BOUND_MB, (response.url, peak)
+    return int(response.status_code)
+
+
+def dashboard_document(names: list[str]) -> dict[str, Any]:
+    """An OpenAPI document of the dashboard's GET routes (they are left out of the API's): each
+    query parameter any text, the metric one of ``names``."""
+
+    def query(name: str) -> dict[str, Any]:
+        return {"name": name, "in": "query", "required": False, "schema": {"type": "string"}}
+
+    metric = {"name": "name", "in": "path", "required": True, "schema": {"enum": names}}
+    page = [metric, *map(query, ("start", "end", "method", "pooling", "top"))]
+
+    def get(parameters: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"get": {"parameters": parameters, "responses": {"200": {"description": "page"}}}}
+
+    paths = {
+        "/dashboard/": get([query("page")]),
+        "/dashboard/metrics/{name}": get(page),
+        "/dashboard/metrics/{name}/estimate.csv": get(page),
+        "/dashboard/metrics/{name}/series.csv": get(page),
+        "/dashboard/plan": get([query(n) for n in ("k", "epsilon", "margin", "confidence")]),
+        "/dashboard/privacy": get(
+            [query(n) for n in ("max_reports_per_period", "memoize", "lifetime_epsilon")]
+        ),
+    }
+    return {"openapi": "3.0.3", "info": {"title": "dashboard", "version": "1"}, "paths": paths}
+
+
+def run_schema(server: CollectorProcess, api: Any, examples: int) -> int:
+    """Schemathesis cases of every operation of ``api`` in both generation modes, each sent
+    through :func:`checked`; how many requests were sent."""
+    sent = [0]
+    for result in api.get_all_operations():
+        operation = result.ok()
+        for mode in (schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE):
+
+            @settings(PROPERTY_SETTINGS, max_examples=examples)
+            @given(case=operation.as_strategy(generation_mode=mode))
+            def run(case: Any) -> None:
+                checked(server, lambda: case.call(base_url=server.url, timeout=ANSWER_WAIT))
+                sent[0] += 1
+
+            try:
+                run()
+            except Unsatisfiable:
+                if mode != schemathesis.GenerationMode.NEGATIVE:
+                    raise
+    return sent[0]
+
+
+def test_schemathesis_over_the_api_and_the_dashboard_finds_no_5xx(
+    small_server: CollectorProcess,
+) -> None:
+    server = small_server
+    api = schemathesis.openapi.from_url(f"{server.url}/openapi.json")
+    dashboard = schemathesis.openapi.from_dict(dashboard_document([SMALL.name, FLAG.name]))
+    sent = run_schema(server, api, 2) + run_schema(server, dashboard, 6)
+    print(f"schemathesis: {sent} generated requests, none answered 5xx")
+    assert sent >= 100
+    log = server.log_path.read_text(encoding="utf-8", errors="replace")
+    assert "Traceback" not in log and "internal error" not in log
+
+
+NUMBER_TARGETS = [
+    ("/v1/privacy", "max_reports_per_period"),
+    ("/v1/privacy", "lifetime_epsilon"),
+    (f"/v1/metrics/{FLAG.name}/estimate", "confidence"),
+    (f"/v1/metrics/{FLAG.name}/estimate", "q"),
+    (f"/v1/metrics/{FLAG.name}/series", "confidence"),
+    (f"/v1/admin/metrics/{FLAG.name}/reports", "limit"),
+    ("/dashboard/", "page"),
+    (f"/dashboard/metrics/{FLAG.name}", "top"),
+    ("/dashboard/plan", "k"),
+    ("/dashboard/plan", "epsilon"),
+    ("/dashboard/plan", "margin"),
+    ("/dashboard/plan", "confidence"),
+    ("/dashboard/privacy", "max_reports_per_period"),
+    ("/dashboard/privacy", "lifetime_epsilon"),
+]
+"""Every route and parameter that takes a number from a query or a form."""
+
+NUMBER_TEXTS = st.one_of(
+    st.integers(-(10**30), 10**30).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.floats(allow_nan=False).map(lambda x: f"{x:e}"),
+    st.text(st.characters(categories=("Nd", "No", "Nl")), min_size=1, max_size=6),
+    st.text(max_size=40),
+    st.sampled_from(
+        ["1e300", "-0", "0x10", "1_000", "²", "１０", "٣", " 5 ", "+1", "1e-400", "NaN", "1e6"]
+    ),
+)
+"""Texts of numbers, near-numbers and anything else: Unicode digits, huge, tiny, signs."""
+
+
+def test_any_number_text_is_a_200_or_a_422(small_server: CollectorProcess) -> None:
+    server = small_server
+    client = httpx.Client(base_url=server.url, timeout=ANSWER_WAIT, trust_env=False)
+    sent = [0]
+
+    @settings(PROPERTY_SETTINGS, max_examples=150)
+    @given(target=st.sampled_from(NUMBER_TARGETS), text=NUMBER_TEXTS)
+    def run(target: tuple[str, str], text: str) -> None:
+        path, name = target
+        status = checked(server, lambda: client.get(path, params={name: text}))
+        assert status in (200, 422), (path, name, status)
+        sent[0] += 1
+
+    with client:
+        run()
+    print(f"hypothesis: {sent[0]} generated number requests, none answered 5xx")
+    assert sent[0] == 150
