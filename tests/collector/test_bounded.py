@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
+import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,7 +30,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
-from tests.support import CollectorProcess, collector_settings, register_all
+from tests.support import (
+    CollectorProcess,
+    DatabaseFactory,
+    RunningCollector,
+    collector_settings,
+    register_all,
+)
 
 Answer = TypeVar("Answer")
 
@@ -419,3 +427,49 @@ def test_any_number_text_is_a_200_or_a_422(small_server: CollectorProcess) -> No
         run()
     print(f"hypothesis: {sent[0]} generated number requests, none answered 5xx")
     assert sent[0] == 150
+
+
+# ---------------------------------------------------------------- no client value in a log line
+
+
+def test_a_fault_is_logged_once_without_its_message(
+    databases: DatabaseFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 500 is logged by the collector as types and frames; uvicorn never logs it again
+    with the exception's message (which may quote a query value)."""
+    marker = "client-value-4f2a"
+    server = RunningCollector(collector_settings(databases.new("sqlite"))).start()
+
+    def fault(value: str = "") -> None:
+        raise ValueError(f"cannot read {value}")
+
+    server.app.add_api_route("/fault", fault)
+    uvicorn_errors = logging.getLogger("uvicorn.error")
+    uvicorn_errors.addHandler(caplog.handler)
+    caplog.set_level(logging.DEBUG)
+    try:
+        with httpx.Client(base_url=server.url, timeout=ANSWER_WAIT, trust_env=False) as client:
+            response = client.get("/fault", params={"value": marker})
+    finally:
+        uvicorn_errors.removeHandler(caplog.handler)
+        server.stop()
+    assert response.status_code == 500
+    assert response.json() == {"detail": "internal server error"}
+    server_side = ("deniable", "uvicorn")
+    logged = "\n".join(
+        logging.Formatter().format(record)
+        for record in caplog.records
+        if record.name.startswith(server_side)
+    )
+    assert "internal error on GET /fault" in logged and "builtins.ValueError" in logged
+    assert marker not in logged
+    assert "Exception in ASGI application" not in logged
+
+
+def test_a_bad_request_line_is_not_logged(server: CollectorProcess) -> None:
+    marker = "bad-line-7c1e"
+    host, port = server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=ANSWER_WAIT) as sock:
+        sock.sendall(f"GET /\x00{marker} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        assert sock.recv(65536).startswith(b"HTTP/1.1 400")
+    assert marker not in server.log_path.read_text(encoding="utf-8", errors="replace")
