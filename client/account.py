@@ -36,6 +36,10 @@ per day at most (docs/privacy.md gives the context and why this figure).
 WINDOWS: tuple[tuple[str, int], ...] = (("per_day", 1), ("per_7_days", 7), ("per_30_days", 30))
 """The windows the account states, as (field name, length in days)."""
 
+MAX_LIFETIME_EPSILON = 1e6
+"""The largest ``lifetime_epsilon`` accepted (per metric): far above any meaningful cap, and
+it keeps the lifetime's count of reports (at least eps 0.001 each) an exact small integer."""
+
 _MONTH_STARTS_CYCLE = 400 * 12
 """Month ends in one Gregorian cycle (400 years): the calendar repeats after it."""
 
@@ -74,9 +78,12 @@ class DeviceSettings:
             isinstance(lifetime, bool)
             or not isinstance(lifetime, int | float)
             or not math.isfinite(lifetime)
-            or not lifetime > 0
+            or not 0 < lifetime <= MAX_LIFETIME_EPSILON
         ):
-            raise InvalidInput("lifetime_epsilon must be a finite number > 0 (or None)")
+            raise InvalidInput(
+                f"lifetime_epsilon must be a number > 0 and at most {MAX_LIFETIME_EPSILON:g}"
+                " (or None)"
+            )
         memoize = self.memoize
         if not isinstance(memoize, bool):
             names = {memoize} if isinstance(memoize, str) else memoize

@@ -26,10 +26,25 @@ def within_lifetime(reports: int, epsilon: float, lifetime_epsilon: float) -> bo
     return reports * epsilon <= lifetime_epsilon + _EPS_SLACK
 
 
+_MAX_LIFETIME_REPORTS = 2**52
+"""The most reports :func:`lifetime_reports` counts: below it consecutive counts times eps
+differ by more than a rounding, so the floor division is off by a step or two at most."""
+
+
 def lifetime_reports(lifetime_epsilon: float, epsilon: float) -> int:
     """The most reports at ``epsilon`` a lifetime cap admits: the largest n that
-    :func:`within_lifetime` allows (what :meth:`Ledger.admit` ends at)."""
-    n = int((lifetime_epsilon + _EPS_SLACK) // epsilon)
+    :func:`within_lifetime` allows (what :meth:`Ledger.admit` ends at).
+
+    In closed form: the floor division, then a step or two to settle its rounding. A ratio
+    past :data:`_MAX_LIFETIME_REPORTS` is refused (``InvalidInput``) rather than counted: there
+    the steps would not settle (the settings bound ``lifetime_epsilon`` far below it).
+    """
+    quotient = (lifetime_epsilon + _EPS_SLACK) // epsilon
+    if not quotient < _MAX_LIFETIME_REPORTS:
+        raise InvalidInput(
+            f"lifetime_epsilon / epsilon must be below {_MAX_LIFETIME_REPORTS:,} reports"
+        )
+    n = int(quotient)
     while within_lifetime(n + 1, epsilon, lifetime_epsilon):
         n += 1
     while n > 0 and not within_lifetime(n, epsilon, lifetime_epsilon):

@@ -83,6 +83,35 @@ class LatencyMiddleware:
             )
 
 
+ANSWERED_FAULT = "deniable.answered_fault"
+"""The scope key the 500 handler sets once it has logged a fault (without its message)."""
+
+
+class QuietFaults:
+    """Outside Starlette's error middleware: an exception it answered with a 500 ends here.
+
+    Starlette re-raises every exception after answering it, and uvicorn would then log it
+    with its message, which can quote the client's input (a query value, a report). The 500
+    handler has logged it already, as types and frames only; a fault it never saw (the
+    response had begun) is logged here the same way.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        try:
+            await self.app(scope, receive, send)
+        except Exception as exc:
+            if scope.get(ANSWERED_FAULT) is not True:
+                from .faults import redacted_traceback
+
+                log.error("internal error after the answer began\n%s", redacted_traceback(exc))
+
+
 def _openapi(app: FastAPI) -> dict[str, Any]:
     """The OpenAPI document, with the report batch schema the raw-body upload route reads."""
     if app.openapi_schema is None:
@@ -129,6 +158,7 @@ def _install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(status_code=503, content={"detail": detail})
 
     async def server_fault(request: Request, exc: Exception) -> JSONResponse:
+        request.scope[ANSWERED_FAULT] = True
         log.error(
             "internal error on %s %s\n%s",
             request.method,
@@ -187,4 +217,6 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.add_middleware(RelativeRedirects)
     app.add_middleware(LatencyMiddleware, telemetry=telemetry)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    build_stack = app.build_middleware_stack
+    app.build_middleware_stack = lambda: QuietFaults(build_stack())  # type: ignore[method-assign]
     return app

@@ -66,6 +66,17 @@ MAX_RANGE_PERIODS = 1100
 """The most periods an estimate's range may hold by default (three years of days): the API
 and the CLI's offline estimates refuse longer ranges alike."""
 
+MAX_SERIES_CELLS = 50_000
+"""The most periods × categories one series answers by default: about 6 MB of JSON, under a
+second, tens of MB of memory (181 periods of a 10,000-category metric, 1.8 million cells, took
+1.7 GB and 23 s before the limit)."""
+
+MAX_ESTIMATE_CELLS = 2_000_000
+"""The most periods × categories of counts one estimate reads by default (16 MB of counts)."""
+
+DASHBOARD_PAGE_METRICS = 25
+"""Metrics per page of the dashboard's overview by default."""
+
 TOKEN_FIELDS = (
     "admin_token",
     "admin_token_previous",
@@ -131,6 +142,13 @@ class Settings(BaseSettings):
     """Apply the database migrations before serving (off when a separate job runs them)."""
     max_range_periods: int = Field(default=MAX_RANGE_PERIODS, ge=1)
     """The most periods an estimate or series range may hold."""
+    max_series_cells: int = Field(default=MAX_SERIES_CELLS, ge=100)
+    """The most periods × categories one series answers (the API's ``/series``, a dashboard
+    metric page and its CSVs, an overview page): 422 past it, naming the limit."""
+    max_estimate_cells: int = Field(default=MAX_ESTIMATE_CELLS, ge=100)
+    """The most periods × categories of stored counts one estimate reads: 422 past it."""
+    dashboard_page_metrics: int = Field(default=DASHBOARD_PAGE_METRICS, ge=1, le=1000)
+    """The most metrics one page of the dashboard's overview shows."""
     shutdown_timeout: int = Field(default=DEFAULT_SHUTDOWN_TIMEOUT, ge=1, le=3600)
     """Seconds in-flight requests get after SIGTERM."""
     header_timeout: float = Field(default=10.0, gt=0, le=600)

@@ -12,6 +12,7 @@ import textwrap
 from typing import Any
 
 import click
+from deniable.client.account import MAX_LIFETIME_EPSILON
 from deniable.estimators.privacy import eps_text
 
 from ..options import GlobalOptions, format_option, pass_global_options
@@ -121,9 +122,9 @@ def account_table(document: dict[str, Any]) -> Any:
 )
 @click.option(
     "--lifetime-epsilon",
-    type=click.FloatRange(min=0, min_open=True),
+    type=click.FloatRange(min=0, min_open=True, max=MAX_LIFETIME_EPSILON),
     metavar="X",
-    help="The SDK's lifetime_epsilon, per metric (default none, the SDK's).",
+    help="The SDK's lifetime_epsilon, per metric, at most 1,000,000 (default none, the SDK's).",
 )
 @click.option(
     "--instantaneous-ratio",

@@ -28,7 +28,7 @@ from .charts import (
     time_chart,
     value_text,
 )
-from .data import MetricRow
+from .data import PAGE_NAME, MetricRow, OverviewPage
 
 STYLESHEET = "/dashboard/static/dashboard.css"
 METHODS = ("unbiased", "consistent", "mle")
@@ -145,13 +145,31 @@ def _margin_text(row: MetricRow) -> str:
     return f"±{row.margin * 100:.1f} pts"
 
 
-def overview_page(rows: Sequence[MetricRow], periods: int) -> str:
-    """Every metric with its recent reports, a sparkline of its leading estimate and its margin."""
+def page_links(page: OverviewPage) -> str:
+    """Which metrics the overview page shows, and links to the previous and next pages."""
+    if page.pages <= 1:
+        return ""
+    last = page.first + len(page.rows) - 1
+    links = []
+    if page.number > 1:
+        links.append(f'<a rel="prev" href="/dashboard/?{PAGE_NAME}={page.number - 1}">Previous</a>')
+    if page.number < page.pages:
+        links.append(f'<a rel="next" href="/dashboard/?{PAGE_NAME}={page.number + 1}">Next</a>')
+    return (
+        f'<nav class="pages" aria-label="Pages"><p>Metrics {page.first:,}–{last:,} of'
+        f" {page.total:,} · page {page.number:,} of {page.pages:,}</p>{' '.join(links)}</nav>"
+    )
+
+
+def overview_page(page: OverviewPage, periods: int) -> str:
+    """One page of the metrics with their recent reports, a sparkline of each one's leading
+    estimate and its margin."""
+    rows = page.rows
     body_rows = []
     for row in rows:
         spec = row.spec
         what = "mean" if spec.type == "numeric" else f"share of {row.leading or '—'}"
-        label = f"{spec.name}: {what}, last {periods} periods"
+        label = f"{spec.name}: {what}, last {len(row.trend)} periods"
         body_rows.append(
             f'<tr data-metric="{e(spec.name)}">'
             f'<th scope="row"><a href="{e(metric_path(spec.name))}">{e(spec.name)}</a>'
@@ -182,11 +200,11 @@ def overview_page(rows: Sequence[MetricRow], periods: int) -> str:
     head = "".join(f'<th scope="col">{e(h)}</th>' for h in headers)
     body = (
         '<div class="heading"><h1>Metrics</h1>'
-        f'<p class="lede">{len(rows)} metric{"s" if len(rows) != 1 else ""}. Reports in the'
+        f'<p class="lede">{page.total} metric{"s" if page.total != 1 else ""}. Reports in the'
         " current and the last period; the trend of the leading share (or the mean); the"
         " worst-case margin of error at today's reports (95%, all categories at once).</p></div>"
         f'<div class="scroll"><table id="metrics"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body_rows)}</tbody></table></div>"
+        f"<tbody>{''.join(body_rows)}</tbody></table></div>{page_links(page)}"
     )
     return layout("Overview", body, current="overview")
 

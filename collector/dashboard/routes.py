@@ -10,7 +10,6 @@ without tokens (loopback development), when the dashboard is as open as the API.
 from __future__ import annotations
 
 import io
-import math
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -24,6 +23,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from ..auth import tokens_match
 from ..context import collector
+from ..numbers import InvalidNumber, NumberRule
 from ..routes.body import read_body
 from ..routes.common import find_spec
 from ..routes.privacy import DEFAULT_MEMOIZE, DEFAULT_RATIO
@@ -36,6 +36,9 @@ SIGN_IN_BODY_BYTES = 4096
 """The largest sign-in form body read (a token is far shorter)."""
 
 SIGN_IN = "/dashboard/sign-in"
+
+TOP_RULE = NumberRule("top", 1, data.MAX_TOP, whole=True)
+"""How the metric page's ``top`` (categories its time series draws) is read."""
 
 
 def accepted(request: Request) -> list[str]:
@@ -184,7 +187,11 @@ def overview(request: Request) -> Response:
     """Every metric: type, eps, mechanism, recent reports, trend and today's margin."""
     if not signed_in(request):
         return to_sign_in()
-    return html(pages.overview_page(data.overview(request), data.OVERVIEW_PERIODS))
+    try:
+        page = data.overview(request)
+    except InvalidInput as exc:
+        return html(pages.error_page(422, str(exc)), 422)
+    return html(pages.overview_page(page, data.OVERVIEW_PERIODS))
 
 
 def page_query(request: Request, spec: Any) -> dict[str, Any]:
@@ -192,7 +199,8 @@ def page_query(request: Request, spec: Any) -> dict[str, Any]:
     params = request.query_params
     start, end = params.get("start") or None, params.get("end") or None
     if start is None and end is None:
-        labels = data.last_periods(spec, request, DEFAULT_PERIODS)
+        count = data.periods_within(spec, request, DEFAULT_PERIODS)
+        labels = data.last_periods(spec, request, count)
         start, end = labels[0], labels[-1]
     method = params.get("method") or ("unbiased" if spec.type == "numeric" else DEFAULT_METHOD)
     pooling = params.get("pooling") or "overlap-safe"
@@ -200,9 +208,10 @@ def page_query(request: Request, spec: Any) -> dict[str, Any]:
         raise HTTPException(422, f"method must be one of {', '.join(pages.METHODS)}")
     if pooling not in pages.POOLINGS:
         raise HTTPException(422, f"pooling must be one of {', '.join(pages.POOLINGS)}")
-    top_text = params.get("top") or str(data.DEFAULT_TOP)
-    if not top_text.isdigit() or not 1 <= int(top_text) <= data.MAX_TOP:
-        raise HTTPException(422, f"top must be a whole number from 1 to {data.MAX_TOP}")
+    try:
+        top = int(TOP_RULE.parse(params.get("top") or str(data.DEFAULT_TOP)))
+    except InvalidNumber as exc:
+        raise HTTPException(422, str(exc)) from None
     for name, value in (("start", start), ("end", end)):
         if value is not None and len(value) > 32:
             raise HTTPException(422, f"{name} is not a period label")
@@ -211,7 +220,7 @@ def page_query(request: Request, spec: Any) -> dict[str, Any]:
         "end": end or "",
         "method": method,
         "pooling": pooling,
-        "top": int(top_text),
+        "top": top,
     }
 
 
@@ -222,10 +231,10 @@ def documents(
     _, spec = find_spec(request, name)
     query = page_query(request, spec)
     start, end = query["start"] or None, query["end"] or None
+    series = data.series(request, spec, start, end, method=query["method"])
     estimate = data.estimate(
         request, spec, start, end, method=query["method"], pooling=query["pooling"]
     )
-    series = data.series(request, spec, start, end, method=query["method"])
     return spec, query, estimate, series
 
 
@@ -357,31 +366,20 @@ PLAN_INTERVALS = ("simultaneous", "per-category")
 """The planner's interval kinds: all categories at once, or each alone."""
 
 
+PLAN_RULES = (
+    NumberRule("k", 2, 100_000, whole=True),
+    NumberRule("epsilon", 0, 20, open_low=True),
+    NumberRule("margin", 0, 1, open_low=True, open_high=True),
+    NumberRule("confidence", 0, 1, open_low=True, open_high=True),
+)
+"""How the planner's form numbers are read: categories, eps, the margin (a share) and the
+confidence level."""
+
+
 def plan_inputs(values: dict[str, str]) -> tuple[int, float, float, float]:
     """k, eps, margin and confidence from the form; InvalidInput naming a bad one."""
-    try:
-        k = int(values["k"])
-    except ValueError:
-        raise InvalidInput("k must be a whole number of categories, at least 2") from None
-    numbers = []
-    for name in ("epsilon", "margin", "confidence"):
-        try:
-            number = float(values[name])
-        except ValueError:
-            raise InvalidInput(f"{name} must be a number") from None
-        if not math.isfinite(number):
-            raise InvalidInput(f"{name} must be a finite number")
-        numbers.append(number)
-    epsilon, margin, confidence = numbers
-    if not 2 <= k <= 100_000:
-        raise InvalidInput("k must be between 2 and 100,000 categories")
-    if not 0 < epsilon <= 20:
-        raise InvalidInput("epsilon must be above 0 and at most 20")
-    if not 0 < margin < 1:
-        raise InvalidInput("margin is a share, strictly between 0 and 1 (0.02 = ±2 points)")
-    if not 0 < confidence < 1:
-        raise InvalidInput("confidence must be strictly between 0 and 1 (e.g. 0.95)")
-    return k, epsilon, margin, confidence
+    k, epsilon, margin, confidence = (rule.parse(values[rule.name]) for rule in PLAN_RULES)
+    return int(k), float(epsilon), float(margin), float(confidence)
 
 
 @router.get("/plan")

@@ -42,14 +42,20 @@ from deniable.estimators.choices import periods_back
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from ..context import Collector
+from ..numbers import NumberRule, query_number
 from ..storage.queries import read_counts, read_sums
 from .common import MetricPeriods, MetricPeriodsQuery, find_spec, metric_read, period_bounds
 
 router = APIRouter()
 
-Confidence = Annotated[float, Query(gt=0, lt=1, description="e.g. 0.95")]
+CONFIDENCE_RULE = NumberRule("confidence", 0, 1, open_low=True, open_high=True)
+"""How the ``confidence`` query is read: a level strictly between 0 and 1."""
+QUANTILE_RULE = NumberRule("q", 0, 1, open_low=True, open_high=True)
+"""How each ``q`` query value is read: a quantile strictly between 0 and 1."""
+
+Confidence = query_number(CONFIDENCE_RULE, float, "e.g. 0.95")
 Quantiles = Annotated[
-    list[float] | None,
+    list[Annotated[float, QUANTILE_RULE.validator()]] | None,
     Query(
         description="Histogram metrics only: a quantile to give an interval for, strictly between"
         " 0 and 1 (repeatable; default 0.5, 0.9 and 0.99)"
@@ -95,6 +101,31 @@ def resolve_range(state: Collector, spec: MetricSpec, read: MetricPeriods) -> li
     if period_count(spec.period, first, last) > limit:
         raise HTTPException(status_code=422, detail=f"the range covers more than {limit} periods")
     return period_range(spec.period, first, last)
+
+
+def categories_of(spec: MetricSpec) -> int:
+    """The cells one period of ``spec`` adds to a read: its categories (a numeric metric: one,
+    its mean)."""
+    return 1 if spec.type == "numeric" else spec.k
+
+
+def check_cells(spec: MetricSpec, periods: int, limit: int, what: str, setting: str) -> None:
+    """422 if ``periods`` periods of ``spec`` pass ``limit`` cells (periods × categories),
+    naming the limit, its setting and the most periods of this metric that fit."""
+    k = categories_of(spec)
+    if periods * k <= limit:
+        return
+    fits = limit // k
+    narrow = (
+        f"ask for at most {fits} period{'s' if fits != 1 else ''} of {spec.name} (start, end)"
+        if fits
+        else f"{spec.name}'s {k:,} categories alone pass it"
+    )
+    raise HTTPException(
+        status_code=422,
+        detail=f"{what} would cover {periods:,} periods × {k:,} categories, more than the limit"
+        f" of {limit:,} cells ({setting}): {narrow}",
+    )
 
 
 def range_labels(request: Request, read: MetricPeriods) -> tuple[Collector, MetricSpec, list[str]]:
@@ -160,6 +191,8 @@ def get_estimate(
     shares of each category, a histogram's quantile intervals too, or a numeric metric's mean
     (its only method is unbiased; ``simultaneous`` changes nothing for one interval)."""
     state, spec, labels = range_labels(request, read)
+    limit = state.settings.max_estimate_cells
+    check_cells(spec, len(labels), limit, "the estimate", "DENIABLE_MAX_ESTIMATE_CELLS")
     qs = checked_quantiles(spec, q)
     first, last = labels[0], labels[-1]
     if spec.type == "numeric":
@@ -198,6 +231,8 @@ def get_series(
     metric's series has each period's mean instead.
     """
     state, spec, labels = range_labels(request, read)
+    limit = state.settings.max_series_cells
+    check_cells(spec, len(labels), limit, "the series", "DENIABLE_MAX_SERIES_CELLS")
     if spec.type == "numeric":
         sums = numeric_sums(state, spec, labels, options)
         try:

@@ -9,13 +9,14 @@ from __future__ import annotations
 import math
 from typing import Annotated
 
-from deniable.client.account import SDK_DEFAULTS, DeviceSettings
+from deniable.client.account import MAX_LIFETIME_EPSILON, SDK_DEFAULTS, DeviceSettings
 from deniable.client.spec import METRIC_NAME, MetricSpec
 from deniable.estimators.privacy import PrivacyDocument, privacy_document
 from fastapi import APIRouter, HTTPException, Query, Request
 
 from ..auth import VIEWER
 from ..context import collector
+from ..numbers import NumberRule, query_number
 from ..storage.queries import list_specs
 from .common import problem_responses
 
@@ -28,17 +29,18 @@ DEFAULT_MEMOIZE = str(SDK_DEFAULTS.memoize).lower()
 MAX_REPORTS_PER_PERIOD = 1_000_000
 """The largest ``max_reports_per_period`` the route answers for (a bound of the query only)."""
 
-ReportsQuery = Annotated[
-    int,
-    Query(
-        ge=1,
-        le=MAX_REPORTS_PER_PERIOD,
-        description="reports per metric and period a device sends (the SDK's)",
-    ),
-]
+REPORTS_RULE = NumberRule("max_reports_per_period", 1, MAX_REPORTS_PER_PERIOD, whole=True)
+"""How ``max_reports_per_period`` is read, in the API's query and the dashboard's form."""
+LIFETIME_RULE = NumberRule("lifetime_epsilon", 0, MAX_LIFETIME_EPSILON, open_low=True)
+"""How ``lifetime_epsilon`` is read: above 0, at most the SDK's largest accepted cap."""
+
+ReportsQuery = query_number(
+    REPORTS_RULE, int, "reports per metric and period a device sends (the SDK's)"
+)
 LifetimeQuery = Annotated[
     float | None,
-    Query(gt=0, allow_inf_nan=False, description="the SDK's lifetime_epsilon: per metric"),
+    LIFETIME_RULE.validator(),
+    LIFETIME_RULE.query("the SDK's lifetime_epsilon: per metric"),
 ]
 MemoizeQuery = Annotated[str, Query(max_length=4096, description=MEMOIZE_HELP)]
 RATIO_HELP = (

@@ -127,6 +127,8 @@ def test_json_is_the_api_document(server: RunningCollector, token: str) -> None:
         (("--max-reports-per-period", "0"), "--max-reports-per-period"),
         (("--max-reports-per-period", "many"), "--max-reports-per-period"),
         (("--lifetime-epsilon", "-1"), "--lifetime-epsilon"),
+        (("--lifetime-epsilon", "1e300"), "--lifetime-epsilon"),
+        (("--max-reports-per-period", "2000000"), "max_reports_per_period must be a whole"),
         (("--memoize", "--memoize-metric", "browser"), "not both"),
         (("--memoize-metric", "no_such_metric"), "no_such_metric is not a registered metric"),
         (("--format", "csv"), "--format"),
