@@ -196,11 +196,13 @@ class CollectorAPI:
         max_reports_per_period: int | None = None,
         memoize: str | None = None,
         lifetime_epsilon: float | None = None,
+        instantaneous_ratio: str | None = None,
     ) -> dict[str, Any]:
         """The privacy account for the SDK settings given (the collector's defaults: the SDK's)."""
         params = {
             "max_reports_per_period": max_reports_per_period,
             "memoize": memoize,
             "lifetime_epsilon": lifetime_epsilon,
+            "instantaneous_ratio": instantaneous_ratio,
         }
         return self.get_json("/v1/privacy", params=params)

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import click
 from deniable.client.mechanisms import MAX_EPSILON, MECHANISMS, MIN_EPSILON, check_epsilon
 from deniable.client.spec import PERIOD_KINDS, period_start
-from deniable.estimators import METHODS, POOLINGS
+from deniable.estimators import DEFAULT_PERIODS, METHODS, POOLINGS
 
 from .api import CollectorAPI
 
@@ -141,9 +141,12 @@ def range_options_for(start_default: str, end_default: str) -> Callable[[F], F]:
 
 
 range_options = range_options_for(
-    "--end; offline: the file's first", "the current period; offline: the file's last"
+    f"the {DEFAULT_PERIODS} periods ending at --end, as the API and the dashboard; offline:"
+    " the file's first",
+    "the current period; offline: the file's last",
 )
-"""--start, --end, --last for an estimate: the current period unless told otherwise."""
+"""--start, --end, --last for an estimate: the collector's default range (the last
+:data:`~deniable.estimators.DEFAULT_PERIODS` periods) unless told otherwise."""
 
 stored_range_options = range_options_for(
     "the first stored report", "the last stored report; with --last, the current period"
@@ -194,9 +197,6 @@ def choice_option(
     )
 
 
-DEFAULT_METHOD = "consistent"
-"""The CLI's estimate method: non-negative shares summing to 100% (docs/STATS.md section 4)."""
-
 method_option = click.option(
     "--method",
     type=click.Choice(METHODS),
@@ -206,7 +206,7 @@ method_option = click.option(
     " metric's mean has one estimator and takes no --method.",
 )
 """--method, one of the estimators' :data:`~deniable.estimators.METHODS`; None when not given
-(:data:`DEFAULT_METHOD` for shares, nothing for a numeric metric's mean)."""
+(:data:`~deniable.estimators.DEFAULT_METHOD` for shares, nothing for a numeric metric's mean)."""
 
 QUANTILE = click.FloatRange(min=0, max=1, min_open=True, max_open=True)
 """A quantile q strictly between 0 and 1."""
@@ -239,13 +239,6 @@ mechanism_option = choice_option(
 period_kind_option = choice_option("--period", PERIOD_KINDS, "How often a device reports.")
 """--period, one of the client's :data:`~deniable.client.spec.PERIOD_KINDS`."""
 
-
-simultaneous_option = click.option(
-    "--simultaneous",
-    is_flag=True,
-    help="Intervals that cover all categories at once (Bonferroni), not each on its own.",
-)
-"""--simultaneous: intervals that hold for all categories at once."""
 
 intervals_option = click.option(
     "--simultaneous/--per-category",

@@ -10,13 +10,8 @@ from __future__ import annotations
 import datetime as dt
 
 from deniable.client.errors import InvalidInput
-from deniable.client.spec import (
-    MetricSpec,
-    period_count,
-    period_label,
-    period_start,
-    resolve_period,
-)
+from deniable.client.spec import MetricSpec, period_count, period_label, resolve_period
+from deniable.estimators.choices import periods_back
 
 
 def resolve_label(spec: MetricSpec, value: str | None) -> str | None:
@@ -32,17 +27,6 @@ def resolve_label(spec: MetricSpec, value: str | None) -> str | None:
         raise InvalidInput(
             f"{value!r} is not {accepted}; metric {spec.name} is reported per {spec.period}"
         ) from None
-
-
-def periods_back(kind: str, end: str, count: int) -> str:
-    """The label ``count - 1`` periods before ``end`` (so start..end holds ``count`` periods)."""
-    first = period_start(kind, end)
-    if kind == "day":
-        return (first - dt.timedelta(days=count - 1)).isoformat()
-    if kind == "week":
-        return period_label(kind, first - dt.timedelta(weeks=count - 1))
-    months = first.year * 12 + first.month - 1 - (count - 1)
-    return period_label(kind, dt.date(months // 12, months % 12 + 1, 1))
 
 
 def resolve_range(

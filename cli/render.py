@@ -8,7 +8,6 @@ the data pushed outside [0, 1], and a note when the margin exceeds most of the s
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import sys
@@ -16,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
 from deniable.client.errors import InvalidInput
+from deniable.estimators.documents import CLIPPED_MARKS, clipped_mark
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -47,7 +47,7 @@ HOW_FIELDS = ("n", "method", "confidence", "simultaneous")
 SERIES_TOP = 10
 """Categories charted by default when a series has more (the largest, by estimate)."""
 
-MARKERS = {"below": "▼", "above": "▲"}
+MARKERS = CLIPPED_MARKS
 """Marks an estimate the data pushed below 0 or above 1 (clipped into its interval)."""
 
 
@@ -67,11 +67,11 @@ def print_json(document: Any, stream: TextIO | None = None) -> None:
 def write_csv(
     header: Sequence[str], rows: Iterable[Sequence[Any]], stream: TextIO | None = None
 ) -> None:
-    """Write rows as CSV, with ``None`` as an empty cell."""
-    writer = csv.writer(stream or sys.stdout, lineterminator="\n")
-    writer.writerow(header)
-    for row in rows:
-        writer.writerow(["" if v is None else v for v in row])
+    """Write rows as CSV on stdout: ``None`` an empty cell, formula-leading labels neutralized
+    (:func:`deniable.estimators.csvtext.write_csv`, shared with the dashboard)."""
+    from deniable.estimators.csvtext import write_csv as write_safe_csv
+
+    write_safe_csv(stream or sys.stdout, header, rows)
 
 
 def percent(value: float | None) -> str:
@@ -90,10 +90,9 @@ def interval(low: float | None, high: float | None) -> str:
 
 
 def marker(row: dict[str, Any]) -> str:
-    """The mark of an estimate whose unbiased value the data pushed outside [0, 1], or ""."""
-    if not row.get("clipped"):
-        return ""
-    return MARKERS["below"] if (row.get("unbiased") or 0.0) < 0 else MARKERS["above"]
+    """The mark of an estimate whose unbiased value the data pushed outside [0, 1], or ""
+    (the estimators' :func:`~deniable.estimators.documents.clipped_mark`, as the dashboard)."""
+    return clipped_mark(row)
 
 
 def count(value: float | None) -> str:

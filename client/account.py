@@ -1,8 +1,10 @@
 """The privacy account: the most eps one device can spend, per metric and for all metrics together.
 
-From the metric specs and the SDK's settings (reports per period, memoization, lifetime cap),
-the account states the worst case per period, per day, per 7 days, per 30 days and over a
-device's lifetime. Metrics compose sequentially, so totals are sums. Every figure follows the
+From the metric specs and the SDK's settings (reports per period, memoization and its fresh
+layer, lifetime cap), the account states the worst case per period, per day, per 7 days, per
+30 days and over a device's lifetime, over any two histories of true values (``None``:
+unbounded), and apart from it what a memoized metric reveals per value over its lifetime.
+Metrics compose sequentially, so totals are sums. Every figure follows the
 rules :class:`~.ledger.Ledger` enforces (:meth:`~.ledger.Ledger.admit` admits, and
 :meth:`~.ledger.Ledger.spent` counts), so a device's own ledger never exceeds its account and
 a device that reports every metric at full budget reaches it.
@@ -17,7 +19,8 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from .errors import InvalidInput
-from .ledger import lifetime_reports
+from .ledger import ReportCost, lifetime_reports, report_cost
+from .mechanisms import DEFAULT_INSTANTANEOUS_RATIO
 from .spec import PERIOD_KINDS, MetricSpec
 
 WARNING_LEVEL_30_DAYS = 30.0
@@ -33,6 +36,10 @@ per day at most (docs/privacy.md gives the context and why this figure).
 WINDOWS: tuple[tuple[str, int], ...] = (("per_day", 1), ("per_7_days", 7), ("per_30_days", 30))
 """The windows the account states, as (field name, length in days)."""
 
+MAX_LIFETIME_EPSILON = 1e6
+"""The largest ``lifetime_epsilon`` accepted (per metric): far above any meaningful cap, and
+it keeps the lifetime's count of reports (at least eps 0.001 each) an exact small integer."""
+
 _MONTH_STARTS_CYCLE = 400 * 12
 """Month ends in one Gregorian cycle (400 years): the calendar repeats after it."""
 
@@ -40,7 +47,9 @@ _MONTH_STARTS_CYCLE = 400 * 12
 @dataclass(frozen=True)
 class DeviceSettings:
     """The SDK settings that bound what a device spends: reports per metric and period,
-    memoization (``True`` or the metric names), and the per-metric lifetime eps cap.
+    memoization (``True`` or the metric names), the per-metric lifetime eps cap, and the
+    memoized reports' fresh layer, eps_inst = ``instantaneous_ratio`` x eps (> 1; ``None``:
+    none, memoized answers are sent as is and a change of value shows).
 
     Its defaults are the SDK's (:data:`SDK_DEFAULTS`): :class:`~.sdk.Client` takes its own
     defaults from here. ``memoize`` given as names is kept as a frozenset (a single string is
@@ -50,8 +59,17 @@ class DeviceSettings:
     max_reports_per_period: int = 1
     memoize: bool | frozenset[str] = False
     lifetime_epsilon: float | None = None
+    instantaneous_ratio: float | None = DEFAULT_INSTANTANEOUS_RATIO
 
     def __post_init__(self) -> None:
+        ratio = self.instantaneous_ratio
+        if ratio is not None and (
+            isinstance(ratio, bool)
+            or not isinstance(ratio, int | float)
+            or not math.isfinite(ratio)
+            or not ratio > 1
+        ):
+            raise InvalidInput("instantaneous_ratio must be a finite number > 1 (or None)")
         reports = self.max_reports_per_period
         if isinstance(reports, bool) or not isinstance(reports, int) or reports < 1:
             raise InvalidInput("max_reports_per_period must be an integer of at least 1")
@@ -60,9 +78,12 @@ class DeviceSettings:
             isinstance(lifetime, bool)
             or not isinstance(lifetime, int | float)
             or not math.isfinite(lifetime)
-            or not lifetime > 0
+            or not 0 < lifetime <= MAX_LIFETIME_EPSILON
         ):
-            raise InvalidInput("lifetime_epsilon must be a finite number > 0 (or None)")
+            raise InvalidInput(
+                f"lifetime_epsilon must be a number > 0 and at most {MAX_LIFETIME_EPSILON:g}"
+                " (or None)"
+            )
         memoize = self.memoize
         if not isinstance(memoize, bool):
             names = {memoize} if isinstance(memoize, str) else memoize
@@ -78,7 +99,8 @@ class DeviceSettings:
 
 
 SDK_DEFAULTS = DeviceSettings()
-"""The SDK's defaults: one report per metric and period, no memoization, no lifetime cap."""
+"""The SDK's defaults: one report per metric and period, no memoization, no lifetime cap (and
+memoized reports, if asked, get a fresh layer at twice the metric's eps)."""
 
 
 def max_periods_touched(kind: str, days: int) -> int:
@@ -117,8 +139,17 @@ def _max_months_touched(days: int) -> int:
 
 @dataclass(frozen=True)
 class MetricAccount:
-    """The most eps one device spends on one metric: per period, per day, per 7 and 30 days
-    and over its lifetime (``None``: unbounded, it grows with every period)."""
+    """The most eps one device spends on one metric over any two histories of its values: per
+    period, per day, per 7 and 30 days and over its lifetime (``None``: unbounded).
+
+    A memoized metric (``memoized``: a permanent answer per value is kept) also states
+    ``permanent_epsilon``, what all reports of one unchanged value reveal, and
+    ``per_value_lifetime``, that over every value it can ever report (``None``: unbounded);
+    ``instantaneous_epsilon`` is the fresh layer each of its reports adds, and
+    ``change_shows`` says there is none: two reports then show whether the value changed,
+    and only the first report of a window has a finite bound. Unmemoized, the permanent
+    figures are ``None`` and ``per_value_lifetime`` is ``lifetime``.
+    """
 
     metric: str
     type: str
@@ -127,82 +158,115 @@ class MetricAccount:
     period: str
     memoized: bool
     reports_per_period: int
-    per_period: float
-    per_day: float
-    per_7_days: float
-    per_30_days: float
+    per_period: float | None
+    per_day: float | None
+    per_7_days: float | None
+    per_30_days: float | None
     lifetime: float | None
+    instantaneous_epsilon: float | None = None
+    permanent_epsilon: float | None = None
+    per_value_lifetime: float | None = None
+    change_shows: bool = False
 
 
 @dataclass(frozen=True)
 class AccountTotals:
-    """The account of all metrics together (sequential composition: the sums); ``lifetime``
-    is ``None`` when any metric's is unbounded."""
+    """The account of all metrics together (sequential composition: the sums); a figure is
+    ``None`` when any metric's is unbounded."""
 
-    per_period: float
-    per_day: float
-    per_7_days: float
-    per_30_days: float
+    per_period: float | None
+    per_day: float | None
+    per_7_days: float | None
+    per_30_days: float | None
     lifetime: float | None
+    per_value_lifetime: float | None = None
+
+
+def _bounded(epsilon: float) -> float | None:
+    """A figure as the account states it: ``None`` for unbounded."""
+    return None if math.isinf(epsilon) else epsilon
 
 
 @dataclass(frozen=True)
 class _Rule:
-    """How one metric's spending grows: eps, reports per period, its period kind, and the
-    most reports it can ever count (``None``: no cap)."""
+    """How one metric's spending grows: its cost rule, reports per period, its period kind,
+    the most reports it can ever send (``None``: no cap) and, memoized, the most distinct
+    values it can ever count (``None``: unbounded)."""
 
-    epsilon: float
+    cost: ReportCost
     reports: int
     kind: str
     cap: int | None
+    values: int | None
 
     def reports_in(self, days: int) -> int:
-        """The most reports that count in any ``days`` consecutive days."""
+        """The most reports sent in any ``days`` consecutive days."""
         reports = self.reports * max_periods_touched(self.kind, days)
         return reports if self.cap is None else min(reports, self.cap)
+
+    def histories_in(self, days: int) -> float:
+        """The most eps over any two histories in any ``days`` days (``inf``: unbounded)."""
+        return self.cost.histories(self.reports_in(days))
 
 
 def _rule(spec: MetricSpec, settings: DeviceSettings) -> _Rule:
     """The ledger's rules for ``spec`` on a device with ``settings``.
 
-    Unmemoized, every admitted report counts eps (:meth:`~.ledger.Ledger.spent`). Memoized, a
-    metric counts eps per distinct value it ever reported (RAPPOR's permanent answer), so at
-    most k for a metric with k categories or buckets; a numeric metric's values are
-    unbounded, so its memo caps nothing. A lifetime cap L admits a report while
-    (counted + 1) eps <= L (:meth:`~.ledger.Ledger.admit`, with its slack).
+    Unmemoized, every admitted report counts eps and a lifetime cap L admits a report while
+    (counted + 1) eps <= L (:meth:`~.ledger.Ledger.admit`, with its slack). Memoized, the
+    ledger counts the permanent eps per distinct value ever reported (RAPPOR's permanent
+    answer), at most k for a metric with k categories or buckets (a numeric metric's values
+    are unbounded), and the lifetime cap applies to that count, assuming each record brings a
+    new value: the reports themselves are not capped (a device may repeat one value forever)
+    unless the cap admits at most one value, and over any two histories they add up as
+    :meth:`~.ledger.ReportCost.histories` says.
     """
-    memoized = settings.memoized(spec.name)
-    caps = []
-    if memoized and spec.type != "numeric":
-        caps.append(spec.k)
-    if settings.lifetime_epsilon is not None:
-        caps.append(lifetime_reports(settings.lifetime_epsilon, spec.epsilon))
-    return _Rule(
-        spec.epsilon, settings.max_reports_per_period, spec.period, min(caps) if caps else None
-    )
+    cost, _ = report_cost(spec, settings.memoized(spec.name), settings.instantaneous_ratio)
+    lifetime = settings.lifetime_epsilon
+    if not cost.memoized:
+        cap = None if lifetime is None else lifetime_reports(lifetime, spec.epsilon)
+        return _Rule(cost, settings.max_reports_per_period, spec.period, cap, None)
+    caps = [] if spec.type == "numeric" else [spec.k]
+    if lifetime is not None:
+        caps.append(lifetime_reports(lifetime, cost.permanent_epsilon))
+    values = min(caps) if caps else None
+    cap = values if values is not None and values <= 1 else None  # the memo full at once
+    return _Rule(cost, settings.max_reports_per_period, spec.period, cap, values)
 
 
 def metric_account(spec: MetricSpec, settings: DeviceSettings = SDK_DEFAULTS) -> MetricAccount:
     """The most eps one device with ``settings`` spends on ``spec``, per window and lifetime.
 
-    A window of D days costs r eps for each period it can touch (:func:`max_periods_touched`),
-    with r reports per period: a weekly metric can spend its whole week's r reports in one day,
-    so its day costs r eps. Every window is capped by the lifetime (see :func:`_rule`).
+    A window of D days holds r reports for each period it can touch
+    (:func:`max_periods_touched`), with r reports per period: a weekly metric can send its
+    whole week's r reports in one day. Those n reports cost n eps unmemoized, and memoized
+    n eps_inst (eps for a single report), or without the fresh layer an unbounded amount from
+    the second report on (:meth:`~.ledger.ReportCost.histories`). Every window is capped by
+    the lifetime (see :func:`_rule`).
     """
     rule = _rule(spec, settings)
-    eps = spec.epsilon
-    windows = {name: rule.reports_in(days) * eps for name, days in WINDOWS}
+    cost = rule.cost
+    windows = {name: _bounded(rule.histories_in(days)) for name, days in WINDOWS}
     per_period = min(rule.reports, rule.cap) if rule.cap is not None else rule.reports
+    lifetime = None if rule.cap is None else cost.histories(rule.cap)
+    if cost.memoized:
+        per_value = None if rule.values is None else rule.values * cost.permanent_epsilon
+    else:
+        per_value = lifetime
     return MetricAccount(
         metric=spec.name,
         type=spec.type,
         mechanism=spec.mechanism,
-        epsilon=eps,
+        epsilon=spec.epsilon,
         period=spec.period,
-        memoized=settings.memoized(spec.name),
+        memoized=cost.memoized,
         reports_per_period=settings.max_reports_per_period,
-        per_period=per_period * eps,
-        lifetime=rule.cap * eps if rule.cap is not None else None,
+        per_period=_bounded(cost.histories(per_period)),
+        lifetime=None if lifetime is None else _bounded(lifetime),
+        instantaneous_epsilon=cost.instantaneous_epsilon,
+        permanent_epsilon=cost.permanent_epsilon if cost.memoized else None,
+        per_value_lifetime=per_value,
+        change_shows=cost.memoized and cost.instantaneous_epsilon is None,
         **windows,
     )
 
@@ -217,8 +281,9 @@ class PrivacyAccount:
     _rules: tuple[_Rule, ...] = field(repr=False, compare=False)
 
     def over_days(self, days: int) -> float:
-        """The most eps all metrics together spend in any ``days`` consecutive UTC days."""
-        return math.fsum(rule.reports_in(days) * rule.epsilon for rule in self._rules)
+        """The most eps all metrics together spend over any two histories in any ``days``
+        consecutive UTC days (``inf``: unbounded)."""
+        return math.fsum(rule.histories_in(days) for rule in self._rules)
 
 
 def privacy_account(
@@ -229,12 +294,14 @@ def privacy_account(
     if len({spec.name for spec in ordered}) != len(ordered):
         raise InvalidInput("metric names must be distinct")
     metrics = tuple(metric_account(spec, settings) for spec in ordered)
-    lifetimes = [m.lifetime for m in metrics]
+
+    def total(name: str) -> float | None:
+        figures = [getattr(m, name) for m in metrics]
+        return None if None in figures else math.fsum(figures)
+
     totals = AccountTotals(
-        per_period=math.fsum(m.per_period for m in metrics),
-        per_day=math.fsum(m.per_day for m in metrics),
-        per_7_days=math.fsum(m.per_7_days for m in metrics),
-        per_30_days=math.fsum(m.per_30_days for m in metrics),
-        lifetime=None if None in lifetimes else math.fsum(lifetimes),  # type: ignore[arg-type]
+        **{name: total(name) for name in ("per_period", "per_day", "per_7_days", "per_30_days")},
+        lifetime=total("lifetime"),
+        per_value_lifetime=total("per_value_lifetime"),
     )
     return PrivacyAccount(settings, metrics, totals, tuple(_rule(s, settings) for s in ordered))

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 from dataclasses import dataclass, field
 
 from .errors import InvalidInput
-from .mechanisms import Payload
+from .mechanisms import Payload, TwoLayers, two_layers
+from .spec import MetricSpec
 
 _EPS_SLACK = 1e-9
 
@@ -24,10 +26,25 @@ def within_lifetime(reports: int, epsilon: float, lifetime_epsilon: float) -> bo
     return reports * epsilon <= lifetime_epsilon + _EPS_SLACK
 
 
+_MAX_LIFETIME_REPORTS = 2**52
+"""The most reports :func:`lifetime_reports` counts: below it consecutive counts times eps
+differ by more than a rounding, so the floor division is off by a step or two at most."""
+
+
 def lifetime_reports(lifetime_epsilon: float, epsilon: float) -> int:
     """The most reports at ``epsilon`` a lifetime cap admits: the largest n that
-    :func:`within_lifetime` allows (what :meth:`Ledger.admit` ends at)."""
-    n = int((lifetime_epsilon + _EPS_SLACK) // epsilon)
+    :func:`within_lifetime` allows (what :meth:`Ledger.admit` ends at).
+
+    In closed form: the floor division, then a step or two to settle its rounding. A ratio
+    past :data:`_MAX_LIFETIME_REPORTS` is refused (``InvalidInput``) rather than counted: there
+    the steps would not settle (the settings bound ``lifetime_epsilon`` far below it).
+    """
+    quotient = (lifetime_epsilon + _EPS_SLACK) // epsilon
+    if not quotient < _MAX_LIFETIME_REPORTS:
+        raise InvalidInput(
+            f"lifetime_epsilon / epsilon must be below {_MAX_LIFETIME_REPORTS:,} reports"
+        )
+    n = int(quotient)
     while within_lifetime(n + 1, epsilon, lifetime_epsilon):
         n += 1
     while n > 0 and not within_lifetime(n, epsilon, lifetime_epsilon):
@@ -36,11 +53,72 @@ def lifetime_reports(lifetime_epsilon: float, epsilon: float) -> int:
 
 
 @dataclass(frozen=True)
+class ReportCost:
+    """How one metric's reports add up on a device: what the ledger counts and the account
+    states (docs/privacy.md).
+
+    ``memoized`` says a permanent answer per value is kept; ``instantaneous_epsilon`` is the
+    fresh layer each memoized report adds (``None``: none, the permanent answer is sent as
+    is); ``permanent_epsilon`` is what all reports of one unchanged value reveal (the
+    metric's eps when not memoized).
+    """
+
+    epsilon: float
+    memoized: bool = False
+    permanent_epsilon: float = 0.0
+    instantaneous_epsilon: float | None = None
+
+    def __post_init__(self) -> None:
+        if not self.memoized:
+            object.__setattr__(self, "permanent_epsilon", self.epsilon)
+
+    def histories(self, reports: int) -> float:
+        """The most ``reports`` reports reveal over any two histories of true values.
+
+        One report is the metric's own mechanism: eps. Fresh reports compose: n eps. A
+        memoized report is its value's permanent answer randomized afresh at eps_inst, so n
+        reports differ by at most n eps_inst between any two histories (the same permanent
+        answers drawn for both, only the fresh layers differ). Without the fresh layer two
+        reports of one value are always equal and of two values seldom: whether the value
+        changed shows, and no finite eps bounds it (``inf``).
+        """
+        if reports <= 1 or not self.memoized:
+            return reports * self.epsilon
+        if self.instantaneous_epsilon is None:
+            return math.inf
+        return reports * self.instantaneous_epsilon
+
+
+def report_cost(
+    spec: MetricSpec, memoize: bool, instantaneous_ratio: float | None
+) -> tuple[ReportCost, TwoLayers | None]:
+    """The cost rule of ``spec`` on a device that asks to ``memoize`` it, and the two layers
+    its memoized reports use.
+
+    With an ``instantaneous_ratio`` (the SDK's default), a metric is memoized only where two
+    layers exist (krr and brr: :func:`~.mechanisms.two_layers`); others are reported afresh.
+    With ``None`` every asked metric keeps one permanent answer per value, sent as is.
+    """
+    if not memoize:
+        return ReportCost(spec.epsilon), None
+    if instantaneous_ratio is None:
+        return ReportCost(spec.epsilon, True, spec.epsilon), None
+    layers = None if spec.type == "numeric" else two_layers(spec.randomizer, instantaneous_ratio)
+    if layers is None:
+        return ReportCost(spec.epsilon), None
+    cost = ReportCost(spec.epsilon, True, layers.permanent_epsilon, layers.instantaneous_epsilon)
+    return cost, layers
+
+
+@dataclass(frozen=True)
 class PrivacySpent:
-    """Epsilon spent by one metric: in the current period, and the lifetime bound that applies."""
+    """Epsilon spent by one metric: over any two histories in the current period and in all
+    (``inf``: unbounded, see :meth:`ReportCost.histories`), and per value, what the reports
+    of unchanged values reveal (a memoized metric's distinct values x its permanent eps)."""
 
     period_epsilon: float
     total_epsilon: float
+    per_value_epsilon: float | None = None
 
 
 @dataclass
@@ -97,7 +175,9 @@ class Ledger:
             self._memo[key] = payload
             self._memo_sizes[metric] = self._memo_sizes.get(metric, 0) + 1
 
-    def memo_key(self, metric: str, fingerprint: str, value: int | float) -> str:
+    def memo_key(
+        self, metric: str, fingerprint: str, value: int | float, permanent: bool = False
+    ) -> str:
         """The HMAC under which a memoized answer for this value is stored.
 
         ``value`` is a category index (an ``int``: boolean, categorical, and histogram
@@ -106,15 +186,30 @@ class Ledger:
         share an answer only when they are the same point on the metric's axis). Only the
         HMAC is stored, never t: with the secret, a numeric value can be tested only by
         guessing it exactly among all floats of the range, which is harder than testing the k
-        categories of a categorical metric.
+        categories of a categorical metric. ``permanent`` keys a two-layer permanent answer
+        (a category index, :class:`~.mechanisms.TwoLayers`) apart from a payload memoized
+        as is, so neither is ever read as the other.
         """
         if isinstance(value, float):
             message = f"{metric}|{fingerprint}|t={value.hex()}".encode()
         else:
             message = f"{metric}|{fingerprint}|{value}".encode()
+        if permanent:
+            message += b"|permanent"
         return hmac.new(self._secret, message, hashlib.sha256).hexdigest()
 
-    def admit(self, metric: str, period: str, epsilon: float, memoized: bool) -> bool:
+    def _over_lifetime(self, metric: str, cost: ReportCost) -> bool:
+        """Whether one more report would pass the lifetime cap: counted per report at eps,
+        or for a memoized metric per distinct value at its permanent eps."""
+        if self.lifetime_epsilon is None:
+            return False
+        if cost.memoized:
+            spent, epsilon = self._memo_sizes.get(metric, 0), cost.permanent_epsilon
+        else:
+            spent, epsilon = self._totals.get(metric, 0), cost.epsilon
+        return not within_lifetime(spent + 1, epsilon, self.lifetime_epsilon)
+
+    def admit(self, metric: str, period: str, cost: ReportCost) -> bool:
         """Whether one more report of ``metric`` fits the budget now; counts it if so.
 
         For memoized metrics the lifetime cap is checked against the worst case (that
@@ -124,24 +219,21 @@ class Ledger:
         used = self._counts.get(key, 0)
         if used >= self.max_reports_per_period:
             return False
-        if self.lifetime_epsilon is not None:
-            spent = self._memo_sizes.get(metric, 0) if memoized else self._totals.get(metric, 0)
-            if not within_lifetime(spent + 1, epsilon, self.lifetime_epsilon):
-                return False
+        if self._over_lifetime(metric, cost):
+            return False
         self._counts[key] = used + 1
         self._totals[metric] = self._totals.get(metric, 0) + 1
         self._dirty.add(key)
         return True
 
-    def refusal(self, metric: str, epsilon: float, memoized: bool) -> str:
+    def refusal(self, metric: str, cost: ReportCost) -> str:
         """The rule that made :meth:`admit` refuse ``metric`` just now, in words (for the log)."""
-        if self.lifetime_epsilon is not None:
-            spent = self._memo_sizes.get(metric, 0) if memoized else self._totals.get(metric, 0)
-            if not within_lifetime(spent + 1, epsilon, self.lifetime_epsilon):
-                return (
-                    f"not sent: another report at epsilon {epsilon:g} would exceed the"
-                    f" lifetime_epsilon of {self.lifetime_epsilon:g} on this device"
-                )
+        if self._over_lifetime(metric, cost):
+            epsilon = cost.permanent_epsilon if cost.memoized else cost.epsilon
+            return (
+                f"not sent: another report at epsilon {epsilon:g} would exceed the"
+                f" lifetime_epsilon of {self.lifetime_epsilon:g} on this device"
+            )
         n = self.max_reports_per_period
         return (
             f"not sent: a device sends at most {n} report{'s' if n > 1 else ''} per metric and"
@@ -171,14 +263,15 @@ class Ledger:
         for key, entry in delta.memo.items():
             self._delta.memo.setdefault(key, entry)
 
-    def spent(self, metric: str, period: str, epsilon: float, memoized: bool) -> PrivacySpent:
-        """Epsilon spent by ``metric`` in ``period`` and over its lifetime.
-
-        Without memoization every report costs eps. With it, a device reveals at most eps
-        per distinct value it ever reported, however many periods repeat the answer.
-        """
-        in_period = self._counts.get((metric, period), 0) * epsilon
-        if memoized:
-            total = self._memo_sizes.get(metric, 0) * epsilon
-            return PrivacySpent(min(in_period, total), total)
-        return PrivacySpent(in_period, self._totals.get(metric, 0) * epsilon)
+    def spent(self, metric: str, period: str, cost: ReportCost) -> PrivacySpent:
+        """Epsilon spent by ``metric`` in ``period`` and over its lifetime, over any two
+        histories (:meth:`ReportCost.histories`), and per value: without memoization every
+        report costs eps; with it, a device reveals at most its permanent eps per distinct
+        value it ever reported, however many periods repeat it."""
+        total = cost.histories(self._totals.get(metric, 0))
+        per_value = self._memo_sizes.get(metric, 0) * cost.permanent_epsilon
+        return PrivacySpent(
+            cost.histories(self._counts.get((metric, period), 0)),
+            total,
+            per_value if cost.memoized else total,
+        )

@@ -305,6 +305,85 @@ class OLH(Mechanism):
         return [v for v in range(self.k) if self.hash(a, b, v) == y]
 
 
+DEFAULT_INSTANTANEOUS_RATIO = 2.0
+"""The SDK's default ``instantaneous_ratio``: a memoized report's fresh layer has twice the
+metric's eps (a brr metric at eps 1 then keeps a permanent answer at eps 1.41 per value)."""
+
+
+class TwoLayers:
+    """RAPPOR's two layers for a memoized krr or brr metric (Erlingsson, Pihur & Korolova,
+    CCS 2014): a permanent answer per true value, then a fresh randomization on every report.
+
+    The permanent answer is k-ary randomized response of the value at ``permanent_epsilon``,
+    drawn once and remembered; each report randomizes that answer again with k-ary randomized
+    response at ``instantaneous_epsilon`` (= ratio x the metric's eps). Two krr layers compose
+    into krr with p* - q* = (p1 - q1)(p2 - q2) (STATS.md section 6, chained GRR), and the
+    permanent eps is solved so that the composition is exactly the metric's own mechanism: a
+    memoized report has the same distribution as anyone's, so the collector debiases both
+    alike and never needs to know which devices memoize. Because every report is randomized
+    afresh, a change of value no longer shows for certain: over any two histories of n
+    reports the reports differ in probability by at most e^(n x instantaneous_epsilon).
+    """
+
+    def __init__(self, mechanism: KRR, ratio: float) -> None:
+        k, epsilon = mechanism.k, mechanism.epsilon
+        instantaneous = min(ratio * epsilon, MAX_EPSILON)
+        if not instantaneous > epsilon:
+            raise SpecError(f"eps {epsilon:g} leaves no room for an instantaneous layer")
+        self.mechanism = mechanism
+        self.instantaneous = type(mechanism)(k, instantaneous)
+        spread = (mechanism.p - mechanism.q) / (self.instantaneous.p - self.instantaneous.q)
+        self.permanent = type(mechanism)(k, math.log((1 + spread * (k - 1)) / (1 - spread)))
+
+    @property
+    def permanent_epsilon(self) -> float:
+        """eps of the permanent answer: what all reports of one unchanged value reveal."""
+        return self.permanent.epsilon
+
+    @property
+    def instantaneous_epsilon(self) -> float:
+        """eps of the fresh layer each report adds to the permanent answer."""
+        return self.instantaneous.epsilon
+
+    @property
+    def p_star(self) -> float:
+        """P(report supports v | true v) of the two layers: p1 p2 + (1 - p1) q2."""
+        p1, p2, q2 = self.permanent.p, self.instantaneous.p, self.instantaneous.q
+        return p1 * p2 + (1 - p1) * q2
+
+    @property
+    def q_star(self) -> float:
+        """P(report supports w | true v != w) of the two layers: q1 p2 + (1 - q1) q2."""
+        q1, p2, q2 = self.permanent.q, self.instantaneous.p, self.instantaneous.q
+        return q1 * p2 + (1 - q1) * q2
+
+    @property
+    def report_epsilon(self) -> float:
+        """eps of one report through both layers, ln(p*/q*): the metric's eps."""
+        return math.log(self.p_star / self.q_star)
+
+    def permanent_answer(self, value: int, rng: Randomness = system_randomness) -> int:
+        """Draw the permanent answer for a true category index (remembered by the caller)."""
+        return self.permanent.randomize(value, rng)
+
+    def report(self, permanent: int, rng: Randomness = system_randomness) -> int:
+        """A report's payload: the permanent answer randomized afresh."""
+        return self.instantaneous.randomize(permanent, rng)
+
+
+def two_layers(mechanism: Mechanism, ratio: float) -> TwoLayers | None:
+    """The two layers a memoized metric of ``mechanism`` uses with ``ratio``, or ``None`` when
+    it has none: oue and olh (no two layers keep their report distribution with a bound that
+    does not grow with k; docs/privacy.md), and an eps too close to the largest for a
+    permanent eps to exist. A metric without layers is reported afresh, not memoized."""
+    if not isinstance(mechanism, KRR):
+        return None
+    try:
+        return TwoLayers(mechanism, ratio)
+    except (SpecError, ValueError, ZeroDivisionError):
+        return None
+
+
 MECHANISMS: dict[str, type[Mechanism]] = {m.name: m for m in (BRR, KRR, OUE, OLH)}
 """Every concrete mechanism by its wire name."""
 

@@ -23,8 +23,8 @@ from typing import Any
 
 from .errors import InvalidInput, SpecError
 from .holding import HeldValue, Holding
-from .ledger import Ledger, LedgerDelta, PrivacySpent
-from .mechanisms import Payload
+from .ledger import Ledger, LedgerDelta, PrivacySpent, ReportCost, report_cost
+from .mechanisms import DEFAULT_INSTANTANEOUS_RATIO, Payload, TwoLayers
 from .outbox import QueuedReport
 from .randomness import LocalRandomness, Randomness, ReportIds
 from .spec import PERIOD_KINDS, MetricSpec, period_label
@@ -44,10 +44,11 @@ class _MetricState:
     """
 
     __slots__ = (
-        "epsilon",
+        "cost",
         "fingerprint",
         "index",
         "kind",
+        "layers",
         "memo_keys",
         "memoized",
         "numeric",
@@ -55,12 +56,14 @@ class _MetricState:
         "spec",
     )
 
-    def __init__(self, spec: MetricSpec, memoized: bool) -> None:
+    def __init__(self, spec: MetricSpec, memoize: bool, ratio: float | None) -> None:
         self.spec = spec
         self.fingerprint = spec.fingerprint
-        self.epsilon = spec.epsilon
+        self.cost: ReportCost
+        self.layers: TwoLayers | None
+        self.cost, self.layers = report_cost(spec, memoize, ratio)
         self.kind = spec.period
-        self.memoized = memoized
+        self.memoized = self.cost.memoized
         self.numeric = spec.type == "numeric"
         self.randomize: Callable[[Any, Randomness], Payload] = (
             spec.numeric_randomizer.randomize if self.numeric else spec.randomizer.randomize
@@ -93,7 +96,8 @@ class _MetricState:
             return ledger.memo_key(metric, self.fingerprint, prepared)
         key = self.memo_keys[prepared]  # type: ignore[index]
         if key is None:
-            key = self.memo_keys[prepared] = ledger.memo_key(metric, self.fingerprint, prepared)  # type: ignore[index]
+            key = ledger.memo_key(metric, self.fingerprint, prepared, self.layers is not None)
+            self.memo_keys[prepared] = key  # type: ignore[index]
         return key
 
 
@@ -104,8 +108,10 @@ class Recorder:
     lock. ``on_unknown(metric)`` is called for a metric with no spec: it may raise (an app
     that passed its specs in code asked for an unknown one) or ask for fresh specs; while no
     spec at all is installed, the value is then held (see :mod:`.holding`).
-    ``memoize`` (``True`` or metric names) turns on RAPPOR's permanent randomized response;
-    ``clock`` replaces the system's (simulated periods), ``randomness`` the OS CSPRNG.
+    ``memoize`` (``True`` or metric names) turns on RAPPOR's permanent randomized response,
+    with its fresh layer at ``instantaneous_ratio`` x eps on every report (``None``: the
+    permanent answer is sent as is; see :func:`~.ledger.report_cost`); ``clock`` replaces the
+    system's (simulated periods), ``randomness`` the OS CSPRNG.
     """
 
     def __init__(
@@ -115,6 +121,7 @@ class Recorder:
         *,
         on_unknown: Callable[[str], None],
         memoize: bool | Collection[str] = False,
+        instantaneous_ratio: float | None = DEFAULT_INSTANTANEOUS_RATIO,
         max_queue: int,
         clock: Callable[[], dt.datetime] | None = None,
         randomness: Randomness | None = None,
@@ -124,6 +131,7 @@ class Recorder:
         self._lock = counters.lock
         self._on_unknown = on_unknown
         self._memoize = {memoize} if isinstance(memoize, str) else memoize
+        self._ratio = instantaneous_ratio
         self._max_queue = max_queue
         self._clock = clock
         self._rng = randomness or LocalRandomness()
@@ -149,7 +157,9 @@ class Recorder:
         memoize = self._memoize
         metrics = {
             s.name: _MetricState(
-                s, memoize is True or (not isinstance(memoize, bool) and s.name in memoize)
+                s,
+                memoize is True or (not isinstance(memoize, bool) and s.name in memoize),
+                self._ratio,
             )
             for s in specs
         }
@@ -215,7 +225,7 @@ class Recorder:
         metric's t, see :meth:`_MetricState.prepare`) in ``period``; if it does, randomize
         and queue it (under the lock). A refusal is logged once per metric and period."""
         counters = self._counters
-        if not self._ledger.admit(metric, period, state.epsilon, state.memoized):
+        if not self._ledger.admit(metric, period, state.cost):
             counters.over_budget += 1
             if (metric, period) not in self._warned_budget:
                 self._warned_budget.add((metric, period))
@@ -223,7 +233,7 @@ class Recorder:
                     "metric %s, period %s: %s",
                     metric,
                     period,
-                    self._ledger.refusal(metric, state.epsilon, state.memoized),
+                    self._ledger.refusal(metric, state.cost),
                 )
             return False
         payload = self._randomized(metric, state, prepared)
@@ -236,16 +246,23 @@ class Recorder:
         return True
 
     def _randomized(self, metric: str, state: _MetricState, prepared: int | float) -> Payload:
-        """A fresh randomized answer for ``prepared``, or the remembered one of a memoized
-        metric (under the lock)."""
+        """A fresh randomized answer for ``prepared``; for a memoized metric, its value's
+        remembered permanent answer randomized afresh, or without the fresh layer the
+        remembered answer itself (under the lock)."""
         if not state.memoized:
             return state.randomize(prepared, self._rng)
         key = state.memo_key(self._ledger, metric, prepared)
         payload = self._ledger.memoized(key)
+        layers = state.layers
         if payload is None:
-            payload = state.randomize(prepared, self._rng)
+            if layers is None:
+                payload = state.randomize(prepared, self._rng)
+            else:
+                payload = layers.permanent_answer(prepared, self._rng)  # type: ignore[arg-type]
             self._ledger.remember(metric, key, payload)
-        return payload
+        if layers is None:
+            return payload
+        return layers.report(payload, self._rng)  # type: ignore[arg-type]
 
     def _unknown(self, metric: str, value: Any) -> bool:
         """A metric without a spec: raise or ask for specs (``on_unknown``); hold the value
@@ -326,10 +343,12 @@ class Recorder:
     # -- introspection ---------------------------------------------------------------------
 
     def privacy_spent(self) -> dict[str, PrivacySpent]:
-        """Per metric: eps spent in the current period and the lifetime bound that applies."""
+        """Per metric: eps spent in the current period and in all over any two histories of
+        its values (``inf``: unbounded), and what the reports of unchanged values reveal
+        (:class:`~.ledger.PrivacySpent`)."""
         with self._lock:
             labels = self._period_labels()
             return {
-                name: self._ledger.spent(name, labels[m.kind], m.epsilon, m.memoized)
+                name: self._ledger.spent(name, labels[m.kind], m.cost)
                 for name, m in self._metrics.items()
             }

@@ -88,7 +88,9 @@ class Client:
     starts; until the first specs arrive, values are held in memory, at most
     :data:`~.holding.MAX_HELD`: see :mod:`.holding`). ``max_reports_per_period`` and ``lifetime_epsilon`` bound what each metric may
     send; ``memoize`` (``True`` or a set of metric names) turns on RAPPOR's permanent
-    randomized response. Their defaults are :data:`~.account.SDK_DEFAULTS`, and
+    randomized response, each report randomizing the permanent answer afresh at
+    ``instantaneous_ratio`` x eps (krr and brr metrics; others are then not memoized;
+    ``None``: no fresh layer, and a change of value shows: docs/privacy.md). Their defaults are :data:`~.account.SDK_DEFAULTS`, and
     :meth:`privacy_account` states the most eps they let this device spend. ``clock`` and ``randomness`` are for tests (simulated periods,
     seeded draws); ``persist_interval``, ``backoff_base`` and ``backoff_cap`` (seconds)
     tune durability and retry pacing. ``transport`` is an httpx transport passed to the
@@ -148,6 +150,7 @@ class Client:
         lifetime_epsilon: float | None = SDK_DEFAULTS.lifetime_epsilon,
         max_epsilon: float = DEFAULT_MAX_EPSILON,
         memoize: bool | Collection[str] = SDK_DEFAULTS.memoize,
+        instantaneous_ratio: float | None = SDK_DEFAULTS.instantaneous_ratio,
         batch_size: int = 1000,
         flush_interval: float = 1.0,
         max_queue: int = 100_000,
@@ -172,7 +175,12 @@ class Client:
                 "backoff_cap": backoff_cap,
             },
         )
-        self._settings = DeviceSettings(max_reports_per_period, memoize, lifetime_epsilon)  # type: ignore[arg-type]
+        self._settings = DeviceSettings(
+            max_reports_per_period,
+            memoize,  # type: ignore[arg-type]
+            lifetime_epsilon,
+            instantaneous_ratio,
+        )
         state_dir = Path(state_dir)
         counters = self._counters = Counters()
         problems = self._problems = Problems()
@@ -203,6 +211,7 @@ class Client:
                 counters,
                 on_unknown=self._specs.note_unknown,
                 memoize=memoize,
+                instantaneous_ratio=instantaneous_ratio,
                 max_queue=max_queue,
                 clock=clock,
                 randomness=randomness,
@@ -352,12 +361,15 @@ class Client:
         return self._problems.current()
 
     def privacy_spent(self) -> dict[str, PrivacySpent]:
-        """Per metric: eps spent in the current period and the lifetime bound that applies."""
+        """Per metric: eps spent in the current period and in all over any two histories of
+        its values (``inf``: unbounded), and what the reports of unchanged values reveal
+        (:class:`~.ledger.PrivacySpent`)."""
         return self._recorder.privacy_spent()
 
     @property
     def settings(self) -> DeviceSettings:
-        """The settings that bound what this device spends (reports per period, memo, cap)."""
+        """The settings that bound what this device spends (reports per period, memo and its
+        fresh layer, cap)."""
         return self._settings
 
     def privacy_account(self) -> PrivacyAccount:

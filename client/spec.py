@@ -89,6 +89,29 @@ def canonical_json(value: Any) -> str:
     raise TypeError(f"cannot canonicalize {type(value).__name__}")
 
 
+NUMERIC_MAGNITUDE = 1e300
+"""The largest |lower| and |upper| of a numeric metric: the estimate's standard error in value
+units is up to a few thousand times the range's width, which must stay a finite float."""
+
+NUMERIC_RESOLUTION = 1e-12
+"""The narrowest numeric range relative to its larger end (and 1e-300 absolutely): narrower,
+mapping a value to t in [-1, 1] and back rounds it to a handful of steps or to subnormal numbers."""
+
+
+def _check_numeric_range(name: str, lower: float, upper: float) -> None:
+    """Refuse a numeric range whose arithmetic overflows or underflows floats, saying why."""
+    if max(abs(lower), abs(upper)) > NUMERIC_MAGNITUDE:
+        raise SpecError(
+            f"metric {name}: lower and upper must lie within +-{NUMERIC_MAGNITUDE:g}, where"
+            " estimates in value units stay finite"
+        )
+    if upper - lower < max(1e-300, NUMERIC_RESOLUTION * max(abs(lower), abs(upper))):
+        raise SpecError(
+            f"metric {name}: upper - lower is too narrow for float arithmetic; it must be at"
+            f" least {NUMERIC_RESOLUTION:g} times the larger of |lower| and |upper| (and 1e-300)"
+        )
+
+
 def _finite_number(value: Any, what: str) -> float:
     """``value`` as a finite float, or :class:`~.errors.SpecError` naming ``what`` (an int
     too large for a float counts as infinite)."""
@@ -193,6 +216,7 @@ class MetricSpec:
             raise SpecError(f"metric {self.name}: lower must be less than upper")
         if not math.isfinite(upper - lower):
             raise SpecError(f"metric {self.name}: upper - lower must be a finite number")
+        _check_numeric_range(self.name, lower, upper)
         if self.mechanism in MECHANISMS:
             raise SpecError(
                 f"metric {self.name}: {self.mechanism} is a mechanism for categories; a numeric"
@@ -353,11 +377,11 @@ class MetricSpec:
         number = self._finite_value(value)
         lower, upper = self.lower, self.upper  # type: ignore[assignment]
         clamped = min(max(number, lower), upper)  # type: ignore[type-var]
-        return max(-1.0, min(1.0, 2 * (clamped - lower) / (upper - lower) - 1))  # type: ignore[operator]
+        return max(-1.0, min(1.0, (clamped - lower) / (upper - lower) * 2 - 1))  # type: ignore[operator]
 
     def unscale(self, t: float) -> float:
         """A point on the [-1, 1] axis back in the metric's units."""
-        return self.lower + (self.upper - self.lower) * (t + 1) / 2  # type: ignore[operator]
+        return self.lower + (self.upper - self.lower) * ((t + 1) / 2)  # type: ignore[operator]
 
     def bucket_of(self, value: Any) -> int:
         """A histogram's bucket index for a number: below the first edge counts in the

@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from . import dashboard
 from .context import Clock, Collector, SpecCache, utc_now
 from .docspage import install_docs
+from .redirects import RelativeRedirects
 from .routes import admin, estimates, metrics, privacy, reports
 from .schemas import ReportBatch
 from .settings import Settings
@@ -82,6 +83,35 @@ class LatencyMiddleware:
             )
 
 
+ANSWERED_FAULT = "deniable.answered_fault"
+"""The scope key the 500 handler sets once it has logged a fault (without its message)."""
+
+
+class QuietFaults:
+    """Outside Starlette's error middleware: an exception it answered with a 500 ends here.
+
+    Starlette re-raises every exception after answering it, and uvicorn would then log it
+    with its message, which can quote the client's input (a query value, a report). The 500
+    handler has logged it already, as types and frames only; a fault it never saw (the
+    response had begun) is logged here the same way.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        try:
+            await self.app(scope, receive, send)
+        except Exception as exc:
+            if scope.get(ANSWERED_FAULT) is not True:
+                from .faults import redacted_traceback
+
+                log.error("internal error after the answer began\n%s", redacted_traceback(exc))
+
+
 def _openapi(app: FastAPI) -> dict[str, Any]:
     """The OpenAPI document, with the report batch schema the raw-body upload route reads."""
     if app.openapi_schema is None:
@@ -113,7 +143,7 @@ def _install_error_handlers(app: FastAPI) -> None:
         )
 
     async def storage_unavailable(_request: Request, exc: StorageUnavailable) -> JSONResponse:
-        log.error("database schema missing: %s", type(exc.__cause__).__name__)
+        log.error("storage unavailable: %s", exc)
         return JSONResponse(status_code=503, content={"detail": str(exc)})
 
     async def database_fault(request: Request, exc: DBAPIError) -> JSONResponse:
@@ -128,6 +158,7 @@ def _install_error_handlers(app: FastAPI) -> None:
         return JSONResponse(status_code=503, content={"detail": detail})
 
     async def server_fault(request: Request, exc: Exception) -> JSONResponse:
+        request.scope[ANSWERED_FAULT] = True
         log.error(
             "internal error on %s %s\n%s",
             request.method,
@@ -183,6 +214,9 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.add_api_route("/", _to_dashboard, include_in_schema=False)
     _install_error_handlers(app)
     app.add_middleware(dashboard.DashboardHeaders)
+    app.add_middleware(RelativeRedirects)
     app.add_middleware(LatencyMiddleware, telemetry=telemetry)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
+    build_stack = app.build_middleware_stack
+    app.build_middleware_stack = lambda: QuietFaults(build_stack())  # type: ignore[method-assign]
     return app

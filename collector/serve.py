@@ -61,9 +61,15 @@ APP_FACTORY = "deniable.collector.app:create_app"
 """What each worker process imports to build its app when there are several."""
 
 MAX_HEADER_BYTES = 64 * 1024
-"""The most bytes of request headers a connection may send after the read in which its request
-line began (tokens and the SDK's headers need well under 2 KiB); then 431 and the connection
-is closed. httptools itself would buffer a header line without end."""
+"""The most bytes a request's line and headers may hold (tokens and the SDK's headers need
+well under 2 KiB); past it, 431 and the connection is closed. httptools itself would buffer
+a header line without end, and accept any size that arrives in one read."""
+
+
+class HeadersTooLarge(Exception):
+    """Raised inside the parser's callbacks once a request's headers pass ``MAX_HEADER_BYTES``:
+    it stops the parse before the app is called, and the protocol answers 431."""
+
 
 RESERVED_DESCRIPTORS = 256
 """File descriptors kept for everything but client connections: listening sockets, database
@@ -127,6 +133,8 @@ class CollectorProtocol(HttpToolsProtocol):
         self.reading_headers = False
         self.header_bytes = 0
         self.message_began = False
+        self.parsed_header_bytes = 0
+        self.headers_too_large = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         """Refuse the connection past the cap; otherwise start the clock for its headers."""
@@ -153,11 +161,38 @@ class CollectorProtocol(HttpToolsProtocol):
             self._refuse(HEADERS_TOO_LARGE)
 
     def on_message_begin(self) -> None:
-        """A request line begins: count its header bytes from the next read on."""
+        """A request line begins: count its header bytes from the next read on, and the
+        parsed ones from now."""
         super().on_message_begin()
         self.reading_headers = True
         self.message_began = True
         self.header_bytes = 0
+        self.parsed_header_bytes = 0
+
+    def on_url(self, url: bytes) -> None:
+        """Count the target's bytes toward the header limit (it may come in pieces)."""
+        self._count_parsed(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        """Count a header line (name, value, ``: `` and CRLF) toward the header limit, so
+        headers that arrive in one read are held to it too."""
+        self._count_parsed(len(name) + len(value) + 4)
+        super().on_header(name, value)
+
+    def _count_parsed(self, size: int) -> None:
+        """Add ``size`` parsed bytes; stop the parse past ``MAX_HEADER_BYTES``."""
+        self.parsed_header_bytes += size
+        if self.parsed_header_bytes > MAX_HEADER_BYTES:
+            self.headers_too_large = True
+            raise HeadersTooLarge
+
+    def send_400_response(self, msg: str) -> None:
+        """Answer a parse error 400, or 431 when the parse stopped at the header limit."""
+        if self.headers_too_large:
+            self._refuse(HEADERS_TOO_LARGE)
+            return
+        super().send_400_response(msg)
 
     def on_headers_complete(self) -> None:
         """The headers are in: the deadline is met; the app now reads the body on its own."""
@@ -360,6 +395,7 @@ def serve(settings: Settings, listening: Listening = DEFAULT_LISTENING, **change
 
     A port in use is refused (:class:`RefusedToServe`) before the database is touched."""
     from .app import create_app
+    from .dashboard.session import REVOCATIONS_VARIABLE
     from .dashboard.session import SECRET_VARIABLE as SESSION_SECRET_VARIABLE
 
     listening = replace(listening, **changes)
@@ -381,6 +417,9 @@ def serve(settings: Settings, listening: Listening = DEFAULT_LISTENING, **change
             run_server(server_config(create_app(settings), settings, listening, workers=1))
             return
         os.environ.update(settings_environment(settings))
-        # One dashboard session secret for all workers: a cookie one signed the others accept.
+        # One dashboard session secret for all workers: a cookie one signed the others accept;
+        # one directory of signed-out sessions: a sign-out on one holds on the others.
         os.environ.setdefault(SESSION_SECRET_VARIABLE, secrets.token_hex(32))
-        run_server(server_config(APP_FACTORY, settings, listening))
+        with tempfile.TemporaryDirectory(prefix="deniable-sessions-") as revocations:
+            os.environ.setdefault(REVOCATIONS_VARIABLE, revocations)
+            run_server(server_config(APP_FACTORY, settings, listening))

@@ -6,6 +6,8 @@ factory, the ``serve`` helper and the CLI agree on names and defaults.
 
 from __future__ import annotations
 
+import itertools
+import re
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +26,38 @@ DEFAULT_SHUTDOWN_TIMEOUT = 25
 MIN_TOKEN_LENGTH = 16
 """The shortest admin token or ingest key accepted: 16 random characters resist guessing."""
 
-PLACEHOLDER_TOKENS = ("changeme", "replaceme", "placeholder", "example", "yourtoken")
+MIN_DISTINCT_CHARACTERS = 5
+"""Fewer distinct characters means a repeated pattern (``abababab...``), never a generated
+token: 16 random hex characters have fewer than 5 distinct with probability 4e-7."""
+
+PLACEHOLDER_TOKENS = (
+    "changeme",
+    "replaceme",
+    "placeholder",
+    "example",
+    "yourtoken",
+    "tokenhere",
+    "keyhere",
+    "password",
+    "passwd",
+    "letmein",
+    "qwerty",
+)
 """Words that mark a token copied from documentation rather than generated (compared with
 the token's letters and digits only, lowercased, so ``Change_Me`` counts too)."""
+
+TEMPLATE_MARKS = (("<", ">"), ("{", "}"), ("${", "}"), ("%", "%"), ("[", "]"))
+"""Openings and closings of a template placeholder left unfilled (``<your-admin-token>``)."""
+
+_WORDS = re.compile(r"[A-Za-z0-9_.-]+")
+"""What a template placeholder holds between its marks: words joined by ``-``, ``_`` or ``.``."""
+
+TOKEN_ROLES = {
+    "admin": ("admin_token", "admin_token_previous"),
+    "viewer": ("viewer_token",),
+    "ingest": ("ingest_key", "ingest_key_previous"),
+}
+"""The settings each role's tokens live in; a value may serve one role only."""
 
 DEFAULT_RETENTION_DAYS = 90
 """Days raw reports are kept by default, and how late a report may arrive."""
@@ -34,6 +65,17 @@ DEFAULT_RETENTION_DAYS = 90
 MAX_RANGE_PERIODS = 1100
 """The most periods an estimate's range may hold by default (three years of days): the API
 and the CLI's offline estimates refuse longer ranges alike."""
+
+MAX_SERIES_CELLS = 50_000
+"""The most periods × categories one series answers by default: about 6 MB of JSON, under a
+second, tens of MB of memory (181 periods of a 10,000-category metric, 1.8 million cells, took
+1.7 GB and 23 s before the limit)."""
+
+MAX_ESTIMATE_CELLS = 2_000_000
+"""The most periods × categories of counts one estimate reads by default (16 MB of counts)."""
+
+DASHBOARD_PAGE_METRICS = 25
+"""Metrics per page of the dashboard's overview by default."""
 
 TOKEN_FIELDS = (
     "admin_token",
@@ -78,9 +120,10 @@ class Settings(BaseSettings):
     """The admin token being rotated out, still accepted beside the current one."""
     viewer_token: SecretStr | None = None
     """Read-only token (metrics, estimates, series, the dashboard): it never registers, archives,
-    exports or deletes; it must differ from the admin token."""
+    exports or deletes; it must differ from the admin token and the ingest key."""
     ingest_key: SecretStr | None = None
-    """Key devices must send with reports (the admin token is accepted too); none: open."""
+    """Key devices must send with reports (the admin token is accepted too); none: open. It
+    ships in apps, so it must differ from the admin and viewer tokens."""
     ingest_key_previous: SecretStr | None = None
     """The ingest key being rotated out, still accepted beside the current one."""
     admin_token_file: Path | None = None
@@ -99,6 +142,13 @@ class Settings(BaseSettings):
     """Apply the database migrations before serving (off when a separate job runs them)."""
     max_range_periods: int = Field(default=MAX_RANGE_PERIODS, ge=1)
     """The most periods an estimate or series range may hold."""
+    max_series_cells: int = Field(default=MAX_SERIES_CELLS, ge=100)
+    """The most periods × categories one series answers (the API's ``/series``, a dashboard
+    metric page and its CSVs, an overview page): 422 past it, naming the limit."""
+    max_estimate_cells: int = Field(default=MAX_ESTIMATE_CELLS, ge=100)
+    """The most periods × categories of stored counts one estimate reads: 422 past it."""
+    dashboard_page_metrics: int = Field(default=DASHBOARD_PAGE_METRICS, ge=1, le=1000)
+    """The most metrics one page of the dashboard's overview shows."""
     shutdown_timeout: int = Field(default=DEFAULT_SHUTDOWN_TIMEOUT, ge=1, le=3600)
     """Seconds in-flight requests get after SIGTERM."""
     header_timeout: float = Field(default=10.0, gt=0, le=600)
@@ -172,14 +222,24 @@ class Settings(BaseSettings):
         return self
 
     @model_validator(mode="after")
-    def _viewer_differs(self) -> Settings:
-        """A viewer token equal to an admin token would make every viewer an admin: refuse it."""
-        viewer = _secret(self.viewer_token)
-        if viewer is not None and viewer in self.admin_tokens():
-            raise ValueError(
-                "DENIABLE_VIEWER_TOKEN equals the admin token: a viewer must not be an admin,"
-                " generate another one"
-            )
+    def _roles_differ(self) -> Settings:
+        """One value in two roles would give every holder of the weaker one the stronger one
+        (an app's ingest key equal to the admin token makes every device an admin): refuse
+        it, naming both settings."""
+        seen: dict[str, tuple[str, str]] = {}
+        for role, fields in TOKEN_ROLES.items():
+            for name in fields:
+                value = _secret(getattr(self, name))
+                if value is None:
+                    continue
+                other = seen.get(value)
+                if other is not None and other[0] != role:
+                    raise ValueError(
+                        f"DENIABLE_{name.upper()} equals the {other[0]} token"
+                        f" (DENIABLE_{other[1].upper()}): each role needs its own token,"
+                        " generate another one"
+                    )
+                seen.setdefault(value, (role, name))
         return self
 
     def admin_tokens(self) -> list[str]:
@@ -224,17 +284,35 @@ def database_url_of(value: str) -> str:
 
 def token_problem(token: str) -> str | None:
     """Why ``token`` is unfit as a bearer secret, or None; the answer never quotes the token."""
+    generate = "generate one, e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
     if token != token.strip():
         return "has leading or trailing whitespace (a copy-paste slip?): remove it"
-    if len(token) < MIN_TOKEN_LENGTH:
+    if not all("!" <= c <= "~" for c in token):
         return (
-            f"is shorter than {MIN_TOKEN_LENGTH} characters: generate one, e.g."
-            " `python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+            "holds whitespace, a control or a non-ASCII character (a copy-paste slip?):"
+            " a token is printable ASCII only"
         )
+    if len(token) < MIN_TOKEN_LENGTH:
+        return f"is shorter than {MIN_TOKEN_LENGTH} characters: {generate}"
     letters = "".join(c for c in token.lower() if c.isalnum())
-    if any(mark in letters for mark in PLACEHOLDER_TOKENS) or len(set(token)) == 1:
+    unfilled = any(
+        token.startswith(a) and token.endswith(b) and _WORDS.fullmatch(token[len(a) : -len(b)])
+        for a, b in TEMPLATE_MARKS
+    )
+    if unfilled or any(mark in letters for mark in PLACEHOLDER_TOKENS):
         return "is a placeholder from an example: generate a random one"
+    if len(set(token)) < MIN_DISTINCT_CHARACTERS or _sequence(token):
+        return (
+            f"repeats a few characters or runs through a sequence, like a placeholder: {generate}"
+        )
     return None
+
+
+def _sequence(token: str) -> bool:
+    """Whether at least 3 in 4 neighbouring characters are consecutive (``abcdef...``,
+    ``987654...``): 16 random hex characters are with probability about 1e-8."""
+    steps = [abs(ord(b) - ord(a)) == 1 for a, b in itertools.pairwise(token)]
+    return sum(steps) * 4 >= 3 * len(steps)
 
 
 def _secret(value: SecretStr | None) -> str | None:

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING
 from deniable.client.lazy import lazy_exports
 
 from .choices import (
+    DEFAULT_METHOD,
+    DEFAULT_PERIODS,
     DEFAULT_QUANTILES,
     METHODS,
     POOLINGS,
@@ -125,6 +127,8 @@ __getattr__ = lazy_exports(
 )
 
 __all__ = [
+    "DEFAULT_METHOD",
+    "DEFAULT_PERIODS",
     "DEFAULT_QUANTILES",
     "MAX_REPORTS",
     "METHODS",

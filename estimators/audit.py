@@ -1,15 +1,16 @@
 """An empirical lower bound on the eps the shipped randomizers really give (docs/audit.md).
 
-For a metric spec, :func:`audit_spec` draws ``samples`` reports of each of two adjacent inputs
-chosen to be the mechanism's worst case, through the device's own recording path
-(:func:`deniable.client.sampling.randomized_reports`: ``prepare``, ``randomize``, the wire
-text), and reads the payloads back from the upload body. Over a family of output events fixed
-before sampling, it bounds each log-ratio log P(E | x) / P(E | x') from below with one-sided
-Clopper-Pearson bounds, Bonferroni over the family, so that the reported bound exceeds the
-code's true eps with probability at most 1 - confidence. A bound above the claimed eps is
-proof (at that confidence) that the code leaks more than it claims: the verdict ``fail``.
-The auditor only detects violations; privacy itself is proven by review and the exact checks
-(STATS.md section 8).
+For a metric spec, :func:`audit_spec` draws ``samples`` reports of each of its inputs (every
+category when k <= 16, a grid of t for numbers: :func:`audit_inputs`) through the device's
+own recording path (:func:`deniable.client.sampling.randomized_reports`: ``prepare``,
+``randomize``, the wire text), and reads the payloads back from the upload body. Over a family
+of output events fixed before sampling, it bounds each log-ratio log P(E | x) / P(E | x'), for
+every pair of inputs, from below with one-sided Clopper-Pearson bounds on each input's event
+counts (drawn once, shared by every pair), Bonferroni over every count used, so that the
+reported bound exceeds the code's true eps with probability at most 1 - confidence. A bound
+above the claimed eps is proof (at that confidence) that the code leaks more than it claims:
+the verdict ``fail``. The auditor only detects violations; privacy itself is proven by review
+and the exact checks (STATS.md section 8).
 
 numpy and scipy load on first use, so the CLI can read the constants below without them.
 """
@@ -29,7 +30,7 @@ from multiprocessing import get_context
 from typing import TYPE_CHECKING, Any, Literal
 
 from deniable.client.errors import DeniableError, InvalidInput
-from deniable.client.mechanisms import OLH_PRIME
+from deniable.client.mechanisms import OLH_PRIME, Hybrid, Piecewise
 from deniable.client.randomness import Randomness, SeededRandomness
 from deniable.client.sampling import randomized_reports
 from deniable.client.spec import MetricSpec
@@ -40,15 +41,17 @@ if TYPE_CHECKING:
 DEFAULT_CONFIDENCE = 0.99
 """The confidence of the audited bound: P(bound > the code's true eps) <= 1 - confidence."""
 
-DEFAULT_SAMPLES = 100_000
-"""Reports drawn per input, the CI default, from the power calculation in docs/audit.md.
+DEFAULT_REPORTS = 200_000
+"""Reports drawn per audit by default, spread evenly over its inputs (the CI default, from
+the power calculation in docs/audit.md): 100,000 each for a boolean's two, 40,000 each for
+five categories or the five numeric inputs. The cost of an audit is then about the same
+whatever its number of inputs.
 
 At eps = 1 a brr that answers truthfully 1 percentage point too often (true log-ratio 1.051)
 is caught with z = 5.2 (a miss once in 12 million seeds) under the normal approximation to
-the binomial, and the real brr and krr (k = 5) give bounds of about 0.98 and 0.96: the
-Bonferroni margin costs 6.8/sqrt(n) and 11.9/sqrt(n) in log-ratio. The sweep of every
-mechanism at four eps (:func:`mechanism_sweep`) takes 34 s with two jobs on the idle 2-core
-CI machine (68 s in one), 43 to 54 s while another test suite shares its cores.
+the binomial; an oue that never flips its middle bit is caught whatever the seed (bound
+8.35), and a pm whose window probability is e^eps/(e^eps+1) for interior t only with z = 32
+(docs/audit.md; ``python -m bench.audit_power``).
 """
 
 LOOSE_FRACTION = 0.9
@@ -57,13 +60,18 @@ log-ratio is below this fraction of the claimed eps: the code provably spends le
 than it is charged (loose accounting, or wrong parameters that cost accuracy)."""
 
 SMALL_K = 16
-"""krr and brr: with at most this many categories every single output is an event; above
-it, only the outputs equal to the two inputs (the others' ratio is 1 for a correct krr)."""
+"""With at most this many categories (or buckets) every one is an input, every pair of them is
+compared, and for krr and brr every single output is an event; above it, only the first, the
+middle and the last category, and their own outputs."""
+
+NUMERIC_INPUTS = 5
+"""Numeric mechanisms: the inputs t = -1, -1/2, 0, 1/2, 1 (evenly spaced, the ends included),
+so that a randomizer wrong only inside (-1, 1) is reached."""
 
 NUMERIC_BINS = 32
-"""Numeric mechanisms: the tails {y > c} and {y < c} at the inner edges of this many equal
-bins over [-B, B], B the mechanism's bound, plus c = -1, 0, 1 (pm's windows for t = -1 and
-t = +1 end and start at -1 and +1; duchi's outputs are +-C1, split at 0)."""
+"""pm and hybrid: the tails {y > c} and {y < c} at the inner edges of this many equal bins over
+[-B, B], B the mechanism's bound, plus c = -1, 0, 1 (pm's windows for t = -1 and t = +1 end
+and start at -1 and +1). duchi's outputs are +-C1, so its only tails are at c = 0."""
 
 CHUNK = 50_000
 """Reports drawn per upload body: memory holds one body (about 7 MB) at a time."""
@@ -110,9 +118,9 @@ class AuditResult:
     seconds: float
     verdict: Verdict
     inputs: str
-    """The two adjacent inputs, in words."""
+    """The inputs compared (every pair of them), in words."""
     event: str
-    """The event and order that gave the lower bound, in words."""
+    """The event and ordered pair of inputs that gave the lower bound, in words."""
     message: str
     """The verdict in one sentence."""
 
@@ -132,10 +140,12 @@ class AuditResult:
 
 @dataclass(frozen=True)
 class _Family:
-    """Output events fixed before sampling: their names, and how to count them in a body."""
+    """Output events fixed before sampling: their names, how to count every one of them in a
+    body, and for each the inputs (positions in :func:`audit_inputs`) it is compared across."""
 
     names: tuple[str, ...]
     count: Callable[[list[Any]], np.ndarray]
+    support: tuple[tuple[int, ...], ...]
 
 
 def _payloads(body: bytes) -> list[Any]:
@@ -153,28 +163,34 @@ def _ints(payloads: list[Any], low: int, high: int, what: str) -> np.ndarray:
     return values.astype(np.int64)
 
 
-def _choice_family(spec: MetricSpec, i0: int, i1: int) -> _Family:
-    """krr and brr: {report = o} for every output o (or the two inputs' when k > SMALL_K)."""
+def _ordered_pairs(m: int) -> list[tuple[int, int]]:
+    """Every ordered pair (a, b) of distinct positions among m inputs."""
+    return [(a, b) for a in range(m) for b in range(m) if a != b]
+
+
+def _choice_family(spec: MetricSpec, indices: list[int]) -> _Family:
+    """krr and brr: {report = o} for every output o (the inputs' own when k > SMALL_K),
+    each compared across every pair of inputs."""
     import numpy as np
 
-    outputs = list(range(spec.k)) if spec.k <= SMALL_K else [i0, i1]
+    outputs = list(range(spec.k)) if spec.k <= SMALL_K else indices
 
     def count(payloads: list[Any]) -> np.ndarray:
         values = _ints(payloads, 0, spec.k - 1, spec.mechanism)
         return np.bincount(values, minlength=spec.k)[outputs]
 
     names = tuple(f"report = {spec.categories[o]}" for o in outputs)
-    return _Family(names, count)
+    return _Family(names, count, (tuple(range(len(indices))),) * len(outputs))
 
 
-def _oue_family(spec: MetricSpec, i0: int, i1: int) -> _Family:
-    """oue: the two inputs' bits, jointly and each alone."""
+def _oue_family(spec: MetricSpec, indices: list[int]) -> _Family:
+    """oue: for each ordered pair of inputs (i, j), {bit i = 1 and bit j = 0} compared across
+    that pair; and each input's bit alone, compared across every pair."""
     import numpy as np
 
-    n_bytes = (spec.k + 7) // 8
-
-    def bit(raw: np.ndarray, v: int) -> np.ndarray:
-        return (raw[:, v >> 3] >> (v & 7)) & 1 == 1
+    n_bytes, m = (spec.k + 7) // 8, len(indices)
+    pairs = _ordered_pairs(m)
+    rows, columns = np.array(pairs, dtype=np.int64).reshape(-1, 2).T
 
     def count(payloads: list[Any]) -> np.ndarray:
         try:
@@ -182,24 +198,25 @@ def _oue_family(spec: MetricSpec, i0: int, i1: int) -> _Family:
             raw = np.frombuffer(joined, np.uint8).reshape(len(payloads), n_bytes)
         except (TypeError, ValueError):
             raise AuditError(f"oue payloads are not all base64 of {n_bytes} bytes") from None
-        b0, b1 = bit(raw, i0), bit(raw, i1)
-        return np.array([(b0 & ~b1).sum(), (~b0 & b1).sum(), b0.sum(), b1.sum()])
+        bits = np.unpackbits(raw, axis=1, bitorder="little")[:, indices].astype(np.int64)
+        joint = bits.T @ (1 - bits)  # [a, b]: reports with bit a = 1 and bit b = 0
+        return np.concatenate([joint[rows, columns], bits.sum(axis=0)])
 
-    c0, c1 = spec.categories[i0], spec.categories[i1]
-    names = (
-        f"bit {c0} = 1 and bit {c1} = 0",
-        f"bit {c0} = 0 and bit {c1} = 1",
-        f"bit {c0} = 1",
-        f"bit {c1} = 1",
-    )
-    return _Family(names, count)
+    labels = [spec.categories[i] for i in indices]
+    names = tuple(f"bit {labels[a]} = 1 and bit {labels[b]} = 0" for a, b in pairs)
+    names += tuple(f"bit {label} = 1" for label in labels)
+    return _Family(names, count, tuple(pairs) + (tuple(range(m)),) * m)
 
 
-def _olh_family(spec: MetricSpec, i0: int, i1: int) -> _Family:
-    """olh: y is one input's hash and the two hashes differ (H from the payload's own a, b)."""
+def _olh_family(spec: MetricSpec, indices: list[int]) -> _Family:
+    """olh: for each ordered pair of inputs (i, j), {y = H(i) and H(j) != H(i)} (H from the
+    payload's own a, b), compared across that pair."""
     import numpy as np
 
     g = spec.randomizer.g  # type: ignore[attr-defined]
+    pairs = _ordered_pairs(len(indices))
+    rows, columns = np.array(pairs, dtype=np.int64).reshape(-1, 2).T
+    values = np.array(indices, dtype=np.int64)
 
     def count(payloads: list[Any]) -> np.ndarray:
         try:
@@ -209,17 +226,18 @@ def _olh_family(spec: MetricSpec, i0: int, i1: int) -> _Family:
         if table.dtype.kind not in "iu" or table.min() < 0 or table.max() >= OLH_PRIME:
             raise AuditError("olh payloads are not all integers below 2^31 - 1")
         a, b, y = table.astype(np.int64).T
-        h0 = ((a * i0 + b) % OLH_PRIME) % g
-        h1 = ((a * i1 + b) % OLH_PRIME) % g
-        apart = h0 != h1
-        return np.array([((y == h0) & apart).sum(), ((y == h1) & apart).sum()])
+        hashes = ((a[:, None] * values + b[:, None]) % OLH_PRIME) % g
+        hit = hashes == y[:, None]
+        return np.array(
+            [
+                (hit[:, i] & (hashes[:, i] != hashes[:, j])).sum()
+                for i, j in zip(rows, columns, strict=True)
+            ]
+        )
 
-    c0, c1 = spec.categories[i0], spec.categories[i1]
-    names = (
-        f"y = H({c0}) and H({c1}) != H({c0})",
-        f"y = H({c1}) and H({c0}) != H({c1})",
-    )
-    return _Family(names, count)
+    labels = [spec.categories[i] for i in indices]
+    names = tuple(f"y = H({labels[a]}) and H({labels[b]}) != H({labels[a]})" for a, b in pairs)
+    return _Family(names, count, tuple(pairs))
 
 
 def numeric_thresholds(bound: float) -> list[float]:
@@ -229,12 +247,46 @@ def numeric_thresholds(bound: float) -> list[float]:
     return sorted(edges | {-1.0, 0.0, 1.0})
 
 
-def _numeric_family(spec: MetricSpec) -> _Family:
-    """duchi, pm, hybrid: the tails {y > c} and {y < c} (post-processing of y)."""
+def _piecewise_part(spec: MetricSpec) -> Piecewise | None:
+    """The pm randomizer inside a numeric spec's mechanism (pm itself, or hybrid's when it
+    uses pm at all); None for duchi."""
+    randomizer = spec.numeric_randomizer
+    if isinstance(randomizer, Piecewise):
+        return randomizer
+    if isinstance(randomizer, Hybrid) and randomizer.pm_probability > 0:
+        return randomizer.piecewise
+    return None
+
+
+def window_gaps(spec: MetricSpec, ts: Sequence[float]) -> list[tuple[float, float]]:
+    """For each ordered pair of inputs (t, t'), the open interval inside pm's window for t
+    and outside the window for t': where the densities' ratio is e^eps. Empty for duchi."""
+    piecewise = _piecewise_part(spec)
+    if piecewise is None:
+        return []
+    windows = [piecewise.window(t) for t in ts]
+    gaps = []
+    for a, b in _ordered_pairs(len(ts)):
+        (left, right), (other_left, other_right) = windows[a], windows[b]
+        if ts[a] < ts[b]:
+            gaps.append((left, min(right, other_left)))
+        else:
+            gaps.append((max(left, other_right), right))
+    return gaps
+
+
+def _numeric_family(spec: MetricSpec, ts: Sequence[float]) -> _Family:
+    """duchi, pm, hybrid: the tails {y > c} and {y < c} (post-processing of y), compared
+    across every pair of inputs (duchi's outputs are +-C1, so only c = 0 there); and for pm's
+    part, each ordered pair's window gap (:func:`window_gaps`), compared across that pair."""
     import numpy as np
 
     bound = spec.numeric_randomizer.bound
-    cuts = np.array(numeric_thresholds(bound))
+    has_pm = _piecewise_part(spec) is not None
+    cuts = np.array(numeric_thresholds(bound) if has_pm else [0.0])
+    gaps = window_gaps(spec, ts)
+    gap_low = np.array([low for low, _ in gaps])
+    gap_high = np.array([high for _, high in gaps])
 
     def count(payloads: list[Any]) -> np.ndarray:
         y = np.array(payloads)
@@ -243,39 +295,61 @@ def _numeric_family(spec: MetricSpec) -> _Family:
         y = np.sort(y.astype(np.float64))
         above = len(y) - np.searchsorted(y, cuts, side="right")
         below = np.searchsorted(y, cuts, side="left")
-        return np.concatenate([above, below])
+        inside = np.searchsorted(y, gap_high, side="left") - np.searchsorted(
+            y, gap_low, side="right"
+        )
+        return np.concatenate([above, below, np.maximum(inside, 0)])
 
     names = tuple([f"y > {c:.4g}" for c in cuts.tolist()] + [f"y < {c:.4g}" for c in cuts.tolist()])
-    return _Family(names, count)
+    names += tuple(f"{low:.4g} < y < {high:.4g}" for low, high in gaps)
+    pairs = tuple(_ordered_pairs(len(ts))) if gaps else ()
+    support = (tuple(range(len(ts))),) * (2 * len(cuts)) + pairs
+    return _Family(names, count, support)
 
 
-def adjacent_inputs(spec: MetricSpec) -> tuple[tuple[Any, str], tuple[Any, str]]:
-    """The two recorded values the audit compares, each with its text: the mechanism's worst
-    case (the first and the last category or bucket; a number's lower and upper end)."""
+def _category_indices(spec: MetricSpec) -> list[int]:
+    """The categories audited: all of them when k <= SMALL_K, else the first, middle, last."""
+    if spec.k <= SMALL_K:
+        return list(range(spec.k))
+    return [0, spec.k // 2, spec.k - 1]
+
+
+def numeric_inputs(spec: MetricSpec) -> list[float]:
+    """The recorded values of a numeric audit: :data:`NUMERIC_INPUTS` points evenly spaced
+    on t in [-1, 1], the ends included."""
+    steps = NUMERIC_INPUTS - 1
+    return [spec.unscale(-1 + 2 * i / steps) for i in range(NUMERIC_INPUTS)]
+
+
+def audit_inputs(spec: MetricSpec) -> list[tuple[Any, str]]:
+    """The recorded values the audit draws reports of, each with its text; every pair of
+    them is compared (LDP bounds the ratio for any two inputs). Booleans: false, true;
+    categories and buckets: every one when k <= SMALL_K, else the first, middle and last (a
+    histogram's bucket by its lower edge, the last by the closed upper edge, so ``bucket_of``
+    clamps); numbers: :func:`numeric_inputs`, so pm's interior windows are reached."""
     if spec.type == "boolean":
-        return (False, "false"), (True, "true")
-    if spec.type == "categorical":
-        first, last = spec.categories[0], spec.categories[-1]
-        return (first, first), (last, last)
+        return [(False, "false"), (True, "true")]
+    if spec.type == "numeric":
+        return [(x, f"{x:g} (t = {spec.scale(x):+.3g})") for x in numeric_inputs(spec)]
+    indices = _category_indices(spec)
     if spec.type == "histogram":
         edges = spec.edges or ()
-        first, last = spec.categories[0], spec.categories[-1]
-        return (edges[0], f"{edges[0]:g} in {first}"), (edges[-1], f"{edges[-1]:g} in {last}")
-    lower, upper = spec.lower, spec.upper
-    return (lower, f"{lower:g} (t = -1)"), (upper, f"{upper:g} (t = +1)")
+        values = [edges[-1] if i == spec.k - 1 else edges[i] for i in indices]
+        return [(v, f"{v:g} in {spec.categories[i]}") for v, i in zip(values, indices, strict=True)]
+    return [(spec.categories[i], spec.categories[i]) for i in indices]
 
 
 def event_family(spec: MetricSpec) -> _Family:
     """The spec's output events, fixed before any report is drawn."""
+    inputs = [value for value, _ in audit_inputs(spec)]
     if spec.type == "numeric":
-        return _numeric_family(spec)
-    (x0, _), (x1, _) = adjacent_inputs(spec)
-    i0, i1 = spec.index_of(x0), spec.index_of(x1)
+        return _numeric_family(spec, [spec.scale(x) for x in inputs])
+    indices = [spec.index_of(x) for x in inputs]
     if spec.mechanism in ("krr", "brr"):
-        return _choice_family(spec, i0, i1)
+        return _choice_family(spec, indices)
     if spec.mechanism == "oue":
-        return _oue_family(spec, i0, i1)
-    return _olh_family(spec, i0, i1)
+        return _oue_family(spec, indices)
+    return _olh_family(spec, indices)
 
 
 def _event_counts(
@@ -292,30 +366,43 @@ def _event_counts(
 
 
 def log_ratio_bounds(
-    first: np.ndarray, second: np.ndarray, samples: int, confidence: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Lower and upper confidence bounds on log P(E | x) / P(E | x') for each event E and both
-    orders (the first half x over x', the second x' over x), holding jointly at ``confidence``.
+    counts: np.ndarray,
+    samples: int,
+    support: Sequence[Sequence[int]],
+    confidence: float,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Lower and upper confidence bounds on log P(E | x) / P(E | x') for each event E and each
+    ordered pair (x, x') of distinct inputs in E's support, holding jointly at ``confidence``;
+    and those comparisons as rows (event, x, x').
 
-    ``first`` and ``second`` count each event among ``samples`` reports of x and of x'. Every
-    count gets a one-sided Clopper-Pearson bound below and above, each at
-    (1 - confidence) / (4 * events) (Bonferroni over all of them); a ratio's lower bound divides
-    its numerator's lower bound by its denominator's upper bound, and the reverse for its
-    upper bound.
+    ``counts[x, e]`` counts event e among ``samples`` reports of input x. Every cell (x, e)
+    used, x in e's support, gets a one-sided Clopper-Pearson bound below and above, each at
+    (1 - confidence) / (2 * cells) (Bonferroni over all of them, however many pairs share a
+    cell); a ratio's lower bound divides its numerator's lower bound by its denominator's upper
+    bound, and the reverse for its upper bound.
     """
     import numpy as np
 
     from .intervals import clopper_pearson
 
-    events = len(first)
-    alpha = (1 - confidence) / (4 * events)
-    counts = np.concatenate([first, second])
-    low, high = clopper_pearson(counts, np.full(2 * events, samples), 2 * alpha)
-    low_x, low_y, high_x, high_y = low[:events], low[events:], high[:events], high[events:]
+    cells = np.array([(x, e) for e, inputs in enumerate(support) for x in inputs], dtype=np.int64)
+    alpha = (1 - confidence) / (2 * len(cells))
+    low_cells, high_cells = clopper_pearson(
+        counts[cells[:, 0], cells[:, 1]], np.full(len(cells), samples), 2 * alpha
+    )
+    low = np.full(counts.shape, np.nan)
+    high = np.full(counts.shape, np.nan)
+    low[cells[:, 0], cells[:, 1]] = low_cells
+    high[cells[:, 0], cells[:, 1]] = high_cells
+    comparisons = np.array(
+        [(e, x, y) for e, inputs in enumerate(support) for x in inputs for y in inputs if x != y],
+        dtype=np.int64,
+    ).reshape(-1, 3)
+    e, x, y = comparisons.T
     with np.errstate(divide="ignore"):
-        lower = np.log(np.concatenate([low_x / high_y, low_y / high_x]))
-        upper = np.log(np.concatenate([high_x / low_y, high_y / low_x]))
-    return lower, upper
+        lower = np.log(low[x, e] / high[y, e])
+        upper = np.log(high[x, e] / low[y, e])
+    return lower, upper, comparisons
 
 
 def _verdict(epsilon: float, lower: float, upper: float) -> Verdict:
@@ -353,30 +440,36 @@ def _message(result: dict[str, Any]) -> str:
 def audit_spec(
     spec: MetricSpec,
     *,
-    samples: int = DEFAULT_SAMPLES,
+    samples: int | None = None,
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int | None = None,
 ) -> AuditResult:
     """Audit one spec's randomizer through the recording path (see the module docstring).
 
-    ``seed`` None draws from the OS CSPRNG, as a device does; a seed makes the run
-    deterministic (``SeededRandomness(seed)``, the same for every spec, so a metric's result
-    does not depend on which others are audited with it).
+    ``samples`` reports are drawn per input, once, and reused for every pair holding it;
+    None spreads :data:`DEFAULT_REPORTS` evenly over the inputs. ``seed`` None draws from the
+    OS CSPRNG, as a device does; a seed makes the run deterministic
+    (``SeededRandomness(seed)``, the same for every spec, so a metric's result does not depend
+    on which others are audited with it).
     """
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+    import numpy as np
+
+    if samples is not None and (
+        isinstance(samples, bool) or not isinstance(samples, int) or samples < 1
+    ):
         raise InvalidInput("samples must be a whole number of at least 1")
     if not 0 < confidence < 1:
         raise InvalidInput("confidence must be strictly between 0 and 1")
     started = time.perf_counter()
     family = event_family(spec)
-    (x0, text0), (x1, text1) = adjacent_inputs(spec)
+    inputs = audit_inputs(spec)
+    per_input = samples if samples is not None else max(1, DEFAULT_REPORTS // len(inputs))
     rng = SeededRandomness(seed) if seed is not None else None
-    first = _event_counts(spec, x0, family, samples, rng)
-    second = _event_counts(spec, x1, family, samples, rng)
-    lower, upper = log_ratio_bounds(first, second, samples, confidence)
+    counts = np.stack([_event_counts(spec, value, family, per_input, rng) for value, _ in inputs])
+    lower, upper, comparisons = log_ratio_bounds(counts, per_input, family.support, confidence)
     best = int(lower.argmax())
-    events = len(family.names)
-    over, under = (text0, text1) if best < events else (text1, text0)
+    event, over, under = comparisons[best]
+    texts = [text for _, text in inputs]
     fields: dict[str, Any] = {
         "metric": spec.name,
         "type": spec.type,
@@ -385,9 +478,9 @@ def audit_spec(
         "lower_bound": max(0.0, float(lower[best])),
         "upper_bound": float(upper.max()),
         "confidence": confidence,
-        "samples": samples,
-        "inputs": f"{text0} vs {text1}",
-        "event": f"{family.names[best % events]}: P(. | {over}) / P(. | {under})",
+        "samples": per_input,
+        "inputs": f"every pair of {len(texts)}: {', '.join(texts)}",
+        "event": f"{family.names[event]}: P(. | {texts[over]}) / P(. | {texts[under]})",
     }
     fields["verdict"] = _verdict(spec.epsilon, fields["lower_bound"], fields["upper_bound"])
     fields["message"] = _message(fields)
@@ -397,7 +490,7 @@ def audit_spec(
 def audit_specs(
     specs: Iterable[MetricSpec],
     *,
-    samples: int = DEFAULT_SAMPLES,
+    samples: int | None = None,
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int | None = None,
     jobs: int = 1,

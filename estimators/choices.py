@@ -1,20 +1,44 @@
 """The choices every estimate offers, and their check: the method and the pooling of periods.
 
-They live apart from the numerical code (standard library only) because the CLI lists them in
+They live apart from the numerical code (standard library only), with the defaults every
+surface shares (the method, the range of periods), because the CLI lists them in
 its options and the API in its parameters: one definition, importable without numpy.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 from typing import Literal, get_args
 
 from deniable.client.errors import InvalidInput
+from deniable.client.spec import period_label, period_start
 
 Method = Literal["unbiased", "consistent", "mle"]
 """How the point estimate is made: unbiased, Norm-Sub projected, or maximum likelihood."""
 METHODS: tuple[str, ...] = get_args(Method)
 """Every :data:`Method`, in the order the CLI and the API list them."""
+
+DEFAULT_METHOD: Method = "consistent"
+"""The method of shares unless one is asked for, on every surface (the API, the CLI and the
+dashboard): non-negative shares summing to 100%, with the unbiased intervals within the
+simplex (STATS.md section 4). A numeric metric's mean has one estimator, unbiased."""
+
+DEFAULT_PERIODS = 7
+"""The periods an estimate or a series covers unless its start is given, on every surface:
+the 7 ending at its end (by default the current period)."""
+
+
+def periods_back(kind: str, end: str, count: int) -> str:
+    """The label ``count - 1`` periods before ``end`` (so start..end holds ``count`` periods)."""
+    first = period_start(kind, end)
+    if kind == "day":
+        return (first - dt.timedelta(days=count - 1)).isoformat()
+    if kind == "week":
+        return period_label(kind, first - dt.timedelta(weeks=count - 1))
+    months = first.year * 12 + first.month - 1 - (count - 1)
+    return period_label(kind, dt.date(months // 12, months % 12 + 1, 1))
+
 
 Pooling = Literal["overlap-safe", "independent"]
 """How periods combine: an interval valid whatever the overlap of clients, or independent periods."""

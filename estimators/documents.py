@@ -26,6 +26,19 @@ if TYPE_CHECKING:
     from deniable.client.spec import MetricSpec
 
 
+CLIPPED_MARKS = {"below": "▼", "above": "▲"}
+"""How every surface (the CLI's tables, the dashboard's) marks an estimate whose unbiased
+value the data pushed below 0 or above 1, shown clipped to the edge of its interval."""
+
+
+def clipped_mark(row: dict[str, Any]) -> str:
+    """The mark of a share row (a document's ``estimates`` entry) whose ``unbiased`` value
+    lies outside [0, 1], or ""."""
+    if not row.get("clipped"):
+        return ""
+    return CLIPPED_MARKS["below"] if (row.get("unbiased") or 0.0) < 0 else CLIPPED_MARKS["above"]
+
+
 @dataclass(frozen=True)
 class MetricRange:
     """Which metric a document is about, and the first and last period it covers.

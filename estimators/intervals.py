@@ -40,11 +40,14 @@ def per_category_alpha(confidence: float, k: int, simultaneous: bool) -> float:
 
 
 def rate_interval(counts: np.ndarray, n: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """Interval for a binomial rate from counts C out of n (n > 0, broadcastable arrays)."""
+    """Interval for a binomial rate from counts C out of n (n > 0, broadcastable arrays; scalars
+    count as arrays of one, so a single pooled period gets the same Clopper-Pearson hull)."""
     from scipy import stats  # lazy: scipy.stats costs ~0.5 s at collector start-up
 
-    counts = np.asarray(counts, dtype=np.float64)
-    n = np.broadcast_to(np.asarray(n, dtype=np.float64), counts.shape)
+    shape = np.broadcast_shapes(np.shape(counts), np.shape(n))
+    counts, n = np.broadcast_arrays(
+        np.array(counts, dtype=np.float64, ndmin=1), np.array(n, dtype=np.float64, ndmin=1)
+    )
     z = float(stats.norm.isf(alpha / 2))
     z2 = z * z
     denom = n + z2
@@ -56,7 +59,7 @@ def rate_interval(counts: np.ndarray, n: np.ndarray, alpha: float) -> tuple[np.n
         cp_low, cp_high = clopper_pearson(counts[small], n[small], alpha)
         low[small] = np.minimum(low[small], cp_low)
         high[small] = np.maximum(high[small], cp_high)
-    return np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)
+    return np.clip(low, 0.0, 1.0).reshape(shape), np.clip(high, 0.0, 1.0).reshape(shape)
 
 
 def clopper_pearson(

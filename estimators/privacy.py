@@ -25,8 +25,9 @@ from deniable.client.account import (
 from deniable.client.spec import MetricSpec
 
 LOWER_IT = (
-    "to lower it, memoize (Client(memoize=...)), use a weekly or monthly period, a lower ε,"
-    " or set lifetime_epsilon (docs/privacy.md)"
+    "to lower it, use a weekly or monthly period, a lower ε, or set lifetime_epsilon; memoizing"
+    " (Client(memoize=...)) bounds what the reports of an unchanged value reveal"
+    " (docs/privacy.md)"
 )
 """What a warning suggests: each lowers the 30-day total."""
 
@@ -34,12 +35,14 @@ LOWER_IT = (
 @dataclass(frozen=True)
 class PrivacySettings:
     """The SDK settings the account is for; ``memoize`` is true, false or the sorted metric
-    names, and ``sdk_defaults`` says whether they are the SDK's defaults."""
+    names, ``instantaneous_ratio`` the memoized reports' fresh layer (``None``: none), and
+    ``sdk_defaults`` says whether they are the SDK's defaults."""
 
     max_reports_per_period: int
     memoize: bool | list[str]
     lifetime_epsilon: float | None
     sdk_defaults: bool
+    instantaneous_ratio: float | None = SDK_DEFAULTS.instantaneous_ratio
 
 
 @dataclass(frozen=True)
@@ -88,12 +91,20 @@ def _settings(settings: DeviceSettings) -> PrivacySettings:
         memoize=memoize if isinstance(memoize, bool) else sorted(memoize),
         lifetime_epsilon=settings.lifetime_epsilon,
         sdk_defaults=settings == SDK_DEFAULTS,
+        instantaneous_ratio=settings.instantaneous_ratio,
     )
 
 
 def _over_level(account: PrivacyAccount, lead: str) -> list[str]:
     """A warning if ``account``'s 30-day total exceeds the level; ``lead`` says for whom."""
     total = account.totals.per_30_days
+    if total is None:
+        return [
+            f"{lead}, no finite ε bounds one device's reports over 30 days: memoized metrics"
+            f" without a fresh layer ({_names(m for m in account.metrics if m.change_shows)})"
+            " show whether their value changed; keep the SDK's instantaneous_ratio"
+            " (docs/privacy.md)"
+        ]
     if total <= WARNING_LEVEL_30_DAYS:
         return []
     return [
@@ -111,6 +122,11 @@ def _never_sent(account: PrivacyAccount) -> list[str]:
         f"lifetime_epsilon {eps_text(account.settings.lifetime_epsilon or 0)} is below the ε of"
         f" {', '.join(silent)}: devices never send {'it' if len(silent) == 1 else 'them'}"
     ]
+
+
+def _names(metrics: Iterable[MetricAccount]) -> str:
+    """The metrics' names, separated by commas."""
+    return ", ".join(m.metric for m in metrics)
 
 
 def _per_report(metrics: list[MetricAccount]) -> str:
@@ -135,6 +151,11 @@ def _over_30_days(account: PrivacyAccount) -> str:
     """The sentences on reports per period and the 30-day total, and what the total means."""
     total = account.totals.per_30_days
     r = account.settings.max_reports_per_period
+    if total is None:
+        return (
+            f"A device sends at most {r:,} report{'s' if r > 1 else ''} per metric per period."
+            " No finite ε bounds what its reports reveal over 30 days, for the reason below."
+        )
     sentence = (
         f"A device sends at most {r:,} report{'s' if r > 1 else ''} per metric per period. Over"
         f" any 30 days one device's reports together have ε up to {eps_text(total)} (their ε add"
@@ -153,14 +174,32 @@ def _over_30_days(account: PrivacyAccount) -> str:
 def _memo_and_lifetime(account: PrivacyAccount) -> list[str]:
     """The sentences on memoization (if on) and on the lifetime total."""
     sentences = []
-    memoized = [m for m in account.metrics if m.memoized]
-    if memoized:
+    layered = [m for m in account.metrics if m.memoized and not m.change_shows]
+    if layered:
         sentences.append(
-            f"Memoized metrics ({', '.join(m.metric for m in memoized)}) repeat one randomized"
-            " answer per true value, so reporting the same value again reveals nothing new: each"
-            " costs at most ε per distinct value ever reported."
+            f"Memoized metrics ({_names(layered)}) keep one randomized answer per true value"
+            " and randomize it afresh for every report (the ε figures above count that fresh"
+            " layer, ε " + _epsilons(m.instantaneous_epsilon for m in layered) + " per report):"
+            " all reports of a value that does not change reveal at most ε "
+            + _epsilons(m.permanent_epsilon for m in layered)
+            + " about it, however many are sent."
         )
-    numeric = [m.metric for m in memoized if m.type == "numeric"]
+    showing = [m for m in account.metrics if m.change_shows]
+    if showing:
+        sentences.append(
+            f"Memoized metrics without a fresh layer ({_names(showing)}) send the same answer"
+            " every time for the same value: all their reports reveal at most ε "
+            + _epsilons(m.permanent_epsilon for m in showing)
+            + " per value, but whether the value changed shows, and no ε bounds that."
+        )
+    afresh = [m for m in account.metrics if account.settings.memoized(m.metric) and not m.memoized]
+    if afresh:
+        sentences.append(
+            f"Asked to be memoized, {_names(afresh)} {'is' if len(afresh) == 1 else 'are'}"
+            " reported afresh instead: only krr and brr metrics have a permanent answer that"
+            " can be randomized again for every report."
+        )
+    numeric = [m.metric for m in showing if m.type == "numeric"]
     if numeric:
         sentences.append(
             f"A number rarely repeats exactly, so memoizing {', '.join(numeric)} saves little."
@@ -171,9 +210,27 @@ def _memo_and_lifetime(account: PrivacyAccount) -> list[str]:
             f"Over a device's whole lifetime its reports together have ε at most"
             f" {eps_text(lifetime)}."
         )
+    elif account.settings.lifetime_epsilon is not None and all(
+        m.lifetime is not None for m in account.metrics if not m.memoized
+    ):
+        per_value = account.totals.per_value_lifetime
+        sentences.append(
+            "The lifetime cap bounds memoized metrics per value only: over its whole lifetime"
+            " a device's reports of unchanging values reveal at most ε"
+            f" {'without bound' if per_value is None else eps_text(per_value)}, and the total"
+            " over changing values grows with every report."
+        )
     else:
         sentences.append("No lifetime cap is set: the total grows with every period.")
     return sentences
+
+
+def _epsilons(figures: Iterable[float | None]) -> str:
+    """One ε figure, or the range of several."""
+    values = sorted({f for f in figures if f is not None})
+    if len(values) == 1:
+        return eps_text(values[0])
+    return f"{eps_text(values[0])} to {eps_text(values[-1])}"
 
 
 def statement(account: PrivacyAccount) -> str:

@@ -17,11 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 from deniable.client.errors import InvalidInput
-from deniable.estimators.audit import (
-    DEFAULT_CONFIDENCE,
-    DEFAULT_SAMPLES,
-    SWEEP_EPSILONS,
-)
+from deniable.estimators.audit import DEFAULT_CONFIDENCE, DEFAULT_REPORTS, SWEEP_EPSILONS
 
 from ..options import CONFIDENCE, GlobalOptions, format_option, pass_global_options
 from ..render import console, print_json
@@ -155,9 +151,8 @@ def summary_line(results: list[AuditResult], seconds: float) -> str:
 @click.option(
     "--samples",
     type=click.IntRange(min=1),
-    default=DEFAULT_SAMPLES,
-    show_default=True,
-    help="Reports drawn per input (the default catches a brr 1 point too truthful at ε=1).",
+    help=f"Reports drawn per input (default: {DEFAULT_REPORTS:,} per metric, spread evenly"
+    " over its inputs; that catches a brr 1 point too truthful at ε=1).",
 )
 @click.option(
     "--confidence",
@@ -183,7 +178,7 @@ def audit(
     spec_texts: tuple[str, ...],
     all_mechanisms: bool,
     epsilons: tuple[float, ...],
-    samples: int,
+    samples: int | None,
     confidence: float,
     seed: int | None,
     jobs: int | None,
@@ -191,10 +186,11 @@ def audit(
 ) -> None:
     """Audit the randomizers: an empirical lower bound on the eps each really gives.
 
-    For each metric, reports of two adjacent inputs (the mechanism's worst case) are drawn
-    through the SDK's own record() path, and a Clopper-Pearson bound on the log-ratio of
-    their probabilities over a family of output events gives the eps the code provably
-    spends, at --confidence. The verdict is fail when that bound exceeds the claimed ε (exit
+    For each metric, reports of its inputs (every category up to 16, else the first, middle
+    and last; five points across a number's range) are drawn through the SDK's own record()
+    path, and Clopper-Pearson bounds on the log-ratio of their probabilities, for every pair
+    of inputs over a family of output events, give the eps the code provably spends, at
+    --confidence. The verdict is fail when that bound exceeds the claimed ε (exit
     status 1), loose when the code provably spends less than 90% of it, pass otherwise.
     Without --spec or --all-mechanisms the collector's registered metrics are audited (all,
     or those named). The audit only finds violations; it cannot prove privacy. See

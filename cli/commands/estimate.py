@@ -13,9 +13,9 @@ from typing import Any, Literal
 import click
 from deniable.client.errors import InvalidInput
 from deniable.client.spec import MetricSpec
+from deniable.estimators import DEFAULT_METHOD
 
 from ..options import (
-    DEFAULT_METHOD,
     GlobalOptions,
     confidence_option,
     format_option,

@@ -14,6 +14,7 @@ import click
 from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import NUMERIC_MECHANISMS
 from deniable.client.sdk import DEFAULT_MAX_EPSILON
+from deniable.client.spec import MetricSpec
 
 from ..options import (
     DEFAULT_CONFIDENCE,
@@ -26,6 +27,7 @@ from ..options import (
     period_kind_option,
 )
 from ..render import console, print_json, write_csv
+from ..specs import spec_from_served
 
 PLANNING_SIZES = (1_000, 10_000, 100_000)
 """Report counts at which ``metrics create`` and ``metrics show`` state the expected margin."""
@@ -68,8 +70,6 @@ def spec_from_options(
     ``kind`` (``--type``) numeric needs ``lower`` and ``upper``, histogram ``edges``; without
     it the type follows from --categories or --boolean.
     """
-    from deniable.client.spec import MetricSpec
-
     numbers = {"--lower": lower, "--upper": upper, "--edges": edges}
     if kind in ("numeric", "histogram"):
         if boolean or categories is not None:
@@ -120,59 +120,43 @@ def spec_from_options(
     return body
 
 
-def margins(spec: dict[str, Any], confidence: float) -> list[dict[str, Any]]:
-    """Expected margin of error (per category and all at once) at each planning size; for a
-    numeric metric the mean's (value units, worst case over the values), the same figure in
-    both columns (one interval)."""
+def margins(spec: MetricSpec, confidence: float) -> list[dict[str, Any]]:
+    """Expected margin of error (per category and all at once, over the spec's k categories
+    or buckets) at each planning size; for a numeric metric the mean's (value units, worst
+    case over the populations), the same figure in both columns (one interval)."""
     from deniable.estimators import margin_of_error, mean_margin
 
-    if spec.get("type") == "numeric":
-        return [
-            {
-                "reports": n,
-                "margin": (
-                    margin := mean_margin(
-                        spec["lower"],
-                        spec["upper"],
-                        spec["epsilon"],
-                        n,
-                        confidence=confidence,
-                        mechanism=spec["mechanism"],
-                    )
-                ),
-                "simultaneous_margin": margin,
-            }
-            for n in PLANNING_SIZES
-        ]
-    k = len(spec["categories"]) if spec.get("categories") else 2
     rows = []
     for n in PLANNING_SIZES:
-        rows.append(
-            {
-                "reports": n,
-                "margin": float(
-                    margin_of_error(
-                        k, spec["epsilon"], n, confidence=confidence, mechanism=spec["mechanism"]
-                    )
-                ),
-                "simultaneous_margin": float(
-                    margin_of_error(
-                        k,
-                        spec["epsilon"],
-                        n,
-                        confidence=confidence,
-                        mechanism=spec["mechanism"],
-                        simultaneous=True,
-                    )
-                ),
-            }
+        if spec.type == "numeric":
+            margin = mean_margin(
+                spec.lower,  # type: ignore[arg-type]
+                spec.upper,  # type: ignore[arg-type]
+                spec.epsilon,
+                n,
+                confidence=confidence,
+                mechanism=spec.numeric_randomizer,
+            )
+            rows.append({"reports": n, "margin": margin, "simultaneous_margin": margin})
+            continue
+        each, together = (
+            float(
+                margin_of_error(
+                    spec.k,
+                    spec.epsilon,
+                    n,
+                    confidence=confidence,
+                    mechanism=spec.randomizer,
+                    simultaneous=simultaneous,
+                )
+            )
+            for simultaneous in (False, True)
         )
+        rows.append({"reports": n, "margin": each, "simultaneous_margin": together})
     return rows
 
 
-def _margin_table(
-    rows: list[dict[str, Any]], confidence: float, spec: dict[str, Any] | None = None
-) -> Any:
+def _margin_table(rows: list[dict[str, Any]], confidence: float, spec: MetricSpec) -> Any:
     """A table of :func:`margins`' rows: the expected margin per category and all at once
     (a numeric metric's: of the mean, in its units)."""
     from rich.table import Table
@@ -181,15 +165,16 @@ def _margin_table(
         title=f"expected margin of error ({confidence * 100:g}% interval, worst case)",
         title_justify="left",
     )
-    if spec is not None and spec.get("type") == "numeric":
+    if spec.type == "numeric":
         table.add_column("reports", justify="right")
-        table.add_column(f"mean (on [{spec['lower']:g}, {spec['upper']:g}])", justify="right")
+        table.add_column(f"mean (on [{spec.lower:g}, {spec.upper:g}])", justify="right")
         for row in rows:
             table.add_row(f"{row['reports']:,}", f"±{row['margin']:,.3g}")
         return table
     table.add_column("reports", justify="right")
-    table.add_column("each category", justify="right")
-    table.add_column("all categories at once", justify="right")
+    one, many = ("bucket", "buckets") if spec.type == "histogram" else ("category", "categories")
+    table.add_column(f"each {one} ({spec.domain})", justify="right")
+    table.add_column(f"all {many} at once", justify="right")
     for row in rows:
         table.add_row(
             f"{row['reports']:,}",
@@ -199,25 +184,35 @@ def _margin_table(
     return table
 
 
-def weaknesses(spec: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
+def weaknesses(spec: MetricSpec, rows: list[dict[str, Any]]) -> list[str]:
     """Why ``spec`` (with its :func:`margins` ``rows`` at 95%) is weak, one phrase a reason;
     empty if it is not: ε above what devices accept by default, or a wide margin."""
     reasons = []
-    if spec["epsilon"] > DEFAULT_MAX_EPSILON:
+    if spec.epsilon > DEFAULT_MAX_EPSILON:
         reasons.append(
-            f"ε={spec['epsilon']:g} is above {DEFAULT_MAX_EPSILON:g}, so devices refuse the spec"
+            f"ε={spec.epsilon:g} is above {DEFAULT_MAX_EPSILON:g}, so devices refuse the spec"
             " by default (the SDK's max_epsilon) and each report is barely randomized"
         )
     at = next(r for r in rows if r["reports"] == WEAK_MARGIN_REPORTS)
-    if spec.get("type") == "numeric":
+    if spec.type == "numeric":
         return reasons
     if at["simultaneous_margin"] > WEAK_MARGIN:
         reasons.append(
-            f"with {WEAK_MARGIN_REPORTS:,} reports all categories at once are known only to"
+            f"with {WEAK_MARGIN_REPORTS:,} reports all {spec.domain} at once are known only to"
             f" ±{at['simultaneous_margin'] * 100:.1f} points (more than ±{WEAK_MARGIN * 100:g});"
-            " use fewer categories or a larger ε"
+            f" use fewer {'buckets' if spec.type == 'histogram' else 'categories'} or a larger ε"
         )
     return reasons
+
+
+def category_count(raw: dict[str, Any]) -> str:
+    """A served spec's number of categories (a histogram's buckets) as its spec counts them,
+    "—" for a numeric metric (or a spec this CLI cannot read)."""
+    try:
+        spec = MetricSpec.from_dict(raw)
+    except (ValueError, TypeError):
+        return "—"
+    return str(spec.k) if spec.type != "numeric" else "—"
 
 
 def _spec_table(spec: dict[str, Any]) -> Any:
@@ -333,10 +328,11 @@ def create(
     body = spec_from_options(
         name, categories, boolean, epsilon, mechanism, period, kind, lower, upper, edges
     )
-    rows = margins(body, DEFAULT_CONFIDENCE)
-    reasons = weaknesses(body, rows)
+    spec = MetricSpec.from_dict(body)
+    rows = margins(spec, DEFAULT_CONFIDENCE)
+    reasons = weaknesses(spec, rows)
     if fmt != "json":
-        console().print(_margin_table(rows, DEFAULT_CONFIDENCE, body))
+        console().print(_margin_table(rows, DEFAULT_CONFIDENCE, spec))
     if reasons and not accept_weak:
         raise InvalidInput(
             f"not registered: {'; '.join(reasons)}; pass --accept-weak to register it anyway"
@@ -426,7 +422,7 @@ def list_(global_options: GlobalOptions, fmt: str) -> None:
         table.add_row(
             s["name"],
             s.get("type", ""),
-            str(len(s.get("categories") or ["false", "true"])),
+            category_count(s),
             f"{s.get('epsilon')}",
             s.get("mechanism", ""),
             s.get("period", ""),
@@ -451,11 +447,12 @@ def show(global_options: GlobalOptions, name: str, confidence: float, fmt: str) 
       deniable metrics show browser
     """
     with global_options.api() as api:
-        spec = api.get_metric(name)
+        served = api.get_metric(name)
+    spec = spec_from_served(served)
     rows = margins(spec, confidence)
     if fmt == "json":
-        print_json({**spec, "expected_margin": {"confidence": confidence, "by_reports": rows}})
+        print_json({**served, "expected_margin": {"confidence": confidence, "by_reports": rows}})
         return
     out = console()
-    out.print(_spec_table(spec))
+    out.print(_spec_table(served))
     out.print(_margin_table(rows, confidence, spec))

@@ -1,13 +1,14 @@
 """``deniable plan``: how many reports a margin of error costs, per mechanism, before collecting any.
 
-Pure arithmetic over the estimators' advisor; it needs no collector. The row marked is the
-mechanism that needs the fewest reports for the margin asked (the worst case over the true
-shares, as every row states it), so no other row of the table beats it; when ``auto`` (least
-variance as f -> 0) would resolve to another mechanism, the plan says so.
+The estimators' advisor computes it (the dashboard's Plan page shows the same document); it
+needs no collector. Every figure is the half-width of the interval the estimates themselves
+compute, in the worst case over the true shares (or, for a mean, over the populations of
+values), for all categories at once unless ``--per-category``. The row marked is the
+mechanism that needs the fewest reports for the margin asked, so no other row of the table
+beats it; when ``auto`` would resolve to another mechanism, the plan says so.
 
 With ``--numeric --lower L --upper U`` it plans a numeric metric's mean instead: the margin is
-in the metric's units, worst case over the values, for duchi, pm and hybrid; ``auto`` picks the
-least worst-case variance, which is also the fewest reports, and is marked.
+in the metric's units, for duchi, pm and hybrid.
 """
 
 from __future__ import annotations
@@ -16,61 +17,14 @@ from typing import Any
 
 import click
 from deniable.client.errors import InvalidInput
-from deniable.client.mechanisms import NUMERIC_MECHANISMS
 
-from ..options import confidence_option, epsilon_option, format_option, simultaneous_option
+from ..options import confidence_option, epsilon_option, format_option, intervals_option
 from ..render import console, print_json, write_csv
 
 
-def build_numeric_plan(
-    lower: float,
-    upper: float,
-    epsilon: float,
-    *,
-    margin: float | None,
-    reports: int | None,
-    confidence: float,
-) -> dict[str, Any]:
-    """Reports needed for ``margin`` on the mean (value units), or the margin ``reports``
-    give, per numeric mechanism, and auto's pick."""
-    from deniable.client.mechanisms import make_numeric_mechanism
-    from deniable.estimators import TooManyReports, mean_margin, mean_reports_needed
-
-    if not lower < upper:
-        raise InvalidInput("--lower must be less than --upper")
-    rows = []
-    for name in NUMERIC_MECHANISMS:
-        mechanism = make_numeric_mechanism(name, epsilon)
-        row: dict[str, Any] = {
-            "mechanism": name,
-            "worst_case_variance": mechanism.worst_case_variance,
-        }
-        if margin is not None:
-            try:
-                row["reports_needed"] = mean_reports_needed(
-                    lower, upper, epsilon, margin, confidence=confidence, mechanism=name
-                )
-            except TooManyReports as exc:
-                row.update(reports_needed=None, reason=str(exc))
-        else:
-            row["margin"] = mean_margin(
-                lower, upper, epsilon, reports, confidence=confidence, mechanism=name
-            )
-        rows.append(row)
-    return {
-        "type": "numeric",
-        "lower": lower,
-        "upper": upper,
-        "epsilon": epsilon,
-        "confidence": confidence,
-        **({"margin": margin} if margin is not None else {"reports": reports}),
-        "auto": make_numeric_mechanism("auto", epsilon).name,
-        "mechanisms": rows,
-    }
-
-
 def _render_numeric(plan_doc: dict[str, Any]) -> None:
-    """Print a numeric plan as a table, auto's pick marked."""
+    """Print a numeric plan as a table, the mechanism needing the fewest reports marked, and
+    a note when ``auto`` would resolve to another one."""
     from rich.table import Table
 
     inverse = "reports" in plan_doc
@@ -82,11 +36,13 @@ def _render_numeric(plan_doc: dict[str, Any]) -> None:
         title = f"{span}: reports needed for ±{plan_doc['margin']:g} ({level}, worst case)"
     table = Table(title=title, title_justify="left")
     table.add_column("mechanism")
-    table.add_column("worst-case variance per report", justify="right")
+    table.add_column("variance per report, worst population", justify="right")
     table.add_column("margin" if inverse else "reports needed", justify="right")
     table.add_column("")
     for row in plan_doc["mechanisms"]:
-        pick = "← auto's pick (least variance, fewest reports)"
+        pick = "← fewest reports" + (
+            " (auto's pick)" if row["mechanism"] == plan_doc["auto"] else ""
+        )
         if inverse:
             value = f"±{row['margin']:,.4g}"
         elif row["reports_needed"] is None:
@@ -95,13 +51,24 @@ def _render_numeric(plan_doc: dict[str, Any]) -> None:
             value = f"{row['reports_needed']:,}"
         table.add_row(
             row["mechanism"],
-            f"{row['worst_case_variance']:.4g}",
+            f"{row['worst_population_variance']:.4g}",
             value,
-            pick if row["mechanism"] == plan_doc["auto"] else "",
+            pick if row["mechanism"] == plan_doc["advised"] else "",
         )
-    table.caption = "variance on the [-1, 1] axis; the margin is in the metric's units"
+    table.caption = (
+        "worst case: half the values at each end of the range; variance on the [-1, 1] axis,"
+        " the margin in the metric's units"
+    )
     table.caption_justify = "left"
-    console().print(table)
+    out = console()
+    out.print(table)
+    if plan_doc["auto"] != plan_doc["advised"]:
+        out.print(
+            f"note: --mechanism auto resolves to {plan_doc['auto']} (the least noise per report,"
+            " best when the values are not split between the ends); for this worst-case margin"
+            f" {plan_doc['advised']} needs fewer reports: register with --mechanism"
+            f" {plan_doc['advised']} to get it"
+        )
 
 
 def _render(plan_doc: dict[str, Any]) -> None:
@@ -194,21 +161,24 @@ def _check_reports(reports: int | None) -> None:
     help="Instead of --margin: the margin N reports give.",
 )
 @confidence_option
-@simultaneous_option
+@intervals_option
 @format_option()
 def plan(fmt: str, numeric: bool, lower: float | None, upper: float | None, **request: Any) -> None:
     """Reports needed for a margin of error, per mechanism, and which one needs the fewest.
 
-    Margins are the worst case over the true shares; the mark goes to the mechanism that needs
-    the fewest reports for it. Bytes per report is the largest payload on the wire: OUE's
-    grows as k/8, a reason to take OLH at large k even where OUE needs a few reports fewer.
-    With --numeric, the margin of a numeric metric's mean, in its units (worst case over the
-    values), for duchi, pm and hybrid; auto's pick is marked.
+    A margin is the half-width of the interval the estimates compute (for all categories at
+    once, as they show them, unless --per-category), in the worst case over the true shares,
+    with the reports of one period (or of a range pooled as independent); the mark goes to
+    the mechanism that needs the fewest reports for it. Bytes per report is the largest
+    payload on the wire: OUE's grows as k/8, a reason to take OLH at large k even where OUE
+    needs a few reports fewer. With --numeric, the margin of a numeric metric's mean, in its
+    units, worst case over the populations (half the values at each end of the range), for
+    duchi, pm and hybrid.
 
     \b
     Examples:
       deniable plan --categories 4 --epsilon 1 --margin 0.01
-      deniable plan --categories 20 --epsilon 2 --reports 50000 --simultaneous
+      deniable plan --categories 20 --epsilon 2 --reports 50000 --per-category
       deniable plan --numeric --lower 0 --upper 5000 --epsilon 1 --margin 50
     """
     margin, reports = request["margin"], request["reports"]
@@ -261,10 +231,15 @@ def _numeric_plan(
     """``plan --numeric``: the mean's plan printed as ``fmt``."""
     if lower is None or upper is None:
         raise click.UsageError("--numeric needs --lower and --upper")
-    if request["k"] is not None or request["simultaneous"]:
-        raise click.UsageError("--numeric takes no --categories or --simultaneous (one mean)")
+    given = click.get_current_context().get_parameter_source("simultaneous")
+    if request["k"] is not None or given is click.core.ParameterSource.COMMANDLINE:
+        raise click.UsageError(
+            "--numeric takes no --categories, --simultaneous or --per-category (one mean)"
+        )
+    from deniable.estimators.advisor import numeric_plan_document
+
     margin = request["margin"]
-    document = build_numeric_plan(
+    document = numeric_plan_document(
         lower,
         upper,
         request["epsilon"],
@@ -283,12 +258,13 @@ def _numeric_plan(
     elif fmt == "csv":
         key = "margin" if margin is None else "reports_needed"
         write_csv(
-            ("mechanism", "worst_case_variance", key, "auto"),
+            ("mechanism", "worst_population_variance", key, "advised", "auto"),
             (
                 (
                     r["mechanism"],
-                    r["worst_case_variance"],
+                    r["worst_population_variance"],
                     r.get(key),
+                    r["mechanism"] == document["advised"],
                     r["mechanism"] == document["auto"],
                 )
                 for r in document["mechanisms"]

@@ -12,6 +12,7 @@ import textwrap
 from typing import Any
 
 import click
+from deniable.client.account import MAX_LIFETIME_EPSILON
 from deniable.estimators.privacy import eps_text
 
 from ..options import GlobalOptions, format_option, pass_global_options
@@ -23,8 +24,10 @@ WINDOW_COLUMNS = (
     ("per_7_days", "7 days"),
     ("per_30_days", "30 days"),
     ("lifetime", "lifetime"),
+    ("per_value_lifetime", "per value, lifetime"),
 )
-"""The account's figures, as the table heads them."""
+"""The account's figures, as the table heads them: over any two histories, then what the
+reports of unchanging values reveal over the lifetime."""
 
 
 def memoize_query(memoize: bool, names: tuple[str, ...]) -> str | None:
@@ -52,6 +55,13 @@ def settings_text(settings: dict[str, Any]) -> str:
         if memoize
         else "no memoization"
     )
+    if memoize:
+        ratio = settings.get("instantaneous_ratio")
+        memo += (
+            " without a fresh layer"
+            if ratio is None
+            else f" with a fresh layer at {eps_text(ratio)} × ε"
+        )
     cap = settings["lifetime_epsilon"]
     lifetime = "no lifetime cap" if cap is None else f"lifetime_epsilon {eps_text(cap)} per metric"
     defaults = " (the SDK defaults)" if settings["sdk_defaults"] else ""
@@ -112,9 +122,15 @@ def account_table(document: dict[str, Any]) -> Any:
 )
 @click.option(
     "--lifetime-epsilon",
-    type=click.FloatRange(min=0, min_open=True),
+    type=click.FloatRange(min=0, min_open=True, max=MAX_LIFETIME_EPSILON),
     metavar="X",
-    help="The SDK's lifetime_epsilon, per metric (default none, the SDK's).",
+    help="The SDK's lifetime_epsilon, per metric, at most 1,000,000 (default none, the SDK's).",
+)
+@click.option(
+    "--instantaneous-ratio",
+    metavar="R|none",
+    help="The SDK's instantaneous_ratio: memoized reports' fresh layer at R × ε (R > 1; default"
+    " 2, the SDK's), or none.",
 )
 @format_option("table", "json")
 @pass_global_options
@@ -124,14 +140,17 @@ def privacy(
     memoize: bool,
     memoize_metrics: tuple[str, ...],
     lifetime_epsilon: float | None,
+    instantaneous_ratio: str | None,
     fmt: str,
 ) -> None:
     """The privacy account: the most ε one device spends on the registered metrics, per period,
     day, 7 and 30 days and over its lifetime, per metric and in total, for the SDK settings
     given (default: the SDK's defaults). Needs the viewer or the admin token.
 
-    Metrics add up (sequential composition). A memoized metric costs at most ε per distinct
-    value it ever reports; a lifetime cap stops each metric at lifetime_epsilon. A warning
+    Metrics add up (sequential composition). The windows bound what the reports reveal over
+    any two histories of values; "per value, lifetime" is what the reports of unchanging
+    values reveal, which memoization bounds (its fresh layer bounds a change of value;
+    without it, no ε does). A lifetime cap stops each metric at lifetime_epsilon. A warning
     says when a device's 30-day total exceeds the warning level (docs/privacy.md).
 
     \b
@@ -146,6 +165,7 @@ def privacy(
             max_reports_per_period=max_reports_per_period,
             memoize=query,
             lifetime_epsilon=lifetime_epsilon,
+            instantaneous_ratio=instantaneous_ratio,
         )
     for warning in document.get("warnings", []):
         click.echo(f"warning: {warning}", err=True)

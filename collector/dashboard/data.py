@@ -9,25 +9,23 @@ here a second way.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
-import math
 from typing import Any
 
 from deniable.client.errors import InvalidInput
-from deniable.client.spec import MetricSpec, period_label, period_range, period_start
+from deniable.client.spec import MetricSpec, period_label, period_range
 from deniable.estimators import margin_of_error, mean_margin
+from deniable.estimators.choices import periods_back
 from fastapi import Request
 
 from ..context import collector
+from ..numbers import NumberRule
 from ..routes.common import MetricPeriods
-from ..routes.estimates import EstimateOptions, get_estimate, get_series
-from ..routes.privacy import MAX_REPORTS_PER_PERIOD, get_privacy
+from ..routes.estimates import EstimateOptions, categories_of, get_estimate, get_series
+from ..routes.privacy import DEFAULT_RATIO, LIFETIME_RULE, REPORTS_RULE, get_privacy
 from ..storage.queries import list_specs
 
 OVERVIEW_PERIODS = 14
-"""Periods the overview's sparklines cover."""
-DEFAULT_PERIODS = 7
-"""Periods a metric page covers unless its range is picked."""
+"""Periods the overview's sparklines cover (fewer for a metric too large for the cells limit)."""
 DEFAULT_TOP = 5
 """Categories the metric page's time series draws unless ``top`` says otherwise."""
 MAX_TOP = 20
@@ -49,11 +47,7 @@ class MetricRow:
 def last_periods(spec: MetricSpec, request: Request, count: int) -> list[str]:
     """The labels of the metric's last ``count`` periods up to the current one, oldest first."""
     current = period_label(spec.period, collector(request).today())
-    first = current
-    for _ in range(count - 1):
-        day = period_start(spec.period, first)
-        first = period_label(spec.period, day - dt.timedelta(days=1))
-    return period_range(spec.period, first, current)
+    return period_range(spec.period, periods_back(spec.period, current, count), current)
 
 
 def estimate(
@@ -62,11 +56,12 @@ def estimate(
     start: str | None,
     end: str | None,
     *,
-    method: str = "unbiased",
+    method: str | None = None,
     pooling: str = "overlap-safe",
     confidence: float = 0.95,
 ) -> dict[str, Any]:
-    """The API's estimate document (simultaneous intervals); HTTPException as the API's."""
+    """The API's estimate document (simultaneous intervals, the API's default method unless
+    ``method`` is given); HTTPException as the API's."""
     options = EstimateOptions(confidence=confidence, method=method, simultaneous=True)  # type: ignore[arg-type]
     read = MetricPeriods(name=spec.name, start=start, end=end)
     return get_estimate(request, read, options, pooling=pooling, q=None)  # type: ignore[arg-type]
@@ -78,10 +73,11 @@ def series(
     start: str | None,
     end: str | None,
     *,
-    method: str = "unbiased",
+    method: str | None = None,
     confidence: float = 0.95,
 ) -> dict[str, Any]:
-    """The API's series document (simultaneous intervals); HTTPException as the API's."""
+    """The API's series document (simultaneous intervals, the API's default method unless
+    ``method`` is given); HTTPException as the API's."""
     options = EstimateOptions(confidence=confidence, method=method, simultaneous=True)  # type: ignore[arg-type]
     return get_series(request, MetricPeriods(name=spec.name, start=start, end=end), options)
 
@@ -125,11 +121,60 @@ def margin_now(spec: MetricSpec, n: int) -> float | None:
         return None
 
 
-def overview(request: Request) -> list[MetricRow]:
-    """Every registered (not archived) metric with its recent reports, trend and margin."""
+def periods_within(spec: MetricSpec, request: Request, wanted: int, least: int = 1) -> int:
+    """``wanted`` periods, or fewer (not below ``least``) so that a series of ``spec`` stays
+    within the collector's cells limit (``max_series_cells``)."""
+    fits = collector(request).settings.max_series_cells // categories_of(spec)
+    return max(least, min(wanted, fits))
+
+
+@dataclasses.dataclass(frozen=True)
+class OverviewPage:
+    """One page of the overview: its metrics' rows, its number, how many pages there are, and
+    the position of its first metric among all of them (``total``)."""
+
+    rows: list[MetricRow]
+    number: int
+    pages: int
+    first: int
+    total: int
+
+
+def page_bounds(specs: list[MetricSpec], request: Request) -> list[tuple[int, int]]:
+    """The overview's pages as (start, stop) slices of ``specs``: at most
+    ``dashboard_page_metrics`` metrics and ``max_series_cells`` cells of trends per page (a
+    metric larger than that alone on its page)."""
+    settings = collector(request).settings
+    bounds: list[tuple[int, int]] = []
+    start, used = 0, 0
+    for index, spec in enumerate(specs):
+        cost = periods_within(spec, request, OVERVIEW_PERIODS, 2) * categories_of(spec)
+        full = index - start >= settings.dashboard_page_metrics
+        if index > start and (full or used + cost > settings.max_series_cells):
+            bounds.append((start, index))
+            start, used = index, 0
+        used += cost
+    bounds.append((start, len(specs)))
+    return bounds
+
+
+PAGE_NAME = "page"
+"""The overview's query parameter choosing its page."""
+
+
+def overview(request: Request) -> OverviewPage:
+    """One page (the query's ``page``, from 1) of the registered (not archived) metrics with
+    their recent reports, trend and margin; :class:`InvalidInput` naming a bad page."""
+    specs = list_specs(collector(request).database, archived=False)
+    bounds = page_bounds(specs, request)
+    text = request.query_params.get(PAGE_NAME)
+    rule = NumberRule(PAGE_NAME, 1, len(bounds), whole=True)
+    number = int(rule.parse(text)) if text else 1
+    start, stop = bounds[number - 1]
     rows = []
-    for spec in list_specs(collector(request).database, archived=False):
-        labels = last_periods(spec, request, OVERVIEW_PERIODS)
+    for spec in specs[start:stop]:
+        count = periods_within(spec, request, OVERVIEW_PERIODS, 2)
+        labels = last_periods(spec, request, count)
         document = series(request, spec, labels[0], labels[-1])
         points = document["series"]
         leading = None if spec.type == "numeric" else leading_category(document)
@@ -145,7 +190,7 @@ def overview(request: Request) -> list[MetricRow]:
                 margin=margin_now(spec, current),
             )
         )
-    return rows
+    return OverviewPage(rows, number, len(bounds), start + 1, len(specs))
 
 
 def top_categories(document: dict[str, Any], top: int) -> list[str]:
@@ -160,21 +205,14 @@ def top_categories(document: dict[str, Any], top: int) -> list[str]:
 def privacy(request: Request, values: dict[str, str]) -> dict[str, Any]:
     """The API's privacy account for the form's SDK settings (``GET /v1/privacy``'s own
     function, so the page shows its numbers); :class:`InvalidInput` naming a bad value."""
-    reports_text = values["max_reports_per_period"]
-    if not reports_text.isdigit() or not 1 <= int(reports_text) <= MAX_REPORTS_PER_PERIOD:
-        raise InvalidInput(
-            f"reports per metric and period must be a whole number from 1 to"
-            f" {MAX_REPORTS_PER_PERIOD:,}"
-        )
-    lifetime: float | None = None
-    if values["lifetime_epsilon"]:
-        try:
-            lifetime = float(values["lifetime_epsilon"])
-        except ValueError:
-            raise InvalidInput("the lifetime ε cap must be a number, or empty for none") from None
-        if not (math.isfinite(lifetime) and lifetime > 0):
-            raise InvalidInput("the lifetime ε cap must be a finite number above 0")
+    reports = REPORTS_RULE.parse(values["max_reports_per_period"])
+    text = values["lifetime_epsilon"]
+    lifetime = LIFETIME_RULE.parse(text) if text else None
     if values["memoize"] not in ("true", "false"):
         raise InvalidInput("memoization is true (every metric) or false")
-    document = get_privacy(request, int(reports_text), values["memoize"], lifetime)
+    if values["instantaneous_ratio"] not in (DEFAULT_RATIO, "none"):
+        raise InvalidInput(f"the fresh layer of memoized reports is {DEFAULT_RATIO} or none")
+    document = get_privacy(
+        request, int(reports), values["memoize"], lifetime, values["instantaneous_ratio"]
+    )
     return dataclasses.asdict(document)

@@ -14,7 +14,9 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from deniable.client.spec import MetricSpec
+from deniable.estimators.documents import CLIPPED_MARKS, clipped_mark
 
+from ..routes.privacy import DEFAULT_RATIO
 from .charts import (
     Bar,
     Line,
@@ -26,7 +28,7 @@ from .charts import (
     time_chart,
     value_text,
 )
-from .data import MetricRow
+from .data import PAGE_NAME, MetricRow, OverviewPage
 
 STYLESHEET = "/dashboard/static/dashboard.css"
 METHODS = ("unbiased", "consistent", "mle")
@@ -143,13 +145,31 @@ def _margin_text(row: MetricRow) -> str:
     return f"±{row.margin * 100:.1f} pts"
 
 
-def overview_page(rows: Sequence[MetricRow], periods: int) -> str:
-    """Every metric with its recent reports, a sparkline of its leading estimate and its margin."""
+def page_links(page: OverviewPage) -> str:
+    """Which metrics the overview page shows, and links to the previous and next pages."""
+    if page.pages <= 1:
+        return ""
+    last = page.first + len(page.rows) - 1
+    links = []
+    if page.number > 1:
+        links.append(f'<a rel="prev" href="/dashboard/?{PAGE_NAME}={page.number - 1}">Previous</a>')
+    if page.number < page.pages:
+        links.append(f'<a rel="next" href="/dashboard/?{PAGE_NAME}={page.number + 1}">Next</a>')
+    return (
+        f'<nav class="pages" aria-label="Pages"><p>Metrics {page.first:,}–{last:,} of'
+        f" {page.total:,} · page {page.number:,} of {page.pages:,}</p>{' '.join(links)}</nav>"
+    )
+
+
+def overview_page(page: OverviewPage, periods: int) -> str:
+    """One page of the metrics with their recent reports, a sparkline of each one's leading
+    estimate and its margin."""
+    rows = page.rows
     body_rows = []
     for row in rows:
         spec = row.spec
         what = "mean" if spec.type == "numeric" else f"share of {row.leading or '—'}"
-        label = f"{spec.name}: {what}, last {periods} periods"
+        label = f"{spec.name}: {what}, last {len(row.trend)} periods"
         body_rows.append(
             f'<tr data-metric="{e(spec.name)}">'
             f'<th scope="row"><a href="{e(metric_path(spec.name))}">{e(spec.name)}</a>'
@@ -180,11 +200,11 @@ def overview_page(rows: Sequence[MetricRow], periods: int) -> str:
     head = "".join(f'<th scope="col">{e(h)}</th>' for h in headers)
     body = (
         '<div class="heading"><h1>Metrics</h1>'
-        f'<p class="lede">{len(rows)} metric{"s" if len(rows) != 1 else ""}. Reports in the'
+        f'<p class="lede">{page.total} metric{"s" if page.total != 1 else ""}. Reports in the'
         " current and the last period; the trend of the leading share (or the mean); the"
         " worst-case margin of error at today's reports (95%, all categories at once).</p></div>"
         f'<div class="scroll"><table id="metrics"><thead><tr>{head}</tr></thead>'
-        f"<tbody>{''.join(body_rows)}</tbody></table></div>"
+        f"<tbody>{''.join(body_rows)}</tbody></table></div>{page_links(page)}"
     )
     return layout("Overview", body, current="overview")
 
@@ -226,6 +246,19 @@ def csv_link(link_id: str, name: str, kind: str, query: dict[str, Any]) -> str:
     params = {k: query[k] for k in ("start", "end", "method", "pooling") if k in query}
     href = f"{metric_path(name)}/{kind}.csv?{urlencode(params)}"
     return f'<a id="{e(link_id)}" class="csv" href="{e(href)}" download>Download CSV</a>'
+
+
+def clipped_note(rows: Iterable[dict[str, Any]], note_id: str) -> str:
+    """The legend of the marks on clipped estimates (as the CLI's), when a row has one."""
+    clipped = sum(1 for row in rows if row.get("clipped"))
+    if not clipped:
+        return ""
+    return (
+        f'<p class="note" id="{e(note_id)}">{CLIPPED_MARKS["below"]}/{CLIPPED_MARKS["above"]}'
+        f" {clipped} unbiased estimate{'s' if clipped != 1 else ''} fell below 0 (or above"
+        " 100%): shown at the edge of the interval; the raw value is <code>unbiased</code> in"
+        " the CSV.</p>"
+    )
 
 
 def _legend(names: Sequence[str]) -> str:
@@ -271,7 +304,7 @@ def _estimate_section(spec: MetricSpec, document: dict[str, Any], query: dict[st
         + cells(
             [
                 r["category"],
-                pct(r["frequency"]),
+                pct(r["frequency"]) + clipped_mark(r),
                 pct(r["ci_low"]),
                 pct(r["ci_high"]),
                 f"{r['count']:,.0f}" if r["count"] is not None else "—",
@@ -295,6 +328,7 @@ def _estimate_section(spec: MetricSpec, document: dict[str, Any], query: dict[st
             ("category", "estimate", "low", "high", "estimated count"),
             table_rows,
         )
+        + clipped_note(rows, "estimate-clipped")
         + f'<p class="actions">{csv_link("estimate-csv", spec.name, "estimate", query)}</p>'
         "</section>"
     )
@@ -349,7 +383,7 @@ def _series_section(
                             point["period"],
                             row["category"],
                             f"{point['n']:,}",
-                            pct(row["frequency"]),
+                            pct(row["frequency"]) + clipped_mark(row),
                             pct(row["ci_low"]),
                             pct(row["ci_high"]),
                         ]
@@ -367,6 +401,15 @@ def _series_section(
             ("period", "category", "n", "estimate", "low", "high"),
             table_rows,
             numeric_from=2,
+        )
+        + clipped_note(
+            (
+                row
+                for point in document["series"]
+                for row in point["estimates"]
+                if row["category"] in shown
+            ),
+            "series-clipped",
         )
         + f'<p class="actions">{csv_link("series-csv", spec.name, "series", query)}</p>'
         "</section>"
@@ -465,7 +508,8 @@ def plan_page(values: dict[str, str], plan: dict[str, Any] | None, problem: str 
         f' required value="{e(values["margin"])}"></label>'
         f'<label>confidence<input name="confidence" type="number" min="0" max="1" step="any"'
         f' value="{e(values["confidence"])}"></label>'
-        '<button type="submit">Plan</button></form>'
+        + _select("intervals", ("simultaneous", "per-category"), values.get("intervals", ""))
+        + '<button type="submit">Plan</button></form>'
     )
     if problem is not None:
         result = f'<p class="error" role="alert">{e(problem)}</p>'
@@ -494,9 +538,15 @@ def plan_page(values: dict[str, str], plan: dict[str, Any] | None, problem: str 
             f'<output id="reports-needed" class="big">{e(needed_text)}</output></div>'
             '<div><span class="label">Recommended mechanism</span>'
             f'<output id="recommended" class="big">{e(advised)}</output></div></div>'
-            f'<p class="meta">For ±{share_text(plan["margin"])} on every one of'
-            f" {plan['categories']} categories at once, {plan['confidence'] * 100:g}% confidence,"
-            " worst case over the true shares: the mechanism needing the fewest reports.</p>"
+            f'<p class="meta">For ±{share_text(plan["margin"])} on'
+            + (
+                f" every one of {plan['categories']} categories at once"
+                if plan["simultaneous"]
+                else f" each of {plan['categories']} categories on its own"
+            )
+            + f", {plan['confidence'] * 100:g}% confidence, worst case over the true shares,"
+            " with the interval the estimates compute: the mechanism needing the fewest"
+            " reports.</p>"
             + table("mechanisms", ("mechanism", "reports needed", "V* per report", "bytes"), rows)
         )
         if plan["auto"] != advised:
@@ -529,12 +579,19 @@ def privacy_page(
         f'<option value="{key}"{" selected" if values["memoize"] == key else ""}>{label}</option>'
         for key, label in (("false", "off"), ("true", "every metric"))
     )
+    layer_options = "".join(
+        f'<option value="{e(key)}"{" selected" if values["instantaneous_ratio"] == key else ""}>'
+        f"{label}</option>"
+        for key, label in ((DEFAULT_RATIO, f"{DEFAULT_RATIO} × ε (the SDK's)"), ("none", "off"))
+    )
     form = (
         '<form id="privacy-settings" method="get" action="/dashboard/privacy">'
         '<label>reports per metric and period<input name="max_reports_per_period"'
         f' type="number" min="1" step="1" required value="{e(values["max_reports_per_period"])}">'
         "</label>"
         f'<label>memoization<select name="memoize">{memoize_options}</select></label>'
+        '<label>fresh layer of memoized reports<select name="instantaneous_ratio">'
+        f"{layer_options}</select></label>"
         '<label>lifetime ε cap (empty: none)<input name="lifetime_epsilon" type="number"'
         f' min="0" step="any" value="{e(values["lifetime_epsilon"])}"></label>'
         '<button type="submit">Account</button></form>'
@@ -542,7 +599,14 @@ def privacy_page(
     if problem is not None or document is None:
         result = f'<p class="error" role="alert">{e(problem or "")}</p>'
     else:
-        windows = ("per_period", "per_day", "per_7_days", "per_30_days", "lifetime")
+        windows = (
+            "per_period",
+            "per_day",
+            "per_7_days",
+            "per_30_days",
+            "lifetime",
+            "per_value_lifetime",
+        )
         rows = []
         for row in document["metrics"]:
             rows.append(
@@ -576,6 +640,7 @@ def privacy_page(
             "7 days",
             "30 days",
             "lifetime",
+            "per value, lifetime",
         )
         warnings = "".join(
             f'<p class="note" role="status"><strong>Warning:</strong> {e(w)}</p>'
@@ -583,8 +648,10 @@ def privacy_page(
         )
         result = (
             f'<p class="meta">The most ε one device can spend, summed over every metric it'
-            f" reports (sequential composition); the level above which a 30-day total is"
-            f" flagged is {document['warning_level_30_days']:g}.</p>"
+            f" reports (sequential composition), over any two histories of its values;"
+            " “per value” is what the reports of unchanging values reveal over the lifetime,"
+            f" which memoization bounds. The level above which a 30-day total is flagged is"
+            f" {document['warning_level_30_days']:g}.</p>"
             + table("account", headers, rows)
             + warnings
             + "<h2>In plain words</h2>"

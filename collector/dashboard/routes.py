@@ -9,23 +9,24 @@ without tokens (loopback development), when the dashboard is as open as the API.
 
 from __future__ import annotations
 
-import csv
 import io
-import math
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 from deniable.client.account import SDK_DEFAULTS
 from deniable.client.errors import InvalidInput
+from deniable.estimators import DEFAULT_METHOD, DEFAULT_PERIODS
 from deniable.estimators.advisor import plan_document
+from deniable.estimators.csvtext import write_csv
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from ..auth import tokens_match
 from ..context import collector
+from ..numbers import InvalidNumber, NumberRule
 from ..routes.body import read_body
 from ..routes.common import find_spec
-from ..routes.privacy import DEFAULT_MEMOIZE
+from ..routes.privacy import DEFAULT_MEMOIZE, DEFAULT_RATIO
 from . import data, pages, session
 from .style import CSS, ETAG
 
@@ -35,6 +36,9 @@ SIGN_IN_BODY_BYTES = 4096
 """The largest sign-in form body read (a token is far shorter)."""
 
 SIGN_IN = "/dashboard/sign-in"
+
+TOP_RULE = NumberRule("top", 1, data.MAX_TOP, whole=True)
+"""How the metric page's ``top`` (categories its time series draws) is read."""
 
 
 def accepted(request: Request) -> list[str]:
@@ -61,6 +65,43 @@ def secure(request: Request) -> bool:
     """Whether the browser reached us over https (directly, or as an ingress says)."""
     forwarded = request.headers.get("x-forwarded-proto", "").split(",")[0].strip().lower()
     return request.url.scheme == "https" or forwarded == "https"
+
+
+SAME_SITE_FETCHES = ("same-origin", "none")
+"""``Sec-Fetch-Site`` values of a request the dashboard's own page (or the user) made."""
+
+DEFAULT_PORTS = {"http": ":80", "https": ":443"}
+
+FOREIGN_ORIGIN = "This form may only be sent from the dashboard's own pages."
+"""The 403 page's message for a POST from another origin."""
+
+
+def same_origin(request: Request) -> bool:
+    """Whether a state-changing request (sign-in, sign-out) comes from the dashboard's own
+    pages, not from a form on another site (login CSRF, forced sign-out).
+
+    A browser's ``Sec-Fetch-Site`` (which no page can forge) must say same-origin; a browser
+    without it must send an ``Origin`` naming this host (the ``Host`` header, which a foreign
+    page cannot change in its victim's browser); ``Origin: null`` is refused. A request with
+    neither header is no browser's, and passes: tokens, not origins, guard the API.
+    """
+    fetch_site = request.headers.get("sec-fetch-site")
+    if fetch_site is not None:
+        return fetch_site.strip().lower() in SAME_SITE_FETCHES
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    parts = urlsplit(origin.strip().lower())
+    default = DEFAULT_PORTS.get(parts.scheme)
+    host = request.headers.get("host", "").strip().lower()
+    if default is None or not parts.netloc:
+        return False
+    return parts.netloc.removesuffix(default) == host.removesuffix(default)
+
+
+def foreign_origin_page() -> HTMLResponse:
+    """The 403 answer to a dashboard POST from another origin."""
+    return html(pages.error_page(403, FOREIGN_ORIGIN), 403)
 
 
 def html(body: str, status: int = 200) -> HTMLResponse:
@@ -92,7 +133,10 @@ def sign_in_form(request: Request) -> Response:
 
 @router.post("/sign-in")
 async def sign_in(request: Request) -> Response:
-    """Check the form's token; set the session cookie and go to the overview, or 401 the form."""
+    """Check the form's token; set the session cookie and go to the overview, or 401 the form
+    (403 from another origin)."""
+    if not same_origin(request):
+        return foreign_origin_page()
     tokens = accepted(request)
     if not tokens:
         return RedirectResponse("/dashboard/", status_code=303)
@@ -122,7 +166,11 @@ async def sign_in(request: Request) -> Response:
 
 @router.post("/sign-out")
 def sign_out(request: Request) -> Response:
-    """Clear the session cookie and show the sign-in form."""
+    """End the session on the server (a replayed copy of the cookie no longer signs in),
+    clear the cookie and show the sign-in form; 403 from another origin."""
+    if not same_origin(request):
+        return foreign_origin_page()
+    session.revoke(request.cookies.get(session.COOKIE_NAME), signing_tokens(request))
     response = RedirectResponse(SIGN_IN, status_code=303)
     response.headers["Set-Cookie"] = session.cookie_header("", secure=secure(request), max_age=0)
     return response
@@ -139,7 +187,11 @@ def overview(request: Request) -> Response:
     """Every metric: type, eps, mechanism, recent reports, trend and today's margin."""
     if not signed_in(request):
         return to_sign_in()
-    return html(pages.overview_page(data.overview(request), data.OVERVIEW_PERIODS))
+    try:
+        page = data.overview(request)
+    except InvalidInput as exc:
+        return html(pages.error_page(422, str(exc)), 422)
+    return html(pages.overview_page(page, data.OVERVIEW_PERIODS))
 
 
 def page_query(request: Request, spec: Any) -> dict[str, Any]:
@@ -147,17 +199,19 @@ def page_query(request: Request, spec: Any) -> dict[str, Any]:
     params = request.query_params
     start, end = params.get("start") or None, params.get("end") or None
     if start is None and end is None:
-        labels = data.last_periods(spec, request, data.DEFAULT_PERIODS)
+        count = data.periods_within(spec, request, DEFAULT_PERIODS)
+        labels = data.last_periods(spec, request, count)
         start, end = labels[0], labels[-1]
-    method = params.get("method") or "unbiased"
+    method = params.get("method") or ("unbiased" if spec.type == "numeric" else DEFAULT_METHOD)
     pooling = params.get("pooling") or "overlap-safe"
     if method not in pages.METHODS:
         raise HTTPException(422, f"method must be one of {', '.join(pages.METHODS)}")
     if pooling not in pages.POOLINGS:
         raise HTTPException(422, f"pooling must be one of {', '.join(pages.POOLINGS)}")
-    top_text = params.get("top") or str(data.DEFAULT_TOP)
-    if not top_text.isdigit() or not 1 <= int(top_text) <= data.MAX_TOP:
-        raise HTTPException(422, f"top must be a whole number from 1 to {data.MAX_TOP}")
+    try:
+        top = int(TOP_RULE.parse(params.get("top") or str(data.DEFAULT_TOP)))
+    except InvalidNumber as exc:
+        raise HTTPException(422, str(exc)) from None
     for name, value in (("start", start), ("end", end)):
         if value is not None and len(value) > 32:
             raise HTTPException(422, f"{name} is not a period label")
@@ -166,7 +220,7 @@ def page_query(request: Request, spec: Any) -> dict[str, Any]:
         "end": end or "",
         "method": method,
         "pooling": pooling,
-        "top": int(top_text),
+        "top": top,
     }
 
 
@@ -177,10 +231,10 @@ def documents(
     _, spec = find_spec(request, name)
     query = page_query(request, spec)
     start, end = query["start"] or None, query["end"] or None
+    series = data.series(request, spec, start, end, method=query["method"])
     estimate = data.estimate(
         request, spec, start, end, method=query["method"], pooling=query["pooling"]
     )
-    series = data.series(request, spec, start, end, method=query["method"])
     return spec, query, estimate, series
 
 
@@ -198,12 +252,11 @@ def metric(name: str, request: Request) -> Response:
 
 
 def csv_text(header: list[str], rows: list[list[Any]]) -> str:
-    """CSV text of ``rows`` under ``header``: floats at full precision, None empty."""
+    """CSV text of ``rows`` under ``header``: floats at full precision, None empty,
+    formula-leading labels neutralized (:func:`deniable.estimators.csvtext.write_csv`, shared
+    with the CLI)."""
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(header)
-    for row in rows:
-        writer.writerow(["" if v is None else v for v in row])
+    write_csv(out, header, rows)
     return out.getvalue()
 
 
@@ -299,35 +352,34 @@ def series_csv(name: str, request: Request) -> Response:
     return document_csv(request, name, "series")
 
 
-PLAN_DEFAULTS = {"k": "5", "epsilon": "1", "margin": "0.02", "confidence": "0.95"}
-"""The planner's inputs when the form has not been sent yet."""
+PLAN_DEFAULTS = {
+    "k": "5",
+    "epsilon": "1",
+    "margin": "0.02",
+    "confidence": "0.95",
+    "intervals": "simultaneous",
+}
+"""The planner's inputs when the form has not been sent yet: intervals for all categories at
+once, as the estimates show them (``deniable plan``'s default too)."""
+
+PLAN_INTERVALS = ("simultaneous", "per-category")
+"""The planner's interval kinds: all categories at once, or each alone."""
+
+
+PLAN_RULES = (
+    NumberRule("k", 2, 100_000, whole=True),
+    NumberRule("epsilon", 0, 20, open_low=True),
+    NumberRule("margin", 0, 1, open_low=True, open_high=True),
+    NumberRule("confidence", 0, 1, open_low=True, open_high=True),
+)
+"""How the planner's form numbers are read: categories, eps, the margin (a share) and the
+confidence level."""
 
 
 def plan_inputs(values: dict[str, str]) -> tuple[int, float, float, float]:
     """k, eps, margin and confidence from the form; InvalidInput naming a bad one."""
-    try:
-        k = int(values["k"])
-    except ValueError:
-        raise InvalidInput("k must be a whole number of categories, at least 2") from None
-    numbers = []
-    for name in ("epsilon", "margin", "confidence"):
-        try:
-            number = float(values[name])
-        except ValueError:
-            raise InvalidInput(f"{name} must be a number") from None
-        if not math.isfinite(number):
-            raise InvalidInput(f"{name} must be a finite number")
-        numbers.append(number)
-    epsilon, margin, confidence = numbers
-    if not 2 <= k <= 100_000:
-        raise InvalidInput("k must be between 2 and 100,000 categories")
-    if not 0 < epsilon <= 20:
-        raise InvalidInput("epsilon must be above 0 and at most 20")
-    if not 0 < margin < 1:
-        raise InvalidInput("margin is a share, strictly between 0 and 1 (0.02 = ±2 points)")
-    if not 0 < confidence < 1:
-        raise InvalidInput("confidence must be strictly between 0 and 1 (e.g. 0.95)")
-    return k, epsilon, margin, confidence
+    k, epsilon, margin, confidence = (rule.parse(values[rule.name]) for rule in PLAN_RULES)
+    return int(k), float(epsilon), float(margin), float(confidence)
 
 
 @router.get("/plan")
@@ -341,8 +393,15 @@ def plan(request: Request) -> Response:
     }
     try:
         k, epsilon, margin, confidence = plan_inputs(values)
+        if values["intervals"] not in PLAN_INTERVALS:
+            raise InvalidInput("intervals must be simultaneous or per-category")
         document = plan_document(
-            k, epsilon, margin=margin, reports=None, confidence=confidence, simultaneous=True
+            k,
+            epsilon,
+            margin=margin,
+            reports=None,
+            confidence=confidence,
+            simultaneous=values["intervals"] == "simultaneous",
         )
     except (InvalidInput, ValueError) as exc:
         return html(pages.plan_page(values, None, str(exc)), 422)
@@ -355,6 +414,7 @@ PRIVACY_DEFAULTS = {
     "lifetime_epsilon": ""
     if SDK_DEFAULTS.lifetime_epsilon is None
     else f"{SDK_DEFAULTS.lifetime_epsilon:g}",
+    "instantaneous_ratio": DEFAULT_RATIO,
 }
 """The privacy page's SDK settings when the form has not been sent: the SDK's defaults."""
 

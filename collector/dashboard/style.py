@@ -38,6 +38,8 @@ code { font: 0.9em ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
 nav { display: flex; gap: 1rem; }
 nav a { color: var(--muted); font-weight: 500; padding: 0.2rem 0; }
 nav a[aria-current="page"] { color: var(--ink); border-bottom: 2px solid var(--accent); }
+nav.pages { margin-top: 1rem; align-items: baseline; }
+nav.pages p { margin: 0; color: var(--muted); }
 .sign-out { margin-left: auto; }
 main {
   max-width: 72rem; margin: 0 auto; padding: 1.25rem clamp(0.75rem, 4vw, 2rem) 2rem;

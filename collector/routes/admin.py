@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from ..auth import ADMIN
 from ..context import collector
+from ..numbers import NumberRule, query_number
 from ..schemas import Health, Payload, RetentionResult
 from ..storage.queries import check_ready, list_specs, read_reports
 from ..storage.retention import purge_before
@@ -74,13 +75,16 @@ def decode_cursor(spec: MetricSpec, cursor: str) -> tuple[str, str]:
     return period, report_id
 
 
+LIMIT_RULE = NumberRule("limit", 1, EXPORT_MAX_LIMIT, whole=True)
+"""How the export's ``limit`` (reports per page) is read."""
+LimitQuery = query_number(LIMIT_RULE, int, "reports per page")
+
+
 @metric_read(router, "/v1/admin/metrics/{name}/reports", ReportPage)
 def get_reports(
     request: Request,
     read: MetricPeriodsQuery,
-    limit: Annotated[
-        int, Query(ge=1, le=EXPORT_MAX_LIMIT, description="reports per page")
-    ] = EXPORT_LIMIT,
+    limit: LimitQuery = EXPORT_LIMIT,
     after: Annotated[
         str | None, Query(max_length=200, description="the `next` cursor of the previous page")
     ] = None,

@@ -8,6 +8,7 @@ any dependency ran, the token check included) and call :func:`read_body` instead
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from fastapi import HTTPException, Request
@@ -61,3 +62,33 @@ async def read_body(request: Request, limit: int, timeout: float) -> bytes:
             "the client closed the connection before sending the whole body",
         ) from None
     return b"".join(chunks)
+
+
+class _DuplicateKey(ValueError):
+    """An object of a JSON body holds ``key`` twice."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> None:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise _DuplicateKey(key)
+        seen.add(key)
+
+
+def refuse_duplicate_keys(body: bytes) -> None:
+    """422 naming the key if an object of the JSON ``body`` holds one key twice: parsers
+    disagree on which value counts (ours keeps the last), so the body is ambiguous. A body
+    that is not JSON passes: the schema's parser refuses it in its own words."""
+    try:
+        json.loads(body, object_pairs_hook=_unique_pairs)
+    except _DuplicateKey as exc:
+        raise Refused(
+            422, "duplicate_key", f"the JSON body repeats the key {exc.key[:64]!r} in one object"
+        ) from None
+    except (ValueError, RecursionError):
+        return

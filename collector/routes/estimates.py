@@ -8,12 +8,19 @@ documents carry its mean (from :func:`read_sums`), a histogram's add quantile in
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from deniable.client.errors import InvalidInput
-from deniable.client.spec import MetricSpec, period_count, period_label, period_range
+from deniable.client.spec import (
+    MetricSpec,
+    period_count,
+    period_label,
+    period_range,
+)
 from deniable.estimators import (
+    DEFAULT_METHOD,
+    DEFAULT_PERIODS,
     AnyRangeEstimate,
     AnySeries,
     Estimate,
@@ -31,17 +38,24 @@ from deniable.estimators import (
     mean_series_document,
     series_document,
 )
+from deniable.estimators.choices import periods_back
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from ..context import Collector
+from ..numbers import NumberRule, query_number
 from ..storage.queries import read_counts, read_sums
 from .common import MetricPeriods, MetricPeriodsQuery, find_spec, metric_read, period_bounds
 
 router = APIRouter()
 
-Confidence = Annotated[float, Query(gt=0, lt=1, description="e.g. 0.95")]
+CONFIDENCE_RULE = NumberRule("confidence", 0, 1, open_low=True, open_high=True)
+"""How the ``confidence`` query is read: a level strictly between 0 and 1."""
+QUANTILE_RULE = NumberRule("q", 0, 1, open_low=True, open_high=True)
+"""How each ``q`` query value is read: a quantile strictly between 0 and 1."""
+
+Confidence = query_number(CONFIDENCE_RULE, float, "e.g. 0.95")
 Quantiles = Annotated[
-    list[float] | None,
+    list[Annotated[float, QUANTILE_RULE.validator()]] | None,
     Query(
         description="Histogram metrics only: a quantile to give an interval for, strictly between"
         " 0 and 1 (repeatable; default 0.5, 0.9 and 0.99)"
@@ -52,14 +66,24 @@ Quantiles = Annotated[
 @dataclass
 class EstimateOptions:
     """How each estimate of a read is made, as both estimate routes take it: the confidence
-    level, the method, and whether the intervals hold for all categories at once.
+    level, the method (shares: :data:`~deniable.estimators.DEFAULT_METHOD` unless given; a
+    mean: unbiased, its only one), and whether the intervals hold for all categories at once
+    (by default they do, as every surface shows all categories).
 
     FastAPI fills it from the query as a dependency (:data:`EstimateOptionsQuery`).
     """
 
     confidence: Confidence = 0.95
-    method: Method = "unbiased"
-    simultaneous: bool = False
+    method: Method | None = None
+    simultaneous: bool = True
+
+    def for_shares(self) -> dict[str, Any]:
+        """The options of a share estimate, the method defaulted."""
+        return {
+            "confidence": self.confidence,
+            "method": self.method or DEFAULT_METHOD,
+            "simultaneous": self.simultaneous,
+        }
 
 
 EstimateOptionsQuery = Annotated[EstimateOptions, Depends()]
@@ -67,15 +91,41 @@ EstimateOptionsQuery = Annotated[EstimateOptions, Depends()]
 
 
 def resolve_range(state: Collector, spec: MetricSpec, read: MetricPeriods) -> list[str]:
-    """The period labels from start to end (defaults: the current period), oldest first."""
+    """The period labels from start to end, oldest first: end defaults to the current
+    period, start to :data:`~deniable.estimators.DEFAULT_PERIODS` periods ending at end."""
     current = period_label(spec.period, state.today())
     first, last = period_bounds(spec, read.start, read.end if read.end is not None else current)
     last = last or current
-    first = first or last
+    first = first or periods_back(spec.period, last, DEFAULT_PERIODS)
     limit = state.settings.max_range_periods
     if period_count(spec.period, first, last) > limit:
         raise HTTPException(status_code=422, detail=f"the range covers more than {limit} periods")
     return period_range(spec.period, first, last)
+
+
+def categories_of(spec: MetricSpec) -> int:
+    """The cells one period of ``spec`` adds to a read: its categories (a numeric metric: one,
+    its mean)."""
+    return 1 if spec.type == "numeric" else spec.k
+
+
+def check_cells(spec: MetricSpec, periods: int, limit: int, what: str, setting: str) -> None:
+    """422 if ``periods`` periods of ``spec`` pass ``limit`` cells (periods × categories),
+    naming the limit, its setting and the most periods of this metric that fit."""
+    k = categories_of(spec)
+    if periods * k <= limit:
+        return
+    fits = limit // k
+    narrow = (
+        f"ask for at most {fits} period{'s' if fits != 1 else ''} of {spec.name} (start, end)"
+        if fits
+        else f"{spec.name}'s {k:,} categories alone pass it"
+    )
+    raise HTTPException(
+        status_code=422,
+        detail=f"{what} would cover {periods:,} periods × {k:,} categories, more than the limit"
+        f" of {limit:,} cells ({setting}): {narrow}",
+    )
 
 
 def range_labels(request: Request, read: MetricPeriods) -> tuple[Collector, MetricSpec, list[str]]:
@@ -110,7 +160,7 @@ def numeric_sums(
     """The sums of numeric ``spec``'s periods ``labels``; 422 for a method other than
     unbiased (a mean has one estimator)."""
     try:
-        check_numeric_method(options.method)
+        check_numeric_method(options.method or "unbiased")
     except InvalidInput as exc:
         raise refused(spec, exc) from None
     return read_sums(state.database, spec, labels)
@@ -141,6 +191,8 @@ def get_estimate(
     shares of each category, a histogram's quantile intervals too, or a numeric metric's mean
     (its only method is unbiased; ``simultaneous`` changes nothing for one interval)."""
     state, spec, labels = range_labels(request, read)
+    limit = state.settings.max_estimate_cells
+    check_cells(spec, len(labels), limit, "the estimate", "DENIABLE_MAX_ESTIMATE_CELLS")
     qs = checked_quantiles(spec, q)
     first, last = labels[0], labels[-1]
     if spec.type == "numeric":
@@ -152,7 +204,7 @@ def get_estimate(
         except InvalidInput as exc:
             raise refused(spec, exc) from None
     periods = range_counts(state, spec, labels)
-    result = estimate_periods(spec, periods, pooling=pooling, **asdict(options))
+    result = estimate_periods(spec, periods, pooling=pooling, **options.for_shares())
     if spec.type != "histogram":
         return estimate_document(spec.name, first, last, result)
     try:
@@ -179,6 +231,8 @@ def get_series(
     metric's series has each period's mean instead.
     """
     state, spec, labels = range_labels(request, read)
+    limit = state.settings.max_series_cells
+    check_cells(spec, len(labels), limit, "the series", "DENIABLE_MAX_SERIES_CELLS")
     if spec.type == "numeric":
         sums = numeric_sums(state, spec, labels, options)
         try:
@@ -186,6 +240,6 @@ def get_series(
         except InvalidInput as exc:
             raise refused(spec, exc) from None
     periods = range_counts(state, spec, labels)
-    chosen = asdict(options)
+    chosen = options.for_shares()
     points = [(period.period, estimate_periods(spec, [period], **chosen)) for period in periods]
     return series_document(spec.name, points, **chosen)

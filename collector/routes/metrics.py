@@ -29,7 +29,7 @@ from ..storage.queries import (
     register_spec,
     registry_fingerprints,
 )
-from .body import read_body
+from .body import read_body, refuse_duplicate_keys
 from .common import find_spec, json_body, problem_responses
 
 router = APIRouter()
@@ -125,7 +125,9 @@ async def post_metric(request: Request) -> JSONResponse:
 
 
 def parse_spec(body: bytes) -> MetricSpecIn:
-    """The registration body by the wire schema; 422 naming each problem, never quoting input."""
+    """The registration body by the wire schema; 422 naming each problem (a key given twice
+    in one object among them), never quoting a value."""
+    refuse_duplicate_keys(body)
     try:
         return MetricSpecIn.model_validate_json(body)
     except ValidationError as exc:

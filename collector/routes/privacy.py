@@ -6,15 +6,17 @@ The document is :func:`deniable.estimators.privacy.privacy_document`'s, the one 
 
 from __future__ import annotations
 
+import math
 from typing import Annotated
 
-from deniable.client.account import SDK_DEFAULTS, DeviceSettings
+from deniable.client.account import MAX_LIFETIME_EPSILON, SDK_DEFAULTS, DeviceSettings
 from deniable.client.spec import METRIC_NAME, MetricSpec
 from deniable.estimators.privacy import PrivacyDocument, privacy_document
 from fastapi import APIRouter, HTTPException, Query, Request
 
 from ..auth import VIEWER
 from ..context import collector
+from ..numbers import NumberRule, query_number
 from ..storage.queries import list_specs
 from .common import problem_responses
 
@@ -27,19 +29,40 @@ DEFAULT_MEMOIZE = str(SDK_DEFAULTS.memoize).lower()
 MAX_REPORTS_PER_PERIOD = 1_000_000
 """The largest ``max_reports_per_period`` the route answers for (a bound of the query only)."""
 
-ReportsQuery = Annotated[
-    int,
-    Query(
-        ge=1,
-        le=MAX_REPORTS_PER_PERIOD,
-        description="reports per metric and period a device sends (the SDK's)",
-    ),
-]
+REPORTS_RULE = NumberRule("max_reports_per_period", 1, MAX_REPORTS_PER_PERIOD, whole=True)
+"""How ``max_reports_per_period`` is read, in the API's query and the dashboard's form."""
+LIFETIME_RULE = NumberRule("lifetime_epsilon", 0, MAX_LIFETIME_EPSILON, open_low=True)
+"""How ``lifetime_epsilon`` is read: above 0, at most the SDK's largest accepted cap."""
+
+ReportsQuery = query_number(
+    REPORTS_RULE, int, "reports per metric and period a device sends (the SDK's)"
+)
 LifetimeQuery = Annotated[
     float | None,
-    Query(gt=0, allow_inf_nan=False, description="the SDK's lifetime_epsilon: per metric"),
+    LIFETIME_RULE.validator(),
+    LIFETIME_RULE.query("the SDK's lifetime_epsilon: per metric"),
 ]
 MemoizeQuery = Annotated[str, Query(max_length=4096, description=MEMOIZE_HELP)]
+RATIO_HELP = (
+    "the SDK's instantaneous_ratio: memoized reports' fresh layer, eps_inst = ratio x eps;"
+    " a number above 1, or none (no fresh layer)"
+)
+RatioQuery = Annotated[str, Query(max_length=32, description=RATIO_HELP)]
+DEFAULT_RATIO = str(SDK_DEFAULTS.instantaneous_ratio)
+"""The ``instantaneous_ratio`` query's default: the SDK's."""
+
+
+def ratio_setting(value: str) -> float | None:
+    """The ``instantaneous_ratio`` query as the SDK takes it; 422 naming the problem."""
+    if value.strip().lower() == "none":
+        return None
+    try:
+        ratio = float(value)
+    except ValueError:
+        ratio = math.nan
+    if not (math.isfinite(ratio) and ratio > 1):
+        raise HTTPException(status_code=422, detail=f"instantaneous_ratio: give {RATIO_HELP}")
+    return ratio
 
 
 def memoize_setting(value: str, specs: list[MetricSpec]) -> bool | frozenset[str]:
@@ -75,13 +98,19 @@ def get_privacy(
     max_reports_per_period: ReportsQuery = SDK_DEFAULTS.max_reports_per_period,
     memoize: MemoizeQuery = DEFAULT_MEMOIZE,
     lifetime_epsilon: LifetimeQuery = SDK_DEFAULTS.lifetime_epsilon,
+    instantaneous_ratio: RatioQuery = DEFAULT_RATIO,
 ) -> PrivacyDocument:
     """One device's privacy account: the most eps it spends per period, day, 7 and 30 days and
-    over its lifetime, per registered metric and in total, with warnings and a statement an
-    app can publish. The query gives the SDK settings (default: the SDK's defaults)."""
+    over its lifetime over any two histories of its values (null: unbounded), and what a
+    memoized metric reveals per value, per registered metric and in total, with warnings and
+    a statement an app can publish. The query gives the SDK settings (default: the SDK's
+    defaults)."""
     database = collector(request).database
     specs = list_specs(database, archived=False)
     settings = DeviceSettings(
-        max_reports_per_period, memoize_setting(memoize, specs), lifetime_epsilon
+        max_reports_per_period,
+        memoize_setting(memoize, specs),
+        lifetime_epsilon,
+        ratio_setting(instantaneous_ratio),
     )
     return privacy_document(specs, settings)

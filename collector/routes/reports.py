@@ -63,33 +63,88 @@ def _schema_problems(errors: list[Any]) -> dict[int, list[str]]:
 BODY_SHAPE = 'body must be an object {"reports": [...]} and nothing else'
 
 
+MAX_REPORT_FIELDS = 8
+"""The most keys a report object may hold (a report has five): a report with more is refused
+before it is validated, so no report costs more than a few validation errors."""
+
+MAX_PAYLOAD_FIELDS = 8
+"""The most keys an object payload may hold (olh's has three), for the same reason."""
+
+MAX_PAYLOAD_CHARS = 4096
+"""The longest string payload read (oue's, base64, is 1,668 characters at 10,000 categories):
+with the schema's lengths of the other fields, it caps each report's size."""
+
+
+def _oversized(item: Any) -> str | None:
+    """Why a report is too large to validate, or None (a cheap look at the decoded JSON)."""
+    if type(item) is not dict:
+        return None
+    if len(item) > MAX_REPORT_FIELDS:
+        return f"a report has five fields; this one has {len(item)}"
+    payload = item.get("payload")
+    if type(payload) is dict and len(payload) > MAX_PAYLOAD_FIELDS:
+        return f"payload objects have at most {MAX_PAYLOAD_FIELDS} fields"
+    if type(payload) is str and len(payload) > MAX_PAYLOAD_CHARS:
+        return f"payload strings have at most {MAX_PAYLOAD_CHARS} characters"
+    return None
+
+
+def _count_reports(body: bytes, max_batch: int) -> tuple[list[Any], dict[int, str]]:
+    """The body's report items, decoded, and the reasons of those too large to validate.
+
+    Run before validation, so a body of too many reports is refused 413 before any is
+    validated (a 1 MiB body holds up to 349,000 empty objects, and pydantic would build five
+    errors for each), and no report holds more than a few validation errors.
+    """
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError):
+        raise Refused(400, "malformed_json", "request body is not valid JSON") from None
+    if not (
+        type(document) is dict
+        and document.keys() == {"reports"}
+        and type(document["reports"]) is list
+    ):
+        raise Refused(422, "schema", [{"index": None, "reason": BODY_SHAPE}])
+    items = document["reports"]
+    if len(items) > max_batch:
+        raise Refused(
+            413,
+            "too_many",
+            f"a batch holds at most {max_batch} reports (DENIABLE_MAX_BATCH); this one has"
+            f" {len(items):,}",
+        )
+    oversized = {index: reason for index, item in enumerate(items) if (reason := _oversized(item))}
+    return items, oversized
+
+
 def parse_batch(
     body: bytes, max_batch: int, lookup: Callable[[str], MetricSpec | None]
 ) -> tuple[list[tuple[int, ReportIn]], list[ReportProblem]]:
     """Parse the body by the wire schema: the well-formed reports by index, and the others' problems.
 
     Raises 400 for malformed JSON, 413 for too many reports, 422 for a body of the wrong shape.
+    The reports are counted (and the too large ones set aside) before any is validated.
     """
-    try:
-        batch = BATCH_PARSER.validate_json(body)
-    except ValidationError as exc:
-        errors = exc.errors(include_url=False, include_input=False)
+    items, oversized = _count_reports(body, max_batch)
+    if not oversized:
+        try:
+            batch = BATCH_PARSER.validate_json(body)
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False, include_input=False)
+        else:
+            return list(enumerate(batch["reports"])), []
+        if any(e["type"] == "json_invalid" for e in errors):
+            raise Refused(400, "malformed_json", "request body is not valid JSON")
+        reasons = _schema_problems(errors)
     else:
-        if len(batch["reports"]) > max_batch:
-            raise Refused(413, "too_many", f"a batch holds at most {max_batch} reports")
-        return list(enumerate(batch["reports"])), []
-    if any(e["type"] == "json_invalid" for e in errors):
-        raise Refused(400, "malformed_json", "request body is not valid JSON")
-    reasons = _schema_problems(errors)
-    try:
-        items = json.loads(body)["reports"]
-    except (ValueError, KeyError, TypeError):
-        raise Refused(400, "malformed_json", "request body is not valid JSON") from None
-    if len(items) > max_batch:
-        raise Refused(413, "too_many", f"a batch holds at most {max_batch} reports")
+        reasons = {}
     good: list[tuple[int, ReportIn]] = []
     problems: list[ReportProblem] = []
     for index, item in enumerate(items):
+        if index in oversized:
+            problems.append(ReportProblem(index, UNKNOWN_METRIC_LABEL, "schema", oversized[index]))
+            continue
         if index in reasons:
             name = item.get("metric") if isinstance(item, dict) else None
             known = isinstance(name, str) and lookup(name) is not None
@@ -99,7 +154,11 @@ def parse_batch(
         try:
             good.append((index, REPORT_PARSER.validate_python(item)))
         except ValidationError as exc:
-            reason = "; ".join(_field_reason(e, 0) for e in exc.errors(include_url=False))
+            reason = "; ".join(
+                dict.fromkeys(
+                    _field_reason(e, 0) for e in exc.errors(include_url=False, include_input=False)
+                )
+            )
             problems.append(ReportProblem(index, UNKNOWN_METRIC_LABEL, "schema", reason))
     return good, problems
 

@@ -12,6 +12,7 @@ result rows: see :data:`ENGINE_OPTIONS`.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -125,6 +126,43 @@ class WriterLock:
                     fcntl.flock(handle.fileno(), fcntl.LOCK_UN)  # type: ignore[union-attr]
 
 
+FILE_GONE = (
+    "the SQLite database file was deleted or replaced while the collector ran; writes are"
+    " refused: restore it (docs/operations.md, a deleted SQLite file), then restart"
+)
+"""What :class:`~deniable.client.errors.StorageUnavailable` says when the file is gone."""
+
+
+class SQLiteFile:
+    """The SQLite file a collector opened, so that its deletion or replacement is noticed.
+
+    Connections keep writing to a deleted file's inode, which vanishes when the process exits:
+    every upload would be acknowledged and lost. :meth:`check` compares the path's device and
+    inode with those seen at start (or first seen, if the file did not exist yet).
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._identity = self._stat()
+
+    def _stat(self) -> tuple[int, int] | None:
+        try:
+            status = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return status.st_dev, status.st_ino
+
+    def check(self) -> None:
+        """Raise :class:`~deniable.client.errors.StorageUnavailable` if the file at the path is
+        gone or is another file than the one opened."""
+        current = self._stat()
+        if self._identity is None:
+            self._identity = current
+            return
+        if current != self._identity:
+            raise StorageUnavailable(FILE_GONE)
+
+
 def _enable_wal(cursor: Any) -> None:
     """Switch the database to WAL, retrying while another process holds it.
 
@@ -172,6 +210,7 @@ class Database:
     writer: Engine
     reader: Engine
     _write_lock: WriterLock | None = field(default=None, repr=False)
+    sqlite_file: SQLiteFile | None = field(default=None, repr=False)
 
     @property
     def dialect(self) -> str:
@@ -182,14 +221,21 @@ class Database:
     def writing(self) -> Iterator[Connection]:
         """A write transaction, committed on exit.
 
-        On SQLite, writers first queue on a :class:`WriterLock`.
+        On SQLite, writers first queue on a :class:`WriterLock`, and nothing is written once
+        the database file was deleted or replaced (:class:`SQLiteFile`).
         """
+        self.check_file()
         if self._write_lock is None:
             with self.writer.begin() as connection:
                 yield connection
             return
         with self._write_lock.held(), self.writer.begin() as connection:
             yield connection
+
+    def check_file(self) -> None:
+        """On SQLite, raise StorageUnavailable if the database file is gone (else nothing)."""
+        if self.sqlite_file is not None:
+            self.sqlite_file.check()
 
     def insert(self, table: Any) -> Any:
         """This dialect's INSERT construct (with ON CONFLICT support) for ``table``."""
@@ -220,7 +266,8 @@ def open_database(database_url: str, pool_size: int = DEFAULT_POOL_SIZE) -> Data
         lock_path = f"{path}-writer.lock" if path and path != ":memory:" else None
         _refuse_missing_schema(writer)
         _refuse_missing_schema(reader)
-        return Database(url, writer, reader, WriterLock(lock_path))
+        file = SQLiteFile(path) if path and path != ":memory:" else None
+        return Database(url, writer, reader, WriterLock(lock_path), file)
     engine = create_engine(
         url, pool_size=pool_size, max_overflow=0, pool_pre_ping=True, **ENGINE_OPTIONS
     )

@@ -365,6 +365,8 @@ def registry_fingerprints(database: Database) -> list[tuple[str, str]]:
 
 
 def check_ready(database: Database) -> None:
-    """Raise the driver's error unless the database answers and holds the migrated registry."""
+    """Raise the driver's error unless the database answers and holds the migrated registry
+    (StorageUnavailable if the SQLite file was deleted or replaced)."""
+    database.check_file()
     with database.reader.connect() as connection:
         connection.execute(select(metrics.c.name).limit(1)).all()

@@ -38,6 +38,7 @@ from tests.support.browser import (
     require_browser,
     set_viewport,
     sign_in,
+    submit_form,
 )
 
 require_browser(browser_problem())  # before Selenium is imported: skip, or fail in CI
@@ -155,6 +156,22 @@ def test_the_viewer_token_signs_in_with_an_httponly_strict_cookie(
     assert VIEWER_TOKEN not in driver.execute_script("return document.cookie;")
     driver.get(seeded.url + "/")
     assert driver.current_url == seeded.url + "/dashboard/"
+
+
+def test_the_sign_out_button_ends_the_session_on_the_server(
+    driver: WebDriver, seeded: Seeded
+) -> None:
+    """Chromium's own sign-out post passes the origin check (it says same-origin), and the
+    cookie it held no longer signs in anywhere once replayed."""
+    sign_out(driver)
+    sign_in(driver, seeded.url, VIEWER_TOKEN)
+    cookie = next(c["value"] for c in driver.get_cookies() if c["httpOnly"])
+    form = driver.find_element(By.CSS_SELECTOR, "form.sign-out")
+    form.find_element(By.CSS_SELECTOR, "button").click()
+    WebDriverWait(driver, 30).until(lambda d: urlsplit(d.current_url).path == "/dashboard/sign-in")
+    with httpx.Client(base_url=seeded.url, trust_env=False) as thief:
+        thief.cookies.set("deniable_session", cookie, path="/dashboard")
+        assert thief.get("/dashboard/").status_code == 303
 
 
 def test_the_api_keeps_viewers_out_of_admin_routes(driver: WebDriver, seeded: Seeded) -> None:
@@ -349,8 +366,7 @@ def test_the_plan_page_agrees_with_the_planner_and_answers_its_form(
     field = form.find_element(By.CSS_SELECTOR, "input[name=epsilon]")
     field.clear()
     field.send_keys("2")
-    form.submit()
-    WebDriverWait(driver, 10).until(lambda d: read_plan(d)[0] != needed)
+    submit_form(driver, form)
     after, recommended = read_plan(driver)
     expected, advised = planned(PLAN["k"], 2.0, PLAN["margin"])
     assert after in expected, (after, expected)
@@ -379,17 +395,15 @@ def read_account(driver: WebDriver) -> tuple[dict[str, list[str]], str]:
 
 
 def figures(document: dict[str, Any]) -> dict[str, list[str]]:
-    """The 30-day and lifetime figures per metric and in total, as the page writes them."""
+    """The 30-day, lifetime and per-value lifetime figures per metric and in total, as the
+    page writes them."""
 
     def text(value: float | None) -> str:
         return "unbounded" if value is None else f"{value:.3g}"
 
-    shown = {
-        row["metric"]: [text(row["per_30_days"]), text(row["lifetime"])]
-        for row in document["metrics"]
-    }
-    total = document["total"]
-    shown["all metrics together"] = [text(total["per_30_days"]), text(total["lifetime"])]
+    keys = ("per_30_days", "lifetime", "per_value_lifetime")
+    shown = {row["metric"]: [text(row[key]) for key in keys] for row in document["metrics"]}
+    shown["all metrics together"] = [text(document["total"][key]) for key in keys]
     return shown
 
 
@@ -399,17 +413,16 @@ def test_the_privacy_page_shows_the_api_account_and_answers_its_form(
     open_page(signed_in(driver, seeded), pages(seeded)["privacy"])
     rows, statement = read_account(driver)
     expected = api_privacy(seeded)
-    assert {name: cells[-2:] for name, cells in rows.items()} == figures(expected)
+    assert {name: cells[-3:] for name, cells in rows.items()} == figures(expected)
     assert statement == expected["statement"]
     shown_warnings = [p.text for p in driver.find_elements(By.CSS_SELECTOR, "p.note")]
     assert shown_warnings == [f"Warning: {w}" for w in expected["warnings"]] and shown_warnings
     form = driver.find_element(By.CSS_SELECTOR, "form#privacy-settings")
     form.find_element(By.CSS_SELECTOR, "select[name=memoize] option[value=true]").click()
-    form.submit()
-    WebDriverWait(driver, 10).until(lambda d: read_account(d)[1] != statement)
+    submit_form(driver, form)
     rows, statement = read_account(driver)
     memoized = api_privacy(seeded, memoize="true")
-    assert {name: cells[-2:] for name, cells in rows.items()} == figures(memoized)
+    assert {name: cells[-3:] for name, cells in rows.items()} == figures(memoized)
     assert statement == memoized["statement"]
     assert figures(memoized) != figures(expected)
     assert console_errors(driver) == []

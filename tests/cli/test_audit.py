@@ -1,7 +1,7 @@
 """``deniable audit``: the CI sweep over every mechanism at four eps passes, a collector's
 registered metrics are each audited, a broken randomizer exits 1, and bad input is one line.
 
-The sweep runs the installed command in a subprocess at the default 100,000 reports per input
+The sweep runs the installed command in a subprocess at the default 200,000 reports per audit
 (docs/audit.md states its wall time on the two-core CI machine)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import click
 import pytest
 from deniable.client import BRR, MetricSpec
 from deniable.client.randomness import Randomness
-from deniable.estimators.audit import DEFAULT_SAMPLES, SWEEP_EPSILONS
+from deniable.estimators.audit import DEFAULT_REPORTS, SWEEP_EPSILONS
 
 from tests.support import (
     ADMIN_TOKEN,
@@ -77,7 +77,10 @@ def test_the_sweep_of_every_mechanism_passes_in_a_subprocess() -> None:
     }
     assert {r["mechanism"] for r in rows if r["type"] == "histogram"} == {"krr", "oue", "olh"}
     assert [r["verdict"] for r in rows] == ["pass"] * len(rows), [r["message"] for r in rows]
-    assert all(r["samples"] == DEFAULT_SAMPLES and r["confidence"] == 0.99 for r in rows)
+    for r in rows:  # the default budget spread over 2 inputs (boolean) or 5 (every other)
+        inputs = 2 if r["type"] == "boolean" else 5
+        assert r["inputs"].startswith(f"every pair of {inputs}:"), r["inputs"]
+        assert r["samples"] == DEFAULT_REPORTS // inputs and r["confidence"] == 0.99
     assert document["summary"] == {"pass": len(rows), "loose": 0, "fail": 0}
     assert document["seed"] == SWEEP_SEED and document["failed"] is False
     print(f"sweep: {len(rows)} audits in {wall:.1f} s wall ({document['seconds']:.1f} s audit)")
@@ -91,6 +94,7 @@ def test_every_registered_metric_gets_one_row(
     assert result.exit_code == 0, result.output
     rows = json.loads(result.stdout)["results"]
     assert sorted(r["metric"] for r in rows) == sorted(s.name for s in registered)
+    assert all(r["samples"] == 3000 for r in rows)  # --samples is per input
     by_name = {r["metric"]: r for r in rows}
     for spec in registered:
         assert (by_name[spec.name]["mechanism"], by_name[spec.name]["epsilon"]) == (

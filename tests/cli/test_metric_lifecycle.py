@@ -49,13 +49,74 @@ def test_create_states_the_margins_and_refuses_a_wide_one_unless_accepted(
     assert "10,000 reports" in message and "±7.9 points" in message
     for size in ("1,000", "10,000", "100,000"):
         assert size in refused.stdout
-    assert "±13.41 points" in refused.stdout  # each category at 1,000 reports
+    assert "±13.39 points" in refused.stdout  # each category at 1,000 reports (Wilson)
     assert "wide" not in listed(collector)
 
     accepted = run(*admin(collector), *args, "--accept-weak")
     assert accepted.exit_code == 0, accepted.output
     assert "registered wide" in accepted.stdout and "warning: with 10,000" in accepted.stderr
     assert "wide" in listed(collector)
+
+
+def test_a_histogram_counts_its_buckets_as_categories(collector: LocalCollector) -> None:
+    """A histogram's k is its bucket count, in create's weak-spec check, show and list alike
+    (issue 23: they counted 2): 10 buckets at eps 1 are refused as 10 categories would be,
+    and a 5-bucket histogram shows a 5-category metric's margins."""
+    ten = ",".join(str(edge) for edge in range(11))
+    refused = run(
+        *admin(collector),
+        "metrics",
+        "create",
+        "h10",
+        "--type",
+        "histogram",
+        "--edges",
+        ten,
+        "--epsilon",
+        "1",
+    )
+    as_categories = run(
+        *admin(collector),
+        "metrics",
+        "create",
+        "c10",
+        "--categories",
+        ",".join(f"c{i}" for i in range(10)),
+        "--epsilon",
+        "1",
+    )
+    assert "all 10 buckets at once are known only to ±8.1 points" in one_line_error(refused)
+    assert "all 10 categories at once are known only to ±8.1 points" in one_line_error(
+        as_categories
+    )
+    five = ",".join(str(edge) for edge in range(6))
+    created = run(
+        *admin(collector),
+        "metrics",
+        "create",
+        "h5",
+        "--type",
+        "histogram",
+        "--edges",
+        five,
+        "--epsilon",
+        "1",
+    )
+    assert created.exit_code == 0, created.output
+    categories = run(
+        *admin(collector), "metrics", "create", "c5", "--categories", "a,b,c,d,e", "--epsilon", "1"
+    )
+    assert categories.exit_code == 0, categories.output
+    margins = [
+        json.loads(
+            run("--collector", collector.url, "metrics", "show", name, "--format", "json").stdout
+        )["expected_margin"]["by_reports"]
+        for name in ("h5", "c5")
+    ]
+    assert margins[0] == margins[1]
+    table = run("--collector", collector.url, "metrics", "list").stdout
+    row = next(line for line in table.splitlines() if " h5 " in line)
+    assert " 5 " in row and "histogram" in row
 
 
 def test_create_refuses_an_epsilon_devices_would_refuse(collector: LocalCollector) -> None:

@@ -146,11 +146,12 @@ def test_offline_estimates_from_an_export_equal_the_apis(
         path = tmp_path / f"{name}.parquet"
         exported = run(*admin(collector), "export", name, "--output", str(path))
         assert exported.exit_code == 0, exported.output
-        online = json.loads(
-            run(*admin(collector), "estimate", name, *extra, "--format", "json").stdout
-        )
         offline = json.loads(
             run("estimate", name, "--from-file", str(path), *extra, "--format", "json").stdout
+        )
+        same = ("--start", offline["start"], "--end", offline["end"])  # offline: the file's
+        online = json.loads(
+            run(*admin(collector), "estimate", name, *same, *extra, "--format", "json").stdout
         )
         if name == "load_ms":
             for key in ("estimate", "std_error", "ci_low", "ci_high"):
@@ -229,7 +230,9 @@ def test_estimate_from_a_bad_quantile_is_a_usage_error(collector: LocalCollector
     assert "0<x<1" in one_line_error(run(*admin(collector), "estimate", "load_hist", "-q", "1"))
 
 
-def test_plan_for_a_mean_marks_autos_pick() -> None:
+def test_plan_for_a_mean_marks_the_fewest_reports_and_names_autos_pick() -> None:
+    """At eps 1 hybrid has the least noise per report (auto's pick), but with half the
+    values at each end (the worst case the plan states) duchi needs fewer reports."""
     result = run(
         "plan",
         "--numeric",
@@ -248,11 +251,14 @@ def test_plan_for_a_mean_marks_autos_pick() -> None:
     document = json.loads(result.stdout)
     needed = {row["mechanism"]: row["reports_needed"] for row in document["mechanisms"]}
     assert set(needed) == {"duchi", "pm", "hybrid"}
-    assert document["auto"] == min(needed, key=needed.__getitem__)
+    assert document["advised"] == min(needed, key=needed.__getitem__) == "duchi"
+    assert document["auto"] == "hybrid"
     table = run(
         "plan", "--numeric", "--lower", "0", "--upper", "5000", "--epsilon", "1", "--margin", "50"
     )
-    assert "auto's pick" in table.stdout and f"{needed[document['auto']]:,}" in table.stdout
+    marked = next(line for line in table.stdout.splitlines() if "fewest reports" in line)
+    assert "duchi" in marked and f"{needed['duchi']:,}" in marked
+    assert "auto resolves to hybrid" in table.stdout.replace("\n", " ")
     assert "needs --lower and --upper" in one_line_error(
         run("plan", "--numeric", "--epsilon", "1", "--margin", "50")
     )

@@ -84,15 +84,28 @@ def test_every_command_has_help_with_an_example() -> None:
 
 
 def test_plan_margin_matches_the_brr_formula() -> None:
-    """Worst case of STATS.md section 1: z * 0.5 / (tanh(eps/2) * sqrt(n)) at lam = 1/2."""
-    result = run(
-        "plan", "--categories", "2", "--epsilon", "1", "--reports", "10000", "--format", "json"
-    )
-    assert result.exit_code == 0, result.output
-    document = json.loads(result.stdout)
-    brr = next(m for m in document["mechanisms"] if m["mechanism"] == "brr")
-    expected = norm.ppf(0.975) * 0.5 / (math.tanh(0.5) * math.sqrt(10_000))
-    assert brr["margin"] == pytest.approx(expected, rel=1e-9)
+    """The Wilson interval of STATS.md section 1 at the worst count n/2, mapped through
+    tanh(eps/2): z sqrt(n/4 + z^2/4) / ((n + z^2) tanh(eps/2)), z at the Bonferroni level of
+    both categories at once (the default) or of each alone."""
+    for flag, level in (("--simultaneous", 0.05 / 2), ("--per-category", 0.05)):
+        result = run(
+            "plan",
+            "--categories",
+            "2",
+            "--epsilon",
+            "1",
+            "--reports",
+            "10000",
+            flag,
+            "--format",
+            "json",
+        )
+        assert result.exit_code == 0, result.output
+        document = json.loads(result.stdout)
+        brr = next(m for m in document["mechanisms"] if m["mechanism"] == "brr")
+        z, n = norm.isf(level / 2), 10_000
+        expected = z * math.sqrt(n / 4 + z * z / 4) / ((n + z * z) * math.tanh(0.5))
+        assert brr["margin"] == pytest.approx(expected, rel=1e-9)
     assert document["advised"] == "brr"
 
 

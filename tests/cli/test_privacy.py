@@ -72,9 +72,9 @@ def test_the_table_shows_each_metric_the_totals_and_the_statement(
             f"{getattr(metric, w):g}"
             for w in ("per_period", "per_day", "per_7_days", "per_30_days")
         ]
-        assert cells[9] == "unbounded"
+        assert cells[9:11] == ["unbounded", "unbounded"]  # lifetime, and per value
     totals = table_row(result.stdout, "total")
-    assert totals[-2:] == [f"{account.totals.per_30_days:g}", "unbounded"]
+    assert totals[-3:] == [f"{account.totals.per_30_days:g}", "unbounded", "unbounded"]
     document = api_document(server)
     flat = " ".join(result.stdout.split())
     assert document["statement"] in flat
@@ -94,12 +94,22 @@ def test_settings_reach_the_account(server: RunningCollector) -> None:
         "memoize": True,
         "lifetime_epsilon": 10.0,
         "sdk_defaults": False,
+        "instantaneous_ratio": 2.0,
     }
     table = run(server, "privacy", "--memoize-metric", "load_ms", "--memoize-metric", "browser")
     assert table.exit_code == 0, table.output
     assert table_row(table.stdout, "browser")[4] == "yes"
     assert table_row(table.stdout, "dark_mode")[4] == "no"
-    assert "memoized: browser, load_ms" in table.stdout
+    assert "memoized: browser, load_ms with a fresh layer at 2 × ε" in " ".join(
+        table.stdout.split()
+    )
+    args = ("privacy", "--memoize", "--instantaneous-ratio", "none", "--format", "json")
+    permanent_only = run(server, *args)
+    assert permanent_only.exit_code == 0, permanent_only.output
+    document = json.loads(permanent_only.stdout)
+    assert document == api_document(server, memoize="true", instantaneous_ratio="none")
+    assert document["settings"]["instantaneous_ratio"] is None
+    assert document["total"]["per_30_days"] is None
 
 
 @pytest.mark.parametrize("token", [VIEWER_TOKEN, ADMIN_TOKEN])
@@ -117,9 +127,12 @@ def test_json_is_the_api_document(server: RunningCollector, token: str) -> None:
         (("--max-reports-per-period", "0"), "--max-reports-per-period"),
         (("--max-reports-per-period", "many"), "--max-reports-per-period"),
         (("--lifetime-epsilon", "-1"), "--lifetime-epsilon"),
+        (("--lifetime-epsilon", "1e300"), "--lifetime-epsilon"),
+        (("--max-reports-per-period", "2000000"), "max_reports_per_period must be a whole"),
         (("--memoize", "--memoize-metric", "browser"), "not both"),
         (("--memoize-metric", "no_such_metric"), "no_such_metric is not a registered metric"),
         (("--format", "csv"), "--format"),
+        (("--instantaneous-ratio", "1"), "instantaneous_ratio"),
     ],
 )
 def test_bad_options_end_in_one_line_without_a_traceback(

@@ -87,15 +87,16 @@ def test_create_shows_the_resolved_spec_and_its_fingerprint(
 
 
 def test_show_margins_follow_the_brr_formula(collector: LocalCollector, populated: dict) -> None:
-    """STATS.md section 1, worst case lam = 1/2: z * 0.5 / (tanh(eps/2) sqrt(n))."""
+    """STATS.md section 1's Wilson interval at the worst count n/2, mapped through
+    tanh(eps/2): z sqrt(n/4 + z^2/4) / ((n + z^2) tanh(eps/2)), per category and for both
+    at once (Bonferroni)."""
     result = run("--collector", collector.url, "metrics", "show", "dark_mode", "--format", "json")
     rows = json.loads(result.stdout)["expected_margin"]["by_reports"]
     for row in rows:
-        spread = 0.5 / (math.tanh(0.5) * math.sqrt(row["reports"]))
-        assert row["margin"] == pytest.approx(norm.ppf(0.975) * spread, rel=1e-9)
-        assert row["simultaneous_margin"] == pytest.approx(
-            norm.ppf(1 - 0.05 / 4) * spread, rel=1e-9
-        )
+        n = row["reports"]
+        for key, z in (("margin", norm.isf(0.025)), ("simultaneous_margin", norm.isf(0.0125))):
+            wilson = z * math.sqrt(n / 4 + z * z / 4) / ((n + z * z) * math.tanh(0.5))
+            assert row[key] == pytest.approx(wilson, rel=1e-9)
 
 
 def test_list_in_every_format(collector: LocalCollector, populated: dict) -> None:

@@ -24,7 +24,8 @@ from deniable.client import (
     max_periods_touched,
     privacy_account,
 )
-from deniable.client.ledger import Ledger, lifetime_reports
+from deniable.client.ledger import Ledger, ReportCost, lifetime_reports, report_cost
+from deniable.client.mechanisms import two_layers
 from deniable.client.spec import period_label
 
 from tests.support import free_port, loopback_url
@@ -102,26 +103,30 @@ class LedgerDevice:
     def live(self, day: dt.date) -> None:
         """Record every metric as often as the budget lets it on ``day``."""
         for spec in SPECS:
-            memoized = self.settings.memoized(spec.name)
+            cost = self.cost(spec)
             period = period_label(spec.period, day)
             for _ in range(self.settings.max_reports_per_period + 1):
-                if not self.ledger.admit(spec.name, period, spec.epsilon, memoized):
+                if not self.ledger.admit(spec.name, period, cost):
                     continue
                 n = self.admitted[spec.name] = self.admitted.get(spec.name, 0) + 1
-                if not memoized:
+                if not cost.memoized:
                     continue
                 value: int | float = n / 1e6 if spec.type == "numeric" else n % spec.k
                 key = self.ledger.memo_key(spec.name, spec.fingerprint, value)
                 if self.ledger.memoized(key) is None:
                     self.ledger.remember(spec.name, key, 0)
 
+    def cost(self, spec: MetricSpec) -> ReportCost:
+        """The cost rule the SDK's recorder applies to ``spec`` with these settings."""
+        memoized = self.settings.memoized(spec.name)
+        return report_cost(spec, memoized, self.settings.instantaneous_ratio)[0]
+
     def spent(self, day: dt.date) -> dict[str, tuple[float, float]]:
-        """(period eps, total eps) per metric, as of ``day``."""
+        """(period eps, total eps) per metric over any two histories, as of ``day``."""
         result = {}
         for spec in SPECS:
-            memoized = self.settings.memoized(spec.name)
             period = period_label(spec.period, day)
-            spent = self.ledger.spent(spec.name, period, spec.epsilon, memoized)
+            spent = self.ledger.spent(spec.name, period, self.cost(spec))
             result[spec.name] = (spent.period_epsilon, spent.total_epsilon)
         return result
 
@@ -189,21 +194,43 @@ def test_per_period_and_lifetime_match_a_long_lived_device(settings: DeviceSetti
     assert account.over_days(LONG_LIFE) >= math.fsum(total for _, total in spent.values())
 
 
-def test_the_memo_caps_categories_but_not_numbers() -> None:
+def test_the_memo_caps_each_value_not_the_reports() -> None:
+    """Memoized with two layers, a metric reveals at most its permanent eps per value, k values
+    in all, while its reports add up their fresh layers; without layers (oue, olh, numbers)
+    it is reported afresh, as unmemoized."""
     account = privacy_account(SPECS, DeviceSettings(memoize=True))
     by_name = {m.metric: m for m in account.metrics}
-    for spec in (BOOL, BROWSER, HIST):
-        assert by_name[spec.name].lifetime == spec.k * spec.epsilon
-    assert by_name["load_ms"].lifetime is None
-    assert account.totals.lifetime is None
     unmemoized = {m.metric: m for m in privacy_account(SPECS).metrics}
-    assert by_name["load_ms"].per_30_days == unmemoized["load_ms"].per_30_days
+    for spec in SPECS:
+        mine = by_name[spec.name]
+        layers = None if spec.type == "numeric" else two_layers(spec.randomizer, 2.0)
+        if layers is None:
+            assert not mine.memoized and mine == unmemoized[spec.name]
+            continue
+        assert mine.memoized and mine.lifetime is None and not mine.change_shows
+        assert mine.permanent_epsilon == layers.permanent_epsilon
+        assert mine.per_value_lifetime == pytest.approx(spec.k * layers.permanent_epsilon)
+        assert mine.per_7_days == pytest.approx(
+            max_periods_touched(spec.period, 7) * layers.instantaneous_epsilon
+        )
+    assert any(m.memoized for m in account.metrics)
+    assert account.totals.lifetime is None
+
+
+def test_without_the_fresh_layer_a_change_of_value_is_unbounded() -> None:
+    account = privacy_account([BOOL], DeviceSettings(memoize=True, instantaneous_ratio=None))
+    (mine,) = account.metrics
+    assert mine.change_shows and mine.memoized
+    assert mine.per_period == mine.per_day == BOOL.epsilon  # one report: the mechanism
+    assert mine.per_7_days is None and mine.per_30_days is None and mine.lifetime is None
+    assert mine.per_value_lifetime == BOOL.k * BOOL.epsilon
+    assert account.totals.per_30_days is None and math.isinf(account.over_days(2))
 
 
 @pytest.mark.parametrize(("cap", "epsilon"), [(1.0, 0.1), (0.95, 0.3), (2.0, 0.7), (3.0, 3.0)])
 def test_lifetime_reports_is_where_the_ledger_stops(cap: float, epsilon: float) -> None:
     ledger = Ledger(b"s", max_reports_per_period=1, lifetime_epsilon=cap)
-    admitted = sum(ledger.admit("m", f"p{i}", epsilon, False) for i in range(100))
+    admitted = sum(ledger.admit("m", f"p{i}", ReportCost(epsilon)) for i in range(100))
     assert admitted == lifetime_reports(cap, epsilon)
     assert admitted * epsilon <= cap + 1e-9 < (admitted + 1) * epsilon
 
@@ -244,6 +271,8 @@ def test_the_sdk_defaults_come_from_one_place() -> None:
         {"lifetime_epsilon": math.inf},
         {"lifetime_epsilon": "1"},
         {"memoize": [1, 2]},
+        {"instantaneous_ratio": 1.0},
+        {"instantaneous_ratio": math.nan},
     ],
 )
 def test_device_settings_refuse_bad_values(bad: dict[str, object]) -> None:

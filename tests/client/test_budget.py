@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 from deniable.client import Client, MetricSpec, PrivacySpent, SeededRandomness
+from deniable.client.mechanisms import two_layers
 from deniable.client.outbox import DB_NAME
 
 from tests.support import free_port
@@ -143,19 +145,26 @@ def test_privacy_spent_counts_eps_per_report_without_memoization(tmp_path: Path)
         clock.advance()
     client.record("browser", "chrome")
     spent = client.privacy_spent()
-    assert spent["browser"] == PrivacySpent(pytest.approx(0.1), pytest.approx(0.7))
-    assert spent["dark_mode"] == PrivacySpent(0, 0)
+    assert spent["browser"] == PrivacySpent(
+        pytest.approx(0.1), pytest.approx(0.7), pytest.approx(0.7)
+    )
+    assert spent["dark_mode"] == PrivacySpent(0, 0, 0)
     client.close(timeout=0.1)
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=lambda s: s.mechanism)
-def test_memoization_repeats_one_randomized_answer_across_30_periods(
+def test_without_the_fresh_layer_memoization_repeats_one_answer_across_30_periods(
     tmp_path: Path, spec: MetricSpec
 ) -> None:
+    """instantaneous_ratio=None: the permanent answer is sent as is, for every mechanism; it
+    reveals eps per value, and a change of value would show (unbounded over any histories)."""
     value: Any = True if spec.type == "boolean" else spec.categories[1]
     clock = Clock()
+    permanent_only = {"instantaneous_ratio": None}
     with running(SPECS) as memo_stub, running(SPECS) as plain_stub:
-        memo = make_client(memo_stub.url, tmp_path / "memo", clock=clock, memoize={spec.name})
+        memo = make_client(
+            memo_stub.url, tmp_path / "memo", clock=clock, memoize={spec.name}, **permanent_only
+        )
         plain = make_client(plain_stub.url, tmp_path / "plain", clock=clock)
         for day in range(30):
             assert memo.record(spec.name, value)
@@ -163,7 +172,9 @@ def test_memoization_repeats_one_randomized_answer_across_30_periods(
             clock.advance()
             if day == 14:
                 memo.close()
-                memo = make_client(memo_stub.url, tmp_path / "memo", clock=clock, memoize=True)
+                memo = make_client(
+                    memo_stub.url, tmp_path / "memo", clock=clock, memoize=True, **permanent_only
+                )
         assert memo.flush(timeout=10) and plain.flush(timeout=10)
         spent = memo.privacy_spent()[spec.name]
         memo.close()
@@ -171,8 +182,39 @@ def test_memoization_repeats_one_randomized_answer_across_30_periods(
     assert len(memo_stub.stored) == len(plain_stub.stored) == 30
     assert len(_distinct_payloads(memo_stub)) == 1
     assert len(_distinct_payloads(plain_stub)) > 1
-    assert spent.total_epsilon == pytest.approx(spec.epsilon)
+    assert spent.per_value_epsilon == pytest.approx(spec.epsilon)
+    assert spent.total_epsilon == math.inf
     assert len({r["period"] for r in memo_stub.stored.values()}) == 30
+
+
+@pytest.mark.parametrize("spec", [BOOL, KRR4], ids=lambda s: s.mechanism)
+def test_memoization_keeps_one_permanent_answer_and_randomizes_each_report_afresh(
+    tmp_path: Path, spec: MetricSpec
+) -> None:
+    """The default: one memo entry for the value, kept across a restart; 30 reports that vary
+    (the fresh layer), costing the permanent eps per value and 30 eps_inst over any two
+    histories."""
+    value: Any = True if spec.type == "boolean" else spec.categories[1]
+    layers = two_layers(spec.randomizer, 2.0)
+    assert layers is not None
+    clock = Clock()
+    with running(SPECS) as stub:
+        memo = make_client(stub.url, tmp_path, clock=clock, memoize=True)
+        for day in range(30):
+            assert memo.record(spec.name, value)
+            clock.advance()
+            if day == 14:
+                memo.close()
+                memo = make_client(stub.url, tmp_path, clock=clock, memoize=True)
+        assert memo.flush(timeout=10)
+        spent = memo.privacy_spent()[spec.name]
+        memo.close()
+    with sqlite3.connect(tmp_path / DB_NAME) as db:
+        entries = db.execute("SELECT count(*) FROM memo WHERE metric = ?", (spec.name,)).fetchone()
+    assert entries == (1,)
+    assert len(stub.stored) == 30 and len(_distinct_payloads(stub)) > 1
+    assert spent.per_value_epsilon == pytest.approx(layers.permanent_epsilon)
+    assert spent.total_epsilon == pytest.approx(30 * layers.instantaneous_epsilon)
 
 
 def _distinct_payloads(collector: StubCollector) -> set[str]:
@@ -181,12 +223,18 @@ def _distinct_payloads(collector: StubCollector) -> set[str]:
 
 def test_memo_is_per_value_and_keyed_by_hmac_not_by_the_value(tmp_path: Path) -> None:
     clock = Clock()
-    client = make_client(f"http://127.0.0.1:{free_port()}", tmp_path, clock=clock, memoize=True)
+    client = make_client(
+        f"http://127.0.0.1:{free_port()}",
+        tmp_path,
+        clock=clock,
+        memoize=True,
+        instantaneous_ratio=None,
+    )
     for value in ["firefox"] * 3 + ["safari"] * 3 + ["firefox"] * 3:
         assert client.record("browser", value)
         clock.advance()
     spent = client.privacy_spent()["browser"]
-    assert spent.total_epsilon == pytest.approx(2 * KRR4.epsilon)
+    assert spent.per_value_epsilon == pytest.approx(2 * KRR4.epsilon)
     assert spent.period_epsilon == 0
     client.close(timeout=0.1)
     with sqlite3.connect(tmp_path / DB_NAME) as db:
@@ -199,23 +247,30 @@ def test_memo_is_per_value_and_keyed_by_hmac_not_by_the_value(tmp_path: Path) ->
     assert payloads[3] == payloads[4] == payloads[5]
 
 
+@pytest.mark.parametrize("ratio", [None, 2.0])
 def test_with_memoization_the_lifetime_cap_bounds_distinct_values_whatever_the_value(
-    tmp_path: Path,
+    tmp_path: Path, ratio: float | None
 ) -> None:
+    """The cap counts the permanent eps per distinct value: the metric's eps without the fresh
+    layer, the two layers' permanent eps with it."""
+    layers = two_layers(BOOL.randomizer, ratio) if ratio else None
+    per_value = layers.permanent_epsilon if layers else BOOL.epsilon
     clock = Clock()
     client = make_client(
         f"http://127.0.0.1:{free_port()}",
         tmp_path,
         clock=clock,
         memoize=True,
-        lifetime_epsilon=2 * BOOL.epsilon,
+        instantaneous_ratio=ratio,
+        lifetime_epsilon=2 * per_value,
     )
     sent = []
     for value in [True] * 10 + [False] + [True, False]:
         sent.append(client.record("dark_mode", value))
         clock.advance()
     assert sent == [True] * 11 + [False, False]
-    assert client.privacy_spent()["dark_mode"].total_epsilon == pytest.approx(2 * BOOL.epsilon)
+    spent = client.privacy_spent()["dark_mode"]
+    assert spent.per_value_epsilon == pytest.approx(2 * per_value)
     client.close(timeout=0.1)
 
 

@@ -97,11 +97,17 @@ def test_the_budget_and_its_ledger_apply_to_numbers(tmp_path: Path) -> None:
 
 def test_memoized_numbers_repeat_their_answer_for_the_same_clamped_value(tmp_path: Path) -> None:
     """The memo key is the value after clamping and scaling: 6000 and 9000 on [0, 5000] are
-    the same point (t = 1) and share an answer; a different value gets its own."""
+    the same point (t = 1) and share an answer; a different value gets its own. Numbers are
+    memoized only without the fresh layer (instantaneous_ratio=None): they have no two layers."""
     moment = [DAY]
     with running(SPECS) as stub:
         client = fast_client(
-            stub.url, tmp_path, metrics=SPECS, memoize=True, clock=lambda: moment[0]
+            stub.url,
+            tmp_path,
+            metrics=SPECS,
+            memoize=True,
+            instantaneous_ratio=None,
+            clock=lambda: moment[0],
         )
         for value in (6000, 9000, 6000.0, 5000):
             assert client.record("load_ms", value)
@@ -118,16 +124,21 @@ def test_memoized_numbers_repeat_their_answer_for_the_same_clamped_value(tmp_pat
         assert len(set(map(json.dumps, by_metric["load_hist"]))) == 1
         # Reopened, the memo (HMAC keys and randomized answers only) still answers.
         again = fast_client(
-            stub.url, tmp_path, metrics=SPECS, memoize=True, clock=lambda: moment[0]
+            stub.url,
+            tmp_path,
+            metrics=SPECS,
+            memoize=True,
+            instantaneous_ratio=None,
+            clock=lambda: moment[0],
         )
         assert again.record("load_ms", 123456)
         assert again.record("mixed", 17.0)
         assert again.flush(timeout=10)
         spent = again.privacy_spent()
-        assert spent["load_ms"].total_epsilon == 1.0
+        assert spent["load_ms"].per_value_epsilon == 1.0
         # 17 is not 12.5: a fresh draw, which spends the budget again (the payloads themselves
         # may coincide: hybrid's duchi part has two outputs).
-        assert spent["mixed"].total_epsilon == 2 * MIXED.epsilon
+        assert spent["mixed"].per_value_epsilon == 2 * MIXED.epsilon
         again.close()
     latest = {
         r["metric"]: r["payload"] for r in stub.stored.values() if r["period"] == "2026-11-25"

@@ -488,41 +488,48 @@ def test_concurrent_overlapping_uploads_count_each_report_once(
 # --- estimates and series --------------------------------------------------------------------
 
 
-def test_estimate_defaults_to_the_current_period_and_echoes_options(
+def test_estimate_defaults_to_the_last_7_periods_and_echoes_options(
     uploader: httpx.Client, admin: httpx.Client, krr: MetricSpec
 ) -> None:
+    """The defaults every surface shares (issue 23): the 7 periods ending at the current
+    one, consistent shares, intervals for all categories at once."""
+    assert (
+        post_reports(uploader, make_reports(krr, [0] * 50, "2026-11-14", seed=9)).status_code == 202
+    )
     assert (
         post_reports(uploader, make_reports(krr, [0] * 50, "2026-11-20", seed=10)).status_code
         == 202
     )
     assert post_reports(uploader, make_reports(krr, [1] * 30, TODAY, seed=11)).status_code == 202
-    today = estimate(admin, krr.name)
-    assert (today["start"], today["end"], today["n"], today["periods"]) == (TODAY, TODAY, 30, 1)
-    assert today["metric"] == krr.name
-    assert (today["confidence"], today["method"], today["pooling"], today["simultaneous"]) == (
+    week = estimate(admin, krr.name)
+    assert (week["start"], week["end"], week["n"], week["periods"]) == ("2026-11-15", TODAY, 80, 2)
+    assert week["metric"] == krr.name
+    assert (week["confidence"], week["method"], week["pooling"], week["simultaneous"]) == (
         0.95,
-        "unbiased",
+        "consistent",
         "overlap-safe",
-        False,
+        True,
     )
+    assert sum(row["frequency"] for row in week["estimates"]) == pytest.approx(1.0)
+    ending = estimate(admin, krr.name, end="2026-11-20")
+    assert (ending["start"], ending["n"]) == ("2026-11-14", 100)
     both = estimate(
         admin,
         krr.name,
         start="2026-11-19",
         end=TODAY,
         confidence=0.9,
-        method="consistent",
+        method="unbiased",
         pooling="independent",
-        simultaneous="true",
+        simultaneous="false",
     )
     assert (both["n"], both["periods"], both["start"]) == (80, 2, "2026-11-19")
     assert (both["confidence"], both["method"], both["pooling"], both["simultaneous"]) == (
         0.9,
-        "consistent",
+        "unbiased",
         "independent",
-        True,
+        False,
     )
-    assert sum(row["frequency"] for row in both["estimates"]) == pytest.approx(1.0)
 
 
 def test_empty_range_is_an_answer_with_null_frequencies(
@@ -544,7 +551,7 @@ def test_week_metric_accepts_dates_for_the_range(
     )
     by_date = estimate(admin, spec.name, start="2026-11-10", end="2026-11-21")
     assert (by_date["start"], by_date["end"], by_date["n"]) == ("2026-W46", "2026-W47", 20)
-    assert estimate(admin, spec.name)["start"] == "2026-W47"
+    assert estimate(admin, spec.name)["start"] == "2026-W41"  # the 7 weeks ending this one
 
 
 @pytest.mark.parametrize(
@@ -590,8 +597,8 @@ def test_series_lists_every_period_oldest_first(
     assert (body["metric"], body["confidence"], body["method"], body["simultaneous"]) == (
         krr.name,
         0.9,
-        "unbiased",
-        False,
+        "consistent",
+        True,
     )
     assert [(p["period"], p["n"]) for p in body["series"]] == [
         ("2026-11-17", 0),

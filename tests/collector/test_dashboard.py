@@ -16,6 +16,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -31,6 +32,7 @@ from tests.support import (
     INGEST_KEY,
     TEST_NOW,
     VIEWER_TOKEN,
+    CollectorProcess,
     DatabaseFactory,
     RunningCollector,
     collector_settings,
@@ -258,6 +260,131 @@ def test_a_forged_or_expired_cookie_is_refused(seeded: Seeded) -> None:
             assert client.get("/dashboard/").status_code == 303
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        "\u00b2" * 3 + "." + "0" * 64,
+        "\u00b2" * 32 + ".\u00b2\u00b2." + "0" * 64,
+        "0" * 32 + ".\u0661\u0662." + "0" * 64,
+        "0" * 32 + ".99." + "0" * 63 + "\u00e9",
+        "0" * 32 + ".99." + "0" * 64 + ".",
+        "0" * 32 + ".-1." + "0" * 64,
+        ".." * 40,
+    ],
+)
+def test_a_malformed_cookie_is_signed_out_never_an_error(seeded: Seeded, value: str) -> None:
+    """Digits outside ASCII (``²`` passes ``isdigit`` but not ``int``) and any other shape
+    mean no session: the sign-in redirect, never a 500."""
+    cookie = f"{session.COOKIE_NAME}={value}".encode("latin-1", "replace")
+    with browser(seeded) as client:
+        response = client.get("/dashboard/", headers={"Cookie": cookie})  # type: ignore[dict-item]
+    assert response.status_code == 303, response.text
+    assert response.headers["location"] == "/dashboard/sign-in"
+
+
+def test_a_cookie_replayed_after_sign_out_is_refused(seeded: Seeded) -> None:
+    with signed_in(seeded) as client:
+        cookie = client.cookies.get(session.COOKIE_NAME)
+        assert cookie is not None and client.get("/dashboard/").status_code == 200
+        with signed_in(seeded) as other_tab:
+            assert other_tab.get("/dashboard/").status_code == 200
+            assert client.post("/dashboard/sign-out").status_code == 303
+            # Another session of the same token stays signed in.
+            assert other_tab.get("/dashboard/").status_code == 200
+    with browser(seeded) as thief:
+        thief.cookies.set(session.COOKIE_NAME, cookie, path="/dashboard")
+        replayed = thief.get("/dashboard/")
+    assert replayed.status_code == 303 and replayed.headers["location"] == "/dashboard/sign-in"
+
+
+def test_a_sign_out_holds_on_every_process_sharing_the_session_secret(
+    databases: DatabaseFactory, tmp_path: Path
+) -> None:
+    """Two processes given one session secret and one revocations directory, as ``deniable
+    serve --workers N`` gives its workers: a session signed in on one is valid on the other,
+    and once signed out on one, the other refuses it too."""
+    settings = collector_settings(databases.new("sqlite"), viewer_token=VIEWER_TOKEN)
+    revocations = tmp_path / "revocations"
+    revocations.mkdir()
+    shared = {
+        session.SECRET_VARIABLE: "ab" * 32,
+        session.REVOCATIONS_VARIABLE: str(revocations),
+    }
+    first, second = (
+        CollectorProcess(settings, tmp_path, env=shared).launch(),
+        CollectorProcess(settings, tmp_path, env=shared).launch(),
+    )
+    try:
+        first.wait_ready()
+        second.wait_ready()
+        with httpx.Client(base_url=first.url, trust_env=False) as client:
+            assert client.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN}).is_redirect
+            cookie = client.cookies.get(session.COOKIE_NAME)
+            assert cookie is not None
+            assert _status_with(second.url, cookie) == 200
+            assert client.post("/dashboard/sign-out").status_code == 303
+        assert _status_with(second.url, cookie) == 303
+        assert _status_with(first.url, cookie) == 303
+    finally:
+        first.stop()
+        second.stop()
+
+
+def _status_with(url: str, cookie: str) -> int:
+    """The status of ``GET /dashboard/`` on ``url`` with the session ``cookie``."""
+    with httpx.Client(base_url=url, trust_env=False) as client:
+        client.cookies.set(session.COOKIE_NAME, cookie, path="/dashboard")
+        return client.get("/dashboard/").status_code
+
+
+FOREIGN = [
+    {"Origin": "https://evil.example"},
+    {"Origin": "null"},
+    {"Origin": "http://127.0.0.1.evil.example"},
+    {"Sec-Fetch-Site": "cross-site"},
+    {"Sec-Fetch-Site": "same-site"},
+    {"Sec-Fetch-Site": "cross-site", "Origin": "http://127.0.0.1"},
+]
+"""Headers of a form posted from another site (login CSRF, forced sign-out)."""
+
+
+@pytest.mark.parametrize("headers", FOREIGN)
+def test_sign_in_and_out_refuse_a_foreign_origin(seeded: Seeded, headers: dict[str, str]) -> None:
+    with browser(seeded) as client:
+        refused = client.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN}, headers=headers)
+        assert refused.status_code == 403 and "set-cookie" not in refused.headers
+    with signed_in(seeded) as client:
+        refused = client.post("/dashboard/sign-out", headers=headers)
+        assert refused.status_code == 403 and "set-cookie" not in refused.headers
+        assert client.get("/dashboard/").status_code == 200
+
+
+def test_sign_in_and_out_accept_the_dashboards_own_origin(seeded: Seeded) -> None:
+    host = seeded.url.split("://", 1)[1]
+    own = [
+        {"Origin": seeded.url},
+        {"Origin": seeded.url, "Sec-Fetch-Site": "same-origin"},
+        {"Origin": "null", "Sec-Fetch-Site": "same-origin"},  # Referrer-Policy: no-referrer
+        {"Origin": f"https://{host.split(':')[0]}", "Host": f"{host.split(':')[0]}:443"},
+    ]
+    for headers in own:
+        with browser(seeded) as client:
+            signed = client.post(
+                "/dashboard/sign-in", data={"token": VIEWER_TOKEN}, headers=headers
+            )
+            assert signed.status_code == 303, (headers, signed.text)
+            assert client.post("/dashboard/sign-out", headers=headers).status_code == 303
+
+
+@pytest.mark.parametrize("path", ["/dashboard/plan/", "/v1/metrics/"])
+def test_a_redirect_never_names_the_host_the_client_sent(seeded: Seeded, path: str) -> None:
+    with browser(seeded) as client:
+        response = client.get(path, headers={"Host": "evil.example"})
+    assert response.is_redirect, response.status_code
+    location = response.headers["location"]
+    assert location == path.rstrip("/"), location
+
+
 def test_the_cookie_is_secure_over_https(seeded: Seeded) -> None:
     with browser(seeded) as client:
         response = client.post(
@@ -406,6 +533,14 @@ def test_the_plan_page_shows_the_advisors_numbers(seeded: Seeded) -> None:
         ]
     assert f'<output id="reports-needed" class="big">{needed:,}</output>' in page
     assert f'<output id="recommended" class="big">{advised}</output>' in page
+    alone = plan_document(12, 1.0, margin=0.03, reports=None, confidence=0.95, simultaneous=False)
+    fewest = next(r for r in alone["mechanisms"] if r["mechanism"] == alone["advised"])
+    query = {"k": "12", "epsilon": "1", "margin": "0.03", "intervals": "per-category"}
+    with signed_in(seeded) as client:
+        each = client.get("/dashboard/plan", params=query).text
+        bad.append(client.get("/dashboard/plan", params={**query, "intervals": "both"}))
+    assert f'<output id="reports-needed" class="big">{fewest["reports_needed"]:,}</output>' in each
+    assert fewest["reports_needed"] < needed
     for response in bad:
         assert response.status_code == 422
         assert 'class="error"' in response.text
@@ -426,12 +561,14 @@ def test_the_privacy_page_shows_the_apis_account_and_refuses_bad_settings(seeded
                 {"memoize": "sometimes"},
                 {"lifetime_epsilon": "-1"},
                 {"lifetime_epsilon": "inf"},
+                {"instantaneous_ratio": "3"},
             )
         ]
     assert html.escape(document["statement"], quote=True) in page
     total = document["total"]
     assert f'<td class="num">{total["per_30_days"]:.3g}</td>' in page
-    assert f'<td class="num">{total["lifetime"]:.3g}</td>' in page
+    assert total["lifetime"] is None  # memoized reports are not capped: per value only
+    assert f'<td class="num">{total["per_value_lifetime"]:.3g}</td>' in page
     for response in bad:
         assert response.status_code == 422
         assert 'class="error"' in response.text

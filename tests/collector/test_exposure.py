@@ -7,6 +7,8 @@ is involved) or the real ``deniable serve`` command.
 
 from __future__ import annotations
 
+import base64
+import random
 from pathlib import Path
 
 import httpx
@@ -16,10 +18,22 @@ from deniable.cli.main import cli
 from deniable.client import MetricSpec
 from deniable.client.mechanisms import MAX_CATEGORIES, MAX_KRR_CATEGORIES
 from deniable.collector import Settings
-from deniable.collector.settings import MIN_TOKEN_LENGTH
+from deniable.collector.settings import MIN_TOKEN_LENGTH, settings_problem, token_problem
 from pydantic import ValidationError
 
-from tests.support import RunningCollector, collector_settings, free_port, register, unique_name
+from tests.support import (
+    ADMIN_TOKEN,
+    INGEST_KEY,
+    TEST_NOW,
+    DatabaseFactory,
+    RunningCollector,
+    collector_settings,
+    free_port,
+    make_reports,
+    post_reports,
+    register,
+    unique_name,
+)
 
 # ---------------------------------------------------------------- readiness
 
@@ -47,6 +61,35 @@ def test_readiness_is_503_while_the_database_is_unreachable(tmp_path: Path) -> N
         server.stop()
     assert ready.status_code == 503, ready.text
     assert "database" in ready.json()["detail"]
+
+
+@pytest.mark.parametrize("replaced", [False, True], ids=["deleted", "replaced"])
+def test_a_deleted_sqlite_file_makes_the_collector_unready_and_refuse_uploads(
+    databases: DatabaseFactory, replaced: bool
+) -> None:
+    """Connections keep writing to a deleted file's inode, lost at exit: every upload would be
+    acknowledged and gone after a restart. Readiness and uploads answer 503 instead."""
+    url = databases.new("sqlite")
+    path = Path(url.removeprefix("sqlite:///"))
+    server = RunningCollector(collector_settings(url)).start()
+    try:
+        with server.client(ADMIN_TOKEN) as admin:
+            spec = register(admin, MetricSpec.boolean(unique_name("gone"), epsilon=1.0))
+        with server.client(INGEST_KEY) as uploader, server.client() as anyone:
+            day = TEST_NOW.date().isoformat()
+            assert post_reports(uploader, make_reports(spec, [0, 1], day, 1)).status_code == 202
+            assert anyone.get("/readyz").status_code == 200
+            path.unlink()
+            if replaced:
+                path.write_bytes(b"")
+            ready = anyone.get("/readyz")
+            refused = post_reports(uploader, make_reports(spec, [1, 0], day, 2))
+            assert anyone.get("/healthz").status_code == 200
+    finally:
+        server.stop()
+    for answer in (ready, refused):
+        assert answer.status_code == 503, answer.text
+        assert "deleted or replaced" in answer.json()["detail"]
 
 
 # ---------------------------------------------------------------- the registry's ETag
@@ -109,6 +152,27 @@ def test_registration_refuses_an_epsilon_that_is_not_a_number(
     assert admin.get(f"/v1/metrics/{name}").status_code == 404
 
 
+@pytest.mark.parametrize(
+    "template",
+    [
+        '{{"name": "{name}", "type": "boolean", "epsilon": 1, "epsilon": 2}}',
+        '{{"name": "{name}", "name": "{name}", "type": "boolean", "epsilon": 1}}',
+    ],
+)
+def test_registration_refuses_a_key_given_twice(admin: httpx.Client, template: str) -> None:
+    """Parsers disagree on which of two values counts (``{"epsilon":1,"epsilon":2}`` would
+    register eps 2): the body is refused, naming the key, and nothing is registered."""
+    name = unique_name("twice")
+    body = template.format(name=name)
+    refused = admin.post("/v1/metrics", content=body, headers={"Content-Type": "application/json"})
+    assert refused.status_code == 422, refused.text
+    repeated = "epsilon" if body.count("epsilon") == 2 else "name"
+    assert f"repeats the key '{repeated}'" in refused.json()["detail"]
+    assert admin.get(f"/v1/metrics/{name}").status_code == 404
+    once = body.replace(', "epsilon": 2', "").replace(f', "name": "{name}"', "", 1)
+    assert admin.post("/v1/metrics", content=once).status_code == 201
+
+
 # ---------------------------------------------------------------- tokens at start-up
 
 
@@ -120,6 +184,15 @@ def test_registration_refuses_an_epsilon_that_is_not_a_number(
         ("long-enough-token-with-newline\n", "whitespace"),
         ("please-Change_Me-before-release", "placeholder"),
         ("z" * 40, "placeholder"),
+        ("<your-admin-token-here>", "placeholder"),
+        ("password1234567890", "placeholder"),
+        ("${DENIABLE_ADMIN_TOKEN}", "placeholder"),
+        ("abababababababababab", "placeholder"),
+        ("1234567890123456789", "placeholder"),
+        ("inner space in-a-long-token", "printable ASCII"),
+        ("long-enough-token-with-zwsp\u200b", "printable ASCII"),
+        ("long-enough-tab\tin-the-token", "printable ASCII"),
+        ("tökenwith-non-ascii-letters", "printable ASCII"),
     ],
 )
 @pytest.mark.parametrize("field", ["admin_token", "ingest_key", "admin_token_previous"])
@@ -131,6 +204,48 @@ def test_weak_tokens_are_refused_without_echoing_them(field: str, token: str, re
         Settings(**values)  # type: ignore[arg-type]
     assert reason in str(refused.value) and f"DENIABLE_{field.upper()}" in str(refused.value)
     assert token.strip() not in str(refused.value)
+
+
+def test_generated_tokens_are_accepted() -> None:
+    """What operators generate passes: 16 hex characters (the shortest accepted) have fewer
+    than 5 distinct characters with probability 4e-7, so 2,000 seeded draws all pass unless
+    the rules refuse random tokens."""
+    rng = random.Random(20261126)
+    for _ in range(2000):
+        for token in (rng.randbytes(8).hex(), base64.urlsafe_b64encode(rng.randbytes(24))):
+            text = token if isinstance(token, str) else token.decode().rstrip("=")
+            assert token_problem(text) is None
+
+
+ROLES = {
+    "admin_token": "role-admin-token-7f3a9c",
+    "admin_token_previous": "role-admin-old-token-2b8e",
+    "viewer_token": "role-viewer-token-c41d0e",
+    "ingest_key": "role-ingest-key-9e2f7a",
+    "ingest_key_previous": "role-ingest-old-key-5d1c",
+}
+"""A distinct token for every role setting."""
+
+
+@pytest.mark.parametrize(
+    ("field", "copies"),
+    [
+        ("ingest_key", "admin_token"),
+        ("ingest_key", "admin_token_previous"),
+        ("ingest_key_previous", "admin_token"),
+        ("viewer_token", "ingest_key"),
+        ("viewer_token", "ingest_key_previous"),
+        ("viewer_token", "admin_token_previous"),
+    ],
+)
+def test_one_token_in_two_roles_is_refused_naming_both(field: str, copies: str) -> None:
+    assert Settings(**ROLES).ingest_tokens()  # type: ignore[arg-type]
+    values = {**ROLES, field: ROLES[copies]}
+    with pytest.raises(ValidationError) as refused:
+        Settings(**values)  # type: ignore[arg-type]
+    message = settings_problem(refused.value)
+    assert f"DENIABLE_{field.upper()}" in message and f"DENIABLE_{copies.upper()}" in message
+    assert ROLES[copies] not in message and ROLES[copies] not in str(refused.value)
 
 
 def test_a_token_file_fills_the_token_and_a_clash_is_refused(tmp_path: Path) -> None:
@@ -153,6 +268,24 @@ def test_serve_refuses_a_weak_token_in_one_line(tmp_path: Path) -> None:
     error_lines = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert len(error_lines) == 1 and "DENIABLE_ADMIN_TOKEN" in error_lines[0]
     assert "change-me" not in stderr and "Traceback" not in stderr
+
+
+def test_serve_refuses_an_ingest_key_equal_to_the_admin_token(tmp_path: Path) -> None:
+    token = "same-token-in-two-roles-8c1f"
+    (tmp_path / "admin").write_text(token)
+    code, stderr = _serve(
+        "--admin-token-file",
+        str(tmp_path / "admin"),
+        "--ingest-key",
+        token,
+        "--database",
+        f"sqlite:///{tmp_path}/d.db",
+    )
+    assert code != 0
+    error_lines = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(error_lines) == 1, stderr
+    assert "DENIABLE_INGEST_KEY" in error_lines[0] and "DENIABLE_ADMIN_TOKEN" in error_lines[0]
+    assert token not in stderr and "Traceback" not in stderr
 
 
 def test_serve_warns_when_a_token_is_on_the_command_line(tmp_path: Path) -> None:

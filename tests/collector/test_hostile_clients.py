@@ -366,6 +366,30 @@ def test_headers_without_end_are_refused_and_closed(collector: RunningCollector)
     assert refused, f"{sent} bytes of one header line were accepted"
 
 
+@pytest.mark.parametrize(
+    "headers",
+    [
+        b"X-Big: " + b"a" * 190_000 + b"\r\n",
+        b"".join(b"X-H%d: %s\r\n" % (i, b"b" * 100) for i in range(700)),
+    ],
+    ids=["one-190KB-header", "700-headers"],
+)
+def test_headers_past_the_cap_sent_in_one_write_get_431(
+    collector: RunningCollector, headers: bytes
+) -> None:
+    """Headers that arrive whole in one read are held to ``MAX_HEADER_BYTES`` too."""
+    assert len(headers) > MAX_HEADER_BYTES
+    with connect(collector) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + headers + b"\r\n")
+        answer = read_answer(sock)
+        assert status_of(answer) == 431, answer[:200]
+        assert closed_by_server(sock, ANSWER_WAIT)
+    with connect(collector) as sock:
+        near_cap = b"X-Big: " + b"a" * (MAX_HEADER_BYTES - 1024) + b"\r\n"
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + near_cap + b"\r\n")
+        assert status_of(read_answer(sock)) == 200
+
+
 # ---------------------------------------------------------------- item 6: hanging up
 
 

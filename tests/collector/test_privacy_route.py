@@ -108,6 +108,14 @@ def test_others_get_401(server: RunningCollector, token: str | None) -> None:
             {"max_reports_per_period": 2, "memoize": "TRUE", "lifetime_epsilon": 0.3},
             DeviceSettings(max_reports_per_period=2, memoize=True, lifetime_epsilon=0.3),
         ),
+        (
+            {"memoize": "true", "instantaneous_ratio": "None"},
+            DeviceSettings(memoize=True, instantaneous_ratio=None),
+        ),
+        (
+            {"memoize": "true", "instantaneous_ratio": "3.5"},
+            DeviceSettings(memoize=True, instantaneous_ratio=3.5),
+        ),
     ],
 )
 def test_the_document_is_the_builders_for_the_settings_asked(
@@ -142,6 +150,10 @@ def test_archived_metrics_are_not_in_the_account(server: RunningCollector) -> No
         ({"memoize": "yes please"}, "memoize"),
         ({"memoize": "browser,"}, "memoize"),
         ({"memoize": "no_such_metric"}, "memoize"),
+        ({"instantaneous_ratio": "1"}, "instantaneous_ratio"),
+        ({"instantaneous_ratio": "nan"}, "instantaneous_ratio"),
+        ({"instantaneous_ratio": "off"}, "instantaneous_ratio"),
+        ({"instantaneous_ratio": "x" * 33}, "instantaneous_ratio"),
     ],
 )
 def test_bad_values_are_422_naming_the_parameter(
@@ -214,7 +226,12 @@ def test_the_openapi_document_describes_the_route(server: RunningCollector) -> N
         openapi = anyone.get("/openapi.json").json()
     paths, schemas = openapi["paths"], openapi["components"]["schemas"]
     parameters = {p["name"] for p in paths["/v1/privacy"]["get"]["parameters"]}
-    assert parameters == {"max_reports_per_period", "memoize", "lifetime_epsilon"}
+    assert parameters == {
+        "max_reports_per_period",
+        "memoize",
+        "lifetime_epsilon",
+        "instantaneous_ratio",
+    }
     registered = paths["/v1/metrics"]["post"]["responses"]["201"]["content"]["application/json"]
     name = registered["schema"]["$ref"].rsplit("/", 1)[-1]
     assert "warnings" in schemas[name]["required"]

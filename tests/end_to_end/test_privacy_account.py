@@ -5,7 +5,8 @@ passed in code and an injected clock, and is closed and opened again half way (t
 it keeps must survive). Its settings are one of several profiles (the defaults, three
 reports per period, memoization, a lifetime cap, and mixes), and it either records every
 metric past its budget every day, each admitted record bringing a value it has not sent
-before ("full": the worst case the account describes), or records a seeded random handful
+before, or for a metric memoized in two layers always the same one ("full": the worst case
+the account describes), or records a seeded random handful
 of random values ("casual"). After each simulated day, the eps its own ledger says it spent
 (``privacy_spent()``) must lie within the account: in total within ``over_days`` of the days
 elapsed, and per metric within its period's and its windows' figures.
@@ -32,6 +33,7 @@ from pathlib import Path
 import pytest
 from deniable.client import Client, DeviceSettings, MetricSpec, privacy_account
 from deniable.client.ledger import lifetime_reports
+from deniable.client.mechanisms import TwoLayers, two_layers
 from deniable.client.spec import period_label
 
 from tests.support import Clock, free_port, loopback_url
@@ -82,8 +84,11 @@ class Device:
 
     def value(self, spec: MetricSpec) -> object:
         """The next value to record: never sent before while the domain allows (full), or a
-        random one (casual)."""
+        random one (casual). A full device repeats one value of a metric it memoizes in two
+        layers: its reports are not capped by the memo, and repeating sends the most."""
         n = self.admitted[spec.name] if self.full else self.rng.randrange(1_000_000)
+        if self.full and layers_of(spec, self.settings) is not None:
+            n = 0
         if spec.type == "boolean":
             return n % 2 == 1
         if spec.type == "categorical":
@@ -117,19 +122,34 @@ def open_client(url: str, state_dir: Path, device: Device, clock: Clock) -> Clie
     )
 
 
+def layers_of(spec: MetricSpec, settings: DeviceSettings) -> TwoLayers | None:
+    """The two layers of ``spec`` on a device memoizing it (krr and brr metrics only)."""
+    if not settings.memoized(spec.name) or spec.type == "numeric":
+        return None
+    return two_layers(spec.randomizer, settings.instantaneous_ratio or 0.0)
+
+
 def spent_by_the_rules(device: Device, first: dt.date) -> dict[str, float]:
-    """What a full device must have spent on each metric after DAYS days from ``first``: r
-    reports in each period the days touch (their distinct labels), capped by the memo (k
-    values) and the lifetime cap, times eps."""
+    """What a full device must have spent on each metric over any two histories after DAYS
+    days from ``first``: r reports in each period the days touch (their distinct labels),
+    capped by the lifetime cap, each at eps. Memoized in two layers, the device repeats one
+    value, so the lifetime cap counts one permanent answer (it stops the reports only if it
+    admits no second value), and n > 1 reports cost n eps_inst."""
     spent = {}
+    cap = device.settings.lifetime_epsilon
     for spec in SPECS:
         labels = {period_label(spec.period, first + dt.timedelta(days=d)) for d in range(DAYS)}
         reports = device.settings.max_reports_per_period * len(labels)
-        if device.settings.memoized(spec.name) and spec.type != "numeric":
-            reports = min(reports, spec.k)
-        if device.settings.lifetime_epsilon is not None:
-            reports = min(reports, lifetime_reports(device.settings.lifetime_epsilon, spec.epsilon))
-        spent[spec.name] = reports * spec.epsilon
+        layers = layers_of(spec, device.settings)
+        if layers is None:
+            if cap is not None:
+                reports = min(reports, lifetime_reports(cap, spec.epsilon))
+            spent[spec.name] = reports * spec.epsilon
+            continue
+        if cap is not None and lifetime_reports(cap, layers.permanent_epsilon) <= 1:
+            reports = min(reports, lifetime_reports(cap, layers.permanent_epsilon))
+        per_report = spec.epsilon if reports == 1 else layers.instantaneous_epsilon
+        spent[spec.name] = reports * per_report
     return spent
 
 

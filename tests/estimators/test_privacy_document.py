@@ -6,7 +6,7 @@ import math
 
 import pytest
 from deniable.client import WARNING_LEVEL_30_DAYS, DeviceSettings, MetricSpec, privacy_account
-from deniable.estimators.privacy import privacy_document, registration_warnings, times
+from deniable.estimators.privacy import eps_text, privacy_document, registration_warnings, times
 
 DAILY = [MetricSpec.boolean(f"flag_{i}", epsilon=1.0) for i in range(3)]
 
@@ -34,21 +34,43 @@ def test_the_statement_for_the_defaults_says_the_figures_and_that_nothing_caps_t
     assert len(document.warnings) == 1 and "ε 90 over 30 days" in document.warnings[0]
 
 
-def test_the_statement_with_memo_and_cap_states_the_bounded_lifetime() -> None:
+def test_with_memo_and_cap_the_statement_claims_no_lifetime_bound_over_changing_values() -> None:
+    """Issue 23: a memoized metric's reports are not capped, so no lifetime ε is claimed; the
+    cap bounds what the reports of unchanging values reveal, and the statement says so."""
     settings = DeviceSettings(memoize=True, lifetime_epsilon=5.0)
     document = privacy_document(DAILY, settings)
-    lifetime = privacy_account(DAILY, settings).totals.lifetime
-    assert lifetime is not None and f"ε at most {lifetime:g}" in document.statement
+    account = privacy_account(DAILY, settings)
+    assert account.totals.lifetime is None
+    per_value = account.totals.per_value_lifetime
+    assert per_value is not None and f"reveal at most ε {eps_text(per_value)}" in document.statement
+    assert "whole lifetime its reports together have" not in document.statement
     assert "Memoized metrics (flag_0, flag_1, flag_2)" in document.statement
-    assert "too large" not in document.statement
-    assert document.warnings and "with the SDK defaults" in document.warnings[0]
+    assert "randomize it afresh for every report" in document.statement
+    assert document.warnings and "with the SDK defaults" in document.warnings[-1]
+
+
+def test_without_the_fresh_layer_the_statement_claims_no_finite_eps_over_30_days() -> None:
+    settings = DeviceSettings(memoize=True, instantaneous_ratio=None)
+    document = privacy_document(DAILY, settings)
+    assert document.total.per_30_days is None and document.total.per_7_days is None
+    assert "No finite ε bounds what its reports reveal over 30 days" in document.statement
+    assert "whether the value changed shows, and no ε bounds that" in document.statement
+    assert "Over any 30 days" not in document.statement
+    assert "no finite ε bounds" in document.warnings[0]
 
 
 def test_a_memoized_number_is_said_to_save_little() -> None:
     numeric = MetricSpec.numeric("load", lower=0, upper=1, epsilon=0.5)
-    document = privacy_document([numeric], DeviceSettings(memoize=True))
+    document = privacy_document([numeric], DeviceSettings(memoize=True, instantaneous_ratio=None))
     assert "memoizing load saves little" in document.statement
     assert "No lifetime cap is set" in document.statement
+
+
+def test_a_number_asked_to_be_memoized_is_said_to_be_reported_afresh() -> None:
+    numeric = MetricSpec.numeric("load", lower=0, upper=1, epsilon=0.5)
+    document = privacy_document([numeric], DeviceSettings(memoize=True))
+    assert "Asked to be memoized, load is reported afresh" in document.statement
+    assert document.metrics[0].memoized is False
 
 
 def test_a_cap_below_a_metrics_eps_is_warned_about() -> None:

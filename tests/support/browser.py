@@ -26,6 +26,7 @@ from .configuration import VIEWER_TOKEN as VIEWER_TOKEN  # the browser tests' co
 
 if TYPE_CHECKING:
     from selenium.webdriver.remote.webdriver import WebDriver
+    from selenium.webdriver.remote.webelement import WebElement
 
 
 CHROMIUM = os.environ.get("DENIABLE_CHROMIUM", "/usr/bin/chromium")
@@ -129,6 +130,21 @@ def sign_in(driver: WebDriver, base_url: str, token: str) -> None:
     button = form.find_element(By.CSS_SELECTOR, "button[type=submit], input[type=submit], button")
     button.click()
     WebDriverWait(driver, PAGE_LOAD_TIMEOUT).until(expected_conditions.staleness_of(form))
+
+
+def submit_form(driver: WebDriver, form: WebElement) -> None:
+    """Submit ``form`` and return once the page it leads to has fully loaded: the old document
+    is gone and the new one complete, so nothing read afterwards is a stale element of a page
+    being re-drawn."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.wait import WebDriverWait
+
+    form.submit()
+    WebDriverWait(driver, PAGE_LOAD_TIMEOUT).until(expected_conditions.staleness_of(form))
+    WebDriverWait(
+        driver, PAGE_LOAD_TIMEOUT, ignored_exceptions=(StaleElementReferenceException,)
+    ).until(lambda d: d.execute_script("return document.readyState") == "complete")
 
 
 def console_errors(driver: WebDriver) -> list[str]:

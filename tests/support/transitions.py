@@ -5,16 +5,27 @@ a ``randbelow(m)`` draw is enumerated over all m values, and a ``random()`` draw
 threshold the code compares it with, found by bisection to the last bit. :func:`transition`
 applies it to ``randomize``, giving P(payload | x) for every input x; the exact privacy checks
 of the mechanisms and the exact moment checks of the estimators both start from it.
+:func:`explore_branches` does the same for code that only compares each ``random()`` draw once
+with a threshold (``draw < p``, as krr, brr and oue do) without bisecting: the draw itself
+answers the comparison, so whole client paths (a Recorder and its Ledger) can be walked.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections import defaultdict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any
+from unittest import mock
 
+from deniable.client import recorder as recorder_module
+from deniable.client.account import DeviceSettings
+from deniable.client.ledger import Ledger
 from deniable.client.mechanisms import OLH, OLH_PRIME, Mechanism
+from deniable.client.recorder import Recorder
+from deniable.client.spec import MetricSpec
+from deniable.client.stats import Counters
 
 _TOP = 1.0 - 2.0**-53
 """The largest float ``random()`` can return."""
@@ -99,6 +110,70 @@ def explore(
     return walk([])
 
 
+class Branching:
+    """A Randomness whose draws follow a script of choices and carry their probability.
+
+    ``randbelow(n)`` takes each of its n values with probability 1/n; ``random()`` returns a
+    draw whose one comparison ``draw < p`` is true with probability p. ``widths`` records how
+    many choices each draw had and ``weight`` the probability of the path taken.
+    """
+
+    def __init__(self, script: list[int]) -> None:
+        self.script = script
+        self.widths: list[int] = []
+        self.weight = 1.0
+
+    def choose(self, weights: list[float]) -> int:
+        """The scripted choice of the next draw (0 past the script), weighing the path."""
+        i = len(self.widths)
+        choice = self.script[i] if i < len(self.script) else 0
+        self.widths.append(len(weights))
+        self.weight *= weights[choice]
+        return choice
+
+    def random(self) -> _Draw:
+        """A uniform draw, answered when compared."""
+        return _Draw(self)
+
+    def randbelow(self, n: int) -> int:
+        """Each value below ``n`` in turn, with probability 1/n."""
+        return self.choose([1.0 / n] * n)
+
+    def token_bytes(self, n: int) -> bytes:
+        """Refused: a randomizer draws no raw bytes."""
+        raise AssertionError("randomizers are not expected to draw raw bytes")
+
+
+class _Draw:
+    """A uniform draw in [0, 1) that answers exactly one comparison ``draw < p``."""
+
+    def __init__(self, rng: Branching) -> None:
+        self._rng: Branching | None = rng
+
+    def __lt__(self, threshold: float) -> bool:
+        rng, self._rng = self._rng, None
+        assert rng is not None, "a draw compared twice cannot be walked by explore_branches"
+        p = min(1.0, max(0.0, float(threshold)))
+        return rng.choose([p, 1.0 - p]) == 0
+
+
+def explore_branches(run: Callable[[Branching], Any]) -> dict[Hashable, float]:
+    """The exact output distribution of ``run``, walking every path of its draws in turn."""
+    result: dict[Hashable, float] = defaultdict(float)
+    script: list[int] = []
+    while True:
+        rng = Branching(script)
+        out = _freeze(run(rng))
+        if rng.weight > 0:
+            result[out] += rng.weight
+        script = (script + [0] * len(rng.widths))[: len(rng.widths)]
+        while script and script[-1] + 1 >= rng.widths[len(script) - 1]:
+            script.pop()
+        if not script:
+            return dict(result)
+        script[-1] += 1
+
+
 def transition(mechanism: Mechanism, fixed: dict[int, int] | None = None) -> list[dict]:
     """P(payload | x) for every input x, read off ``mechanism.randomize``."""
     return [
@@ -118,3 +193,48 @@ def olh_exact_q(mechanism: OLH) -> float:
     collide = sum(c * (c - 1) for c in sizes) / (big * (big - 1))
     p = mechanism.p_star
     return collide * p + (1 - collide) * (1 - p) / (g - 1)
+
+
+def reports_of_history(
+    spec: MetricSpec, settings: DeviceSettings, history: Sequence[Any]
+) -> dict[Hashable, float]:
+    """P(the payloads a fresh device sends | it records ``history`` in one period), exactly.
+
+    A real :class:`~deniable.client.recorder.Recorder` and :class:`~deniable.client.ledger.Ledger`
+    with ``settings`` (memoization, its fresh layer) record each value in turn; the memo
+    starts empty, as on a new device, and every report is admitted.
+    """
+    moment = dt.datetime(2026, 9, 1, tzinfo=dt.UTC)
+
+    def run(rng: Branching) -> tuple:
+        ledger = Ledger(
+            b"enumeration-secret".ljust(32, b"."),
+            max_reports_per_period=len(history),
+            lifetime_epsilon=None,
+        )
+        recorder = Recorder(
+            ledger,
+            Counters(),
+            on_unknown=lambda name: None,
+            memoize=settings.memoize,
+            instantaneous_ratio=settings.instantaneous_ratio,
+            max_queue=len(history) + 1,
+            clock=lambda: moment,
+            randomness=rng,  # type: ignore[arg-type]
+        )
+        recorder.install([spec])
+        for value in history:
+            assert recorder.record(spec.name, value)
+        return tuple(report[4] for report in recorder.pending)
+
+    with mock.patch.object(recorder_module, "_UUID_BLOCK", 1):  # ids one at a time: faster
+        return explore_branches(run)
+
+
+def max_log_ratio(first: dict[Hashable, float], second: dict[Hashable, float]) -> float:
+    """The largest ln P1(y)/P2(y) over outputs y (``inf`` where only the first can occur)."""
+    worst = -math.inf
+    for output, p in first.items():
+        q = second.get(output, 0.0)
+        worst = max(worst, math.inf if q == 0.0 else math.log(p / q))
+    return worst

@@ -1,0 +1,112 @@
+"""The CLI, the API and the dashboard answer the same question the same way (issue 23).
+
+Asked about a metric with no options, each surface answers with the one default: consistent
+shares, intervals for all categories at once, the 7 periods ending at the current one. One
+real collector (in a thread, real SQLite file, real HTTP) holds reports in the current period,
+one 3 days before (inside the default range) and one 11 days before (outside it).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+import pytest
+from deniable.client.spec import MetricSpec
+from deniable.estimators.documents import CLIPPED_MARKS
+
+from tests.support import (
+    ADMIN_TOKEN,
+    VIEWER_TOKEN,
+    DatabaseFactory,
+    RunningCollector,
+    collector_settings,
+    make_numeric_reports,
+    make_reports,
+    post_reports,
+    register,
+)
+from tests.support.cli import run_cli
+
+DAYS = {"2026-11-21": 120, "2026-11-18": 80, "2026-11-10": 200}
+"""Reports per period: today (the test clock's), 3 days before, 11 days before."""
+
+
+@pytest.fixture(scope="module")
+def server(databases: DatabaseFactory) -> Iterator[RunningCollector]:
+    running = RunningCollector(
+        collector_settings(databases.new("sqlite"), viewer_token=VIEWER_TOKEN)
+    ).start()
+    with running.client(ADMIN_TOKEN) as admin:
+        shares = register(
+            admin, MetricSpec.categorical("same_browser", ["a", "b", "c", "d"], epsilon=1.0)
+        )
+        mean = register(admin, MetricSpec.numeric("same_load", lower=0, upper=1000, epsilon=1.0))
+        for seed, (day, n) in enumerate(DAYS.items(), start=4):  # 4: c and d fall below 0
+            values = [0 if i % 3 else 1 for i in range(n)]  # c and d: no one
+            assert post_reports(admin, make_reports(shares, values, day, seed)).status_code == 202
+            numbers = [100.0 + 7 * (i % 50) for i in range(n)]
+            assert post_reports(admin, make_numeric_reports(mean, numbers, day, seed)).status_code
+    yield running
+    running.stop()
+
+
+def cli_document(server: RunningCollector, name: str) -> dict:
+    result = run_cli("--collector", server.url, "--token", ADMIN_TOKEN, "estimate", name,
+                     "--format", "json")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+@contextmanager
+def dashboard(server: RunningCollector) -> Iterator[httpx.Client]:
+    """A browser-like client signed in to the dashboard with the viewer token."""
+    with httpx.Client(base_url=server.url) as client:
+        assert client.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN}).status_code == 303
+        yield client
+
+
+def test_shares_are_the_same_on_every_surface(server: RunningCollector) -> None:
+    cli = cli_document(server, "same_browser")
+    with server.client(VIEWER_TOKEN) as viewer:
+        api = viewer.get("/v1/metrics/same_browser/estimate").json()
+    assert cli == api
+    assert (api["start"], api["end"], api["n"], api["periods"]) == ("2026-11-15", "2026-11-21",
+                                                                    200, 2)  # fmt: skip
+    assert (api["method"], api["simultaneous"], api["pooling"]) == ("consistent", True,
+                                                                    "overlap-safe")  # fmt: skip
+    with dashboard(server) as browser:
+        text = browser.get("/dashboard/metrics/same_browser/estimate.csv").text
+        page = browser.get("/dashboard/metrics/same_browser").text
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [(r["start"], r["end"], r["n"], r["method"], r["simultaneous"]) for r in rows] == [
+        ("2026-11-15", "2026-11-21", "200", "consistent", "True")
+    ] * 4
+    for row, expected in zip(rows, api["estimates"], strict=True):
+        assert row["category"] == expected["category"]
+        for key in ("frequency", "ci_low", "ci_high", "unbiased"):
+            assert float(row[key]) == expected[key], (row["category"], key)
+    clipped = [r for r in api["estimates"] if r["clipped"]]
+    assert clipped, "the data should push an unbiased share of nobody below 0"
+    for row in clipped:
+        shown = f"{row['frequency'] * 100:.2f}%{CLIPPED_MARKS['below']}"
+        assert shown in page, shown
+    assert 'id="estimate-clipped"' in page
+
+
+def test_a_mean_is_the_same_on_every_surface(server: RunningCollector) -> None:
+    cli = cli_document(server, "same_load")
+    with server.client(VIEWER_TOKEN) as viewer:
+        api = viewer.get("/v1/metrics/same_load/estimate").json()
+    assert cli == api
+    assert (api["start"], api["end"], api["n"]) == ("2026-11-15", "2026-11-21", 200)
+    with dashboard(server) as browser:
+        text = browser.get("/dashboard/metrics/same_load/estimate.csv").text
+    (row,) = list(csv.DictReader(io.StringIO(text)))
+    assert (row["start"], row["end"], row["n"]) == ("2026-11-15", "2026-11-21", "200")
+    for key in ("estimate", "ci_low", "ci_high"):
+        assert float(row["mean" if key == "estimate" else key]) == api["mean"][key]
