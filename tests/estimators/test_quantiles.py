@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pytest
 from deniable.client.mechanisms import KRR, OLH, OLH_PRIME, OUE, Mechanism
-from deniable.estimators import PeriodCounts, QuantileInterval, estimate_quantiles
+from deniable.estimators import PeriodCounts, QuantileInterval, estimate_quantiles, quantile_bounds
 from deniable.estimators.cdfvariance import variance_coefficients
 from deniable.estimators.quantiles import pooled_band, quantile_intervals
 
@@ -138,3 +138,43 @@ def test_quantile_intervals_cover(mech: Mechanism) -> None:
         assert ok.sum() >= COVER_LOW, (q, ok.sum())
         jointly &= ok
     assert jointly.sum() >= COVER_LOW
+
+
+def expected_counts(mech: Mechanism, n: int, shares: np.ndarray) -> np.ndarray:
+    """The support counts' expectations n (q* + (p* - q*) f), rounded: a typical period."""
+    return np.round(n * (mech.q_star + (mech.p_star - mech.q_star) * shares)).astype(np.int64)
+
+
+TAIL_EDGES = tuple(float(e) for e in range(0, 201, 20))  # 10 buckets, 0..200
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["above", "below"])
+def test_a_quantile_in_an_end_bucket_has_an_open_end(reverse: bool) -> None:
+    """oue, eps 4, n = 50,000: 1.6% of the values in the top bucket (the 1.08% beyond 200 are
+    counted there), so the p99 may lie past 200 and its interval has no upper bound; mirrored,
+    the p1's has no lower bound."""
+    shares = np.array([0.30, 0.20, 0.15, 0.10, 0.08, 0.07, 0.05, 0.03, 0.004, 0.016])
+    if reverse:
+        shares = shares[::-1]
+    mech, n = OUE(10, 4.0), 50_000
+    periods = [PeriodCounts("a", n, expected_counts(mech, n, shares).tolist())]
+    q = 0.01 if reverse else 0.99
+    got = estimate_quantiles(mech, TAIL_EDGES, periods, (q, 0.5))
+    if reverse:
+        assert got[0].low is None and got[0].high is not None
+    else:
+        assert got[0].high is None and got[0].low is not None
+    assert got[1].low is not None and got[1].high is not None  # the median is inside
+
+
+def test_open_ends_are_said_in_words() -> None:
+    edges = [0.0, 50.0, 200.0]
+    number = "{:,g}".format
+    assert quantile_bounds({"low": 50.0, "high": None}, edges, number) == (
+        "50",
+        "none: may be above 200",
+    )
+    assert quantile_bounds({"low": None, "high": 50.0}, edges, number) == (
+        "none: may be below 0",
+        "50",
+    )
