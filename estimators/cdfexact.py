@@ -25,20 +25,21 @@ EXACT_BELOW = 500
 exact interval; at and above it the score interval alone (by then the normal approximation
 holds at the band's levels: bench/quantiles.py)."""
 
-MAX_WORK = 2_000_000
-"""The most (edge, period) cells times their n + 1 one band computes exactly (each costs that
-many terms per bisection step); a band past it (thousands of buckets or many small periods)
-keeps the score interval."""
+MAX_WORK = 500_000
+"""The most terms, summed over the (edge, period) cells of one band of their n + 1, that one band
+computes exactly (each bisection step costs that many); a band past it (thousands of buckets,
+or many small periods) keeps the score interval. About 0.1 s."""
 
 STEPS = 32
 """Bisection steps: the bracket [0, 1] shrinks to 2^-32."""
 
 
 def oue_exact_interval(
-    p: float, q: float, n: np.ndarray, summed: np.ndarray, alpha: float
+    p: float, q: float, n: np.ndarray, summed: np.ndarray, alpha: float, bands: int = 1
 ) -> tuple[np.ndarray, np.ndarray]:
     """(low, high) for F at each inner edge from the summed support counts (..., k - 1) of n
-    (..., 1) reports; NaN where n >= :data:`EXACT_BELOW` (no exact interval there)."""
+    (..., 1) reports, which hold ``bands`` bands (their work bounded by :data:`MAX_WORK` each);
+    NaN where n >= :data:`EXACT_BELOW` or past the bound (no exact interval there)."""
     from scipy import stats  # lazy: scipy.stats costs ~0.5 s at collector start-up
     from scipy.special import gammaln
 
@@ -48,7 +49,6 @@ def oue_exact_interval(
     low = np.full(summed.shape, np.nan)
     high = np.full(summed.shape, np.nan)
     chosen = sizes < EXACT_BELOW
-    bands = summed.size // max(summed.shape[-1], 1)  # leading axes: one band each
     if not chosen.any() or (sizes[chosen] + 1).sum() > MAX_WORK * bands:
         return low, high
     m, z, edge = sizes[chosen][:, None], summed[chosen][:, None], j[chosen][:, None]

@@ -47,10 +47,11 @@ from .results import PeriodCounts, QuantileInterval
 
 
 def period_band(
-    mechanism: Mechanism, n: np.ndarray, counts: np.ndarray, alpha: float
+    mechanism: Mechanism, n: np.ndarray, counts: np.ndarray, alpha: float, bands: int = 1
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(F^, unclipped low, unclipped high) at the k - 1 inner edges for counts (..., k) and
-    n (...), at miss level alpha per edge; leading axes are kept."""
+    n (...), at miss level alpha per edge; leading axes are kept (they hold ``bands`` bands,
+    which bounds the exact interval's work)."""
     p, q = mechanism.p_star, mechanism.q_star
     n = np.asarray(n, dtype=np.float64)[..., None]
     summed = np.cumsum(np.asarray(counts, dtype=np.float64), axis=-1)[..., :-1]
@@ -61,7 +62,7 @@ def period_band(
         return cdf, (low - j * q) / (p - q), (high - j * q) / (p - q)
     low, high = score_interval(mechanism, cdf, n, alpha)
     if isinstance(mechanism, OUE):
-        exact_low, exact_high = oue_exact_interval(p, q, n, summed, alpha)
+        exact_low, exact_high = oue_exact_interval(p, q, n, summed, alpha, bands)
         low, high = np.fmin(low, exact_low), np.fmax(high, exact_high)
     return cdf, low, high
 
@@ -107,10 +108,11 @@ def pooled_band(
     n = np.asarray(n, dtype=np.float64)
     big_n = n.sum(axis=-1)
     pooled = np.asarray(counts).sum(axis=-2)
-    point, low, high = period_band(mechanism, big_n, pooled, alpha)
+    bands = int(np.prod(n.shape[:-1]))
+    point, low, high = period_band(mechanism, big_n, pooled, alpha, bands)
     if pooling != "independent" and n.shape[-1] > 1:  # one period: the same band
         weights = (n / big_n[..., None])[..., None]
-        _, low_t, high_t = period_band(mechanism, n, counts, alpha)
+        _, low_t, high_t = period_band(mechanism, n, counts, alpha, bands)
         low, high = (weights * low_t).sum(axis=-2), (weights * high_t).sum(axis=-2)
     return point, np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)
 
