@@ -13,7 +13,8 @@ statistics simulated with numpy (seeded), never the full client:
   buckets (now, narrowest, before); and the band's simultaneous coverage, reports through the
   wire hash (n and M smaller: ``--olh-reports``).
 * ``oue``: oue band coverage at small n: exact for k = 3 (every pair of support counts), and
-  simulated for k = 5 and 12 at n = 50 (M replicates), the least over seven shapes.
+  simulated for k = 5 and 12 at n = 50 (M replicates), the least over seven shapes, now and
+  with the former band (Wald, variance plugged in at F^ clipped).
 
     .venv/bin/python -m bench.quantiles [--replicates 5000] [--olh-reports 2000] [--only ends]
 """
@@ -187,6 +188,18 @@ def exact_k3(epsilon: float, n: int, shares: tuple[float, ...]) -> float:
     return float((joint[c0, c1] * covered).sum())
 
 
+def former_oue_band(mech: Mechanism, n: int, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The band before issue 23: Wald with the variance plugged in at F^ clipped to [0, 1]."""
+    p, q = mech.p_star, mech.q_star
+    summed = np.cumsum(counts, axis=-1)[..., :-1].astype(np.float64)
+    j = np.arange(1, summed.shape[-1] + 1)
+    cdf = (summed / n - j * q) / (p - q)
+    at = np.clip(cdf, 0.0, 1.0)
+    variance = j * q * (1 - q) + at * (p * (1 - p) - q * (1 - q)) + (p - q) ** 2 * at * (1 - at)
+    half = z_value(1 - 0.05 / (mech.k - 1), 1, False) * np.sqrt(variance / n) / (p - q)
+    return np.clip(cdf - half, 0.0, 1.0), np.clip(cdf + half, 0.0, 1.0)
+
+
 def oue(replicates: int) -> None:
     """Item 7: the oue band's coverage at small n."""
     print("oue k 3, exact joint coverage (least over 4 shapes)")
@@ -202,14 +215,22 @@ def oue(replicates: int) -> None:
             for n in (50,):
                 mech = OUE(k, epsilon)
                 rng = np.random.default_rng(k * 1000 + int(epsilon) * 10 + n)
-                worst = (replicates + 1, "")
+                worst = before = (replicates + 1, "")
                 for name, make in SHAPES_K.items():
                     f = make(k) / make(k).sum()
-                    low, high = band(mech, n, oue_counts(mech, n, f, replicates, rng))
+                    counts = oue_counts(mech, n, f, replicates, rng)
                     cdf = np.cumsum(f)[:-1]
-                    covered = ((low <= cdf + 1e-12) & (cdf - 1e-12 <= high)).all(axis=1).sum()
-                    worst = min(worst, (int(covered), name))
-                print(f"  k {k:>2} eps {epsilon:g} n {n:>3}: {worst[0]:,} ({worst[1]})")
+                    for rule, result in ((band, "now"), (former_oue_band, "before")):
+                        low, high = rule(mech, n, counts)
+                        ok = ((low <= cdf + 1e-12) & (cdf - 1e-12 <= high)).all(axis=1).sum()
+                        if result == "now":
+                            worst = min(worst, (int(ok), name))
+                        else:
+                            before = min(before, (int(ok), name))
+                print(
+                    f"  k {k:>2} eps {epsilon:g} n {n:>3}: now {worst[0]:,} ({worst[1]}),"
+                    f" before {before[0]:,} ({before[1]})"
+                )
 
 
 def main() -> None:
