@@ -201,7 +201,14 @@ def file_document(
             result = reports.estimate(progress=progress, **options)
             if spec.type == "histogram":
                 intervals = reports.quantiles(qs, **options)
-                return histogram_document(name, reports.first, reports.last, result, intervals)
+                return histogram_document(
+                    name,
+                    reports.first,
+                    reports.last,
+                    result,
+                    intervals,
+                    spec.edges,  # type: ignore[arg-type]
+                )
             return estimate_document(name, reports.first, reports.last, result)
         points = [
             (label, reports.estimate(label, progress=progress, **options))

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
 from deniable.client.errors import InvalidInput
+from deniable.estimators import quantile_bounds
 from deniable.estimators.documents import CLIPPED_MARKS, clipped_mark
 from rich.console import Console
 from rich.table import Table
@@ -528,10 +529,16 @@ def quantile_table(document: dict[str, Any]) -> Table:
         title=f"quantiles · {_pct_level(document)} jointly (all at once)", title_justify="left"
     )
     table.add_column("quantile", justify="right", no_wrap=True)
-    table.add_column("lies between", justify="right", no_wrap=True)
+    table.add_column("at least", justify="right", no_wrap=True)
+    table.add_column("at most", justify="right", no_wrap=True)
+    edges = document.get("edges") or [0.0]
     for entry in document.get("quantiles", []):
-        table.add_row(f"p{entry['q'] * 100:g}", f"{entry['low']:,g} and {entry['high']:,g}")
-    table.caption = "bucket edges; a wider interval means the data cannot place it closer"
+        table.add_row(f"p{entry['q'] * 100:g}", *quantile_bounds(entry, edges, "{:,g}".format))
+    table.caption = (
+        "bucket edges; a wider interval means the data cannot place it closer; the end buckets"
+        " hold every value beyond the outer edges, so a quantile that may lie in one has no"
+        " bound on that side"
+    )
     table.caption_justify = "left"
     return table
 

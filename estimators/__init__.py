@@ -41,6 +41,7 @@ from .documents import (
     histogram_document,
     mean_document,
     mean_series_document,
+    quantile_bounds,
     series_document,
 )
 from .privacy import (
@@ -182,6 +183,7 @@ __all__ = [
     "mean_series_document",
     "mechanism_sweep",
     "privacy_document",
+    "quantile_bounds",
     "quantile_intervals",
     "read_embedded_spec",
     "read_report_file",

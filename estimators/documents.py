@@ -16,7 +16,7 @@ A numeric series (:class:`MeanSeries`) carries ``mean`` per period the same way.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
@@ -65,9 +65,16 @@ class RangeEstimate(Estimate, MetricRange):
 class HistogramEstimate(RangeEstimate):
     """A histogram's estimate: its buckets' shares as for a categorical metric, plus an
     interval (bucket edges, value units) for each quantile asked for, jointly at
-    ``confidence`` whatever ``simultaneous`` says of the shares."""
+    ``confidence`` whatever ``simultaneous`` says of the shares, and the metric's ``edges``.
+
+    The end buckets are open (values beyond the outer edges are counted in them), so an
+    interval's ``low`` or ``high`` is null where the quantile may lie in one: no bound on that
+    side, the quantile may be below ``edges[0]`` or above ``edges[-1]``
+    (:func:`quantile_bounds` says it in words).
+    """
 
     quantiles: list[QuantileInterval] = field(kw_only=True)
+    edges: list[float] = field(kw_only=True)
 
 
 @dataclass(frozen=True)
@@ -165,13 +172,32 @@ def histogram_document(
     end: str | None,
     estimate: Estimate,
     quantiles: Sequence[QuantileInterval],
+    edges: Sequence[float],
 ) -> dict[str, Any]:
-    """The estimate document of histogram ``metric``: its buckets' ``estimate`` and the
-    ``quantiles`` intervals."""
+    """The estimate document of histogram ``metric``: its buckets' ``estimate``, the
+    ``quantiles`` intervals and its ``edges``."""
     values = {field.name: getattr(estimate, field.name) for field in fields(estimate)}
-    return asdict(
-        HistogramEstimate(metric=metric, start=start, end=end, quantiles=list(quantiles), **values)
+    document = HistogramEstimate(
+        metric=metric,
+        start=start,
+        end=end,
+        quantiles=list(quantiles),
+        edges=[float(e) for e in edges],
+        **values,
     )
+    return asdict(document)
+
+
+def quantile_bounds(
+    entry: dict[str, Any], edges: Sequence[float], number: Callable[[float], str]
+) -> tuple[str, str]:
+    """The words for a quantile interval's two ends (an entry of a histogram document's
+    ``quantiles``), each number written by ``number``: an open end says the quantile may lie
+    beyond the outer edge, "none: may be below 0" or "none: may be above 200"."""
+    low, high = entry.get("low"), entry.get("high")
+    low_text = number(low) if low is not None else f"none: may be below {number(edges[0])}"
+    high_text = number(high) if high is not None else f"none: may be above {number(edges[-1])}"
+    return low_text, high_text
 
 
 def mean_in_value_units(

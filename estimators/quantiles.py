@@ -9,17 +9,13 @@ first j: Var(z) = E[Var(z | x)] + (p* - q*)^2 F_j (1 - F_j), and
 * ``krr``/``brr``: z is one Bernoulli (a report supports exactly one bucket), so Z_j is
   exactly Bin(n, j q + (p - q) F_j): the interval is Wilson's on Z_j/n mapped, as for a share
   (the covariances -lam_v lam_w of section 2 are all inside it).
-* ``oue``: given x the bits are drawn independently, so the indicators of two buckets have
-  covariance 0 and E[Var(z | x)] = j q(1 - q) + F_j (p(1 - p) - q(1 - q)); Wald with the
-  plug-in at F^_j clipped to [0, 1].
-* ``olh``: with a pairwise-independent hash the indicator of the true bucket and of any other
-  are uncorrelated (checked numerically for the wire hash, ((a v + b) mod P) mod g: correlation
-  below 0.002 over 2e6 draws), but two *other* buckets are not: H(v) = H(w) = H(x) would need
-  a 3-wise independent hash, and the linear Carter-Wegman hash on neighbouring indices (which
-  buckets are) makes them correlate by up to 0.10 (eps 1, g = 4) and 0.19 (eps 2, g = 8). So
-  the independent-indicator variance would be too small; we use the bound valid under any
-  correlation, SD(z | x) <= sqrt(p(1 - p)) + j sqrt(q(1 - q)) (Minkowski), which is
-  conservative (a tighter one needs the hash's triple-collision probabilities).
+* ``oue``, ``olh``: :mod:`.cdfvariance` bounds Var(z) by a_j + b_j F - c F^2 (exact for oue;
+  for olh from the wire hash's triple-collision probabilities, which are not 1/g^2: two buckets
+  other than the true one share its hash value more often than independence would say). The
+  interval is the score interval: the F with n (p* - q*)^2 (F^_j - F)^2 <= z^2 Var(z; F), a
+  quadratic inequality, so the variance is taken at each candidate F rather than plugged in at
+  F^_j (which undercovered near F = 0 and 1). For oue with few reports it is joined with an
+  exact interval (:mod:`.cdfexact`).
 
 The band is simultaneous over the k - 1 inner edges (Bonferroni, alpha/(k - 1) each) and
 clipped to [0, 1]. Several periods: ``overlap-safe`` averages the per-period band ends with
@@ -27,7 +23,9 @@ weights n_t / N (section 9); ``independent`` pools the counts as one period.
 
 A quantile's interval, by inversion: low = the last inner edge whose band upper end is below q
 (there the CDF is surely below q, so the quantile is above it), high = the first whose lower
-end reaches q; the outer edges when no inner edge qualifies. If the band covers the CDF, the
+end reaches q. When no inner edge qualifies that end is open (None): the end buckets hold
+every value beyond the outer edges (values are clamped into them on the device), so a
+quantile that may fall in one may lie anywhere past the edge. If the band covers the CDF, the
 interval contains the quantile, for every q at once.
 """
 
@@ -37,8 +35,10 @@ from collections.abc import Sequence
 
 import numpy as np
 from deniable.client.errors import InvalidInput
-from deniable.client.mechanisms import OLH, OUE, Mechanism
+from deniable.client.mechanisms import OUE, Mechanism
 
+from .cdfexact import oue_exact_interval
+from .cdfvariance import variance_coefficients
 from .choices import DEFAULT_QUANTILES, Pooling, check_options
 from .consistency import is_krr
 from .frequency import period_arrays
@@ -46,23 +46,12 @@ from .intervals import rate_interval, z_value
 from .results import PeriodCounts, QuantileInterval
 
 
-def report_variance(mechanism: Mechanism, j: np.ndarray, cdf: np.ndarray) -> np.ndarray:
-    """Var(z) of one report's count of supported buckets among the first j (super-population),
-    at CDF value ``cdf`` in [0, 1] (oue exact, olh an upper bound; see the module's text)."""
-    p, q = mechanism.p_star, mechanism.q_star
-    between = (p - q) ** 2 * cdf * (1 - cdf)
-    if isinstance(mechanism, OLH):
-        return (np.sqrt(p * (1 - p)) + j * np.sqrt(q * (1 - q))) ** 2 + between
-    if isinstance(mechanism, OUE):
-        return j * q * (1 - q) + cdf * (p * (1 - p) - q * (1 - q)) + between
-    raise InvalidInput(f"no CDF variance for mechanism {mechanism.name!r}")
-
-
 def period_band(
-    mechanism: Mechanism, n: np.ndarray, counts: np.ndarray, alpha: float
+    mechanism: Mechanism, n: np.ndarray, counts: np.ndarray, alpha: float, bands: int = 1
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(F^, unclipped low, unclipped high) at the k - 1 inner edges for counts (..., k) and
-    n (...), at miss level alpha per edge; leading axes are kept."""
+    n (...), at miss level alpha per edge; leading axes are kept (they hold ``bands`` bands,
+    which bounds the exact interval's work)."""
     p, q = mechanism.p_star, mechanism.q_star
     n = np.asarray(n, dtype=np.float64)[..., None]
     summed = np.cumsum(np.asarray(counts, dtype=np.float64), axis=-1)[..., :-1]
@@ -71,9 +60,28 @@ def period_band(
     if is_krr(mechanism):
         low, high = rate_interval(summed, n, alpha)
         return cdf, (low - j * q) / (p - q), (high - j * q) / (p - q)
+    low, high = score_interval(mechanism, cdf, n, alpha)
+    if isinstance(mechanism, OUE):
+        exact_low, exact_high = oue_exact_interval(p, q, n, summed, alpha, bands)
+        low, high = np.fmin(low, exact_low), np.fmax(high, exact_high)
+    return cdf, low, high
+
+
+def score_interval(
+    mechanism: Mechanism, cdf: np.ndarray, n: np.ndarray, alpha: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """The F with n (p* - q*)^2 (F^ - F)^2 <= z^2 Var(z_j; F): the normal test at each
+    candidate F inverted, with the variance bound at F itself (not at F^), like Wilson's."""
+    a, b, c = variance_coefficients(mechanism)
+    d = (mechanism.p_star - mechanism.q_star) ** 2
     z = z_value(1.0 - alpha, 1, False)
-    se = np.sqrt(report_variance(mechanism, j, np.clip(cdf, 0.0, 1.0)) / n) / (p - q)
-    return cdf, cdf - z * se, cdf + z * se
+    kappa = z * z / n
+    lead = d + kappa * c
+    half = 2 * d * cdf + kappa * b
+    last = d * cdf * cdf - kappa * a
+    centre = half / (2 * lead)
+    spread = np.sqrt(np.maximum(half * half - 4 * lead * last, 0.0)) / (2 * lead)
+    return centre - spread, centre + spread
 
 
 def cdf_band(
@@ -100,10 +108,11 @@ def pooled_band(
     n = np.asarray(n, dtype=np.float64)
     big_n = n.sum(axis=-1)
     pooled = np.asarray(counts).sum(axis=-2)
-    point, low, high = period_band(mechanism, big_n, pooled, alpha)
-    if pooling != "independent":
+    bands = int(np.prod(n.shape[:-1]))
+    point, low, high = period_band(mechanism, big_n, pooled, alpha, bands)
+    if pooling != "independent" and n.shape[-1] > 1:  # one period: the same band
         weights = (n / big_n[..., None])[..., None]
-        _, low_t, high_t = period_band(mechanism, n, counts, alpha)
+        _, low_t, high_t = period_band(mechanism, n, counts, alpha, bands)
         low, high = (weights * low_t).sum(axis=-2), (weights * high_t).sum(axis=-2)
     return point, np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)
 
@@ -114,7 +123,9 @@ def quantile_intervals(
     high: np.ndarray,
     qs: Sequence[float] = DEFAULT_QUANTILES,
 ) -> list[QuantileInterval]:
-    """Invert a CDF band at the inner edges (``edges[1:-1]``) into an interval per quantile."""
+    """Invert a CDF band at the inner edges (``edges[1:-1]``) into an interval per quantile;
+    an end left open (None) where the quantile may lie in an end bucket, which holds every
+    value beyond its outer edge."""
     inner = list(edges[1:-1])
     if len(low) != len(inner) or len(high) != len(inner):
         raise InvalidInput("the band needs one value per inner edge")
@@ -124,9 +135,9 @@ def quantile_intervals(
             raise InvalidInput("each quantile q must be strictly between 0 and 1")
         below = [i for i, h in enumerate(high) if h < q]
         reached = [i for i, lo in enumerate(low) if lo >= q]
-        lo_edge = inner[below[-1]] if below else edges[0]
-        hi_edge = inner[reached[0]] if reached else edges[-1]
-        result.append(QuantileInterval(float(q), float(lo_edge), float(hi_edge)))
+        lo_edge = float(inner[below[-1]]) if below else None
+        hi_edge = float(inner[reached[0]]) if reached else None
+        result.append(QuantileInterval(float(q), lo_edge, hi_edge))
     return result
 
 
@@ -140,10 +151,10 @@ def estimate_quantiles(
     pooling: Pooling = "overlap-safe",
 ) -> list[QuantileInterval]:
     """Intervals (value units, bucket edges) for the quantiles ``qs`` of a histogram metric,
-    jointly at ``confidence``; without reports each is the whole range [edges[0], edges[-1]]."""
+    jointly at ``confidence``; without reports each is unbounded at both ends."""
     if len(edges) != mechanism.k + 1:
         raise InvalidInput(f"expected {mechanism.k + 1} edges for {mechanism.k} buckets")
     band = cdf_band(mechanism, periods, confidence=confidence, pooling=pooling)
     if band is None:
-        return [QuantileInterval(float(q), float(edges[0]), float(edges[-1])) for q in qs]
+        return [QuantileInterval(float(q), None, None) for q in qs]
     return quantile_intervals(edges, band[1], band[2], qs)

@@ -49,11 +49,18 @@ class MeanEstimate:
 
 @dataclass(frozen=True)
 class QuantileInterval:
-    """An interval [``low``, ``high``] (value units, bucket edges) for the q-quantile."""
+    """An interval [``low``, ``high``] (value units, bucket edges) for the q-quantile.
+
+    The end buckets are open: every value below the first edge is counted in the bottom
+    bucket and every value above the last edge in the top one. So ``low`` is null (no lower
+    bound: the quantile may lie below the first edge) when the quantile may fall in the bottom
+    bucket, and ``high`` is null (no upper bound: it may lie above the last edge) when it may
+    fall in the top one; an end that is a number is always an inner edge.
+    """
 
     q: float
-    low: float
-    high: float
+    low: float | None
+    high: float | None
 
 
 @dataclass(frozen=True)

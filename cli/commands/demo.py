@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 import click
-from deniable.estimators import DEFAULT_QUANTILES
+from deniable.estimators import DEFAULT_QUANTILES, quantile_bounds
 
 from ..api import CollectorAPI
 from ..options import DEFAULT_CONFIDENCE, format_option
@@ -141,18 +141,23 @@ def _quantiles_table(
         title=f"{spec['name']} · quantiles · {DEFAULT_CONFIDENCE * 100:g}% jointly",
         title_justify="left",
     )
-    for header in ("quantile", "truth", "lies between", "truth inside"):
+    for header in ("quantile", "truth", "at least", "at most", "truth inside"):
         table.add_column(header, justify="right", no_wrap=True)
     for entry in document["quantiles"]:
         true = truth[f"{entry['q']:g}"]
-        inside = entry["low"] <= true <= entry["high"]
         table.add_row(
             f"p{entry['q'] * 100:g}",
             f"{true:,.1f}",
-            f"{entry['low']:,g} and {entry['high']:,g}",
-            "✓" if inside else "✗",
+            *quantile_bounds(entry, document["edges"], "{:,g}".format),
+            "✓" if _quantile_inside(entry, true) else "✗",
         )
     return table
+
+
+def _quantile_inside(entry: dict[str, Any], true: float) -> bool:
+    """Whether a quantile interval (an open end is null) holds ``true``."""
+    low, high = entry["low"], entry["high"]
+    return (low is None or low <= true) and (high is None or true <= high)
 
 
 def _truth(pop: Any) -> Any:
@@ -174,7 +179,7 @@ def _all_inside(truth: Any, document: dict[str, Any]) -> bool:
         r["ci_low"] <= shares[r["category"]] <= r["ci_high"] for r in document["estimates"]
     )
     for entry in document.get("quantiles", []):
-        inside &= entry["low"] <= truth["quantiles"][f"{entry['q']:g}"] <= entry["high"]
+        inside &= _quantile_inside(entry, truth["quantiles"][f"{entry['q']:g}"])
     return inside
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from deniable.client.spec import MetricSpec
+from deniable.estimators import quantile_bounds
 from deniable.estimators.documents import CLIPPED_MARKS, clipped_mark
 
 from ..routes.privacy import DEFAULT_RATIO
@@ -338,14 +339,15 @@ def _quantiles_section(document: dict[str, Any]) -> str:
     """The histogram's quantile intervals (value units, bucket edges)."""
     rows = [
         f'<tr data-q="{entry["q"]!r}">'
-        + cells([f"p{entry['q'] * 100:g}", value_text(entry["low"]), value_text(entry["high"])])
+        + cells([f"p{entry['q'] * 100:g}", *quantile_bounds(entry, document["edges"], value_text)])
         + "</tr>"
         for entry in document["quantiles"]
     ]
     return (
         '<section class="card"><h2>Quantiles</h2>'
         '<p class="meta">Each quantile lies between two bucket edges, jointly at'
-        f" {document['confidence'] * 100:g}%.</p>"
+        f" {document['confidence'] * 100:g}%. The end buckets hold every value beyond the"
+        " outer edges, so a quantile that may lie in one has no bound on that side.</p>"
         + table("quantiles", ("quantile", "at least", "at most"), rows)
         + "</section>"
     )

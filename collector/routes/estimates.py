@@ -218,7 +218,7 @@ def get_estimate(
         )
     except InvalidInput as exc:
         raise refused(spec, exc) from None
-    return histogram_document(spec.name, first, last, result, quantiles)
+    return histogram_document(spec.name, first, last, result, quantiles, spec.edges)  # type: ignore[arg-type]
 
 
 @metric_read(router, "/v1/metrics/{name}/series", AnySeries, viewer=True)

@@ -606,3 +606,30 @@ def test_range_size_is_counted_exactly(kind: str, start: str, end: str) -> None:
     if len(labels) > limit:
         with pytest.raises(InvalidInput, match="more than"):
             check_range_size(kind, labels[0], labels[limit])
+
+
+def test_offline_quantile_past_the_top_edge_has_no_upper_bound(tmp_path: Path) -> None:
+    """3,000 oue reports, eps 4, edges 0..200: 5% of the values lie above 200 (counted in the
+    top bucket), so the p99 may lie past 200: null in JSON, "may be above 200" in the table."""
+    spec = MetricSpec.histogram("latency", [0, 50, 100, 150, 200], epsilon=4.0, mechanism="oue")
+    rng = SeededRandomness(23)
+    values = [10.0] * 1_000 + [120.0] * 1_850 + [400.0] * 150
+    rows = [
+        (str(uuid.uuid4()), DAYS[0], spec.randomizer.randomize(spec.bucket_of(v), rng))
+        for v in values
+    ]
+    path = tmp_path / "latency.parquet"
+    frame_of(spec, rows).write_parquet(
+        path, metadata={SPEC_METADATA_KEY: json.dumps(spec.to_dict())}
+    )
+    result = run("estimate", "latency", "--from-file", str(path), "--format", "json")
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["edges"] == [0.0, 50.0, 100.0, 150.0, 200.0]
+    p99 = next(entry for entry in document["quantiles"] if entry["q"] == 0.99)
+    assert p99["high"] is None and p99["low"] in (50.0, 100.0, 150.0)
+    median = next(entry for entry in document["quantiles"] if entry["q"] == 0.5)
+    assert median["low"] is not None and median["high"] is not None
+    table = run("estimate", "latency", "--from-file", str(path))
+    assert table.exit_code == 0, table.output
+    assert "none: may be above 200" in table.stdout

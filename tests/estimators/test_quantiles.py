@@ -16,8 +16,9 @@ import math
 import numpy as np
 import pytest
 from deniable.client.mechanisms import KRR, OLH, OLH_PRIME, OUE, Mechanism
-from deniable.estimators import PeriodCounts, QuantileInterval, estimate_quantiles
-from deniable.estimators.quantiles import pooled_band, quantile_intervals, report_variance
+from deniable.estimators import PeriodCounts, QuantileInterval, estimate_quantiles, quantile_bounds
+from deniable.estimators.cdfvariance import variance_coefficients
+from deniable.estimators.quantiles import pooled_band, quantile_intervals
 
 M = 5_000
 COVER_LOW = 4_691
@@ -45,7 +46,8 @@ def test_krr_cdf_variance_by_exhaustive_enumeration() -> None:
 
 
 def test_oue_cdf_variance_by_exhaustive_enumeration() -> None:
-    """n = 2, k = 3: every pair of bit vectors; Var = report_variance/(n (p - q)^2)."""
+    """n = 2, k = 3: every pair of bit vectors; Var = (a + b F - c F^2)/(n (p - q)^2), the
+    bound of cdfvariance, which is exact for oue."""
     mech, n = OUE(3, 1.0), 2
     f = np.array([0.5, 0.3, 0.2])
     p, q = mech.p_star, mech.q_star
@@ -65,7 +67,9 @@ def test_oue_cdf_variance_by_exhaustive_enumeration() -> None:
             est = (sum(sum(b[:j]) for b in pair) / n - j * q) / (p - q)
             mean += prob * est
             second += prob * est * est
-        expected = report_variance(mech, np.array(j), np.array(f[:j].sum())) / (n * (p - q) ** 2)
+        a, b, c = variance_coefficients(mech)
+        big = f[:j].sum()
+        expected = (a[j - 1] + b[j - 1] * big - c * big**2) / (n * (p - q) ** 2)
         assert mean == pytest.approx(f[:j].sum(), abs=1e-12)
         assert second - mean**2 == pytest.approx(float(expected), abs=1e-12)
 
@@ -77,17 +81,18 @@ def test_inversion_on_constructed_bands() -> None:
     assert got[0] == QuantileInterval(0.5, 100.0, 250.0)
     # 0.90 touches the upper end at edge 3 (not below q) and reaches the lower end at edge 4
     assert got[1] == QuantileInterval(0.9, 250.0, 1000.0)
-    assert got[2] == QuantileInterval(0.99, 500.0, 5000.0)  # no inner edge reaches 0.99
-    assert got[3] == QuantileInterval(0.2, 0.0, 100.0)  # q below the first inner edge's band
+    # no inner edge reaches 0.99: it may lie in the top bucket, open above
+    assert got[2] == QuantileInterval(0.99, 500.0, None)
+    assert got[3] == QuantileInterval(0.2, None, 100.0)  # may lie in the bottom bucket
     touching = quantile_intervals(
         EDGES, np.array([0.5, 0.6, 0.7, 0.8]), np.array([0.5, 0.6, 0.7, 0.8]), (0.5,)
     )
-    assert touching == [QuantileInterval(0.5, 0.0, 100.0)]
+    assert touching == [QuantileInterval(0.5, None, 100.0)]
 
 
-def test_no_reports_give_the_whole_range() -> None:
+def test_no_reports_leave_both_ends_open() -> None:
     got = estimate_quantiles(OUE(5, 1.0), EDGES, [PeriodCounts("a", 0, [0] * 5)])
-    assert got == [QuantileInterval(q, 0.0, 5000.0) for q in QS]
+    assert got == [QuantileInterval(q, None, None) for q in QS]
 
 
 def simulate_counts(mech: Mechanism, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -127,8 +132,49 @@ def test_quantile_intervals_cover(mech: Mechanism) -> None:
         ok = np.zeros(M, dtype=bool)
         for r in range(M):
             got = quantile_intervals(EDGES, low[r], high[r], (q,))[0]
-            lo, hi = EDGES.index(got.low), EDGES.index(got.high)
+            lo = 0 if got.low is None else EDGES.index(got.low)
+            hi = len(EDGES) - 1 if got.high is None else EDGES.index(got.high)
             ok[r] = truth[lo] < q <= truth[hi]
         assert ok.sum() >= COVER_LOW, (q, ok.sum())
         jointly &= ok
     assert jointly.sum() >= COVER_LOW
+
+
+def expected_counts(mech: Mechanism, n: int, shares: np.ndarray) -> np.ndarray:
+    """The support counts' expectations n (q* + (p* - q*) f), rounded: a typical period."""
+    return np.round(n * (mech.q_star + (mech.p_star - mech.q_star) * shares)).astype(np.int64)
+
+
+TAIL_EDGES = tuple(float(e) for e in range(0, 201, 20))  # 10 buckets, 0..200
+
+
+@pytest.mark.parametrize("reverse", [False, True], ids=["above", "below"])
+def test_a_quantile_in_an_end_bucket_has_an_open_end(reverse: bool) -> None:
+    """oue, eps 4, n = 50,000: 1.6% of the values in the top bucket (the 1.08% beyond 200 are
+    counted there), so the p99 may lie past 200 and its interval has no upper bound; mirrored,
+    the p1's has no lower bound."""
+    shares = np.array([0.30, 0.20, 0.15, 0.10, 0.08, 0.07, 0.05, 0.03, 0.004, 0.016])
+    if reverse:
+        shares = shares[::-1]
+    mech, n = OUE(10, 4.0), 50_000
+    periods = [PeriodCounts("a", n, expected_counts(mech, n, shares).tolist())]
+    q = 0.01 if reverse else 0.99
+    got = estimate_quantiles(mech, TAIL_EDGES, periods, (q, 0.5))
+    if reverse:
+        assert got[0].low is None and got[0].high is not None
+    else:
+        assert got[0].high is None and got[0].low is not None
+    assert got[1].low is not None and got[1].high is not None  # the median is inside
+
+
+def test_open_ends_are_said_in_words() -> None:
+    edges = [0.0, 50.0, 200.0]
+    number = "{:,g}".format
+    assert quantile_bounds({"low": 50.0, "high": None}, edges, number) == (
+        "50",
+        "none: may be above 200",
+    )
+    assert quantile_bounds({"low": None, "high": 50.0}, edges, number) == (
+        "none: may be below 0",
+        "50",
+    )

@@ -104,3 +104,9 @@ def overlapping_uploads(
     for thread in threads:
         thread.join()
     return accepted, errors
+
+
+def quantile_holds(entry: dict[str, Any], value: float) -> bool:
+    """Whether a histogram document's quantile interval holds ``value`` (a null end is open)."""
+    low, high = entry["low"], entry["high"]
+    return (low is None or low <= value) and (high is None or value <= high)
