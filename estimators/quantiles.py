@@ -114,7 +114,18 @@ def pooled_band(
         weights = (n / big_n[..., None])[..., None]
         _, low_t, high_t = period_band(mechanism, n, counts, alpha, bands)
         low, high = (weights * low_t).sum(axis=-2), (weights * high_t).sum(axis=-2)
-    return point, np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)
+    return (point, *monotone(np.clip(low, 0.0, 1.0), np.clip(high, 0.0, 1.0)))
+
+
+def monotone(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The band intersected with the non-decreasing functions (a CDF is one): a running max of
+    the lower ends and a reverse running min of the upper ends. It contains every CDF the band
+    did, so it covers as often and is never wider. Where the intersection is empty (the data
+    fit no CDF inside the band, which happens only when the band missed), each edge keeps the
+    hull of its two ends, so low <= high always."""
+    low = np.maximum.accumulate(low, axis=-1)
+    high = np.flip(np.minimum.accumulate(np.flip(high, axis=-1), axis=-1), axis=-1)
+    return np.minimum(low, high), np.maximum(low, high)
 
 
 def quantile_intervals(
@@ -137,6 +148,8 @@ def quantile_intervals(
         reached = [i for i, lo in enumerate(low) if lo >= q]
         lo_edge = float(inner[below[-1]]) if below else None
         hi_edge = float(inner[reached[0]]) if reached else None
+        if lo_edge is not None and hi_edge is not None and lo_edge > hi_edge:
+            lo_edge, hi_edge = hi_edge, lo_edge  # a band no CDF fits: its hull
         result.append(QuantileInterval(float(q), lo_edge, hi_edge))
     return result
 
