@@ -191,7 +191,9 @@ def test_series_takes_simultaneous_like_estimate(
     spec, _ = stored
     window = {"start": DAYS[0], "end": DAYS[-1], "confidence": 0.9}
     joint = admin.get(f"/v1/metrics/{spec.name}/series", params={**window, "simultaneous": "true"})
-    single = admin.get(f"/v1/metrics/{spec.name}/series", params=window)
+    single = admin.get(
+        f"/v1/metrics/{spec.name}/series", params={**window, "simultaneous": "false"}
+    )
     assert joint.status_code == single.status_code == 200, (joint.text, single.text)
     assert (joint.json()["simultaneous"], single.json()["simultaneous"]) == (True, False)
     for both, each in zip(joint.json()["series"], single.json()["series"], strict=True):

@@ -101,10 +101,17 @@ def test_the_true_mean_lies_inside_the_interval_and_resends_change_nothing(
         ),
     )
     values = load_times(N, seed=31)
-    result = deliver_twice(
-        collector, admin, spec, values, tmp_path / "device", confidence=CONFIDENCE
-    )
     today = collector.clock().date().isoformat()
+    result = deliver_twice(
+        collector,
+        admin,
+        spec,
+        values,
+        tmp_path / "device",
+        confidence=CONFIDENCE,
+        start=today,
+        end=today,
+    )
     assert (result["metric"], result["start"], result["end"]) == (spec.name, today, today)
     assert (result["n"], result["periods"], result["lower"], result["upper"]) == (
         N,
