@@ -134,7 +134,7 @@ def exchange(
                 extensions={"trace": watchdog.trace},
             ) as response:
                 declared = response.headers.get("content-length", "")
-                if declared.isdigit() and int(declared) > limit:
+                if declared.isascii() and declared.isdigit() and int(declared) > limit:
                     raise AnswerTooLarge(
                         f"the answer declares {declared} bytes, over the cap of {limit:,} bytes"
                     )

@@ -35,7 +35,7 @@ async def read_body(request: Request, limit: int, timeout: float) -> bytes:
     too_large = Refused(413, "too_large", f"request body exceeds {limit} bytes")
     declared = request.headers.get("content-length")
     if declared is not None:
-        if not declared.isdigit():
+        if not (declared.isascii() and declared.isdigit()):
             raise Refused(400, "bad_length", "Content-Length is not a number")
         if int(declared) > limit:
             raise too_large
