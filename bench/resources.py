@@ -4,8 +4,9 @@ It starts a real collector (``deniable serve`` on a SQLite file or PostgreSQL) i
 cgroup limited like the shipped pod (512 MiB by default), registers an olh metric with
 k = 10,000, a duchi metric with 30 reports, a small metric for other clients' uploads and
 (``--overview-metrics``) enough others for a long dashboard overview. For each request of
-issue 24 it sends one copy and then ``--copies`` concurrent copies (each client giving up after
-``--client-timeout`` seconds), while another client uploads a small batch every 0.2 s. Each row
+issue 24, and for the largest reads the limits allow, it sends one copy and then ``--copies``
+concurrent copies (each client giving up after ``--client-timeout`` seconds), while another
+client uploads a small batch every 0.2 s. Each row
 says what the requests got, the collector's peak memory (the cgroup's high-water mark), the
 slowest of the other client's uploads during the round (the target is under 2 s) and whether
 the collector was still alive and healthy afterwards. Run (as root, for the cgroup):
@@ -166,6 +167,14 @@ def hostile_requests(
         "dashboard k=10,000 x 1,100": (
             "session",
             lambda c: c.get(f"/dashboard/metrics/{big.name}", params=days_back(1100)),
+        ),
+        "series k=10,000 x 5 (most allowed)": (
+            "viewer",
+            lambda c: c.get(f"/v1/metrics/{big.name}/series", params=days_back(5)),
+        ),
+        "dashboard k=10,000, default range": (
+            "session",
+            lambda c: c.get(f"/dashboard/metrics/{big.name}"),
         ),
         "dashboard overview": ("session", lambda c: c.get("/dashboard/")),
         "duchi pooling=independent": (

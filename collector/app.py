@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from . import dashboard
 from .context import Clock, Collector, SpecCache, utc_now
 from .docspage import install_docs
+from .readgate import ReadGate
 from .redirects import RelativeRedirects
 from .routes import admin, estimates, metrics, privacy, reports
 from .schemas import ReportBatch
@@ -213,6 +214,9 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.include_router(dashboard.router)
     app.add_api_route("/", _to_dashboard, include_in_schema=False)
     _install_error_handlers(app)
+    app.add_middleware(
+        ReadGate, limit=settings.max_concurrent_reads, wait=settings.read_queue_timeout
+    )
     app.add_middleware(dashboard.DashboardHeaders)
     app.add_middleware(RelativeRedirects)
     app.add_middleware(LatencyMiddleware, telemetry=telemetry)

@@ -149,6 +149,11 @@ class Settings(BaseSettings):
     """The most periods × categories of stored counts one estimate reads: 422 past it."""
     dashboard_page_metrics: int = Field(default=DASHBOARD_PAGE_METRICS, ge=1, le=1000)
     """The most metrics one page of the dashboard's overview shows."""
+    max_concurrent_reads: int = Field(default=4, ge=1, le=256)
+    """Estimates, series, privacy accounts and dashboard pages one process computes at once
+    (collector/readgate.py): each is bounded, and this bounds their sum."""
+    read_queue_timeout: float = Field(default=10.0, gt=0, le=600)
+    """Seconds a read waits for its turn before it is answered 503 with Retry-After."""
     shutdown_timeout: int = Field(default=DEFAULT_SHUTDOWN_TIMEOUT, ge=1, le=3600)
     """Seconds in-flight requests get after SIGTERM."""
     header_timeout: float = Field(default=10.0, gt=0, le=600)
