@@ -34,7 +34,8 @@ FUZZ_SETTINGS = settings(
     derandomize=True,
     suppress_health_check=list(HealthCheck),
 )
-SCHEMA_SETTINGS = settings(FUZZ_SETTINGS, max_examples=12)
+SCHEMA_SETTINGS = settings(FUZZ_SETTINGS, max_examples=6)
+"""Examples per operation; tests/collector/test_bounded.py runs schemathesis over the API too."""
 
 
 @pytest.fixture(scope="session")
