@@ -70,6 +70,18 @@ def _post_until_both_workers_counted(
     return accepted, posts
 
 
+def _files_appear(directory: Path, pattern: str, count: int) -> bool:
+    """Whether ``count`` files matching ``pattern`` are in ``directory`` within 10 s.
+
+    A worker counts an upload while answering it but times it after the response is
+    sent, so its histogram file may appear a moment after its counter file.
+    """
+    deadline = time.monotonic() + 10
+    while len(list(directory.glob(pattern))) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return len(list(directory.glob(pattern))) == count
+
+
 def _scrape(url: str, metric: str) -> tuple[float, float]:
     """One /metrics scrape on a new connection: (accepted for ``metric``, report POSTs timed)."""
     response = httpx.get(f"{url}/metrics", timeout=10)
@@ -112,7 +124,7 @@ def test_every_scrape_of_two_workers_shows_the_totals_and_serve_removes_its_dire
         spec = _spec(server.url, unique_name("tele"))
         accepted, posts = _post_until_both_workers_counted(server.url, spec, directory, 12)
         assert accepted == posts * BATCH
-        assert len(list(directory.glob("histogram_*.db"))) == 2
+        assert _files_appear(directory, "histogram_*.db", 2)
         _assert_every_scrape_shows(server.url, spec.name, accepted, posts)
         server.signal(signal.SIGTERM)
         assert server.shut_down_gracefully(), server.log_tail()
