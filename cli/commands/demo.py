@@ -15,7 +15,7 @@ import secrets
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
@@ -228,37 +228,46 @@ def demo(seed: int | None, clients: int, keep_dashboard: bool, port: int | None,
 
     viewer = secrets.token_urlsafe(24) if keep_dashboard else None
     collector = LocalCollector(viewer_token=viewer, port=port)
-    with _interrupted_by_termination():
+    with _interrupted_by_termination() as shield:
         try:
             _run_demo(collector, seed, clients, fmt)
             if keep_dashboard and viewer is not None:
                 _keep_serving(collector, viewer)
         finally:
+            shield()
             collector.stop()
 
 
 @contextlib.contextmanager
-def _interrupted_by_termination() -> Iterator[None]:
+def _interrupted_by_termination() -> Iterator[Callable[[], None]]:
     """Inside the block, SIGTERM and SIGHUP interrupt like Ctrl-C (a ``KeyboardInterrupt``), so
     the demo's collector is stopped and its temporary database removed however the demo is
-    asked to end; a second such signal during that clean-up is ignored. Only the main thread
-    can set signal handlers; elsewhere the block runs as it is."""
+    asked to end. The block gets a ``shield()`` to call before that clean-up: from then on
+    these signals and Ctrl-C are ignored until the block ends, so a second one cannot cut the
+    clean-up short. Only the main thread can set signal handlers; elsewhere the block runs as
+    it is."""
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield lambda: None
         return
     signals = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
 
-    def interrupt(signum: int, frame: object) -> None:
-        for each in signals:
+    def shield() -> None:
+        for each in (*signals, signal.SIGINT):
             signal.signal(each, signal.SIG_IGN)
+
+    def interrupt(signum: int, frame: object) -> None:
+        shield()
         raise KeyboardInterrupt
 
-    previous = {each: signal.signal(each, interrupt) for each in signals}
+    previous = {each: signal.getsignal(each) for each in (*signals, signal.SIGINT)}
+    for each in signals:
+        signal.signal(each, interrupt)
     try:
-        yield
+        yield shield
     finally:
         for each, handler in previous.items():
-            signal.signal(each, handler)
+            if handler is not None:  # None: set outside Python, so not ours to restore
+                signal.signal(each, handler)
 
 
 def _keep_serving(collector: Any, viewer: str) -> None:
