@@ -153,9 +153,10 @@ class Uploader:
             return self._drop_named(batch, bad, count, result)
         removed = self._forget(batch, count)
         counters = self._counters
+        if result.kind == "accepted":
+            self._last_delivery = self._now()
         with counters.lock:
             if result.kind == "accepted":
-                self._last_delivery = self._now()
                 self._largest_accepted = max(self._largest_accepted, count)
                 counters.delivered += removed
                 counters.duplicates += min(result.duplicates, removed)
@@ -202,7 +203,8 @@ class Uploader:
             "unreachable",
             f"collector unreachable since {_moment(self._down_since)}: {result.url} {cause}"
             f" ({self._failures} attempts failed in a row); last successful upload: {last};"
-            f" {len(self._outbox):,} reports are kept, next attempt in {delay:.1f} s",
+            f" reports kept for a retry: {len(self._outbox):,}; next attempt at about"
+            f" {_moment(now + dt.timedelta(seconds=delay))}",
         )
 
     def _what_remains(self) -> UploadOutcome:

@@ -62,7 +62,7 @@ def test_problems_say_since_when_the_collector_is_unreachable_and_clear_once_it_
         (problem,) = [p for p in client.problems() if "unreachable" in p]
         assert "since 2026-11-21T12:03:00Z" in problem, problem
         assert "last successful upload: at 2026-11-21T12:00:00Z" in problem, problem
-        assert collector.url in problem and "1 reports are kept" in problem, problem
+        assert collector.url in problem and "reports kept for a retry: 1;" in problem, problem
         collector.start(port)
         assert eventually(lambda: client.stats.delivered == 2, timeout=60), client.problems()
         assert eventually(lambda: client.problems() == [])
