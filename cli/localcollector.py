@@ -21,7 +21,8 @@ from types import TracebackType
 
 import httpx
 from deniable.client.errors import CollectorUnavailable
-from deniable.collector.listening import DEFAULT_HOST, free_port
+from deniable.collector.listening import DEFAULT_HOST, Listening, free_port
+from deniable.collector.startup import port_problem
 
 STARTUP_SECONDS = 20.0
 """How long the child may take to answer /healthz."""
@@ -75,7 +76,12 @@ class LocalCollector:
 
     def start(self) -> None:
         """Start the child and wait until it answers; on a free port taken meanwhile, try
-        another (twice); a port that was asked for is tried once."""
+        another (twice); a port that was asked for is tried once, after checking that it is
+        free (a port in use fails at once, in one line naming it)."""
+        if self._fixed_port:
+            problem = port_problem(Listening(DEFAULT_HOST, self._fixed_port))
+            if problem is not None:
+                raise CollectorUnavailable(f"the demo collector cannot start: {problem}")
         for _ in range(1 if self._fixed_port else 3):
             self.port = self._fixed_port or free_port()
             self.url = f"http://{DEFAULT_HOST}:{self.port}"

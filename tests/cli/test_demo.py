@@ -157,17 +157,11 @@ def test_sigterm_stops_the_dashboard_demos_collector_and_removes_its_database(
 
 
 def test_a_port_in_use_is_one_line_naming_it() -> None:
-
     with socket.socket() as taken:
         taken.bind((LOOPBACK, 0))
         taken.listen()
         port = taken.getsockname()[1]
-        out = subprocess.run(
-            [sys.executable, "-m", "deniable.cli.main", "demo", "--port", str(port)],
-            capture_output=True,
-            text=True,
-            timeout=READY_SECONDS,
-            env=_demo_environment(),
-        )
-    assert out.returncode != 0
-    assert f"port {port}" in out.stderr and "Traceback" not in out.stderr, out.stderr
+        result = CliRunner().invoke(cli, ["demo", "--port", str(port)])
+    assert result.exit_code != 0
+    assert f"port {port}" in result.stderr and "Traceback" not in result.output, result.output
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
