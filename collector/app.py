@@ -24,7 +24,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from . import dashboard
+from . import dashboard, exposition
 from .context import Clock, Collector, SpecCache, utc_now
 from .docspage import install_docs
 from .readgate import ReadGate
@@ -211,6 +211,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     install_docs(app)
     for module in (reports, metrics, estimates, privacy, admin):
         app.include_router(module.router)
+    app.include_router(exposition.router)
     app.include_router(dashboard.router)
     app.add_api_route("/", _to_dashboard, include_in_schema=False)
     _install_error_handlers(app)
