@@ -158,9 +158,9 @@ def result_html(document: dict[str, Any]) -> str:
         '<div><span class="label">Mechanism</span>'
         f'<output id="numeric-mechanism" class="big">{e(chosen)}</output></div></div>'
         f'<p class="meta">{e(given)}: {e(what)}, with the interval the estimates compute'
-        " (as <code>deniable plan</code>"
-        + (" --categories" if histogram else " --numeric")
-        + "). The mechanism marked needs the fewest reports.</p>"
+        " (as <code>deniable plan "
+        + ("--categories" if histogram else "--numeric")
+        + "</code>). The mechanism marked needs the fewest reports.</p>"
         + table(
             "numeric-mechanisms",
             ("mechanism", "margin" if inverse else "reports needed", spread_head),
