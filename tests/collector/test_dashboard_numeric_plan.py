@@ -130,3 +130,4 @@ def test_bad_input_is_a_422_page_naming_it(
     page = plan_page(dashboard, **params)
     assert page.status_code == 422
     assert 'role="alert"' in page.text and escape(message) in page.text
+    assert '<form id="plan-numeric"' in page.text  # the number form, to correct
