@@ -17,11 +17,11 @@ docs/operations.md ("Estimates in Grafana"); ``deploy/grafana-dashboard.json`` q
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Annotated, Any
 
 from deniable.client.spec import MetricSpec
 from deniable.estimators import DEFAULT_PERIODS
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import Response
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -41,6 +41,15 @@ PATH = "/v1/estimates/metrics"
 
 PAGE_PARAMETER = "page"
 """The query parameter choosing a page of metrics (from 1)."""
+
+PageQuery = Annotated[
+    str | None,
+    Query(
+        max_length=32,
+        description="Which page of metrics, from 1 (deniable_estimate_pages says how many)",
+    ),
+]
+"""The ``page`` query parameter, read by a whole-number rule once the pages are known."""
 
 FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "deniable_estimate_pages": ("Pages of metrics this endpoint exports (?page=1..N)", ()),
@@ -195,7 +204,7 @@ def export_page(request: Request, page: str | None) -> bytes:
     },
     summary="Current estimates in Prometheus text",
 )
-def estimates_metrics(request: Request, page: str | None = None) -> Response:
+def estimates_metrics(request: Request, page: PageQuery = None) -> Response:
     """Every metric's current estimate (the estimate route's defaults) in the Prometheus text
     exposition format, for a Prometheus server to scrape with the viewer token and Grafana to
     chart; ``page`` (from 1) chooses among pages of at most the dashboard overview's size."""

@@ -128,6 +128,7 @@ def test_the_histogram_page_shows_quantiles_over_time(seeded: Seeded) -> None:
         page = client.get(f"/dashboard/metrics/{name}", params=WEEK)
         chosen = client.get(f"/dashboard/metrics/{name}", params={**WEEK, "quantiles": "0.25"})
         bad = client.get(f"/dashboard/metrics/{name}", params={**WEEK, "quantiles": "2"})
+        long = client.get(f"/dashboard/metrics/{name}", params={**WEEK, "quantiles": "0.5 " * 60})
     assert page.status_code == 200
     assert page.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
     text = page.text
@@ -144,3 +145,4 @@ def test_the_histogram_page_shows_quantiles_over_time(seeded: Seeded) -> None:
     assert f'<tr data-period="{DAYS[0]}" data-q="0.9">' not in chosen.text
     assert bad.status_code == 422
     assert "q must be a number above 0 and below 1" in bad.text
+    assert long.status_code == 422 and "quantiles: at most 200 characters" in long.text
