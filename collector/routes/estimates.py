@@ -39,11 +39,12 @@ from deniable.estimators import (
     series_document,
 )
 from deniable.estimators.choices import periods_back
+from deniable.estimators.heavyhitters import MAX_CANDIDATES, text_document
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from ..context import Collector
 from ..numbers import NumberRule, query_number
-from ..storage.queries import read_counts, read_sums
+from ..storage.queries import count_width, read_counts, read_sums
 from .common import MetricPeriods, MetricPeriodsQuery, find_spec, metric_read, period_bounds
 
 router = APIRouter()
@@ -59,6 +60,13 @@ Quantiles = Annotated[
     Query(
         description="Histogram metrics only: a quantile to give an interval for, strictly between"
         " 0 and 1 (repeatable; default 0.5, 0.9 and 0.99)"
+    ),
+]
+Candidates = Annotated[
+    list[str] | None,
+    Query(
+        description="Text metrics only: a string to score instead of discovering (repeatable,"
+        f" at most {MAX_CANDIDATES:,}); each gets its share and interval",
     ),
 ]
 
@@ -105,7 +113,9 @@ def resolve_range(state: Collector, spec: MetricSpec, read: MetricPeriods) -> li
 
 def categories_of(spec: MetricSpec) -> int:
     """The cells one period of ``spec`` adds to a read: its categories (a numeric metric: one,
-    its mean)."""
+    its mean; a text metric: its sketch's counts)."""
+    if spec.type == "text":
+        return count_width(spec)
     return 1 if spec.type == "numeric" else spec.k
 
 
@@ -186,11 +196,24 @@ def get_estimate(
     options: EstimateOptionsQuery,
     pooling: Pooling = "overlap-safe",
     q: Quantiles = None,
+    candidates: Candidates = None,
 ) -> dict[str, Any]:
     """The population estimate over the periods start..end, pooled as ``pooling`` says: the
     shares of each category, a histogram's quantile intervals too, or a numeric metric's mean
-    (its only method is unbiased; ``simultaneous`` changes nothing for one interval)."""
+    (its only method is unbiased; ``simultaneous`` changes nothing for one interval), or a
+    text metric's heavy hitters over one period (``candidates`` to score given strings)."""
+    if candidates is not None and len(candidates) > MAX_CANDIDATES:
+        raise HTTPException(
+            status_code=422, detail=f"candidates: at most {MAX_CANDIDATES:,} strings per query"
+        )
     state, spec, labels = range_labels(request, read)
+    if candidates is not None and spec.type != "text":
+        raise HTTPException(
+            status_code=422,
+            detail=f"candidates are for text metrics; {spec.name} is {spec.type}",
+        )
+    if spec.type == "text":
+        return text_estimate(state, spec, read, labels, options, candidates)
     limit = state.settings.max_estimate_cells
     check_cells(spec, len(labels), limit, "the estimate", "DENIABLE_MAX_ESTIMATE_CELLS")
     qs = checked_quantiles(spec, q)
@@ -221,6 +244,47 @@ def get_estimate(
     return histogram_document(spec.name, first, last, result, quantiles, spec.edges)  # type: ignore[arg-type]
 
 
+def text_estimate(
+    state: Collector,
+    spec: MetricSpec,
+    read: MetricPeriods,
+    labels: list[str],
+    options: EstimateOptions,
+    candidates: list[str] | None,
+) -> dict[str, Any]:
+    """A text metric's heavy hitters over one period (the end period unless ``start`` is
+    given and equal): its floor holds for one batch of independent reports, and one device
+    reports in many periods, so a range is refused rather than pooled."""
+    if read.start is not None and len(labels) > 1:
+        raise HTTPException(
+            status_code=422,
+            detail=f"metric {spec.name} is text: its estimate covers one period (its detection"
+            " floor holds for one batch); give start equal to end, or end alone",
+        )
+    if options.method is not None and options.method != "unbiased":
+        raise HTTPException(
+            status_code=422,
+            detail=f"metric {spec.name} is text: method has no meaning for it (its shares are"
+            " the debiased sketch estimates)",
+        )
+    label = labels[-1]
+    check_cells(
+        spec, 1, state.settings.max_estimate_cells, "the estimate", "DENIABLE_MAX_ESTIMATE_CELLS"
+    )
+    _, counts = read_counts(state.database, spec, [label])
+    try:
+        return text_document(
+            spec.name,
+            label,
+            spec.text_randomizer,
+            counts[0],
+            confidence=options.confidence,
+            candidates=candidates,
+        )
+    except InvalidInput as exc:
+        raise refused(spec, exc) from None
+
+
 @metric_read(router, "/v1/metrics/{name}/series", AnySeries, viewer=True)
 def get_series(
     request: Request, read: MetricPeriodsQuery, options: EstimateOptionsQuery
@@ -231,6 +295,12 @@ def get_series(
     metric's series has each period's mean instead.
     """
     state, spec, labels = range_labels(request, read)
+    if spec.type == "text":
+        raise HTTPException(
+            status_code=422,
+            detail=f"metric {spec.name} is text: ask its estimate one period at a time"
+            " (start=end); a text series is not offered",
+        )
     limit = state.settings.max_series_cells
     check_cells(spec, len(labels), limit, "the series", "DENIABLE_MAX_SERIES_CELLS")
     if spec.type == "numeric":
