@@ -184,9 +184,43 @@ class Scored:
     n: int
 
 
-def _score(data: SketchCounts, level: int, prefixes: np.ndarray, threshold: float) -> Scored:
-    """Score ``prefixes`` at ``level``: raw estimates, then the collisions of those above
-    ``threshold`` (the heavy ones) subtracted, and the expected share of everything else
+MAX_PEELED = 1024
+"""The most heavy prefixes one level's peeling accepts (a bound on its work)."""
+
+
+def _peel(
+    data: SketchCounts, level: int, raw: np.ndarray, cells: np.ndarray, threshold: float
+) -> np.ndarray:
+    """Which prefixes are heavy: greedily, largest first, each one's estimate net of the
+    collisions of the heavy ones accepted before it must pass ``threshold``.
+
+    Without the order, a 5% string's collisions lift its unrelated neighbours above the
+    threshold in one row each, and their sum, subtracted back, would prune the string itself.
+    """
+    sketch = data.sketch
+    tallies = data.tallies[level - 1]
+    weights = tallies / max(1, int(tallies.sum()))
+    adjusted = raw.astype(np.float64).copy()
+    accepted = np.zeros(len(raw), dtype=bool)
+    done = np.zeros(len(raw), dtype=bool)
+    mass = 0.0
+    for _ in range(min(MAX_PEELED, len(raw))):
+        open_ = np.where(done, -np.inf, adjusted)
+        i = int(np.argmax(open_))
+        share = (open_[i] - (1 - mass) / sketch.cells) / (1 - 1 / sketch.cells)
+        if not share > threshold:
+            break
+        done[i] = accepted[i] = True
+        mass = min(1.0, mass + max(0.0, share))
+        same = cells == cells[i]
+        same[i] = False
+        adjusted -= same @ weights * share
+    return accepted
+
+
+def score_level(data: SketchCounts, level: int, prefixes: np.ndarray, threshold: float) -> Scored:
+    """Score ``prefixes`` at ``level``: raw estimates, less the collisions of the heavy ones
+    (found by :func:`_peel` at ``threshold``) and the expected share of everything else
     (1 - the heavy mass, spread over m cells)."""
     sketch = data.sketch
     n = int(data.tallies[level - 1].sum())
@@ -196,10 +230,12 @@ def _score(data: SketchCounts, level: int, prefixes: np.ndarray, threshold: floa
         return Scored(prefixes, zeros, support, zeros, zeros, 0)
     p, q = sketch.p, sketch.q
     raw = (support / n - q) / (p - q)
-    heavy = raw > threshold
+    heavy = _peel(data, level, raw, cells, threshold)
     known = data.collisions(level, cells, heavy, raw)
-    heavy_mass = float(np.clip(raw[heavy], 0, 1).sum())
-    other = np.clip(heavy_mass - np.where(heavy, np.clip(raw, 0, 1), 0.0), 0.0, 1.0)
+    first = np.clip(raw - known, 0.0, 1.0)
+    known = data.collisions(level, cells, heavy, first)
+    heavy_mass = float(first[heavy].sum())
+    other = np.clip(heavy_mass - np.where(heavy, first, 0.0), 0.0, 1.0)
     unknown = (1 - other) / sketch.cells
     shares = (raw - known - unknown) / (1 - 1 / sketch.cells)
     return Scored(prefixes, shares, support, known, unknown, n)
@@ -257,6 +293,12 @@ def _extend(survivors: np.ndarray) -> np.ndarray:
     return np.vstack([grown, closed]) if len(closed) else grown
 
 
+def _cut(data: SketchCounts, level: int, tested: int, alpha: float = ALPHA) -> float:
+    """The share a null prefix of ``level`` passes with probability alpha / ``tested``."""
+    n = int(data.tallies[level - 1].sum())
+    return _z(alpha / max(1, tested)) * math.sqrt(data.sketch.v_star / max(1, n))
+
+
 def _shares(
     data: SketchCounts, values: list[bytes], confidence: float, simultaneous: int
 ) -> list[tuple[float, float, float, int]]:
@@ -276,13 +318,10 @@ def _shares(
         uses = np.array([size > end or level == sketch.levels for end in ends])
         if not uses.any():
             continue
-        scored = _score(data, level, matrix[:, :size], -math.inf)
-        heavy_shares = scored.shares + scored.known + scored.unknown
-        cells = data.hashes(matrix[:, :size])
-        collide = data.collisions(level, cells, uses, heavy_shares)
+        scored = score_level(data, level, matrix[:, :size], _cut(data, level, len(values)))
         support += np.where(uses, scored.support, 0)
         reports += np.where(uses, scored.n, 0)
-        known += np.where(uses, collide * scored.n, 0)
+        known += np.where(uses, scored.known * scored.n, 0)
         unknown += np.where(uses, scored.unknown * scored.n, 0)
     p, q = sketch.p, sketch.q
     scale = 1 - 1 / sketch.cells
@@ -327,7 +366,7 @@ def discover(
             kept.append(0)
             break
         tau = z_cut * math.sqrt(sketch.v_star / n_level)
-        scored = _score(data, level, candidates, tau)
+        scored = score_level(data, level, candidates, tau)
         above = np.flatnonzero(scored.shares > tau)
         if level > 1 and len(above) > cap:
             cap_bound = True
