@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import json
 import logging
 import math
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 from deniable.client import InvalidInput, MetricSpec, SeededRandomness
-from deniable.client.mechanisms import TEXT_MAX_LENGTH, PrefixSketch
 from deniable.client.errors import SpecError
 from deniable.client.ledger import Ledger
+from deniable.client.mechanisms import TEXT_MAX_LENGTH, PrefixSketch
 from deniable.estimators.support import text_support
 
 from tests.support import free_port, loopback_url
