@@ -282,7 +282,11 @@ def estimate_csv_rows(document: dict[str, Any]) -> list[list[Any]]:
 def print_estimate(document: dict[str, Any], fmt: str) -> None:
     """Print an estimate document as a table, JSON, or CSV: a numeric metric's mean, or the
     shares (a histogram's in bucket order, then its quantiles)."""
-    if fmt == "json":
+    if "strings" in document:
+        from .textrender import print_text_estimate
+
+        print_text_estimate(document, fmt)
+    elif fmt == "json":
         print_json(document)
     elif "mean" in document:
         print_mean(document, fmt)

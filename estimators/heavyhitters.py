@@ -524,3 +524,30 @@ def text_document(
         tested,
     )
     return asdict(document)
+
+
+PLAN_REPORTS = (10_000, 100_000, 1_000_000, 10_000_000)
+"""The batch sizes ``deniable plan --text`` states the floor at."""
+
+
+def floor_plan(
+    sketch: PrefixSketch, *, target: float | None = None, reports: int | None = None
+) -> dict[str, object]:
+    """The discovery floor T95 (and the cut tau) at several batch sizes, at ``reports`` if
+    given, and the fewest reports whose floor is at most ``target``."""
+    sizes = sorted({*PLAN_REPORTS, *([reports] if reports else [])})
+    document: dict[str, object] = {
+        "max_length": sketch.max_length,
+        "epsilon": sketch.epsilon,
+        "mechanism": sketch.name,
+        "levels": sketch.levels,
+        "hypotheses": hypotheses(sketch),
+        "floors": [
+            {"reports": n, "t95": floor(sketch, n).t95, "tau": floor(sketch, n).tau}
+            for n in sizes
+        ],
+    }
+    if target is not None:
+        document["target"] = target
+        document["reports_needed"] = reports_for_floor(sketch, target)
+    return document
