@@ -543,8 +543,7 @@ def floor_plan(
         "levels": sketch.levels,
         "hypotheses": hypotheses(sketch),
         "floors": [
-            {"reports": n, "t95": floor(sketch, n).t95, "tau": floor(sketch, n).tau}
-            for n in sizes
+            {"reports": n, "t95": floor(sketch, n).t95, "tau": floor(sketch, n).tau} for n in sizes
         ],
     }
     if target is not None:
