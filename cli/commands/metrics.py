@@ -226,6 +226,8 @@ def _spec_table(spec: dict[str, Any]) -> Any:
     table.add_row("type", str(spec.get("type")))
     if spec.get("type") == "numeric":
         table.add_row("range", f"[{spec.get('lower')}, {spec.get('upper')}] (values clamped)")
+    elif spec.get("type") == "text":
+        table.add_row("max_length", f"{spec.get('max_length')} bytes (longer strings are cut)")
     elif spec.get("type") == "histogram":
         edges = spec.get("edges") or []
         table.add_row("edges", ", ".join(f"{e:g}" for e in edges) + f"  ({len(edges) - 1} buckets)")
@@ -236,6 +238,21 @@ def _spec_table(spec: dict[str, Any]) -> Any:
     table.add_row("period", str(spec.get("period")))
     table.add_row("fingerprint", str(spec.get("fingerprint")))
     return table
+
+
+def _show_text(spec: MetricSpec, served: dict[str, Any], fmt: str) -> None:
+    """``metrics show`` of a text metric: its spec and its discovery floor per batch size."""
+    from deniable.estimators.heavyhitters import floor_plan
+
+    plan = floor_plan(spec.text_randomizer)
+    if fmt == "json":
+        print_json({**served, "floor": plan})
+        return
+    out = console()
+    out.print(_spec_table(served))
+    for row in plan["floors"]:  # type: ignore[attr-defined]
+        t95 = "above 100%" if row["t95"] >= 1 else f"{row['t95']:.2%}"
+        out.print(f"discovery floor with {row['reports']:,} reports per period: {t95}")
 
 
 @click.group()
@@ -449,6 +466,9 @@ def show(global_options: GlobalOptions, name: str, confidence: float, fmt: str) 
     with global_options.api() as api:
         served = api.get_metric(name)
     spec = spec_from_served(served)
+    if spec.type == "text":
+        _show_text(spec, served, fmt)
+        return
     rows = margins(spec, confidence)
     if fmt == "json":
         print_json({**served, "expected_margin": {"confidence": confidence, "by_reports": rows}})
