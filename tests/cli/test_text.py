@@ -6,6 +6,7 @@ reports a floor needs); ``deniable metrics create --type text`` is not needed to
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import httpx
 from deniable.client import MetricSpec
@@ -41,7 +42,7 @@ def test_plan_text_states_the_floor_per_batch_size_and_the_reports_a_floor_needs
 
 
 def test_estimate_prints_the_strings_found_and_the_floor(
-    collector: RunningCollector, admin: httpx.Client, uploader: httpx.Client
+    collector: RunningCollector, admin: httpx.Client, uploader: httpx.Client, tmp_path: Path
 ) -> None:
     spec = register(admin, MetricSpec.text(unique_name("search"), max_length=4, epsilon=4))
     sketch = spec.text_randomizer
@@ -77,6 +78,14 @@ def test_estimate_prints_the_strings_found_and_the_floor(
     scored = run_cli(*base, "estimate", spec.name, "--candidate", "dark", "--candidate", "nope")
     assert scored.exit_code == 0, scored.output
     assert "nope" in scored.stdout and "not detected" in scored.stdout
+    shown = run_cli(*base, "metrics", "show", spec.name, "--format", "json")
+    assert shown.exit_code == 0, shown.output
+    assert json.loads(shown.stdout)["floor"]["max_length"] == 4
+    exported = tmp_path / "search.csv"
+    written = run_cli(*base, "export", spec.name, "-o", str(exported))
+    assert written.exit_code == 0, written.output
+    lines = exported.read_text().splitlines()
+    assert lines[0] == "id,metric,fingerprint,period,b,l,r" and len(lines) == 3001
     wrong = run_cli(*base, "estimate", spec.name, "--method", "mle")
     assert wrong.exit_code != 0 and "text metric" in wrong.output
     assert len(wrong.output.strip().splitlines()) == 1
