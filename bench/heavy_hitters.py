@@ -114,12 +114,91 @@ def run(epsilon: float, n: int, runs: int, seed: int) -> dict[str, float]:
     }
 
 
+def ingestion(reports: int, seed: int) -> list[dict[str, object]]:
+    """Reports/s through the collector's storage path (prepare, then one transaction per batch
+    of 500) into a fresh SQLite file, and the bytes per report stored (payload text, and the
+    count rows it adds on average), for a text metric beside a categorical oue metric (k =
+    100) at the same eps."""
+    import datetime as dt
+    import tempfile
+    import uuid
+    from pathlib import Path
+
+    from deniable.client import MetricSpec, SeededRandomness
+    from deniable.client.wire import payload_text
+    from deniable.collector.storage.engine import open_database
+    from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_batches
+    from deniable.collector.storage.migrator import migrate
+    from deniable.collector.storage.queries import register_spec
+    from sqlalchemy import text
+
+    rng = SeededRandomness(seed)
+    today = dt.date.today()
+    specs = [
+        MetricSpec.text("search", max_length=8, epsilon=4.0),
+        MetricSpec.categorical(
+            "browser", [f"c{i}" for i in range(100)], epsilon=4.0, mechanism="oue"
+        ),
+    ]
+    rows = []
+    for spec in specs:
+        folder = Path(tempfile.mkdtemp())
+        url = f"sqlite:///{folder / 'bench.sqlite3'}"
+        migrate(url)
+        database = open_database(url)
+        register_spec(database, spec, dt.datetime.now(dt.UTC))
+        if spec.type == "text":
+            sketch = spec.text_randomizer
+            payloads = [
+                sketch.randomize(sketch.encode(f"s{i % 300}"), 1 + i % 8, rng)
+                for i in range(reports)
+            ]
+        else:
+            payloads = [spec.randomizer.randomize(i % 100, rng) for i in range(reports)]
+        batches = [
+            [
+                ValidReport(str(uuid.uuid4()), spec.name, today.isoformat(), p)
+                for p in payloads[start : start + 500]
+            ]
+            for start in range(0, reports, 500)
+        ]
+        began = time.perf_counter()
+        for batch in batches:
+            store_batches(database, [prepare_batch(batch, {spec.name: spec}, today)])
+        seconds = time.perf_counter() - began
+        with database.reader.connect() as connection:
+            counts = connection.execute(text("SELECT count(*) FROM support_counts")).scalar()
+        database.dispose()
+        rows.append(
+            {
+                "metric": f"{spec.type} ({spec.mechanism})",
+                "reports/s": reports / seconds,
+                "payload bytes": sum(len(payload_text(p)) for p in payloads) / reports,
+                "count rows": counts,
+            }
+        )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=400)
     parser.add_argument("--n", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=20261126)
+    parser.add_argument(
+        "--ingest", type=int, default=0, metavar="N", help="also time storing N reports"
+    )
     args = parser.parse_args()
+    if args.ingest:
+        for row in ingestion(args.ingest, args.seed):
+            print(
+                " | ".join(
+                    f"{k}: {v:,.0f}" if isinstance(v, float) else f"{k}: {v}"
+                    for k, v in row.items()
+                )
+            )
+    if not args.runs:
+        return
     print(f"n = {args.n:,}, 8-byte strings, {args.runs} runs per eps")
     header = None
     for epsilon in (4.0, 1.0):
