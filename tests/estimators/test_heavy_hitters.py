@@ -10,10 +10,12 @@ device's report summed). Seeds are fixed: deterministic.
 
 from __future__ import annotations
 
+import base64
 import math
 
 import numpy as np
 import pytest
+from deniable.client import MetricSpec
 from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import PrefixSketch
 from deniable.estimators.heavyhitters import (
@@ -160,3 +162,34 @@ def test_counts_of_the_wrong_size_are_refused() -> None:
     sketch = PrefixSketch(2, 4.0)
     with pytest.raises(InvalidInput, match="cells"):
         discover(sketch, np.zeros(10, dtype=np.int64))
+
+
+def _text_audit(**fields: object) -> object:
+    from deniable.estimators.audit import audit_spec
+
+    spec = MetricSpec.text("search", max_length=4, epsilon=1.0)
+    return audit_spec(spec, samples=1500, seed=26, **fields)  # type: ignore[arg-type]
+
+
+def test_the_audit_passes_the_real_text_randomizer() -> None:
+    result = _text_audit()
+    assert result.verdict == "pass", result  # type: ignore[attr-defined]
+    assert "cell of" in result.event  # type: ignore[attr-defined]
+
+
+def test_the_audit_catches_a_text_randomizer_too_truthful(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its own cell's bit set with probability 0.8 instead of 1/2: eps ln(0.8(1-q)/(0.2q)) = 2.4."""
+    real = PrefixSketch.randomize
+
+    def truthful(self: PrefixSketch, padded: bytes, level: int, rng: object) -> dict:
+        payload = real(self, padded, level, rng)  # type: ignore[arg-type]
+        cell = self.cell(payload["r"], padded[: self.prefix_length(level)])
+        bits = bytearray(base64.b64decode(payload["b"]))
+        if rng.random() < 0.6:  # type: ignore[attr-defined]  # 1/2 + 1/2 x 0.6 = 0.8
+            bits[cell >> 3] |= 1 << (cell & 7)
+        payload["b"] = base64.b64encode(bytes(bits)).decode("ascii")
+        return payload
+
+    monkeypatch.setattr(PrefixSketch, "randomize", truthful)
+    result = _text_audit()
+    assert result.verdict == "fail", result  # type: ignore[attr-defined]
