@@ -68,3 +68,27 @@ def test_the_page_ranks_the_strings_with_interval_bars_and_the_floor_line(
         assert "&lt;b&gt;" in page.text and "<b>" not in page.text  # escaped
         for path in ("/dashboard/", "/dashboard/privacy"):
             assert browser.get(path).status_code == 200, path
+    with running.client(ADMIN_TOKEN) as admin:
+        account = admin.get("/v1/privacy")
+        assert account.status_code == 200, account.text
+        rows = {row["metric"]: row for row in account.json()["metrics"]}
+        assert (rows["search"]["per_period"], rows["search"]["type"]) == (4.0, "text")
+
+
+def test_registration_warns_when_the_floor_is_useless(running: RunningCollector) -> None:
+    with running.client(ADMIN_TOKEN) as admin:
+        wide = admin.post(
+            "/v1/metrics",
+            json={"name": "urls", "type": "text", "max_length": 64, "epsilon": 1.0},
+        )
+        narrow = admin.post(
+            "/v1/metrics",
+            json={"name": "terms", "type": "text", "max_length": 8, "epsilon": 4.0},
+        )
+        bad = admin.post(
+            "/v1/metrics", json={"name": "long", "type": "text", "max_length": 65, "epsilon": 1.0}
+        )
+    assert wide.status_code == 201, wide.text
+    assert any("discovery floor at 100,000" in w for w in wide.json()["warnings"])
+    assert not any("discovery floor" in w for w in narrow.json()["warnings"])
+    assert bad.status_code == 422 and "max_length" in bad.json()["detail"]
