@@ -53,7 +53,7 @@ def test_estimate_prints_the_strings_found_and_the_floor(
 
     rng = SeededRandomness(11)
     reports = []
-    for i in range(3000):
+    for i in range(1600):
         value = "dark" if i % 2 else f"{i:04d}"
         reports.append(
             {
@@ -72,7 +72,7 @@ def test_estimate_prints_the_strings_found_and_the_floor(
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     assert [row["value"] for row in document["strings"]] == ["dark"]
-    assert document["floor"]["t95"] == floor(sketch, 3000).t95
+    assert document["floor"]["t95"] == floor(sketch, 1600).t95
     table = run_cli(*base, "estimate", spec.name)
     assert "dark…" in table.stdout and "floor T95" in table.stdout
     scored = run_cli(*base, "estimate", spec.name, "--candidate", "dark", "--candidate", "nope")
@@ -85,7 +85,7 @@ def test_estimate_prints_the_strings_found_and_the_floor(
     written = run_cli(*base, "export", spec.name, "-o", str(exported))
     assert written.exit_code == 0, written.output
     lines = exported.read_text().splitlines()
-    assert lines[0] == "id,metric,fingerprint,period,b,l,r" and len(lines) == 3001
+    assert lines[0] == "id,metric,fingerprint,period,b,l,r" and len(lines) == 1601
     wrong = run_cli(*base, "estimate", spec.name, "--method", "mle")
     assert wrong.exit_code != 0 and "text metric" in wrong.output
     assert len(wrong.output.strip().splitlines()) == 1
