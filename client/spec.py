@@ -222,7 +222,8 @@ class MetricSpec:
         """Check ``lower`` < ``upper`` and resolve the numeric mechanism."""
         if self.categories or self.edges is not None or self.max_length is not None:
             raise SpecError(
-                f"metric {self.name}: a numeric metric has no categories, edges or max_length"
+                f"metric {self.name}: a numeric metric has no categories or edges (nor a"
+                " max_length)"
             )
         lower = _finite_number(self.lower, f"metric {self.name}: lower")
         upper = _finite_number(self.upper, f"metric {self.name}: upper")
