@@ -89,3 +89,27 @@ def test_estimate_prints_the_strings_found_and_the_floor(
     wrong = run_cli(*base, "estimate", spec.name, "--method", "mle")
     assert wrong.exit_code != 0 and "text metric" in wrong.output
     assert len(wrong.output.strip().splitlines()) == 1
+
+
+def test_metrics_create_registers_a_text_metric_and_refuses_a_useless_floor(
+    collector: RunningCollector,
+) -> None:
+    base = ("--collector", collector.url, "--token", ADMIN_TOKEN)
+    name = unique_name("terms")
+    made = run_cli(
+        *base, "metrics", "create", name, "--type", "text", "--max-length", "8", "--epsilon", "4"
+    )
+    assert made.exit_code == 0, made.output
+    assert "registered" in made.stdout and "0.59%" in made.stdout
+    weak = unique_name("urls")
+    args = ("metrics", "create", weak, "--type", "text", "--max-length", "64", "--epsilon", "1")
+    refused = run_cli(*base, *args)
+    assert refused.exit_code != 0 and "not registered" in refused.output
+    assert "discovery floor at 100,000" in refused.output
+    accepted = run_cli(*base, *args, "--accept-weak", "--format", "json")
+    assert accepted.exit_code == 0, accepted.output
+    assert json.loads(accepted.stdout)["max_length"] == 64
+    wrong = run_cli(
+        *base, "metrics", "create", unique_name("t"), "--type", "text", "--epsilon", "1"
+    )
+    assert wrong.exit_code != 0 and "--max-length" in wrong.output
