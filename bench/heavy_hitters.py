@@ -180,6 +180,61 @@ def ingestion(reports: int, seed: int) -> list[dict[str, object]]:
     return rows
 
 
+def end_to_end(devices: int, seed: int, per_client: int = 250) -> dict[str, object]:
+    """``devices`` SDK devices with a Zipf set of strings through a real collector (the demo's,
+    SQLite): one Client per ``per_client`` devices (its own pinned level, as ``simulate``),
+    then the estimate endpoint. Returns the strings above the floor, those returned, and any
+    returned string no device holds."""
+    import random
+    import tempfile
+    from pathlib import Path
+
+    import httpx
+    from deniable.cli.localcollector import LocalCollector
+    from deniable.client import Client, MetricSpec, SeededRandomness
+
+    rng = random.Random(seed)
+    words = [f"term{i}" for i in range(200)]
+    weights = [1 / (i + 1) ** 1.1 for i in range(len(words))]
+    values = rng.choices(words, weights=weights, k=round(devices * 0.7))
+    values += [f"u{i:07d}" for i in range(devices - len(values))]
+    rng.shuffle(values)
+    spec = MetricSpec.text("search_term", max_length=8, epsilon=4.0)
+    with LocalCollector() as collector:
+        headers = {"Authorization": f"Bearer {collector.token}"}
+        with httpx.Client(base_url=collector.url, headers=headers, timeout=60) as admin:
+            admin.post("/v1/metrics", json=spec.fingerprint_fields()).raise_for_status()
+            began = time.perf_counter()
+            root = Path(tempfile.mkdtemp())
+            for start in range(0, devices, per_client):
+                client = Client(
+                    collector.url,
+                    state_dir=root / str(start),
+                    metrics=[spec],
+                    ingest_key=collector.token,
+                    max_reports_per_period=per_client,
+                    randomness=SeededRandomness(seed + start),
+                )
+                for value in values[start : start + per_client]:
+                    client.record(spec.name, value)
+                client.flush(timeout=120)
+                client.close()
+            seconds = time.perf_counter() - began
+            document = admin.get(f"/v1/metrics/{spec.name}/estimate").json()
+    truth = {v: values.count(v) / devices for v in set(values)}
+    returned = [row["value"] for row in document["strings"]]
+    above = sorted((v for v, f in truth.items() if f >= document["floor"]["t95"]), key=truth.get)
+    return {
+        "devices": document["n"],
+        "floor T95": document["floor"]["t95"],
+        "strings above the floor": len(above),
+        "of them returned": sum(v in returned for v in above),
+        "returned": len(returned),
+        "returned, no device holds it": sum(v not in truth for v in returned),
+        "record + deliver s": round(seconds, 1),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=400)
@@ -188,7 +243,12 @@ def main() -> None:
     parser.add_argument(
         "--ingest", type=int, default=0, metavar="N", help="also time storing N reports"
     )
+    parser.add_argument(
+        "--devices", type=int, default=0, metavar="N", help="also run N SDK devices end to end"
+    )
     args = parser.parse_args()
+    if args.devices:
+        print(end_to_end(args.devices, args.seed))
     if args.ingest:
         for row in ingestion(args.ingest, args.seed):
             print(
