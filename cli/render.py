@@ -433,6 +433,10 @@ def print_series(
     """
     if fmt == "json":
         print_json(document)
+    elif document.get("series") and "strings" in document["series"][0]:
+        from .textrender import print_text_series
+
+        print_text_series(document, fmt, top)
     elif "lower" in document:
         if categories or top:
             raise InvalidInput("a numeric metric has no categories: leave out --category and --top")

@@ -131,3 +131,40 @@ def print_text_estimate(document: dict[str, Any], fmt: str) -> None:
                 style="bold red",
             )
         )
+
+
+def print_text_series(document: dict[str, Any], fmt: str, top: int | None = None) -> None:
+    """Print a text series: per period, its n, floor and the strings found (the ``top`` largest,
+    5 by default), as lines or CSV."""
+    shown = top or 5
+    if fmt == "csv":
+        write_csv(
+            ("metric", "period", "n", "floor_t95", "value", "share", "ci_low", "ci_high"),
+            (
+                (
+                    document["metric"],
+                    entry["end"],
+                    entry["n"],
+                    entry["floor"]["t95"],
+                    row["value"],
+                    row["share"],
+                    row["ci_low"],
+                    row["ci_high"],
+                )
+                for entry in document["series"]
+                for row in entry["strings"]
+            ),
+        )
+        return
+    out = console()
+    out.print(Text(f"{document['metric']} · one discovery per period", style="bold"))
+    for entry in document["series"]:
+        t95 = entry["floor"]["t95"]
+        floor = "none" if t95 >= 1 else f"{t95:.2%}"
+        found = ", ".join(
+            f"{row['value']} {row['share']:.1%} [{row['ci_low']:.1%}, {row['ci_high']:.1%}]"
+            for row in entry["strings"][:shown]
+        )
+        more = len(entry["strings"]) - shown
+        tail = f" and {more} more" if more > 0 else ""
+        out.print(Text(f"{entry['end']}  n={entry['n']:,}  floor {floor}  {found or '—'}{tail}"))

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from .heavyhitters import TextEstimate
+from .heavyhitters import TextEstimate, TextSeries
 from .results import CategoryEstimate, Estimate, MeanEstimate, PeriodSums, QuantileInterval
 
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ class MeanSeries:
     series: list[MeanSeriesPoint]
 
 
-AnySeries = MeanSeries | Series
+AnySeries = MeanSeries | TextSeries | Series
 """The series document of any metric type (the series route's response model)."""
 
 

@@ -550,3 +550,32 @@ def floor_plan(
         document["target"] = target
         document["reports_needed"] = reports_for_floor(sketch, target)
     return document
+
+
+@dataclass(frozen=True)
+class TextSeries:
+    """A text metric's series: one discovery per period, oldest first, each with its own floor
+    (each period is its own batch; nothing is pooled)."""
+
+    metric: str
+    confidence: float
+    series: list[TextEstimate]
+
+
+def text_series_document(
+    metric: str,
+    labels: list[str],
+    sketch: PrefixSketch,
+    counts: np.ndarray,
+    *,
+    confidence: float = 0.95,
+) -> dict[str, object]:
+    """The series document: :func:`text_document` of each period (``counts[i]`` its counts)."""
+    return {
+        "metric": metric,
+        "confidence": confidence,
+        "series": [
+            text_document(metric, label, sketch, counts[i], confidence=confidence)
+            for i, label in enumerate(labels)
+        ],
+    }

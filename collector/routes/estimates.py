@@ -39,7 +39,11 @@ from deniable.estimators import (
     series_document,
 )
 from deniable.estimators.choices import periods_back
-from deniable.estimators.heavyhitters import MAX_CANDIDATES, text_document
+from deniable.estimators.heavyhitters import (
+    MAX_CANDIDATES,
+    text_document,
+    text_series_document,
+)
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from ..context import Collector
@@ -285,6 +289,23 @@ def text_estimate(
         raise refused(spec, exc) from None
 
 
+def text_series(
+    state: Collector, spec: MetricSpec, labels: list[str], options: EstimateOptions
+) -> dict[str, Any]:
+    """A text metric's discovery in each period, each with its own floor: its counts are a
+    sketch, so the estimate's cells limit bounds the periods read."""
+    if options.method is not None and options.method != "unbiased":
+        raise HTTPException(
+            status_code=422, detail=f"metric {spec.name} is text: method has no meaning for it"
+        )
+    limit = state.settings.max_estimate_cells
+    check_cells(spec, len(labels), limit, "the series", "DENIABLE_MAX_ESTIMATE_CELLS")
+    _, counts = read_counts(state.database, spec, labels)
+    return text_series_document(
+        spec.name, labels, spec.text_randomizer, counts, confidence=options.confidence
+    )
+
+
 @metric_read(router, "/v1/metrics/{name}/series", AnySeries, viewer=True)
 def get_series(
     request: Request, read: MetricPeriodsQuery, options: EstimateOptionsQuery
@@ -296,11 +317,7 @@ def get_series(
     """
     state, spec, labels = range_labels(request, read)
     if spec.type == "text":
-        raise HTTPException(
-            status_code=422,
-            detail=f"metric {spec.name} is text: ask its estimate one period at a time"
-            " (start=end); a text series is not offered",
-        )
+        return text_series(state, spec, labels, options)
     limit = state.settings.max_series_cells
     check_cells(spec, len(labels), limit, "the series", "DENIABLE_MAX_SERIES_CELLS")
     if spec.type == "numeric":

@@ -78,6 +78,10 @@ def test_estimate_prints_the_strings_found_and_the_floor(
     scored = run_cli(*base, "estimate", spec.name, "--candidate", "dark", "--candidate", "nope")
     assert scored.exit_code == 0, scored.output
     assert "nope" in scored.stdout and "not detected" in scored.stdout
+    series = run_cli(*base, "series", spec.name)
+    assert series.exit_code == 0, series.output
+    assert "one discovery per period" in series.stdout and "dark…" not in series.stdout
+    assert f"{today}  n=1,600" in series.stdout and "dark" in series.stdout
     shown = run_cli(*base, "metrics", "show", spec.name, "--format", "json")
     assert shown.exit_code == 0, shown.output
     assert json.loads(shown.stdout)["floor"]["max_length"] == 4

@@ -99,6 +99,8 @@ def test_the_common_strings_come_back_with_covering_intervals_and_nothing_invent
     assert deliver(collector, spec, copies) == 3 * PER_CLIENT  # every one a resend
     again = admin.get(f"/v1/metrics/{spec.name}/estimate", params={"end": today})
     assert again.json() == result
+    series = admin.get(f"/v1/metrics/{spec.name}/series", params={"end": today}).json()
+    assert series["series"][-1] == result  # the period's own discovery, nothing pooled
 
     assert (result["n"], result["mode"], result["max_length"]) == (DEVICES, "discovery", MAX_LENGTH)
     assert not result["cap_bound"]
@@ -125,7 +127,7 @@ def test_the_common_strings_come_back_with_covering_intervals_and_nothing_invent
     assert not rows["nope"]["detected"]
 
 
-def test_a_text_estimate_refuses_a_range_and_candidates_on_other_metrics(
+def test_a_text_estimate_refuses_a_range_and_candidates_elsewhere_and_series_per_period(
     collector: RunningCollector, admin: httpx.Client
 ) -> None:
     spec = register(admin, MetricSpec.text(unique_name("search"), max_length=8, epsilon=2))
@@ -139,8 +141,10 @@ def test_a_text_estimate_refuses_a_range_and_candidates_on_other_metrics(
     assert answer.status_code == 422 and "one period" in answer.json()["detail"]
     answer = admin.get(f"/v1/metrics/{other.name}/estimate", params={"candidates": ["x"]})
     assert answer.status_code == 422 and "text" in answer.json()["detail"]
-    answer = admin.get(f"/v1/metrics/{spec.name}/series")
-    assert answer.status_code == 422 and "text" in answer.json()["detail"]
+    series = admin.get(f"/v1/metrics/{spec.name}/series")
+    assert series.status_code == 200, series.text
+    entries = series.json()["series"]
+    assert len(entries) == 7 and all(e["n"] == 0 and e["strings"] == [] for e in entries)
     empty = admin.get(f"/v1/metrics/{spec.name}/estimate")
     assert empty.status_code == 200, empty.text
     assert (empty.json()["n"], empty.json()["strings"], empty.json()["floor"]["t95"]) == (
