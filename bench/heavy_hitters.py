@@ -114,7 +114,7 @@ def run(epsilon: float, n: int, runs: int, seed: int) -> dict[str, float]:
     }
 
 
-def ingestion(reports: int, seed: int) -> list[dict[str, object]]:
+def ingestion(reports: int, seed: int, epsilon: float = 4.0) -> list[dict[str, object]]:
     """Reports/s through the collector's storage path (prepare, then one transaction per batch
     of 500) into a fresh SQLite file, and the bytes per report stored (payload text, and the
     count rows it adds on average), for a text metric beside a categorical oue metric (k =
@@ -135,9 +135,9 @@ def ingestion(reports: int, seed: int) -> list[dict[str, object]]:
     rng = SeededRandomness(seed)
     today = dt.date.today()
     specs = [
-        MetricSpec.text("search", max_length=8, epsilon=4.0),
+        MetricSpec.text("search", max_length=8, epsilon=epsilon),
         MetricSpec.categorical(
-            "browser", [f"c{i}" for i in range(100)], epsilon=4.0, mechanism="oue"
+            "browser", [f"c{i}" for i in range(100)], epsilon=epsilon, mechanism="oue"
         ),
     ]
     rows = []
@@ -171,7 +171,7 @@ def ingestion(reports: int, seed: int) -> list[dict[str, object]]:
         database.dispose()
         rows.append(
             {
-                "metric": f"{spec.type} ({spec.mechanism})",
+                "metric": f"{spec.type} ({spec.mechanism}, eps {epsilon:g})",
                 "reports/s": reports / seconds,
                 "payload bytes": sum(len(payload_text(p)) for p in payloads) / reports,
                 "count rows": counts,
@@ -250,7 +250,7 @@ def main() -> None:
     if args.devices:
         print(end_to_end(args.devices, args.seed))
     if args.ingest:
-        for row in ingestion(args.ingest, args.seed):
+        for row in ingestion(args.ingest, args.seed, 4.0) + ingestion(args.ingest, args.seed, 1.0):
             print(
                 " | ".join(
                     f"{k}: {v:,.0f}" if isinstance(v, float) else f"{k}: {v}"
