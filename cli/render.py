@@ -291,7 +291,11 @@ def estimate_table(document: dict[str, Any]) -> Table:
 def print_estimate(document: dict[str, Any], fmt: str) -> None:
     """Print an estimate document as a table, JSON, or CSV: a numeric metric's mean, or the
     shares (a histogram's in bucket order, then its quantiles)."""
-    if fmt == "json":
+    if "strings" in document:
+        from .textrender import print_text_estimate
+
+        print_text_estimate(document, fmt)
+    elif fmt == "json":
         print_json(document)
     elif "mean" in document:
         print_mean(document, fmt)
@@ -427,6 +431,10 @@ def print_series(
     """
     if fmt == "json":
         print_json(document)
+    elif document.get("series") and "strings" in document["series"][0]:
+        from .textrender import print_text_series
+
+        print_text_series(document, fmt, top)
     elif "lower" in document:
         if categories or top:
             raise InvalidInput("a numeric metric has no categories: leave out --category and --top")

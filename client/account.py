@@ -226,7 +226,7 @@ def _rule(spec: MetricSpec, settings: DeviceSettings) -> _Rule:
     if not cost.memoized:
         cap = None if lifetime is None else lifetime_reports(lifetime, spec.epsilon)
         return _Rule(cost, settings.max_reports_per_period, spec.period, cap, None)
-    caps = [] if spec.type == "numeric" else [spec.k]
+    caps = [] if spec.type in ("numeric", "text") else [spec.k]
     if lifetime is not None:
         caps.append(lifetime_reports(lifetime, cost.permanent_epsilon))
     values = min(caps) if caps else None

@@ -15,9 +15,13 @@ from dataclasses import dataclass, field
 
 from .errors import InvalidInput
 from .mechanisms import Payload, TwoLayers, two_layers
+from .randomness import Randomness
 from .spec import MetricSpec
 
 _EPS_SLACK = 1e-9
+
+PIN_PREFIX = "pin:"
+"""Memo keys that hold a text metric's pinned prefix level, not a memoized answer."""
 
 
 def within_lifetime(reports: int, epsilon: float, lifetime_epsilon: float) -> bool:
@@ -103,7 +107,11 @@ def report_cost(
         return ReportCost(spec.epsilon), None
     if instantaneous_ratio is None:
         return ReportCost(spec.epsilon, True, spec.epsilon), None
-    layers = None if spec.type == "numeric" else two_layers(spec.randomizer, instantaneous_ratio)
+    layers = (
+        None
+        if spec.type in ("numeric", "text")
+        else two_layers(spec.randomizer, instantaneous_ratio)
+    )
     if layers is None:
         return ReportCost(spec.epsilon), None
     cost = ReportCost(spec.epsilon, True, layers.permanent_epsilon, layers.instantaneous_epsilon)
@@ -161,6 +169,7 @@ class Ledger:
         self._totals: dict[str, int] = {}
         self._memo: dict[str, Payload] = {}
         self._memo_sizes: dict[str, int] = {}
+        self._pins: dict[str, int] = {}
         self._dirty: set[tuple[str, str]] = set()
         self._delta = LedgerDelta()
 
@@ -172,11 +181,14 @@ class Ledger:
             self._counts[(metric, period)] = n
             self._totals[metric] = self._totals.get(metric, 0) + n
         for key, (metric, payload) in memo.items():
+            if key.startswith(PIN_PREFIX):
+                self._pins[key] = int(payload)  # type: ignore[arg-type]
+                continue
             self._memo[key] = payload
             self._memo_sizes[metric] = self._memo_sizes.get(metric, 0) + 1
 
     def memo_key(
-        self, metric: str, fingerprint: str, value: int | float, permanent: bool = False
+        self, metric: str, fingerprint: str, value: int | float | bytes, permanent: bool = False
     ) -> str:
         """The HMAC under which a memoized answer for this value is stored.
 
@@ -186,17 +198,38 @@ class Ledger:
         share an answer only when they are the same point on the metric's axis). Only the
         HMAC is stored, never t: with the secret, a numeric value can be tested only by
         guessing it exactly among all floats of the range, which is harder than testing the k
-        categories of a categorical metric. ``permanent`` keys a two-layer permanent answer
+        categories of a categorical metric. A text metric's value is its padded bytes (written
+        as hex, ``s=...``): only the HMAC is stored. ``permanent`` keys a two-layer permanent answer
         (a category index, :class:`~.mechanisms.TwoLayers`) apart from a payload memoized
         as is, so neither is ever read as the other.
         """
-        if isinstance(value, float):
+        if isinstance(value, bytes):
+            message = f"{metric}|{fingerprint}|s={value.hex()}".encode()
+        elif isinstance(value, float):
             message = f"{metric}|{fingerprint}|t={value.hex()}".encode()
         else:
             message = f"{metric}|{fingerprint}|{value}".encode()
         if permanent:
             message += b"|permanent"
         return hmac.new(self._secret, message, hashlib.sha256).hexdigest()
+
+    def pinned_level(self, metric: str, fingerprint: str, levels: int, rng: Randomness) -> int:
+        """A text metric's prefix level on this device, in 1..``levels``, for its lifetime.
+
+        Drawn uniformly from ``rng`` (the OS CSPRNG) on the metric's first report, whatever
+        the value, and kept in the memo under ``pin:`` + an HMAC of ``metric|fingerprint``; the
+        entry is committed with the first report it admitted (the ledger delta), so no report
+        is ever sent under a level the device could later forget and redraw. Redrawing it
+        would let each period reveal another prefix of the same string (STATS.md section 11).
+        Pins are not memoized values: the lifetime accounting never counts them.
+        """
+        digest = hmac.new(self._secret, f"{metric}|{fingerprint}".encode(), hashlib.sha256)
+        key = PIN_PREFIX + digest.hexdigest()
+        level = self._pins.get(key)
+        if level is None:
+            level = self._pins[key] = 1 + rng.randbelow(levels)
+            self._delta.memo[key] = (metric, level)
+        return level
 
     def _over_lifetime(self, metric: str, cost: ReportCost) -> bool:
         """Whether one more report would pass the lifetime cap: counted per report at eps,

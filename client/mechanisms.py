@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import math
+import struct
 from abc import ABC, abstractmethod
+from functools import cache
 from typing import Any, ClassVar
 
 from .errors import SpecError
 from .randomness import Randomness, system_randomness
 
-Payload = int | float | str | dict[str, int]
+Payload = int | float | str | dict[str, Any]
 """A report's payload as it travels in JSON: an index, base64 bits, an OLH triple, or a
-numeric metric's randomized number."""
+numeric metric's randomized number, or a text metric's sketch report."""
 
 OLH_PRIME = 2**31 - 1
 """P of the OLH hash H(v) = ((a*v + b) mod P) mod g, part of the wire format."""
@@ -636,3 +639,214 @@ def make_numeric_mechanism(name: str, epsilon: float) -> NumericMechanism:
             f"unknown numeric mechanism {name!r}: choose one of auto, duchi, pm, hybrid"
         ) from None
     return cls(epsilon)
+
+
+TEXT_MAX_LENGTH = 64
+"""The longest ``max_length`` a text metric may have, in UTF-8 bytes (STATS.md section 11:
+past it the detection floor at any realistic n is above every share worth finding)."""
+
+TEXT_SEGMENT_BYTES = 1
+"""How many bytes each prefix level adds (PEM's step): a level-l report carries the first
+l x 1 bytes of the padded string, and the decoder extends survivors by 256 bytes per round."""
+
+TEXT_CELLS = 1024
+"""m, the cells of one sketch row: the OUE one-hot vector a report randomizes (128 bytes)."""
+
+TEXT_ROWS = 16
+"""R, the sketch rows per level; a report uses one row, drawn afresh. R x m = 16,384 keeps
+collisions with any string below the detection floor under a tenth of the noise (STATS.md
+section 11's rule, R m >= 10 (f/sigma0)^2, with f <= T95 once the decoder has subtracted the
+survivors' own collisions; docs/STATS.md "Heavy hitters")."""
+
+TEXT_TERMINATOR = 0
+"""The byte that ends a string shorter than ``max_length`` and pads it (so a value may not
+hold U+0000)."""
+
+
+@cache
+def _text_hash_coefficients() -> tuple[tuple[tuple[int, ...], ...], tuple[int, ...]]:
+    """The sketch hash's public coefficients a[r][i] in [1, P-1] and b[r] in [0, P-1], from
+    SHA-256 (part of the wire format: every SDK and collector derives the same ones)."""
+
+    def draw(label: str, modulus: int) -> int:
+        digest = hashlib.sha256(f"deniable.text.v1|{label}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") % modulus
+
+    a = tuple(
+        tuple(1 + draw(f"a|{r}|{i}", OLH_PRIME - 1) for i in range(TEXT_MAX_LENGTH))
+        for r in range(TEXT_ROWS)
+    )
+    b = tuple(draw(f"b|{r}", OLH_PRIME) for r in range(TEXT_ROWS))
+    return a, b
+
+
+class PrefixSketch:
+    """``pem``: PEM prefix extension (Wang, Li & Jha, IEEE TDSC 2021) through OUE inside a sketch.
+
+    A device's string is UTF-8, cut to ``max_length`` bytes at a character boundary and padded
+    with :data:`TEXT_TERMINATOR` to exactly ``max_length`` bytes. The device is pinned to one
+    prefix level l in 1..g for the metric's lifetime (never redrawn: a new level each period
+    would reveal a new prefix). Each report draws a row r uniformly from the CSPRNG, hashes
+    the level-l prefix to the cell h_r(prefix) in 0..m-1 and randomizes that one-hot vector by
+    OUE: the cell's bit is 1 with probability p = 1/2, every other bit with q = 1/(e^eps + 1).
+    The payload is ``{"b": base64 of m/8 bytes, "l": level, "r": row}``; a report supports
+    the cells whose bits are set, and the per-(level, row, cell) sums are plain counts.
+
+    The hash: h_r(x_0..x_{l-1}) = ((b_r + sum_i a_{r,i} x_i) mod P) mod m, P = 2^31 - 1, with
+    the public coefficients of :func:`_text_hash_coefficients` (pairwise independent over
+    the prefixes of one length). Every intermediate stays below 2^45: int64 arrays hold it.
+    """
+
+    name: ClassVar[str] = "pem"
+    cells: ClassVar[int] = TEXT_CELLS
+    rows: ClassVar[int] = TEXT_ROWS
+
+    def __init__(self, max_length: int, epsilon: float) -> None:
+        if not _is_int(max_length) or not 1 <= max_length <= TEXT_MAX_LENGTH:
+            raise SpecError(f"max_length must be an integer in 1..{TEXT_MAX_LENGTH} (UTF-8 bytes)")
+        self.max_length = max_length
+        self.epsilon = check_epsilon(epsilon)
+        self.levels = -(-max_length // TEXT_SEGMENT_BYTES)
+        self.p = 0.5
+        self.q = 1 / (math.exp(self.epsilon) + 1)
+        self.n_bytes = self.cells // 8
+        self._below_p = math.ceil(self.p * 2**53) << 11
+        self._below_q = math.ceil(self.q * 2**53) << 11
+        self._words = struct.Struct(f"<{self.cells}Q").unpack
+
+    @property
+    def p_star(self) -> float:
+        """P(a report's bit at its prefix's cell is set)."""
+        return self.p
+
+    @property
+    def q_star(self) -> float:
+        """P(a bit at any other cell is set)."""
+        return self.q
+
+    @property
+    def v_star(self) -> float:
+        """Per-report variance constant at f -> 0, q(1-q)/(p-q)^2 (OUE's, OLH's to first order)."""
+        return self.q * (1 - self.q) / (self.p - self.q) ** 2
+
+    def variance_constant(self, share: float) -> float:
+        """V*(f) = ((1-f) q(1-q) + f p(1-p)) / (p-q)^2: one report's variance at share f."""
+        p, q = self.p, self.q
+        return ((1 - share) * q * (1 - q) + share * p * (1 - p)) / (p - q) ** 2
+
+    @property
+    def cell_count(self) -> int:
+        """The counts a period keeps: g x R x m cell sums, then g x R report tallies."""
+        return self.levels * self.rows * self.cells + self.levels * self.rows
+
+    def cell_index(self, level: int, row: int, cell: int) -> int:
+        """The flat count index of (level 1..g, row, cell)."""
+        return ((level - 1) * self.rows + row) * self.cells + cell
+
+    def tally_index(self, level: int, row: int) -> int:
+        """The flat count index that counts the reports of (level, row)."""
+        return self.levels * self.rows * self.cells + (level - 1) * self.rows + row
+
+    def prefix_length(self, level: int) -> int:
+        """The bytes a level-``level`` prefix holds."""
+        return min(level * TEXT_SEGMENT_BYTES, self.max_length)
+
+    def encode(self, value: Any) -> bytes:
+        """The padded bytes of a string; ``ValueError`` (never echoing it) for a non-string or
+        one holding U+0000."""
+        if not isinstance(value, str):
+            raise ValueError("value is not a string")
+        if "\x00" in value:
+            raise ValueError("value holds U+0000, the terminator")
+        try:
+            raw = value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValueError("value is not encodable as UTF-8 (a lone surrogate)") from None
+        if len(raw) > self.max_length:
+            raw = raw[: self.max_length].decode("utf-8", "ignore").encode("utf-8")
+        return raw + bytes(self.max_length - len(raw))
+
+    def cell(self, row: int, prefix: bytes) -> int:
+        """h_row(prefix), the wire-format hash of a prefix to a cell."""
+        a, b = _text_hash_coefficients()
+        coefficients = a[row]
+        total = b[row] + sum(coefficients[i] * x for i, x in enumerate(prefix))
+        return (total % OLH_PRIME) % self.cells
+
+    def randomize(
+        self, padded: bytes, level: int, rng: Randomness = system_randomness
+    ) -> dict[str, Any]:
+        """A report of the padded string at the device's pinned ``level`` (eps-LDP)."""
+        if not 1 <= level <= self.levels or len(padded) != self.max_length:
+            raise ValueError("not a padded string and level of this metric")
+        row = rng.randbelow(self.rows)
+        target = self.cell(row, padded[: self.prefix_length(level)])
+        bits = bytearray(self.n_bytes)
+        # One 64-bit word w per cell; random() is (w >> 11) * 2^-53, and (w >> 11) * 2^-53 < x
+        # <=> w < ceil(x 2^53) 2^11, so each bit has exactly the probability ``random() < p``
+        # (or ``< q``) gives, from one block of random bytes: several times faster.
+        words = self._words(rng.token_bytes(8 * self.cells))
+        below_q = self._below_q
+        for v in [v for v, w in enumerate(words) if w < below_q]:
+            bits[v >> 3] |= 1 << (v & 7)
+        mask = 1 << (target & 7)
+        if words[target] < self._below_p:
+            bits[target >> 3] |= mask
+        else:
+            bits[target >> 3] &= ~mask & 0xFF
+        return {"b": base64.b64encode(bytes(bits)).decode("ascii"), "l": level, "r": row}
+
+    def parse_payload(self, payload: Any) -> dict[str, Any]:
+        """The payload in canonical form, or ``ValueError`` naming the problem."""
+        if not isinstance(payload, dict) or set(payload) != {"b", "l", "r"}:
+            raise ValueError('payload must be an object with exactly the keys "b", "l", "r"')
+        level, row, bits = payload["l"], payload["r"], payload["b"]
+        if not _is_int(level) or not 1 <= level <= self.levels:
+            raise ValueError(f"payload l (the prefix level) must be an integer in 1..{self.levels}")
+        if not _is_int(row) or not 0 <= row < self.rows:
+            raise ValueError(f"payload r (the sketch row) must be an integer in 0..{self.rows - 1}")
+        if not isinstance(bits, str):
+            raise ValueError("payload b must be a base64 string")
+        try:
+            raw = base64.b64decode(bits, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError("payload b is not valid standard base64") from None
+        if len(raw) != self.n_bytes:
+            raise ValueError(
+                f"payload b must encode exactly {self.n_bytes} bytes ({self.cells} cells)"
+            )
+        return {"b": base64.b64encode(raw).decode("ascii"), "l": level, "r": row}
+
+    def supported(self, payload: dict[str, Any]) -> list[int]:
+        """The flat count indexes a (valid) payload adds one to: its set cells and its tally."""
+        raw = base64.b64decode(payload["b"])
+        level, row = payload["l"], payload["r"]
+        cells = [v for v in range(self.cells) if raw[v >> 3] >> (v & 7) & 1]
+        return [self.cell_index(level, row, v) for v in cells] + [self.tally_index(level, row)]
+
+    def __repr__(self) -> str:
+        return f"PrefixSketch(max_length={self.max_length}, epsilon={self.epsilon!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PrefixSketch) and (other.max_length, other.epsilon) == (
+            self.max_length,
+            self.epsilon,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.max_length, self.epsilon))
+
+
+TEXT_MECHANISMS: dict[str, type[PrefixSketch]] = {PrefixSketch.name: PrefixSketch}
+"""Every text mechanism by its wire name (``auto`` resolves to ``pem``)."""
+
+
+def make_text_mechanism(name: str, max_length: int, epsilon: float) -> PrefixSketch:
+    """Build a text mechanism by name; ``auto`` is ``pem``."""
+    if name == "auto":
+        name = PrefixSketch.name
+    try:
+        cls = TEXT_MECHANISMS[name]
+    except KeyError:
+        raise SpecError(f"unknown text mechanism {name!r}: choose auto or pem") from None
+    return cls(max_length, epsilon)

@@ -54,9 +54,16 @@ class _MetricState:
         "numeric",
         "randomize",
         "spec",
+        "text",
     )
 
-    def __init__(self, spec: MetricSpec, memoize: bool, ratio: float | None) -> None:
+    def __init__(
+        self,
+        spec: MetricSpec,
+        memoize: bool,
+        ratio: float | None,
+        level: Callable[[], int] | None = None,
+    ) -> None:
         self.spec = spec
         self.fingerprint = spec.fingerprint
         self.cost: ReportCost
@@ -65,19 +72,28 @@ class _MetricState:
         self.kind = spec.period
         self.memoized = self.cost.memoized
         self.numeric = spec.type == "numeric"
-        self.randomize: Callable[[Any, Randomness], Payload] = (
-            spec.numeric_randomizer.randomize if self.numeric else spec.randomizer.randomize
-        )
+        self.text = spec.type == "text"
+        self.randomize: Callable[[Any, Randomness], Payload]
+        if self.text:
+            sketch = spec.text_randomizer
+            pinned = level or (lambda: 1)
+            self.randomize = lambda padded, rng: sketch.randomize(padded, pinned(), rng)
+        else:
+            self.randomize = (
+                spec.numeric_randomizer.randomize if self.numeric else spec.randomizer.randomize
+            )
         self.memo_keys: list[str | None] = [None] * spec.k  # HMACs, made on first use
         self.index: dict[Any, int] = (
             {} if spec.type != "categorical" else {c: i for i, c in enumerate(spec.categories)}
         )
 
-    def prepare(self, value: Any) -> int | float:
-        """The category index, or a numeric metric's t; :class:`~.errors.InvalidInput` names
-        the metric, never the value."""
+    def prepare(self, value: Any) -> int | float | bytes:
+        """The category index, a numeric metric's t, or a text metric's padded bytes;
+        :class:`~.errors.InvalidInput` names the metric, never the value."""
         if self.numeric:
             return self.spec.scale(value)
+        if self.text:
+            return self.spec.padded(value)
         if self.spec.type == "boolean":
             if value is True:
                 return 1
@@ -89,10 +105,11 @@ class _MetricState:
                 return index
         return self.spec.index_of(value)
 
-    def memo_key(self, ledger: Ledger, metric: str, prepared: int | float) -> str:
-        """The memo key of a prepared value: cached per category index; for a numeric t made
-        afresh (the values are unbounded, so a cache would grow without end)."""
-        if self.numeric:
+    def memo_key(self, ledger: Ledger, metric: str, prepared: int | float | bytes) -> str:
+        """The memo key of a prepared value: cached per category index; for a numeric t or a
+        text metric's string made afresh (the values are unbounded, so a cache would grow
+        without end)."""
+        if self.numeric or self.text:
             return ledger.memo_key(metric, self.fingerprint, prepared)
         key = self.memo_keys[prepared]  # type: ignore[index]
         if key is None:
@@ -160,6 +177,7 @@ class Recorder:
                 s,
                 memoize is True or (not isinstance(memoize, bool) and s.name in memoize),
                 self._ratio,
+                self._level_of(s) if s.type == "text" else None,
             )
             for s in specs
         }
@@ -168,6 +186,11 @@ class Recorder:
             held = self._holding.take() if metrics else []
             for value in held:
                 self._replay(value)
+
+    def _level_of(self, spec: MetricSpec) -> Callable[[], int]:
+        """A text metric's pinned prefix level, drawn on its first report (under the lock)."""
+        name, fingerprint, levels = spec.name, spec.fingerprint, spec.text_randomizer.levels
+        return lambda: self._ledger.pinned_level(name, fingerprint, levels, self._rng)
 
     def _replay(self, held: HeldValue) -> None:
         """Randomize and queue a value held before specs arrived, in the period it was recorded
@@ -221,7 +244,9 @@ class Recorder:
             self._counters.recorded += 1
             return self._admit(metric, state, prepared, period)
 
-    def _admit(self, metric: str, state: _MetricState, prepared: int | float, period: str) -> bool:
+    def _admit(
+        self, metric: str, state: _MetricState, prepared: int | float | bytes, period: str
+    ) -> bool:
         """Ask the ledger to admit a report of ``prepared`` (a category index or a numeric
         metric's t, see :meth:`_MetricState.prepare`) in ``period``; if it does, randomize
         and queue it (under the lock). A refusal is logged once per metric and period."""
@@ -246,7 +271,9 @@ class Recorder:
         counters.admitted += 1
         return True
 
-    def _randomized(self, metric: str, state: _MetricState, prepared: int | float) -> Payload:
+    def _randomized(
+        self, metric: str, state: _MetricState, prepared: int | float | bytes
+    ) -> Payload:
         """A fresh randomized answer for ``prepared``; for a memoized metric, its value's
         remembered permanent answer randomized afresh, or without the fresh layer the
         remembered answer itself (under the lock)."""

@@ -23,14 +23,17 @@ from .mechanisms import (
     MAX_CATEGORIES,
     MECHANISMS,
     NUMERIC_MECHANISMS,
+    TEXT_MECHANISMS,
     Mechanism,
     NumericMechanism,
+    PrefixSketch,
     make_mechanism,
     make_numeric_mechanism,
+    make_text_mechanism,
 )
 
-MetricType = Literal["boolean", "categorical", "numeric", "histogram"]
-METRIC_TYPES: tuple[str, ...] = ("boolean", "categorical", "numeric", "histogram")
+MetricType = Literal["boolean", "categorical", "numeric", "histogram", "text"]
+METRIC_TYPES: tuple[str, ...] = ("boolean", "categorical", "numeric", "histogram", "text")
 PeriodKind = Literal["day", "week", "month"]
 
 BOOLEAN_CATEGORIES = ("false", "true")
@@ -150,7 +153,10 @@ class MetricSpec:
     lower: float | None = None
     upper: float | None = None
     edges: tuple[float, ...] | None = None
-    _randomizer: Mechanism | NumericMechanism = field(init=False, repr=False, compare=False)
+    max_length: int | None = None
+    _randomizer: Mechanism | NumericMechanism | PrefixSketch = field(
+        init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not METRIC_NAME.fullmatch(self.name):
@@ -160,7 +166,8 @@ class MetricSpec:
             )
         if self.type not in METRIC_TYPES:
             raise SpecError(
-                f"metric {self.name}: type must be one of boolean, categorical, numeric, histogram"
+                f"metric {self.name}: type must be one of boolean, categorical, numeric,"
+                " histogram, text"
             )
         if self.period not in PERIOD_KINDS:
             raise SpecError(f"metric {self.name}: period must be one of day, week, month")
@@ -169,6 +176,11 @@ class MetricSpec:
         if self.type == "numeric":
             self._resolve_numeric()
             return
+        if self.type == "text":
+            self._resolve_text()
+            return
+        if self.max_length is not None:
+            raise SpecError(f"metric {self.name}: max_length is for text metrics only")
         if self.type == "histogram":
             object.__setattr__(self, "categories", self._bucket_labels())
         elif self.lower is not None or self.upper is not None or self.edges is not None:
@@ -208,8 +220,11 @@ class MetricSpec:
 
     def _resolve_numeric(self) -> None:
         """Check ``lower`` < ``upper`` and resolve the numeric mechanism."""
-        if self.categories or self.edges is not None:
-            raise SpecError(f"metric {self.name}: a numeric metric has no categories or edges")
+        if self.categories or self.edges is not None or self.max_length is not None:
+            raise SpecError(
+                f"metric {self.name}: a numeric metric has no categories or edges (nor a"
+                " max_length)"
+            )
         lower = _finite_number(self.lower, f"metric {self.name}: lower")
         upper = _finite_number(self.upper, f"metric {self.name}: upper")
         if not lower < upper:
@@ -233,6 +248,28 @@ class MetricSpec:
         object.__setattr__(self, "categories", ())
         object.__setattr__(self, "lower", lower)
         object.__setattr__(self, "upper", upper)
+        object.__setattr__(self, "epsilon", randomizer.epsilon)
+        object.__setattr__(self, "mechanism", randomizer.name)
+        object.__setattr__(self, "_randomizer", randomizer)
+
+    def _resolve_text(self) -> None:
+        """Check ``max_length`` and resolve the text mechanism (``auto`` is ``pem``)."""
+        if self.categories or self.edges is not None or (self.lower, self.upper) != (None, None):
+            raise SpecError(
+                f"metric {self.name}: a text metric has max_length only (no categories, edges,"
+                " lower or upper)"
+            )
+        if self.max_length is None:
+            raise SpecError(f"metric {self.name}: a text metric needs max_length (UTF-8 bytes)")
+        if self.mechanism != "auto" and self.mechanism not in TEXT_MECHANISMS:
+            raise SpecError(
+                f"metric {self.name}: unknown mechanism; a text metric uses auto or pem"
+            )
+        try:
+            randomizer = make_text_mechanism(self.mechanism, self.max_length, self.epsilon)
+        except ValueError as exc:
+            raise SpecError(f"metric {self.name}: {exc}") from None
+        object.__setattr__(self, "categories", ())
         object.__setattr__(self, "epsilon", randomizer.epsilon)
         object.__setattr__(self, "mechanism", randomizer.name)
         object.__setattr__(self, "_randomizer", randomizer)
@@ -306,6 +343,19 @@ class MetricSpec:
         return cls(name, "histogram", (), epsilon, mechanism, period, edges=tuple(edges))
 
     @classmethod
+    def text(
+        cls,
+        name: str,
+        *,
+        max_length: int,
+        epsilon: float,
+        mechanism: str = "auto",
+        period: PeriodKind = "day",
+    ) -> MetricSpec:
+        """Any string (UTF-8, cut to ``max_length`` bytes), for the strings many devices hold."""
+        return cls(name, "text", (), epsilon, mechanism, period, max_length=max_length)
+
+    @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MetricSpec:
         """Build from the JSON form (as served by ``GET /v1/metrics``).
 
@@ -334,6 +384,7 @@ class MetricSpec:
             lower=data.get("lower"),
             upper=data.get("upper"),
             edges=tuple(edges) if edges is not None else None,
+            max_length=data.get("max_length"),
         )
         if labels and labels != spec.categories:
             raise SpecError(
@@ -344,7 +395,7 @@ class MetricSpec:
 
     @property
     def k(self) -> int:
-        """The number of categories (a histogram's buckets; 0 for a numeric metric)."""
+        """The number of categories (a histogram's buckets; 0 for a numeric or text metric)."""
         return len(self.categories)
 
     @property
@@ -353,14 +404,33 @@ class MetricSpec:
         ``values in [0, 5000]``, ``6 buckets`` or ``5 categories``."""
         if self.type == "numeric":
             return f"values in [{self.lower:g}, {self.upper:g}]"
+        if self.type == "text":
+            return f"strings of up to {self.max_length} bytes"
         return f"{self.k} {'buckets' if self.type == 'histogram' else 'categories'}"
 
     @property
     def randomizer(self) -> Mechanism:
-        """The resolved frequency oracle, with its parameters (not for numeric metrics)."""
+        """The resolved frequency oracle, with its parameters (not for numeric or text metrics)."""
         if isinstance(self._randomizer, NumericMechanism):
             raise TypeError(f"metric {self.name} is numeric: use numeric_randomizer")
+        if isinstance(self._randomizer, PrefixSketch):
+            raise TypeError(f"metric {self.name} is text: use text_randomizer")
         return self._randomizer
+
+    @property
+    def text_randomizer(self) -> PrefixSketch:
+        """The resolved sketch mechanism of a text metric."""
+        if not isinstance(self._randomizer, PrefixSketch):
+            raise TypeError(f"metric {self.name} is not text")
+        return self._randomizer
+
+    def padded(self, value: Any) -> bytes:
+        """A text metric's value as the padded bytes its reports carry;
+        :class:`~.errors.InvalidInput` names the metric, never the value."""
+        try:
+            return self.text_randomizer.encode(value)
+        except ValueError as exc:
+            raise InvalidInput(f"metric {self.name}: {exc}") from None
 
     @property
     def numeric_randomizer(self) -> NumericMechanism:
@@ -420,6 +490,8 @@ class MetricSpec:
             fields["upper"] = self.upper
         elif self.type == "histogram":
             fields["edges"] = list(self.edges)  # type: ignore[arg-type]
+        elif self.type == "text":
+            fields["max_length"] = self.max_length
         return fields
 
     @property
@@ -441,8 +513,8 @@ class MetricSpec:
             raise InvalidInput(f"metric {self.name}: expects a bool")
         if self.type == "histogram":
             return self.bucket_of(value)
-        if self.type == "numeric":
-            raise InvalidInput(f"metric {self.name} is numeric: it has no categories")
+        if self.type in ("numeric", "text"):
+            raise InvalidInput(f"metric {self.name} is {self.type}: it has no categories")
         if isinstance(value, str):
             try:
                 return self.categories.index(value)

@@ -23,9 +23,9 @@ MetricField = Annotated[str, Field(min_length=1, max_length=64)]
 FingerprintField = Annotated[str, Field(min_length=1, max_length=64)]
 PeriodField = Annotated[str, Field(min_length=1, max_length=16)]
 
-Payload = StrictInt | StrictFloat | StrictStr | dict[str, StrictInt]
-"""An index (brr, krr), a number y (duchi, pm, hybrid), standard base64 bits (oue) or an
-{a, b, y} object (olh)."""
+Payload = StrictInt | StrictFloat | StrictStr | dict[str, StrictInt | StrictStr]
+"""An index (brr, krr), a number y (duchi, pm, hybrid), standard base64 bits (oue), an
+{a, b, y} object (olh) or a {b, l, r} object (pem: base64 bits, prefix level, sketch row)."""
 
 _STRICT = ConfigDict(extra="forbid", strict=True)
 
@@ -40,8 +40,8 @@ class Report(BaseModel):
     fingerprint: FingerprintField
     period: PeriodField
     payload: Payload = Field(
-        description="int (brr, krr), number (duchi, pm, hybrid), base64 string (oue)"
-        " or {a, b, y} object (olh)",
+        description="int (brr, krr), number (duchi, pm, hybrid), base64 string (oue),"
+        " {a, b, y} object (olh) or {b, l, r} object (pem)",
         json_schema_extra={"examples": [2, -1.3862, "AQ==", {"a": 12345, "b": 678, "y": 1}]},
     )
 
@@ -133,11 +133,16 @@ class MetricSpecIn(BaseModel):
         default=None,
         description="histogram metrics: the bucket edges, strictly increasing (at least 3)",
     )
+    max_length: int | None = Field(
+        default=None,
+        description="text metrics: the longest string kept, in UTF-8 bytes (1..64; longer"
+        " values are cut at a character boundary)",
+    )
     epsilon: float
     mechanism: str = Field(
         default="auto",
         description="auto, or brr/krr/oue/olh (boolean, categorical, histogram),"
-        " duchi/pm/hybrid (numeric)",
+        " duchi/pm/hybrid (numeric), pem (text)",
     )
     period: PeriodKind = "day"
     fingerprint: str | None = Field(
@@ -154,6 +159,7 @@ class MetricSpecOut(BaseModel):
     lower: float | None = Field(default=None, description="numeric metrics")
     upper: float | None = Field(default=None, description="numeric metrics")
     edges: list[float] | None = Field(default=None, description="histogram metrics")
+    max_length: int | None = Field(default=None, description="text metrics (UTF-8 bytes)")
     epsilon: float
     mechanism: str
     period: PeriodKind

@@ -15,7 +15,15 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from deniable.client.mechanisms import KRR, OUE, Duchi, Hybrid, Mechanism, NumericMechanism
+from deniable.client.mechanisms import (
+    KRR,
+    OUE,
+    Duchi,
+    Hybrid,
+    Mechanism,
+    NumericMechanism,
+    PrefixSketch,
+)
 from deniable.client.spec import MetricSpec, next_period, period_label, period_start
 
 from .schemas import ReportIn
@@ -104,7 +112,7 @@ def _numeric_check(mechanism: NumericMechanism) -> PayloadCheck:
 
 
 @cache
-def canonical_check(mechanism: Mechanism | NumericMechanism) -> PayloadCheck:
+def canonical_check(mechanism: Mechanism | NumericMechanism | PrefixSketch) -> PayloadCheck:
     """A fast test for the usual payload of ``mechanism``: valid and already in canonical form.
 
     Only a shortcut: whatever it does not accept goes to the mechanism's own ``parse_payload``,
@@ -142,9 +150,11 @@ _DERIVED: dict[int, tuple[MetricSpec, str, PayloadCheck, PayloadParse]] = {}
 _DERIVED_MAX = 10_000
 
 
-def payload_mechanism(spec: MetricSpec) -> Mechanism | NumericMechanism:
-    """The mechanism that judges ``spec``'s payloads: its numeric one, or its frequency oracle
-    (a histogram's is over its buckets)."""
+def payload_mechanism(spec: MetricSpec) -> Mechanism | NumericMechanism | PrefixSketch:
+    """The mechanism that judges ``spec``'s payloads: its numeric one, its text sketch, or its
+    frequency oracle (a histogram's is over its buckets)."""
+    if spec.type == "text":
+        return spec.text_randomizer
     return spec.numeric_randomizer if spec.type == "numeric" else spec.randomizer
 
 

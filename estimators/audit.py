@@ -240,6 +240,53 @@ def _olh_family(spec: MetricSpec, indices: list[int]) -> _Family:
     return _Family(names, count, tuple(pairs))
 
 
+TEXT_INPUTS = ("alpha", "bravo", "charlie")
+"""The strings a text audit compares: their first bytes differ, so their prefixes differ at
+every level the device may be pinned to."""
+
+
+def _text_family(spec: MetricSpec, values: Sequence[str]) -> _Family:
+    """pem: for each ordered pair of inputs (i, j), {the bit of i's cell = 1, the bit of j's
+    cell = 0, and the two cells differ}, the cells read at the report's own level and row,
+    compared across that pair (its ratio is p(1-q) / ((1-p) q) = e^eps for the real one)."""
+    import numpy as np
+
+    from .heavyhitters import SketchCounts
+
+    sketch = spec.text_randomizer
+    data = SketchCounts(sketch, np.zeros(sketch.cell_count, dtype=np.int64))
+    padded = np.frombuffer(b"".join(sketch.encode(v) for v in values), np.uint8).reshape(
+        len(values), -1
+    )
+    cells = np.stack(  # [input, level - 1, row]
+        [
+            data.hashes(padded[:, : sketch.prefix_length(level)])
+            for level in range(1, sketch.levels + 1)
+        ],
+        axis=1,
+    )
+    pairs = _ordered_pairs(len(values))
+
+    def count(payloads: list[Any]) -> np.ndarray:
+        try:
+            raw = np.frombuffer(
+                b"".join(base64.b64decode(p["b"], validate=True) for p in payloads), np.uint8
+            ).reshape(len(payloads), sketch.n_bytes)
+            level = np.array([p["l"] for p in payloads], dtype=np.int64) - 1
+            row = np.array([p["r"] for p in payloads], dtype=np.int64)
+            mine = cells[:, level, row]  # [input, report]
+        except (TypeError, KeyError, ValueError, IndexError):
+            raise AuditError("pem payloads are not all objects with b, l and r") from None
+        bits = np.unpackbits(raw, axis=1, bitorder="little")
+        hit = bits[np.arange(len(payloads)), mine]  # [input, report]
+        return np.array(
+            [((hit[i] == 1) & (hit[j] == 0) & (mine[i] != mine[j])).sum() for i, j in pairs]
+        )
+
+    names = tuple(f"cell of {values[a]} = 1 and cell of {values[b]} = 0" for a, b in pairs)
+    return _Family(names, count, tuple(pairs))
+
+
 def numeric_thresholds(bound: float) -> list[float]:
     """The tails' split points c: inner edges of :data:`NUMERIC_BINS` bins over [-B, B],
     and -1, 0, 1."""
@@ -329,6 +376,8 @@ def audit_inputs(spec: MetricSpec) -> list[tuple[Any, str]]:
     clamps); numbers: :func:`numeric_inputs`, so pm's interior windows are reached."""
     if spec.type == "boolean":
         return [(False, "false"), (True, "true")]
+    if spec.type == "text":
+        return [(value, value) for value in TEXT_INPUTS]
     if spec.type == "numeric":
         return [(x, f"{x:g} (t = {spec.scale(x):+.3g})") for x in numeric_inputs(spec)]
     indices = _category_indices(spec)
@@ -344,6 +393,8 @@ def event_family(spec: MetricSpec) -> _Family:
     inputs = [value for value, _ in audit_inputs(spec)]
     if spec.type == "numeric":
         return _numeric_family(spec, [spec.scale(x) for x in inputs])
+    if spec.type == "text":
+        return _text_family(spec, inputs)
     indices = [spec.index_of(x) for x in inputs]
     if spec.mechanism in ("krr", "brr"):
         return _choice_family(spec, indices)

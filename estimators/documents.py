@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from .heavyhitters import TextEstimate, TextSeries
 from .results import CategoryEstimate, Estimate, MeanEstimate, PeriodSums, QuantileInterval
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ class MeanRangeEstimate(MetricRange):
     mean: MeanEstimate
 
 
-AnyRangeEstimate = HistogramEstimate | MeanRangeEstimate | RangeEstimate
+AnyRangeEstimate = HistogramEstimate | MeanRangeEstimate | TextEstimate | RangeEstimate
 """The estimate document of any metric type (the estimate route's response model)."""
 
 
@@ -158,7 +159,7 @@ class HistogramSeries(Series):
     edges: list[float] = field(kw_only=True)
 
 
-AnySeries = MeanSeries | HistogramSeries | Series
+AnySeries = MeanSeries | HistogramSeries | TextSeries | Series
 """The series document of any metric type (the series route's response model); a histogram's
 carries quantiles per period only when they were asked for."""
 

@@ -42,6 +42,9 @@ SPEC_METADATA_KEY = "deniable.spec"
 OLH_COLUMNS = ("a", "b", "y")
 """The payload columns of an olh report: the hash's two coefficients and the reported value."""
 
+TEXT_COLUMNS = ("b", "l", "r")
+"""The payload columns of a pem (text) report: its base64 bits, its prefix level, its row."""
+
 NAMED_COLUMN = "reported_category"
 """The column naming the (randomized) category a brr/krr report's index stands for."""
 
@@ -51,6 +54,8 @@ INDEX_MECHANISMS = ("brr", "krr")
 
 def payload_columns(mechanism: str) -> tuple[str, ...]:
     """The columns that hold a ``mechanism`` report's payload."""
+    if mechanism == "pem":
+        return TEXT_COLUMNS
     return OLH_COLUMNS if mechanism == "olh" else ("payload",)
 
 
@@ -65,12 +70,15 @@ def report_columns(mechanism: str) -> dict[str, Any]:
         if mechanism in NUMERIC_MECHANISMS
         else pl.Int64
     )
+    payload = dict.fromkeys(payload_columns(mechanism), payload_type)
+    if mechanism == "pem":
+        payload = {"b": pl.String, "l": pl.Int64, "r": pl.Int64}
     return {
         "id": pl.String,
         "metric": pl.String,
         "fingerprint": pl.String,
         "period": pl.String,
-        **dict.fromkeys(payload_columns(mechanism), payload_type),
+        **payload,
     }
 
 
@@ -93,6 +101,8 @@ def frame_of(spec: MetricSpec, rows: Sequence[StoredReport]) -> pl.DataFrame:
     parse = (
         spec.numeric_randomizer.parse_payload
         if spec.type == "numeric"
+        else spec.text_randomizer.parse_payload
+        if spec.type == "text"
         else spec.randomizer.parse_payload
     )
     payloads = []
@@ -107,8 +117,9 @@ def frame_of(spec: MetricSpec, rows: Sequence[StoredReport]) -> pl.DataFrame:
         "fingerprint": [spec.fingerprint] * len(rows),
         "period": [r[1] for r in rows],
     }
-    if spec.mechanism == "olh":
-        columns.update({key: [p[key] for p in payloads] for key in OLH_COLUMNS})
+    if spec.mechanism in ("olh", "pem"):
+        keys = payload_columns(spec.mechanism)
+        columns.update({key: [p[key] for p in payloads] for key in keys})
     else:
         columns["payload"] = payloads
     if spec.mechanism in INDEX_MECHANISMS:

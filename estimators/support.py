@@ -12,7 +12,15 @@ from collections.abc import Sequence
 
 import numpy as np
 from deniable.client.errors import InvalidInput
-from deniable.client.mechanisms import KRR, OLH, OLH_PRIME, OUE, Mechanism, Payload
+from deniable.client.mechanisms import (
+    KRR,
+    OLH,
+    OLH_PRIME,
+    OUE,
+    Mechanism,
+    Payload,
+    PrefixSketch,
+)
 
 
 def oue_bits(encoded: np.ndarray, k: int) -> np.ndarray:
@@ -80,3 +88,22 @@ def support_matrix(mechanism: Mechanism, payloads: Sequence[Payload]) -> np.ndar
         triples = np.array([(p["a"], p["b"], p["y"]) for p in payloads], dtype=np.int64)  # type: ignore[index]
         return olh_support(mechanism, triples[:, 0], triples[:, 1], triples[:, 2])
     raise TypeError(f"no support rule for mechanism {mechanism.name!r}")
+
+
+def text_support(sketch: PrefixSketch, payloads: Sequence[Payload]) -> list[np.ndarray]:
+    """Per (already-validated) text payload, the flat count indexes it adds one to: its set
+    cells at its (level, row) and that pair's report tally (the vectorized twin of
+    ``PrefixSketch.supported``; a test checks they agree)."""
+    if len(payloads) == 0:
+        return []
+    joined = "".join(p["b"] for p in payloads).encode("ascii")  # type: ignore[index]
+    encoded = np.frombuffer(joined, dtype=np.uint8).reshape(len(payloads), -1)
+    bits = oue_bits(encoded, sketch.cells)
+    levels = np.fromiter((p["l"] for p in payloads), dtype=np.int64, count=len(payloads))  # type: ignore[index]
+    rows = np.fromiter((p["r"] for p in payloads), dtype=np.int64, count=len(payloads))  # type: ignore[index]
+    base = ((levels - 1) * sketch.rows + rows) * sketch.cells
+    tally = sketch.levels * sketch.rows * sketch.cells + (levels - 1) * sketch.rows + rows
+    report, cell = np.nonzero(bits)
+    flat = base[report] + cell
+    split = np.searchsorted(report, np.arange(1, len(payloads)))
+    return [np.append(cells, tally[i]) for i, cells in enumerate(np.split(flat, split))]

@@ -47,8 +47,19 @@ def options_for(spec: MetricSpec, options: dict[str, Any]) -> dict[str, Any]:
     :data:`DEFAULT_METHOD`; only a histogram takes quantiles."""
     chosen = dict(options)
     quantiles = chosen.pop("quantiles", ())
+    candidates = chosen.pop("candidates", ())
     if quantiles and spec.type != "histogram":
         raise InvalidInput(f"--quantile is for histogram metrics; {spec.name} is {spec.type}")
+    if candidates and spec.type != "text":
+        raise InvalidInput(f"--candidate is for text metrics; {spec.name} is {spec.type}")
+    if spec.type == "text":
+        if chosen.pop("method", None) is not None:
+            raise InvalidInput(f"{spec.name} is a text metric: leave out --method")
+        chosen.pop("simultaneous", None)
+        chosen.pop("pooling", None)
+        if candidates:
+            chosen["candidates"] = list(candidates)
+        return chosen
     if spec.type == "numeric":
         if chosen.pop("method", None) is not None:
             raise InvalidInput(
@@ -81,6 +92,11 @@ def fetch_document(
         from ..offline import file_document, load_reports
 
         reports = load_reports(name, from_file, spec_file, start, end, last)
+        if reports.spec.type == "text":
+            raise InvalidInput(
+                f"{name} is a text metric: its heavy hitters are decoded from the collector's"
+                " counts; estimate it online (without --from-file)"
+            )
         chosen = options_for(reports.spec, options)
         if reports.spec.type == "numeric":
             chosen["method"] = "unbiased"
@@ -105,6 +121,13 @@ def fetch_document(
 @pooling_option
 @intervals_option
 @quantiles_option
+@click.option(
+    "--candidate",
+    "candidates",
+    multiple=True,
+    metavar="STRING",
+    help="Text metrics: score this string instead of discovering (repeatable).",
+)
 @from_file_options
 @format_option()
 @pass_global_options
@@ -116,7 +139,9 @@ def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -
     default the estimates are consistent (non-negative, summing to 100%) and the intervals
     simultaneous (they hold for every category shown at once). A numeric metric prints its
     mean ± margin and interval in the metric's units; a histogram its buckets' shares and
-    intervals for its quantiles (--quantile).
+    intervals for its quantiles (--quantile). A text metric prints the strings found in one
+    period (--end, default today) ranked by share with their intervals and the run's
+    detection floor; --candidate scores listed strings instead.
 
     \b
     Examples:
@@ -126,6 +151,8 @@ def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -
       deniable estimate browser --from-file browser.parquet --method mle
       deniable estimate load_ms --last 7
       deniable estimate load_hist -q 0.5 -q 0.95
+      deniable estimate search_term --end 2026-11-21
+      deniable estimate search_term --candidate "dark mode" --candidate "font size"
     """
     document = fetch_document(global_options, "estimate", name, **query)
     print_estimate(document, fmt)

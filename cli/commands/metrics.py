@@ -231,6 +231,8 @@ def _spec_table(spec: dict[str, Any]) -> Any:
     table.add_row("type", str(spec.get("type")))
     if spec.get("type") == "numeric":
         table.add_row("range", f"[{spec.get('lower')}, {spec.get('upper')}] (values clamped)")
+    elif spec.get("type") == "text":
+        table.add_row("max_length", f"{spec.get('max_length')} bytes (longer strings are cut)")
     elif spec.get("type") == "histogram":
         edges = spec.get("edges") or []
         table.add_row("edges", ", ".join(f"{e:g}" for e in edges) + f"  ({len(edges) - 1} buckets)")
@@ -241,6 +243,21 @@ def _spec_table(spec: dict[str, Any]) -> Any:
     table.add_row("period", str(spec.get("period")))
     table.add_row("fingerprint", str(spec.get("fingerprint")))
     return table
+
+
+def _show_text(spec: MetricSpec, served: dict[str, Any], fmt: str) -> None:
+    """``metrics show`` of a text metric: its spec and its discovery floor per batch size."""
+    from deniable.estimators.heavyhitters import floor_plan
+
+    plan = floor_plan(spec.text_randomizer)
+    if fmt == "json":
+        print_json({**served, "floor": plan})
+        return
+    out = console()
+    out.print(_spec_table(served))
+    for row in plan["floors"]:  # type: ignore[attr-defined]
+        t95 = "above 100%" if row["t95"] >= 1 else f"{row['t95']:.2%}"
+        out.print(f"discovery floor with {row['reports']:,} reports per period: {t95}")
 
 
 @click.group()
@@ -266,7 +283,7 @@ def metrics() -> None:
 @click.option(
     "--type",
     "kind",
-    type=click.Choice(("boolean", "categorical", "numeric", "histogram")),
+    type=click.Choice(("boolean", "categorical", "numeric", "histogram", "text")),
     help="numeric (a mean: with --lower and --upper) or histogram (a distribution: with"
     " --edges); boolean and categorical follow from --boolean and --categories.",
 )
@@ -281,10 +298,16 @@ def metrics() -> None:
     metavar="E0,E1,...",
     help="A histogram's bucket edges, increasing: 0,100,250,500 makes [0, 100), [100, 250), ...",
 )
+@click.option(
+    "--max-length",
+    type=click.IntRange(1, 64),
+    metavar="L",
+    help="A text metric's longest string kept, in UTF-8 bytes (longer ones are cut).",
+)
 @epsilon_option
 @click.option(
     "--mechanism",
-    type=click.Choice(MECHANISM_CHOICES + tuple(NUMERIC_MECHANISMS)),
+    type=click.Choice(MECHANISM_CHOICES + tuple(NUMERIC_MECHANISMS) + ("pem",)),
     default="auto",
     show_default=True,
     help="auto picks the least variance for (k, ε), or for a numeric metric the least"
@@ -309,6 +332,7 @@ def create(
     lower: float | None,
     upper: float | None,
     edges: str | None,
+    max_length: int | None,
     epsilon: float,
     mechanism: str,
     period: str,
@@ -330,7 +354,16 @@ def create(
       deniable metrics create dark_mode --boolean --epsilon 0.5 --period week
       deniable metrics create load_ms --type numeric --lower 0 --upper 5000 --epsilon 1
       deniable metrics create load_hist --type histogram --edges 0,100,250,500,1000,5000 --epsilon 1
+      deniable metrics create search_term --type text --max-length 16 --epsilon 4
     """
+    if kind == "text" or max_length is not None:
+        given = categories is not None or boolean or (lower, upper, edges) != (None, None, None)
+        if kind != "text" or max_length is None or given:
+            raise click.UsageError("a text metric takes --type text --max-length L and no domain")
+        body = {"name": name, "type": "text", "max_length": max_length, "epsilon": epsilon}
+        body.update({"mechanism": mechanism, "period": period})
+        _create_text(global_options, MetricSpec.from_dict(body), body, accept_weak, fmt)
+        return
     body = spec_from_options(
         name, categories, boolean, epsilon, mechanism, period, kind, lower, upper, edges
     )
@@ -354,6 +387,42 @@ def create(
     console().print(_spec_table(stored))
     what = "registered" if created else "already registered (identical)"
     click.echo(f"{what} {stored.get('name', name)} (fingerprint {stored.get('fingerprint')})")
+
+
+def _create_text(
+    global_options: GlobalOptions,
+    spec: MetricSpec,
+    body: dict[str, Any],
+    accept_weak: bool,
+    fmt: str,
+) -> None:
+    """``metrics create --type text``: the floor per batch size first; weak (refused unless
+    --accept-weak) above the SDK's max_epsilon or with a floor above 5% at 100,000 reports."""
+    from deniable.estimators.heavyhitters import floor_plan, floor_warnings
+
+    plan = floor_plan(spec.text_randomizer)
+    reasons = floor_warnings(spec.text_randomizer)
+    if spec.epsilon > DEFAULT_MAX_EPSILON:
+        reasons.insert(0, f"ε={spec.epsilon:g} is above {DEFAULT_MAX_EPSILON:g}")
+    if fmt != "json":
+        for row in plan["floors"]:  # type: ignore[attr-defined]
+            t95 = "above 100%" if row["t95"] >= 1 else f"{row['t95']:.2%}"
+            click.echo(f"discovery floor with {row['reports']:,} reports per period: {t95}")
+    if reasons and not accept_weak:
+        raise InvalidInput(
+            f"not registered: {'; '.join(reasons)}; pass --accept-weak to register it anyway"
+        )
+    body = {**body, "mechanism": spec.mechanism}
+    with global_options.api() as api:
+        stored, created = api.register_metric(body)
+    for reason in stored.get("warnings", []):
+        click.echo(f"warning: {reason}", err=True)
+    if fmt == "json":
+        print_json({**stored, "floor": plan, "already_registered": not created})
+        return
+    console().print(_spec_table(stored))
+    what = "registered" if created else "already registered (identical)"
+    click.echo(f"{what} {stored.get('name')} (fingerprint {stored.get('fingerprint')})")
 
 
 @metrics.command("archive", short_help="Archive a metric: no more reports (admin).")
@@ -455,6 +524,9 @@ def show(global_options: GlobalOptions, name: str, confidence: float, fmt: str) 
     with global_options.api() as api:
         served = api.get_metric(name)
     spec = spec_from_served(served)
+    if spec.type == "text":
+        _show_text(spec, served, fmt)
+        return
     rows = margins(spec, confidence)
     if fmt == "json":
         print_json({**served, "expected_margin": {"confidence": confidence, "by_reports": rows}})

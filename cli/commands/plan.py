@@ -151,6 +151,22 @@ def _check_reports(reports: int | None) -> None:
 @click.option(
     "--numeric", is_flag=True, help="Plan a numeric metric's mean (with --lower and --upper)."
 )
+@click.option(
+    "--text", is_flag=True, help="Plan a text metric's detection floor (with --max-length)."
+)
+@click.option(
+    "--max-length",
+    type=click.IntRange(1, 64),
+    metavar="L",
+    help="With --text: the longest string kept, in UTF-8 bytes (1..64).",
+)
+@click.option(
+    "--floor",
+    "target",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    metavar="SHARE",
+    help="With --text: the reports needed for this floor (0.01 = strings held by 1%).",
+)
 @click.option("--lower", type=float, help="With --numeric: the metric's lowest value.")
 @click.option("--upper", type=float, help="With --numeric: the metric's highest value.")
 @epsilon_option
@@ -169,7 +185,16 @@ def _check_reports(reports: int | None) -> None:
 @confidence_option
 @intervals_option
 @format_option()
-def plan(fmt: str, numeric: bool, lower: float | None, upper: float | None, **request: Any) -> None:
+def plan(
+    fmt: str,
+    numeric: bool,
+    text: bool,
+    max_length: int | None,
+    target: float | None,
+    lower: float | None,
+    upper: float | None,
+    **request: Any,
+) -> None:
     """Reports needed for a margin of error, per mechanism, and which one needs the fewest.
 
     A margin is the half-width of the interval the estimates compute (for all categories at
@@ -186,7 +211,18 @@ def plan(fmt: str, numeric: bool, lower: float | None, upper: float | None, **re
       deniable plan --categories 4 --epsilon 1 --margin 0.01
       deniable plan --categories 20 --epsilon 2 --reports 50000 --per-category
       deniable plan --numeric --lower 0 --upper 5000 --epsilon 1 --margin 50
+      deniable plan --text --max-length 16 --epsilon 4 --floor 0.01
+
+    With --text, the detection floor T95 of a text metric's discovery at several batch sizes:
+    a string held by at least that share of a period's devices is found with probability
+    0.95, and with probability 0.95 nothing absent is returned (--floor SHARE: the reports
+    needed for it; --reports N: the floor at N).
     """
+    if text:
+        _text_plan(fmt, max_length, target, request)
+        return
+    if max_length is not None or target is not None:
+        raise click.UsageError("--max-length and --floor go with --text")
     margin, reports = request["margin"], request["reports"]
     if (margin is None) == (reports is None):
         raise click.UsageError("give exactly one of --margin or --reports")
@@ -229,6 +265,55 @@ def plan(fmt: str, numeric: bool, lower: float | None, upper: float | None, **re
         )
     else:
         _render(document)
+
+
+def _text_plan(
+    fmt: str, max_length: int | None, target: float | None, request: dict[str, Any]
+) -> None:
+    """``plan --text``: the discovery floor at several batch sizes, printed as ``fmt``."""
+    if max_length is None:
+        raise click.UsageError("--text needs --max-length L (UTF-8 bytes, 1..64)")
+    if request["k"] is not None or request["margin"] is not None:
+        raise click.UsageError("--text takes no --categories or --margin (use --floor SHARE)")
+    from deniable.client.mechanisms import PrefixSketch
+    from deniable.estimators.heavyhitters import floor_plan
+
+    document = floor_plan(
+        PrefixSketch(max_length, request["epsilon"]), target=target, reports=request["reports"]
+    )
+    if fmt == "json":
+        print_json(document)
+        return
+    rows = document["floors"]
+    if fmt == "csv":
+        write_csv(("reports", "t95", "tau"), ((r["reports"], r["t95"], r["tau"]) for r in rows))
+        return
+    from rich.table import Table
+
+    table = Table(
+        title=f"text, {max_length}-byte strings, ε={request['epsilon']:g}: discovery floor per"
+        " period",
+        title_justify="left",
+    )
+    table.add_column("reports per period", justify="right")
+    table.add_column("floor T95", justify="right")
+    table.add_column("cut τ", justify="right")
+    for row in rows:
+        t95 = "none: above 100%" if row["t95"] >= 1 else f"{row['t95']:.2%}"
+        table.add_row(f"{row['reports']:,}", t95, f"{row['tau']:.2%}")
+    table.caption = (
+        "a string held by at least T95 of a period's devices is found with probability 0.95;"
+        " with probability 0.95 nothing absent from the batch is returned"
+    )
+    out = console()
+    out.print(table)
+    if target is not None:
+        needed = document["reports_needed"]
+        out.print(
+            f"a floor of {target:.2%} needs {needed:,} reports per period"
+            if needed
+            else f"a floor of {target:.2%} needs more than 1e12 reports per period"
+        )
 
 
 def _numeric_plan(

@@ -243,6 +243,12 @@ def metric(name: str, request: Request) -> Response:
     if not signed_in(request):
         return to_sign_in()
     try:
+        _, spec = find_spec(request, name)
+        if spec.type == "text":
+            from .textpage import text_document, text_page
+
+            document = text_document(request, spec, request.query_params.get("end") or None)
+            return html(text_page(spec, document))
         spec, query, estimate, series = documents(request, name)
         over_time = ""
         if spec.type == "histogram":

@@ -40,12 +40,17 @@ from deniable.estimators import (
     series_document,
 )
 from deniable.estimators.choices import periods_back
+from deniable.estimators.heavyhitters import (
+    MAX_CANDIDATES,
+    text_document,
+    text_series_document,
+)
 from deniable.estimators.quantiles import quantile_series
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from ..context import Collector
 from ..numbers import NumberRule, query_number
-from ..storage.queries import read_counts, read_sums
+from ..storage.queries import count_width, read_counts, read_sums
 from .common import MetricPeriods, MetricPeriodsQuery, find_spec, metric_read, period_bounds
 
 router = APIRouter(tags=["estimates"])
@@ -68,6 +73,13 @@ SeriesQuantiles = Annotated[
     Query(
         description="Histogram metrics only: a quantile to give each period's interval for,"
         " strictly between 0 and 1 (repeatable, at most 20; none unless asked)"
+    ),
+]
+Candidates = Annotated[
+    list[str] | None,
+    Query(
+        description="Text metrics only: a string to score instead of discovering (repeatable,"
+        f" at most {MAX_CANDIDATES:,}); each gets its share and interval",
     ),
 ]
 
@@ -114,7 +126,9 @@ def resolve_range(state: Collector, spec: MetricSpec, read: MetricPeriods) -> li
 
 def categories_of(spec: MetricSpec) -> int:
     """The cells one period of ``spec`` adds to a read: its categories (a numeric metric: one,
-    its mean)."""
+    its mean; a text metric: its sketch's counts)."""
+    if spec.type == "text":
+        return count_width(spec)
     return 1 if spec.type == "numeric" else spec.k
 
 
@@ -202,11 +216,24 @@ def get_estimate(
     options: EstimateOptionsQuery,
     pooling: Pooling = "overlap-safe",
     q: Quantiles = None,
+    candidates: Candidates = None,
 ) -> dict[str, Any]:
     """The population estimate over the periods start..end, pooled as ``pooling`` says: the
     shares of each category, a histogram's quantile intervals too, or a numeric metric's mean
-    (its only method is unbiased; ``simultaneous`` changes nothing for one interval)."""
+    (its only method is unbiased; ``simultaneous`` changes nothing for one interval), or a
+    text metric's heavy hitters over one period (``candidates`` to score given strings)."""
+    if candidates is not None and len(candidates) > MAX_CANDIDATES:
+        raise HTTPException(
+            status_code=422, detail=f"candidates: at most {MAX_CANDIDATES:,} strings per query"
+        )
     state, spec, labels = range_labels(request, read)
+    if candidates is not None and spec.type != "text":
+        raise HTTPException(
+            status_code=422,
+            detail=f"candidates are for text metrics; {spec.name} is {spec.type}",
+        )
+    if spec.type == "text":
+        return text_estimate(state, spec, read, labels, options, candidates)
     limit = state.settings.max_estimate_cells
     check_cells(spec, len(labels), limit, "the estimate", "DENIABLE_MAX_ESTIMATE_CELLS")
     qs = checked_quantiles(spec, q)
@@ -255,6 +282,64 @@ def check_quantile_cells(spec: MetricSpec, periods: int, quantiles: int, limit: 
     )
 
 
+def text_estimate(
+    state: Collector,
+    spec: MetricSpec,
+    read: MetricPeriods,
+    labels: list[str],
+    options: EstimateOptions,
+    candidates: list[str] | None,
+) -> dict[str, Any]:
+    """A text metric's heavy hitters over one period (the end period unless ``start`` is
+    given and equal): its floor holds for one batch of independent reports, and one device
+    reports in many periods, so a range is refused rather than pooled."""
+    if read.start is not None and len(labels) > 1:
+        raise HTTPException(
+            status_code=422,
+            detail=f"metric {spec.name} is text: its estimate covers one period (its detection"
+            " floor holds for one batch); give start equal to end, or end alone",
+        )
+    if options.method is not None and options.method != "unbiased":
+        raise HTTPException(
+            status_code=422,
+            detail=f"metric {spec.name} is text: method has no meaning for it (its shares are"
+            " the debiased sketch estimates)",
+        )
+    label = labels[-1]
+    check_cells(
+        spec, 1, state.settings.max_estimate_cells, "the estimate", "DENIABLE_MAX_ESTIMATE_CELLS"
+    )
+    _, counts = read_counts(state.database, spec, [label])
+    try:
+        return text_document(
+            spec.name,
+            label,
+            spec.text_randomizer,
+            counts[0],
+            confidence=options.confidence,
+            candidates=candidates,
+        )
+    except InvalidInput as exc:
+        raise refused(spec, exc) from None
+
+
+def text_series(
+    state: Collector, spec: MetricSpec, labels: list[str], options: EstimateOptions
+) -> dict[str, Any]:
+    """A text metric's discovery in each period, each with its own floor: its counts are a
+    sketch, so the estimate's cells limit bounds the periods read."""
+    if options.method is not None and options.method != "unbiased":
+        raise HTTPException(
+            status_code=422, detail=f"metric {spec.name} is text: method has no meaning for it"
+        )
+    limit = state.settings.max_estimate_cells
+    check_cells(spec, len(labels), limit, "the series", "DENIABLE_MAX_ESTIMATE_CELLS")
+    _, counts = read_counts(state.database, spec, labels)
+    return text_series_document(
+        spec.name, labels, spec.text_randomizer, counts, confidence=options.confidence
+    )
+
+
 @metric_read(
     router,
     "/v1/metrics/{name}/series",
@@ -276,6 +361,8 @@ def get_series(
     each period's quantile intervals (``quantiles``) and the metric's ``edges``.
     """
     state, spec, labels = range_labels(request, read)
+    if spec.type == "text":
+        return text_series(state, spec, labels, options)
     limit = state.settings.max_series_cells
     check_cells(spec, len(labels), limit, "the series", "DENIABLE_MAX_SERIES_CELLS")
     qs = checked_quantiles(spec, q) if q else ()

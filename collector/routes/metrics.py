@@ -12,6 +12,7 @@ import logging
 import threading
 
 from deniable.client.spec import MetricSpec
+from deniable.estimators.heavyhitters import floor_warnings
 from deniable.estimators.privacy import registration_warnings
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
@@ -185,6 +186,8 @@ def register_metric(state: Collector, body: bytes) -> JSONResponse:
             f" (fingerprint {exc.existing.fingerprint}); choose a new name",
         ) from None
     warnings = registration_warnings(spec, list_specs(state.database, archived=False))
+    if spec.type == "text":
+        warnings += floor_warnings(spec.text_randomizer)
     for warning in warnings:
         log.warning("metric %s registered: %s", spec.name, warning)
     return JSONResponse(

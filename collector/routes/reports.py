@@ -40,7 +40,10 @@ def _field_reason(error: Any, depth: int = 2) -> str:
     if error["type"] == "extra_forbidden":
         return f"unexpected field {field!r}"
     if field == "payload":
-        return "payload must be an integer, a number, a base64 string or an object of integers"
+        return (
+            "payload must be an integer, a number, a base64 string or an object of integers"
+            " (and, for text metrics, its base64 string)"
+        )
     if field == "id" and error["type"] == "string_pattern_mismatch":
         return "id must be a UUID in canonical text form (lowercase, hyphenated)"
     if field is None:
@@ -84,6 +87,10 @@ def _oversized(item: Any) -> str | None:
     payload = item.get("payload")
     if type(payload) is dict and len(payload) > MAX_PAYLOAD_FIELDS:
         return f"payload objects have at most {MAX_PAYLOAD_FIELDS} fields"
+    if type(payload) is dict and any(
+        type(value) is str and len(value) > MAX_PAYLOAD_CHARS for value in payload.values()
+    ):
+        return f"payload strings have at most {MAX_PAYLOAD_CHARS} characters"
     if type(payload) is str and len(payload) > MAX_PAYLOAD_CHARS:
         return f"payload strings have at most {MAX_PAYLOAD_CHARS} characters"
     return None

@@ -29,6 +29,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ from deniable.client.mechanisms import Payload
 from deniable.client.spec import MetricSpec
 from deniable.client.wire import payload_text
 from deniable.estimators import support_matrix
+from deniable.estimators.support import text_support
 from sqlalchemy import (
     Connection,
     LargeBinary,
@@ -152,6 +154,41 @@ def metric_rows(batch: Sequence[ValidReport], where: list[int], spec: MetricSpec
 
 
 @dataclass(frozen=True)
+class TextRows:
+    """One text metric's reports of a batch: their positions, periods and the flat count
+    indexes each adds one to (its set sketch cells and its (level, row) tally), so its
+    per-(level, row, cell) sums go down the counts path like any other metric's."""
+
+    positions: np.ndarray
+    periods: list[str]
+    codes: np.ndarray
+    indexes: list[np.ndarray]
+    size: int
+
+    def counts(self, metric: str, mask: np.ndarray | None = None) -> Counts:
+        """Report and per-cell sums per period, of the rows ``mask`` selects (all if None)."""
+        chosen: dict[int, list[np.ndarray]] = defaultdict(list)
+        for i, code in enumerate(self.codes.tolist()):
+            if mask is None or mask[i]:
+                chosen[code].append(self.indexes[i])
+        return {
+            (metric, self.periods[code]): (
+                len(rows),
+                np.bincount(np.concatenate(rows), minlength=self.size).astype(np.int64),
+            )
+            for code, rows in chosen.items()
+        }
+
+
+def text_rows(batch: Sequence[ValidReport], where: list[int], spec: MetricSpec) -> TextRows:
+    """The rows of ``batch`` at positions ``where`` (all of one text metric) as TextRows."""
+    periods, codes = _period_codes(batch, where)
+    sketch = spec.text_randomizer
+    indexes = text_support(sketch, [batch[i].payload for i in where])
+    return TextRows(np.asarray(where, dtype=np.int64), periods, codes, indexes, sketch.cell_count)
+
+
+@dataclass(frozen=True)
 class NumericRows:
     """One numeric metric's reports of a batch: their positions, periods and payloads y."""
 
@@ -203,7 +240,7 @@ class PreparedBatch:
 
     reports: list[ValidReport]
     rows: list[InsertRow]
-    metrics: dict[str, MetricRows]
+    metrics: dict[str, MetricRows | TextRows]
     counts: Counts
     per_metric: dict[str, int]
     fingerprints: dict[str, str]
@@ -258,7 +295,7 @@ def prepare_batch(
     positions: dict[str, list[int]] = defaultdict(list)
     for i, report in enumerate(batch):
         positions[report.metric].append(i)
-    metrics: dict[str, MetricRows] = {}
+    metrics: dict[str, MetricRows | TextRows] = {}
     numeric: dict[str, NumericRows] = {}
     counts: Counts = {}
     sums: Sums = {}
@@ -267,6 +304,9 @@ def prepare_batch(
         if spec.type == "numeric":
             numeric[metric] = numeric_rows(batch, where)
             sums.update(numeric[metric].sums(metric))
+        elif spec.type == "text":
+            metrics[metric] = text_rows(batch, where, spec)
+            counts.update(metrics[metric].counts(metric))
         else:
             metrics[metric] = metric_rows(batch, where, spec)
             counts.update(metrics[metric].counts(metric))
@@ -333,7 +373,10 @@ def _count_rows(
     support_rows = []
     for m, p in keys:
         support = total[(m, p)][1]
-        support_rows += [(m, p, v, s) for v, s in enumerate(support.tolist()) if s]
+        nonzero = np.flatnonzero(support)
+        support_rows += zip(
+            repeat(m), repeat(p), nonzero.tolist(), support[nonzero].tolist(), strict=False
+        )
     sum_rows = [(m, p, *sums[(m, p)]) for m, p in sorted(sums)]
     return n_rows, support_rows, sum_rows
 

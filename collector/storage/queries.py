@@ -188,18 +188,26 @@ def register_spec(database: Database, spec: MetricSpec, now: dt.datetime) -> boo
     return False
 
 
+def count_width(spec: MetricSpec) -> int:
+    """The counts one period of ``spec`` keeps: its categories, or a text metric's sketch
+    cells and (level, row) tallies."""
+    return spec.text_randomizer.cell_count if spec.type == "text" else spec.k
+
+
 def read_counts(
     database: Database, spec: MetricSpec, periods: Sequence[str]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """n per period and the (len(periods), k) support counts of ``spec``'s metric, for labels
+    """n per period and the (len(periods), k) support counts of ``spec``'s metric (k: its
+    :func:`count_width`), for labels
     ``periods`` (sorted).
 
     Periods without reports get n = 0 and zero counts. Raises :class:`SpecChanged` if the
     metric is no longer registered with ``spec``: counts made under another spec never meet
     this spec's estimator.
     """
+    k = count_width(spec)
     n = np.zeros(len(periods), dtype=np.int64)
-    counts = np.zeros((len(periods), spec.k), dtype=np.int64)
+    counts = np.zeros((len(periods), k), dtype=np.int64)
     if not periods:
         return n, counts
     position = {label: i for i, label in enumerate(periods)}
@@ -229,7 +237,6 @@ def read_counts(
         .where(metrics.c.name == spec.name)
     )
     rows = _rows_of_current_spec(database, spec, query)
-    k = spec.k
     for _, period, value, category, support in rows:
         i = position.get(period)
         if i is None:

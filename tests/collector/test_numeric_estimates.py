@@ -134,8 +134,14 @@ def test_a_histogram_estimate_has_quantiles_and_its_series_its_shares(
 def test_the_openapi_document_describes_every_estimate_shape(admin: httpx.Client) -> None:
     schema = admin.get("/openapi.json").json()
     names = set(schema["components"]["schemas"])
-    assert {"HistogramEstimate", "MeanRangeEstimate", "RangeEstimate", "MeanSeries"} <= names
+    assert {
+        "HistogramEstimate",
+        "MeanRangeEstimate",
+        "RangeEstimate",
+        "MeanSeries",
+        "TextEstimate",
+    } <= names
     estimate = schema["paths"]["/v1/metrics/{name}/estimate"]["get"]
     ok = estimate["responses"]["200"]["content"]["application/json"]["schema"]
-    assert len(ok["anyOf"]) == 3
-    assert "q" in {parameter["name"] for parameter in estimate["parameters"]}
+    assert len(ok["anyOf"]) == 4
+    assert {"q", "candidates"} <= {parameter["name"] for parameter in estimate["parameters"]}

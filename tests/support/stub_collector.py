@@ -185,8 +185,11 @@ class StubCollector:
             period_start(spec.period, report["period"])
             if report["period"] in self.refuse_periods:
                 return "period is outside the retention window"
-            oracle = spec.numeric_randomizer if spec.type == "numeric" else spec.randomizer
-            oracle.parse_payload(report["payload"])
+            if spec.type == "text":
+                spec.text_randomizer.parse_payload(report["payload"])
+            else:
+                oracle = spec.numeric_randomizer if spec.type == "numeric" else spec.randomizer
+                oracle.parse_payload(report["payload"])
         except (KeyError, TypeError, ValueError) as exc:
             return f"bad report: {type(exc).__name__}"
         return None
