@@ -85,6 +85,10 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
         "High end of a histogram quantile's interval (absent: may lie above the last edge)",
         ("metric", "quantile"),
     ),
+    "deniable_estimate_floor": (
+        "A text metric's detection floor T95: strings with at least this share are found",
+        ("metric",),
+    ),
     "deniable_estimate_unavailable": (
         "1 for a metric whose estimate the collector refused (e.g. past a cells limit)",
         ("metric",),
@@ -147,6 +151,14 @@ class Families:
             self.add("deniable_estimate_mean", [name], mean["estimate"])
             self.add("deniable_estimate_mean_low", [name], mean["ci_low"])
             self.add("deniable_estimate_mean_high", [name], mean["ci_high"])
+            return
+        if "strings" in document:
+            self.add("deniable_estimate_floor", [name], document["floor"]["t95"])
+            for row in document["strings"]:
+                labels = [name, row["value"]]
+                self.add("deniable_estimate_share", labels, row["share"])
+                self.add("deniable_estimate_share_low", labels, row["ci_low"])
+                self.add("deniable_estimate_share_high", labels, row["ci_high"])
             return
         self.add("deniable_estimate_margin", [name], document["margin"])
         for row in document["estimates"]:

@@ -23,6 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 from deniable.client import Client, MetricSpec, SeededRandomness
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support import (
     INGEST_KEY,
@@ -81,6 +82,30 @@ def deliver(collector: RunningCollector, spec: MetricSpec, folders: list[Path]) 
     return duplicates
 
 
+def scraped_shares(client: httpx.Client, metric: str) -> dict[str, tuple[float, float, float]]:
+    """``metric``'s strings in the Prometheus estimates scrape (every page read): share, low, high."""
+    found: dict[str, dict[str, float]] = {}
+    page, pages = 1, 1
+    while page <= pages:
+        answer = client.get("/v1/estimates/metrics", params={"page": str(page)})
+        assert answer.status_code == 200, answer.text
+        for family in text_string_to_metric_families(answer.text):
+            for sample in family.samples:
+                if sample.name == "deniable_estimate_pages":
+                    pages = int(sample.value)
+                elif sample.labels.get("metric") == metric and "category" in sample.labels:
+                    found.setdefault(sample.labels["category"], {})[sample.name] = sample.value
+        page += 1
+    return {
+        value: (
+            row["deniable_estimate_share"],
+            row["deniable_estimate_share_low"],
+            row["deniable_estimate_share_high"],
+        )
+        for value, row in found.items()
+    }
+
+
 def test_the_common_strings_come_back_with_covering_intervals_and_nothing_invented(
     collector: RunningCollector, admin: httpx.Client, tmp_path: Path
 ) -> None:
@@ -114,6 +139,10 @@ def test_the_common_strings_come_back_with_covering_intervals_and_nothing_invent
     for value, row in returned.items():
         assert row["ci_low"] <= truth[value] <= row["ci_high"], (value, truth[value], row)
         assert row["ci_low"] <= row["share"] <= row["ci_high"]
+
+    assert scraped_shares(admin, spec.name) == {
+        row["value"]: (row["share"], row["ci_low"], row["ci_high"]) for row in result["strings"]
+    }
 
     top = max(truth, key=truth.get)  # type: ignore[arg-type]
     scored = admin.get(
