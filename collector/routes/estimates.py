@@ -43,7 +43,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from ..context import Collector
 from ..numbers import NumberRule, query_number
-from ..storage.queries import read_counts, read_sums
+from ..storage.queries import load_about, read_counts, read_sums
 from .common import MetricPeriods, MetricPeriodsQuery, find_spec, metric_read, period_bounds
 
 router = APIRouter()
@@ -140,6 +140,11 @@ def range_counts(state: Collector, spec: MetricSpec, labels: list[str]) -> list[
     return [PeriodCounts(label, int(n[i]), counts[i].tolist()) for i, label in enumerate(labels)]
 
 
+def about(state: Collector, spec: MetricSpec, document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with the metric's unit, description and owner as registered now."""
+    return document | load_about(state.database, spec.name).as_dict()
+
+
 def refused(spec: MetricSpec, exc: InvalidInput) -> HTTPException:
     """The 422 naming the metric whose options or stored data the estimators refused."""
     return HTTPException(status_code=422, detail=f"metric {spec.name}: {exc}")
@@ -198,15 +203,16 @@ def get_estimate(
     if spec.type == "numeric":
         sums = numeric_sums(state, spec, labels, options)
         try:
-            return mean_document(
+            document = mean_document(
                 spec, first, last, sums, confidence=options.confidence, pooling=pooling
             )
+            return about(state, spec, document)
         except InvalidInput as exc:
             raise refused(spec, exc) from None
     periods = range_counts(state, spec, labels)
     result = estimate_periods(spec, periods, pooling=pooling, **options.for_shares())
     if spec.type != "histogram":
-        return estimate_document(spec.name, first, last, result)
+        return about(state, spec, estimate_document(spec.name, first, last, result))
     try:
         quantiles = estimate_quantiles(
             spec.randomizer,
@@ -218,7 +224,8 @@ def get_estimate(
         )
     except InvalidInput as exc:
         raise refused(spec, exc) from None
-    return histogram_document(spec.name, first, last, result, quantiles, spec.edges)  # type: ignore[arg-type]
+    document = histogram_document(spec.name, first, last, result, quantiles, spec.edges)  # type: ignore[arg-type]
+    return about(state, spec, document)
 
 
 @metric_read(router, "/v1/metrics/{name}/series", AnySeries, viewer=True)
@@ -236,10 +243,11 @@ def get_series(
     if spec.type == "numeric":
         sums = numeric_sums(state, spec, labels, options)
         try:
-            return mean_series_document(spec, sums, confidence=options.confidence)
+            document = mean_series_document(spec, sums, confidence=options.confidence)
+            return about(state, spec, document)
         except InvalidInput as exc:
             raise refused(spec, exc) from None
     periods = range_counts(state, spec, labels)
     chosen = options.for_shares()
     points = [(period.period, estimate_periods(spec, [period], **chosen)) for period in periods]
-    return series_document(spec.name, points, **chosen)
+    return about(state, spec, series_document(spec.name, points, **chosen))
