@@ -16,6 +16,7 @@ from urllib.parse import quote, urlencode
 from deniable.client.spec import MetricSpec
 from deniable.estimators import quantile_bounds
 from deniable.estimators.documents import CLIPPED_MARKS, clipped_mark
+from deniable.estimators.privacy import PRIVACY_DOC
 
 from ..routes.privacy import DEFAULT_RATIO
 from .charts import (
@@ -39,6 +40,20 @@ POOLINGS = ("overlap-safe", "independent")
 def e(value: object) -> str:
     """``value`` as text escaped for HTML (quotes too: safe in attributes)."""
     return escape(str(value), quote=True)
+
+
+def warning_html(text: str) -> str:
+    """A privacy warning for the dashboard's reader: its pointer to the documentation (which
+    the dashboard does not serve) becomes a link to the Plan page, where a lower ε is weighed
+    against the margin of error it gives."""
+    pointer = f" ({PRIVACY_DOC})"
+    if not text.endswith(pointer):
+        return e(text)
+    return (
+        f"{e(text.removesuffix(pointer))}. "
+        '<a href="/dashboard/plan">Plan a metric at a lower ε</a>'
+        " to see the margin of error it would give."
+    )
 
 
 def metric_path(name: str) -> str:
@@ -645,7 +660,7 @@ def privacy_page(
             "per value, lifetime",
         )
         warnings = "".join(
-            f'<p class="note" role="status"><strong>Warning:</strong> {e(w)}</p>'
+            f'<p class="note" role="status"><strong>Warning:</strong> {warning_html(w)}</p>'
             for w in document["warnings"]
         )
         result = (

@@ -127,8 +127,9 @@ async def post_metric(request: Request) -> JSONResponse:
     ``unit`` (numeric and histogram metrics), ``description`` and ``owner`` are not part of
     the spec: registering the identical spec again with other ones replaces them (200), and
     the fingerprint devices pin stays. The answer is the stored spec with them and
-    ``warnings``: whether one device's 30-day total with the SDK defaults now exceeds the
-    warning level (``GET /v1/privacy``). The body is read only after the admin token is
+    ``warnings``: whether this registration took one device's 30-day total with the SDK
+    defaults across the warning level (said once: not by a registration of the same spec
+    again, nor by later ones above the level; ``GET /v1/privacy`` states the account). The body is read only after the admin token is
     checked (see ``routes.body``).
     """
     state = collector(request)
@@ -198,7 +199,10 @@ def register_metric(state: Collector, body: bytes) -> JSONResponse:
             detail=f"metric {spec.name} already exists with another spec"
             f" (fingerprint {exc.existing.fingerprint}); choose a new name",
         ) from None
-    warnings = registration_warnings(spec, list_specs(state.database, archived=False))
+    # Registering a spec again changes no total: its warning, if any, was said the first time.
+    warnings = (
+        registration_warnings(spec, list_specs(state.database, archived=False)) if created else []
+    )
     for warning in warnings:
         log.warning("metric %s registered: %s", spec.name, warning)
     return JSONResponse(
