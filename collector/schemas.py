@@ -46,13 +46,16 @@ def _plain_text(value: str) -> str:
     return value
 
 
-def _text(max_length: int, description: str) -> Any:
-    """An optional field of one line of plain text, at most ``max_length`` characters."""
-    return Field(default=None, max_length=max_length, description=description)
+def plain_text(max_length: int) -> Any:
+    """One line of plain text of at most ``max_length`` characters: a metric's unit,
+    description or owner as registered."""
+    return Annotated[str, Field(max_length=max_length), AfterValidator(_plain_text)]
 
 
-PlainText = Annotated[str, AfterValidator(_plain_text)]
-"""A metric's unit, description or owner as registered (its length is checked by the field)."""
+UnitText = plain_text(UNIT_MAX)
+DescriptionText = plain_text(DESCRIPTION_MAX)
+OwnerText = plain_text(OWNER_MAX)
+
 
 Payload = StrictInt | StrictFloat | StrictStr | dict[str, StrictInt]
 """An index (brr, krr), a number y (duchi, pm, hybrid), standard base64 bits (oue) or an
@@ -174,11 +177,16 @@ class MetricSpecIn(BaseModel):
     fingerprint: str | None = Field(
         default=None, description="optional; if given it must match the resolved spec"
     )
-    unit: PlainText | None = _text(
-        UNIT_MAX, "numeric and histogram metrics: the unit of the values (ms, KB, °C)"
+    unit: UnitText | None = Field(
+        default=None,
+        description="numeric and histogram metrics: the unit of the values (ms, KB, °C)",
     )
-    description: PlainText | None = _text(DESCRIPTION_MAX, "what the metric measures")
-    owner: PlainText | None = _text(OWNER_MAX, "who answers for the metric (a team, a person)")
+    description: DescriptionText | None = Field(
+        default=None, description="what the metric measures"
+    )
+    owner: OwnerText | None = Field(
+        default=None, description="who answers for the metric (a team, a person)"
+    )
 
 
 class MetricSpecOut(BaseModel):

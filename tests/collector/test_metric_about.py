@@ -89,27 +89,30 @@ def test_describing_again_keeps_the_fingerprint_and_changes_the_served_list(
 
 
 @pytest.mark.parametrize(
-    ("body", "field"),
+    ("body", "field", "says"),
     [
-        (numeric_body("x", unit="milliseconds per request"), "unit"),
-        (numeric_body("x", unit="m\x1b[2Js"), "unit"),
-        (numeric_body("x", description="line one\nline two"), "description"),
-        (numeric_body("x", description="d" * 501), "description"),
-        (numeric_body("x", owner="\u2028"), "owner"),
-        (numeric_body("x", owner="   "), "owner"),
-        (numeric_body("x", owner=7), "owner"),
-        ({"name": "x", "type": "boolean", "epsilon": 1.0, "unit": "ms"}, "unit"),
+        (numeric_body("x", unit="milliseconds per request"), "unit", "at most 16 characters"),
+        (numeric_body("x", unit="m\x1b[2Js"), "unit", "control characters"),
+        (numeric_body("x", description="line one\nline two"), "description", "control"),
+        (numeric_body("x", description="d" * 501), "description", "at most 500 characters"),
+        (numeric_body("x", owner="\u2028"), "owner", "control characters"),
+        (numeric_body("x", owner="   "), "owner", "blank"),
+        (numeric_body("x", owner=7), "owner", "string"),
+        ({"name": "x", "type": "boolean", "epsilon": 1.0, "unit": "ms"}, "unit", "only numeric"),
     ],
 )
 def test_a_bad_description_is_refused_naming_its_field_and_nothing_is_stored(
-    collector: RunningCollector, admin: httpx.Client, body: dict[str, Any], field: str
+    collector: RunningCollector, admin: httpx.Client, body: dict[str, Any], field: str, says: str
 ) -> None:
     name = unique_name("refused")
     answer = admin.post("/v1/metrics", json={**body, "name": name})
     assert answer.status_code == 422, answer.text
-    assert answer.json()["detail"].startswith(f"{field}:"), answer.text
+    detail = answer.json()["detail"]
+    assert detail.startswith(f"{field}:") and says in detail, detail
     assert "\x1b" not in answer.text and "line two" not in answer.text
     assert admin.get(f"/v1/metrics/{name}").status_code == 404
+    fine = {key: value for key, value in body.items() if key not in ABOUT}
+    assert admin.post("/v1/metrics", json={**fine, "name": name}).status_code == 201
 
 
 def test_migration_0006_adds_the_columns_to_a_registry_and_drops_them_again(
