@@ -189,6 +189,8 @@ def _pct_level(document: dict[str, Any]) -> str:
 def estimate_heading(document: dict[str, Any]) -> tuple[str, str]:
     """Two lines saying what was estimated and over what, then how."""
     head = [str(document.get("metric", ""))]
+    if document.get("unit"):
+        head[0] += f" ({document['unit']})"
     if document.get("mechanism"):
         head.append(f"{document['mechanism']} ε={document.get('epsilon')}")
     if document.get("start") or document.get("end"):

@@ -490,6 +490,22 @@ def _mean_sections(
     )
 
 
+def about_lines(document: dict[str, Any]) -> str:
+    """What the registration says of the metric (its document's ``description``, ``unit`` and
+    ``owner``), under its name; nothing if it says nothing."""
+    lines = ""
+    if document.get("description"):
+        lines += f'<p id="description">{e(document["description"])}</p>'
+    facts = [
+        f'{label} <span id="{key}">{e(document[key])}</span>'
+        for key, label in (("unit", "Unit"), ("owner", "Owner"))
+        if document.get(key)
+    ]
+    if facts:
+        lines += f'<p class="meta">{" · ".join(facts)}</p>'
+    return lines
+
+
 def metric_page(
     spec: MetricSpec,
     estimate_doc: dict[str, Any],
@@ -501,7 +517,8 @@ def metric_page(
     head = (
         f'<div class="heading"><p class="crumb"><a href="/dashboard/">Overview</a> /</p>'
         f"<h1>{e(spec.name)}</h1>"
-        f'<p class="lede">{e(_spec_line(spec))}</p></div>' + pickers(spec, query)
+        f'<p class="lede">{e(_spec_line(spec))}</p>{about_lines(estimate_doc)}</div>'
+        + pickers(spec, query)
     )
     if spec.type == "numeric":
         sections = _mean_sections(spec, estimate_doc, series_doc, query)
