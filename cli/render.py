@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from deniable.client.errors import InvalidInput
 from deniable.estimators import quantile_bounds
+from deniable.estimators.csvtext import estimate_csv_text, half_width, series_csv_text
 from deniable.estimators.documents import CLIPPED_MARKS, clipped_mark
 from rich.console import Console
 from rich.table import Table
@@ -26,24 +27,6 @@ BAR_WIDTH = 28
 
 MIN_BAR, MAX_BAR = 12, 40
 """Bounds of a chart column's width when it is fitted to the terminal."""
-
-ESTIMATE_FIELDS = (
-    "category",
-    "frequency",
-    "unbiased",
-    "clipped",
-    "std_error",
-    "ci_low",
-    "ci_high",
-    "count",
-)
-"""One estimate row's fields, in the order CSV prints them."""
-
-CSV_NAMES = {"count": "estimated_count"}
-"""CSV headers that name a field for what it is (``count`` is a debiased estimate, not a tally)."""
-
-HOW_FIELDS = ("n", "method", "confidence", "simultaneous")
-"""The document fields every CSV row repeats, so that a row read alone says how it was made."""
 
 SERIES_TOP = 10
 """Categories charted by default when a series has more (the largest, by estimate)."""
@@ -94,6 +77,13 @@ def marker(row: dict[str, Any]) -> str:
     """The mark of an estimate whose unbiased value the data pushed outside [0, 1], or ""
     (the estimators' :func:`~deniable.estimators.documents.clipped_mark`, as the dashboard)."""
     return clipped_mark(row)
+
+
+def percentage_points(share: float, spec: str = ".2f") -> str:
+    """A margin on a share as ``±2.00 percentage points`` (``±1 percentage point``): the
+    difference of two shares, in percentage points, not a percent of a share."""
+    text = f"{share * 100:{spec}}"
+    return f"±{text} percentage point{'' if text == '1' else 's'}"
 
 
 def count(value: float | None) -> str:
@@ -266,19 +256,6 @@ def estimate_table(document: dict[str, Any]) -> Table:
     return table
 
 
-def csv_header(*leading: str) -> tuple[str, ...]:
-    """The CSV header: the ``leading`` columns, :data:`HOW_FIELDS`, then a row's fields."""
-    return (*leading, *HOW_FIELDS, *(CSV_NAMES.get(f, f) for f in ESTIMATE_FIELDS))
-
-
-def estimate_csv_rows(document: dict[str, Any]) -> list[list[Any]]:
-    """CSV rows of one estimate document, in the API's category order."""
-    leading = [document.get(f) for f in ("metric", "start", "end", *HOW_FIELDS)]
-    return [
-        [*leading, *(row.get(f) for f in ESTIMATE_FIELDS)] for row in document.get("estimates", [])
-    ]
-
-
 def print_estimate(document: dict[str, Any], fmt: str) -> None:
     """Print an estimate document as a table, JSON, or CSV: a numeric metric's mean, or the
     shares (a histogram's in bucket order, then its quantiles)."""
@@ -287,7 +264,7 @@ def print_estimate(document: dict[str, Any], fmt: str) -> None:
     elif "mean" in document:
         print_mean(document, fmt)
     elif fmt == "csv":
-        write_csv(csv_header("metric", "start", "end"), estimate_csv_rows(document))
+        sys.stdout.write(estimate_csv_text(document))
     else:
         out = console()
         head, how = estimate_heading(document)
@@ -402,21 +379,6 @@ def _series_chart(
     return table
 
 
-def series_csv_rows(
-    document: dict[str, Any], categories: Sequence[str] | None, top: int | None
-) -> list[list[Any]]:
-    """CSV rows of a series document: one per period and category shown."""
-    names = set(series_names(document, categories, top))
-    how = [document.get(f) for f in HOW_FIELDS[1:]]
-    return [
-        [document.get("metric"), entry.get("period"), entry.get("n"), *how]
-        + [row.get(f) for f in ESTIMATE_FIELDS]
-        for entry in document.get("series", [])
-        for row in entry.get("estimates", [])
-        if row.get("category") in names
-    ]
-
-
 def print_series(
     document: dict[str, Any],
     fmt: str,
@@ -433,30 +395,15 @@ def print_series(
         if categories or top:
             raise InvalidInput("a numeric metric has no categories: leave out --category and --top")
         if fmt == "csv":
-            rows = [
-                mean_csv_row([document.get("metric"), e["period"]], document, e["n"], e["mean"])
-                for e in document["series"]
-            ]
-            write_csv(mean_csv_header("metric", "period"), rows)
+            sys.stdout.write(series_csv_text(document))
         else:
             console().print(mean_series_chart(document))
     elif fmt == "csv":
-        write_csv(csv_header("metric", "period"), series_csv_rows(document, categories, top))
+        sys.stdout.write(series_csv_text(document, set(series_names(document, categories, top))))
     else:
         out = console()
         for table in series_charts(document, categories, top):
             out.print(table)
-
-
-MEAN_FIELDS = ("estimate", "std_error", "ci_low", "ci_high")
-"""A mean's fields, in the order CSV prints them (then its margin)."""
-
-
-def mean_margin(mean: dict[str, Any]) -> float | None:
-    """A mean's margin: half its interval's width (None without reports)."""
-    if mean.get("estimate") is None:
-        return None
-    return (float(mean["ci_high"]) - float(mean["ci_low"])) / 2
 
 
 def decimals_for(margin: float | None, lower: float, upper: float) -> int:
@@ -474,7 +421,7 @@ def number(value: float | None, decimals: int) -> str:
 
 def mean_texts(mean: dict[str, Any], lower: float, upper: float) -> tuple[str, str, str]:
     """The mean, "± margin" and "[low, high]", each in the metric's units."""
-    margin = mean_margin(mean)
+    margin = half_width(mean)
     places = decimals_for(margin, lower, upper)
     return (
         number(mean.get("estimate"), places),
@@ -552,25 +499,10 @@ def mean_heading(document: dict[str, Any]) -> tuple[str, str]:
     return head, " · ".join(how)
 
 
-def mean_csv_header(*leading: str) -> tuple[str, ...]:
-    """The CSV header of numeric rows: ``leading``, how, the mean's fields and its margin."""
-    return (*leading, "n", "confidence", "lower", "upper", *MEAN_FIELDS, "margin")
-
-
-def mean_csv_row(
-    leading: list[Any], document: dict[str, Any], n: int, mean: dict[str, Any]
-) -> list[Any]:
-    """One numeric CSV row."""
-    how = [n, document.get("confidence"), document.get("lower"), document.get("upper")]
-    return [*leading, *how, *(mean.get(f) for f in MEAN_FIELDS), mean_margin(mean)]
-
-
 def print_mean(document: dict[str, Any], fmt: str) -> None:
     """Print a numeric estimate document as a table or CSV (JSON is handled by the caller)."""
     if fmt == "csv":
-        leading = [document.get(f) for f in ("metric", "start", "end")]
-        row = mean_csv_row(leading, document, document.get("n", 0), document["mean"])
-        write_csv(mean_csv_header("metric", "start", "end"), [row])
+        sys.stdout.write(estimate_csv_text(document))
         return
     out = console()
     head, how = mean_heading(document)

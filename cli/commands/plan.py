@@ -19,7 +19,7 @@ import click
 from deniable.client.errors import InvalidInput
 
 from ..options import confidence_option, epsilon_option, format_option, intervals_option
-from ..render import console, print_json, write_csv
+from ..render import console, percentage_points, print_json, write_csv
 
 
 def _render_numeric(plan_doc: dict[str, Any]) -> None:
@@ -74,6 +74,7 @@ def _render_numeric(plan_doc: dict[str, Any]) -> None:
 def _render(plan_doc: dict[str, Any]) -> None:
     """Print the plan as a table, the mechanism needing the fewest reports marked, and a note
     when ``auto`` would resolve to another one."""
+    from deniable.estimators.advisor import V_STAR_MEANING
     from rich.table import Table
 
     inverse = "reports" in plan_doc
@@ -87,12 +88,12 @@ def _render(plan_doc: dict[str, Any]) -> None:
     else:
         title = (
             f"k={plan_doc['categories']} ε={plan_doc['epsilon']:g}: reports needed for "
-            f"±{plan_doc['margin'] * 100:g} points ({level}, {kind}, worst case)"
+            f"{percentage_points(plan_doc['margin'], 'g')} ({level}, {kind}, worst case)"
         )
     table = Table(title=title, title_justify="left")
     table.add_column("mechanism")
     table.add_column("V* per report", justify="right")
-    table.add_column("margin" if inverse else "reports needed", justify="right")
+    table.add_column("margin (percentage points)" if inverse else "reports needed", justify="right")
     table.add_column("bytes per report", justify="right")
     table.add_column("")
     for row in plan_doc["mechanisms"]:
@@ -103,7 +104,7 @@ def _render(plan_doc: dict[str, Any]) -> None:
             table.add_row(row["mechanism"], "—", "—", "—", row["reason"])
             continue
         if inverse:
-            value = f"±{row['margin'] * 100:.2f} points"
+            value = f"±{row['margin'] * 100:.2f}"
         elif row["reports_needed"] is None:
             value = f"more than {_max_reports():.0e}"
         else:
@@ -111,6 +112,10 @@ def _render(plan_doc: dict[str, Any]) -> None:
         table.add_row(
             row["mechanism"], f"{row['v_star']:.4g}", value, f"{row['report_bytes']}", pick
         )
+    table.caption = V_STAR_MEANING + (
+        " A margin is a difference of shares, in percentage points." if inverse else ""
+    )
+    table.caption_justify = "left"
     out = console()
     out.print(table)
     if plan_doc["auto"] != plan_doc["advised"]:
