@@ -294,7 +294,7 @@ def test_offline_estimate_table_is_sorted_and_draws_whiskers(tmp_path: Path) -> 
             "consistent",
             "0.95",
             "true",
-        )  # fmt: skip
+        )
     }
 
 
