@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
@@ -35,12 +36,26 @@ MARKERS = CLIPPED_MARKS
 """Marks an estimate the data pushed below 0 or above 1 (clipped into its interval)."""
 
 
+PIPED_WIDTH = 120
+"""Columns a table gets on stdout that is not a terminal and no COLUMNS says otherwise."""
+
+
 def console() -> Console:
-    """A console on stdout, wide enough for a table with a bar even when piped."""
+    """A console on stdout: the terminal's width, else COLUMNS, else :data:`PIPED_WIDTH`
+    (wide enough for a table with a bar)."""
     out = Console(soft_wrap=False)
     if not out.is_terminal:
-        out = Console(width=120, soft_wrap=False)
+        columns = os.environ.get("COLUMNS", "")
+        width = int(columns) if columns.isdigit() and int(columns) > 0 else PIPED_WIDTH
+        out = Console(width=width, soft_wrap=False)
     return out
+
+
+def print_notes(out: Console, notes: Iterable[str]) -> None:
+    """Print each note as its own paragraph, wrapped at the console's width between words (a
+    table's caption would wrap at the table's width, mid-phrase)."""
+    for note in notes:
+        out.print(Text(note, style="dim"), soft_wrap=False, overflow="fold")
 
 
 def print_json(document: Any, stream: TextIO | None = None) -> None:
@@ -272,7 +287,7 @@ def print_estimate(document: dict[str, Any], fmt: str) -> None:
         out.print(Text(how, style="dim"))
         out.print(estimate_table(document))
         if "quantiles" in document:
-            out.print(quantile_table(document))
+            print_quantiles(out, document)
 
 
 def series_names(
@@ -371,10 +386,14 @@ def _series_chart(
             else Text("no reports", style="dim")
         )
         table.add_row(*text, chart)
-    table.caption = (
-        f"● estimate  ├─┤ {_pct_level(document)} interval  · quarter marks of the axis"
-        f"  {MARKERS['below']} unbiased estimate below 0, shown at its interval's edge"
-    )
+    legend = [f"● estimate  ├─┤ {_pct_level(document)} interval  · marks along the axis"]
+    marks = {marker(row) for _, row in shown} - {""}
+    for side, words in (("below", "below 0"), ("above", "above 100%")):
+        if MARKERS[side] in marks:
+            legend.append(
+                f"{MARKERS[side]} unbiased estimate {words}, shown at its interval's edge"
+            )
+    table.caption = "  ".join(legend)
     table.caption_justify = "left"
     return table
 
@@ -470,24 +489,38 @@ def mean_table(document: dict[str, Any]) -> Table:
     return table
 
 
+QUANTILE_NOTES = (
+    "at least, at most: the bucket edges a quantile lies between, jointly for all of them",
+    "a wider interval: the data cannot place the quantile closer",
+    "none: the quantile may lie in an end bucket, which holds every value beyond the edges",
+)
+"""The lines under a quantile table, each a whole phrase that fits 80 columns."""
+
+
+def quantile_title(document: dict[str, Any]) -> str:
+    """The line above a quantile table."""
+    return f"quantiles · {_pct_level(document)} intervals, all at once"
+
+
 def quantile_table(document: dict[str, Any]) -> Table:
-    """A histogram's quantile intervals: between which bucket edges each quantile lies."""
-    table = Table(
-        title=f"quantiles · {_pct_level(document)} jointly (all at once)", title_justify="left"
-    )
+    """A histogram's quantile intervals: between which bucket edges each quantile lies (its
+    title and notes are printed around it: :func:`print_quantiles`)."""
+    table = Table()
     table.add_column("quantile", justify="right", no_wrap=True)
     table.add_column("at least", justify="right", no_wrap=True)
     table.add_column("at most", justify="right", no_wrap=True)
     edges = document.get("edges") or [0.0]
     for entry in document.get("quantiles", []):
         table.add_row(f"p{entry['q'] * 100:g}", *quantile_bounds(entry, edges, "{:,g}".format))
-    table.caption = (
-        "bucket edges; a wider interval means the data cannot place it closer; the end buckets"
-        " hold every value beyond the outer edges, so a quantile that may lie in one has no"
-        " bound on that side"
-    )
-    table.caption_justify = "left"
     return table
+
+
+def print_quantiles(out: Console, document: dict[str, Any]) -> None:
+    """A histogram's quantile table with its title above and its notes below, each on lines
+    of its own (a narrow table would wrap them mid-phrase)."""
+    out.print(Text(quantile_title(document), style="bold"))
+    out.print(quantile_table(document))
+    print_notes(out, QUANTILE_NOTES)
 
 
 def mean_heading(document: dict[str, Any]) -> tuple[str, str]:

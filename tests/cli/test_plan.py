@@ -71,4 +71,4 @@ def test_the_table_shows_each_mechanisms_report_size() -> None:
     table = CliRunner().invoke(
         cli, ["plan", "--categories", "1000", "--epsilon", "1", "--margin", "0.01"]
     )
-    assert "bytes per report" in table.stdout
+    assert "bytes: the largest report" in table.stdout
