@@ -490,9 +490,9 @@ def mean_table(document: dict[str, Any]) -> Table:
 
 
 QUANTILE_NOTES = (
-    "at least, at most: the bucket edges a quantile lies between, jointly for all of them",
+    "at least, at most: the bucket edges each quantile lies between",
     "a wider interval: the data cannot place the quantile closer",
-    "none: the quantile may lie in an end bucket, which holds every value beyond the edges",
+    "none: the quantile may lie in an end bucket (values beyond the outer edges)",
 )
 """The lines under a quantile table, each a whole phrase that fits 80 columns."""
 

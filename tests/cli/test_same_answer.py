@@ -139,3 +139,13 @@ def test_the_cli_and_the_dashboard_write_the_same_csv(
         quantiles = [row for row in rows if row["quantile"]]
         assert [float(row["quantile"]) for row in quantiles] == [0.5, 0.9, 0.99]
         assert all(row["category"] == "" for row in quantiles)
+
+
+def test_the_plan_and_the_plan_page_say_what_v_star_is(server: RunningCollector) -> None:
+    """Issue 25: "V* per report" was never explained, on the CLI or the dashboard."""
+    out = run_cli("plan", "--categories", "5", "--epsilon", "1", "--margin", "0.02").stdout
+    with dashboard(server) as browser:
+        page = browser.get("/dashboard/plan", params={"k": "5", "epsilon": "1", "margin": "0.02"})
+    sentence = "V* is the noise one report carries: with n reports"
+    assert sentence in out
+    assert f'<p class="meta" id="v-star">{sentence}' in page.text
