@@ -26,7 +26,7 @@ from ..options import (
     pass_global_options,
     period_kind_option,
 )
-from ..render import console, print_json, write_csv
+from ..render import console, percentage_points, print_json, write_csv
 from ..specs import spec_from_served
 
 PLANNING_SIZES = (1_000, 10_000, 100_000)
@@ -183,6 +183,10 @@ def _margin_table(rows: list[dict[str, Any]], confidence: float, spec: MetricSpe
         for row in rows:
             table.add_row(f"{row['reports']:,}", f"±{row['margin']:,.3g}")
         return table
+    table.title = (
+        f"expected margin of error in percentage points ({confidence * 100:g}% interval,"
+        " worst case)"
+    )
     table.add_column("reports", justify="right")
     one, many = ("bucket", "buckets") if spec.type == "histogram" else ("category", "categories")
     table.add_column(f"each {one} ({spec.domain})", justify="right")
@@ -190,8 +194,8 @@ def _margin_table(rows: list[dict[str, Any]], confidence: float, spec: MetricSpe
     for row in rows:
         table.add_row(
             f"{row['reports']:,}",
-            f"±{row['margin'] * 100:.2f} points",
-            f"±{row['simultaneous_margin'] * 100:.2f} points",
+            f"±{row['margin'] * 100:.2f}",
+            f"±{row['simultaneous_margin'] * 100:.2f}",
         )
     return table
 
@@ -211,7 +215,8 @@ def weaknesses(spec: MetricSpec, rows: list[dict[str, Any]]) -> list[str]:
     if at["simultaneous_margin"] > WEAK_MARGIN:
         reasons.append(
             f"with {WEAK_MARGIN_REPORTS:,} reports all {spec.domain} at once are known only to"
-            f" ±{at['simultaneous_margin'] * 100:.1f} points (more than ±{WEAK_MARGIN * 100:g});"
+            f" {percentage_points(at['simultaneous_margin'], '.1f')}"
+            f" (more than {percentage_points(WEAK_MARGIN, 'g')});"
             f" use fewer {'buckets' if spec.type == 'histogram' else 'categories'} or a larger ε"
         )
     return reasons
@@ -312,7 +317,8 @@ def metrics() -> None:
     "--accept-weak",
     is_flag=True,
     help=f"Register even if ε is above {DEFAULT_MAX_EPSILON:g} or all categories at once are"
-    f" known only to more than ±{WEAK_MARGIN * 100:g} points with {WEAK_MARGIN_REPORTS:,} reports.",
+    f" known only to more than {percentage_points(WEAK_MARGIN, 'g')} with"
+    f" {WEAK_MARGIN_REPORTS:,} reports.",
 )
 @format_option("table", "json")
 @pass_global_options
@@ -342,10 +348,10 @@ def create(
     The expected margin of error at 1,000, 10,000 and 100,000 reports is shown first. A weak
     spec is refused unless --accept-weak is given: ε above 4 (devices refuse such specs
     unless their app raises max_epsilon), or a margin of all categories at once wider than
-    ±5 points with 10,000 reports (95%, worst case). Registering the identical spec again
-    changes nothing else and says so. The collector's privacy warning (this metric takes one
-    device's 30-day total with the SDK defaults above the warning level: `deniable privacy`)
-    goes to stderr, once.
+    ±5 percentage points with 10,000 reports (95%, worst case). Registering the identical
+    spec again changes nothing else and says so. The collector's privacy warning (this metric
+    takes one device's 30-day total with the SDK defaults above the warning level: `deniable
+    privacy`) goes to stderr, once.
 
     \b
     Examples:

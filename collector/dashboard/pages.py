@@ -15,6 +15,7 @@ from urllib.parse import quote, urlencode
 
 from deniable.client.spec import MetricSpec
 from deniable.estimators import quantile_bounds
+from deniable.estimators.advisor import V_STAR_MEANING
 from deniable.estimators.documents import CLIPPED_MARKS, clipped_mark
 from deniable.estimators.privacy import PRIVACY_DOC
 
@@ -582,6 +583,7 @@ def plan_page(values: dict[str, str], plan: dict[str, Any] | None, problem: str 
             " with the interval the estimates compute: the mechanism needing the fewest"
             " reports.</p>"
             + table("mechanisms", ("mechanism", "reports needed", "V* per report", "bytes"), rows)
+            + f'<p class="meta" id="v-star">{e(V_STAR_MEANING)}</p>'
         )
         if plan["auto"] != advised:
             result += (

@@ -279,12 +279,22 @@ def test_offline_estimate_table_is_sorted_and_draws_whiskers(tmp_path: Path) -> 
         "estimate", "browser", "--from-file", str(path), "--format", "csv"
     ).stdout.splitlines()
     assert csv_out[0] == (
-        "metric,start,end,n,method,confidence,simultaneous,"
-        "category,frequency,unbiased,clipped,std_error,ci_low,ci_high,estimated_count"
+        "metric,start,end,n,periods,pooling,method,confidence,simultaneous,"
+        "category,frequency,std_error,ci_low,ci_high,estimated_count,unbiased,clipped"
     )
-    assert [line.split(",")[7] for line in csv_out[1:]] == CATEGORIES
-    assert {tuple(line.split(",")[:7]) for line in csv_out[1:]} == {
-        ("browser", DAYS[0], DAYS[-1], str(PER_DAY * len(DAYS)), "consistent", "0.95", "True")
+    assert [line.split(",")[9] for line in csv_out[1:]] == CATEGORIES
+    assert {tuple(line.split(",")[:9]) for line in csv_out[1:]} == {
+        (
+            "browser",
+            DAYS[0],
+            DAYS[-1],
+            str(PER_DAY * len(DAYS)),
+            str(len(DAYS)),
+            "overlap-safe",
+            "consistent",
+            "0.95",
+            "true",
+        )
     }
 
 
