@@ -22,6 +22,7 @@ from tests.support import (
     collector_settings,
 )
 
+KINDS = ("estimate", "series")
 DESCRIPTION = "Time to first paint of the home page"
 CREATE = (
     *("metrics", "create", "paint_ms", "--type", "numeric", "--lower", "0", "--upper", "5000"),
@@ -76,6 +77,32 @@ def test_a_unit_on_a_metric_without_values_is_a_usage_error(server: RunningColle
     bad = run(server, *CREATE[:-2], "--owner", "web\x1bperf", token=ADMIN_TOKEN)
     assert bad.exit_code == 1 and "owner:" in bad.stderr and "control characters" in bad.stderr
     assert bad.stderr.strip().count("\n") == 0, "one line, no traceback"
+
+
+def test_every_csv_of_a_number_names_its_unit(server: RunningCollector) -> None:
+    """The CLI's CSVs and the dashboard's downloads (one schema): a numeric metric's rows and a
+    histogram's quantile rows carry the unit; a bucket's share has none."""
+    sizes = ("metrics", "create", "size_kb", "--type", "histogram", "--edges", "0,10,100,1000")
+    created = run(server, *sizes, "--epsilon", "1", "--unit", "KB", token=ADMIN_TOKEN)
+    assert created.exit_code == 0, created.output
+    texts = {}
+    for name in ("paint_ms", "size_kb"):
+        for kind in KINDS:
+            result = run(server, kind, name, "--format", "csv")
+            assert result.exit_code == 0, result.output
+            texts[name, kind] = result.stdout
+    with httpx.Client(base_url=server.url, trust_env=False, timeout=30) as browser:
+        assert browser.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN}).status_code == 303
+        for kind in KINDS:
+            download = browser.get(f"/dashboard/metrics/paint_ms/{kind}.csv")
+            assert download.status_code == 200
+            texts["dashboard", kind] = download.text
+    for key in [(source, kind) for source in ("paint_ms", "dashboard") for kind in KINDS]:
+        rows = list(csv.DictReader(io.StringIO(texts[key])))
+        assert rows and {row["unit"] for row in rows} == {"ms"}, key
+    rows = list(csv.DictReader(io.StringIO(texts["size_kb", "estimate"])))
+    assert {row["unit"] for row in rows if row["quantile"]} == {"KB"}
+    assert {row["unit"] for row in rows if row["category"]} == {""}
 
 
 def test_the_metric_page_says_what_the_metric_is(server: RunningCollector) -> None:
