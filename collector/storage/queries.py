@@ -46,13 +46,13 @@ UNDESCRIBED = MetricAbout()
 
 @dataclass(frozen=True)
 class Registration:
-    """A registered metric's spec, its stored fingerprint, whether it is archived (then it
-    takes no reports), and its unit, description and owner as they were when read."""
+    """A registered metric's spec, its stored fingerprint, and whether it is archived (then it
+    takes no reports). Its unit, description and owner are not here: they may change while
+    the spec does not, so they are read fresh (:func:`load_about`), never cached with it."""
 
     spec: MetricSpec
     fingerprint: str
     archived: bool
-    about: MetricAbout = UNDESCRIBED
 
 
 _ABOUT = (metrics.c.unit, metrics.c.description, metrics.c.owner)
@@ -79,15 +79,13 @@ def _spec_from_row(spec_json: str) -> MetricSpec:
 
 
 def load_registration(database: Database, name: str) -> Registration | None:
-    """The metric named ``name``: its spec, whether it is archived, and what it says of itself;
-    None if unregistered."""
-    columns = (metrics.c.spec, metrics.c.fingerprint, metrics.c.archived_at, *_ABOUT)
+    """The metric named ``name``: its spec and whether it is archived; None if unregistered."""
+    columns = (metrics.c.spec, metrics.c.fingerprint, metrics.c.archived_at)
     with database.reader.connect() as connection:
         row = connection.execute(select(*columns).where(metrics.c.name == name)).first()
     if row is None:
         return None
-    spec = _spec_from_row(row.spec)
-    return Registration(spec, row.fingerprint, row.archived_at is not None, _about_of(row))
+    return Registration(_spec_from_row(row.spec), row.fingerprint, row.archived_at is not None)
 
 
 def load_about(database: Database, name: str) -> MetricAbout:

@@ -14,7 +14,7 @@ from deniable.client import MetricSpec
 from deniable.collector import migrate
 from deniable.collector.storage import open_database
 from deniable.collector.storage.engine import normalize_url
-from deniable.collector.storage.queries import load_registration, register_spec
+from deniable.collector.storage.queries import load_about, load_registration, register_spec
 from deniable.estimators.documents import MetricAbout
 from sqlalchemy import create_engine, inspect
 
@@ -133,12 +133,11 @@ def test_migration_0006_adds_the_columns_to_a_registry_and_drops_them_again(
     assert_schema_is_the_tables(url)
     database = open_database(url)
     try:
-        registration = load_registration(database, spec.name)
-        assert registration is not None and registration.about.as_dict() == dict.fromkeys(ABOUT)
+        assert load_about(database, spec.name).as_dict() == dict.fromkeys(ABOUT)
         assert not register_spec(database, spec, now, MetricAbout(**ABOUT))
+        assert load_about(database, spec.name) == MetricAbout(**ABOUT)
         registration = load_registration(database, spec.name)
-        assert registration is not None and registration.about == MetricAbout(**ABOUT)
-        assert registration.fingerprint == spec.fingerprint
+        assert registration is not None and registration.fingerprint == spec.fingerprint
     finally:
         database.dispose()
     _downgrade(url, "0005")
