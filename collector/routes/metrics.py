@@ -10,11 +10,12 @@ import hashlib
 import json
 import logging
 import threading
+from typing import Annotated
 
 from deniable.client.spec import MetricSpec
 from deniable.estimators.documents import MetricAbout
 from deniable.estimators.privacy import registration_warnings
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
@@ -47,10 +48,15 @@ _registry_bodies: dict[str, bytes] = {}
 _registry_lock = threading.Lock()
 
 
-def registry_etag(rows: list[tuple[str, str, MetricAbout]]) -> str:
-    """A strong ETag for the registry holding these (name, fingerprint, description) rows."""
-    text = "\n".join(json.dumps([n, f, a.as_dict()], ensure_ascii=False) for n, f, a in rows)
-    return f'"{hashlib.sha256(text.encode()).hexdigest()[:32]}"'
+def registry_etag(rows: list[tuple[str, str, MetricAbout]], *, describe: bool = False) -> str:
+    """A strong ETag for the registry holding these (name, fingerprint, description) rows, as
+    the list of specs alone or, if ``describe``, with their descriptions (then they count)."""
+    if describe:
+        lines = ["described", *(json.dumps([n, f, a.as_dict()]) for n, f, a in rows)]
+    else:
+        lines = [f"{n} {f}" for n, f, _ in rows]
+    digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()
+    return f'"{digest[:32]}"'
 
 
 def described(spec: MetricSpec, about: MetricAbout) -> dict[str, object]:
@@ -71,25 +77,34 @@ def etag_matches(header: str | None, etag: str) -> bool:
     response_model=MetricList,
     responses={304: {"description": "the registry is unchanged since the ETag sent"}},
 )
-def get_metrics(request: Request) -> Response:
-    """Every registered metric's resolved spec with its fingerprint, and its unit, description
-    and owner where it has them (outside the spec: devices ignore them), archived ones left out.
+def get_metrics(
+    request: Request,
+    describe: Annotated[
+        bool,
+        Query(description="also each metric's unit, description and owner (people's listings)"),
+    ] = False,
+) -> Response:
+    """Every registered metric's resolved spec with its fingerprint, archived ones left out;
+    with ``describe=true`` also its unit, description and owner where it has them.
 
-    Answered with an ETag (304 to a matching ``If-None-Match``); the list is rendered again
-    only when a registration changed it, since parsing thousands of specs costs far more than
-    reading their names and fingerprints.
+    Devices fetch the list without ``describe``: descriptions are not part of a spec, so they
+    neither download them nor fetch the list again when one changes. Answered with an ETag
+    (304 to a matching ``If-None-Match``); the list is rendered again only when a registration
+    changed it, since parsing thousands of specs costs far more than reading their names and
+    fingerprints.
     """
     database = collector(request).database
-    etag = registry_etag(registry_fingerprints(database))
+    etag = registry_etag(registry_fingerprints(database), describe=describe)
     headers = {"ETag": etag, "Cache-Control": "no-cache"}
     if etag_matches(request.headers.get("if-none-match"), etag):
         return Response(status_code=304, headers=headers)
     body = _registry_bodies.get(etag)
     if body is None:
         rows = list_described(database, archived=False)
-        etag = headers["ETag"] = registry_etag([(s.name, s.fingerprint, a) for s, a in rows])
-        listed = {"metrics": [described(s, a) for s, a in rows]}
-        body = json.dumps(listed, separators=(",", ":"), ensure_ascii=False).encode()
+        etag = registry_etag([(s.name, s.fingerprint, a) for s, a in rows], describe=describe)
+        headers["ETag"] = etag
+        listed = [described(s, a) if describe else s.to_dict() for s, a in rows]
+        body = json.dumps({"metrics": listed}, separators=(",", ":")).encode()
         with _registry_lock:
             while len(_registry_bodies) >= REGISTRY_BODIES_KEPT:
                 del _registry_bodies[next(iter(_registry_bodies))]

@@ -50,11 +50,11 @@ def test_the_description_is_stored_beside_the_spec_and_in_every_document(
 
     shown = admin.get(f"/v1/metrics/{name}").json()
     assert {key: shown[key] for key in ABOUT} == ABOUT
-    listed = next(m for m in admin.get("/v1/metrics").json()["metrics"] if m["name"] == name)
+    described = admin.get("/v1/metrics", params={"describe": "true"}).json()["metrics"]
+    listed = next(m for m in described if m["name"] == name)
     assert {key: listed[key] for key in ABOUT} == ABOUT
-    assert MetricSpec.from_dict(listed).fingerprint == listed["fingerprint"], (
-        "devices still parse it"
-    )
+    served = next(m for m in admin.get("/v1/metrics").json()["metrics"] if m["name"] == name)
+    assert served == bare.to_dict(), "devices fetch the specs alone"
     for path in ("estimate", "series"):
         document = admin.get(f"/v1/metrics/{name}/{path}").json()
         assert {key: document[key] for key in ABOUT} == ABOUT, path
@@ -66,22 +66,26 @@ def test_the_description_is_stored_beside_the_spec_and_in_every_document(
     assert "unit" not in admin.get(f"/v1/metrics/{hist}/estimate").json()["quantiles"][0]
 
 
-def test_describing_again_keeps_the_fingerprint_and_changes_the_served_list(
+def test_describing_again_keeps_the_fingerprint_and_what_devices_fetch(
     collector: RunningCollector, admin: httpx.Client
 ) -> None:
     name = unique_name("temp_c")
     first = admin.post("/v1/metrics", json=numeric_body(name, unit="°C"))
     assert first.status_code == 201, first.text
-    before = admin.get("/v1/metrics")
+    describe = {"describe": "true"}
+    before = admin.get("/v1/metrics", params=describe)
+    devices = admin.get("/v1/metrics")
+    assert before.headers["ETag"] != devices.headers["ETag"]
     again = admin.post("/v1/metrics", json=numeric_body(name, unit="°F", owner="hardware"))
     assert again.status_code == 200, again.text
     assert again.json()["fingerprint"] == first.json()["fingerprint"]
     shown = admin.get(f"/v1/metrics/{name}").json()
     assert (shown["unit"], shown["owner"], shown.get("description")) == ("°F", "hardware", None)
-    after = admin.get("/v1/metrics", headers={"If-None-Match": before.headers["ETag"]})
-    assert after.status_code == 200, (
-        "a new description is a new list: devices must not keep the old"
-    )
+    unchanged = admin.get("/v1/metrics", headers={"If-None-Match": devices.headers["ETag"]})
+    assert unchanged.status_code == 304, "devices have nothing new to fetch"
+    tag = {"If-None-Match": before.headers["ETag"]}
+    after = admin.get("/v1/metrics", params=describe, headers=tag)
+    assert after.status_code == 200, "a new description is a new described list"
     listed = next(m for m in after.json()["metrics"] if m["name"] == name)
     assert listed["unit"] == "°F"
     document = admin.get(f"/v1/metrics/{name}/estimate").json()
