@@ -25,6 +25,11 @@ from deniable.client.account import (
 )
 from deniable.client.spec import MetricSpec
 
+LOOSE_30_DAYS = 30.0
+"""The 30-day total above which the statement says the window's bound limits little on its
+own (e^30 ≈ 10^13): a plain fact about the figure, said whether or not the total is above
+the warning level, which is about what deployments choose."""
+
 PRIVACY_DOC = "docs/privacy.md"
 """Where the warning level and the ways to lower a device's total are explained; a warning
 ends with it in parentheses (the dashboard puts a link in its place)."""
@@ -168,7 +173,7 @@ def _over_30_days(account: PrivacyAccount) -> str:
         f" up): everything it sends in that time changes in probability by at most"
         f" e^{eps_text(total)} ≈ {times(total)} times with its true values"
     )
-    if total <= WARNING_LEVEL_30_DAYS:
+    if total <= LOOSE_30_DAYS:
         return sentence + "."
     return (
         f"{sentence}, a bound too large to limit much on its own: over weeks, the protection"
