@@ -87,9 +87,11 @@ def _version() -> str:
 )
 @click.option(
     "--token",
-    envvar="DENIABLE_ADMIN_TOKEN",
+    envvar=["DENIABLE_ADMIN_TOKEN", "DENIABLE_VIEWER_TOKEN"],
     metavar="TOKEN",
-    help="Admin token for estimates, metric creation and retention (env DENIABLE_ADMIN_TOKEN).",
+    help="The collector's viewer token, which reads (estimate, series, privacy), or its admin"
+    " token, which also registers and archives metrics, exports and deletes reports"
+    " (env DENIABLE_ADMIN_TOKEN, else DENIABLE_VIEWER_TOKEN).",
 )
 @click.version_option(_version(), prog_name="deniable")
 @click.pass_context
@@ -103,8 +105,8 @@ def cli(ctx: click.Context, collector: str, token: str | None) -> None:
     \b
     Example, with nothing set up:
       deniable demo
-    Against a running collector:
-      deniable --collector http://127.0.0.1:8000 --token $TOKEN estimate browser
+    Against a running collector, reading with its viewer token:
+      deniable --collector http://127.0.0.1:8000 --token $VIEWER_TOKEN estimate browser
     """
     quiet_sdk_log()
     ctx.obj = GlobalOptions(collector_url=collector, token=token)

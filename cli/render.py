@@ -51,6 +51,23 @@ def console() -> Console:
     return out
 
 
+FACT_SEPARATOR = " · "
+"""What separates the facts of a heading line (metric · mechanism · range)."""
+
+
+def print_facts(out: Console, line: str, style: str) -> None:
+    """A heading line of facts joined by :data:`FACT_SEPARATOR`, broken between facts (never
+    inside one) where it would pass the console's width."""
+    rows: list[str] = []
+    for fact in line.split(FACT_SEPARATOR):
+        if rows and len(rows[-1]) + len(FACT_SEPARATOR) + len(fact) <= out.width:
+            rows[-1] += FACT_SEPARATOR + fact
+        else:
+            rows.append(fact)
+    for row in rows:
+        out.print(Text(row, style=style), overflow="fold")
+
+
 def print_notes(out: Console, notes: Iterable[str]) -> None:
     """Print each note as its own paragraph, wrapped at the console's width between words (a
     table's caption would wrap at the table's width, mid-phrase)."""
@@ -285,8 +302,8 @@ def print_estimate(document: dict[str, Any], fmt: str) -> None:
     else:
         out = console()
         head, how = estimate_heading(document)
-        out.print(Text(head, style="bold"))
-        out.print(Text(how, style="dim"))
+        print_facts(out, head, "bold")
+        print_facts(out, how, "dim")
         out.print(estimate_table(document))
         if "quantiles" in document:
             print_quantiles(out, document)
@@ -541,8 +558,8 @@ def print_mean(document: dict[str, Any], fmt: str) -> None:
         return
     out = console()
     head, how = mean_heading(document)
-    out.print(Text(head, style="bold"))
-    out.print(Text(how, style="dim"))
+    print_facts(out, head, "bold")
+    print_facts(out, how, "dim")
     out.print(mean_table(document))
 
 

@@ -46,7 +46,7 @@ from ..numbers import NumberRule, query_number
 from ..storage.queries import load_about, read_counts, read_sums
 from .common import MetricPeriods, MetricPeriodsQuery, find_spec, metric_read, period_bounds
 
-router = APIRouter()
+router = APIRouter(tags=["estimates"])
 
 CONFIDENCE_RULE = NumberRule("confidence", 0, 1, open_low=True, open_high=True)
 """How the ``confidence`` query is read: a level strictly between 0 and 1."""
@@ -184,7 +184,14 @@ def checked_quantiles(spec: MetricSpec, q: list[float] | None) -> tuple[float, .
         raise refused(spec, exc) from None
 
 
-@metric_read(router, "/v1/metrics/{name}/estimate", AnyRangeEstimate, viewer=True)
+@metric_read(
+    router,
+    "/v1/metrics/{name}/estimate",
+    AnyRangeEstimate,
+    operation_id="getEstimate",
+    summary="Estimate a metric over a range of periods",
+    viewer=True,
+)
 def get_estimate(
     request: Request,
     read: MetricPeriodsQuery,
@@ -228,7 +235,14 @@ def get_estimate(
     return about(state, spec, document)
 
 
-@metric_read(router, "/v1/metrics/{name}/series", AnySeries, viewer=True)
+@metric_read(
+    router,
+    "/v1/metrics/{name}/series",
+    AnySeries,
+    operation_id="getSeries",
+    summary="Estimate each period of a range on its own",
+    viewer=True,
+)
 def get_series(
     request: Request, read: MetricPeriodsQuery, options: EstimateOptionsQuery
 ) -> dict[str, Any]:

@@ -36,7 +36,7 @@ from ..storage.queries import (
 from .body import read_body, refuse_duplicate_keys
 from .common import find_spec, json_body, problem_responses
 
-router = APIRouter()
+router = APIRouter(tags=["metrics"])
 
 log = logging.getLogger("deniable.collector")
 
@@ -75,6 +75,8 @@ def etag_matches(header: str | None, etag: str) -> bool:
 @router.get(
     "/v1/metrics",
     response_model=MetricList,
+    operation_id="listMetrics",
+    summary="List the registered metrics (the specs devices read)",
     responses={304: {"description": "the registry is unchanged since the ETag sent"}},
 )
 def get_metrics(
@@ -115,6 +117,8 @@ def get_metrics(
 @router.get(
     "/v1/metrics/{name}",
     response_model=MetricSpecOut,
+    operation_id="getMetric",
+    summary="Get one registered metric's spec",
     response_model_exclude_none=True,
     responses=problem_responses(404),
 )
@@ -128,6 +132,8 @@ def get_metric(name: str, request: Request) -> dict[str, object]:
 @router.post(
     "/v1/metrics",
     dependencies=[ADMIN],
+    operation_id="registerMetric",
+    summary="Register a metric",
     status_code=201,
     response_model=RegisteredMetric,
     responses={
@@ -229,6 +235,8 @@ def register_metric(state: Collector, body: bytes) -> JSONResponse:
 @router.post(
     "/v1/metrics/{name}/archive",
     dependencies=[ADMIN],
+    operation_id="archiveMetric",
+    summary="Archive a metric: it takes no more reports",
     response_model=ArchivedMetric,
     responses=problem_responses(401, 404),
 )

@@ -143,6 +143,7 @@ def test_the_quantile_table_reads_in_whole_phrases_at_80_columns_and_in_the_csv(
     lines = [line.strip() for line in table.splitlines()]
     assert all(len(line) <= 80 for line in table.splitlines()), table
     assert "quantiles · 95% intervals, all at once" in lines
+    assert not [line for line in lines if line.endswith("·") or line.startswith("·")]
     for note in QUANTILE_NOTES:
         assert note in lines, note
     text = run(*admin(collector), "estimate", "load_hist", "-q", "0.5", "-q", "0.9",

@@ -151,7 +151,7 @@ def test_plan_advisor_follows_the_grr_rule() -> None:
     assert small["advised"] == "krr"
     assert large["advised"] in ("oue", "olh")
     table = run("plan", "--categories", "50", "--epsilon", "1", "--margin", "0.05")
-    assert "advisor's pick" in table.stdout and "reports needed" in table.stdout
+    assert "← fewest reports" in table.stdout and "reports needed" in table.stdout
 
 
 def test_plan_needs_exactly_one_of_margin_and_reports() -> None:
