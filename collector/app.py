@@ -25,7 +25,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from . import dashboard
+from . import dashboard, exposition
 from .auth import ADMIN, INGEST, VIEWER
 from .context import Clock, Collector, SpecCache, utc_now
 from .docspage import install_docs
@@ -183,7 +183,7 @@ ROLE_SECURITY: dict[Any, list[dict[str, list[str]]]] = {
 """The tokens an operation accepts, by the role dependency its route declares (:mod:`.auth`)."""
 
 
-API_ROUTES = (reports, metrics, estimates, privacy, admin)
+API_ROUTES = (reports, metrics, estimates, exposition, privacy, admin)
 """The route modules of the API, each with its ``router`` (the dashboard's is apart)."""
 
 

@@ -160,8 +160,27 @@ class MeanSeries(MetricAbout):
     series: list[MeanSeriesPoint]
 
 
-AnySeries = MeanSeries | Series
-"""The series document of any metric type (the series route's response model)."""
+@dataclass(frozen=True)
+class HistogramSeriesPoint(SeriesPoint):
+    """One period of a histogram's series when quantiles were asked for: its buckets' shares
+    and each quantile's interval from that period's reports alone (both ends null without
+    reports)."""
+
+    quantiles: list[QuantileInterval] = field(kw_only=True)
+
+
+@dataclass(frozen=True)
+class HistogramSeries(Series):
+    """A histogram's series with quantile intervals per period (asked with ``q``), jointly at
+    ``confidence`` within each period, and the metric's ``edges``."""
+
+    series: list[HistogramSeriesPoint]  # type: ignore[assignment]
+    edges: list[float] = field(kw_only=True)
+
+
+AnySeries = MeanSeries | HistogramSeries | Series
+"""The series document of any metric type (the series route's response model); a histogram's
+carries quantiles per period only when they were asked for."""
 
 
 def estimate_document(
@@ -184,6 +203,27 @@ def series_document(
     the order given, and the options every point was estimated with."""
     series = [SeriesPoint(label, estimate.n, estimate.estimates) for label, estimate in points]
     return asdict(Series(metric, confidence, method, simultaneous, series))
+
+
+def histogram_series_document(
+    metric: str,
+    points: Iterable[tuple[str, Estimate, Sequence[QuantileInterval]]],
+    edges: Sequence[float],
+    *,
+    confidence: float,
+    method: str,
+    simultaneous: bool,
+) -> dict[str, Any]:
+    """The series document of histogram ``metric`` with quantiles: one (period label, its own
+    estimate, its own quantile intervals) per point, in the order given, and the edges."""
+    series = [
+        HistogramSeriesPoint(label, estimate.n, estimate.estimates, quantiles=list(quantiles))
+        for label, estimate, quantiles in points
+    ]
+    document = HistogramSeries(
+        metric, confidence, method, simultaneous, series, edges=[float(e) for e in edges]
+    )
+    return asdict(document)
 
 
 def histogram_document(

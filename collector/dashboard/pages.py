@@ -513,8 +513,10 @@ def metric_page(
     series_doc: dict[str, Any],
     shown: Sequence[str],
     query: dict[str, Any],
+    quantiles_over_time: str = "",
 ) -> str:
-    """A metric's page: pickers, then its estimate, quantiles and series (or its mean)."""
+    """A metric's page: pickers, then its estimate, quantiles (and ``quantiles_over_time``,
+    ready markup) and series (or its mean)."""
     head = (
         f'<div class="heading"><p class="crumb"><a href="/dashboard/">Overview</a> /</p>'
         f"<h1>{e(spec.name)}</h1>"
@@ -526,9 +528,23 @@ def metric_page(
     else:
         sections = _estimate_section(spec, estimate_doc, query)
         if spec.type == "histogram":
-            sections += _quantiles_section(estimate_doc)
+            sections += _quantiles_section(estimate_doc) + quantiles_over_time
         sections += _series_section(spec, series_doc, shown, query)
     return layout(spec.name, head + sections)
+
+
+def plan_tabs(current: str) -> str:
+    """Links between the Plan page's two forms: ``shares`` (categories) and ``numeric``."""
+    links = (
+        ("shares", "/dashboard/plan", "Shares (categories)"),
+        ("numeric", "/dashboard/plan?kind=numeric", "A number (mean or histogram)"),
+    )
+    here = ' aria-current="page"'
+    items = " ".join(
+        f'<a href="{e(href)}"{here if key == current else ""}>{label}</a>'
+        for key, href, label in links
+    )
+    return f'<nav class="tabs" aria-label="Plan for">{items}</nav>'
 
 
 def plan_page(values: dict[str, str], plan: dict[str, Any] | None, problem: str | None) -> str:
@@ -596,7 +612,8 @@ def plan_page(values: dict[str, str], plan: dict[str, Any] | None, problem: str 
     body = (
         '<div class="heading"><h1>Plan</h1><p class="lede">How many reports a margin of error'
         " costs, before collecting any.</p></div>"
-        f'<section class="card">{form}{result}</section>'
+        + plan_tabs("shares")
+        + f'<section class="card">{form}{result}</section>'
     )
     return layout("Plan", body, current="plan")
 

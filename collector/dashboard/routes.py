@@ -26,7 +26,7 @@ from ..numbers import InvalidNumber, NumberRule
 from ..routes.body import read_body
 from ..routes.common import find_spec
 from ..routes.privacy import DEFAULT_MEMOIZE, DEFAULT_RATIO
-from . import data, pages, session
+from . import data, numericplan, pages, quantileseries, session
 from .style import CSS, ETAG
 
 router = APIRouter(prefix="/dashboard", include_in_schema=False)
@@ -244,10 +244,13 @@ def metric(name: str, request: Request) -> Response:
         return to_sign_in()
     try:
         spec, query, estimate, series = documents(request, name)
+        over_time = ""
+        if spec.type == "histogram":
+            over_time = quantileseries.section(request, spec, query)
     except HTTPException as exc:
         return html(pages.error_page(exc.status_code, str(exc.detail)), exc.status_code)
     shown = [] if spec.type == "numeric" else data.top_categories(estimate, query["top"])
-    return html(pages.metric_page(spec, estimate, series, shown, query))
+    return html(pages.metric_page(spec, estimate, series, shown, query, over_time))
 
 
 def csv_response(text: str, filename: str) -> Response:
@@ -318,9 +321,12 @@ def plan_inputs(values: dict[str, str]) -> tuple[int, float, float, float]:
 
 @router.get("/plan")
 def plan(request: Request) -> Response:
-    """The planner: reports needed per mechanism for a margin, the fewest recommended."""
+    """The planner: reports needed per mechanism for a margin, the fewest recommended; with
+    ``kind=numeric``, a number's (:mod:`.numericplan`)."""
     if not signed_in(request):
         return to_sign_in()
+    if request.query_params.get("kind") == numericplan.KIND:
+        return html(*numericplan.numeric_plan(request.query_params))
     values = {
         key: (request.query_params.get(key) or default).strip()[:32]
         for key, default in PLAN_DEFAULTS.items()

@@ -106,4 +106,4 @@ def test_an_operation_called_as_documented_is_let_in(databases: DatabaseFactory)
                     assert anyone.request(method, path).status_code == 401, path
     finally:
         running.stop()
-    assert len(checked) == 7  # estimate, series, privacy: viewer and admin; export: admin
+    assert len(checked) == 9  # estimate, series, scrape, privacy: viewer and admin; export: admin
