@@ -68,6 +68,9 @@ def test_show_list_and_estimate_say_the_unit_description_and_owner(
     estimate = run(server, "estimate", "paint_ms")
     assert estimate.exit_code == 0, estimate.output
     assert "paint_ms (ms)" in estimate.stdout
+    series = run(server, "series", "paint_ms")
+    assert series.exit_code == 0, series.output
+    assert "paint_ms (ms) · mean" in series.stdout
 
 
 def test_a_unit_on_a_metric_without_values_is_a_usage_error(server: RunningCollector) -> None:
