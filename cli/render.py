@@ -208,9 +208,15 @@ def _pct_level(document: dict[str, Any]) -> str:
     return f"{confidence * 100:g}%" if isinstance(confidence, int | float) else "CI"
 
 
+def metric_label(document: dict[str, Any]) -> str:
+    """The document's metric, with its unit if it has one: "load_ms (ms)"."""
+    unit = document.get("unit")
+    return f"{document.get('metric', '')}" + (f" ({unit})" if unit else "")
+
+
 def estimate_heading(document: dict[str, Any]) -> tuple[str, str]:
     """Two lines saying what was estimated and over what, then how."""
-    head = [str(document.get("metric", ""))]
+    head = [metric_label(document)]
     if document.get("mechanism"):
         head.append(f"{document['mechanism']} ε={document.get('epsilon')}")
     if document.get("start") or document.get("end"):
@@ -573,7 +579,7 @@ def mean_series_chart(document: dict[str, Any]) -> Table:
     """A numeric series: a row per period with its mean, margin, interval and whisker."""
     lower, upper = float(document["lower"]), float(document["upper"])
     table = Table(
-        title=f"{document.get('metric', '')} · mean · {_pct_level(document)} interval, per period",
+        title=f"{metric_label(document)} · mean · {_pct_level(document)} interval, per period",
         title_justify="left",
     )
     headers = ["period", "n", "mean", "margin", "interval"]

@@ -43,9 +43,10 @@ CATEGORY_FIELDS = (
 )
 """One category's keys in an estimate or series document, in CSV column order."""
 
-QUANTILE_COLUMNS = ("quantile", "quantile_low", "quantile_high")
-"""The histogram estimate's extra columns: a quantile ``q`` and its interval's ends (bucket
-edges, value units; empty where the quantile may lie beyond the outer edge)."""
+QUANTILE_COLUMNS = ("quantile", "quantile_low", "quantile_high", "unit")
+"""The histogram estimate's extra columns: a quantile ``q``, its interval's ends (bucket
+edges, value units; empty where the quantile may lie beyond the outer edge) and the metric's
+unit (empty if it has none)."""
 
 MEAN_FIELDS = ("estimate", "std_error", "ci_low", "ci_high")
 """A mean's keys, in CSV column order (``estimate`` is written ``mean``), then its margin."""
@@ -55,11 +56,11 @@ RENAMED = {"count": "estimated_count", "estimate": "mean"}
 
 SHARES_HOW = ("n", "periods", "pooling", "method", "confidence", "simultaneous")
 """The estimate document's fields every shares row repeats."""
-MEAN_HOW = ("n", "periods", "pooling", "confidence", "lower", "upper")
-"""The numeric estimate document's fields its row holds."""
+MEAN_HOW = ("n", "periods", "pooling", "confidence", "lower", "upper", "unit")
+"""The numeric estimate document's fields its row holds (``unit`` empty if it has none)."""
 SERIES_HOW = ("method", "confidence", "simultaneous")
 """The series document's fields every row repeats, after its period's n."""
-MEAN_SERIES_HOW = ("confidence", "lower", "upper")
+MEAN_SERIES_HOW = ("confidence", "lower", "upper", "unit")
 """The numeric series document's fields every row repeats, after its period's n."""
 
 
@@ -128,7 +129,16 @@ def estimate_csv_text(document: dict[str, Any]) -> str:
     ]
     blank = [None] * len(CATEGORY_FIELDS)
     for entry in quantiles or []:
-        rows.append([*how, *blank, entry.get("q"), entry.get("low"), entry.get("high")])
+        rows.append(
+            [
+                *how,
+                *blank,
+                entry.get("q"),
+                entry.get("low"),
+                entry.get("high"),
+                document.get("unit"),
+            ]
+        )
     return csv_text(header, rows)
 
 

@@ -41,7 +41,27 @@ def clipped_mark(row: dict[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
-class MetricRange:
+class MetricAbout:
+    """What a metric's registration says of it beside its spec: the ``unit`` of its values
+    (numeric and histogram metrics: ms, KB, °C), a ``description`` of what it measures and its
+    ``owner``; each null if not given.
+
+    Never part of the spec or its fingerprint (DESIGN.md, "Metric descriptions"): it changes
+    nothing of what devices send, so describing a metric again leaves its pinned specs valid.
+    Every document of one metric carries it (null offline, where no registration is known).
+    """
+
+    unit: str | None = field(default=None, kw_only=True)
+    description: str | None = field(default=None, kw_only=True)
+    owner: str | None = field(default=None, kw_only=True)
+
+    def as_dict(self) -> dict[str, str | None]:
+        """The three fields by name, for a document or an answer."""
+        return {"unit": self.unit, "description": self.description, "owner": self.owner}
+
+
+@dataclass(frozen=True)
+class MetricRange(MetricAbout):
     """Which metric a document is about, and the first and last period it covers.
 
     ``start`` and ``end`` are null only offline, when a file holds no report in the range and
@@ -111,7 +131,7 @@ class SeriesPoint:
 
 
 @dataclass(frozen=True)
-class Series:
+class Series(MetricAbout):
     """One estimate per period of a range, oldest first, with the options they share."""
 
     metric: str
@@ -131,7 +151,7 @@ class MeanSeriesPoint:
 
 
 @dataclass(frozen=True)
-class MeanSeries:
+class MeanSeries(MetricAbout):
     """One mean per period of a numeric metric, oldest first, in value units."""
 
     metric: str

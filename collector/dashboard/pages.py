@@ -17,6 +17,7 @@ from deniable.client.spec import MetricSpec
 from deniable.estimators import quantile_bounds
 from deniable.estimators.advisor import V_STAR_MEANING
 from deniable.estimators.documents import CLIPPED_MARKS, clipped_mark
+from deniable.estimators.privacy import PRIVACY_DOC
 
 from ..routes.privacy import DEFAULT_RATIO
 from .charts import (
@@ -40,6 +41,20 @@ POOLINGS = ("overlap-safe", "independent")
 def e(value: object) -> str:
     """``value`` as text escaped for HTML (quotes too: safe in attributes)."""
     return escape(str(value), quote=True)
+
+
+def warning_html(text: str) -> str:
+    """A privacy warning for the dashboard's reader: its pointer to the documentation (which
+    the dashboard does not serve) becomes a link to the Plan page, where a lower ε is weighed
+    against the margin of error it gives."""
+    pointer = f" ({PRIVACY_DOC})"
+    if not text.endswith(pointer):
+        return e(text)
+    return (
+        f"{e(text.removesuffix(pointer))}. "
+        '<a href="/dashboard/plan">Plan a metric at a lower ε</a>'
+        " to see the margin of error it would give."
+    )
 
 
 def metric_path(name: str) -> str:
@@ -476,6 +491,22 @@ def _mean_sections(
     )
 
 
+def about_lines(document: dict[str, Any]) -> str:
+    """What the registration says of the metric (its document's ``description``, ``unit`` and
+    ``owner``), under its name; nothing if it says nothing."""
+    lines = ""
+    if document.get("description"):
+        lines += f'<p id="description">{e(document["description"])}</p>'
+    facts = [
+        f'{label} <span id="{key}">{e(document[key])}</span>'
+        for key, label in (("unit", "Unit"), ("owner", "Owner"))
+        if document.get(key)
+    ]
+    if facts:
+        lines += f'<p class="meta">{" · ".join(facts)}</p>'
+    return lines
+
+
 def metric_page(
     spec: MetricSpec,
     estimate_doc: dict[str, Any],
@@ -489,7 +520,8 @@ def metric_page(
     head = (
         f'<div class="heading"><p class="crumb"><a href="/dashboard/">Overview</a> /</p>'
         f"<h1>{e(spec.name)}</h1>"
-        f'<p class="lede">{e(_spec_line(spec))}</p></div>' + pickers(spec, query)
+        f'<p class="lede">{e(_spec_line(spec))}</p>{about_lines(estimate_doc)}</div>'
+        + pickers(spec, query)
     )
     if spec.type == "numeric":
         sections = _mean_sections(spec, estimate_doc, series_doc, query)
@@ -664,7 +696,7 @@ def privacy_page(
             "per value, lifetime",
         )
         warnings = "".join(
-            f'<p class="note" role="status"><strong>Warning:</strong> {e(w)}</p>'
+            f'<p class="note" role="status"><strong>Warning:</strong> {warning_html(w)}</p>'
             for w in document["warnings"]
         )
         result = (

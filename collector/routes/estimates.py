@@ -50,7 +50,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from ..context import Collector
 from ..numbers import NumberRule, query_number
-from ..storage.queries import count_width, read_counts, read_sums
+from ..storage.queries import count_width, load_about, read_counts, read_sums
 from .common import MetricPeriods, MetricPeriodsQuery, find_spec, metric_read, period_bounds
 
 router = APIRouter(tags=["estimates"])
@@ -163,6 +163,11 @@ def range_counts(state: Collector, spec: MetricSpec, labels: list[str]) -> list[
     return [PeriodCounts(label, int(n[i]), counts[i].tolist()) for i, label in enumerate(labels)]
 
 
+def about(state: Collector, spec: MetricSpec, document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with the metric's unit, description and owner as registered now."""
+    return document | load_about(state.database, spec.name).as_dict()
+
+
 def refused(spec: MetricSpec, exc: InvalidInput) -> HTTPException:
     """The 422 naming the metric whose options or stored data the estimators refused."""
     return HTTPException(status_code=422, detail=f"metric {spec.name}: {exc}")
@@ -241,15 +246,16 @@ def get_estimate(
     if spec.type == "numeric":
         sums = numeric_sums(state, spec, labels, options)
         try:
-            return mean_document(
+            document = mean_document(
                 spec, first, last, sums, confidence=options.confidence, pooling=pooling
             )
+            return about(state, spec, document)
         except InvalidInput as exc:
             raise refused(spec, exc) from None
     periods = range_counts(state, spec, labels)
     result = estimate_periods(spec, periods, pooling=pooling, **options.for_shares())
     if spec.type != "histogram":
-        return estimate_document(spec.name, first, last, result)
+        return about(state, spec, estimate_document(spec.name, first, last, result))
     try:
         quantiles = estimate_quantiles(
             spec.randomizer,
@@ -261,7 +267,8 @@ def get_estimate(
         )
     except InvalidInput as exc:
         raise refused(spec, exc) from None
-    return histogram_document(spec.name, first, last, result, quantiles, spec.edges)  # type: ignore[arg-type]
+    document = histogram_document(spec.name, first, last, result, quantiles, spec.edges)  # type: ignore[arg-type]
+    return about(state, spec, document)
 
 
 def check_quantile_cells(spec: MetricSpec, periods: int, quantiles: int, limit: int) -> None:
@@ -371,14 +378,15 @@ def get_series(
     if spec.type == "numeric":
         sums = numeric_sums(state, spec, labels, options)
         try:
-            return mean_series_document(spec, sums, confidence=options.confidence)
+            document = mean_series_document(spec, sums, confidence=options.confidence)
+            return about(state, spec, document)
         except InvalidInput as exc:
             raise refused(spec, exc) from None
     periods = range_counts(state, spec, labels)
     chosen = options.for_shares()
     points = [(period.period, estimate_periods(spec, [period], **chosen)) for period in periods]
     if not qs:
-        return series_document(spec.name, points, **chosen)
+        return about(state, spec, series_document(spec.name, points, **chosen))
     try:
         quantiles = quantile_series(
             spec.randomizer,
@@ -390,4 +398,5 @@ def get_series(
     except InvalidInput as exc:
         raise refused(spec, exc) from None
     rows = [(label, result, qi) for (label, result), qi in zip(points, quantiles, strict=True)]
-    return histogram_series_document(spec.name, rows, spec.edges, **chosen)  # type: ignore[arg-type]
+    document = histogram_series_document(spec.name, rows, spec.edges, **chosen)  # type: ignore[arg-type]
+    return about(state, spec, document)
