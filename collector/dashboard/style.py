@@ -62,7 +62,7 @@ h2 { font-size: 1.1rem; margin: 0; }
 .card.narrow { max-width: 28rem; width: 100%; justify-self: center; }
 .card-head { display: grid; gap: 0.2rem; }
 svg.chart { display: block; width: 100%; height: auto; font-family: inherit; }
-svg.wide-chart { max-width: 56rem; }
+svg.wide-chart { max-width: 50rem; }
 svg.narrow-chart { max-width: 32rem; }
 .chart-pair > .narrow-chart { display: none; }
 .multiples {
