@@ -208,12 +208,16 @@ def top_categories(document: dict[str, Any], top: int) -> list[str]:
 
 def shown_categories(spec: MetricSpec, document: dict[str, Any], top: int) -> list[str]:
     """The categories a metric page draws over time: a boolean's ``true`` share only (its
-    ``false`` share is the mirror image), a histogram's every bucket in bucket order (its
-    shape is the point), or a categorical metric's ``top`` largest."""
+    ``false`` share is the mirror image), a histogram's buckets in bucket order (its shape is
+    the point: every bucket up to :data:`MAX_TOP`, else its ``top`` largest), or a categorical
+    metric's ``top`` largest."""
     if spec.type == "boolean":
         return ["true"]
     if spec.type == "histogram":
-        return list(spec.categories)
+        if spec.k <= MAX_TOP:
+            return list(spec.categories)
+        largest = set(top_categories(document, top))
+        return [bucket for bucket in spec.categories if bucket in largest]
     return top_categories(document, top)
 
 

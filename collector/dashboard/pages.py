@@ -30,7 +30,7 @@ from .charts import (
     time_chart,
     value_text,
 )
-from .data import PAGE_NAME, MetricRow, OverviewPage
+from .data import MAX_TOP, PAGE_NAME, MetricRow, OverviewPage
 
 STYLESHEET = "/dashboard/static/dashboard.css"
 METHODS = ("unbiased", "consistent", "mle")
@@ -265,7 +265,7 @@ def pickers(spec: MetricSpec, query: dict[str, Any]) -> str:
     if not numeric:
         fields.append(_select("method", METHODS, query["method"]))
     fields.append(_select("pooling", POOLINGS, query["pooling"]))
-    if spec.type == "categorical":
+    if spec.type == "categorical" or (spec.type == "histogram" and spec.k > MAX_TOP):
         fields.append(
             f'<label>top<input name="top" type="number" min="1" max="20"'
             f' value="{query["top"]}"></label>'
@@ -430,11 +430,12 @@ def _series_section(
         kind = "bucket" if spec.type == "histogram" else "category"
         caption = f"{spec.name}: share per {spec.period} of each {kind} shown"
         chart = small_multiples(periods, lines, container_id="series-chart", caption=caption)
-        what = (
-            f"Every one of the {len(shown)} buckets, in bucket order,"
-            if spec.type == "histogram"
-            else f"The top {len(shown)} categories, largest first,"
-        )
+        if spec.type == "categorical":
+            what = f"The top {len(shown)} categories, largest first,"
+        elif len(shown) == spec.k:
+            what = f"Every one of the {spec.k} buckets, in bucket order,"
+        else:
+            what = f"The {len(shown)} largest of {spec.k} buckets, in bucket order,"
     table_rows = []
     for point in series:
         if not point["n"]:
