@@ -127,12 +127,15 @@ def table(
     )
 
 
-def cells(values: Sequence[object], *, first_is_header: bool = True) -> str:
-    """One row's cells: the first a row header, the rest right-aligned numbers."""
+def cells(values: Sequence[object], *, first_is_header: bool = True, numeric_from: int = 1) -> str:
+    """One row's cells: the first a row header, the rest text up to ``numeric_from`` and
+    right-aligned numbers from there."""
     out = []
     for i, value in enumerate(values):
         if i == 0 and first_is_header:
             out.append(f'<th scope="row">{e(value)}</th>')
+        elif i < numeric_from:
+            out.append(f"<td>{e(value)}</td>")
         else:
             out.append(f'<td class="num">{e(value)}</td>')
     return "".join(out)
@@ -452,7 +455,8 @@ def _series_section(
                             pct(row["frequency"]) + clipped_mark(row),
                             pct(row["ci_low"]),
                             pct(row["ci_high"]),
-                        ]
+                        ],
+                        numeric_from=2,
                     )
                     + "</tr>"
                 )
@@ -687,6 +691,7 @@ def privacy_page(
                         *(_epsilon_text(row[w]) for w in windows),
                     ],
                     first_is_header=False,
+                    numeric_from=0,
                 )
                 + "</tr>"
             )

@@ -110,6 +110,7 @@ input, select {
   font: inherit; color: var(--ink); padding: 0.4rem 0.55rem; border: 1px solid #cbd5e1;
   border-radius: 6px; background: #fff; min-width: 0; width: 9.5rem; max-width: 100%;
 }
+select { width: auto; }
 #sign-in input { width: 100%; }
 input[type="number"] { width: 7rem; }
 input:focus, select:focus, button:focus-visible { outline: 2px solid var(--accent); outline-offset: 1px; }
@@ -148,7 +149,7 @@ button.quiet { background: transparent; color: var(--muted); border: 1px solid v
   #metrics thead th, #account thead th { white-space: normal; }
   #metrics tbody th, #account tbody th { white-space: normal; overflow-wrap: normal; }
   svg.sparkline { width: 60px; }
-  input, select { width: 8rem; }
+  input { width: 8rem; }
   .big { font-size: 1.5rem; }
 }
 """
