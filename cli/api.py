@@ -156,8 +156,8 @@ class CollectorAPI:
             ) from None
 
     def list_metrics(self) -> list[dict[str, Any]]:
-        """Every registered metric spec, with fingerprints."""
-        body = self.get_json("/v1/metrics")
+        """Every registered metric spec, with fingerprints, units, descriptions and owners."""
+        body = self.get_json("/v1/metrics", params={"describe": "true"})
         return body.get("metrics", []) if isinstance(body, dict) else list(body)
 
     def get_metric(self, name: str) -> dict[str, Any]:

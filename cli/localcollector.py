@@ -21,7 +21,8 @@ from types import TracebackType
 
 import httpx
 from deniable.client.errors import CollectorUnavailable
-from deniable.collector.listening import DEFAULT_HOST, free_port
+from deniable.collector.listening import DEFAULT_HOST, Listening, free_port
+from deniable.collector.startup import port_problem
 
 STARTUP_SECONDS = 20.0
 """How long the child may take to answer /healthz."""
@@ -39,8 +40,10 @@ class LocalCollector:
         database_url: str | None = None,
         ingest_key: str | None = None,
         viewer_token: str | None = None,
+        port: int | None = None,
     ) -> None:
-        """Prepare (not start) a collector on ``database_url`` or a temporary SQLite file."""
+        """Prepare (not start) a collector on ``database_url`` or a temporary SQLite file, on
+        ``port`` or (``None``) a free one."""
         self.token = secrets.token_urlsafe(24)
         self.ingest_key = ingest_key
         self.viewer_token = viewer_token
@@ -48,6 +51,7 @@ class LocalCollector:
         self.directory = Path(self._tmp.name)
         self.database_url = database_url or f"sqlite:///{self.directory / 'demo.db'}"
         self.port = 0
+        self._fixed_port = port
         self.url = ""
         self._process: subprocess.Popen[bytes] | None = None
         self._log = self.directory / "collector.log"
@@ -71,9 +75,15 @@ class LocalCollector:
         self.stop()
 
     def start(self) -> None:
-        """Start the child and wait until it answers; retry once on a port taken meanwhile."""
-        for _ in range(3):
-            self.port = free_port()
+        """Start the child and wait until it answers; on a free port taken meanwhile, try
+        another (twice); a port that was asked for is tried once, after checking that it is
+        free (a port in use fails at once, in one line naming it)."""
+        if self._fixed_port:
+            problem = port_problem(Listening(DEFAULT_HOST, self._fixed_port))
+            if problem is not None:
+                raise CollectorUnavailable(f"the demo collector cannot start: {problem}")
+        for _ in range(1 if self._fixed_port else 3):
+            self.port = self._fixed_port or free_port()
             self.url = f"http://{DEFAULT_HOST}:{self.port}"
             command = [
                 sys.executable,
@@ -92,7 +102,10 @@ class LocalCollector:
             if self._wait_ready():
                 return
             self.stop_process()
-        raise CollectorUnavailable(f"the demo collector did not start: {self._last_log_line()}")
+        where = f" on port {self.port}" if self._fixed_port else ""
+        raise CollectorUnavailable(
+            f"the demo collector did not start{where}: {self._last_log_line()}"
+        )
 
     def _environment(self) -> dict[str, str]:
         """This process's environment without its ``DENIABLE_*`` variables (the demo must not

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import errno
 import importlib.metadata
+import logging
 import os
 from typing import Any
 
@@ -58,6 +59,15 @@ class DeniableGroup(click.Group):
             raise _as_cli_error(exc) from None
 
 
+def quiet_sdk_log() -> None:
+    """Keep the SDK's log lines (``simulate`` and ``demo`` run it in process) off stderr unless
+    a handler is configured: the command reports the outcome in its own one line, and Python's
+    last-resort handler would print every SDK warning before it."""
+    sdk = logging.getLogger("deniable.client")
+    if not any(isinstance(handler, logging.NullHandler) for handler in sdk.handlers):
+        sdk.addHandler(logging.NullHandler())
+
+
 def _version() -> str:
     """The installed distribution's version, or ``unknown`` when run from a source tree."""
     try:
@@ -77,9 +87,11 @@ def _version() -> str:
 )
 @click.option(
     "--token",
-    envvar="DENIABLE_ADMIN_TOKEN",
+    envvar=["DENIABLE_ADMIN_TOKEN", "DENIABLE_VIEWER_TOKEN"],
     metavar="TOKEN",
-    help="Admin token for estimates, metric creation and retention (env DENIABLE_ADMIN_TOKEN).",
+    help="The collector's viewer token, which reads (estimate, series, privacy), or its admin"
+    " token, which also registers and archives metrics, exports and deletes reports"
+    " (env DENIABLE_ADMIN_TOKEN, else DENIABLE_VIEWER_TOKEN).",
 )
 @click.version_option(_version(), prog_name="deniable")
 @click.pass_context
@@ -93,9 +105,10 @@ def cli(ctx: click.Context, collector: str, token: str | None) -> None:
     \b
     Example, with nothing set up:
       deniable demo
-    Against a running collector:
-      deniable --collector http://127.0.0.1:8000 --token $TOKEN estimate browser
+    Against a running collector, reading with its viewer token:
+      deniable --collector http://127.0.0.1:8000 --token $VIEWER_TOKEN estimate browser
     """
+    quiet_sdk_log()
     ctx.obj = GlobalOptions(collector_url=collector, token=token)
 
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
 from deniable.client.errors import InvalidInput
 from deniable.estimators import quantile_bounds
+from deniable.estimators.csvtext import estimate_csv_text, half_width, series_csv_text
 from deniable.estimators.documents import CLIPPED_MARKS, clipped_mark
 from rich.console import Console
 from rich.table import Table
@@ -27,24 +29,6 @@ BAR_WIDTH = 28
 MIN_BAR, MAX_BAR = 12, 40
 """Bounds of a chart column's width when it is fitted to the terminal."""
 
-ESTIMATE_FIELDS = (
-    "category",
-    "frequency",
-    "unbiased",
-    "clipped",
-    "std_error",
-    "ci_low",
-    "ci_high",
-    "count",
-)
-"""One estimate row's fields, in the order CSV prints them."""
-
-CSV_NAMES = {"count": "estimated_count"}
-"""CSV headers that name a field for what it is (``count`` is a debiased estimate, not a tally)."""
-
-HOW_FIELDS = ("n", "method", "confidence", "simultaneous")
-"""The document fields every CSV row repeats, so that a row read alone says how it was made."""
-
 SERIES_TOP = 10
 """Categories charted by default when a series has more (the largest, by estimate)."""
 
@@ -52,12 +36,43 @@ MARKERS = CLIPPED_MARKS
 """Marks an estimate the data pushed below 0 or above 1 (clipped into its interval)."""
 
 
+PIPED_WIDTH = 120
+"""Columns a table gets on stdout that is not a terminal and no COLUMNS says otherwise."""
+
+
 def console() -> Console:
-    """A console on stdout, wide enough for a table with a bar even when piped."""
+    """A console on stdout: the terminal's width, else COLUMNS, else :data:`PIPED_WIDTH`
+    (wide enough for a table with a bar)."""
     out = Console(soft_wrap=False)
     if not out.is_terminal:
-        out = Console(width=120, soft_wrap=False)
+        columns = os.environ.get("COLUMNS", "")
+        width = int(columns) if columns.isdigit() and int(columns) > 0 else PIPED_WIDTH
+        out = Console(width=width, soft_wrap=False)
     return out
+
+
+FACT_SEPARATOR = " · "
+"""What separates the facts of a heading line (metric · mechanism · range)."""
+
+
+def print_facts(out: Console, line: str, style: str) -> None:
+    """A heading line of facts joined by :data:`FACT_SEPARATOR`, broken between facts (never
+    inside one) where it would pass the console's width."""
+    rows: list[str] = []
+    for fact in line.split(FACT_SEPARATOR):
+        if rows and len(rows[-1]) + len(FACT_SEPARATOR) + len(fact) <= out.width:
+            rows[-1] += FACT_SEPARATOR + fact
+        else:
+            rows.append(fact)
+    for row in rows:
+        out.print(Text(row, style=style), overflow="fold")
+
+
+def print_notes(out: Console, notes: Iterable[str]) -> None:
+    """Print each note as its own paragraph, wrapped at the console's width between words (a
+    table's caption would wrap at the table's width, mid-phrase)."""
+    for note in notes:
+        out.print(Text(note, style="dim"), soft_wrap=False, overflow="fold")
 
 
 def print_json(document: Any, stream: TextIO | None = None) -> None:
@@ -94,6 +109,13 @@ def marker(row: dict[str, Any]) -> str:
     """The mark of an estimate whose unbiased value the data pushed outside [0, 1], or ""
     (the estimators' :func:`~deniable.estimators.documents.clipped_mark`, as the dashboard)."""
     return clipped_mark(row)
+
+
+def percentage_points(share: float, spec: str = ".2f") -> str:
+    """A margin on a share as ``±2.00 percentage points`` (``±1 percentage point``): the
+    difference of two shares, in percentage points, not a percent of a share."""
+    text = f"{share * 100:{spec}}"
+    return f"±{text} percentage point{'' if text == '1' else 's'}"
 
 
 def count(value: float | None) -> str:
@@ -189,6 +211,8 @@ def _pct_level(document: dict[str, Any]) -> str:
 def estimate_heading(document: dict[str, Any]) -> tuple[str, str]:
     """Two lines saying what was estimated and over what, then how."""
     head = [str(document.get("metric", ""))]
+    if document.get("unit"):
+        head[0] += f" ({document['unit']})"
     if document.get("mechanism"):
         head.append(f"{document['mechanism']} ε={document.get('epsilon')}")
     if document.get("start") or document.get("end"):
@@ -266,19 +290,6 @@ def estimate_table(document: dict[str, Any]) -> Table:
     return table
 
 
-def csv_header(*leading: str) -> tuple[str, ...]:
-    """The CSV header: the ``leading`` columns, :data:`HOW_FIELDS`, then a row's fields."""
-    return (*leading, *HOW_FIELDS, *(CSV_NAMES.get(f, f) for f in ESTIMATE_FIELDS))
-
-
-def estimate_csv_rows(document: dict[str, Any]) -> list[list[Any]]:
-    """CSV rows of one estimate document, in the API's category order."""
-    leading = [document.get(f) for f in ("metric", "start", "end", *HOW_FIELDS)]
-    return [
-        [*leading, *(row.get(f) for f in ESTIMATE_FIELDS)] for row in document.get("estimates", [])
-    ]
-
-
 def print_estimate(document: dict[str, Any], fmt: str) -> None:
     """Print an estimate document as a table, JSON, or CSV: a numeric metric's mean, or the
     shares (a histogram's in bucket order, then its quantiles)."""
@@ -287,15 +298,15 @@ def print_estimate(document: dict[str, Any], fmt: str) -> None:
     elif "mean" in document:
         print_mean(document, fmt)
     elif fmt == "csv":
-        write_csv(csv_header("metric", "start", "end"), estimate_csv_rows(document))
+        sys.stdout.write(estimate_csv_text(document))
     else:
         out = console()
         head, how = estimate_heading(document)
-        out.print(Text(head, style="bold"))
-        out.print(Text(how, style="dim"))
+        print_facts(out, head, "bold")
+        print_facts(out, how, "dim")
         out.print(estimate_table(document))
         if "quantiles" in document:
-            out.print(quantile_table(document))
+            print_quantiles(out, document)
 
 
 def series_names(
@@ -394,27 +405,16 @@ def _series_chart(
             else Text("no reports", style="dim")
         )
         table.add_row(*text, chart)
-    table.caption = (
-        f"● estimate  ├─┤ {_pct_level(document)} interval  · quarter marks of the axis"
-        f"  {MARKERS['below']} unbiased estimate below 0, shown at its interval's edge"
-    )
+    legend = [f"● estimate  ├─┤ {_pct_level(document)} interval  · marks along the axis"]
+    marks = {marker(row) for _, row in shown} - {""}
+    for side, words in (("below", "below 0"), ("above", "above 100%")):
+        if MARKERS[side] in marks:
+            legend.append(
+                f"{MARKERS[side]} unbiased estimate {words}, shown at its interval's edge"
+            )
+    table.caption = "  ".join(legend)
     table.caption_justify = "left"
     return table
-
-
-def series_csv_rows(
-    document: dict[str, Any], categories: Sequence[str] | None, top: int | None
-) -> list[list[Any]]:
-    """CSV rows of a series document: one per period and category shown."""
-    names = set(series_names(document, categories, top))
-    how = [document.get(f) for f in HOW_FIELDS[1:]]
-    return [
-        [document.get("metric"), entry.get("period"), entry.get("n"), *how]
-        + [row.get(f) for f in ESTIMATE_FIELDS]
-        for entry in document.get("series", [])
-        for row in entry.get("estimates", [])
-        if row.get("category") in names
-    ]
 
 
 def print_series(
@@ -433,30 +433,15 @@ def print_series(
         if categories or top:
             raise InvalidInput("a numeric metric has no categories: leave out --category and --top")
         if fmt == "csv":
-            rows = [
-                mean_csv_row([document.get("metric"), e["period"]], document, e["n"], e["mean"])
-                for e in document["series"]
-            ]
-            write_csv(mean_csv_header("metric", "period"), rows)
+            sys.stdout.write(series_csv_text(document))
         else:
             console().print(mean_series_chart(document))
     elif fmt == "csv":
-        write_csv(csv_header("metric", "period"), series_csv_rows(document, categories, top))
+        sys.stdout.write(series_csv_text(document, set(series_names(document, categories, top))))
     else:
         out = console()
         for table in series_charts(document, categories, top):
             out.print(table)
-
-
-MEAN_FIELDS = ("estimate", "std_error", "ci_low", "ci_high")
-"""A mean's fields, in the order CSV prints them (then its margin)."""
-
-
-def mean_margin(mean: dict[str, Any]) -> float | None:
-    """A mean's margin: half its interval's width (None without reports)."""
-    if mean.get("estimate") is None:
-        return None
-    return (float(mean["ci_high"]) - float(mean["ci_low"])) / 2
 
 
 def decimals_for(margin: float | None, lower: float, upper: float) -> int:
@@ -474,7 +459,7 @@ def number(value: float | None, decimals: int) -> str:
 
 def mean_texts(mean: dict[str, Any], lower: float, upper: float) -> tuple[str, str, str]:
     """The mean, "± margin" and "[low, high]", each in the metric's units."""
-    margin = mean_margin(mean)
+    margin = half_width(mean)
     places = decimals_for(margin, lower, upper)
     return (
         number(mean.get("estimate"), places),
@@ -523,24 +508,38 @@ def mean_table(document: dict[str, Any]) -> Table:
     return table
 
 
+QUANTILE_NOTES = (
+    "at least, at most: the bucket edges each quantile lies between",
+    "a wider interval: the data cannot place the quantile closer",
+    "none: the quantile may lie in an end bucket (values beyond the outer edges)",
+)
+"""The lines under a quantile table, each a whole phrase that fits 80 columns."""
+
+
+def quantile_title(document: dict[str, Any]) -> str:
+    """The line above a quantile table."""
+    return f"quantiles · {_pct_level(document)} intervals, all at once"
+
+
 def quantile_table(document: dict[str, Any]) -> Table:
-    """A histogram's quantile intervals: between which bucket edges each quantile lies."""
-    table = Table(
-        title=f"quantiles · {_pct_level(document)} jointly (all at once)", title_justify="left"
-    )
+    """A histogram's quantile intervals: between which bucket edges each quantile lies (its
+    title and notes are printed around it: :func:`print_quantiles`)."""
+    table = Table()
     table.add_column("quantile", justify="right", no_wrap=True)
     table.add_column("at least", justify="right", no_wrap=True)
     table.add_column("at most", justify="right", no_wrap=True)
     edges = document.get("edges") or [0.0]
     for entry in document.get("quantiles", []):
         table.add_row(f"p{entry['q'] * 100:g}", *quantile_bounds(entry, edges, "{:,g}".format))
-    table.caption = (
-        "bucket edges; a wider interval means the data cannot place it closer; the end buckets"
-        " hold every value beyond the outer edges, so a quantile that may lie in one has no"
-        " bound on that side"
-    )
-    table.caption_justify = "left"
     return table
+
+
+def print_quantiles(out: Console, document: dict[str, Any]) -> None:
+    """A histogram's quantile table with its title above and its notes below, each on lines
+    of its own (a narrow table would wrap them mid-phrase)."""
+    out.print(Text(quantile_title(document), style="bold"))
+    out.print(quantile_table(document))
+    print_notes(out, QUANTILE_NOTES)
 
 
 def mean_heading(document: dict[str, Any]) -> tuple[str, str]:
@@ -552,30 +551,15 @@ def mean_heading(document: dict[str, Any]) -> tuple[str, str]:
     return head, " · ".join(how)
 
 
-def mean_csv_header(*leading: str) -> tuple[str, ...]:
-    """The CSV header of numeric rows: ``leading``, how, the mean's fields and its margin."""
-    return (*leading, "n", "confidence", "lower", "upper", *MEAN_FIELDS, "margin")
-
-
-def mean_csv_row(
-    leading: list[Any], document: dict[str, Any], n: int, mean: dict[str, Any]
-) -> list[Any]:
-    """One numeric CSV row."""
-    how = [n, document.get("confidence"), document.get("lower"), document.get("upper")]
-    return [*leading, *how, *(mean.get(f) for f in MEAN_FIELDS), mean_margin(mean)]
-
-
 def print_mean(document: dict[str, Any], fmt: str) -> None:
     """Print a numeric estimate document as a table or CSV (JSON is handled by the caller)."""
     if fmt == "csv":
-        leading = [document.get(f) for f in ("metric", "start", "end")]
-        row = mean_csv_row(leading, document, document.get("n", 0), document["mean"])
-        write_csv(mean_csv_header("metric", "start", "end"), [row])
+        sys.stdout.write(estimate_csv_text(document))
         return
     out = console()
     head, how = mean_heading(document)
-    out.print(Text(head, style="bold"))
-    out.print(Text(how, style="dim"))
+    print_facts(out, head, "bold")
+    print_facts(out, how, "dim")
     out.print(mean_table(document))
 
 

@@ -54,12 +54,9 @@ def zipf_weights(k: int, exponent: float = ZIPF_EXPONENT) -> list[float]:
     return [w / total for w in raw]
 
 
-def read_distribution(path: Path, categories: Sequence[str]) -> list[float]:
-    """Shares from a JSON object {category: weight} or a CSV/text file of ``category,weight`` lines."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InvalidInput(f"no such distribution file: {path}") from None
+def parse_distribution(text: str, source: str, categories: Sequence[str]) -> list[float]:
+    """Shares from a JSON object {category: weight} or ``category,weight`` lines; ``source``
+    names where the text came from in messages (a file, or "--distribution")."""
     weights: dict[str, float] = {}
     try:
         if text.lstrip().startswith("{"):
@@ -70,7 +67,7 @@ def read_distribution(path: Path, categories: Sequence[str]) -> list[float]:
                     continue
                 name, _, value = line.rpartition(",")
                 if not name:
-                    raise InvalidInput(f"{path}:{number}: expected 'category,weight'")
+                    raise InvalidInput(f"{source}:{number}: expected 'category,weight'")
                 if name.strip() == "category" and value.strip() == "weight":
                     continue
                 weights[name.strip()] = float(value)
@@ -78,24 +75,40 @@ def read_distribution(path: Path, categories: Sequence[str]) -> list[float]:
         raise
     except (ValueError, TypeError, AttributeError) as exc:
         raise InvalidInput(
-            f"{path} is not a distribution (category,weight lines or a JSON object): {exc}"
+            f"{source} is not a distribution (category,weight lines or a JSON object): {exc}"
         ) from None
     unknown = sorted(set(weights) - set(categories))
     if unknown:
-        raise InvalidInput(f"{path} names {unknown[0]!r}, which is not a category of this metric")
+        raise InvalidInput(f"{source} names {unknown[0]!r}, which is not a category of this metric")
     values = [weights.get(c, 0.0) for c in categories]
-    if any(w < 0 for w in values) or sum(values) <= 0:
-        raise InvalidInput(f"{path}: weights must be non-negative with a positive sum")
+    if not all(math.isfinite(w) and w >= 0 for w in values) or sum(values) <= 0:
+        raise InvalidInput(f"{source}: weights must be non-negative with a positive sum")
     total = sum(values)
     return [w / total for w in values]
 
 
+def read_distribution(path: Path, categories: Sequence[str]) -> list[float]:
+    """Shares from a file: a JSON object {category: weight} or ``category,weight`` lines."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InvalidInput(f"no such distribution file: {path}") from None
+    return parse_distribution(text, str(path), categories)
+
+
+def is_inline(kind: str) -> bool:
+    """Whether a ``--distribution`` value is an inline JSON object rather than a name or file."""
+    return kind.lstrip().startswith("{")
+
+
 def distribution(kind: str, categories: Sequence[str]) -> list[float]:
-    """The true shares for ``zipf``, ``uniform`` or a file name."""
+    """The true shares for ``zipf``, ``uniform``, an inline JSON object or a file name."""
     if kind == "uniform":
         return [1.0 / len(categories)] * len(categories)
     if kind == "zipf":
         return zipf_weights(len(categories))
+    if is_inline(kind):
+        return parse_distribution(kind, "--distribution", categories)
     return read_distribution(Path(kind), categories)
 
 

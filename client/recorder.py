@@ -218,6 +218,7 @@ class Recorder:
                 period = self._labels[state.kind]
             else:
                 period = self._period_labels()[state.kind]
+            self._counters.recorded += 1
             return self._admit(metric, state, prepared, period)
 
     def _admit(self, metric: str, state: _MetricState, prepared: int | float, period: str) -> bool:
@@ -285,6 +286,7 @@ class Recorder:
         """Keep a value until specs arrive (under the lock); ``False`` if the holding is full."""
         moment = self._clock() if self._clock is not None else dt.datetime.now(dt.UTC)
         if self._holding.hold(metric, value, moment):
+            self._counters.recorded += 1
             return True
         self._counters.dropped_held += 1
         if self._counters.dropped_held == 1:

@@ -31,7 +31,7 @@ from .recorder import Recorder
 from .spec import MetricSpec
 from .specsource import DEFAULT_MAX_EPSILON, SpecSource
 from .stats import ClientStats, Counters
-from .transport import Transport
+from .transport import BACKOFF_BASE, BACKOFF_CAP, Transport
 from .uploader import MAX_BATCH, MAX_BODY_BYTES, Uploader
 
 if TYPE_CHECKING:
@@ -92,8 +92,9 @@ class Client:
     ``instantaneous_ratio`` x eps (krr and brr metrics; others are then not memoized;
     ``None``: no fresh layer, and a change of value shows: docs/privacy.md). Their defaults are :data:`~.account.SDK_DEFAULTS`, and
     :meth:`privacy_account` states the most eps they let this device spend. ``clock`` and ``randomness`` are for tests (simulated periods,
-    seeded draws); ``persist_interval``, ``backoff_base`` and ``backoff_cap`` (seconds)
-    tune durability and retry pacing. ``transport`` is an httpx transport passed to the
+    seeded draws; ``clock`` also dates what :meth:`problems` says); ``persist_interval``,
+    ``backoff_base`` and ``backoff_cap`` (seconds) tune durability and retry pacing (the
+    schedule: :meth:`.Transport.backoff`). ``transport`` is an httpx transport passed to the
     ``httpx.Client`` inside, as httpx takes one (``httpx.MockTransport(handler)`` answers
     uploads with a function, for tests).
 
@@ -158,8 +159,8 @@ class Client:
         randomness: Randomness | None = None,
         timeout: float = 10.0,
         persist_interval: float = 0.5,
-        backoff_base: float = 0.5,
-        backoff_cap: float = 300.0,
+        backoff_base: float = BACKOFF_BASE,
+        backoff_cap: float = BACKOFF_CAP,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         fetched_by = time.monotonic() + timeout if _is_real(timeout) else None
@@ -225,6 +226,7 @@ class Client:
             problems,
             batch_size=batch_size,
             flush_interval=flush_interval,
+            now=clock,
         )
         self._persister = Persister(
             self._recorder,
@@ -354,9 +356,11 @@ class Client:
     def problems(self) -> list[str]:
         """What keeps reports from arriving now, in words (empty when all is well).
 
-        Mismatched or refused specs, specs that cannot be fetched (with the URL tried), a
-        collector refusing uploads (401, 403, 404...) or dropping reports as invalid; each
-        message names metrics, URLs and counts, never a recorded value.
+        Mismatched or refused specs, specs that cannot be fetched (with the URL tried) or a
+        collector that serves none yet, a collector that cannot be reached (since when, why,
+        and when an upload last succeeded), refusing uploads (401, 403, 404...) or dropping
+        reports as invalid; each message names metrics, URLs, times and counts, never a
+        recorded value.
         """
         return self._problems.current()
 

@@ -41,7 +41,8 @@ SPECS_FILE = "metrics.json"
 SPEC_REFRESH_SECONDS = 60.0
 """How often, at most, collector-served specs are fetched again (after an unknown metric)."""
 SPEC_RETRY_SECONDS = 5.0
-"""How often a client with no specs at all tries to fetch them."""
+"""How often a client with no specs at all tries to fetch them (the collector is down, or
+serves none yet, or only ones this client refuses)."""
 DEFAULT_MAX_EPSILON = 4.0
 """The highest eps a client adopts from a collector unless the app sets ``max_epsilon``.
 
@@ -289,7 +290,18 @@ class SpecSource:
         os.replace(tmp, self._path)
         self._accepted = accepted
         self._refresh = False
-        return self._accepted_within_ceiling()
+        chosen = self._accepted_within_ceiling()
+        if not chosen:
+            self._next_fetch = time.monotonic() + SPEC_RETRY_SECONDS
+        if not accepted:
+            self._problems.note(
+                "fetch",
+                f"no metric specs yet: the collector at {self._transport.url} serves none"
+                " (register them with `deniable metrics create`); values recorded meanwhile"
+                f" are held in memory (at most {MAX_HELD:,}) and specs are asked for every"
+                f" {SPEC_RETRY_SECONDS:g} s",
+            )
+        return chosen
 
 
 def _describe(spec: MetricSpec) -> str:

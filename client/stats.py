@@ -21,6 +21,10 @@ class ClientStats:
     """
 
     recorded: int
+    """``record()`` calls that took their value: those that returned ``True`` (a report
+    queued, or a value held until specs arrive, which ``held`` also counts meanwhile) and
+    those the budget refused (``over_budget``). A held value is counted once, when recorded,
+    not again when it is randomized."""
     admitted: int
     over_budget: int
     unknown_metric: int
@@ -53,7 +57,7 @@ class ClientStats:
         return asdict(self)
 
 
-_DERIVED = frozenset({"recorded", "queued", "held"})
+_DERIVED = frozenset({"queued", "held"})
 """The :class:`ClientStats` fields computed at snapshot time rather than counted."""
 
 
@@ -64,6 +68,7 @@ class Counters:
     Each field is the :class:`ClientStats` field of the same name.
     """
 
+    recorded: int = 0
     admitted: int = 0
     over_budget: int = 0
     unknown_metric: int = 0
@@ -84,6 +89,4 @@ class Counters:
         counted = {
             f.name: getattr(self, f.name) for f in fields(ClientStats) if f.name not in _DERIVED
         }
-        return ClientStats(
-            recorded=self.admitted + self.over_budget, queued=queued, held=held, **counted
-        )
+        return ClientStats(queued=queued, held=held, **counted)

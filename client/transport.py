@@ -56,6 +56,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("deniable.client")
 
+BACKOFF_BASE = 0.5
+"""The default first backoff window, in seconds (``Client(backoff_base=...)``)."""
+BACKOFF_CAP = 30.0
+"""The default widest backoff window, in seconds (``Client(backoff_cap=...)``): once the
+collector is back, reports go within this long (half of it on average), while a fleet of
+devices still spreads its retries over it rather than arriving at once."""
 MAX_RETRY_AFTER = 3600.0
 """The longest ``Retry-After`` the client obeys, in seconds."""
 FINAL_STATUSES = frozenset({400, 413, 422})
@@ -219,8 +225,8 @@ class Transport:
         *,
         ingest_key: str | None,
         timeout: float,
-        backoff_base: float = 0.5,
-        backoff_cap: float = 300.0,
+        backoff_base: float = BACKOFF_BASE,
+        backoff_cap: float = BACKOFF_CAP,
         jitter: random.Random | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
@@ -314,9 +320,10 @@ class Transport:
     def backoff(self, failures: int, retry_after: float | None = None) -> float:
         """Seconds to wait after ``failures`` consecutive failed attempts.
 
-        Failing over to a URL not yet tried in this round costs nothing; after a full
-        round, full jitter: uniform in [0, min(cap, base * 2^rounds)]. ``Retry-After``
-        is a floor.
+        Failing over to a URL not yet tried in this round costs nothing; after the r-th
+        full round (r = 1, 2, ...), full jitter: uniform in [0, min(cap, base * 2^(r-1))],
+        windows of 0.5, 1, 2, 4, 8, 16, then 30 s with the defaults. ``Retry-After`` is a
+        floor.
         """
         n = len(self.urls)
         delay = 0.0

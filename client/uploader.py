@@ -20,6 +20,7 @@ Network trouble is never raised to the caller.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import enum
 import logging
 import threading
@@ -57,7 +58,9 @@ class Uploader:
     ``batch_size`` is the most reports per upload; a 413 lowers the cap for the life of the
     process. :meth:`nudge` wakes the background thread (:meth:`run`) when a full batch waits
     or ``flush_interval`` seconds have passed. ``problems`` hears of reports the collector
-    refused (dropped) and of answers that blame the URL or the ingest key (kept).
+    refused (dropped), of answers that blame the URL or the ingest key (kept), and of a
+    collector that cannot be reached (kept): since when, by ``now`` (the client's clock), and
+    when an upload last succeeded.
     """
 
     def __init__(
@@ -69,6 +72,7 @@ class Uploader:
         *,
         batch_size: int,
         flush_interval: float,
+        now: Callable[[], dt.datetime] | None = None,
     ) -> None:
         self._outbox = outbox
         self._transport = transport
@@ -81,6 +85,9 @@ class Uploader:
         self._failures = 0
         self._warned_refused = False
         self._not_before = 0.0
+        self._now = now or (lambda: dt.datetime.now(dt.UTC))
+        self._down_since: dt.datetime | None = None
+        self._last_delivery: dt.datetime | None = None
         self._last_nudge = time.monotonic()
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -136,7 +143,9 @@ class Uploader:
             return UploadOutcome.FAILED
         self._failures = 0
         self._warned_refused = False
+        self._down_since = None
         self._problems.clear("refused")
+        self._problems.clear("unreachable")
         if result.kind == "rejected" and result.status == 413:
             return self._split_after_413(batch, count)
         bad = (result.bad_indices or frozenset()) & frozenset(range(count))
@@ -144,6 +153,8 @@ class Uploader:
             return self._drop_named(batch, bad, count, result)
         removed = self._forget(batch, count)
         counters = self._counters
+        if result.kind == "accepted":
+            self._last_delivery = self._now()
         with counters.lock:
             if result.kind == "accepted":
                 self._largest_accepted = max(self._largest_accepted, count)
@@ -169,6 +180,31 @@ class Uploader:
             "rejected",
             f"the collector at {result.url} refused {dropped} reports so far, which were"
             f" dropped (last: HTTP {result.status}: {result.reason})",
+        )
+
+    def _note_unreachable(self, result: SendResult, delay: float) -> None:
+        """List a collector that is down, busy or out of reach among the problems: since when
+        (the first failure of this streak), why, when an upload last succeeded, and when the
+        next attempt goes."""
+        now = self._now()
+        if self._down_since is None:
+            self._down_since = now
+        cause = (
+            f"could not be reached ({result.reason})"
+            if result.status is None
+            else f"answered {result.reason}"
+        )
+        last = (
+            f"at {_moment(self._last_delivery)}"
+            if self._last_delivery is not None
+            else "none since this client started"
+        )
+        self._problems.note(
+            "unreachable",
+            f"collector unreachable since {_moment(self._down_since)}: {result.url} {cause}"
+            f" ({self._failures} attempts failed in a row); last successful upload: {last};"
+            f" reports kept for a retry: {len(self._outbox):,}; next attempt at about"
+            f" {_moment(now + dt.timedelta(seconds=delay))}",
         )
 
     def _what_remains(self) -> UploadOutcome:
@@ -202,11 +238,15 @@ class Uploader:
             self._counters.retries += 1
             self._counters.refused += int(result.refused)
         if result.refused:
+            self._down_since = None
+            self._problems.clear("unreachable")
             self._problems.note(
                 "refused",
                 f"the collector at {result.url} answers uploads with {result.reason}, which"
                 " blames the URL, the ingest key or a proxy; reports are kept and retried",
             )
+        else:
+            self._note_unreachable(result, delay)
         if result.refused and not self._warned_refused:
             self._warned_refused = True
             log.warning(
@@ -320,3 +360,8 @@ class Uploader:
         finally:
             if idle:
                 self._lock.release()
+
+
+def _moment(moment: dt.datetime) -> str:
+    """A moment as problems show it: UTC, to the second (``2026-03-01T12:00:05Z``)."""
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -18,13 +18,15 @@ from deniable.client.errors import StorageUnavailable
 from fastapi import FastAPI, Request
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.routing import APIRoute
 from pydantic.json_schema import models_json_schema
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from . import dashboard
+from . import dashboard, exposition
+from .auth import ADMIN, INGEST, VIEWER
 from .context import Clock, Collector, SpecCache, utc_now
 from .docspage import install_docs
 from .readgate import ReadGate
@@ -113,14 +115,112 @@ class QuietFaults:
                 log.error("internal error after the answer began\n%s", redacted_traceback(exc))
 
 
+API_DESCRIPTION = (
+    "Collects locally randomized reports and answers debiased estimates with confidence"
+    " intervals. Every token is sent as `Authorization: Bearer <token>` (the Authorize button"
+    " takes them): the ingest key uploads, the viewer token reads, and the admin token"
+    " registers, archives, exports and deletes, and reads too. docs/DESIGN.md describes the"
+    " API; docs/security.md what each token may do."
+)
+"""The description at the top of /docs."""
+
+TAGS = [
+    {"name": "reports", "description": "Devices upload randomized reports (the ingest key)."},
+    {
+        "name": "metrics",
+        "description": "The metric registry: the specs devices read (open to all), registering"
+        " and archiving (the admin token).",
+    },
+    {
+        "name": "estimates",
+        "description": "Population shares, means and quantiles with their confidence"
+        " intervals (the viewer or the admin token).",
+    },
+    {
+        "name": "privacy",
+        "description": "What one device's reports add up to, and a statement an app can"
+        " publish (the viewer or the admin token).",
+    },
+    {"name": "admin", "description": "Export of raw reports and retention (the admin token)."},
+    {"name": "operations", "description": "Liveness, readiness and Prometheus metrics."},
+]
+"""The OpenAPI tags, in the order /docs lists them."""
+
+OPEN_WITHOUT_TOKENS = (
+    " A collector started without an admin token answers these calls without a token (it then"
+    " listens on loopback only)."
+)
+SECURITY_SCHEMES = {
+    "viewerToken": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "The viewer token (DENIABLE_VIEWER_TOKEN), sent as `Authorization: Bearer"
+        " <token>`: it reads estimates, series and the privacy account, and nothing else."
+        " The admin token is accepted wherever the viewer token is." + OPEN_WITHOUT_TOKENS,
+    },
+    "adminToken": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "The admin token (DENIABLE_ADMIN_TOKEN), sent as `Authorization: Bearer"
+        " <token>`: it registers and archives metrics, exports and deletes reports, and reads"
+        " what the viewer token reads." + OPEN_WITHOUT_TOKENS,
+    },
+    "ingestKey": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "The ingest key (DENIABLE_INGEST_KEY) apps ship and send with every"
+        " upload as `Authorization: Bearer <key>`; the admin token is accepted too. A collector"
+        " without an ingest key takes uploads from anyone.",
+    },
+}
+"""How each role's token is sent: all three as HTTP bearer tokens (:mod:`.auth`)."""
+
+ROLE_SECURITY: dict[Any, list[dict[str, list[str]]]] = {
+    ADMIN: [{"adminToken": []}],
+    VIEWER: [{"viewerToken": []}, {"adminToken": []}],
+    INGEST: [{"ingestKey": []}, {"adminToken": []}],
+}
+"""The tokens an operation accepts, by the role dependency its route declares (:mod:`.auth`)."""
+
+
+API_ROUTES = (reports, metrics, estimates, exposition, privacy, admin)
+"""The route modules of the API, each with its ``router`` (the dashboard's is apart)."""
+
+
+def _operation_security() -> dict[tuple[str, str], list[dict[str, list[str]]]]:
+    """(path, method): the security requirement of every API route that declares a role."""
+    found = {}
+    for module in API_ROUTES:
+        for route in module.router.routes:
+            if not isinstance(route, APIRoute):
+                continue
+            for dependency in route.dependencies:
+                security = ROLE_SECURITY.get(dependency)
+                if security is not None:
+                    for method in route.methods:
+                        found[(route.path, method.lower())] = security
+    return found
+
+
 def _openapi(app: FastAPI) -> dict[str, Any]:
-    """The OpenAPI document, with the report batch schema the raw-body upload route reads."""
+    """The OpenAPI document, with the report batch schema the raw-body upload route reads and
+    each operation's security (from the role its route declares), so /docs can send tokens."""
     if app.openapi_schema is None:
-        schema = get_openapi(title=app.title, version=app.version, routes=app.routes)
+        schema = get_openapi(
+            title=app.title,
+            version=app.version,
+            description=app.description,
+            routes=app.routes,
+            tags=TAGS,
+        )
         _, defs = models_json_schema(
             [(ReportBatch, "validation")], ref_template="#/components/schemas/{model}"
         )
-        schema.setdefault("components", {}).setdefault("schemas", {}).update(defs["$defs"])
+        components = schema.setdefault("components", {})
+        components.setdefault("schemas", {}).update(defs["$defs"])
+        components["securitySchemes"] = SECURITY_SCHEMES
+        for (path, method), security in _operation_security().items():
+            schema["paths"][path][method]["security"] = security
         app.openapi_schema = schema
     return app.openapi_schema
 
@@ -203,13 +303,13 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app = FastAPI(
         title="deniable collector",
         version="0.1.0",
-        description="Collects locally randomized reports and answers debiased estimates.",
+        description=API_DESCRIPTION,
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,
     )
     install_docs(app)
-    for module in (reports, metrics, estimates, privacy, admin):
+    for module in API_ROUTES:
         app.include_router(module.router)
     app.include_router(dashboard.router)
     app.add_api_route("/", _to_dashboard, include_in_schema=False)

@@ -21,6 +21,10 @@ SWAGGER_UI = Path(__file__).parent / "vendor" / "swagger-ui"
 DOCS_ASSETS = "/docs-assets"
 """Where Swagger UI's JavaScript, CSS and icons are served."""
 
+SWAGGER_UI_PARAMETERS = {"displayOperationId": True, "persistAuthorization": False}
+"""Show each operation's id (the name a generated client gives it); a token entered with
+Authorize is forgotten when the page is closed, never kept in the browser's storage."""
+
 
 def install_docs(app: FastAPI) -> None:
     """Serve ``/docs`` and its assets from the collector (create the app with ``docs_url=None``)."""
@@ -34,6 +38,7 @@ def install_docs(app: FastAPI) -> None:
             swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
             swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
             swagger_favicon_url=f"{DOCS_ASSETS}/favicon-32x32.png",
+            swagger_ui_parameters=SWAGGER_UI_PARAMETERS,
         )
 
     app.add_api_route("/docs", docs, include_in_schema=False)

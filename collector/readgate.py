@@ -1,6 +1,6 @@
 """At most a few heavy reads at once per process, so their bounded memory adds up to a bound.
 
-Each estimate, series, privacy account or dashboard page is bounded on its own (the cells
+Each estimate, series, privacy account, estimates scrape or dashboard page is bounded on its own (the cells
 limits), but fifty at once are fifty times that: past the pod's memory. :class:`ReadGate` lets
 ``max_concurrent_reads`` of them run at a time; the others wait their turn, and one that waits
 longer than ``read_queue_timeout`` seconds is answered 503 with ``Retry-After``. Uploads,
@@ -28,7 +28,7 @@ def is_heavy_read(method: str, path: str) -> bool:
         return False
     if path.startswith("/v1/metrics/") and path.endswith(HEAVY_API_ENDS):
         return True
-    if path == "/v1/privacy":
+    if path in ("/v1/privacy", "/v1/estimates/metrics"):
         return True
     return path.startswith("/dashboard") and path not in LIGHT_DASHBOARD_PATHS
 

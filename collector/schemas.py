@@ -9,11 +9,22 @@ Field checks here are structural (types, UUID form); what depends on a registere
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated
+from typing import Annotated, Any
 
 from deniable.client.spec import MetricType, PeriodKind
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, TypeAdapter
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    TypeAdapter,
+)
 from typing_extensions import TypedDict
+
+from .storage.tables import DESCRIPTION_MAX, OWNER_MAX, UNIT_MAX
 
 UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 """A report id: a UUID in canonical text form (lowercase, hyphenated)."""
@@ -22,6 +33,29 @@ ReportId = Annotated[str, Field(max_length=36, pattern=UUID_PATTERN)]
 MetricField = Annotated[str, Field(min_length=1, max_length=64)]
 FingerprintField = Annotated[str, Field(min_length=1, max_length=64)]
 PeriodField = Annotated[str, Field(min_length=1, max_length=16)]
+
+
+def _plain_text(value: str) -> str:
+    """``value`` if it is one line of printable text: no control character (C0, DEL, C1),
+    no line or paragraph separator, not blank. Written into tables, CSV files and terminals,
+    such a character could break a line or move the cursor."""
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F or c in "\u2028\u2029" for c in value):
+        raise ValueError("must not contain control characters (a line break, a tab, an escape)")
+    if not value.strip():
+        raise ValueError("must not be blank: leave the field out instead")
+    return value
+
+
+def plain_text(max_length: int) -> Any:
+    """One line of plain text of at most ``max_length`` characters: a metric's unit,
+    description or owner as registered."""
+    return Annotated[str, Field(max_length=max_length), AfterValidator(_plain_text)]
+
+
+UnitText = plain_text(UNIT_MAX)
+DescriptionText = plain_text(DESCRIPTION_MAX)
+OwnerText = plain_text(OWNER_MAX)
+
 
 Payload = StrictInt | StrictFloat | StrictStr | dict[str, StrictInt]
 """An index (brr, krr), a number y (duchi, pm, hybrid), standard base64 bits (oue) or an
@@ -143,6 +177,16 @@ class MetricSpecIn(BaseModel):
     fingerprint: str | None = Field(
         default=None, description="optional; if given it must match the resolved spec"
     )
+    unit: UnitText | None = Field(
+        default=None,
+        description="numeric and histogram metrics: the unit of the values (ms, KB, °C)",
+    )
+    description: DescriptionText | None = Field(
+        default=None, description="what the metric measures"
+    )
+    owner: OwnerText | None = Field(
+        default=None, description="who answers for the metric (a team, a person)"
+    )
 
 
 class MetricSpecOut(BaseModel):
@@ -158,6 +202,11 @@ class MetricSpecOut(BaseModel):
     mechanism: str
     period: PeriodKind
     fingerprint: str
+    unit: str | None = Field(
+        default=None, description="numeric and histogram metrics: the unit of the values"
+    )
+    description: str | None = Field(default=None, description="what the metric measures")
+    owner: str | None = Field(default=None, description="who answers for the metric")
 
 
 class RegisteredMetric(MetricSpecOut):
@@ -165,8 +214,9 @@ class RegisteredMetric(MetricSpecOut):
     means for one device's privacy account (always present, often empty)."""
 
     warnings: list[str] = Field(
-        description="e.g. one device's 30-day total with the SDK defaults now exceeds the"
-        " warning level (GET /v1/privacy, docs/privacy.md)"
+        description="e.g. this registration took one device's 30-day total with the SDK"
+        " defaults across the warning level (said once: empty when the same spec is registered"
+        " again; GET /v1/privacy states the account, docs/privacy.md)"
     )
 
 

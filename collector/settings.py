@@ -114,13 +114,15 @@ class Settings(BaseSettings):
     pool_size: int = Field(default=DEFAULT_POOL_SIZE, ge=1, le=1000)
     """Most database connections each worker process holds."""
     admin_token: SecretStr | None = None
-    """Token for admin calls (estimates, metric creation, export, retention); without one they
-    are open, so the collector listens on loopback only."""
+    """Token for admin calls (registering and archiving metrics, export, retention); it reads
+    estimates too but never signs in to the dashboard. Without one every call is open, so the
+    collector listens on loopback only."""
     admin_token_previous: SecretStr | None = None
     """The admin token being rotated out, still accepted beside the current one."""
     viewer_token: SecretStr | None = None
-    """Read-only token (metrics, estimates, series, the dashboard): it never registers, archives,
-    exports or deletes; it must differ from the admin token and the ingest key."""
+    """Read-only token (estimates, series, the privacy account) and the one that signs in to the
+    dashboard: it never registers, archives, exports or deletes; it must differ from the admin
+    token and the ingest key."""
     ingest_key: SecretStr | None = None
     """Key devices must send with reports (the admin token is accepted too); none: open. It
     ships in apps, so it must differ from the admin and viewer tokens."""

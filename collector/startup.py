@@ -60,22 +60,24 @@ def summary(settings: Settings, listening: Listening) -> str:
     """The start-up block: URL, API docs, database, auth and retention, one fact a line."""
     host = f"[{listening.host}]" if ":" in listening.host else listening.host
     url = f"http://{host}:{listening.port}"
-    admin = "on (admin token set)" if settings.admin_secret() else "off (loopback only)"
-    ingest = "on (ingest key set)" if settings.ingest_secret() else "off (anyone may upload)"
+    admin = "set" if settings.admin_secret() else "none (admin calls are open: loopback only)"
+    ingest = (
+        "set (devices must send it)" if settings.ingest_secret() else "none (anyone may upload)"
+    )
     if settings.viewer_secret() and settings.admin_secret():
-        viewer = "on (viewer token set: reads and the dashboard)"
+        viewer = "set (it reads and signs in to the dashboard)"
     else:
-        viewer = "off (reads need the admin token)" if settings.admin_secret() else "open"
+        viewer = "none (reads need the admin token)" if settings.admin_secret() else "none (open)"
     days = settings.retention_days
     return "\n".join(
         (
             f"deniable collector on {url}  (API docs: {url}/docs)",
-            f"  database   {public_database(settings.database_url)}",
-            f"  dashboard  {url}/dashboard/",
-            f"  admin      {admin}",
-            f"  viewer     {viewer}",
-            f"  uploads    {ingest}",
-            f"  retention  {days} days (older reports are refused and deleted by retention)",
-            f"  workers    {listening.workers}",
+            f"  database      {public_database(settings.database_url)}",
+            f"  dashboard     {url}/dashboard/",
+            f"  admin token   {admin}",
+            f"  viewer token  {viewer}",
+            f"  ingest key    {ingest}",
+            f"  retention     {days} days (older reports are refused and deleted by retention)",
+            f"  workers       {listening.workers}",
         )
     )

@@ -343,6 +343,14 @@ def candidate_mechanisms(k: int) -> list[str]:
     return [name for name in MECHANISMS if name != left_out]
 
 
+V_STAR_MEANING = (
+    "V* is the noise one report carries: with n reports a rare category's share is estimated"
+    " with variance V*/n, so the smaller V*, the fewer reports a margin needs."
+)
+"""What a plan's ``v_star`` column means, in words (the CLI's plan and the dashboard's Plan
+page both print it)."""
+
+
 def plan_document(
     k: int,
     epsilon: float,

@@ -1,5 +1,12 @@
 """CSV as every document is written for people's spreadsheets: the CLI's ``--format csv`` and
-the dashboard's downloads both write through :func:`write_csv` (docs/security.md).
+the dashboard's downloads both write through this module, so a document has ONE CSV schema
+whichever of them wrote it (docs/DESIGN.md, "CSV").
+
+Every row repeats the document fields that say how it was made (metric, range or period, n,
+method, confidence, ...), so a row read alone is complete. Columns are the JSON document's
+keys, except ``count``, written ``estimated_count`` (it is n times a debiased share, not a
+tally), and a mean's ``estimate``, written ``mean``. Booleans are ``true``/``false`` (as in
+the JSON), ``None`` an empty cell, floats at full precision.
 
 Category labels are chosen by whoever registers a metric, so a cell may read
 ``=cmd|' /C calc'!A0``: a spreadsheet opening the file would run it as a formula (CSV formula
@@ -13,8 +20,9 @@ split a row.
 from __future__ import annotations
 
 import csv
+import io
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any, TextIO
 
 FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
@@ -23,12 +31,46 @@ FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
 PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 """Text that is only a number, which no spreadsheet evaluates as a formula."""
 
+CATEGORY_FIELDS = (
+    "category",
+    "frequency",
+    "std_error",
+    "ci_low",
+    "ci_high",
+    "count",
+    "unbiased",
+    "clipped",
+)
+"""One category's keys in an estimate or series document, in CSV column order."""
+
+QUANTILE_COLUMNS = ("quantile", "quantile_low", "quantile_high", "unit")
+"""The histogram estimate's extra columns: a quantile ``q``, its interval's ends (bucket
+edges, value units; empty where the quantile may lie beyond the outer edge) and the metric's
+unit (empty if it has none)."""
+
+MEAN_FIELDS = ("estimate", "std_error", "ci_low", "ci_high")
+"""A mean's keys, in CSV column order (``estimate`` is written ``mean``), then its margin."""
+
+RENAMED = {"count": "estimated_count", "estimate": "mean"}
+"""Columns named for what they hold rather than by their document key."""
+
+SHARES_HOW = ("n", "periods", "pooling", "method", "confidence", "simultaneous")
+"""The estimate document's fields every shares row repeats."""
+MEAN_HOW = ("n", "periods", "pooling", "confidence", "lower", "upper", "unit")
+"""The numeric estimate document's fields its row holds (``unit`` empty if it has none)."""
+SERIES_HOW = ("method", "confidence", "simultaneous")
+"""The series document's fields every row repeats, after its period's n."""
+MEAN_SERIES_HOW = ("confidence", "lower", "upper", "unit")
+"""The numeric series document's fields every row repeats, after its period's n."""
+
 
 def csv_cell(value: Any) -> Any:
-    """A value as a safe CSV cell: None empty, formula-leading text behind a ``'``, the rest as
-    it is."""
+    """A value as a safe CSV cell: None empty, a boolean ``true``/``false``, formula-leading
+    text behind a ``'``, the rest as it is."""
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     formula = isinstance(value, str) and value.startswith(FORMULA_LEADS)
     return "'" + value if formula and not PLAIN_NUMBER.fullmatch(value) else value
 
@@ -39,3 +81,87 @@ def write_csv(stream: TextIO, header: Sequence[str], rows: Iterable[Sequence[Any
     writer.writerow([csv_cell(name) for name in header])
     for row in rows:
         writer.writerow([csv_cell(value) for value in row])
+
+
+def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """``header`` and ``rows`` as CSV text (:func:`write_csv`)."""
+    out = io.StringIO()
+    write_csv(out, header, rows)
+    return out.getvalue()
+
+
+def _named(fields: Iterable[str]) -> list[str]:
+    """Column names for document keys (:data:`RENAMED`)."""
+    return [RENAMED.get(field, field) for field in fields]
+
+
+def half_width(mean: dict[str, Any]) -> float | None:
+    """A mean's margin: half its interval's width (None without reports)."""
+    if mean.get("estimate") is None:
+        return None
+    return (float(mean["ci_high"]) - float(mean["ci_low"])) / 2
+
+
+def _mean_cells(mean: dict[str, Any]) -> list[Any]:
+    """A mean's cells: :data:`MEAN_FIELDS`, then its margin."""
+    return [*(mean.get(field) for field in MEAN_FIELDS), half_width(mean)]
+
+
+def estimate_csv_text(document: dict[str, Any]) -> str:
+    """An estimate document (any metric type) as CSV text.
+
+    Shares: a row per category (a histogram's buckets in order, then a row per quantile in
+    the :data:`QUANTILE_COLUMNS`, its category cells empty). A numeric metric: one row, its
+    mean.
+    """
+    leading = ["metric", "start", "end"]
+    if "mean" in document:
+        how = [document.get(key) for key in (*leading, *MEAN_HOW)]
+        header = [*leading, *MEAN_HOW, *_named(MEAN_FIELDS), "margin"]
+        return csv_text(header, [[*how, *_mean_cells(document["mean"])]])
+    how = [document.get(key) for key in (*leading, *SHARES_HOW)]
+    quantiles = document.get("quantiles")
+    extra = QUANTILE_COLUMNS if quantiles is not None else ()
+    header = [*leading, *SHARES_HOW, *_named(CATEGORY_FIELDS), *extra]
+    rows = [
+        [*how, *(row.get(key) for key in CATEGORY_FIELDS), *(None for _ in extra)]
+        for row in document.get("estimates", [])
+    ]
+    blank = [None] * len(CATEGORY_FIELDS)
+    for entry in quantiles or []:
+        rows.append(
+            [
+                *how,
+                *blank,
+                entry.get("q"),
+                entry.get("low"),
+                entry.get("high"),
+                document.get("unit"),
+            ]
+        )
+    return csv_text(header, rows)
+
+
+def series_csv_text(document: dict[str, Any], categories: Collection[str] | None = None) -> str:
+    """A series document as CSV text: a row per period and category (only ``categories``,
+    when given), or a numeric metric's row per period with its mean."""
+    metric = document.get("metric")
+    points = document.get("series", [])
+    if "lower" in document:
+        how = [document.get(key) for key in MEAN_SERIES_HOW]
+        header = ["metric", "period", "n", *MEAN_SERIES_HOW, *_named(MEAN_FIELDS), "margin"]
+        rows = [
+            [metric, point.get("period"), point.get("n"), *how, *_mean_cells(point["mean"])]
+            for point in points
+        ]
+        return csv_text(header, rows)
+    how = [document.get(key) for key in SERIES_HOW]
+    header = ["metric", "period", "n", *SERIES_HOW, *_named(CATEGORY_FIELDS)]
+    rows = [
+        [metric, point.get("period"), point.get("n"), *how]
+        + [row.get(key) for key in CATEGORY_FIELDS]
+        for point in points
+        for row in point.get("estimates", [])
+        if categories is None or row.get("category") in categories
+    ]
+    return csv_text(header, rows)

@@ -40,7 +40,27 @@ def clipped_mark(row: dict[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
-class MetricRange:
+class MetricAbout:
+    """What a metric's registration says of it beside its spec: the ``unit`` of its values
+    (numeric and histogram metrics: ms, KB, °C), a ``description`` of what it measures and its
+    ``owner``; each null if not given.
+
+    Never part of the spec or its fingerprint (DESIGN.md, "Metric descriptions"): it changes
+    nothing of what devices send, so describing a metric again leaves its pinned specs valid.
+    Every document of one metric carries it (null offline, where no registration is known).
+    """
+
+    unit: str | None = field(default=None, kw_only=True)
+    description: str | None = field(default=None, kw_only=True)
+    owner: str | None = field(default=None, kw_only=True)
+
+    def as_dict(self) -> dict[str, str | None]:
+        """The three fields by name, for a document or an answer."""
+        return {"unit": self.unit, "description": self.description, "owner": self.owner}
+
+
+@dataclass(frozen=True)
+class MetricRange(MetricAbout):
     """Which metric a document is about, and the first and last period it covers.
 
     ``start`` and ``end`` are null only offline, when a file holds no report in the range and
@@ -110,7 +130,7 @@ class SeriesPoint:
 
 
 @dataclass(frozen=True)
-class Series:
+class Series(MetricAbout):
     """One estimate per period of a range, oldest first, with the options they share."""
 
     metric: str
@@ -130,7 +150,7 @@ class MeanSeriesPoint:
 
 
 @dataclass(frozen=True)
-class MeanSeries:
+class MeanSeries(MetricAbout):
     """One mean per period of a numeric metric, oldest first, in value units."""
 
     metric: str
@@ -140,8 +160,27 @@ class MeanSeries:
     series: list[MeanSeriesPoint]
 
 
-AnySeries = MeanSeries | Series
-"""The series document of any metric type (the series route's response model)."""
+@dataclass(frozen=True)
+class HistogramSeriesPoint(SeriesPoint):
+    """One period of a histogram's series when quantiles were asked for: its buckets' shares
+    and each quantile's interval from that period's reports alone (both ends null without
+    reports)."""
+
+    quantiles: list[QuantileInterval] = field(kw_only=True)
+
+
+@dataclass(frozen=True)
+class HistogramSeries(Series):
+    """A histogram's series with quantile intervals per period (asked with ``q``), jointly at
+    ``confidence`` within each period, and the metric's ``edges``."""
+
+    series: list[HistogramSeriesPoint]  # type: ignore[assignment]
+    edges: list[float] = field(kw_only=True)
+
+
+AnySeries = MeanSeries | HistogramSeries | Series
+"""The series document of any metric type (the series route's response model); a histogram's
+carries quantiles per period only when they were asked for."""
 
 
 def estimate_document(
@@ -164,6 +203,27 @@ def series_document(
     the order given, and the options every point was estimated with."""
     series = [SeriesPoint(label, estimate.n, estimate.estimates) for label, estimate in points]
     return asdict(Series(metric, confidence, method, simultaneous, series))
+
+
+def histogram_series_document(
+    metric: str,
+    points: Iterable[tuple[str, Estimate, Sequence[QuantileInterval]]],
+    edges: Sequence[float],
+    *,
+    confidence: float,
+    method: str,
+    simultaneous: bool,
+) -> dict[str, Any]:
+    """The series document of histogram ``metric`` with quantiles: one (period label, its own
+    estimate, its own quantile intervals) per point, in the order given, and the edges."""
+    series = [
+        HistogramSeriesPoint(label, estimate.n, estimate.estimates, quantiles=list(quantiles))
+        for label, estimate, quantiles in points
+    ]
+    document = HistogramSeries(
+        metric, confidence, method, simultaneous, series, edges=[float(e) for e in edges]
+    )
+    return asdict(document)
 
 
 def histogram_document(

@@ -4,7 +4,8 @@ What the collector answers at ``GET /v1/privacy`` and what ``deniable privacy`` 
 once here from the registered specs and the SDK settings asked about. Its dataclasses are the
 API's response model, as in :mod:`.documents`; the figures are
 :func:`deniable.client.account.privacy_account`'s. :func:`registration_warnings` says when a
-new metric takes a device past :data:`~deniable.client.account.WARNING_LEVEL_30_DAYS`.
+new metric takes a device past :data:`~deniable.client.account.WARNING_LEVEL_30_DAYS`: once,
+when the total crosses it, not again for each metric registered above it.
 """
 
 from __future__ import annotations
@@ -24,12 +25,22 @@ from deniable.client.account import (
 )
 from deniable.client.spec import MetricSpec
 
+LOOSE_30_DAYS = 30.0
+"""The 30-day total above which the statement says the window's bound limits little on its
+own (e^30 ≈ 10^13): a plain fact about the figure, said whether or not the total is above
+the warning level, which is about what deployments choose."""
+
+PRIVACY_DOC = "docs/privacy.md"
+"""Where the warning level and the ways to lower a device's total are explained; a warning
+ends with it in parentheses (the dashboard puts a link in its place)."""
+
 LOWER_IT = (
-    "to lower it, use a weekly or monthly period, a lower ε, or set lifetime_epsilon; memoizing"
-    " (Client(memoize=...)) bounds what the reports of an unchanged value reveal"
-    " (docs/privacy.md)"
+    "to lower it, archive the metrics no one reads, register the others again under new names"
+    " with a weekly or monthly period or a lower ε, or have the app set a lifetime cap"
+    f" (lifetime_epsilon) ({PRIVACY_DOC})"
 )
-"""What a warning suggests: each lowers the 30-day total."""
+"""What a warning says to change: each lowers the 30-day total (a spec never changes, so a
+new period or ε is a new metric)."""
 
 
 @dataclass(frozen=True)
@@ -162,7 +173,7 @@ def _over_30_days(account: PrivacyAccount) -> str:
         f" up): everything it sends in that time changes in probability by at most"
         f" e^{eps_text(total)} ≈ {times(total)} times with its true values"
     )
-    if total <= WARNING_LEVEL_30_DAYS:
+    if total <= LOOSE_30_DAYS:
         return sentence + "."
     return (
         f"{sentence}, a bound too large to limit much on its own: over weeks, the protection"
@@ -270,9 +281,18 @@ def privacy_document(
 
 
 def registration_warnings(new_spec: MetricSpec, registered: Iterable[MetricSpec]) -> list[str]:
-    """Why registering ``new_spec`` beside the ``registered`` metrics (not archived) deserves a
-    warning: the 30-day total with the SDK defaults exceeds the level (empty if not)."""
-    specs = [spec for spec in registered if spec.name != new_spec.name] + [new_spec]
-    account = privacy_account(specs)
+    """Why newly registering ``new_spec`` beside the ``registered`` metrics (not archived)
+    deserves a warning: it takes the 30-day total with the SDK defaults across the level
+    (empty if not).
+
+    Said once, by the registration that crosses the level: the metrics registered after it,
+    above the level already, say nothing new (``GET /v1/privacy``, ``deniable privacy`` and the
+    dashboard's Privacy page keep stating it), and neither does registering a spec again.
+    """
+    others = [spec for spec in registered if spec.name != new_spec.name]
+    before = privacy_account(others).totals.per_30_days
+    if before is not None and before > WARNING_LEVEL_30_DAYS:
+        return []
+    specs = [*others, new_spec]
     lead = f"with {new_spec.name} ({len(specs)} metrics in all) and the SDK defaults"
-    return _over_level(account, lead)
+    return _over_level(privacy_account(specs), lead)

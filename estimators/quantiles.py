@@ -171,3 +171,20 @@ def estimate_quantiles(
     if band is None:
         return [QuantileInterval(float(q), None, None) for q in qs]
     return quantile_intervals(edges, band[1], band[2], qs)
+
+
+def quantile_series(
+    mechanism: Mechanism,
+    edges: Sequence[float],
+    periods: Sequence[PeriodCounts],
+    qs: Sequence[float] = DEFAULT_QUANTILES,
+    *,
+    confidence: float = 0.95,
+) -> list[list[QuantileInterval]]:
+    """Each period's own quantile intervals (:func:`estimate_quantiles` of that period alone),
+    in the order given: what a histogram's series shows per period. The work is one band per
+    period and one inversion per period and quantile; the caller bounds periods × quantiles."""
+    return [
+        estimate_quantiles(mechanism, edges, [period], qs, confidence=confidence)
+        for period in periods
+    ]

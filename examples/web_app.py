@@ -1,7 +1,10 @@
 """A tiny web app that embeds the deniable SDK: each page view records which page was seen.
 
-Run a collector and register the metric (see the README's quick start), then::
+Run a collector and register the metric, then the app (every command, step by step:
+examples/README.md)::
 
+    deniable serve --database /tmp/deniable-example.db
+    deniable metrics create page --categories home,about,other --epsilon 1
     python examples/web_app.py --collector http://127.0.0.1:8000 --state-dir /tmp/web-app-state
 
 and open http://127.0.0.1:8080/, /about or /pricing. ``GET /telemetry`` shows the client's

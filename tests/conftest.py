@@ -59,3 +59,10 @@ def uploader(collector: RunningCollector) -> Iterator[httpx.Client]:
     """An httpx client of the shared collector with the ingest key."""
     with collector.client(INGEST_KEY) as client:
         yield client
+
+
+@pytest.fixture(autouse=True)
+def _no_inherited_terminal_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests see no ``COLUMNS`` unless they set it: pytest-xdist's workers inherit
+    ``COLUMNS=80``, which would narrow the CLI's piped tables (120 columns by default)."""
+    monkeypatch.delenv("COLUMNS", raising=False)

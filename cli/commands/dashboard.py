@@ -53,8 +53,8 @@ def check_reachable(collector_url: str) -> None:
 def dashboard(context: click.Context, collector_url: str | None, no_open: bool) -> None:
     """Print the dashboard's URL and open it in the default browser.
 
-    Sign in there with the collector's viewer token (DENIABLE_VIEWER_TOKEN) or its admin
-    token; the token is never put in the URL.
+    Sign in there with the collector's viewer token (DENIABLE_VIEWER_TOKEN); the admin token
+    is refused, so that it is never kept in a browser. The token is never put in the URL.
 
     \b
     Examples:

@@ -8,10 +8,14 @@ mean, and a histogram's quantiles.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import random
 import secrets
+import signal
+import threading
 import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
@@ -197,43 +201,87 @@ def _all_inside(truth: Any, document: dict[str, Any]) -> bool:
     "--dashboard",
     "keep_dashboard",
     is_flag=True,
-    help="Leave the collector running with its dashboard (and print a viewer token) until Ctrl-C.",
+    help="Leave the collector running with its dashboard (and print a viewer token) until Ctrl-C"
+    " or SIGTERM.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(min=1, max=65535),
+    help="Loopback port for the collector (default: a free one).",
 )
 @format_option("table", "json")
-def demo(seed: int | None, clients: int, keep_dashboard: bool, fmt: str) -> None:
+def demo(seed: int | None, clients: int, keep_dashboard: bool, port: int | None, fmt: str) -> None:
     """Run a collector, simulate devices through the SDK, and compare estimates with the truth.
 
-    Nothing to set up: the collector uses a temporary SQLite database on a free loopback
-    port and is stopped at the end; with --dashboard it stays up, with its dashboard, until
-    Ctrl-C (sign in with the viewer token it prints once).
+    Nothing to set up: the collector uses a temporary SQLite database on a loopback port (a
+    free one unless --port names it) and is stopped at the end; with --dashboard it stays up,
+    with its dashboard, until Ctrl-C or SIGTERM (sign in with the viewer token it prints
+    once). Either way its database is removed.
 
     \b
     Examples:
       deniable demo
-      deniable demo --dashboard
+      deniable demo --dashboard --port 8000
       deniable demo --seed 42 --format json
     """
     from ..localcollector import LocalCollector
 
     viewer = secrets.token_urlsafe(24) if keep_dashboard else None
-    collector = LocalCollector(viewer_token=viewer)
+    collector = LocalCollector(viewer_token=viewer, port=port)
+    with _interrupted_by_termination() as shield:
+        try:
+            _run_demo(collector, seed, clients, fmt)
+            if keep_dashboard and viewer is not None:
+                _seed_history(collector, seed, clients)
+                _keep_serving(collector, viewer)
+        finally:
+            shield()
+            collector.stop()
+
+
+@contextlib.contextmanager
+def _interrupted_by_termination() -> Iterator[Callable[[], None]]:
+    """Inside the block, SIGTERM and SIGHUP interrupt like Ctrl-C (a ``KeyboardInterrupt``), so
+    the demo's collector is stopped and its temporary database removed however the demo is
+    asked to end. The block gets a ``shield()`` to call before that clean-up: from then on
+    these signals and Ctrl-C are ignored until the block ends, so a second one cannot cut the
+    clean-up short. Only the main thread can set signal handlers; elsewhere the block runs as
+    it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield lambda: None
+        return
+    signals = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+
+    def shield() -> None:
+        for each in (*signals, signal.SIGINT):
+            signal.signal(each, signal.SIG_IGN)
+
+    def interrupt(signum: int, frame: object) -> None:
+        shield()
+        raise KeyboardInterrupt
+
+    previous = {each: signal.getsignal(each) for each in (*signals, signal.SIGINT)}
+    for each in signals:
+        signal.signal(each, interrupt)
     try:
-        _run_demo(collector, seed, clients, fmt)
-        if keep_dashboard and viewer is not None:
-            _seed_history(collector, seed, clients)
-            _keep_serving(collector, viewer)
+        yield shield
     finally:
-        collector.stop()
+        for each, handler in previous.items():
+            if handler is not None:  # None: set outside Python, so not ours to restore
+                signal.signal(each, handler)
 
 
 def _keep_serving(collector: Any, viewer: str) -> None:
-    """Print the dashboard's URL and the viewer token (once), then wait for Ctrl-C."""
+    """Print the dashboard's URL and the viewer token (once), then wait for Ctrl-C or SIGTERM."""
     from deniable.client.errors import CollectorUnavailable
 
     click.echo("")
     click.echo(f"Dashboard: {collector.url}/dashboard/")
     click.echo(f"Viewer token (paste it on the sign-in page; shown only now): {viewer}")
-    click.echo("The collector keeps running with the demo's data; press Ctrl-C to stop it.")
+    click.echo(
+        "The collector keeps running with the demo's data; press Ctrl-C (or send SIGTERM) to"
+        " stop it."
+    )
     try:
         while collector.running():
             time.sleep(0.5)

@@ -74,8 +74,10 @@ def export(
 ) -> None:
     """Export a metric's raw randomized reports (never a true value: there are none).
 
-    Without --start, --end or --last, every stored report. For brr/krr the file also names
-    each report's randomized category (``reported_category``) beside its index.
+    Needs the admin token (the viewer token only reads estimates), unless --database reads
+    the collector's database directly. Without --start, --end or --last, every stored
+    report. For brr/krr the file also names each report's randomized category
+    (reported_category) beside its index.
 
     \b
     Examples:

@@ -26,7 +26,7 @@ from ..options import (
     pass_global_options,
     period_kind_option,
 )
-from ..render import console, print_json, write_csv
+from ..render import console, percentage_points, print_json, write_csv
 from ..specs import spec_from_served
 
 PLANNING_SIZES = (1_000, 10_000, 100_000)
@@ -40,6 +40,18 @@ WEAK_MARGIN = 0.05
 :data:`WEAK_MARGIN_REPORTS` reports that ``metrics create`` registers without --accept-weak."""
 
 SPEC_FIELDS = ("name", "type", "categories", "epsilon", "mechanism", "period", "fingerprint")
+ABOUT_FIELDS = ("unit", "description", "owner")
+"""What a registration says of a metric beside its spec (not in its fingerprint)."""
+
+
+def about_options(kind: str | None, unit: str | None, **texts: str | None) -> dict[str, str]:
+    """The ``--unit``, ``--description`` and ``--owner`` given, as registration fields; a
+    usage error for a unit on a metric that has no values in units (the collector checks
+    the rest: lengths, control characters)."""
+    if unit is not None and kind not in ("numeric", "histogram"):
+        raise click.UsageError("--unit goes with --type numeric or --type histogram")
+    given = {"unit": unit, **texts}
+    return {key: value for key, value in given.items() if value is not None}
 
 
 def parse_edges(text: str) -> list[float]:
@@ -171,6 +183,10 @@ def _margin_table(rows: list[dict[str, Any]], confidence: float, spec: MetricSpe
         for row in rows:
             table.add_row(f"{row['reports']:,}", f"±{row['margin']:,.3g}")
         return table
+    table.title = (
+        f"expected margin of error in percentage points ({confidence * 100:g}% interval,"
+        " worst case)"
+    )
     table.add_column("reports", justify="right")
     one, many = ("bucket", "buckets") if spec.type == "histogram" else ("category", "categories")
     table.add_column(f"each {one} ({spec.domain})", justify="right")
@@ -178,8 +194,8 @@ def _margin_table(rows: list[dict[str, Any]], confidence: float, spec: MetricSpe
     for row in rows:
         table.add_row(
             f"{row['reports']:,}",
-            f"±{row['margin'] * 100:.2f} points",
-            f"±{row['simultaneous_margin'] * 100:.2f} points",
+            f"±{row['margin'] * 100:.2f}",
+            f"±{row['simultaneous_margin'] * 100:.2f}",
         )
     return table
 
@@ -199,7 +215,8 @@ def weaknesses(spec: MetricSpec, rows: list[dict[str, Any]]) -> list[str]:
     if at["simultaneous_margin"] > WEAK_MARGIN:
         reasons.append(
             f"with {WEAK_MARGIN_REPORTS:,} reports all {spec.domain} at once are known only to"
-            f" ±{at['simultaneous_margin'] * 100:.1f} points (more than ±{WEAK_MARGIN * 100:g});"
+            f" {percentage_points(at['simultaneous_margin'], '.1f')}"
+            f" (more than {percentage_points(WEAK_MARGIN, 'g')});"
             f" use fewer {'buckets' if spec.type == 'histogram' else 'categories'} or a larger ε"
         )
     return reasons
@@ -235,6 +252,9 @@ def _spec_table(spec: dict[str, Any]) -> Any:
     table.add_row("mechanism", str(spec.get("mechanism")))
     table.add_row("period", str(spec.get("period")))
     table.add_row("fingerprint", str(spec.get("fingerprint")))
+    for field in ABOUT_FIELDS:
+        if spec.get(field):
+            table.add_row(field, str(spec[field]))
     return table
 
 
@@ -287,10 +307,18 @@ def metrics() -> None:
 )
 @period_kind_option
 @click.option(
+    "--unit",
+    metavar="UNIT",
+    help="A numeric or histogram metric's unit (ms, KB, °C), shown beside its numbers.",
+)
+@click.option("--description", metavar="TEXT", help="What the metric measures, in one line.")
+@click.option("--owner", metavar="WHO", help="Who answers for the metric: a team or a person.")
+@click.option(
     "--accept-weak",
     is_flag=True,
     help=f"Register even if ε is above {DEFAULT_MAX_EPSILON:g} or all categories at once are"
-    f" known only to more than ±{WEAK_MARGIN * 100:g} points with {WEAK_MARGIN_REPORTS:,} reports.",
+    f" known only to more than {percentage_points(WEAK_MARGIN, 'g')} with"
+    f" {WEAK_MARGIN_REPORTS:,} reports.",
 )
 @format_option("table", "json")
 @pass_global_options
@@ -306,29 +334,38 @@ def create(
     epsilon: float,
     mechanism: str,
     period: str,
+    unit: str | None,
+    description: str | None,
+    owner: str | None,
     accept_weak: bool,
     fmt: str,
 ) -> None:
     """Register a metric (needs the admin token); its spec can never change afterwards.
 
+    --unit, --description and --owner are not part of the spec: create the identical metric
+    again with other ones to change them (its fingerprint, which devices pin, stays).
+
     The expected margin of error at 1,000, 10,000 and 100,000 reports is shown first. A weak
     spec is refused unless --accept-weak is given: ε above 4 (devices refuse such specs
     unless their app raises max_epsilon), or a margin of all categories at once wider than
-    ±5 points with 10,000 reports (95%, worst case). Registering the identical spec again
-    changes nothing and says so. The collector's privacy warnings (one device's 30-day total
-    with the SDK defaults above the warning level: `deniable privacy`) go to stderr.
+    ±5 percentage points with 10,000 reports (95%, worst case). Registering the identical
+    spec again changes nothing else and says so. The collector's privacy warning (this metric
+    takes one device's 30-day total with the SDK defaults above the warning level: `deniable
+    privacy`) goes to stderr, once.
 
     \b
     Examples:
       deniable metrics create browser --categories chrome,firefox,safari,other --epsilon 1
       deniable metrics create dark_mode --boolean --epsilon 0.5 --period week
-      deniable metrics create load_ms --type numeric --lower 0 --upper 5000 --epsilon 1
+      deniable metrics create load_ms --type numeric --lower 0 --upper 5000 --epsilon 1 \\
+          --unit ms --description "Page load time" --owner web-team
       deniable metrics create load_hist --type histogram --edges 0,100,250,500,1000,5000 --epsilon 1
     """
     body = spec_from_options(
         name, categories, boolean, epsilon, mechanism, period, kind, lower, upper, edges
     )
     spec = MetricSpec.from_dict(body)
+    body.update(about_options(spec.type, unit, description=description, owner=owner))
     rows = margins(spec, DEFAULT_CONFIDENCE)
     reasons = weaknesses(spec, rows)
     if fmt != "json":
@@ -404,10 +441,11 @@ def list_(global_options: GlobalOptions, fmt: str) -> None:
         print_json(specs)
         return
     if fmt == "csv":
+        fields = SPEC_FIELDS + ABOUT_FIELDS
         write_csv(
-            SPEC_FIELDS,
+            fields,
             (
-                [("|".join(s.get(f) or []) if f == "categories" else s.get(f)) for f in SPEC_FIELDS]
+                [("|".join(s.get(f) or []) if f == "categories" else s.get(f)) for f in fields]
                 for s in specs
             ),
         )
@@ -416,7 +454,7 @@ def list_(global_options: GlobalOptions, fmt: str) -> None:
         click.echo("no metrics registered yet; create one with `deniable metrics create`")
         return
     table = Table(title=f"{len(specs)} metric(s)", title_justify="left")
-    for column in ("name", "type", "k", "ε", "mechanism", "period", "fingerprint"):
+    for column in ("name", "type", "k", "ε", "mechanism", "period", "unit", "owner", "fingerprint"):
         table.add_column(column, justify="right" if column in ("k", "ε") else "left")
     for s in specs:
         table.add_row(
@@ -426,9 +464,14 @@ def list_(global_options: GlobalOptions, fmt: str) -> None:
             f"{s.get('epsilon')}",
             s.get("mechanism", ""),
             s.get("period", ""),
+            s.get("unit") or "",
+            s.get("owner") or "",
             s.get("fingerprint", ""),
         )
     console().print(table)
+    described = [s for s in specs if s.get("description")]
+    for s in described:
+        click.echo(f"{s['name']}: {s['description']}")
 
 
 @metrics.command("show", short_help="Show a spec and its expected margin of error.")

@@ -19,24 +19,25 @@ import click
 from deniable.client.errors import InvalidInput
 
 from ..options import confidence_option, epsilon_option, format_option, intervals_option
-from ..render import console, print_json, write_csv
+from ..render import console, percentage_points, print_json, print_notes, write_csv
 
 
 def _render_numeric(plan_doc: dict[str, Any]) -> None:
     """Print a numeric plan as a table, the mechanism needing the fewest reports marked, and
     a note when ``auto`` would resolve to another one."""
     from rich.table import Table
+    from rich.text import Text
 
     inverse = "reports" in plan_doc
     level = f"{plan_doc['confidence'] * 100:g}%"
     span = f"mean on [{plan_doc['lower']:g}, {plan_doc['upper']:g}] ε={plan_doc['epsilon']:g}"
     if inverse:
-        title = f"{span}: margin with {plan_doc['reports']:,} reports ({level}, worst case)"
+        title = f"{span}: margin with {plan_doc['reports']:,} reports"
     else:
-        title = f"{span}: reports needed for ±{plan_doc['margin']:g} ({level}, worst case)"
-    table = Table(title=title, title_justify="left")
+        title = f"{span}: reports needed for ±{plan_doc['margin']:g}"
+    table = Table()
     table.add_column("mechanism")
-    table.add_column("variance per report, worst population", justify="right")
+    table.add_column("variance per report", justify="right")
     table.add_column("margin" if inverse else "reports needed", justify="right")
     table.add_column("")
     for row in plan_doc["mechanisms"]:
@@ -55,55 +56,54 @@ def _render_numeric(plan_doc: dict[str, Any]) -> None:
             value,
             pick if row["mechanism"] == plan_doc["advised"] else "",
         )
-    table.caption = (
-        "worst case: half the values at each end of the range; variance on the [-1, 1] axis,"
-        " the margin in the metric's units"
-    )
-    table.caption_justify = "left"
-    out = console()
-    out.print(table)
+    notes = [
+        "variance per report: the noise one report carries on the [-1, 1] axis, for the worst"
+        " population; the margin is in the metric's units."
+    ]
     if plan_doc["auto"] != plan_doc["advised"]:
-        out.print(
+        notes.append(
             f"note: --mechanism auto resolves to {plan_doc['auto']} (the least noise per report,"
             " best when the values are not split between the ends); for this worst-case margin"
             f" {plan_doc['advised']} needs fewer reports: register with --mechanism"
             f" {plan_doc['advised']} to get it"
         )
+    out = console()
+    out.print(Text(title, style="bold"))
+    out.print(
+        Text(f"{level} interval, worst case: half the values at each end of the range", style="dim")
+    )
+    out.print(table)
+    print_notes(out, notes)
 
 
 def _render(plan_doc: dict[str, Any]) -> None:
     """Print the plan as a table, the mechanism needing the fewest reports marked, and a note
     when ``auto`` would resolve to another one."""
+    from deniable.estimators.advisor import V_STAR_MEANING
     from rich.table import Table
+    from rich.text import Text
 
     inverse = "reports" in plan_doc
     kind = "all categories at once" if plan_doc["simultaneous"] else "each category"
     level = f"{plan_doc['confidence'] * 100:g}%"
+    what = f"k={plan_doc['categories']} ε={plan_doc['epsilon']:g}"
     if inverse:
-        title = (
-            f"k={plan_doc['categories']} ε={plan_doc['epsilon']:g}: margin of error with "
-            f"{plan_doc['reports']:,} reports ({level}, {kind}, worst case)"
-        )
+        title = f"{what}: margin of error with {plan_doc['reports']:,} reports"
     else:
-        title = (
-            f"k={plan_doc['categories']} ε={plan_doc['epsilon']:g}: reports needed for "
-            f"±{plan_doc['margin'] * 100:g} points ({level}, {kind}, worst case)"
-        )
-    table = Table(title=title, title_justify="left")
+        title = f"{what}: reports needed for {percentage_points(plan_doc['margin'], 'g')}"
+    table = Table()
     table.add_column("mechanism")
     table.add_column("V* per report", justify="right")
-    table.add_column("margin" if inverse else "reports needed", justify="right")
-    table.add_column("bytes per report", justify="right")
+    table.add_column("margin (points)" if inverse else "reports needed", justify="right")
+    table.add_column("bytes", justify="right")
     table.add_column("")
     for row in plan_doc["mechanisms"]:
-        pick = (
-            "← advisor's pick (fewest reports)" if row["mechanism"] == plan_doc["advised"] else ""
-        )
+        pick = "← fewest reports" if row["mechanism"] == plan_doc["advised"] else ""
         if not row["supported"]:
             table.add_row(row["mechanism"], "—", "—", "—", row["reason"])
             continue
         if inverse:
-            value = f"±{row['margin'] * 100:.2f} points"
+            value = f"±{row['margin'] * 100:.2f}"
         elif row["reports_needed"] is None:
             value = f"more than {_max_reports():.0e}"
         else:
@@ -111,14 +111,20 @@ def _render(plan_doc: dict[str, Any]) -> None:
         table.add_row(
             row["mechanism"], f"{row['v_star']:.4g}", value, f"{row['report_bytes']}", pick
         )
-    out = console()
-    out.print(table)
+    notes = [V_STAR_MEANING, "bytes: the largest report a mechanism puts on the wire."]
+    if inverse:
+        notes.append("A margin is a difference of shares, in percentage points.")
     if plan_doc["auto"] != plan_doc["advised"]:
-        out.print(
+        notes.append(
             f"note: --mechanism auto resolves to {plan_doc['auto']} (least variance for shares"
             f" near 0); for this worst-case margin {plan_doc['advised']} needs fewer reports:"
             f" register with --mechanism {plan_doc['advised']} to get it"
         )
+    out = console()
+    out.print(Text(title, style="bold"))
+    out.print(Text(f"{level} intervals, {kind}, worst case over the true shares", style="dim"))
+    out.print(table)
+    print_notes(out, notes)
 
 
 def _max_reports() -> int:

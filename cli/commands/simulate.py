@@ -49,8 +49,9 @@ def truth_table(shares: dict[str, float]) -> Any:
     "--distribution",
     default="zipf",
     show_default=True,
-    metavar="zipf|uniform|FILE",
-    help="True shares: zipf, uniform, or a file of 'category,weight' lines or a JSON object."
+    metavar="zipf|uniform|JSON|FILE",
+    help="True shares: zipf, uniform, a JSON object of weights such as"
+    """ '{"chrome": 3, "safari": 1}', or a file holding one or 'category,weight' lines."""
     " Numeric and histogram metrics: devices hold lognormal numbers (leave this out).",
 )
 @click.option(
@@ -93,16 +94,17 @@ def simulate(
     Examples:
       deniable simulate --metric browser --clients 20000 --distribution zipf --seed 7
       deniable simulate --metric browser --clients 5000 --distribution shares.csv
+      deniable simulate --metric dark_mode --clients 1000 --distribution '{"true": 1, "false": 3}'
     """
     from ..simulated_devices import distribution as true_shares
-    from ..simulated_devices import number_population, population, run_devices
+    from ..simulated_devices import is_inline, number_population, population, run_devices
 
-    if distribution not in ("zipf", "uniform"):
+    if distribution not in ("zipf", "uniform") and not is_inline(distribution):
         from pathlib import Path
 
         if not Path(distribution).is_file():
             raise click.BadParameter(
-                f"{distribution!r} is neither zipf, uniform nor an existing file",
+                f"{distribution!r} is neither zipf, uniform, a JSON object nor an existing file",
                 param_hint="'--distribution'",
             )
     with global_options.api() as api:

@@ -476,3 +476,12 @@ def sparkline(values: Sequence[float | None], *, label: str) -> str:
         )
     parts.append("</svg>")
     return "".join(parts)
+
+
+def swatch(index: int) -> str:
+    """A small square of the ``index``-th series colour, for a legend."""
+    return (
+        '<svg class="swatch" viewBox="0 0 10 10" aria-hidden="true"'
+        f'><rect width="10" height="10" rx="2"'
+        f' fill="{color(index)}"/></svg>'
+    )

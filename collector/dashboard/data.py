@@ -15,6 +15,7 @@ from deniable.client.errors import InvalidInput
 from deniable.client.spec import MetricSpec, period_label, period_range
 from deniable.estimators import margin_of_error, mean_margin
 from deniable.estimators.choices import periods_back
+from deniable.estimators.documents import MetricAbout
 from fastapi import Request
 
 from ..context import collector
@@ -22,7 +23,7 @@ from ..numbers import NumberRule
 from ..routes.common import MetricPeriods
 from ..routes.estimates import EstimateOptions, categories_of, get_estimate, get_series
 from ..routes.privacy import DEFAULT_RATIO, LIFETIME_RULE, REPORTS_RULE, get_privacy
-from ..storage.queries import list_specs
+from ..storage.queries import list_specs, load_about
 
 OVERVIEW_PERIODS = 14
 """Periods the overview's sparklines cover (fewer for a metric too large for the cells limit)."""
@@ -80,6 +81,12 @@ def series(
     ``method`` is given); HTTPException as the API's."""
     options = EstimateOptions(confidence=confidence, method=method, simultaneous=True)  # type: ignore[arg-type]
     return get_series(request, MetricPeriods(name=spec.name, start=start, end=end), options)
+
+
+def about(request: Request, spec: MetricSpec) -> MetricAbout:
+    """The metric's unit, description and owner as registered now (the estimate and series
+    documents carry the same three fields)."""
+    return load_about(collector(request).database, spec.name)
 
 
 def leading_category(document: dict[str, Any]) -> str | None:

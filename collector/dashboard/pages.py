@@ -15,7 +15,9 @@ from urllib.parse import quote, urlencode
 
 from deniable.client.spec import MetricSpec
 from deniable.estimators import quantile_bounds
+from deniable.estimators.advisor import V_STAR_MEANING
 from deniable.estimators.documents import CLIPPED_MARKS, clipped_mark
+from deniable.estimators.privacy import PRIVACY_DOC
 
 from ..routes.privacy import DEFAULT_RATIO
 from .charts import (
@@ -73,6 +75,20 @@ def gaps_note(series: Sequence[dict[str, Any]], period: str, note_id: str) -> st
             " leave them out."
         )
     return f'<p class="gaps" id="{e(note_id)}">{e(text)}</p>'
+
+
+def warning_html(text: str) -> str:
+    """A privacy warning for the dashboard's reader: its pointer to the documentation (which
+    the dashboard does not serve) becomes a link to the Plan page, where a lower ε is weighed
+    against the margin of error it gives."""
+    pointer = f" ({PRIVACY_DOC})"
+    if not text.endswith(pointer):
+        return e(text)
+    return (
+        f"{e(text.removesuffix(pointer))}. "
+        '<a href="/dashboard/plan">Plan a metric at a lower ε</a>'
+        " to see the margin of error it would give."
+    )
 
 
 def metric_path(name: str) -> str:
@@ -326,6 +342,8 @@ def _estimate_section(spec: MetricSpec, document: dict[str, Any], query: dict[st
         f" with simultaneous {level} intervals"
     )
     axis = "share of reports that are true" if boolean else "share of reports"
+    if spec.type == "histogram" and document.get("unit"):
+        axis += f" · buckets in {document['unit']}"
     chart = pair(
         bar_chart(bars, svg_id="estimate-chart", caption=caption, axis_title=axis),
         bar_chart(
@@ -490,7 +508,10 @@ def _mean_sections(
     """A numeric metric's mean over the range, and its mean per period with the band."""
     mean = estimate_doc["mean"]
     level = f"{estimate_doc['confidence'] * 100:g}%"
+    unit = estimate_doc.get("unit")
     shown = "no reports" if mean["estimate"] is None else value_text(mean["estimate"])
+    if unit and mean["estimate"] is not None:
+        shown += f" {unit}"
     headline = (
         '<section class="card"><h2>Mean</h2>'
         f'<p class="big">{e(shown)}</p>'
@@ -524,7 +545,7 @@ def _mean_sections(
         "caption": caption,
         "shares": False,
         "value_name": "mean",
-        "y_title": f"mean {spec.name}",
+        "y_title": f"mean {spec.name}" + (f" ({unit})" if unit else ""),
         "x_title": f"{spec.period} (UTC)",
     }
     line = [Line(None, points)]
@@ -544,27 +565,60 @@ def _mean_sections(
     )
 
 
+def about_lines(document: dict[str, Any]) -> str:
+    """What the registration says of the metric (its document's ``description``, ``unit`` and
+    ``owner``), under its name; nothing if it says nothing."""
+    lines = ""
+    if document.get("description"):
+        lines += f'<p id="description">{e(document["description"])}</p>'
+    facts = [
+        f'{label} <span id="{key}">{e(document[key])}</span>'
+        for key, label in (("unit", "Unit"), ("owner", "Owner"))
+        if document.get(key)
+    ]
+    if facts:
+        lines += f'<p class="meta">{" · ".join(facts)}</p>'
+    return lines
+
+
 def metric_page(
     spec: MetricSpec,
     estimate_doc: dict[str, Any],
     series_doc: dict[str, Any],
     shown: Sequence[str],
     query: dict[str, Any],
+    quantiles_over_time: str = "",
 ) -> str:
-    """A metric's page: pickers, then its estimate, quantiles and series (or its mean)."""
+    """A metric's page: pickers, then its estimate, quantiles (and ``quantiles_over_time``,
+    ready markup) and series (or its mean)."""
     head = (
         f'<div class="heading"><p class="crumb"><a href="/dashboard/">Overview</a> /</p>'
         f"<h1>{breakable(spec.name)}</h1>"
-        f'<p class="lede">{e(_spec_line(spec))}</p></div>' + pickers(spec, query)
+        f'<p class="lede">{e(_spec_line(spec))}</p>{about_lines(estimate_doc)}</div>'
+        + pickers(spec, query)
     )
     if spec.type == "numeric":
         sections = _mean_sections(spec, estimate_doc, series_doc, query)
     else:
         sections = _estimate_section(spec, estimate_doc, query)
         if spec.type == "histogram":
-            sections += _quantiles_section(estimate_doc)
+            sections += _quantiles_section(estimate_doc) + quantiles_over_time
         sections += _series_section(spec, series_doc, shown, query)
     return layout(spec.name, head + sections)
+
+
+def plan_tabs(current: str) -> str:
+    """Links between the Plan page's two forms: ``shares`` (categories) and ``numeric``."""
+    links = (
+        ("shares", "/dashboard/plan", "Shares (categories)"),
+        ("numeric", "/dashboard/plan?kind=numeric", "A number (mean or histogram)"),
+    )
+    here = ' aria-current="page"'
+    items = " ".join(
+        f'<a href="{e(href)}"{here if key == current else ""}>{label}</a>'
+        for key, href, label in links
+    )
+    return f'<nav class="tabs" aria-label="Plan for">{items}</nav>'
 
 
 def plan_page(values: dict[str, str], plan: dict[str, Any] | None, problem: str | None) -> str:
@@ -619,6 +673,7 @@ def plan_page(values: dict[str, str], plan: dict[str, Any] | None, problem: str 
             " with the interval the estimates compute: the mechanism needing the fewest"
             " reports.</p>"
             + table("mechanisms", ("mechanism", "reports needed", "V* per report", "bytes"), rows)
+            + f'<p class="meta" id="v-star">{e(V_STAR_MEANING)}</p>'
         )
         if plan["auto"] != advised:
             result += (
@@ -631,7 +686,8 @@ def plan_page(values: dict[str, str], plan: dict[str, Any] | None, problem: str 
     body = (
         '<div class="heading"><h1>Plan</h1><p class="lede">How many reports a margin of error'
         " costs, before collecting any.</p></div>"
-        f'<section class="card">{form}{result}</section>'
+        + plan_tabs("shares")
+        + f'<section class="card">{form}{result}</section>'
     )
     return layout("Plan", body, current="plan")
 
@@ -716,7 +772,7 @@ def privacy_page(
             "per value, lifetime",
         )
         warnings = "".join(
-            f'<p class="note" role="status"><strong>Warning:</strong> {e(w)}</p>'
+            f'<p class="note" role="status"><strong>Warning:</strong> {warning_html(w)}</p>'
             for w in document["warnings"]
         )
         result = (

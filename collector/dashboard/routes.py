@@ -9,7 +9,6 @@ without tokens (loopback development), when the dashboard is as open as the API.
 
 from __future__ import annotations
 
-import io
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -17,7 +16,7 @@ from deniable.client.account import SDK_DEFAULTS
 from deniable.client.errors import InvalidInput
 from deniable.estimators import DEFAULT_METHOD, DEFAULT_PERIODS
 from deniable.estimators.advisor import plan_document
-from deniable.estimators.csvtext import write_csv
+from deniable.estimators.csvtext import estimate_csv_text, series_csv_text
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
@@ -27,7 +26,7 @@ from ..numbers import InvalidNumber, NumberRule
 from ..routes.body import read_body
 from ..routes.common import find_spec
 from ..routes.privacy import DEFAULT_MEMOIZE, DEFAULT_RATIO
-from . import data, pages, session
+from . import data, numericplan, pages, quantileseries, session
 from .style import CSS, ETAG
 
 router = APIRouter(prefix="/dashboard", include_in_schema=False)
@@ -245,75 +244,13 @@ def metric(name: str, request: Request) -> Response:
         return to_sign_in()
     try:
         spec, query, estimate, series = documents(request, name)
+        over_time = ""
+        if spec.type == "histogram":
+            over_time = quantileseries.section(request, spec, query)
     except HTTPException as exc:
         return html(pages.error_page(exc.status_code, str(exc.detail)), exc.status_code)
     shown = [] if spec.type == "numeric" else data.shown_categories(spec, estimate, query["top"])
-    return html(pages.metric_page(spec, estimate, series, shown, query))
-
-
-def csv_text(header: list[str], rows: list[list[Any]]) -> str:
-    """CSV text of ``rows`` under ``header``: floats at full precision, None empty,
-    formula-leading labels neutralized (:func:`deniable.estimators.csvtext.write_csv`, shared
-    with the CLI)."""
-    out = io.StringIO()
-    write_csv(out, header, rows)
-    return out.getvalue()
-
-
-CATEGORY_FIELDS = [
-    "category",
-    "frequency",
-    "std_error",
-    "ci_low",
-    "ci_high",
-    "count",
-    "unbiased",
-    "clipped",
-]
-"""The columns of one category's row in the estimate and series CSVs (the document's keys)."""
-
-MEAN_FIELDS = ["estimate", "std_error", "ci_low", "ci_high"]
-"""The keys of a numeric document's ``mean``, in CSV column order."""
-
-
-def estimate_csv_text(document: dict[str, Any]) -> str:
-    """The estimate document's rows as CSV, the range and options repeated on each."""
-    base = ["metric", "start", "end", "n", "pooling", "confidence"]
-    first = [document[k] for k in base]
-    if "mean" in document:
-        mean = document["mean"]
-        header = [*base, "mean", *MEAN_FIELDS[1:]]
-        return csv_text(header, [[*first, *(mean[k] for k in MEAN_FIELDS)]])
-    fields = CATEGORY_FIELDS
-    header = [*base, "method", "simultaneous", *fields]
-    extra = [document["method"], document["simultaneous"]]
-    return csv_text(
-        header, [[*first, *extra, *(r[k] for k in fields)] for r in document["estimates"]]
-    )
-
-
-def series_csv_text(document: dict[str, Any]) -> str:
-    """The series document as CSV: one row per period (numeric) or per period and category."""
-    rows: list[list[Any]] = []
-    if document["series"] and "mean" in document["series"][0]:
-        header = ["metric", "period", "n", "confidence", "mean", *MEAN_FIELDS[1:]]
-        for p in document["series"]:
-            mean = p["mean"]
-            rows.append(
-                [document["metric"], p["period"], p["n"], document["confidence"]]
-                + [mean[k] for k in MEAN_FIELDS]
-            )
-        return csv_text(header, rows)
-    fields = CATEGORY_FIELDS
-    header = ["metric", "period", "n", "method", "confidence", "simultaneous", *fields]
-    for p in document["series"]:
-        for r in p["estimates"]:
-            rows.append(
-                [document["metric"], p["period"], p["n"], document["method"]]
-                + [document["confidence"], document["simultaneous"]]
-                + [r[k] for k in fields]
-            )
-    return csv_text(header, rows)
+    return html(pages.metric_page(spec, estimate, series, shown, query, over_time))
 
 
 def csv_response(text: str, filename: str) -> Response:
@@ -384,9 +321,12 @@ def plan_inputs(values: dict[str, str]) -> tuple[int, float, float, float]:
 
 @router.get("/plan")
 def plan(request: Request) -> Response:
-    """The planner: reports needed per mechanism for a margin, the fewest recommended."""
+    """The planner: reports needed per mechanism for a margin, the fewest recommended; with
+    ``kind=numeric``, a number's (:mod:`.numericplan`)."""
     if not signed_in(request):
         return to_sign_in()
+    if request.query_params.get("kind") == numericplan.KIND:
+        return html(*numericplan.numeric_plan(request.query_params))
     values = {
         key: (request.query_params.get(key) or default).strip()[:32]
         for key, default in PLAN_DEFAULTS.items()

@@ -70,6 +70,12 @@ svg.narrow-chart { max-width: 32rem; }
   grid-template-columns: repeat(auto-fill, minmax(min(100%, 17rem), 1fr));
 }
 svg.sparkline { display: block; width: 120px; height: 28px; }
+svg.swatch { width: 0.7rem; height: 0.7rem; display: inline-block; vertical-align: -0.05em; }
+.legend {
+  list-style: none; margin: 0; padding: 0; display: flex; flex-wrap: wrap; gap: 0.25rem 1rem;
+  font-size: 0.85rem;
+}
+.legend li { display: inline-flex; align-items: center; gap: 0.35rem; }
 .gaps { margin: 0; color: var(--muted); font-size: 0.875rem; }
 .key { margin: 0; font-size: 0.8rem; color: var(--muted); display: flex; align-items: center; gap: 0.4rem; }
 .key-bar { display: inline-block; width: 1.2rem; height: 0.6rem; background: #bfd3fb; border-radius: 2px; }

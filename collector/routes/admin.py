@@ -31,6 +31,7 @@ from .common import (
 )
 
 router = APIRouter()
+"""Export and retention (tag admin), and the probes a platform runs (tag operations)."""
 
 EXPORT_LIMIT = 10_000
 """Reports per export page unless ``limit`` says otherwise."""
@@ -80,7 +81,14 @@ LIMIT_RULE = NumberRule("limit", 1, EXPORT_MAX_LIMIT, whole=True)
 LimitQuery = query_number(LIMIT_RULE, int, "reports per page")
 
 
-@metric_read(router, "/v1/admin/metrics/{name}/reports", ReportPage)
+@metric_read(
+    router,
+    "/v1/admin/metrics/{name}/reports",
+    ReportPage,
+    operation_id="exportReports",
+    tags=["admin"],
+    summary="Export a metric's raw randomized reports, a page at a time",
+)
 def get_reports(
     request: Request,
     read: MetricPeriodsQuery,
@@ -114,6 +122,9 @@ def get_reports(
 @router.post(
     "/v1/admin/retention",
     dependencies=[ADMIN],
+    tags=["admin"],
+    operation_id="deleteExpiredReports",
+    summary="Delete raw reports older than the retention window",
     response_model=RetentionResult,
     responses=problem_responses(401, 422),
 )
@@ -144,13 +155,26 @@ def post_retention(
     return {"before": before.isoformat(), "deleted": deleted}
 
 
-@router.get("/healthz", response_model=Health)
+@router.get(
+    "/healthz",
+    response_model=Health,
+    tags=["operations"],
+    operation_id="checkLiveness",
+    summary="Liveness: the process answers",
+)
 def healthz() -> dict[str, str]:
     """Liveness: the process answers (restart it if not); says nothing of the database."""
     return {"status": "ok"}
 
 
-@router.get("/readyz", response_model=Health, responses=problem_responses(503))
+@router.get(
+    "/readyz",
+    response_model=Health,
+    responses=problem_responses(503),
+    tags=["operations"],
+    operation_id="checkReadiness",
+    summary="Readiness: the database answers and is migrated",
+)
 def readyz(request: Request) -> dict[str, str]:
     """Readiness: the database answers and is migrated; 503 otherwise, so no traffic is sent.
 
@@ -160,7 +184,13 @@ def readyz(request: Request) -> dict[str, str]:
     return {"status": "ready"}
 
 
-@router.get("/metrics", response_class=Response)
+@router.get(
+    "/metrics",
+    response_class=Response,
+    tags=["operations"],
+    operation_id="getPrometheusMetrics",
+    summary="The collector's own counters and latencies, for Prometheus",
+)
 def prometheus(request: Request) -> Response:
     """Prometheus text exposition of the counters and latency histograms (all workers summed)."""
     return Response(collector(request).telemetry.render(), media_type=CONTENT_TYPE)

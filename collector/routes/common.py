@@ -38,12 +38,28 @@ ERRORS = problem_responses(401, 403, 404, 422)
 
 
 def metric_read(
-    router: APIRouter, path: str, model: Any, *, viewer: bool = False
+    router: APIRouter,
+    path: str,
+    model: Any,
+    *,
+    operation_id: str,
+    summary: str,
+    viewer: bool = False,
+    tags: list[str] | None = None,
 ) -> Callable[[Route], Route]:
     """Register a ``GET`` of ``router`` at ``path`` that reads one metric, answering ``model``
-    or one of :data:`ERRORS`: admin only, or also the viewer token if ``viewer``."""
+    or one of :data:`ERRORS`: admin only, or also the viewer token if ``viewer``; documented
+    under ``operation_id``, ``summary`` and ``tags`` (besides the router's)."""
     role = VIEWER if viewer else ADMIN
-    return router.get(path, dependencies=[role], response_model=model, responses=ERRORS)
+    return router.get(
+        path,
+        dependencies=[role],
+        response_model=model,
+        responses=ERRORS,
+        operation_id=operation_id,
+        summary=summary,
+        tags=tags,
+    )
 
 
 PERIOD_HELP = "a period label of the metric's kind (a YYYY-MM-DD date also works for week/month)"

@@ -34,19 +34,21 @@ from deniable.estimators import (
     estimate_document,
     estimate_quantiles,
     histogram_document,
+    histogram_series_document,
     mean_document,
     mean_series_document,
     series_document,
 )
 from deniable.estimators.choices import periods_back
+from deniable.estimators.quantiles import quantile_series
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from ..context import Collector
 from ..numbers import NumberRule, query_number
-from ..storage.queries import read_counts, read_sums
+from ..storage.queries import load_about, read_counts, read_sums
 from .common import MetricPeriods, MetricPeriodsQuery, find_spec, metric_read, period_bounds
 
-router = APIRouter()
+router = APIRouter(tags=["estimates"])
 
 CONFIDENCE_RULE = NumberRule("confidence", 0, 1, open_low=True, open_high=True)
 """How the ``confidence`` query is read: a level strictly between 0 and 1."""
@@ -59,6 +61,13 @@ Quantiles = Annotated[
     Query(
         description="Histogram metrics only: a quantile to give an interval for, strictly between"
         " 0 and 1 (repeatable; default 0.5, 0.9 and 0.99)"
+    ),
+]
+SeriesQuantiles = Annotated[
+    list[Annotated[float, QUANTILE_RULE.validator()]] | None,
+    Query(
+        description="Histogram metrics only: a quantile to give each period's interval for,"
+        " strictly between 0 and 1 (repeatable, at most 20; none unless asked)"
     ),
 ]
 
@@ -140,6 +149,11 @@ def range_counts(state: Collector, spec: MetricSpec, labels: list[str]) -> list[
     return [PeriodCounts(label, int(n[i]), counts[i].tolist()) for i, label in enumerate(labels)]
 
 
+def about(state: Collector, spec: MetricSpec, document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with the metric's unit, description and owner as registered now."""
+    return document | load_about(state.database, spec.name).as_dict()
+
+
 def refused(spec: MetricSpec, exc: InvalidInput) -> HTTPException:
     """The 422 naming the metric whose options or stored data the estimators refused."""
     return HTTPException(status_code=422, detail=f"metric {spec.name}: {exc}")
@@ -179,7 +193,14 @@ def checked_quantiles(spec: MetricSpec, q: list[float] | None) -> tuple[float, .
         raise refused(spec, exc) from None
 
 
-@metric_read(router, "/v1/metrics/{name}/estimate", AnyRangeEstimate, viewer=True)
+@metric_read(
+    router,
+    "/v1/metrics/{name}/estimate",
+    AnyRangeEstimate,
+    operation_id="getEstimate",
+    summary="Estimate a metric over a range of periods",
+    viewer=True,
+)
 def get_estimate(
     request: Request,
     read: MetricPeriodsQuery,
@@ -198,15 +219,16 @@ def get_estimate(
     if spec.type == "numeric":
         sums = numeric_sums(state, spec, labels, options)
         try:
-            return mean_document(
+            document = mean_document(
                 spec, first, last, sums, confidence=options.confidence, pooling=pooling
             )
+            return about(state, spec, document)
         except InvalidInput as exc:
             raise refused(spec, exc) from None
     periods = range_counts(state, spec, labels)
     result = estimate_periods(spec, periods, pooling=pooling, **options.for_shares())
     if spec.type != "histogram":
-        return estimate_document(spec.name, first, last, result)
+        return about(state, spec, estimate_document(spec.name, first, last, result))
     try:
         quantiles = estimate_quantiles(
             spec.randomizer,
@@ -218,28 +240,76 @@ def get_estimate(
         )
     except InvalidInput as exc:
         raise refused(spec, exc) from None
-    return histogram_document(spec.name, first, last, result, quantiles, spec.edges)  # type: ignore[arg-type]
+    document = histogram_document(spec.name, first, last, result, quantiles, spec.edges)  # type: ignore[arg-type]
+    return about(state, spec, document)
 
 
-@metric_read(router, "/v1/metrics/{name}/series", AnySeries, viewer=True)
+def check_quantile_cells(spec: MetricSpec, periods: int, quantiles: int, limit: int) -> None:
+    """422 if a histogram series with ``quantiles`` quantile intervals per period passes
+    ``limit`` cells, counting periods × (buckets + quantiles): each quantile of each period is
+    one more inversion of that period's band. The message names the limit, its setting and
+    the most periods that fit."""
+    per_period = spec.k + quantiles
+    if periods * per_period <= limit:
+        return
+    fits = limit // per_period
+    raise HTTPException(
+        status_code=422,
+        detail=f"the series with quantiles would cover {periods:,} periods × ({spec.k:,} buckets"
+        f" + {quantiles} quantiles), more than the limit of {limit:,} cells"
+        f" (DENIABLE_MAX_SERIES_CELLS): ask for at most {fits} period{'s' if fits != 1 else ''}"
+        f" of {spec.name} (start, end) or fewer quantiles",
+    )
+
+
+@metric_read(
+    router,
+    "/v1/metrics/{name}/series",
+    AnySeries,
+    operation_id="getSeries",
+    summary="Estimate each period of a range on its own",
+    viewer=True,
+)
 def get_series(
-    request: Request, read: MetricPeriodsQuery, options: EstimateOptionsQuery
+    request: Request,
+    read: MetricPeriodsQuery,
+    options: EstimateOptionsQuery,
+    q: SeriesQuantiles = None,
 ) -> dict[str, Any]:
     """One estimate per period of start..end, oldest first; periods without reports have n = 0.
 
     ``simultaneous`` makes each period's intervals hold for all categories at once. A numeric
-    metric's series has each period's mean instead.
+    metric's series has each period's mean instead. A histogram's series asked with ``q`` adds
+    each period's quantile intervals (``quantiles``) and the metric's ``edges``.
     """
     state, spec, labels = range_labels(request, read)
     limit = state.settings.max_series_cells
     check_cells(spec, len(labels), limit, "the series", "DENIABLE_MAX_SERIES_CELLS")
+    qs = checked_quantiles(spec, q) if q else ()
+    if qs:
+        check_quantile_cells(spec, len(labels), len(qs), limit)
     if spec.type == "numeric":
         sums = numeric_sums(state, spec, labels, options)
         try:
-            return mean_series_document(spec, sums, confidence=options.confidence)
+            document = mean_series_document(spec, sums, confidence=options.confidence)
+            return about(state, spec, document)
         except InvalidInput as exc:
             raise refused(spec, exc) from None
     periods = range_counts(state, spec, labels)
     chosen = options.for_shares()
     points = [(period.period, estimate_periods(spec, [period], **chosen)) for period in periods]
-    return series_document(spec.name, points, **chosen)
+    if not qs:
+        return about(state, spec, series_document(spec.name, points, **chosen))
+    try:
+        quantiles = quantile_series(
+            spec.randomizer,
+            spec.edges,  # type: ignore[arg-type]
+            periods,
+            qs,
+            confidence=options.confidence,
+        )
+    except InvalidInput as exc:
+        raise refused(spec, exc) from None
+    rows = [(label, result, qi) for (label, result), qi in zip(points, quantiles, strict=True)]
+    document = histogram_series_document(spec.name, rows, spec.edges, **chosen)  # type: ignore[arg-type]
+    return about(state, spec, document)

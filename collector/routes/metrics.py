@@ -10,10 +10,12 @@ import hashlib
 import json
 import logging
 import threading
+from typing import Annotated
 
 from deniable.client.spec import MetricSpec
+from deniable.estimators.documents import MetricAbout
 from deniable.estimators.privacy import registration_warnings
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
@@ -25,14 +27,16 @@ from ..storage.queries import (
     MetricArchived,
     SpecConflict,
     archive_metric,
+    list_described,
     list_specs,
+    load_about,
     register_spec,
     registry_fingerprints,
 )
 from .body import read_body, refuse_duplicate_keys
 from .common import find_spec, json_body, problem_responses
 
-router = APIRouter()
+router = APIRouter(tags=["metrics"])
 
 log = logging.getLogger("deniable.collector")
 
@@ -44,10 +48,20 @@ _registry_bodies: dict[str, bytes] = {}
 _registry_lock = threading.Lock()
 
 
-def registry_etag(pairs: list[tuple[str, str]]) -> str:
-    """A strong ETag for the registry holding these (name, fingerprint) pairs."""
-    digest = hashlib.sha256("\n".join(f"{n} {f}" for n, f in pairs).encode()).hexdigest()
+def registry_etag(rows: list[tuple[str, str, MetricAbout]], *, describe: bool = False) -> str:
+    """A strong ETag for the registry holding these (name, fingerprint, description) rows, as
+    the list of specs alone or, if ``describe``, with their descriptions (then they count)."""
+    if describe:
+        lines = ["described", *(json.dumps([n, f, a.as_dict()]) for n, f, a in rows)]
+    else:
+        lines = [f"{n} {f}" for n, f, _ in rows]
+    digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()
     return f'"{digest[:32]}"'
+
+
+def described(spec: MetricSpec, about: MetricAbout) -> dict[str, object]:
+    """A spec's JSON form with the unit, description and owner it has (null ones left out)."""
+    return spec.to_dict() | {k: v for k, v in about.as_dict().items() if v is not None}
 
 
 def etag_matches(header: str | None, etag: str) -> bool:
@@ -61,25 +75,38 @@ def etag_matches(header: str | None, etag: str) -> bool:
 @router.get(
     "/v1/metrics",
     response_model=MetricList,
+    operation_id="listMetrics",
+    summary="List the registered metrics (the specs devices read)",
     responses={304: {"description": "the registry is unchanged since the ETag sent"}},
 )
-def get_metrics(request: Request) -> Response:
-    """Every registered metric's resolved spec with its fingerprint, archived ones left out.
+def get_metrics(
+    request: Request,
+    describe: Annotated[
+        bool,
+        Query(description="also each metric's unit, description and owner (people's listings)"),
+    ] = False,
+) -> Response:
+    """Every registered metric's resolved spec with its fingerprint, archived ones left out;
+    with ``describe=true`` also its unit, description and owner where it has them.
 
-    Answered with an ETag (304 to a matching ``If-None-Match``); the list is rendered again
-    only when a registration changed it, since parsing thousands of specs costs far more than
-    reading their names and fingerprints.
+    Devices fetch the list without ``describe``: descriptions are not part of a spec, so they
+    neither download them nor fetch the list again when one changes. Answered with an ETag
+    (304 to a matching ``If-None-Match``); the list is rendered again only when a registration
+    changed it, since parsing thousands of specs costs far more than reading their names and
+    fingerprints.
     """
     database = collector(request).database
-    etag = registry_etag(registry_fingerprints(database))
+    etag = registry_etag(registry_fingerprints(database), describe=describe)
     headers = {"ETag": etag, "Cache-Control": "no-cache"}
     if etag_matches(request.headers.get("if-none-match"), etag):
         return Response(status_code=304, headers=headers)
     body = _registry_bodies.get(etag)
     if body is None:
-        specs = list_specs(database, archived=False)
-        etag = headers["ETag"] = registry_etag([(s.name, s.fingerprint) for s in specs])
-        body = json.dumps({"metrics": [s.to_dict() for s in specs]}, separators=(",", ":")).encode()
+        rows = list_described(database, archived=False)
+        etag = registry_etag([(s.name, s.fingerprint, a) for s, a in rows], describe=describe)
+        headers["ETag"] = etag
+        listed = [described(s, a) if describe else s.to_dict() for s, a in rows]
+        body = json.dumps({"metrics": listed}, separators=(",", ":")).encode()
         with _registry_lock:
             while len(_registry_bodies) >= REGISTRY_BODIES_KEPT:
                 del _registry_bodies[next(iter(_registry_bodies))]
@@ -90,19 +117,23 @@ def get_metrics(request: Request) -> Response:
 @router.get(
     "/v1/metrics/{name}",
     response_model=MetricSpecOut,
+    operation_id="getMetric",
+    summary="Get one registered metric's spec",
     response_model_exclude_none=True,
     responses=problem_responses(404),
 )
 def get_metric(name: str, request: Request) -> dict[str, object]:
-    """One registered metric's spec, with only its type's fields (as in ``GET /v1/metrics``);
-    404 if the name is not registered."""
-    _, spec = find_spec(request, name)
-    return spec.to_dict()
+    """One registered metric's spec, with only its type's fields, and its unit, description
+    and owner where it has them (as in ``GET /v1/metrics``); 404 if the name is not registered."""
+    state, spec = find_spec(request, name)
+    return described(spec, load_about(state.database, name))
 
 
 @router.post(
     "/v1/metrics",
     dependencies=[ADMIN],
+    operation_id="registerMetric",
+    summary="Register a metric",
     status_code=201,
     response_model=RegisteredMetric,
     responses={
@@ -114,9 +145,13 @@ def get_metric(name: str, request: Request) -> dict[str, object]:
 async def post_metric(request: Request) -> JSONResponse:
     """Register a metric (``mechanism`` may be ``auto``): 201 if new, 200 if identical, 409 if not.
 
-    The answer is the stored spec with ``warnings``: whether one device's 30-day total with
-    the SDK defaults now exceeds the warning level (``GET /v1/privacy``). The body is read
-    only after the admin token is checked (see ``routes.body``).
+    ``unit`` (numeric and histogram metrics), ``description`` and ``owner`` are not part of
+    the spec: registering the identical spec again with other ones replaces them (200), and
+    the fingerprint devices pin stays. The answer is the stored spec with them and
+    ``warnings``: whether this registration took one device's 30-day total with the SDK
+    defaults across the warning level (said once: not by a registration of the same spec
+    again, nor by later ones above the level; ``GET /v1/privacy`` states the account). The body is read only after the admin token is
+    checked (see ``routes.body``).
     """
     state = collector(request)
     settings = state.settings
@@ -146,6 +181,7 @@ def register_metric(state: Collector, body: bytes) -> JSONResponse:
     (by another spec, or by an archived metric); the answer carries the privacy warnings."""
     fields = parse_spec(body).model_dump(exclude_none=True)
     claimed = fields.pop("fingerprint", None)
+    about = MetricAbout(**{key: fields.pop(key, None) for key in MetricAbout().as_dict()})
     if fields["type"] == "histogram" and "categories" in fields:
         # MetricSpec.from_dict ignores them (they are derived); an operator who wrote some
         # must not believe they were registered.
@@ -159,13 +195,19 @@ def register_metric(state: Collector, body: bytes) -> JSONResponse:
         fingerprint = spec.fingerprint
     except (ValueError, TypeError) as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from None
+    if about.unit is not None and spec.type not in ("numeric", "histogram"):
+        raise HTTPException(
+            status_code=422,
+            detail=f"unit: metric {spec.name} is {spec.type}; only numeric and histogram"
+            " metrics have a unit (leave it out, or say it in the description)",
+        )
     if claimed is not None and claimed != fingerprint:
         raise HTTPException(
             status_code=422,
             detail=f"metric {spec.name}: the given fingerprint does not match the resolved spec",
         )
     try:
-        created = register_spec(state.database, spec, state.clock())
+        created = register_spec(state.database, spec, state.clock(), about)
     except MetricArchived:
         raise HTTPException(
             status_code=409,
@@ -178,17 +220,23 @@ def register_metric(state: Collector, body: bytes) -> JSONResponse:
             detail=f"metric {spec.name} already exists with another spec"
             f" (fingerprint {exc.existing.fingerprint}); choose a new name",
         ) from None
-    warnings = registration_warnings(spec, list_specs(state.database, archived=False))
+    # Registering a spec again changes no total: its warning, if any, was said the first time.
+    warnings = (
+        registration_warnings(spec, list_specs(state.database, archived=False)) if created else []
+    )
     for warning in warnings:
         log.warning("metric %s registered: %s", spec.name, warning)
     return JSONResponse(
-        status_code=201 if created else 200, content={**spec.to_dict(), "warnings": warnings}
+        status_code=201 if created else 200,
+        content={**described(spec, about), "warnings": warnings},
     )
 
 
 @router.post(
     "/v1/metrics/{name}/archive",
     dependencies=[ADMIN],
+    operation_id="archiveMetric",
+    summary="Archive a metric: it takes no more reports",
     response_model=ArchivedMetric,
     responses=problem_responses(401, 404),
 )

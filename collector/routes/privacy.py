@@ -20,7 +20,7 @@ from ..numbers import NumberRule, query_number
 from ..storage.queries import list_specs
 from .common import problem_responses
 
-router = APIRouter()
+router = APIRouter(tags=["privacy"])
 
 MEMOIZE_HELP = "true, false, or registered metric names separated by commas"
 DEFAULT_MEMOIZE = str(SDK_DEFAULTS.memoize).lower()
@@ -90,6 +90,8 @@ def memoize_setting(value: str, specs: list[MetricSpec]) -> bool | frozenset[str
 @router.get(
     "/v1/privacy",
     dependencies=[VIEWER],
+    operation_id="getPrivacyAccount",
+    summary="The most ε one device spends on the registered metrics",
     response_model=PrivacyDocument,
     responses=problem_responses(401, 422),
 )

@@ -28,7 +28,7 @@ from ..validation import UNKNOWN_METRIC_LABEL, PeriodWindow, ReportProblem, vali
 from .body import Refused, read_body
 from .common import json_body, problem_responses
 
-router = APIRouter()
+router = APIRouter(tags=["reports"])
 
 
 def _field_reason(error: Any, depth: int = 2) -> str:
@@ -223,6 +223,8 @@ def _accepted(telemetry: Telemetry, stored: StoredBatch) -> JSONResponse:
 @router.post(
     "/v1/reports",
     dependencies=[INGEST],
+    operation_id="uploadReports",
+    summary="Upload a batch of randomized reports",
     status_code=202,
     response_model=IngestResult,
     responses={**problem_responses(400, 401, 408, 413), 422: {"model": BatchRefused}},

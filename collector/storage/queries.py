@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 from deniable.client.spec import MetricSpec, canonical_json
 from deniable.estimators import PeriodSums
+from deniable.estimators.documents import MetricAbout
 from sqlalchemy import Connection, bindparam, func, select, update
 
 from .engine import Database
@@ -39,14 +40,28 @@ class MetricArchived(Exception):
         self.name = name
 
 
+UNDESCRIBED = MetricAbout()
+"""A metric without unit, description or owner."""
+
+
 @dataclass(frozen=True)
 class Registration:
     """A registered metric's spec, its stored fingerprint, and whether it is archived (then it
-    takes no reports)."""
+    takes no reports). Its unit, description and owner are not here: they may change while
+    the spec does not, so they are read fresh (:func:`load_about`), never cached with it."""
 
     spec: MetricSpec
     fingerprint: str
     archived: bool
+
+
+_ABOUT = (metrics.c.unit, metrics.c.description, metrics.c.owner)
+"""The columns of a metric's :class:`MetricAbout`, in its fields' order."""
+
+
+def _about_of(row: Any) -> MetricAbout:
+    """The :class:`MetricAbout` of a row that selected :data:`_ABOUT`."""
+    return MetricAbout(unit=row.unit, description=row.description, owner=row.owner)
 
 
 class SpecChanged(Exception):
@@ -71,6 +86,15 @@ def load_registration(database: Database, name: str) -> Registration | None:
     if row is None:
         return None
     return Registration(_spec_from_row(row.spec), row.fingerprint, row.archived_at is not None)
+
+
+def load_about(database: Database, name: str) -> MetricAbout:
+    """The unit, description and owner of the metric ``name`` now (all null if it has none or
+    is not registered): one primary-key read, never cached, since they may change while the
+    spec does not."""
+    with database.reader.connect() as connection:
+        row = connection.execute(select(*_ABOUT).where(metrics.c.name == name)).first()
+    return UNDESCRIBED if row is None else _about_of(row)
 
 
 def load_spec(database: Database, name: str) -> MetricSpec | None:
@@ -155,12 +179,30 @@ def list_specs(database: Database, *, archived: bool = True) -> list[MetricSpec]
     return [_spec_from_row(row[0]) for row in rows]
 
 
-def register_spec(database: Database, spec: MetricSpec, now: dt.datetime) -> bool:
-    """Register ``spec``; True if it was created, False if the same spec already was.
+def list_described(
+    database: Database, *, archived: bool = True
+) -> list[tuple[MetricSpec, MetricAbout]]:
+    """Every registered spec with its unit, description and owner, by name; without the
+    archived ones if ``archived`` is False."""
+    query = select(metrics.c.spec, *_ABOUT).order_by(metrics.c.name)
+    if not archived:
+        query = query.where(metrics.c.archived_at.is_(None))
+    with database.reader.connect() as connection:
+        rows = connection.execute(query).all()
+    return [(_spec_from_row(row.spec), _about_of(row)) for row in rows]
+
+
+def register_spec(
+    database: Database, spec: MetricSpec, now: dt.datetime, about: MetricAbout = UNDESCRIBED
+) -> bool:
+    """Register ``spec`` described by ``about``; True if it was created, False if the same
+    spec already was (its unit, description and owner are then replaced by ``about``'s:
+    they are not part of the spec, so describing a metric again changes no fingerprint).
 
     Raises :class:`MetricArchived` if the name is an archived metric's (whatever its spec),
-    else :class:`SpecConflict` if it is taken by a different spec.
+    else :class:`SpecConflict` if it is taken by a different spec; either way nothing changes.
     """
+    described = {key: value for key, value in about.as_dict().items() if value is not None}
     stmt = (
         database.insert(metrics)
         .values(
@@ -168,23 +210,25 @@ def register_spec(database: Database, spec: MetricSpec, now: dt.datetime) -> boo
             spec=canonical_json(spec.fingerprint_fields()),
             fingerprint=spec.fingerprint,
             created_at=now,
+            **described,
         )
         .on_conflict_do_nothing(index_elements=["name"])
         .returning(metrics.c.name)
     )
     with database.writing() as connection:
-        created = connection.execute(stmt).first() is not None
-        if not created:
-            row = connection.execute(
-                select(metrics.c.spec, metrics.c.archived_at).where(metrics.c.name == spec.name)
-            ).one()
-    if created:
-        return True
-    if row[1] is not None:
-        raise MetricArchived(spec.name)
-    existing = _spec_from_row(row[0])
-    if existing.fingerprint != spec.fingerprint:
-        raise SpecConflict(existing)
+        if connection.execute(stmt).first() is not None:
+            return True
+        query = select(metrics.c.spec, metrics.c.archived_at, *_ABOUT)
+        row = connection.execute(query.where(metrics.c.name == spec.name)).one()
+        if row.archived_at is not None:
+            raise MetricArchived(spec.name)
+        existing = _spec_from_row(row.spec)
+        if existing.fingerprint != spec.fingerprint:
+            raise SpecConflict(existing)
+        if _about_of(row) != about:
+            connection.execute(
+                update(metrics).where(metrics.c.name == spec.name).values(**about.as_dict())
+            )
     return False
 
 
@@ -347,21 +391,22 @@ def report_pages(
         after = (rows[-1][1], rows[-1][0])
 
 
-def registry_fingerprints(database: Database) -> list[tuple[str, str]]:
-    """(name, fingerprint) of every metric that is not archived, by name: the served
-    registry's state, cheaply.
+def registry_fingerprints(database: Database) -> list[tuple[str, str, MetricAbout]]:
+    """(name, fingerprint, unit/description/owner) of every metric that is not archived, by
+    name: the served registry's state, cheaply.
 
-    A fingerprint covers every field of its spec, so these pairs change exactly when the list
-    of specs does; ``GET /v1/metrics`` derives its ETag from them without parsing any spec.
+    A fingerprint covers every field of its spec, so these rows change exactly when the list
+    of specs or a metric's description does; ``GET /v1/metrics`` derives its ETag from them
+    without parsing any spec.
     """
     query = (
-        select(metrics.c.name, metrics.c.fingerprint)
+        select(metrics.c.name, metrics.c.fingerprint, *_ABOUT)
         .where(metrics.c.archived_at.is_(None))
         .order_by(metrics.c.name)
     )
     with database.reader.connect() as connection:
         rows = connection.execute(query).all()
-    return [(name, fingerprint) for name, fingerprint in rows]
+    return [(row.name, row.fingerprint, _about_of(row)) for row in rows]
 
 
 def check_ready(database: Database) -> None:

@@ -40,6 +40,13 @@ NAMING = {
 }
 metadata = MetaData(naming_convention=NAMING)
 
+UNIT_MAX = 16
+"""The longest unit a metric may have, in characters (ms, KB, °C, requests/s)."""
+DESCRIPTION_MAX = 500
+"""The longest description of a metric, in characters."""
+OWNER_MAX = 100
+"""The longest owner of a metric (a team, a person, an address), in characters."""
+
 
 def id_bytes(report_id: str) -> bytes:
     """The 16 bytes of a report id given in canonical UUID text (validated at the API)."""
@@ -82,11 +89,16 @@ metrics = Table(
     Column("fingerprint", String(16), nullable=False),
     Column("created_at", DateTime(timezone=True), nullable=False),
     Column("archived_at", DateTime(timezone=True), nullable=True),
+    Column("unit", String(UNIT_MAX), nullable=True),
+    Column("description", String(DESCRIPTION_MAX), nullable=True),
+    Column("owner", String(OWNER_MAX), nullable=True),
 )
 """One row per registered metric; ``spec`` is the canonical JSON of the resolved spec.
 
 ``archived_at`` is set when an admin archives the metric: it then takes no more reports and
-leaves the served list, but its reports stay (until retention) and its estimates readable."""
+leaves the served list, but its reports stay (until retention) and its estimates readable.
+``unit``, ``description`` and ``owner`` say what the metric is to people (each null if not
+given); they are beside the spec, not in it nor in its fingerprint, so they can change."""
 
 reports = Table(
     "reports",

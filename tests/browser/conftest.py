@@ -36,7 +36,6 @@ from tests.support import (
     collector_settings,
     make_numeric_reports,
     make_reports,
-    register,
 )
 from tests.support.browser import VIEWER_TOKEN, browser_problem, require_browser, start_chromium
 
@@ -48,6 +47,8 @@ NUMERIC_PER_DAY = 600
 DAYS = 7
 EDGES = (0, 100, 250, 500, 1000, 2000, 5000)
 LOWER, UPPER = 0.0, 5000.0
+UNIT = "ms"
+"""The unit the load-time metrics are registered with."""
 TODAY_ONLY = 2000
 """Devices of the boolean and the long-label metric, all reporting today."""
 DARK_SHARE = 0.3
@@ -114,6 +115,16 @@ def last_days(count: int) -> tuple[str, ...]:
     return tuple((today - dt.timedelta(days=back)).isoformat() for back in range(count - 1, -1, -1))
 
 
+def register(client: httpx.Client, spec: MetricSpec, unit: str | None = None) -> MetricSpec:
+    """Register ``spec`` (with its ``unit``, if any) and return the spec the collector
+    resolved."""
+    body = {**spec.fingerprint_fields(), **({"unit": unit} if unit else {})}
+    response = client.post("/v1/metrics", json=body)
+    assert response.status_code in (200, 201), response.text
+    served = {k: v for k, v in response.json().items() if k not in ("unit", "description", "owner")}
+    return MetricSpec.from_dict(served)
+
+
 def upload(client: httpx.Client, reports: list[dict[str, Any]]) -> None:
     """Post ``reports`` in batches of 1000; every one must be accepted."""
     for start in range(0, len(reports), 1000):
@@ -131,9 +142,13 @@ def seed(url: str) -> Seeded:
             admin, MetricSpec.categorical("browser_color", CATEGORIES, epsilon=2.0)
         )
         numeric = register(
-            admin, MetricSpec.numeric("browser_load_ms", lower=LOWER, upper=UPPER, epsilon=2.0)
+            admin,
+            MetricSpec.numeric("browser_load_ms", lower=LOWER, upper=UPPER, epsilon=2.0),
+            unit=UNIT,
         )
-        histogram = register(admin, MetricSpec.histogram("browser_load_hist", EDGES, epsilon=2.0))
+        histogram = register(
+            admin, MetricSpec.histogram("browser_load_hist", EDGES, epsilon=2.0), unit=UNIT
+        )
         boolean = register(admin, MetricSpec.boolean("browser_dark_mode", epsilon=2.0))
         agents = register(admin, MetricSpec.categorical("browser_agent", AGENTS, epsilon=2.0))
     values = population(PER_DAY, SHARES)

@@ -482,7 +482,7 @@ def test_numeric_charts_name_their_axes(driver: WebDriver, seeded: Seeded) -> No
     titles = [
         t.text for t in driver.find_elements(By.CSS_SELECTOR, "svg#mean-chart text.axis-title")
     ]
-    assert titles == [f"mean {seeded.numeric.name}", "day (UTC)"]
+    assert titles == [f"mean {seeded.numeric.name} (ms)", "day (UTC)"]
 
 
 def planned(k: int, epsilon: float, margin: float) -> tuple[set[int], str]:
@@ -571,7 +571,14 @@ def test_the_privacy_page_shows_the_api_account_and_answers_its_form(
     assert {name: cells[-3:] for name, cells in rows.items()} == figures(expected)
     assert statement == expected["statement"]
     shown_warnings = [p.text for p in driver.find_elements(By.CSS_SELECTOR, "p.note")]
-    assert shown_warnings == [f"Warning: {w}" for w in expected["warnings"]] and shown_warnings
+    assert shown_warnings == [
+        f"Warning: {w.removesuffix(' (docs/privacy.md)')}. Plan a metric at a lower ε to see"
+        " the margin of error it would give."
+        for w in expected["warnings"]
+    ]
+    assert shown_warnings, "the seeded metrics are above the warning level"
+    links = driver.find_elements(By.CSS_SELECTOR, 'p.note a[href="/dashboard/plan"]')
+    assert len(links) == len(shown_warnings)
     form = driver.find_element(By.CSS_SELECTOR, "form#privacy-settings")
     form.find_element(By.CSS_SELECTOR, "select[name=memoize] option[value=true]").click()
     submit_form(driver, form)

@@ -111,3 +111,37 @@ def test_demo_dashboard_serves_the_seeded_dashboard_until_interrupted() -> None:
         if process.poll() is None:
             process.kill()
             process.communicate()
+
+
+def help_text(*command: str) -> str:
+    """``deniable COMMAND --help``, its lines joined (click wraps them at any width)."""
+    result = CliRunner().invoke(cli, [*command, "--help"], terminal_width=200)
+    assert result.exit_code == 0, result.output
+    return " ".join(result.stdout.split())
+
+
+def test_the_help_says_which_token_does_what_as_the_collector_does(
+    server: RunningCollector, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 25: the dashboard's help said the admin token signs in (it is refused with 403);
+    the global --token help said "Admin token for estimates" (the viewer token reads)."""
+    from tests.support import ADMIN_TOKEN
+
+    dashboard_help = help_text("dashboard")
+    assert "viewer token" in dashboard_help and "the admin token is refused" in dashboard_help
+    with httpx.Client(base_url=server.url, trust_env=False) as browser:
+        assert browser.post("/dashboard/sign-in", data={"token": ADMIN_TOKEN}).status_code == 403
+        assert browser.post("/dashboard/sign-in", data={"token": VIEWER}).status_code == 303
+    token_help = help_text().split("--token TOKEN")[1].split("--version")[0]
+    assert "Admin token for estimates" not in token_help
+    assert "viewer token, which reads" in token_help and "DENIABLE_VIEWER_TOKEN" in token_help
+    monkeypatch.delenv("DENIABLE_ADMIN_TOKEN", raising=False)
+    monkeypatch.setenv("DENIABLE_VIEWER_TOKEN", VIEWER)
+    reads = CliRunner().invoke(cli, ["--collector", server.url, "privacy", "--format", "json"])
+    assert reads.exit_code == 0, reads.output
+    admin_help = help_text("serve").split("--admin-token TOKEN")[1].split("--admin-token-file")[0]
+    assert "(estimates" not in admin_help and "never signs in to the dashboard" in admin_help
+    viewer_help = (
+        help_text("serve").split("--viewer-token TOKEN")[1].split("--viewer-token-file")[0]
+    )
+    assert "signs in to the dashboard" in viewer_help

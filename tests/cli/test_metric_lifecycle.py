@@ -46,10 +46,12 @@ def test_create_states_the_margins_and_refuses_a_wide_one_unless_accepted(
     refused = run(*admin(collector), *args)
     message = one_line_error(refused)
     assert "not registered" in message and "--accept-weak" in message
-    assert "10,000 reports" in message and "±7.9 points" in message
+    assert "10,000 reports" in message and "±7.9 percentage points" in message
     for size in ("1,000", "10,000", "100,000"):
         assert size in refused.stdout
-    assert "±13.39 points" in refused.stdout  # each category at 1,000 reports (Wilson)
+    assert (
+        "±13.39 " in refused.stdout and "percentage points" in refused.stdout
+    )  # each category at 1,000 reports (Wilson)
     assert "wide" not in listed(collector)
 
     accepted = run(*admin(collector), *args, "--accept-weak")
@@ -85,8 +87,10 @@ def test_a_histogram_counts_its_buckets_as_categories(collector: LocalCollector)
         "--epsilon",
         "1",
     )
-    assert "all 10 buckets at once are known only to ±8.1 points" in one_line_error(refused)
-    assert "all 10 categories at once are known only to ±8.1 points" in one_line_error(
+    assert "all 10 buckets at once are known only to ±8.1 percentage points" in one_line_error(
+        refused
+    )
+    assert "all 10 categories at once are known only to ±8.1 percentage points" in one_line_error(
         as_categories
     )
     five = ",".join(str(edge) for edge in range(6))

@@ -96,7 +96,7 @@ def test_estimate_prints_the_mean_with_its_interval(
             io.StringIO(run(*admin(collector), "estimate", "load_ms", "--format", "csv").stdout)
         )
     )
-    assert len(rows) == 1 and float(rows[0]["ci_low"]) <= float(rows[0]["estimate"])
+    assert len(rows) == 1 and float(rows[0]["ci_low"]) <= float(rows[0]["mean"])
     assert float(rows[0]["margin"]) > 0
 
 
@@ -124,6 +124,39 @@ def test_a_histogram_estimate_shows_its_quantiles(
     table = run(*admin(collector), "estimate", "load_hist")
     assert "quantiles" in table.stdout and "p99" in table.stdout
     assert table.stdout.index("[0, 100)") < table.stdout.index("[2000, 5000]")
+
+
+QUANTILE_NOTES = (
+    "at least, at most: the bucket edges each quantile lies between",
+    "a wider interval: the data cannot place the quantile closer",
+    "none: the quantile may lie in an end bucket (values beyond the outer edges)",
+)
+
+
+def test_the_quantile_table_reads_in_whole_phrases_at_80_columns_and_in_the_csv(
+    collector: LocalCollector, truth: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 25: the title and caption wrapped mid-phrase at 80 columns; ``-q`` with
+    ``--format csv`` left the quantiles out."""
+    monkeypatch.setenv("COLUMNS", "80")
+    table = run(*admin(collector), "estimate", "load_hist", "-q", "0.5", "-q", "0.9").stdout
+    lines = [line.strip() for line in table.splitlines()]
+    assert all(len(line) <= 80 for line in table.splitlines()), table
+    assert "quantiles · 95% intervals, all at once" in lines
+    assert not [line for line in lines if line.endswith("·") or line.startswith("·")]
+    for note in QUANTILE_NOTES:
+        assert note in lines, note
+    text = run(*admin(collector), "estimate", "load_hist", "-q", "0.5", "-q", "0.9",
+               "--format", "csv").stdout  # fmt: skip
+    rows = list(csv.DictReader(io.StringIO(text)))
+    quantiles = [row for row in rows if row["quantile"]]
+    assert [float(row["quantile"]) for row in quantiles] == [0.5, 0.9]
+    for row in quantiles:
+        entry = {"low": row["quantile_low"] or None, "high": row["quantile_high"] or None}
+        bounds = {k: None if v is None else float(v) for k, v in entry.items()}
+        assert quantile_holds(
+            bounds, truth["load_hist"]["quantiles"][f"{float(row['quantile']):g}"]
+        )
 
 
 def test_series_draws_the_mean_per_period(collector: LocalCollector, truth: dict[str, Any]) -> None:

@@ -151,7 +151,7 @@ def test_plan_advisor_follows_the_grr_rule() -> None:
     assert small["advised"] == "krr"
     assert large["advised"] in ("oue", "olh")
     table = run("plan", "--categories", "50", "--epsilon", "1", "--margin", "0.05")
-    assert "advisor's pick" in table.stdout and "reports needed" in table.stdout
+    assert "← fewest reports" in table.stdout and "reports needed" in table.stdout
 
 
 def test_plan_needs_exactly_one_of_margin_and_reports() -> None:
@@ -279,12 +279,22 @@ def test_offline_estimate_table_is_sorted_and_draws_whiskers(tmp_path: Path) -> 
         "estimate", "browser", "--from-file", str(path), "--format", "csv"
     ).stdout.splitlines()
     assert csv_out[0] == (
-        "metric,start,end,n,method,confidence,simultaneous,"
-        "category,frequency,unbiased,clipped,std_error,ci_low,ci_high,estimated_count"
+        "metric,start,end,n,periods,pooling,method,confidence,simultaneous,"
+        "category,frequency,std_error,ci_low,ci_high,estimated_count,unbiased,clipped"
     )
-    assert [line.split(",")[7] for line in csv_out[1:]] == CATEGORIES
-    assert {tuple(line.split(",")[:7]) for line in csv_out[1:]} == {
-        ("browser", DAYS[0], DAYS[-1], str(PER_DAY * len(DAYS)), "consistent", "0.95", "True")
+    assert [line.split(",")[9] for line in csv_out[1:]] == CATEGORIES
+    assert {tuple(line.split(",")[:9]) for line in csv_out[1:]} == {
+        (
+            "browser",
+            DAYS[0],
+            DAYS[-1],
+            str(PER_DAY * len(DAYS)),
+            str(len(DAYS)),
+            "overlap-safe",
+            "consistent",
+            "0.95",
+            "true",
+        )
     }
 
 

@@ -71,4 +71,23 @@ def test_the_table_shows_each_mechanisms_report_size() -> None:
     table = CliRunner().invoke(
         cli, ["plan", "--categories", "1000", "--epsilon", "1", "--margin", "0.01"]
     )
-    assert "bytes per report" in table.stdout
+    assert "bytes: the largest report" in table.stdout
+
+
+def test_a_margin_is_in_percentage_points_singular_at_one_and_v_star_is_explained(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 25: "±1 points", an unexplained "V* per report", titles wrapped mid-phrase."""
+    monkeypatch.setenv("COLUMNS", "80")
+    one = CliRunner().invoke(cli, ["plan", "--categories", "5", "--epsilon", "1", "--margin",
+                                   "0.01"]).stdout  # fmt: skip
+    lines = [line.rstrip() for line in one.splitlines()]
+    assert "k=5 ε=1: reports needed for ±1 percentage point" in lines
+    assert "points" not in one.replace("percentage point", "")
+    assert all(len(line) <= 80 for line in lines), one
+    assert "V* is the noise one report carries" in one
+    prose = " ".join(line.strip() for line in lines)
+    assert "with variance V*/n, so the smaller V*, the fewer reports a margin needs" in prose
+    two = CliRunner().invoke(cli, ["plan", "--categories", "5", "--epsilon", "1", "--margin",
+                                   "0.02"]).stdout  # fmt: skip
+    assert "±2 percentage points" in two

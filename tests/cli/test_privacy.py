@@ -23,10 +23,10 @@ from tests.support import (
 
 SPECS = (
     MetricSpec.boolean("dark_mode", epsilon=1.0),
-    MetricSpec.categorical("browser", ["chrome", "safari", "edge", "other"], epsilon=2.0),
+    MetricSpec.categorical("browser", ["chrome", "safari", "edge", "other"], epsilon=3.0),
     MetricSpec.numeric("load_ms", lower=0, upper=5000, epsilon=1.0, period="week"),
 )
-"""Demo-like metrics: together far above the warning level with the SDK defaults."""
+"""Demo-like metrics: together above the warning level with the SDK defaults."""
 
 
 @pytest.fixture(scope="module")
@@ -152,15 +152,31 @@ def test_a_refused_token_is_one_line(server: RunningCollector) -> None:
     assert result.stderr.strip().count("\n") == 0 and result.stderr.startswith("error: ")
 
 
-def test_metrics_create_prints_the_registration_warning(server: RunningCollector) -> None:
-    args = ("metrics", "create", "font", "--categories", "serif,sans,mono", "--epsilon", "1")
-    result = run(server, *args, token=ADMIN_TOKEN)
-    assert result.exit_code == 0, result.output
-    specs = [*SPECS, MetricSpec.categorical("font", ["serif", "sans", "mono"], epsilon=1.0)]
-    total = privacy_account(specs).totals.per_30_days
+def test_metrics_create_prints_the_registration_warning_once(databases: DatabaseFactory) -> None:
+    """The registration that takes the total across the level prints its warning; creating it
+    again, or another metric above the level, prints none."""
+    below = [spec for spec in SPECS if spec.name != "browser"]
+    settings = collector_settings(databases.new("sqlite"), viewer_token=VIEWER_TOKEN)
+    server = RunningCollector(settings).start()
+    try:
+        register_all(server.url, below)
+        args = ("metrics", "create", "font", "--categories", "serif,sans,mono", "--epsilon", "4")
+        results = [run(server, *args, token=ADMIN_TOKEN) for _ in range(2)]
+        other = ("metrics", "create", "tablet", "--boolean", "--epsilon", "1")
+        results.append(run(server, *other, token=ADMIN_TOKEN))
+    finally:
+        server.stop()
+    assert all(result.exit_code == 0 for result in results), [r.output for r in results]
+    font = MetricSpec.categorical("font", ["serif", "sans", "mono"], epsilon=4.0)
+    assert privacy_account(below).totals.per_30_days <= WARNING_LEVEL_30_DAYS
+    total = privacy_account([*below, font]).totals.per_30_days
     assert total > WARNING_LEVEL_30_DAYS
-    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
-    assert len(warnings) == 1
-    assert "with font (4 metrics in all) and the SDK defaults" in warnings[0]
-    assert f"ε {total:g} over 30 days" in warnings[0]
-    assert "registered font" in result.stdout
+    warnings = [
+        [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+        for result in results
+    ]
+    assert [len(w) for w in warnings] == [1, 0, 0]
+    assert "with font (3 metrics in all) and the SDK defaults" in warnings[0][0]
+    assert f"ε {total:g} over 30 days" in warnings[0][0]
+    assert "registered font" in results[0].stdout
+    assert "already registered (identical)" in results[1].stdout

@@ -46,11 +46,16 @@ def server(databases: DatabaseFactory) -> Iterator[RunningCollector]:
             admin, MetricSpec.categorical("same_browser", ["a", "b", "c", "d"], epsilon=1.0)
         )
         mean = register(admin, MetricSpec.numeric("same_load", lower=0, upper=1000, epsilon=1.0))
+        buckets = register(
+            admin, MetricSpec.histogram("same_hist", [0, 100, 250, 500, 1000], epsilon=2.0)
+        )
         for seed, (day, n) in enumerate(DAYS.items(), start=4):  # 4: c and d fall below 0
             values = [0 if i % 3 else 1 for i in range(n)]  # c and d: no one
             assert post_reports(admin, make_reports(shares, values, day, seed)).status_code == 202
             numbers = [100.0 + 7 * (i % 50) for i in range(n)]
             assert post_reports(admin, make_numeric_reports(mean, numbers, day, seed)).status_code
+            spread = [i % 4 for i in range(n)]
+            assert post_reports(admin, make_reports(buckets, spread, day, seed)).status_code == 202
     yield running
     running.stop()
 
@@ -84,7 +89,7 @@ def test_shares_are_the_same_on_every_surface(server: RunningCollector) -> None:
         page = browser.get("/dashboard/metrics/same_browser").text
     rows = list(csv.DictReader(io.StringIO(text)))
     assert [(r["start"], r["end"], r["n"], r["method"], r["simultaneous"]) for r in rows] == [
-        ("2026-11-15", "2026-11-21", "200", "consistent", "True")
+        ("2026-11-15", "2026-11-21", "200", "consistent", "true")
     ] * 4
     for row, expected in zip(rows, api["estimates"], strict=True):
         assert row["category"] == expected["category"]
@@ -110,3 +115,37 @@ def test_a_mean_is_the_same_on_every_surface(server: RunningCollector) -> None:
     assert (row["start"], row["end"], row["n"]) == ("2026-11-15", "2026-11-21", "200")
     for key in ("estimate", "ci_low", "ci_high"):
         assert float(row["mean" if key == "estimate" else key]) == api["mean"][key]
+
+
+@pytest.mark.parametrize("name", ["same_browser", "same_load", "same_hist"])
+@pytest.mark.parametrize("document", ["estimate", "series"])
+def test_the_cli_and_the_dashboard_write_the_same_csv(
+    server: RunningCollector, name: str, document: str
+) -> None:
+    """One CSV schema per document (issue 25): the CLI's ``--format csv`` and the dashboard's
+    download are the same text, booleans as ``true``/``false``, a histogram's quantiles in it."""
+    result = run_cli("--collector", server.url, "--token", ADMIN_TOKEN, document, name,
+                     "--format", "csv")  # fmt: skip
+    assert result.exit_code == 0, result.output
+    with dashboard(server) as browser:
+        downloaded = browser.get(f"/dashboard/metrics/{name}/{document}.csv").text
+    assert result.stdout_bytes.decode() == downloaded
+    rows = list(csv.DictReader(io.StringIO(downloaded)))
+    assert rows and "True" not in downloaded and "False" not in downloaded
+    if name != "same_load":
+        assert {row["simultaneous"] for row in rows} == {"true"}
+        assert "estimated_count" in rows[0] and "count" not in rows[0]
+    if name == "same_hist" and document == "estimate":
+        quantiles = [row for row in rows if row["quantile"]]
+        assert [float(row["quantile"]) for row in quantiles] == [0.5, 0.9, 0.99]
+        assert all(row["category"] == "" for row in quantiles)
+
+
+def test_the_plan_and_the_plan_page_say_what_v_star_is(server: RunningCollector) -> None:
+    """Issue 25: "V* per report" was never explained, on the CLI or the dashboard."""
+    out = run_cli("plan", "--categories", "5", "--epsilon", "1", "--margin", "0.02").stdout
+    with dashboard(server) as browser:
+        page = browser.get("/dashboard/plan", params={"k": "5", "epsilon": "1", "margin": "0.02"})
+    sentence = "V* is the noise one report carries: with n reports"
+    assert sentence in out
+    assert f'<p class="meta" id="v-star">{sentence}' in page.text

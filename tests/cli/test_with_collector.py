@@ -248,7 +248,7 @@ def test_series_chart_json_and_csv(collector: LocalCollector, populated: dict) -
     ).stdout.splitlines()
     assert csv_lines[0] == (
         "metric,period,n,method,confidence,simultaneous,"
-        "category,frequency,unbiased,clipped,std_error,ci_low,ci_high,estimated_count"
+        "category,frequency,std_error,ci_low,ci_high,estimated_count,unbiased,clipped"
     )
     assert [line.split(",")[6] for line in csv_lines[1:]] == ["edge"] * 3
     assert [line.split(",")[0] for line in csv_lines[1:]] == ["browser"] * 3
@@ -593,3 +593,26 @@ def test_series_simultaneous_online_and_offline(
     ):
         for key in ("frequency", "ci_low", "ci_high"):
             assert mine[key] == pytest.approx(theirs[key], abs=1e-12)
+
+
+def test_simulate_takes_a_json_object_inline_or_in_a_file(
+    collector: LocalCollector, populated: dict, tmp_path: Path
+) -> None:
+    """Issue 25: the help said "a JSON object" but only a file worked."""
+    inline = '{"chrome": 1, "edge": 3}'
+    saved = tmp_path / "shares.json"
+    saved.write_text(inline)
+    for given in (inline, str(saved)):
+        result = run(*admin(collector), "simulate", "--metric", "browser", "--clients", "40",
+                     "--distribution", given, "--seed", "3", "--format", "json")  # fmt: skip
+        assert result.exit_code == 0, result.output
+        truth = json.loads(result.stdout)["truth"]
+        assert truth == {"chrome": 0.25, "edge": 0.75, "firefox": 0.0, "safari": 0.0}
+    for bad, says in (
+        ('{"opera": 1}', "'opera', which is not a category"),
+        ('{"chrome": "lots"}', "is not a distribution"),
+        ('{"chrome": -1, "edge": 2}', "non-negative"),
+    ):
+        refused = run(*admin(collector), "simulate", "--metric", "browser", "--clients", "5",
+                      "--distribution", bad)  # fmt: skip
+        assert says in one_line_error(refused), bad

@@ -51,7 +51,11 @@ def test_a_numeric_series_has_each_periods_mean(admin: httpx.Client, load_ms: Me
     response = get(admin, load_ms, "series", start=DAYS[0], end=DAYS[-1], confidence=0.9999)
     assert response.status_code == 200, response.text
     document = response.json()
-    assert set(document) == {"metric", "confidence", "lower", "upper", "series"}
+    assert set(document) == {"metric", "confidence", "lower", "upper", "series"} | {
+        "unit",
+        "description",
+        "owner",
+    }
     assert [entry["period"] for entry in document["series"]] == DAYS
     for entry in document["series"]:
         mean = entry["mean"]

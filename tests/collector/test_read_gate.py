@@ -65,6 +65,7 @@ def test_a_read_past_the_limit_waits_then_gets_503_while_uploads_pass() -> None:
         ("GET", "/v1/metrics/load_ms/estimate", True),
         ("GET", "/v1/metrics/load_ms/series", True),
         ("GET", "/v1/privacy", True),
+        ("GET", "/v1/estimates/metrics", True),
         ("GET", "/dashboard/", True),
         ("GET", "/dashboard/metrics/load_ms", True),
         ("GET", "/dashboard/metrics/load_ms/series.csv", True),

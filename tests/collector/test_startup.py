@@ -95,7 +95,7 @@ def test_serve_takes_a_path_prints_one_summary_and_sends_the_root_to_the_dashboa
     assert f"deniable collector on {server.url}" in log and f"{server.url}/docs" in log
     assert f"{server.url}/dashboard/" in log
     assert f"sqlite:///{database}" in log
-    assert "admin      on" in log and "uploads    on" in log and "30 days" in log
+    assert "admin token   set" in log and "ingest key    set" in log and "30 days" in log
     assert ADMIN_TOKEN not in log
 
 
@@ -107,7 +107,8 @@ def test_the_summary_never_shows_a_password_or_a_token() -> None:
     text = summary(settings, Listening("0.0.0.0", 8080, 2))
     assert "s3cret-pw" not in text and "a-long-admin-token" not in text
     assert "postgresql://deniable:***@db.internal/deniable" in text
-    assert "admin      on" in text and "uploads    off" in text and "workers    2" in text
+    assert "admin token   set" in text and "workers       2" in text
+    assert "ingest key    none (anyone may upload)" in text and "uploads    off" not in text
     assert public_database("not a url at all::") == "(unparsable database URL)"
 
 

@@ -8,7 +8,8 @@ import pytest
 from deniable.client import WARNING_LEVEL_30_DAYS, DeviceSettings, MetricSpec, privacy_account
 from deniable.estimators.privacy import eps_text, privacy_document, registration_warnings, times
 
-DAILY = [MetricSpec.boolean(f"flag_{i}", epsilon=1.0) for i in range(3)]
+DAILY = [MetricSpec.boolean(f"flag_{i}", epsilon=2.0) for i in range(3)]
+"""Together above the warning level with the SDK defaults (ε 180 over 30 days)."""
 
 
 @pytest.mark.parametrize("epsilon", [0, 1e-9, 0.001, 0.05, 0.5, 1, 2, 4, 9.5, 20, 150, 1e6])
@@ -26,12 +27,12 @@ def test_times_reads_back_as_e_to_the_eps(epsilon: float) -> None:
 
 def test_the_statement_for_the_defaults_says_the_figures_and_that_nothing_caps_them() -> None:
     document = privacy_document(DAILY)
-    assert "e^1 ≈ 2.7 times" in document.statement
-    assert "ε up to 90" in document.statement
+    assert "e^2 ≈ 7.4 times" in document.statement
+    assert "ε up to 180" in document.statement
     assert "too large to limit much" in document.statement
     assert "No lifetime cap is set" in document.statement
     assert "Memoized" not in document.statement
-    assert len(document.warnings) == 1 and "ε 90 over 30 days" in document.warnings[0]
+    assert len(document.warnings) == 1 and "ε 180 over 30 days" in document.warnings[0]
 
 
 def test_with_memo_and_cap_the_statement_claims_no_lifetime_bound_over_changing_values() -> None:
@@ -85,8 +86,12 @@ def test_no_metric_means_no_report() -> None:
     assert document.warnings == [] and "send no reports" in document.statement
 
 
-def test_registration_warnings_count_the_new_metric_once() -> None:
-    assert privacy_account(DAILY[:1]).totals.per_30_days == WARNING_LEVEL_30_DAYS
-    assert registration_warnings(DAILY[0], DAILY[:1]) == []
-    warned = registration_warnings(DAILY[1], DAILY[:1])
-    assert len(warned) == 1 and "with flag_1 (2 metrics in all)" in warned[0]
+def test_registration_warns_once_when_the_total_crosses_the_level() -> None:
+    """The new metric counts once (a name registered already is replaced, not added); only
+    the metric that takes the total from the level or below to above it is warned about."""
+    heavy = [MetricSpec.boolean(f"heavy_{i}", epsilon=4.0) for i in range(2)]
+    assert privacy_account(heavy[:1]).totals.per_30_days == WARNING_LEVEL_30_DAYS
+    assert registration_warnings(heavy[0], heavy[:1]) == []
+    warned = registration_warnings(heavy[1], heavy[:1])
+    assert len(warned) == 1 and "with heavy_1 (2 metrics in all)" in warned[0]
+    assert registration_warnings(DAILY[0], heavy) == [], "above the level already: said before"

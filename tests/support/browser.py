@@ -15,7 +15,7 @@ import contextlib
 import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -120,31 +120,44 @@ def set_viewport(driver: WebDriver, width: int, height: int) -> None:
 def sign_in(driver: WebDriver, base_url: str, token: str) -> None:
     """Fill the sign-in form with ``token`` and submit it; return once the next page loaded."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.wait import WebDriverWait
 
     driver.get(base_url + "/dashboard/sign-in")
     form = driver.find_element(By.CSS_SELECTOR, "form#sign-in")
     field = form.find_element(By.CSS_SELECTOR, "input[name=token]")
     field.send_keys(token)
     button = form.find_element(By.CSS_SELECTOR, "button[type=submit], input[type=submit], button")
-    button.click()
-    WebDriverWait(driver, PAGE_LOAD_TIMEOUT).until(expected_conditions.staleness_of(form))
+    _until_the_next_document(driver, button.click)
 
 
 def submit_form(driver: WebDriver, form: WebElement) -> None:
-    """Submit ``form`` and return once the page it leads to has fully loaded: the old document
-    is gone and the new one complete, so nothing read afterwards is a stale element of a page
-    being re-drawn."""
-    from selenium.common.exceptions import StaleElementReferenceException
-    from selenium.webdriver.support import expected_conditions
+    """Submit ``form`` and return once the page it leads to has fully loaded, so nothing read
+    afterwards is an element of the page being replaced."""
+    _until_the_next_document(driver, form.submit)
+
+
+def _until_the_next_document(driver: WebDriver, act: Callable[[], None]) -> None:
+    """Mark the current document, ``act``, and wait until a document without the mark has
+    fully loaded. Asking the page itself, never an element of the old one, is what survives a
+    re-draw: chromedriver reports an element of a replaced document in more ways than as stale.
+    """
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.support.wait import WebDriverWait
 
-    form.submit()
-    WebDriverWait(driver, PAGE_LOAD_TIMEOUT).until(expected_conditions.staleness_of(form))
-    WebDriverWait(
-        driver, PAGE_LOAD_TIMEOUT, ignored_exceptions=(StaleElementReferenceException,)
-    ).until(lambda d: d.execute_script("return document.readyState") == "complete")
+    driver.execute_script("window.deniableOldDocument = true")
+    act()
+
+    def loaded(d: WebDriver) -> bool:
+        try:
+            return bool(
+                d.execute_script(
+                    "return window.deniableOldDocument === undefined"
+                    " && document.readyState === 'complete'"
+                )
+            )
+        except WebDriverException:
+            return False
+
+    WebDriverWait(driver, PAGE_LOAD_TIMEOUT).until(loaded)
 
 
 def console_errors(driver: WebDriver) -> list[str]:

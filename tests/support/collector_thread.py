@@ -38,11 +38,12 @@ class RunningCollector:
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
 
-    def start(self) -> RunningCollector:
-        """Start serving; returns once the app has finished starting up."""
+    def start(self, port: int = 0) -> RunningCollector:
+        """Start serving (on ``port``, or a free one); returns once the app has finished
+        starting up."""
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((LOOPBACK, 0))
+        sock.bind((LOOPBACK, port))
         self.url = loopback_url(sock.getsockname()[1])
         self.app = create_app(self.settings, clock=self.clock)
         config = server_config(self.app, self.settings, log_level="warning")

@@ -1,0 +1,95 @@
+"""Privacy warnings that say what to change, once: registration warns only when it takes one
+device's 30-day total with the SDK defaults across the level, never when the same spec is
+registered again or when a later metric adds to a total already above it; a second daily metric
+at ε 1 is no cause; the dashboard's warning links to where an operator acts. Over real HTTP."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from deniable.client import WARNING_LEVEL_30_DAYS, MetricSpec, privacy_account
+
+from tests.support import (
+    ADMIN_TOKEN,
+    VIEWER_TOKEN,
+    DatabaseFactory,
+    RunningCollector,
+    collector_settings,
+)
+
+
+class Captured(logging.Handler):
+    """Keeps the collector's log records."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture(scope="module")
+def server(databases: DatabaseFactory) -> Iterator[RunningCollector]:
+    """A collector of its own (the account covers every registered metric)."""
+    settings = collector_settings(databases.new("sqlite"), viewer_token=VIEWER_TOKEN)
+    running = RunningCollector(settings).start()
+    yield running
+    running.stop()
+
+
+def total(specs: list[MetricSpec]) -> float:
+    figure = privacy_account(specs).totals.per_30_days
+    assert figure is not None
+    return figure
+
+
+def test_only_the_registration_that_crosses_the_level_warns_and_only_once(
+    server: RunningCollector,
+) -> None:
+    two = [MetricSpec.boolean(f"habit_{i}", epsilon=1.0) for i in range(2)]
+    assert total(two) > 30, "the old level: any second daily metric at ε 1 warned"
+    heavy = MetricSpec.categorical("region", ["eu", "us", "asia"], epsilon=1.0)
+    crossing = MetricSpec.boolean("beta_user", epsilon=2.0)
+    later = MetricSpec.boolean("tablet", epsilon=1.0)
+    assert total([*two, heavy]) <= WARNING_LEVEL_30_DAYS < total([*two, heavy, crossing])
+    captured = Captured()
+    logger = logging.getLogger("deniable.collector")
+    logger.addHandler(captured)
+    try:
+        with server.client(ADMIN_TOKEN) as admin:
+            answers = {}
+            for spec in [*two, heavy, crossing, later]:
+                answers[spec.name] = admin.post("/v1/metrics", json=spec.fingerprint_fields())
+                assert answers[spec.name].status_code == 201, answers[spec.name].text
+            again = admin.post("/v1/metrics", json=crossing.fingerprint_fields())
+    finally:
+        logger.removeHandler(captured)
+    assert again.status_code == 200 and again.json()["warnings"] == []
+    warned = {name: answer.json()["warnings"] for name, answer in answers.items()}
+    assert {name: w for name, w in warned.items() if w} == {"beta_user": warned["beta_user"]}
+    (warning,) = warned["beta_user"]
+    figure = total([*two, heavy, crossing])
+    assert f"ε {figure:g} over 30 days" in warning
+    assert f"level of {WARNING_LEVEL_30_DAYS:g}" in warning
+    assert "archive" in warning and "weekly or monthly period" in warning
+    assert "Client(" not in warning, "it says what to change, not how to call the SDK"
+    logged = [r.getMessage() for r in captured.records if "registered" in r.getMessage()]
+    assert logged == [f"metric beta_user registered: {warning}"]
+
+
+def test_the_dashboard_warning_links_to_where_an_operator_acts(server: RunningCollector) -> None:
+    with server.client(VIEWER_TOKEN) as viewer:
+        document = viewer.get("/v1/privacy").json()
+    assert document["warnings"], "the first test took the total above the level"
+    with httpx.Client(base_url=server.url, trust_env=False, timeout=30) as browser:
+        signed = browser.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN})
+        assert signed.status_code == 303
+        page = browser.get("/dashboard/privacy").text
+    notes = [part.split("</p>")[0] for part in page.split('<p class="note" role="status">')[1:]]
+    assert len(notes) == len(document["warnings"]) == 1
+    assert '<a href="/dashboard/plan">' in notes[0]
+    assert "docs/privacy.md" not in notes[0] and "Client(" not in notes[0]
