@@ -232,6 +232,7 @@ def demo(seed: int | None, clients: int, keep_dashboard: bool, port: int | None,
         try:
             _run_demo(collector, seed, clients, fmt)
             if keep_dashboard and viewer is not None:
+                _seed_history(collector, seed, clients)
                 _keep_serving(collector, viewer)
         finally:
             shield()
@@ -288,6 +289,38 @@ def _keep_serving(collector: Any, viewer: str) -> None:
         click.echo("stopped", err=True)
         return
     raise CollectorUnavailable("the demo collector stopped unexpectedly")
+
+
+HISTORY_DAYS = 6
+"""Days before today that ``demo --dashboard`` fills too, so the dashboard has a week to draw."""
+
+
+def _seed_history(collector: Any, seed: int | None, clients: int) -> None:
+    """Have a tenth of ``clients`` devices (fresh values from the same distributions) report
+    every demo metric on each of the :data:`HISTORY_DAYS` days before today."""
+    from ..simulated_devices import number_population, population, run_devices
+
+    devices = max(100, clients // 10)
+    rng = random.Random(None if seed is None else seed + 1)
+    now = dt.datetime.now(dt.UTC)
+    with CollectorAPI(collector.url, collector.token) as api:
+        specs = [spec_from_served(api.get_metric(m["name"])) for m in DEMO_METRICS]
+    with progress_bar() as bar:
+        task = bar.add_task(
+            f"{HISTORY_DAYS} earlier days, {devices:,} devices each", total=HISTORY_DAYS
+        )
+        for back in range(HISTORY_DAYS, 0, -1):
+            populations = [
+                number_population(s, devices, rng)
+                if s.type in ("numeric", "histogram")
+                else population(s, devices, DEMO_TRUTH[s.name], rng)
+                for s in specs
+            ]
+            day_seed = None if seed is None else seed + back
+            run_devices(
+                collector.url, populations, seed=day_seed, moment=now - dt.timedelta(days=back)
+            )
+            bar.advance(task)
 
 
 def _run_demo(collector: Any, seed: int | None, clients: int, fmt: str) -> None:

@@ -177,7 +177,11 @@ def overview(request: Request) -> OverviewPage:
         labels = last_periods(spec, request, count)
         document = series(request, spec, labels[0], labels[-1])
         points = document["series"]
-        leading = None if spec.type == "numeric" else leading_category(document)
+        leading = None
+        if spec.type == "boolean":
+            leading = "true"  # its false share is the mirror image
+        elif spec.type != "numeric":
+            leading = leading_category(document)
         current = int(points[-1]["n"]) if points else 0
         previous = int(points[-2]["n"]) if len(points) > 1 else 0
         rows.append(
@@ -200,6 +204,21 @@ def top_categories(document: dict[str, Any], top: int) -> list[str]:
         key=lambda r: -(r["frequency"] if r["frequency"] is not None else -1.0),
     )
     return [r["category"] for r in rows[:top]]
+
+
+def shown_categories(spec: MetricSpec, document: dict[str, Any], top: int) -> list[str]:
+    """The categories a metric page draws over time: a boolean's ``true`` share only (its
+    ``false`` share is the mirror image), a histogram's buckets in bucket order (its shape is
+    the point: every bucket up to :data:`MAX_TOP`, else its ``top`` largest), or a categorical
+    metric's ``top`` largest."""
+    if spec.type == "boolean":
+        return ["true"]
+    if spec.type == "histogram":
+        if spec.k <= MAX_TOP:
+            return list(spec.categories)
+        largest = set(top_categories(document, top))
+        return [bucket for bucket in spec.categories if bucket in largest]
+    return top_categories(document, top)
 
 
 def privacy(request: Request, values: dict[str, str]) -> dict[str, Any]:

@@ -21,17 +21,18 @@ from deniable.estimators.privacy import PRIVACY_DOC
 
 from ..routes.privacy import DEFAULT_RATIO
 from .charts import (
+    NARROW,
     Bar,
     Line,
     Point,
     bar_chart,
     share_text,
+    small_multiples,
     sparkline,
-    swatch,
     time_chart,
     value_text,
 )
-from .data import PAGE_NAME, MetricRow, OverviewPage
+from .data import MAX_TOP, PAGE_NAME, MetricRow, OverviewPage
 
 STYLESHEET = "/dashboard/static/dashboard.css"
 METHODS = ("unbiased", "consistent", "mle")
@@ -41,6 +42,39 @@ POOLINGS = ("overlap-safe", "independent")
 def e(value: object) -> str:
     """``value`` as text escaped for HTML (quotes too: safe in attributes)."""
     return escape(str(value), quote=True)
+
+
+def breakable(name: str) -> str:
+    """``name`` escaped, with a line-break opportunity after each ``_``, ``.`` and ``-``: a
+    long metric name wraps between its words, never inside one ("dark_m/ode")."""
+    out = escape(name, quote=True)
+    for mark in ("_", ".", "-"):
+        out = out.replace(mark, mark + "<wbr>")
+    return out
+
+
+def pair(wide: str, narrow: str) -> str:
+    """A chart drawn twice, for a wide container and for a phone; the stylesheet shows the
+    one that keeps its text at least 10 CSS px at the screen's width."""
+    return f'<div class="chart-pair">{wide}{narrow}</div>'
+
+
+def gaps_note(series: Sequence[dict[str, Any]], period: str, note_id: str) -> str:
+    """One line saying which periods of a series had no reports (the chart and the table
+    leave them out), or nothing when every period had some."""
+    empty = [p["period"] for p in series if not p["n"]]
+    if not empty:
+        return ""
+    total = len(series)
+    if len(empty) == total:
+        text = f"No reports in this range ({total} {period}{'s' if total != 1 else ''}) yet."
+    else:
+        named = f" ({', '.join(empty)})" if len(empty) <= 3 else ""
+        text = (
+            f"No reports on {len(empty)} of {total} {period}s{named}: the chart and the table"
+            " leave them out."
+        )
+    return f'<p class="gaps" id="{e(note_id)}">{e(text)}</p>'
 
 
 def warning_html(text: str) -> str:
@@ -109,12 +143,15 @@ def table(
     )
 
 
-def cells(values: Sequence[object], *, first_is_header: bool = True) -> str:
-    """One row's cells: the first a row header, the rest right-aligned numbers."""
+def cells(values: Sequence[object], *, first_is_header: bool = True, numeric_from: int = 1) -> str:
+    """One row's cells: the first a row header, the rest text up to ``numeric_from`` and
+    right-aligned numbers from there."""
     out = []
     for i, value in enumerate(values):
         if i == 0 and first_is_header:
             out.append(f'<th scope="row">{e(value)}</th>')
+        elif i < numeric_from:
+            out.append(f"<td>{e(value)}</td>")
         else:
             out.append(f'<td class="num">{e(value)}</td>')
     return "".join(out)
@@ -189,7 +226,7 @@ def overview_page(page: OverviewPage, periods: int) -> str:
         label = f"{spec.name}: {what}, last {len(row.trend)} periods"
         body_rows.append(
             f'<tr data-metric="{e(spec.name)}">'
-            f'<th scope="row"><a href="{e(metric_path(spec.name))}">{e(spec.name)}</a>'
+            f'<th scope="row"><a href="{e(metric_path(spec.name))}">{breakable(spec.name)}</a>'
             f'<span class="sub">{e(what)}</span></th>'
             f"<td>{e(spec.type)}</td>"
             f'<td class="num">{spec.epsilon:g}</td>'
@@ -247,7 +284,7 @@ def pickers(spec: MetricSpec, query: dict[str, Any]) -> str:
     if not numeric:
         fields.append(_select("method", METHODS, query["method"]))
     fields.append(_select("pooling", POOLINGS, query["pooling"]))
-    if not numeric:
+    if spec.type == "categorical" or (spec.type == "histogram" and spec.k > MAX_TOP):
         fields.append(
             f'<label>top<input name="top" type="number" min="1" max="20"'
             f' value="{query["top"]}"></label>'
@@ -278,12 +315,6 @@ def clipped_note(rows: Iterable[dict[str, Any]], note_id: str) -> str:
     )
 
 
-def _legend(names: Sequence[str]) -> str:
-    """A legend naming each series beside its colour."""
-    items = "".join(f"<li>{swatch(i)}{e(name)}</li>" for i, name in enumerate(names))
-    return f'<ul class="legend">{items}</ul>'
-
-
 def _spec_line(spec: MetricSpec) -> str:
     """The metric's kind in a few words."""
     return (
@@ -294,6 +325,7 @@ def _spec_line(spec: MetricSpec) -> str:
 def _estimate_section(spec: MetricSpec, document: dict[str, Any], query: dict[str, Any]) -> str:
     """Bars with simultaneous whiskers, the margin note, the table view and its CSV."""
     rows = document["estimates"]
+    boolean = spec.type == "boolean"
     bars = [
         Bar(
             r["category"],
@@ -302,11 +334,21 @@ def _estimate_section(spec: MetricSpec, document: dict[str, Any], query: dict[st
             r["ci_high"],
         )
         for r in rows
+        if not boolean or r["category"] == "true"
     ]
     level = f"{document['confidence'] * 100:g}%"
     caption = (
         f"{spec.name}: estimated shares over {document['start']} to {document['end']}"
         f" with simultaneous {level} intervals"
+    )
+    axis = "share of reports that are true" if boolean else "share of reports"
+    if spec.type == "histogram" and document.get("unit"):
+        axis += f" · buckets in {document['unit']}"
+    chart = pair(
+        bar_chart(bars, svg_id="estimate-chart", caption=caption, axis_title=axis),
+        bar_chart(
+            bars, svg_id="estimate-chart-narrow", caption=caption, axis_title=axis, narrow=True
+        ),
     )
     note = ""
     if document.get("margin_exceeds_most_shares"):
@@ -337,7 +379,7 @@ def _estimate_section(spec: MetricSpec, document: dict[str, Any], query: dict[st
         f" <strong>simultaneous {level} intervals</strong> (they hold for all categories at"
         " once)</p></div>"
         f"{note}"
-        f"{bar_chart(bars, svg_id='estimate-chart', caption=caption)}"
+        f"{chart}"
         '<p class="key"><span class="key-bar"></span>estimate'
         ' <span class="key-whisker"></span>interval</p>'
         + table(
@@ -372,12 +414,14 @@ def _quantiles_section(document: dict[str, Any]) -> str:
 def _series_section(
     spec: MetricSpec, document: dict[str, Any], shown: Sequence[str], query: dict[str, Any]
 ) -> str:
-    """The top categories' shares per period with their bands, the table view and its CSV."""
-    periods = [p["period"] for p in document["series"]]
+    """The shares of ``shown`` per period with their intervals (a boolean's true share as one
+    chart, categories and buckets as small multiples), the table view and its CSV."""
+    series = document["series"]
+    periods = [p["period"] for p in series]
     lines = []
     for category in shown:
         points = []
-        for point in document["series"]:
+        for point in series:
             row = next(r for r in point["estimates"] if r["category"] == category)
             value = row["frequency"]
             points.append(
@@ -389,9 +433,34 @@ def _series_section(
                 )
             )
         lines.append(Line(category, points))
-    caption = f"{spec.name}: share per period of the top {len(shown)} categories"
+    x_title = f"{spec.period} (UTC)"
+    if spec.type == "boolean":
+        caption = f"{spec.name}: share of true per {spec.period}"
+        options: dict[str, Any] = {
+            "caption": caption,
+            "shares": True,
+            "y_title": "share true",
+            "x_title": x_title,
+        }
+        chart = pair(
+            time_chart(periods, lines, svg_id="series-chart", **options),
+            time_chart(periods, lines, svg_id="series-chart-narrow", frame=NARROW, **options),
+        )
+        what = "The share of true"
+    else:
+        kind = "bucket" if spec.type == "histogram" else "category"
+        caption = f"{spec.name}: share per {spec.period} of each {kind} shown"
+        chart = small_multiples(periods, lines, container_id="series-chart", caption=caption)
+        if spec.type == "categorical":
+            what = f"The top {len(shown)} categories, largest first,"
+        elif len(shown) == spec.k:
+            what = f"Every one of the {spec.k} buckets, in bucket order,"
+        else:
+            what = f"The {len(shown)} largest of {spec.k} buckets, in bucket order,"
     table_rows = []
-    for point in document["series"]:
+    for point in series:
+        if not point["n"]:
+            continue
         for row in point["estimates"]:
             if row["category"] in shown:
                 table_rows.append(
@@ -404,16 +473,17 @@ def _series_section(
                             pct(row["frequency"]) + clipped_mark(row),
                             pct(row["ci_low"]),
                             pct(row["ci_high"]),
-                        ]
+                        ],
+                        numeric_from=2,
                     )
                     + "</tr>"
                 )
     return (
         '<section class="card"><div class="card-head"><h2>Over time</h2>'
-        f'<p class="meta">Top {len(shown)} categories, each period on its own, with its'
-        " simultaneous interval as a band.</p></div>"
-        + _legend(shown)
-        + time_chart(periods, lines, svg_id="series-chart", caption=caption, shares=True)
+        f'<p class="meta">{e(what)} each {e(spec.period)} on its own with its simultaneous'
+        " interval (a band, or a bar for a lone period), on one axis.</p></div>"
+        + chart
+        + gaps_note(series, spec.period, "series-gaps")
         + table(
             "series-table",
             ("period", "category", "n", "estimate", "low", "high"),
@@ -421,12 +491,7 @@ def _series_section(
             numeric_from=2,
         )
         + clipped_note(
-            (
-                row
-                for point in document["series"]
-                for row in point["estimates"]
-                if row["category"] in shown
-            ),
+            (row for point in series for row in point["estimates"] if row["category"] in shown),
             "series-clipped",
         )
         + f'<p class="actions">{csv_link("series-csv", spec.name, "series", query)}</p>'
@@ -443,7 +508,10 @@ def _mean_sections(
     """A numeric metric's mean over the range, and its mean per period with the band."""
     mean = estimate_doc["mean"]
     level = f"{estimate_doc['confidence'] * 100:g}%"
+    unit = estimate_doc.get("unit")
     shown = "no reports" if mean["estimate"] is None else value_text(mean["estimate"])
+    if unit and mean["estimate"] is not None:
+        shown += f" {unit}"
     headline = (
         '<section class="card"><h2>Mean</h2>'
         f'<p class="big">{e(shown)}</p>'
@@ -464,27 +532,33 @@ def _mean_sections(
             [
                 p["period"],
                 f"{p['n']:,}",
-                "—" if p["mean"]["estimate"] is None else value_text(p["mean"]["estimate"]),
+                value_text(p["mean"]["estimate"]),
                 value_text(p["mean"]["ci_low"]),
                 value_text(p["mean"]["ci_high"]),
             ]
         )
         + "</tr>"
         for p in series_doc["series"]
+        if p["n"] and p["mean"]["estimate"] is not None
     ]
-    chart = time_chart(
-        periods,
-        [Line(None, points)],
-        svg_id="mean-chart",
-        caption=caption,
-        shares=False,
-        value_name="mean",
+    options: dict[str, Any] = {
+        "caption": caption,
+        "shares": False,
+        "value_name": "mean",
+        "y_title": f"mean {spec.name}" + (f" ({unit})" if unit else ""),
+        "x_title": f"{spec.period} (UTC)",
+    }
+    line = [Line(None, points)]
+    chart = pair(
+        time_chart(periods, line, svg_id="mean-chart", **options),
+        time_chart(periods, line, svg_id="mean-chart-narrow", frame=NARROW, **options),
     )
     return (
         headline + '<section class="card"><div class="card-head"><h2>Mean over time</h2>'
-        f'<p class="meta">Each period on its own, its {level} interval as a band, in the'
-        " metric's units.</p></div>"
+        f'<p class="meta">Each {e(spec.period)} on its own, its {level} interval as a band (a'
+        " bar for a lone period), in the metric's units.</p></div>"
         + chart
+        + gaps_note(series_doc["series"], spec.period, "mean-gaps")
         + table("mean-table", ("period", "n", "mean", "low", "high"), rows)
         + f'<p class="actions">{csv_link("mean-csv", spec.name, "series", query)}</p>'
         "</section>"
@@ -519,7 +593,7 @@ def metric_page(
     ready markup) and series (or its mean)."""
     head = (
         f'<div class="heading"><p class="crumb"><a href="/dashboard/">Overview</a> /</p>'
-        f"<h1>{e(spec.name)}</h1>"
+        f"<h1>{breakable(spec.name)}</h1>"
         f'<p class="lede">{e(_spec_line(spec))}</p>{about_lines(estimate_doc)}</div>'
         + pickers(spec, query)
     )
@@ -664,14 +738,16 @@ def privacy_page(
         for row in document["metrics"]:
             rows.append(
                 f'<tr data-metric="{e(row["metric"])}">'
+                f'<th scope="row">{breakable(row["metric"])}</th>'
                 + cells(
                     [
-                        row["metric"],
                         f"{row['epsilon']:g}",
                         row["period"],
                         "yes" if row["memoized"] else "no",
                         *(_epsilon_text(row[w]) for w in windows),
-                    ]
+                    ],
+                    first_is_header=False,
+                    numeric_from=0,
                 )
                 + "</tr>"
             )

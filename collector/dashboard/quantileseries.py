@@ -19,8 +19,8 @@ from fastapi import HTTPException, Request
 
 from ..routes.common import MetricPeriods
 from ..routes.estimates import QUANTILE_RULE, EstimateOptions, get_series
-from .charts import Line, Point, swatch, time_chart, value_text
-from .pages import cells, e, metric_path, table
+from .charts import NARROW, Line, Point, swatch, time_chart, value_text
+from .pages import cells, e, metric_path, pair, table
 
 DEFAULT_QUANTILES = "0.5, 0.9"
 """The quantiles the page shows unless its form asks for others."""
@@ -111,13 +111,18 @@ def section(request: Request, spec: MetricSpec, query: dict[str, Any]) -> str:
         '<button type="submit">Show</button></form>'
     )
     level = f"{document['confidence'] * 100:g}%"
-    chart = time_chart(
-        [point["period"] for point in points],
-        lines,
-        svg_id="quantile-series-chart",
-        caption=f"{spec.name}: quantile intervals per period ({level})",
-        shares=False,
-        value_name="middle",
+    unit = f" ({document['unit']})" if document.get("unit") else ""
+    options: dict[str, Any] = {
+        "caption": f"{spec.name}: quantile intervals per period ({level})",
+        "shares": False,
+        "value_name": "middle",
+        "y_title": f"{spec.name}{unit}",
+        "x_title": f"{spec.period} (UTC)",
+    }
+    periods = [point["period"] for point in points]
+    chart = pair(
+        time_chart(periods, lines, svg_id="quantile-series-chart", **options),
+        time_chart(periods, lines, svg_id="quantile-series-chart-narrow", frame=NARROW, **options),
     )
     return (
         '<section class="card"><div class="card-head"><h2>Quantiles over time</h2>'

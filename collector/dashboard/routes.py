@@ -255,7 +255,7 @@ def metric(name: str, request: Request) -> Response:
             over_time = quantileseries.section(request, spec, query)
     except HTTPException as exc:
         return html(pages.error_page(exc.status_code, str(exc.detail)), exc.status_code)
-    shown = [] if spec.type == "numeric" else data.top_categories(estimate, query["top"])
+    shown = [] if spec.type == "numeric" else data.shown_categories(spec, estimate, query["top"])
     return html(pages.metric_page(spec, estimate, series, shown, query, over_time))
 
 

@@ -2,7 +2,9 @@
 
 Kept as a string in a module so it ships with the package without package-data. Calm and
 legible: the system font stack, one accent colour, cards on a light grey page; charts scale
-to their container and tables scroll sideways inside it, so pages fit 375 px as well as 1280.
+to their container (each drawn twice, wide and for a phone, the stylesheet showing the one
+whose text stays at least 10 px), and tables scroll sideways inside a wrapper whose edge shadows
+say there is more, so pages fit 375 px as well as 1280.
 """
 
 from __future__ import annotations
@@ -60,13 +62,21 @@ h2 { font-size: 1.1rem; margin: 0; }
 .card.narrow { max-width: 28rem; width: 100%; justify-self: center; }
 .card-head { display: grid; gap: 0.2rem; }
 svg.chart { display: block; width: 100%; height: auto; font-family: inherit; }
+svg.wide-chart { max-width: 50rem; }
+svg.narrow-chart { max-width: 32rem; }
+.chart-pair > .narrow-chart { display: none; }
+.multiples {
+  display: grid; gap: 1rem 1.5rem;
+  grid-template-columns: repeat(auto-fill, minmax(min(100%, 17rem), 1fr));
+}
 svg.sparkline { display: block; width: 120px; height: 28px; }
 svg.swatch { width: 0.7rem; height: 0.7rem; display: inline-block; vertical-align: -0.05em; }
 .legend {
   list-style: none; margin: 0; padding: 0; display: flex; flex-wrap: wrap; gap: 0.25rem 1rem;
   font-size: 0.85rem;
 }
-.legend li { display: inline-flex; align-items: center; gap: 0.35rem; word-break: break-all; }
+.legend li { display: inline-flex; align-items: center; gap: 0.35rem; }
+.gaps { margin: 0; color: var(--muted); font-size: 0.875rem; }
 .key { margin: 0; font-size: 0.8rem; color: var(--muted); display: flex; align-items: center; gap: 0.4rem; }
 .key-bar { display: inline-block; width: 1.2rem; height: 0.6rem; background: #bfd3fb; border-radius: 2px; }
 .key-whisker {
@@ -74,7 +84,15 @@ svg.swatch { width: 0.7rem; height: 0.7rem; display: inline-block; vertical-alig
   border: 2px solid var(--ink); border-top: 0; border-bottom: 0; position: relative;
   background: linear-gradient(var(--ink), var(--ink)) center / 100% 2px no-repeat;
 }
-.scroll { overflow-x: auto; max-width: 100%; -webkit-overflow-scrolling: touch; }
+.scroll {
+  overflow-x: auto; max-width: 100%; -webkit-overflow-scrolling: touch; border-radius: 8px;
+  background:
+    linear-gradient(to right, var(--card) 45%, rgb(255 255 255 / 0)) left center / 2.5rem 100% no-repeat local,
+    linear-gradient(to left, var(--card) 45%, rgb(255 255 255 / 0)) right center / 2.5rem 100% no-repeat local,
+    radial-gradient(farthest-side at 0 50%, rgb(15 23 42 / 0.28), rgb(15 23 42 / 0)) left center / 0.9rem 100% no-repeat scroll,
+    radial-gradient(farthest-side at 100% 50%, rgb(15 23 42 / 0.28), rgb(15 23 42 / 0)) right center / 0.9rem 100% no-repeat scroll,
+    var(--card);
+}
 table { border-collapse: collapse; width: 100%; font-size: 0.875rem; }
 th, td { padding: 0.45rem 0.6rem; border-bottom: 1px solid var(--line); text-align: left; white-space: nowrap; }
 thead th { color: var(--muted); font-weight: 600; font-size: 0.8rem; }
@@ -98,6 +116,7 @@ input, select {
   font: inherit; color: var(--ink); padding: 0.4rem 0.55rem; border: 1px solid #cbd5e1;
   border-radius: 6px; background: #fff; min-width: 0; width: 9.5rem; max-width: 100%;
 }
+select { width: auto; }
 #sign-in input { width: 100%; }
 input[type="number"] { width: 7rem; }
 input:focus, select:focus, button:focus-visible { outline: 2px solid var(--accent); outline-offset: 1px; }
@@ -116,6 +135,10 @@ button.quiet { background: transparent; color: var(--muted); border: 1px solid v
 .big { display: block; font-size: 1.9rem; font-weight: 700; margin: 0; letter-spacing: -0.02em; font-variant-numeric: tabular-nums; }
 .answer { display: flex; flex-wrap: wrap; gap: 1rem 3rem; }
 .answer .label { display: block; color: var(--muted); font-size: 0.8rem; font-weight: 500; }
+@media (max-width: 720px) {
+  .chart-pair > .wide-chart { display: none; }
+  .chart-pair > .narrow-chart { display: block; }
+}
 @media (max-width: 600px) {
   h1 { font-size: 1.3rem; }
   #metrics > * > tr > :nth-child(2),
@@ -129,9 +152,10 @@ button.quiet { background: transparent; color: var(--muted); border: 1px solid v
   #account > * > tr > :nth-child(6),
   #account > * > tr > :nth-child(7) { display: none; }
   #metrics th, #metrics td, #account th, #account td { padding-left: 0.35rem; padding-right: 0.35rem; }
-  #metrics thead th, #metrics tbody th, #account thead th, #account tbody th { white-space: normal; overflow-wrap: anywhere; }
+  #metrics thead th, #account thead th { white-space: normal; }
+  #metrics tbody th, #account tbody th { white-space: normal; overflow-wrap: normal; }
   svg.sparkline { width: 60px; }
-  input, select { width: 8rem; }
+  input { width: 8rem; }
   .big { font-size: 1.5rem; }
 }
 """

@@ -7,7 +7,10 @@ seeds over the last 7 daily periods:
 - ``browser_color``: categorical, 5 categories, 3,000 devices a day (21,000 reports) with
   exactly the shares ``SHARES`` every day, so the truth is the same for any range of days;
 - ``browser_load_ms``: numeric in [0, 5000], 600 lognormal load times a day;
-- ``browser_load_hist``: a histogram of the same kind of load times, 600 a day.
+- ``browser_load_hist``: a histogram of the same kind of load times, 600 a day;
+- ``browser_dark_mode``: a boolean, 2,000 devices today only (``DARK_SHARE`` true), and
+  ``browser_agent``: a categorical metric with long labels (``AGENTS``), 2,000 devices today
+  only: the default 7-day range then holds one period with reports and six without.
 
 Browser tests are skipped when Chromium is missing unless ``DENIABLE_REQUIRE_BROWSER`` is set.
 """
@@ -33,7 +36,6 @@ from tests.support import (
     collector_settings,
     make_numeric_reports,
     make_reports,
-    register,
 )
 from tests.support.browser import VIEWER_TOKEN, browser_problem, require_browser, start_chromium
 
@@ -45,6 +47,19 @@ NUMERIC_PER_DAY = 600
 DAYS = 7
 EDGES = (0, 100, 250, 500, 1000, 2000, 5000)
 LOWER, UPPER = 0.0, 5000.0
+UNIT = "ms"
+"""The unit the load-time metrics are registered with."""
+TODAY_ONLY = 2000
+"""Devices of the boolean and the long-label metric, all reporting today."""
+DARK_SHARE = 0.3
+AGENTS = (
+    "Chrome 131 on Windows 11 (64-bit)",
+    "Safari 18.1 on macOS Sequoia",
+    "Samsung Internet 26 on Android 14",
+    "Firefox 133 on Ubuntu 24.04 LTS",
+    "Other",
+)
+AGENT_SHARES = (0.45, 0.25, 0.15, 0.10, 0.05)
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
 """Where the browser tests save their screenshots (gitignored)."""
@@ -58,6 +73,8 @@ class Seeded:
     categorical: MetricSpec
     numeric: MetricSpec
     histogram: MetricSpec
+    boolean: MetricSpec
+    agents: MetricSpec
     days: tuple[str, ...]
     shares: dict[str, float]
     numeric_mean: float
@@ -65,7 +82,16 @@ class Seeded:
     @property
     def names(self) -> tuple[str, ...]:
         """The metric names."""
-        return (self.categorical.name, self.numeric.name, self.histogram.name)
+        return tuple(
+            spec.name
+            for spec in (
+                self.categorical,
+                self.numeric,
+                self.histogram,
+                self.boolean,
+                self.agents,
+            )
+        )
 
 
 def population(n: int, shares: tuple[float, ...]) -> list[int]:
@@ -89,6 +115,16 @@ def last_days(count: int) -> tuple[str, ...]:
     return tuple((today - dt.timedelta(days=back)).isoformat() for back in range(count - 1, -1, -1))
 
 
+def register(client: httpx.Client, spec: MetricSpec, unit: str | None = None) -> MetricSpec:
+    """Register ``spec`` (with its ``unit``, if any) and return the spec the collector
+    resolved."""
+    body = {**spec.fingerprint_fields(), **({"unit": unit} if unit else {})}
+    response = client.post("/v1/metrics", json=body)
+    assert response.status_code in (200, 201), response.text
+    served = {k: v for k, v in response.json().items() if k not in ("unit", "description", "owner")}
+    return MetricSpec.from_dict(served)
+
+
 def upload(client: httpx.Client, reports: list[dict[str, Any]]) -> None:
     """Post ``reports`` in batches of 1000; every one must be accepted."""
     for start in range(0, len(reports), 1000):
@@ -98,16 +134,23 @@ def upload(client: httpx.Client, reports: list[dict[str, Any]]) -> None:
 
 
 def seed(url: str) -> Seeded:
-    """Register the three metrics and upload their fixed-seed reports over the last 7 days."""
+    """Register the metrics and upload their fixed-seed reports: three over the last 7 days,
+    two today only."""
     days = last_days(DAYS)
     with authorized_client(url, ADMIN_TOKEN) as admin:
         categorical = register(
             admin, MetricSpec.categorical("browser_color", CATEGORIES, epsilon=2.0)
         )
         numeric = register(
-            admin, MetricSpec.numeric("browser_load_ms", lower=LOWER, upper=UPPER, epsilon=2.0)
+            admin,
+            MetricSpec.numeric("browser_load_ms", lower=LOWER, upper=UPPER, epsilon=2.0),
+            unit=UNIT,
         )
-        histogram = register(admin, MetricSpec.histogram("browser_load_hist", EDGES, epsilon=2.0))
+        histogram = register(
+            admin, MetricSpec.histogram("browser_load_hist", EDGES, epsilon=2.0), unit=UNIT
+        )
+        boolean = register(admin, MetricSpec.boolean("browser_dark_mode", epsilon=2.0))
+        agents = register(admin, MetricSpec.categorical("browser_agent", AGENTS, epsilon=2.0))
     values = population(PER_DAY, SHARES)
     everything: list[float] = []
     with authorized_client(url, INGEST_KEY) as uploader:
@@ -118,11 +161,17 @@ def seed(url: str) -> Seeded:
             upload(uploader, make_numeric_reports(numeric, times.tolist(), day, seed=300 + i))
             buckets = [histogram.bucket_of(float(t)) for t in load_times(NUMERIC_PER_DAY, 400 + i)]
             upload(uploader, make_reports(histogram, buckets, day, seed=500 + i))
+        dark = population(TODAY_ONLY, (1 - DARK_SHARE, DARK_SHARE))
+        upload(uploader, make_reports(boolean, dark, days[-1], seed=600))
+        agent_values = population(TODAY_ONLY, AGENT_SHARES)
+        upload(uploader, make_reports(agents, agent_values, days[-1], seed=700))
     return Seeded(
         url=url,
         categorical=categorical,
         numeric=numeric,
         histogram=histogram,
+        boolean=boolean,
+        agents=agents,
         days=days,
         shares=dict(zip(CATEGORIES, SHARES, strict=True)),
         numeric_mean=float(np.mean(everything)),

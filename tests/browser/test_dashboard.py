@@ -1,8 +1,10 @@
 """The dashboard in headless Chromium against a real collector seeded with a known population.
 
 Every page is opened at 1280 px and at 375 px: it must log no console error, request nothing
-outside the collector's origin, and not scroll sideways; a full-page screenshot of each (and
-of ``/docs``) goes to ``test-artifacts/screenshots/``. The categorical metric page must draw
+outside the collector's origin, and not scroll sideways; no chart text may render smaller than
+10 CSS px or run outside its chart, a table wider than its wrapper must scroll inside it with a
+visible cue, and a metric name may wrap only between its words. A full-page screenshot of each
+(and of ``/docs``) goes to ``test-artifacts/screenshots/``. The categorical metric page must draw
 one bar and one whisker per category with the seeded truth inside each simultaneous 95%
 whisker, and one series point per day per category shown.
 
@@ -15,6 +17,7 @@ intervals cover conservatively, so the real miss rate is lower still.
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 from collections import Counter
 from typing import Any
@@ -94,6 +97,8 @@ def pages(seeded: Seeded) -> dict[str, str]:
         "metric-categorical": f"{seeded.url}/dashboard/metrics/{seeded.categorical.name}",
         "metric-numeric": f"{seeded.url}/dashboard/metrics/{seeded.numeric.name}",
         "metric-histogram": f"{seeded.url}/dashboard/metrics/{seeded.histogram.name}",
+        "metric-boolean": f"{seeded.url}/dashboard/metrics/{seeded.boolean.name}",
+        "metric-long-labels": f"{seeded.url}/dashboard/metrics/{seeded.agents.name}",
         "plan": f"{seeded.url}/dashboard/plan?{urlencode(PLAN)}",
         "privacy": f"{seeded.url}/dashboard/privacy",
         "docs": seeded.url + "/docs",
@@ -195,6 +200,86 @@ def test_the_api_keeps_viewers_out_of_admin_routes(driver: WebDriver, seeded: Se
     assert status in (401, 403)
 
 
+SMALL_CHART_TEXT = """
+const small = [];
+for (const svg of document.querySelectorAll('svg.chart')) {
+  const box = svg.getBoundingClientRect();
+  if (!box.width) continue;  // the other chart of a wide/narrow pair, not displayed
+  const scale = box.width / svg.viewBox.baseVal.width;
+  for (const text of svg.querySelectorAll('text')) {
+    const size = parseFloat(getComputedStyle(text).fontSize) * scale;
+    if (size < arguments[0]) small.push([svg.id, text.textContent, size]);
+  }
+}
+return small;
+"""
+"""Each displayed chart text whose rendered size (its font size in SVG units times the SVG's
+scale on screen) is below ``arguments[0]`` CSS px: [chart id, text, size]."""
+
+TEXT_OUTSIDE_CHARTS = """
+const outside = [];
+for (const svg of document.querySelectorAll('svg.chart')) {
+  const box = svg.getBoundingClientRect();
+  if (!box.width) continue;
+  for (const text of svg.querySelectorAll('text')) {
+    const r = text.getBoundingClientRect();
+    if (r.left < box.left - 1 || r.right > box.right + 1) outside.push([svg.id, text.textContent]);
+  }
+}
+return outside;
+"""
+"""Each displayed chart text that runs past its chart's left or right edge (clipped there)."""
+
+TABLES_WITHOUT_CUE = """
+const bad = [];
+for (const wrapper of document.querySelectorAll('.scroll')) {
+  if (wrapper.scrollWidth <= wrapper.clientWidth + 1) continue;
+  const style = getComputedStyle(wrapper);
+  const scrolls = ['auto', 'scroll'].includes(style.overflowX);
+  if (!scrolls || !style.backgroundImage.includes('gradient')) {
+    bad.push([wrapper.querySelector('table').id, style.overflowX, style.backgroundImage]);
+  }
+}
+return bad;
+"""
+"""Each table wider than its wrapper whose wrapper does not scroll or shows no edge shadow."""
+
+NAMES_BROKEN_MID_WORD = r"""
+const broken = [];
+for (const cell of document.querySelectorAll('#metrics tbody th a, #account tbody th')) {
+  const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+  let top = null, before = '';
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (let i = 0; i < node.length; i++) {
+      const range = document.createRange();
+      range.setStart(node, i);
+      range.setEnd(node, i + 1);
+      const rect = range.getClientRects()[0];
+      if (!rect) continue;
+      if (top !== null && rect.top > top + 2 && !/[_.\-\s]/.test(before)) {
+        broken.push(cell.textContent);
+      }
+      top = rect.top;
+      before = node.data[i];
+    }
+  }
+}
+return broken;
+"""
+"""Each metric name in the overview's or the privacy page's table that wraps onto a new line
+anywhere but after a ``_``, ``.``, ``-`` or a space."""
+
+
+def layout_problems(driver: WebDriver) -> dict[str, list[Any]]:
+    """What is wrong with the current page's layout, by kind (empty lists when nothing)."""
+    return {
+        "chart text under 10 px": driver.execute_script(SMALL_CHART_TEXT, 10.0),
+        "chart text outside its chart": driver.execute_script(TEXT_OUTSIDE_CHARTS),
+        "tables cut without a scroll cue": driver.execute_script(TABLES_WITHOUT_CUE),
+        "metric names broken mid-word": driver.execute_script(NAMES_BROKEN_MID_WORD),
+    }
+
+
 @pytest.mark.parametrize(
     "page",
     [
@@ -202,6 +287,8 @@ def test_the_api_keeps_viewers_out_of_admin_routes(driver: WebDriver, seeded: Se
         "metric-categorical",
         "metric-numeric",
         "metric-histogram",
+        "metric-boolean",
+        "metric-long-labels",
         "plan",
         "privacy",
         "docs",
@@ -226,6 +313,9 @@ def test_every_page_renders_cleanly_at_375_and_1280_px(
             assert console_errors(driver) == [], (page, width)
             assert foreign_urls(requested_urls(driver), origin) == [], (page, width)
             assert overflow(driver) is None, (page, width, overflow(driver))
+            if page != "docs":
+                problems = {kind: found for kind, found in layout_problems(driver).items() if found}
+                assert problems == {}, (page, width)
     finally:
         set_viewport(driver, *WIDE)
 
@@ -284,7 +374,7 @@ def test_the_series_has_one_point_per_day_per_category_shown(
     driver: WebDriver, seeded: Seeded
 ) -> None:
     open_page(signed_in(driver, seeded), metric_url(seeded, seeded.categorical.name))
-    chart = driver.find_element(By.CSS_SELECTOR, "svg#series-chart")
+    chart = driver.find_element(By.CSS_SELECTOR, "#series-chart")
     points = chart.find_elements(By.CSS_SELECTOR, "circle.point")
     pairs = Counter(
         (p.get_attribute("data-category"), p.get_attribute("data-period")) for p in points
@@ -328,6 +418,71 @@ def test_the_histogram_page_shows_its_quantiles(driver: WebDriver, seeded: Seede
     if bars:  # the contract leaves the histogram's bars open; when drawn, one per bucket
         drawn = Counter(b.get_attribute("data-category") for b in bars)
         assert drawn == Counter(seeded.histogram.categories)
+
+
+def test_the_histogram_over_time_draws_every_bucket_in_bucket_order(
+    driver: WebDriver, seeded: Seeded
+) -> None:
+    """One small chart per bucket, in the order of the buckets (not of their size), each with
+    its own title and a point per day: none hidden, none overlaid on another."""
+    open_page(signed_in(driver, seeded), metric_url(seeded, seeded.histogram.name))
+    charts = driver.find_elements(By.CSS_SELECTOR, "#series-chart svg.chart")
+    titles = [chart.find_element(By.CSS_SELECTOR, "text.title").text for chart in charts]
+    assert titles == list(seeded.histogram.categories)
+    for chart, bucket in zip(charts, seeded.histogram.categories, strict=True):
+        points = chart.find_elements(By.CSS_SELECTOR, "circle.point")
+        assert {p.get_attribute("data-category") for p in points} == {bucket}
+        assert sorted(p.get_attribute("data-period") for p in points) == list(seeded.days)
+
+
+def test_a_boolean_charts_its_true_share_only(driver: WebDriver, seeded: Seeded) -> None:
+    open_page(signed_in(driver, seeded), pages(seeded)["metric-boolean"])
+    bars = driver.find_elements(By.CSS_SELECTOR, "svg#estimate-chart rect.bar")
+    assert [bar.get_attribute("data-category") for bar in bars] == ["true"]
+    points = driver.find_elements(By.CSS_SELECTOR, "svg#series-chart circle.point")
+    assert [point.get_attribute("data-category") for point in points] == ["true"]
+    overview = seeded.url + "/dashboard/"
+    open_page(driver, overview)
+    row = driver.find_element(By.CSS_SELECTOR, f'tr[data-metric="{seeded.boolean.name}"]')
+    assert "share of true" in row.text
+
+
+def test_a_lone_period_draws_its_interval_and_days_without_reports_are_said_once(
+    driver: WebDriver, seeded: Seeded
+) -> None:
+    """The boolean has reports today only: its default 7-day range draws today's interval as
+    an error bar a reader can see, and says once that 6 days had none instead of listing them.
+    The numeric metric over 10 days, 3 before its first report, says so and lists 7 rows."""
+    open_page(signed_in(driver, seeded), pages(seeded)["metric-boolean"])
+    bar = driver.find_element(By.CSS_SELECTOR, "svg#series-chart line.errorbar")
+    low, high = floats(bar, "low", "high")
+    assert 0.0 <= low < 0.3 < high <= 1.0, (low, high)
+    assert bar.get_attribute("data-period") == seeded.days[-1]
+    assert bar.rect["height"] >= 10, bar.rect
+    assert driver.find_element(By.ID, "series-gaps").text.startswith("No reports on 6 of 7 days")
+    rows = driver.find_elements(By.CSS_SELECTOR, "table#series-table tbody tr")
+    assert [row.find_element(By.TAG_NAME, "th").text for row in rows] == [seeded.days[-1]]
+    name = seeded.numeric.name
+    earlier = (dt.date.fromisoformat(seeded.days[0]) - dt.timedelta(days=3)).isoformat()
+    open_page(
+        driver, f"{seeded.url}/dashboard/metrics/{name}?start={earlier}&end={seeded.days[-1]}"
+    )
+    rows = driver.find_elements(By.CSS_SELECTOR, "table#mean-table tbody tr")
+    assert [row.find_element(By.TAG_NAME, "th").text for row in rows] == list(seeded.days)
+    assert driver.find_element(By.ID, "mean-gaps").text.startswith("No reports on 3 of 10 days")
+    open_page(driver, metric_url(seeded, name, start=seeded.days[-1]))
+    bar = driver.find_element(By.CSS_SELECTOR, "svg#mean-chart line.errorbar")
+    mean = driver.find_element(By.CSS_SELECTOR, "svg#mean-chart circle.point")
+    assert floats(bar, "low", "high") == floats(mean, "low", "high")
+    assert bar.rect["height"] >= 10, bar.rect
+
+
+def test_numeric_charts_name_their_axes(driver: WebDriver, seeded: Seeded) -> None:
+    open_page(signed_in(driver, seeded), metric_url(seeded, seeded.numeric.name))
+    titles = [
+        t.text for t in driver.find_elements(By.CSS_SELECTOR, "svg#mean-chart text.axis-title")
+    ]
+    assert titles == [f"mean {seeded.numeric.name} (ms)", "day (UTC)"]
 
 
 def planned(k: int, epsilon: float, margin: float) -> tuple[set[int], str]:

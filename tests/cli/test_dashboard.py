@@ -99,6 +99,10 @@ def test_demo_dashboard_serves_the_seeded_dashboard_until_interrupted() -> None:
         assert overview.status_code == 200
         for name in ("dark_mode", "browser", "load_ms", "load_hist"):
             assert f'<tr data-metric="{name}">' in overview.text
+        viewer = {"Authorization": f"Bearer {found['token']}"}
+        with httpx.Client(base_url=base, trust_env=False, timeout=30, headers=viewer) as api:
+            week = api.get("/v1/metrics/dark_mode/series").json()["series"]
+        assert len(week) == 7 and all(point["n"] > 0 for point in week), week
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=30)
         assert process.returncode == 0, err

@@ -131,7 +131,7 @@ CONTRACT = {
         'class="whisker" data-category="red"',
         '<table id="estimate-table"',
         'id="estimate-csv"',
-        '<svg id="series-chart"',
+        '<div id="series-chart" class="multiples"',
         'class="band" data-category="red"',
         '<table id="series-table"',
         'id="series-csv"',
@@ -428,9 +428,11 @@ def test_every_page_holds_its_dom_contract_and_strict_headers(seeded: Seeded) ->
         assert f'<tr data-metric="{metric}">' in overview
         assert f'<a href="/dashboard/metrics/{metric}">' in overview
     categorical = responses["categorical"].text
-    assert categorical.count('class="bar"') == 3 and categorical.count('class="whisker"') == 3
+    bars = categorical.split('<svg id="estimate-chart"')[1].split("</svg>")[0]
+    assert bars.count('class="bar"') == 3 and bars.count('class="whisker"') == 3
     assert categorical.count('<circle class="point" data-category="red"') == 7
-    assert responses["numeric"].text.count('<circle class="point" data-period=') == 7
+    mean_chart = responses["numeric"].text.split('<svg id="mean-chart"')[1].split("</svg>")[0]
+    assert mean_chart.count('<circle class="point" data-period=') == 7
 
 
 def test_pages_hold_no_inline_script_or_style_and_no_foreign_url(seeded: Seeded) -> None:
