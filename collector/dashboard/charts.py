@@ -20,6 +20,7 @@ INK = "#0f172a"
 MUTED = "#64748b"
 GRID = "#e2e8f0"
 BAR = "#bfd3fb"
+WARN = PALETTE[6]
 
 
 def number(value: float | None) -> str:
@@ -154,8 +155,10 @@ def bar_chart(
     caption: str,
     narrow: bool = False,
     axis_title: str = "share of reports",
+    threshold: tuple[str, float] | None = None,
 ) -> str:
-    """Horizontal bars, one per category, each with its interval as a dark whisker with caps.
+    """Horizontal bars, one per category, each with its interval as a dark whisker with caps;
+    ``threshold`` (its name and share) is drawn as a dashed vertical line across them.
 
     Wide, category labels sit left of the bars; narrow (a phone), each label sits on its own
     line above its bar. A label too long for its room ends in an ellipsis, the full text in its
@@ -166,7 +169,8 @@ def bar_chart(
     row, top_pad = (46, 6) if narrow else (30, 8)
     label_room = width - 8 if narrow else 196
     x0, x1 = (14, width - 22) if narrow else (label_room + 12, width - 24)
-    top, ticks = share_axis(max([b.high for b in bars] + [0.0]))
+    marked = [threshold[1]] if threshold is not None and threshold[1] < 1 else []
+    top, ticks = share_axis(max([b.high for b in bars] + marked + [0.0]))
     bottom = top_pad + row * len(bars)
     height = bottom + 26 + font + 10
 
@@ -220,6 +224,14 @@ def bar_chart(
             f' y2="{mid + 6}" stroke="{INK}" stroke-width="2"/>'
             f'<circle class="dot" cx="{x(estimate):.2f}" cy="{mid}" r="3.5" fill="{ACCENT}"/>'
             "</g>"
+        )
+    for share in marked:
+        name = threshold[0]  # type: ignore[index]
+        tx = x(share)
+        parts.append(
+            f'<line class="threshold" x1="{tx:.1f}" y1="{top_pad - 4}" x2="{tx:.1f}"'
+            f' y2="{bottom}" stroke="{WARN}" stroke-width="2" stroke-dasharray="5 4">'
+            f"<title>{escape(name)} {share_text(share)}</title></line>"
         )
     parts.append("</svg>")
     return "".join(parts)

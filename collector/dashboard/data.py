@@ -15,6 +15,7 @@ from deniable.client.errors import InvalidInput
 from deniable.client.spec import MetricSpec, period_label, period_range
 from deniable.estimators import margin_of_error, mean_margin
 from deniable.estimators.choices import periods_back
+from deniable.estimators.heavyhitters import floor
 from fastapi import Request
 
 from ..context import collector
@@ -22,7 +23,7 @@ from ..numbers import NumberRule
 from ..routes.common import MetricPeriods
 from ..routes.estimates import EstimateOptions, categories_of, get_estimate, get_series
 from ..routes.privacy import DEFAULT_RATIO, LIFETIME_RULE, REPORTS_RULE, get_privacy
-from ..storage.queries import list_specs
+from ..storage.queries import list_specs, read_period_reports
 
 OVERVIEW_PERIODS = 14
 """Periods the overview's sparklines cover (fewer for a metric too large for the cells limit)."""
@@ -148,7 +149,8 @@ def page_bounds(specs: list[MetricSpec], request: Request) -> list[tuple[int, in
     bounds: list[tuple[int, int]] = []
     start, used = 0, 0
     for index, spec in enumerate(specs):
-        cost = periods_within(spec, request, OVERVIEW_PERIODS, 2) * categories_of(spec)
+        per_period = 1 if spec.type == "text" else categories_of(spec)
+        cost = periods_within(spec, request, OVERVIEW_PERIODS, 2) * per_period
         full = index - start >= settings.dashboard_page_metrics
         if index > start and (full or used + cost > settings.max_series_cells):
             bounds.append((start, index))
@@ -175,6 +177,9 @@ def overview(request: Request) -> OverviewPage:
     for spec in specs[start:stop]:
         count = periods_within(spec, request, OVERVIEW_PERIODS, 2)
         labels = last_periods(spec, request, count)
+        if spec.type == "text":
+            rows.append(text_row(request, spec, labels))
+            continue
         document = series(request, spec, labels[0], labels[-1])
         points = document["series"]
         leading = None
@@ -195,6 +200,18 @@ def overview(request: Request) -> OverviewPage:
             )
         )
     return OverviewPage(rows, number, len(bounds), start + 1, len(specs))
+
+
+def text_row(request: Request, spec: MetricSpec, labels: list[str]) -> MetricRow:
+    """A text metric's overview row: its reports per period (no trend: each period's discovery
+    is a list of strings, on the metric's page) and, as its margin, today's detection floor."""
+    reports = read_period_reports(collector(request).database, spec.name, labels)
+    current = reports[-1] if reports else 0
+    previous = reports[-2] if len(reports) > 1 else 0
+    floor_now = floor(spec.text_randomizer, current).t95 if current else None
+    return MetricRow(
+        spec=spec, current=current, previous=previous, trend=[], leading=None, margin=floor_now
+    )
 
 
 def top_categories(document: dict[str, Any], top: int) -> list[str]:

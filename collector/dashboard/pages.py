@@ -191,9 +191,12 @@ def error_page(status: int, detail: str) -> str:
 
 
 def _margin_text(row: MetricRow) -> str:
-    """The overview's margin cell: ± points for shares, ± value units for a mean."""
+    """The overview's margin cell: ± points for shares, ± value units for a mean, a text
+    metric's detection floor."""
     if row.margin is None:
         return "—"
+    if row.spec.type == "text":
+        return f"floor {row.margin * 100:.1f}%"
     if row.spec.type == "numeric":
         return f"±{value_text(row.margin)}"
     return f"±{row.margin * 100:.1f} pts"
@@ -222,7 +225,9 @@ def overview_page(page: OverviewPage, periods: int) -> str:
     body_rows = []
     for row in rows:
         spec = row.spec
-        what = "mean" if spec.type == "numeric" else f"share of {row.leading or '—'}"
+        what = {"numeric": "mean", "text": "strings found: on its page"}.get(
+            spec.type, f"share of {row.leading or '—'}"
+        )
         label = f"{spec.name}: {what}, last {len(row.trend)} periods"
         body_rows.append(
             f'<tr data-metric="{e(spec.name)}">'

@@ -11,9 +11,8 @@ from fastapi import Request
 
 from ..routes.common import MetricPeriods
 from ..routes.estimates import EstimateOptions, get_estimate
-from .pages import cells, e, layout, pct, table
-
-_WIDTH, _ROW, _LEFT = 640, 22, 180
+from .charts import Bar, bar_chart
+from .pages import cells, e, layout, pair, pct, table
 
 
 def text_document(request: Request, spec: MetricSpec, end: str | None) -> dict[str, Any]:
@@ -24,37 +23,18 @@ def text_document(request: Request, spec: MetricSpec, end: str | None) -> dict[s
 
 
 def ranked_chart(document: dict[str, Any]) -> str:
-    """``svg#text-chart``: one row per string, its interval as a bar with a dot at the share,
-    and the floor T95 as a dashed vertical line."""
-    rows = document["strings"]
-    floor = document["floor"]["t95"]
-    top = max([floor if floor < 1 else 0.0, *(r["ci_high"] for r in rows), 0.01])
-    span = _WIDTH - _LEFT - 20
-    height = _ROW * max(1, len(rows)) + 30
-
-    def x(share: float) -> float:
-        return _LEFT + span * min(share, top) / top
-
-    parts = [
-        f'<svg id="text-chart" role="img" width="{_WIDTH}" height="{height}"'
-        f' viewBox="0 0 {_WIDTH} {height}" aria-label="strings found, share with interval">'
+    """``svg#text-chart`` (and its phone twin): one bar per string found, largest first, its
+    interval as a whisker, and the floor T95 as a dashed line across them."""
+    bars = [
+        Bar(row["value"] + ("…" if row["truncated"] else ""), *_shares(row))
+        for row in document["strings"]
     ]
-    for i, row in enumerate(rows):
-        y = 10 + i * _ROW
-        parts.append(
-            f'<text x="{_LEFT - 8}" y="{y + 12}" text-anchor="end">{e(row["value"])}</text>'
-            f'<rect x="{x(row["ci_low"]):.1f}" y="{y + 4}" height="10"'
-            f' width="{max(1.0, x(row["ci_high"]) - x(row["ci_low"])):.1f}" fill="#9ab"/>'
-            f'<circle cx="{x(row["share"]):.1f}" cy="{y + 9}" r="4" fill="#246"/>'
-        )
-    if floor < 1:
-        parts.append(
-            f'<line id="floor-line" x1="{x(floor):.1f}" x2="{x(floor):.1f}" y1="4"'
-            f' y2="{height - 20}" stroke-dasharray="4 3" stroke="#c33"/>'
-            f'<text x="{x(floor):.1f}" y="{height - 6}" text-anchor="middle">floor {pct(floor)}</text>'
-        )
-    parts.append("</svg>")
-    return "".join(parts)
+    floor = ("detection floor", document["floor"]["t95"])
+    caption = "strings found: share of reports with its interval; dashed: the detection floor"
+    return pair(
+        bar_chart(bars, svg_id="text-chart", caption=caption, threshold=floor),
+        bar_chart(bars, svg_id="text-chart-narrow", caption=caption, threshold=floor, narrow=True),
+    )
 
 
 def _shares(row: dict[str, Any]) -> tuple[float, float, float]:

@@ -291,6 +291,21 @@ def read_counts(
     return n, counts
 
 
+def read_period_reports(database: Database, metric: str, periods: Sequence[str]) -> list[int]:
+    """How many reports ``metric`` holds in each of ``periods`` (sorted labels; 0 where none),
+    from the per-period totals alone: what an overview of a large metric needs."""
+    if not periods:
+        return []
+    query = select(period_counts.c.period, period_counts.c.n).where(
+        (period_counts.c.metric == metric)
+        & (period_counts.c.period >= periods[0])
+        & (period_counts.c.period <= periods[-1])
+    )
+    with database.reader.connect() as connection:
+        found = {period: n for period, n in connection.execute(query)}
+    return [int(found.get(label, 0)) for label in periods]
+
+
 def _rows_of_current_spec(database: Database, spec: MetricSpec, query: Any) -> Sequence[Any]:
     """The rows of ``query``, which selects the metric's fingerprint first beside its
     statistics in one statement; :class:`SpecChanged` if the metric is no longer registered

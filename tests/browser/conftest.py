@@ -18,6 +18,7 @@ Browser tests are skipped when Chromium is missing unless ``DENIABLE_REQUIRE_BRO
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,7 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
-from deniable.client import MetricSpec
+from deniable.client import MetricSpec, SeededRandomness
 
 from tests.support import (
     ADMIN_TOKEN,
@@ -60,6 +61,8 @@ AGENTS = (
     "Other",
 )
 AGENT_SHARES = (0.45, 0.25, 0.15, 0.10, 0.05)
+TEXT_REPORTS = 2000
+"""Reports of the text metric, today only: half hold one search term."""
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "screenshots"
 """Where the browser tests save their screenshots (gitignored)."""
@@ -75,6 +78,7 @@ class Seeded:
     histogram: MetricSpec
     boolean: MetricSpec
     agents: MetricSpec
+    text: MetricSpec
     days: tuple[str, ...]
     shares: dict[str, float]
     numeric_mean: float
@@ -90,6 +94,7 @@ class Seeded:
                 self.histogram,
                 self.boolean,
                 self.agents,
+                self.text,
             )
         )
 
@@ -133,6 +138,27 @@ def upload(client: httpx.Client, reports: list[dict[str, Any]]) -> None:
         assert response.json()["accepted"] == len(reports[start : start + 1000])
 
 
+def text_reports(spec: MetricSpec, day: str) -> list[dict[str, Any]]:
+    """TEXT_REPORTS reports of a text metric on ``day``: half of them one long search term,
+    the rest unique, each device's level drawn as the SDK's would be (seeded)."""
+    sketch = spec.text_randomizer
+    randomness = SeededRandomness(800)
+    reports = []
+    for i in range(TEXT_REPORTS):
+        value = "dark mode" if i % 2 else f"u{i:06d}"
+        level = 1 + randomness.randbelow(sketch.levels)
+        reports.append(
+            {
+                "id": str(uuid.uuid4()),
+                "metric": spec.name,
+                "fingerprint": spec.fingerprint,
+                "period": day,
+                "payload": sketch.randomize(sketch.encode(value), level, randomness),
+            }
+        )
+    return reports
+
+
 def seed(url: str) -> Seeded:
     """Register the metrics and upload their fixed-seed reports: three over the last 7 days,
     two today only."""
@@ -151,6 +177,7 @@ def seed(url: str) -> Seeded:
         )
         boolean = register(admin, MetricSpec.boolean("browser_dark_mode", epsilon=2.0))
         agents = register(admin, MetricSpec.categorical("browser_agent", AGENTS, epsilon=2.0))
+        text = register(admin, MetricSpec.text("browser_search", max_length=8, epsilon=4.0))
     values = population(PER_DAY, SHARES)
     everything: list[float] = []
     with authorized_client(url, INGEST_KEY) as uploader:
@@ -165,6 +192,7 @@ def seed(url: str) -> Seeded:
         upload(uploader, make_reports(boolean, dark, days[-1], seed=600))
         agent_values = population(TODAY_ONLY, AGENT_SHARES)
         upload(uploader, make_reports(agents, agent_values, days[-1], seed=700))
+        upload(uploader, text_reports(text, days[-1]))
     return Seeded(
         url=url,
         categorical=categorical,
@@ -172,6 +200,7 @@ def seed(url: str) -> Seeded:
         histogram=histogram,
         boolean=boolean,
         agents=agents,
+        text=text,
         days=days,
         shares=dict(zip(CATEGORIES, SHARES, strict=True)),
         numeric_mean=float(np.mean(everything)),

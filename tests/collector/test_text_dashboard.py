@@ -63,11 +63,13 @@ def test_the_page_ranks_the_strings_with_interval_bars_and_the_floor_line(
         assert signed.status_code == 303
         page = browser.get("/dashboard/metrics/search")
         assert page.status_code == 200, page.text
-        assert '<svg id="text-chart"' in page.text and 'id="floor-line"' in page.text
+        assert '<svg id="text-chart"' in page.text and 'class="threshold"' in page.text
         assert '<table id="text-table"' in page.text and 'id="floor-note"' in page.text
         assert "&lt;b&gt;" in page.text and "<b>" not in page.text  # escaped
         for path in ("/dashboard/", "/dashboard/privacy"):
             assert browser.get(path).status_code == 200, path
+        overview = browser.get("/dashboard/").text  # its row reads the period totals only
+        assert 'data-metric="search"' in overview and "floor " in overview
     with running.client(ADMIN_TOKEN) as admin:
         account = admin.get("/v1/privacy")
         assert account.status_code == 200, account.text
