@@ -180,18 +180,16 @@ def ingestion(reports: int, seed: int, epsilon: float = 4.0) -> list[dict[str, o
     return rows
 
 
-def end_to_end(devices: int, seed: int, per_client: int = 250) -> dict[str, object]:
+def end_to_end(
+    devices: int, seed: int, per_client: int = 250, backend: str = "sqlite"
+) -> dict[str, object]:
     """``devices`` SDK devices with a Zipf set of strings through a real collector (the demo's,
-    SQLite): one Client per ``per_client`` devices (its own pinned level, as ``simulate``),
-    then the estimate endpoint. Returns the strings above the floor, those returned, and any
-    returned string no device holds."""
+    on SQLite or a scratch PostgreSQL database, ``backend``): one Client per ``per_client``
+    devices (its own pinned level, as ``simulate``), then the estimate endpoint. Returns the
+    strings above the floor, those returned, and any returned string no device holds."""
     import random
-    import tempfile
-    from pathlib import Path
 
-    import httpx
-    from deniable.cli.localcollector import LocalCollector
-    from deniable.client import Client, MetricSpec, SeededRandomness
+    from deniable.client import MetricSpec
 
     rng = random.Random(seed)
     words = [f"term{i}" for i in range(200)]
@@ -200,7 +198,49 @@ def end_to_end(devices: int, seed: int, per_client: int = 250) -> dict[str, obje
     values += [f"u{i:07d}" for i in range(devices - len(values))]
     rng.shuffle(values)
     spec = MetricSpec.text("search_term", max_length=8, epsilon=4.0)
-    with LocalCollector() as collector:
+    scratch = None
+    url = None
+    if backend == "postgresql":
+        from tests.support.postgres import create_database, database_url
+
+        scratch = create_database("bench_text")
+        url = database_url(scratch)
+    try:
+        document, seconds = _deliver_and_estimate(spec, values, seed, per_client, url)
+    finally:
+        if scratch:
+            from tests.support.postgres import drop_databases
+
+            drop_databases([scratch])
+    truth = {v: values.count(v) / devices for v in set(values)}
+    returned = [row["value"] for row in document["strings"]]
+    above = sorted((v for v, f in truth.items() if f >= document["floor"]["t95"]), key=truth.get)
+    return {
+        "backend": backend,
+        "devices": document["n"],
+        "floor T95": document["floor"]["t95"],
+        "strings above the floor": len(above),
+        "of them returned": sum(v in returned for v in above),
+        "returned": len(returned),
+        "returned, no device holds it": sum(v not in truth for v in returned),
+        "record + deliver s": round(seconds, 1),
+    }
+
+
+def _deliver_and_estimate(
+    spec: object, values: list[str], seed: int, per_client: int, url: str | None
+) -> tuple[dict, float]:
+    """Record ``values`` through SDK clients into a local collector on ``url`` (None: a
+    temporary SQLite file); the estimate document and the seconds recording took."""
+    import tempfile
+    from pathlib import Path
+
+    import httpx
+    from deniable.cli.localcollector import LocalCollector
+    from deniable.client import Client, SeededRandomness
+
+    devices = len(values)
+    with LocalCollector(database_url=url) as collector:
         headers = {"Authorization": f"Bearer {collector.token}"}
         with httpx.Client(base_url=collector.url, headers=headers, timeout=60) as admin:
             admin.post("/v1/metrics", json=spec.fingerprint_fields()).raise_for_status()
@@ -221,18 +261,7 @@ def end_to_end(devices: int, seed: int, per_client: int = 250) -> dict[str, obje
                 client.close()
             seconds = time.perf_counter() - began
             document = admin.get(f"/v1/metrics/{spec.name}/estimate").json()
-    truth = {v: values.count(v) / devices for v in set(values)}
-    returned = [row["value"] for row in document["strings"]]
-    above = sorted((v for v, f in truth.items() if f >= document["floor"]["t95"]), key=truth.get)
-    return {
-        "devices": document["n"],
-        "floor T95": document["floor"]["t95"],
-        "strings above the floor": len(above),
-        "of them returned": sum(v in returned for v in above),
-        "returned": len(returned),
-        "returned, no device holds it": sum(v not in truth for v in returned),
-        "record + deliver s": round(seconds, 1),
-    }
+    return document, seconds
 
 
 def main() -> None:
@@ -246,9 +275,15 @@ def main() -> None:
     parser.add_argument(
         "--devices", type=int, default=0, metavar="N", help="also run N SDK devices end to end"
     )
+    parser.add_argument(
+        "--backend",
+        choices=("sqlite", "postgresql"),
+        default="sqlite",
+        help="the --devices run's database (postgresql: a scratch database on the test server)",
+    )
     args = parser.parse_args()
     if args.devices:
-        print(end_to_end(args.devices, args.seed))
+        print(end_to_end(args.devices, args.seed, backend=args.backend))
     if args.ingest:
         for row in ingestion(args.ingest, args.seed, 4.0) + ingestion(args.ingest, args.seed, 1.0):
             print(
