@@ -5,8 +5,10 @@ level 1, those above the pruning threshold tau survive (at most :data:`SURVIVOR_
 score), each survivor is extended by every next byte and scored at the next level, and so on
 to ``max_length``. tau counts every hypothesis a run may test over all rounds (K, Bonferroni),
 so with probability >= 1 - alpha no string absent from the batch is returned; a run where the
-cap binds says so (``cap_bound``), since its guarantee is then void. The floor T95 is the
-share that survives all g rounds with probability >= 1 - beta.
+cap binds says so (``cap_bound``), since its guarantee is then void. tau's null variance adds
+to OUE's V*/n_l an upper bound on the collisions of the prefixes left below it, measured from
+the level's own counts. The floor T95 is the share that survives all g rounds with
+probability >= 1 - beta, with that same variance.
 
 Everything is computed from the per-(level, row, cell) counts and the per-(level, row) report
 tallies (:class:`~deniable.client.mechanisms.PrefixSketch`): the cost depends on the
