@@ -5,8 +5,10 @@ level 1, those above the pruning threshold tau survive (at most :data:`SURVIVOR_
 score), each survivor is extended by every next byte and scored at the next level, and so on
 to ``max_length``. tau counts every hypothesis a run may test over all rounds (K, Bonferroni),
 so with probability >= 1 - alpha no string absent from the batch is returned; a run where the
-cap binds says so (``cap_bound``), since its guarantee is then void. The floor T95 is the
-share that survives all g rounds with probability >= 1 - beta.
+cap binds says so (``cap_bound``), since its guarantee is then void. tau's null variance adds
+to OUE's V*/n_l an upper bound on the collisions of the prefixes left below it, measured from
+the level's own counts. The floor T95 is the share that survives all g rounds with
+probability >= 1 - beta, with that same variance.
 
 Everything is computed from the per-(level, row, cell) counts and the per-(level, row) report
 tallies (:class:`~deniable.client.mechanisms.PrefixSketch`): the cost depends on the
@@ -42,6 +44,13 @@ BETA = 0.05
 MAX_CANDIDATES = 10_000
 """The most candidate strings one candidate-mode query scores (bounded work: a 422 past it)."""
 
+COLLISION_CONFIDENCE = 0.999
+"""The one-sided level of the upper bound on a level's collision variance (STATS.md section 11)."""
+
+CUT_PASSES = 4
+"""The most times a level is re-scored while its cut widens (peeling at a wider cut leaves more
+mass unpeeled, so the collision variance, and the cut, can only grow)."""
+
 _BRANCHING = 256**TEXT_SEGMENT_BYTES
 _NORMAL = NormalDist()
 
@@ -63,7 +72,9 @@ def _z(tail: float) -> float:
 @dataclass(frozen=True)
 class Floor:
     """The detection floor of one run: tau, the per-round cut at share 0 over its
-    ``reports_per_level``; T95, the share found with probability >= 1 - beta; K hypotheses."""
+    ``reports_per_level``; T95, the share found with probability >= 1 - beta; K hypotheses;
+    ``collision_variance``, the variance the prefixes below the cut add to an estimate (an upper
+    bound from the batch's own counts, 0 for the formula alone), included in tau and T95."""
 
     n: int
     epsilon: float
@@ -72,6 +83,7 @@ class Floor:
     hypotheses: int
     tau: float
     t95: float
+    collision_variance: float = 0.0
 
 
 def floor(
@@ -83,9 +95,11 @@ def floor(
     rounds: int | None = None,
     alpha: float = ALPHA,
     beta: float = BETA,
+    collision: float = 0.0,
 ) -> Floor:
-    """T95(n, eps, L): tau = z_{1-alpha/K} sqrt(g V*/n), and T solving
-    T = tau + z_{1-beta/g} sqrt(g V*(T)/n) (STATS.md section 11).
+    """T95(n, eps, L): tau = z_{1-alpha/K} sqrt(g V*/n + C), and T solving
+    T = tau + z_{1-beta/g} sqrt(g V*(T)/n + C) (STATS.md section 11), C = ``collision``, the
+    collision variance of the prefixes below the cut (0: the formula alone).
 
     ``levels`` is how many levels split the n reports (g: every level, or 1..g for a
     candidate pooled over several), ``tested`` K (default: a discovery run's), ``rounds``
@@ -95,17 +109,17 @@ def floor(
     g = sketch.levels if levels is None else levels
     k = hypotheses(sketch) if tested is None else tested
     if n <= 0:
-        return Floor(n, sketch.epsilon, sketch.max_length, g, k, 1.0, 1.0)
+        return Floor(n, sketch.epsilon, sketch.max_length, g, k, 1.0, 1.0, collision)
     rounds = sketch.levels if rounds is None else rounds
-    tau = _z(alpha / k) * math.sqrt(g * sketch.v_star / n)
+    tau = _z(alpha / k) * math.sqrt(g * sketch.v_star / n + collision)
     power = _z(beta / rounds)
     t = tau
     for _ in range(100):
-        nxt = tau + power * math.sqrt(g * sketch.variance_constant(min(t, 1.0)) / n)
+        nxt = tau + power * math.sqrt(g * sketch.variance_constant(min(t, 1.0)) / n + collision)
         if abs(nxt - t) < 1e-12:
             break
         t = nxt
-    return Floor(n, sketch.epsilon, sketch.max_length, g, k, min(tau, 1.0), min(t, 1.0))
+    return Floor(n, sketch.epsilon, sketch.max_length, g, k, min(tau, 1.0), min(t, 1.0), collision)
 
 
 def reports_for_floor(sketch: PrefixSketch, share: float, limit: int = 10**12) -> int | None:
@@ -171,6 +185,37 @@ class SketchCounts:
             known += weights[r] * (per_cell[cells[:, r]] - mass)
         return known
 
+    def collision_variance(self, level: int, cells: np.ndarray, shares: np.ndarray) -> float:
+        """An upper bound (one-sided, :data:`COLLISION_CONFIDENCE`) on the variance that the
+        prefixes of ``level`` left unpeeled add to a null prefix's estimate (STATS.md section 11).
+
+        Each row's debiased cells, less the peeled prefixes (``cells`` their (N, R) cells,
+        ``shares`` their estimates), spread around their mean by sum_x f_x^2 (the unpeeled mass)
+        plus the OUE noise, whose expectation is known exactly: their spread beyond it, over m,
+        is the variance of a random cell's collisions; rows are averaged with the weights of
+        the estimate."""
+        sketch = self.sketch
+        tallies = self.tallies[level - 1].astype(np.float64)
+        used = tallies > 0
+        if not used.any():
+            return 0.0
+        p, q, m = sketch.p, sketch.q, sketch.cells
+        reports = tallies[used][:, None]
+        values = (self.cells[level - 1][used] / reports - q) / (p - q)
+        if len(shares):
+            rows = np.broadcast_to(np.arange(len(reports))[None, :], (len(shares), len(reports)))
+            np.subtract.at(
+                values, (rows, cells[:, used]), np.repeat(shares[:, None], len(reports), 1)
+            )
+        spread = ((values - values.mean(axis=1, keepdims=True)) ** 2).sum(axis=1)
+        noise = ((m - 1) * q * (1 - q) + p * (1 - p)) / (m * tallies[used] * (p - q) ** 2)
+        excess = spread - (m - 1) * noise
+        spread_variance = 2 * (m - 1) * noise**2 + 4 * noise * np.maximum(excess, 0.0)
+        weights = tallies[used] / tallies.sum()
+        estimate = float((weights**2 * excess).sum()) / m
+        error = math.sqrt(float((weights**4 * spread_variance).sum())) / m
+        return max(0.0, estimate + _z(1 - COLLISION_CONFIDENCE) * error)
+
 
 @dataclass(frozen=True)
 class Scored:
@@ -182,6 +227,7 @@ class Scored:
     known: np.ndarray
     unknown: np.ndarray
     n: int
+    collision: float = 0.0
 
 
 MAX_PEELED = 1024
@@ -227,7 +273,7 @@ def score_level(data: SketchCounts, level: int, prefixes: np.ndarray, threshold:
     support, cells = data.support(level, prefixes)
     if n == 0:
         zeros = np.zeros(len(prefixes))
-        return Scored(prefixes, zeros, support, zeros, zeros, 0)
+        return Scored(prefixes, zeros, support, zeros, zeros, 0, 0.0)
     p, q = sketch.p, sketch.q
     raw = (support / n - q) / (p - q)
     heavy = _peel(data, level, raw, cells, threshold)
@@ -238,7 +284,29 @@ def score_level(data: SketchCounts, level: int, prefixes: np.ndarray, threshold:
     other = np.clip(heavy_mass - np.where(heavy, first, 0.0), 0.0, 1.0)
     unknown = (1 - other) / sketch.cells
     shares = (raw - known - unknown) / (1 - 1 / sketch.cells)
-    return Scored(prefixes, shares, support, known, unknown, n)
+    collision = data.collision_variance(level, cells[heavy], first[heavy])
+    return Scored(prefixes, shares, support, known, unknown, n, collision)
+
+
+def score_at_cut(
+    data: SketchCounts, level: int, prefixes: np.ndarray, z_cut: float
+) -> tuple[Scored, float]:
+    """Score ``prefixes`` at ``level`` and the level's cut tau_l = z_cut sqrt(V*/n_l + C_l),
+    C_l the collision variance of what the peeling at tau_l leaves (STATS.md section 11).
+
+    Starts from the formula's cut (C = 0) and widens it while the collisions ask for more: a
+    wider cut peels less, so C_l, and the cut, only grow."""
+    n = int(data.tallies[level - 1].sum())
+    formula = data.sketch.v_star / max(1, n)
+    tau = z_cut * math.sqrt(formula)
+    scored = score_level(data, level, prefixes, tau)
+    for _ in range(CUT_PASSES):
+        wider = z_cut * math.sqrt(formula + scored.collision)
+        if wider <= tau:
+            break
+        tau = wider
+        scored = score_level(data, level, prefixes, tau)
+    return scored, max(tau, z_cut * math.sqrt(formula + scored.collision))
 
 
 @dataclass(frozen=True)
@@ -293,18 +361,13 @@ def _extend(survivors: np.ndarray) -> np.ndarray:
     return np.vstack([grown, closed]) if len(closed) else grown
 
 
-def _cut(data: SketchCounts, level: int, tested: int, alpha: float = ALPHA) -> float:
-    """The share a null prefix of ``level`` passes with probability alpha / ``tested``."""
-    n = int(data.tallies[level - 1].sum())
-    return _z(alpha / max(1, tested)) * math.sqrt(data.sketch.v_star / max(1, n))
-
-
 def _shares(
     data: SketchCounts, values: list[bytes], confidence: float, simultaneous: int
-) -> list[tuple[float, float, float, int]]:
+) -> list[tuple[float, float, float, int, float]]:
     """Per padded string: its share pooled over every level that identifies it (those whose
     prefix holds its terminator, else the last level), its interval (Wilson on the pooled
-    support, Bonferroni over ``simultaneous`` strings, then debiased) and its reports."""
+    support, Bonferroni over ``simultaneous`` strings, then debiased, widened by the pooled
+    collision noise), its reports and that collision variance."""
     sketch = data.sketch
     length = sketch.max_length
     matrix = _padded(values, length)
@@ -312,13 +375,16 @@ def _shares(
     reports = np.zeros(len(values))
     known = np.zeros(len(values))
     unknown = np.zeros(len(values))
+    collision_sd = np.zeros(len(values))
+    z_cut = _z(ALPHA / max(1, len(values)))
     ends = [len(v.rstrip(b"\0")) for v in values]
     for level in range(1, sketch.levels + 1):
         size = sketch.prefix_length(level)
         uses = np.array([size > end or level == sketch.levels for end in ends])
         if not uses.any():
             continue
-        scored = score_level(data, level, matrix[:, :size], _cut(data, level, len(values)))
+        scored, _ = score_at_cut(data, level, matrix[:, :size], z_cut)
+        collision_sd += np.where(uses, scored.n * math.sqrt(scored.collision), 0)
         support += np.where(uses, scored.support, 0)
         reports += np.where(uses, scored.n, 0)
         known += np.where(uses, scored.known * scored.n, 0)
@@ -328,15 +394,19 @@ def _shares(
     seen = reports > 0
     trials = np.maximum(reports, 1)
     shift = (known + unknown) / trials
-    low, high = rate_interval(support, trials, (1 - confidence) / max(1, simultaneous))
+    tail = (1 - confidence) / max(1, simultaneous)
+    # sds added, levels taken as fully correlated: an upper bound on the pooled collision sd
+    collision = (collision_sd / trials) ** 2
+    widen = _z(tail / 2) * np.sqrt(collision) / scale
+    low, high = rate_interval(support, trials, tail)
     point = ((support / trials - q) / (p - q) - shift) / scale
-    low = np.clip(((low - q) / (p - q) - shift) / scale, 0.0, 1.0)
-    high = np.clip(((high - q) / (p - q) - shift) / scale, 0.0, 1.0)
+    low = np.clip(((low - q) / (p - q) - shift) / scale - widen, 0.0, 1.0)
+    high = np.clip(((high - q) / (p - q) - shift) / scale + widen, 0.0, 1.0)
     point = np.minimum(np.maximum(point, low), high)
     return [
-        (float(point[i]), float(low[i]), float(high[i]), int(reports[i]))
+        (float(point[i]), float(low[i]), float(high[i]), int(reports[i]), float(collision[i]))
         if seen[i]
-        else (0.0, 0.0, 1.0, 0)
+        else (0.0, 0.0, 1.0, 0, 0.0)
         for i in range(len(values))
     ]
 
@@ -357,6 +427,7 @@ def discover(
     cap_bound = False
     tested = 0
     kept: list[int] = []
+    collision = 0.0
     for level in range(1, sketch.levels + 1):
         candidates = _extend(survivors)
         tested += len(candidates)
@@ -365,8 +436,8 @@ def discover(
             survivors = candidates[:0]
             kept.append(0)
             break
-        tau = z_cut * math.sqrt(sketch.v_star / n_level)
-        scored = score_level(data, level, candidates, tau)
+        scored, tau = score_at_cut(data, level, candidates, z_cut)
+        collision = max(collision, scored.collision)
         above = np.flatnonzero(scored.shares > tau)
         if level > 1 and len(above) > cap:
             cap_bound = True
@@ -380,13 +451,13 @@ def discover(
     hitters = sorted(
         (
             HeavyHitter(*_text(v)[:1], s, lo, hi, n, _text(v)[1])
-            for v, (s, lo, hi, n) in zip(values, shares, strict=True)
+            for v, (s, lo, hi, n, _) in zip(values, shares, strict=True)
         ),
         key=lambda h: -h.share,
     )
     return Discovery(
         hitters,
-        floor(sketch, data.n, alpha=alpha),
+        floor(sketch, data.n, alpha=alpha, collision=collision),
         cap_bound,
         len(kept),
         tested,
@@ -418,9 +489,9 @@ def score_candidates(
     shares = _shares(data, padded, confidence, len(padded))
     z_cut = _z(alpha / len(padded))
     out = []
-    for value, (share, low, high, n) in zip(padded, shares, strict=True):
+    for value, (share, low, high, n, collision) in zip(padded, shares, strict=True):
         text, truncated = _text(value)
-        cut = z_cut * math.sqrt(sketch.v_star / n) if n else math.inf
+        cut = z_cut * math.sqrt(sketch.v_star / n + collision) if n else math.inf
         out.append(HeavyHitter(text, share, low, high, n, truncated, share > cut))
     out.sort(key=lambda h: -h.share)
     candidate_floor = floor(
@@ -430,6 +501,7 @@ def score_candidates(
         tested=len(padded),
         rounds=1,
         alpha=alpha,
+        collision=max(row[4] for row in shares),
     )
     return out, candidate_floor
 

@@ -72,7 +72,8 @@ def test_estimate_prints_the_strings_found_and_the_floor(
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
     assert [row["value"] for row in document["strings"]] == ["dark"]
-    assert document["floor"]["t95"] == floor(sketch, 1600).t95
+    stated = document["floor"]
+    assert stated["t95"] == floor(sketch, 1600, collision=stated["collision_variance"]).t95
     table = run_cli(*base, "estimate", spec.name)
     assert "dark…" in table.stdout and "floor T95" in table.stdout
     scored = run_cli(*base, "estimate", spec.name, "--candidate", "dark", "--candidate", "nope")
