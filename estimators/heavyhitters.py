@@ -234,6 +234,16 @@ MAX_PEELED = 1024
 """The most heavy prefixes one level's peeling accepts (a bound on its work)."""
 
 
+def _cell_groups(cells: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per sketch row, the prefixes ordered by their cell and those cells sorted: the prefixes
+    sharing one cell of a row are then one slice, found by binary search."""
+    groups = []
+    for row in range(cells.shape[1]):
+        order = np.argsort(cells[:, row], kind="stable")
+        groups.append((order, cells[order, row]))
+    return groups
+
+
 def _peel(
     data: SketchCounts, level: int, raw: np.ndarray, cells: np.ndarray, threshold: float
 ) -> np.ndarray:
@@ -248,19 +258,22 @@ def _peel(
     weights = tallies / max(1, int(tallies.sum()))
     adjusted = raw.astype(np.float64).copy()
     accepted = np.zeros(len(raw), dtype=bool)
-    done = np.zeros(len(raw), dtype=bool)
+    sharing = _cell_groups(cells)
     mass = 0.0
     for _ in range(min(MAX_PEELED, len(raw))):
-        open_ = np.where(done, -np.inf, adjusted)
-        i = int(np.argmax(open_))
-        share = (open_[i] - (1 - mass) / sketch.cells) / (1 - 1 / sketch.cells)
+        i = int(np.argmax(adjusted))
+        share = (adjusted[i] - (1 - mass) / sketch.cells) / (1 - 1 / sketch.cells)
         if not share > threshold:
             break
-        done[i] = accepted[i] = True
+        accepted[i] = True
+        adjusted[i] = -np.inf
+        for row, (order, sorted_cells) in enumerate(sharing):
+            low = np.searchsorted(sorted_cells, cells[i, row], side="left")
+            high = np.searchsorted(sorted_cells, cells[i, row], side="right")
+            adjusted[order[low:high]] -= weights[row] * share
         mass = min(1.0, mass + max(0.0, share))
-        same = cells == cells[i]
-        same[i] = False
-        adjusted -= same @ weights * share
+        if mass >= 1.0:
+            break  # shares sum to at most 1: what still passes is noise (and bounds the work)
     return accepted
 
 
