@@ -1,0 +1,65 @@
+/** Randomness from the platform CSPRNG (`crypto.getRandomValues`) only: uniform floats with 53
+ * random bits, integers below n by rejection sampling (no modulo bias), uuid4 ids. */
+
+const BUFFER_WORDS = 2048;
+const TWO_POW_26 = 67108864;
+const TWO_POW_MINUS_53 = 1.1102230246251565e-16;
+
+/** A source of uniform 32-bit words; the SDK's own is {@link systemRandomness}. */
+export interface Randomness {
+  /** A uniform float in [0, 1) with 53 random bits. */
+  random(): number;
+  /** A uniform integer in [0, n), n in [1, 2^32]. */
+  randbelow(n: number): number;
+  /** n uniform bytes. */
+  bytes(n: number): Uint8Array;
+}
+
+/** Buffered words from `crypto.getRandomValues` (refilled in blocks: far fewer calls). */
+export class CryptoRandomness implements Randomness {
+  private words = new Uint32Array(BUFFER_WORDS);
+  private next = BUFFER_WORDS;
+
+  /** One uniform 32-bit word. */
+  word(): number {
+    if (this.next >= BUFFER_WORDS) {
+      globalThis.crypto.getRandomValues(this.words);
+      this.next = 0;
+    }
+    return this.words[this.next++];
+  }
+
+  random(): number {
+    return ((this.word() >>> 5) * TWO_POW_26 + (this.word() >>> 6)) * TWO_POW_MINUS_53;
+  }
+
+  randbelow(n: number): number {
+    if (!Number.isInteger(n) || n < 1 || n > 4294967296) throw new RangeError("randbelow needs 1 <= n <= 2^32");
+    if (n === 1) return 0;
+    const bits = Math.ceil(Math.log2(n));
+    const shift = 32 - bits;
+    for (;;) {
+      const candidate = shift === 0 ? this.word() : this.word() >>> shift;
+      if (candidate < n) return candidate;
+    }
+  }
+
+  bytes(n: number): Uint8Array {
+    const out = new Uint8Array(n);
+    globalThis.crypto.getRandomValues(out);
+    return out;
+  }
+}
+
+/** The SDK's CSPRNG. */
+export const systemRandomness = new CryptoRandomness();
+
+/** A uuid4 in canonical text form, always from the CSPRNG (ids stay unguessable). */
+export function uuid4(): string {
+  const b = systemRandomness.bytes(16);
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  let hex = "";
+  for (const x of b) hex += (x + 256).toString(16).slice(1);
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
