@@ -62,33 +62,35 @@ type Sent = { kind: "ok"; duplicates: number } | { kind: "drop"; indices: number
 
 export class Client {
   readonly url: string;
-  private readonly options: Required<Omit<ClientOptions, "ingestKey" | "metrics" | "storage">> & Pick<ClientOptions, "ingestKey">;
-  private readonly storage: StateStorage;
-  private readonly state: State;
-  private readonly specs = new Map<string, MetricSpec>();
-  private readonly inCode: boolean;
-  private readonly counters: Record<Counter, number> = {
+  readonly #options: Required<Omit<ClientOptions, "ingestKey" | "metrics" | "storage">> & Pick<ClientOptions, "ingestKey">;
+  readonly #storage: StateStorage;
+  readonly #state: State;
+  readonly #specs = new Map<string, MetricSpec>();
+  readonly #inCode: boolean;
+  readonly #counters: Record<Counter, number> = {
     recorded: 0, admitted: 0, over_budget: 0, unknown_metric: 0, delivered: 0, duplicates: 0, dropped_queue_full: 0,
     dropped_rejected: 0, retries: 0, refused: 0, specs_refused: 0, spec_mismatches: 0, dropped_held: 0,
   };
-  private readonly problemMessages = new Map<string, string>();
-  private readonly refusedSeen = new Set<string>();
-  private held: Array<[string, unknown]> = [];
-  private inFlight = 0;
-  private uploading: Promise<boolean> | null = null;
-  private failures = 0;
-  private notBefore = 0;
-  private saveScheduled = false;
-  private timers: Array<ReturnType<typeof setInterval>> = [];
-  private closed = false;
-  private batchCap: number;
-  private readonly onHidden = (): void => {
+  readonly #problemMessages = new Map<string, string>();
+  readonly #refusedSeen = new Set<string>();
+  #held: Array<[string, unknown]> = [];
+  #periodDay = Number.NaN;
+  readonly #periodLabels = new Map<string, string>();
+  #inFlight = 0;
+  #uploading: Promise<boolean> | null = null;
+  #failures = 0;
+  #notBefore = 0;
+  #saveScheduled = false;
+  #timers: Array<ReturnType<typeof setInterval>> = [];
+  #closed = false;
+  #batchCap: number;
+  readonly #onHidden = (): void => {
     if (globalThis.document?.visibilityState === "hidden") void this.flush({ keepalive: true });
   };
 
   constructor(options: ClientOptions) {
     this.url = checkUrl(options.url);
-    this.options = {
+    this.#options = {
       url: this.url,
       ingestKey: options.ingestKey,
       maxEpsilon: positive(options.maxEpsilon ?? 4, "maxEpsilon"),
@@ -100,97 +102,97 @@ export class Client {
       maxBackoff: count(options.maxBackoff ?? 600000, "maxBackoff", 0),
       now: options.now ?? (() => new Date()),
     };
-    this.batchCap = this.options.batchSize;
-    this.storage = options.storage ?? defaultStorage();
-    this.state = this.loadState();
-    this.inCode = options.metrics !== undefined;
+    this.#batchCap = this.#options.batchSize;
+    this.#storage = options.storage ?? defaultStorage();
+    this.#state = this.#loadState();
+    this.#inCode = options.metrics !== undefined;
     if (options.metrics !== undefined) {
       for (const data of options.metrics) {
         const spec = MetricSpec.fromDict(data);
-        this.specs.set(spec.name, spec);
+        this.#specs.set(spec.name, spec);
       }
     } else {
-      for (const data of Object.values(this.state.specs)) {
+      for (const data of Object.values(this.#state.specs)) {
         try {
           const spec = MetricSpec.fromDict(data);
-          this.specs.set(spec.name, spec);
+          this.#specs.set(spec.name, spec);
         } catch {
-          delete this.state.specs[data.name];
+          delete this.#state.specs[data.name];
         }
       }
     }
-    if (this.options.flushInterval > 0) this.every(this.options.flushInterval, () => void this.upload(false));
-    if (this.options.refreshInterval > 0) this.every(this.options.refreshInterval, () => void this.refreshSpecs());
-    globalThis.document?.addEventListener?.("visibilitychange", this.onHidden);
+    if (this.#options.flushInterval > 0) this.#every(this.#options.flushInterval, () => void this.#upload(false));
+    if (this.#options.refreshInterval > 0) this.#every(this.#options.refreshInterval, () => void this.refreshSpecs());
+    globalThis.document?.addEventListener?.("visibilitychange", this.#onHidden);
   }
 
   /** Fetch the served specs now (ETag: an unchanged registry is a 304); true when they arrived. */
   async refreshSpecs(): Promise<boolean> {
     const headers: Record<string, string> = {};
-    if (this.state.etag !== null && !this.inCode) headers["If-None-Match"] = this.state.etag;
+    if (this.#state.etag !== null && !this.#inCode) headers["If-None-Match"] = this.#state.etag;
     let answer: Response;
     let metrics: unknown;
     try {
       answer = await fetch(`${this.url}${METRICS_PATH}`, { headers });
       if (answer.status === 304) {
-        this.problemMessages.delete("specs");
+        this.#problemMessages.delete("specs");
         return true;
       }
       if (answer.status !== 200) throw new Error(`HTTP ${answer.status}`);
       metrics = ((await answer.json()) as { metrics?: unknown }).metrics;
       if (!Array.isArray(metrics)) throw new Error("the answer has no list of metrics");
     } catch (exc) {
-      this.problemMessages.set("specs", `could not fetch metric specs with GET ${this.url}${METRICS_PATH}: ${(exc as Error).message}`);
+      this.#problemMessages.set("specs", `could not fetch metric specs with GET ${this.url}${METRICS_PATH}: ${(exc as Error).message}`);
       return false;
     }
-    this.problemMessages.delete("specs");
+    this.#problemMessages.delete("specs");
     const served = new Map<string, MetricSpec>();
     for (const data of metrics as SpecData[]) {
       try {
         const spec = MetricSpec.fromDict(data);
         served.set(spec.name, spec);
       } catch (exc) {
-        this.problemMessages.set(`invalid:${String((data as SpecData)?.name)}`, `a served spec is invalid: ${(exc as Error).message}`);
+        this.#problemMessages.set(`invalid:${String((data as SpecData)?.name)}`, `a served spec is invalid: ${(exc as Error).message}`);
       }
     }
-    if (this.inCode) {
-      for (const spec of this.specs.values()) {
+    if (this.#inCode) {
+      for (const spec of this.#specs.values()) {
         if (served.get(spec.name)?.fingerprint === spec.fingerprint) continue;
         const key = `mismatch:${spec.name}`;
-        if (!this.problemMessages.has(key)) {
-          this.counters.spec_mismatches++;
+        if (!this.#problemMessages.has(key)) {
+          this.#counters.spec_mismatches++;
           const message = `metric ${spec.name}: the collector ${served.has(spec.name) ? "serves another spec (fingerprint)" : "does not serve it"}; it refuses these reports`;
-          this.problemMessages.set(key, message);
+          this.#problemMessages.set(key, message);
           console.error(`deniable: ${message}`);
         }
       }
       return true;
     }
-    for (const spec of served.values()) this.adopt(spec);
-    this.state.etag = answer.headers.get("etag");
-    this.scheduleSave();
-    this.releaseHeld();
+    for (const spec of served.values()) this.#adopt(spec);
+    this.#state.etag = answer.headers.get("etag");
+    this.#scheduleSave();
+    this.#releaseHeld();
     return true;
   }
 
   /** Adopt a served spec unless it would weaken privacy: above maxEpsilon, or unlike a pinned one. */
-  private adopt(spec: MetricSpec): void {
-    const pinned = this.specs.get(spec.name);
+  #adopt(spec: MetricSpec): void {
+    const pinned = this.#specs.get(spec.name);
     if (pinned?.fingerprint === spec.fingerprint) return;
     let why: string | null = null;
     if (pinned !== undefined) why = `differs from the spec this device accepted (${pinned.fingerprint}); a spec never changes under a name`;
-    else if (spec.epsilon > this.options.maxEpsilon) why = `eps ${spec.epsilon} is above maxEpsilon ${this.options.maxEpsilon}`;
+    else if (spec.epsilon > this.#options.maxEpsilon) why = `eps ${spec.epsilon} is above maxEpsilon ${this.#options.maxEpsilon}`;
     if (why === null) {
-      this.specs.set(spec.name, spec);
-      this.state.specs[spec.name] = spec.toDict();
+      this.#specs.set(spec.name, spec);
+      this.#state.specs[spec.name] = spec.toDict();
       return;
     }
     const seen = `${spec.name}|${spec.fingerprint}`;
-    if (this.refusedSeen.has(seen)) return;
-    this.refusedSeen.add(seen);
-    this.counters.specs_refused++;
+    if (this.#refusedSeen.has(seen)) return;
+    this.#refusedSeen.add(seen);
+    this.#counters.specs_refused++;
     const message = `refused the served spec of metric ${spec.name} (${spec.fingerprint}): ${why}`;
-    this.problemMessages.set(`refused-spec:${spec.name}`, message);
+    this.#problemMessages.set(`refused-spec:${spec.name}`, message);
     console.error(`deniable: ${message}`);
   }
 
@@ -198,153 +200,169 @@ export class Client {
    * until specs arrive), false when the budget or an unknown metric kept it back. A value that
    * does not fit its metric throws InvalidInput naming the metric, never the value. */
   record(name: string, value: unknown): boolean {
-    if (this.closed) throw new InvalidInput("the client is closed");
-    const spec = this.specs.get(name);
+    if (this.#closed) throw new InvalidInput("the client is closed");
+    const spec = this.#specs.get(name);
     if (spec === undefined) {
-      if (this.inCode) throw new InvalidInput(`unknown metric ${JSON.stringify(String(name))}: not among the specs passed in code`);
-      if (this.specs.size === 0 && Object.keys(this.state.specs).length === 0) return this.hold(name, value);
-      this.counters.unknown_metric++;
+      if (this.#inCode) throw new InvalidInput(`unknown metric ${JSON.stringify(String(name))}: not among the specs passed in code`);
+      if (this.#specs.size === 0 && Object.keys(this.#state.specs).length === 0) return this.#hold(name, value);
+      this.#counters.unknown_metric++;
       return false;
     }
     const prepared = spec.type === "numeric" ? spec.scale(value) : spec.indexOf(value);
-    this.counters.recorded++;
-    const period = spec.periodOf(this.options.now());
+    this.#counters.recorded++;
+    const period = this.#period(spec);
     const key = `${name}|${period}`;
-    const spent = this.state.ledger[key] ?? 0;
-    if (spent >= this.options.maxReportsPerPeriod) {
-      this.counters.over_budget++;
+    const spent = this.#state.ledger[key] ?? 0;
+    if (spent >= this.#options.maxReportsPerPeriod) {
+      this.#counters.over_budget++;
       return false;
     }
     const payload: Payload = spec.numericRandomizer !== undefined
       ? spec.numericRandomizer.randomize(prepared, systemRandomness)
       : (spec.randomizer as NonNullable<MetricSpec["randomizer"]>).randomize(prepared, systemRandomness);
-    this.state.ledger[key] = spent + 1;
-    this.state.queue.push(reportText(uuid4(), name, spec.fingerprint, period, payloadText(payload, spec.type === "numeric")));
-    this.counters.admitted++;
-    this.trim();
-    this.scheduleSave();
+    this.#state.ledger[key] = spent + 1;
+    this.#state.queue.push(reportText(uuid4(), name, spec.fingerprint, period, payloadText(payload, spec.type === "numeric")));
+    this.#counters.admitted++;
+    this.#trim();
+    this.#scheduleSave();
     return true;
   }
 
-  private hold(name: string, value: unknown): boolean {
-    if (this.held.length >= MAX_HELD) {
-      this.counters.dropped_held++;
+  /** The current period label of a spec's kind, cached until the clock leaves its UTC day. */
+  #period(spec: MetricSpec): string {
+    const now = this.#options.now();
+    const day = Math.floor(now.getTime() / 86400000);
+    if (day !== this.#periodDay) {
+      this.#periodDay = day;
+      this.#periodLabels.clear();
+    }
+    let label = this.#periodLabels.get(spec.period);
+    if (label === undefined) {
+      label = spec.periodOf(now);
+      this.#periodLabels.set(spec.period, label);
+    }
+    return label;
+  }
+
+  #hold(name: string, value: unknown): boolean {
+    if (this.#held.length >= MAX_HELD) {
+      this.#counters.dropped_held++;
       return false;
     }
-    this.counters.recorded++;
-    this.held.push([name, value]);
+    this.#counters.recorded++;
+    this.#held.push([name, value]);
     return true;
   }
 
-  private releaseHeld(): void {
-    const held = this.held;
-    this.held = [];
+  #releaseHeld(): void {
+    const held = this.#held;
+    this.#held = [];
     for (const [name, value] of held) {
-      const spec = this.specs.get(name);
-      this.counters.recorded--;
+      const spec = this.#specs.get(name);
+      this.#counters.recorded--;
       try {
-        if (spec === undefined || !this.record(name, value)) this.counters.dropped_held++;
-        if (spec === undefined) this.counters.recorded++;
+        if (spec === undefined || !this.record(name, value)) this.#counters.dropped_held++;
+        if (spec === undefined) this.#counters.recorded++;
       } catch {
-        this.counters.recorded++;
-        this.counters.dropped_held++;
+        this.#counters.recorded++;
+        this.#counters.dropped_held++;
       }
     }
   }
 
   /** Drop the oldest reports not in flight past maxQueue. */
-  private trim(): void {
-    const excess = this.state.queue.length - this.options.maxQueue;
+  #trim(): void {
+    const excess = this.#state.queue.length - this.#options.maxQueue;
     if (excess > 0) {
-      this.state.queue.splice(this.inFlight, excess);
-      this.counters.dropped_queue_full += excess;
+      this.#state.queue.splice(this.#inFlight, excess);
+      this.#counters.dropped_queue_full += excess;
     }
   }
 
   /** Upload every queued report now (ignoring backoff); true when none is left. */
   flush(options: { keepalive?: boolean } = {}): Promise<boolean> {
-    return this.upload(true, options.keepalive ?? false);
+    return this.#upload(true, options.keepalive ?? false);
   }
 
-  private upload(now: boolean, keepalive = false): Promise<boolean> {
-    if (this.uploading !== null) return this.uploading;
-    if (!now && Date.now() < this.notBefore) return Promise.resolve(this.state.queue.length === 0);
-    this.uploading = this.uploadAll(keepalive).finally(() => {
-      this.uploading = null;
+  #upload(now: boolean, keepalive = false): Promise<boolean> {
+    if (this.#uploading !== null) return this.#uploading;
+    if (!now && Date.now() < this.#notBefore) return Promise.resolve(this.#state.queue.length === 0);
+    this.#uploading = this.#uploadAll(keepalive).finally(() => {
+      this.#uploading = null;
     });
-    return this.uploading;
+    return this.#uploading;
   }
 
-  private async uploadAll(keepalive: boolean): Promise<boolean> {
-    while (this.state.queue.length > 0) {
-      let size = Math.min(this.batchCap, this.state.queue.length);
+  async #uploadAll(keepalive: boolean): Promise<boolean> {
+    while (this.#state.queue.length > 0) {
+      let size = Math.min(this.#batchCap, this.#state.queue.length);
       if (keepalive) {
         let bytes = 16;
         size = 0;
-        while (size < this.state.queue.length && size < this.batchCap && bytes + this.state.queue[size].length < KEEPALIVE_BYTES) bytes += this.state.queue[size++].length + 1;
+        while (size < this.#state.queue.length && size < this.#batchCap && bytes + this.#state.queue[size].length < KEEPALIVE_BYTES) bytes += this.#state.queue[size++].length + 1;
         size = Math.max(size, 1);
       }
-      const batch = this.state.queue.slice(0, size);
-      this.inFlight = size;
+      const batch = this.#state.queue.slice(0, size);
+      this.#inFlight = size;
       let sent: Sent;
       try {
-        sent = await this.send(batch, keepalive);
+        sent = await this.#send(batch, keepalive);
       } finally {
-        this.inFlight = 0;
+        this.#inFlight = 0;
       }
-      if (!this.settle(batch, sent)) return false;
+      if (!this.#settle(batch, sent)) return false;
     }
-    this.batchCap = this.options.batchSize;
+    this.#batchCap = this.#options.batchSize;
     return true;
   }
 
   /** Apply an upload's outcome; false when the rest must wait (backoff). */
-  private settle(batch: string[], sent: Sent): boolean {
-    const queue = this.state.queue;
+  #settle(batch: string[], sent: Sent): boolean {
+    const queue = this.#state.queue;
     if (sent.kind === "ok") {
       queue.splice(0, batch.length);
-      this.counters.delivered += batch.length;
-      this.counters.duplicates += sent.duplicates;
-      this.failures = 0;
-      this.notBefore = 0;
-      this.problemMessages.delete("unreachable");
-      this.problemMessages.delete("refused");
+      this.#counters.delivered += batch.length;
+      this.#counters.duplicates += sent.duplicates;
+      this.#failures = 0;
+      this.#notBefore = 0;
+      this.#problemMessages.delete("unreachable");
+      this.#problemMessages.delete("refused");
     } else if (sent.kind === "split") {
       if (batch.length === 1) {
         queue.splice(0, 1);
-        this.counters.dropped_rejected++;
+        this.#counters.dropped_rejected++;
       } else {
-        this.batchCap = Math.max(1, batch.length >> 1);
+        this.#batchCap = Math.max(1, batch.length >> 1);
       }
     } else if (sent.kind === "drop") {
       const bad = sent.indices === null ? batch.map((_, i) => i) : sent.indices.filter((i) => i < batch.length);
       const badSet = new Set(bad);
       queue.splice(0, batch.length, ...batch.filter((_, i) => !badSet.has(i)));
-      this.counters.dropped_rejected += badSet.size;
-      this.problemMessages.set("dropped", `the collector refused ${this.counters.dropped_rejected} report(s) for good; the last: ${sent.reason.slice(0, 200)}`);
+      this.#counters.dropped_rejected += badSet.size;
+      this.#problemMessages.set("dropped", `the collector refused ${this.#counters.dropped_rejected} report(s) for good; the last: ${sent.reason.slice(0, 200)}`);
     } else {
-      this.failures++;
-      this.counters.retries++;
-      if (sent.status !== null && sent.status >= 400 && sent.status < 500) this.counters.refused++;
-      const delay = sent.retryAfter ?? this.backoff();
-      this.notBefore = Date.now() + delay;
-      this.problemMessages.set("unreachable", `could not deliver ${queue.length} report(s) to ${this.url}${REPORTS_PATH}: ${sent.reason}; retrying in ${Math.round(delay / 1000)} s`);
-      this.scheduleSave();
+      this.#failures++;
+      this.#counters.retries++;
+      if (sent.status !== null && sent.status >= 400 && sent.status < 500) this.#counters.refused++;
+      const delay = sent.retryAfter ?? this.#backoff();
+      this.#notBefore = Date.now() + delay;
+      this.#problemMessages.set("unreachable", `could not deliver ${queue.length} report(s) to ${this.url}${REPORTS_PATH}: ${sent.reason}; retrying in ${Math.round(delay / 1000)} s`);
+      this.#scheduleSave();
       return false;
     }
-    this.scheduleSave();
+    this.#scheduleSave();
     return true;
   }
 
   /** Exponential backoff with full jitter from the CSPRNG, capped. */
-  private backoff(): number {
-    const ceiling = Math.min(this.options.maxBackoff, 1000 * 2 ** Math.min(this.failures, 30));
+  #backoff(): number {
+    const ceiling = Math.min(this.#options.maxBackoff, 1000 * 2 ** Math.min(this.#failures, 30));
     return ceiling * (0.5 + systemRandomness.random() / 2);
   }
 
-  private async send(batch: string[], keepalive: boolean): Promise<Sent> {
+  async #send(batch: string[], keepalive: boolean): Promise<Sent> {
     const headers: Record<string, string> = { "Content-Type": "application/json" };
-    if (this.options.ingestKey !== undefined) headers.Authorization = `Bearer ${this.options.ingestKey}`;
+    if (this.#options.ingestKey !== undefined) headers.Authorization = `Bearer ${this.#options.ingestKey}`;
     let answer: Response;
     let body: string;
     try {
@@ -368,49 +386,49 @@ export class Client {
       return { kind: "drop", indices, reason: typeof detail === "string" ? detail : JSON.stringify(detail) };
     }
     const after = Number(answer.headers.get("retry-after"));
-    return { kind: "retry", status, reason: `HTTP ${status}`, retryAfter: Number.isFinite(after) && after > 0 ? Math.min(after * 1000, this.options.maxBackoff) : null };
+    return { kind: "retry", status, reason: `HTTP ${status}`, retryAfter: Number.isFinite(after) && after > 0 ? Math.min(after * 1000, this.#options.maxBackoff) : null };
   }
 
   /** What is wrong now, in words (never a recorded value). */
   problems(): string[] {
-    const out = [...this.problemMessages.values()];
-    if (this.held.length > 0) out.push(`${this.held.length} value(s) held in memory until the first specs arrive`);
+    const out = [...this.#problemMessages.values()];
+    if (this.#held.length > 0) out.push(`${this.#held.length} value(s) held in memory until the first specs arrive`);
     return out;
   }
 
   /** A snapshot of the counters. */
   stats(): ClientStats {
-    return { ...this.counters, queued: this.state.queue.length, held: this.held.length };
+    return { ...this.#counters, queued: this.#state.queue.length, held: this.#held.length };
   }
 
   /** The specs in use, by name. */
   metrics(): MetricSpec[] {
-    return [...this.specs.values()];
+    return [...this.#specs.values()];
   }
 
   /** Stop the timers, try one last upload (bounded by `timeout` ms) and save. */
   async close(timeout = 5000): Promise<void> {
-    for (const timer of this.timers) clearInterval(timer);
-    this.timers = [];
-    globalThis.document?.removeEventListener?.("visibilitychange", this.onHidden);
+    for (const timer of this.#timers) clearInterval(timer);
+    this.#timers = [];
+    globalThis.document?.removeEventListener?.("visibilitychange", this.#onHidden);
     let timer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([this.flush(), new Promise((resolve) => { timer = setTimeout(resolve, timeout); })]);
     clearTimeout(timer);
-    this.counters.dropped_held += this.held.length;
-    this.held = [];
-    this.closed = true;
+    this.#counters.dropped_held += this.#held.length;
+    this.#held = [];
+    this.#closed = true;
     this.save();
   }
 
-  private every(ms: number, run: () => void): void {
+  #every(ms: number, run: () => void): void {
     const timer = setInterval(run, ms);
     (timer as { unref?: () => void }).unref?.();
-    this.timers.push(timer);
+    this.#timers.push(timer);
   }
 
-  private loadState(): State {
+  #loadState(): State {
     const empty: State = { version: 1, specs: {}, etag: null, ledger: {}, queue: [] };
-    const text = this.storage.load();
+    const text = this.#storage.load();
     if (text === null) return empty;
     try {
       const state = JSON.parse(text) as State;
@@ -421,22 +439,22 @@ export class Client {
     }
   }
 
-  private scheduleSave(): void {
-    if (this.saveScheduled) return;
-    this.saveScheduled = true;
+  #scheduleSave(): void {
+    if (this.#saveScheduled) return;
+    this.#saveScheduled = true;
     queueMicrotask(() => this.save());
   }
 
   /** Write the state: specs, ETag, the ledger of the current periods, randomized reports. */
   save(): void {
-    this.saveScheduled = false;
-    const now = this.options.now();
-    for (const key of Object.keys(this.state.ledger)) {
+    this.#saveScheduled = false;
+    const now = this.#options.now();
+    for (const key of Object.keys(this.#state.ledger)) {
       const [name, period] = key.split("|");
-      const spec = this.specs.get(name);
-      if (spec === undefined || spec.periodOf(now) !== period) delete this.state.ledger[key];
+      const spec = this.#specs.get(name);
+      if (spec === undefined || spec.periodOf(now) !== period) delete this.#state.ledger[key];
     }
-    this.storage.save(JSON.stringify(this.state));
+    this.#storage.save(JSON.stringify(this.#state));
   }
 }
 

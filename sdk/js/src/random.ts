@@ -54,12 +54,13 @@ export class CryptoRandomness implements Randomness {
 /** The SDK's CSPRNG. */
 export const systemRandomness = new CryptoRandomness();
 
-/** A uuid4 in canonical text form, always from the CSPRNG (ids stay unguessable). */
+const hex8 = (word: number): string => (word >>> 0).toString(16).padStart(8, "0");
+
+/** A uuid4 in canonical text form, always from the system CSPRNG (ids stay unguessable). */
 export function uuid4(): string {
-  const b = systemRandomness.bytes(16);
-  b[6] = (b[6] & 0x0f) | 0x40;
-  b[8] = (b[8] & 0x3f) | 0x80;
-  let hex = "";
-  for (const x of b) hex += (x + 256).toString(16).slice(1);
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  const a = hex8(systemRandomness.word());
+  const b = hex8(((systemRandomness.word() & 0xffff0fff) | 0x00004000) >>> 0);
+  const c = hex8(((systemRandomness.word() & 0x3fffffff) | 0x80000000) >>> 0);
+  const d = hex8(systemRandomness.word());
+  return `${a}-${b.slice(0, 4)}-${b.slice(4)}-${c.slice(0, 4)}-${c.slice(4)}${d}`;
 }
