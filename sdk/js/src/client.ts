@@ -74,6 +74,8 @@ export class Client {
   readonly #problemMessages = new Map<string, string>();
   readonly #refusedSeen = new Set<string>();
   #held: Array<[string, unknown]> = [];
+  /** Whether any spec list is known (in code, cached, or fetched, even an empty one). */
+  #specsKnown: boolean;
   #periodDay = Number.NaN;
   readonly #periodLabels = new Map<string, string>();
   #inFlight = 0;
@@ -106,6 +108,7 @@ export class Client {
     this.#storage = options.storage ?? defaultStorage();
     this.#state = this.#loadState();
     this.#inCode = options.metrics !== undefined;
+    this.#specsKnown = this.#inCode || this.#state.etag !== null || Object.keys(this.#state.specs).length > 0;
     if (options.metrics !== undefined) {
       for (const data of options.metrics) {
         const spec = MetricSpec.fromDict(data);
@@ -169,6 +172,7 @@ export class Client {
       return true;
     }
     for (const spec of served.values()) this.#adopt(spec);
+    this.#specsKnown = true;
     this.#state.etag = answer.headers.get("etag");
     this.#scheduleSave();
     this.#releaseHeld();
@@ -204,7 +208,7 @@ export class Client {
     const spec = this.#specs.get(name);
     if (spec === undefined) {
       if (this.#inCode) throw new InvalidInput(`unknown metric ${JSON.stringify(String(name))}: not among the specs passed in code`);
-      if (this.#specs.size === 0 && Object.keys(this.#state.specs).length === 0) return this.#hold(name, value);
+      if (!this.#specsKnown) return this.#hold(name, value);
       this.#counters.unknown_metric++;
       return false;
     }
@@ -258,11 +262,13 @@ export class Client {
     const held = this.#held;
     this.#held = [];
     for (const [name, value] of held) {
-      const spec = this.#specs.get(name);
-      this.#counters.recorded--;
+      if (!this.#specs.has(name)) {
+        this.#counters.dropped_held++;
+        continue;
+      }
+      this.#counters.recorded--; // counted once, when it was held
       try {
-        if (spec === undefined || !this.record(name, value)) this.#counters.dropped_held++;
-        if (spec === undefined) this.#counters.recorded++;
+        this.record(name, value);
       } catch {
         this.#counters.recorded++;
         this.#counters.dropped_held++;
