@@ -19,6 +19,7 @@ from deniable.client.mechanisms import (
     NUMERIC_GRID,
     OLH,
     Piecewise,
+    TwoLayers,
     make_mechanism,
     make_numeric_mechanism,
 )
@@ -282,6 +283,23 @@ def build() -> dict[str, Any]:
                     "worst_case_variance": m.worst_case_variance,
                 }
             )
+    layers = []
+    for name, k in (("brr", 2), ("krr", 4), ("krr", 50)):
+        for eps in (0.1, 0.5, 1.0, 2.0, 4.0):
+            for ratio in (1.5, 2.0, 4.0):
+                two = TwoLayers(make_mechanism(name, k, eps), ratio)  # type: ignore[arg-type]
+                layers.append(
+                    {
+                        "mechanism": name,
+                        "k": k,
+                        "epsilon": eps,
+                        "ratio": ratio,
+                        "permanent_epsilon": two.permanent_epsilon,
+                        "instantaneous_epsilon": two.instantaneous_epsilon,
+                        "p_star": two.p_star,
+                        "q_star": two.q_star,
+                    }
+                )
     payloads = []
     for name, k, eps, cases in PAYLOADS:
         m = make_mechanism(name, k, eps)
@@ -376,6 +394,7 @@ def build() -> dict[str, Any]:
         "periods": periods,
         "olh_hash": olh_hash,
         "parameters": parameters,
+        "two_layers": layers,
         "payloads": payloads,
         "numeric_grid": grid,
         "float_texts": floats,

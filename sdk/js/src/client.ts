@@ -2,7 +2,8 @@
  * offline queue with backoff and resend under the same ids, problems() and stats(), as the
  * Python client (docs/sdk.md). Only randomized reports are ever stored or sent. */
 
-import { type Payload, SpecError } from "./mechanisms.js";
+import { DEFAULT_INSTANTANEOUS_RATIO, type Payload, SpecError, type TwoLayers, twoLayers } from "./mechanisms.js";
+import { hmacSha256Hex } from "./sha256.js";
 import { systemRandomness, uuid4 } from "./random.js";
 import { InvalidInput, MetricSpec, type SpecData } from "./spec.js";
 import { defaultStorage, type StateStorage } from "./storage.js";
@@ -19,6 +20,10 @@ export interface ClientOptions {
   maxEpsilon?: number;
   /** Reports per metric per period (default 1). */
   maxReportsPerPeriod?: number;
+  /** RAPPOR's memoization: true, or the metric names (default false). */
+  memoize?: boolean | string[];
+  /** The fresh layer's eps over the metric's (default 2); null sends the permanent answer as is. */
+  instantaneousRatio?: number | null;
   /** Where the state is kept (default: localStorage in a browser, memory elsewhere). */
   storage?: StateStorage;
   /** Reports per upload (default 500, at most 1000). */
@@ -50,6 +55,16 @@ interface State {
   etag: string | null;
   ledger: Record<string, number>;
   queue: string[];
+  /** 32 random bytes (hex), the key of the memo's HMACs. */
+  secret: string;
+  /** HMAC of a value -> its permanent randomized answer (never the value). */
+  memo: Record<string, Payload>;
+}
+
+interface MemoPlan {
+  memoized: boolean;
+  layers: TwoLayers | null;
+  keys: Map<number, string>;
 }
 
 const MAX_HELD = 1000;
@@ -62,7 +77,10 @@ type Sent = { kind: "ok"; duplicates: number } | { kind: "drop"; indices: number
 
 export class Client {
   readonly url: string;
-  readonly #options: Required<Omit<ClientOptions, "ingestKey" | "metrics" | "storage">> & Pick<ClientOptions, "ingestKey">;
+  readonly #options: Required<Omit<ClientOptions, "ingestKey" | "metrics" | "storage" | "memoize" | "instantaneousRatio">> & Pick<ClientOptions, "ingestKey">;
+  readonly #memoize: boolean | string[];
+  readonly #ratio: number | null;
+  readonly #plans = new Map<string, MemoPlan>();
   readonly #storage: StateStorage;
   readonly #state: State;
   readonly #specs = new Map<string, MetricSpec>();
@@ -105,6 +123,14 @@ export class Client {
       now: options.now ?? (() => new Date()),
     };
     this.#batchCap = this.#options.batchSize;
+    this.#memoize = options.memoize ?? false;
+    if (typeof this.#memoize !== "boolean" && !(Array.isArray(this.#memoize) && this.#memoize.every((n) => typeof n === "string"))) {
+      throw new InvalidInput("memoize must be true, false or a list of metric names");
+    }
+    this.#ratio = options.instantaneousRatio === undefined ? DEFAULT_INSTANTANEOUS_RATIO : options.instantaneousRatio;
+    if (this.#ratio !== null && !(typeof this.#ratio === "number" && this.#ratio > 1 && Number.isFinite(this.#ratio))) {
+      throw new InvalidInput("instantaneousRatio must be a finite number above 1, or null");
+    }
     this.#storage = options.storage ?? defaultStorage();
     this.#state = this.#loadState();
     this.#inCode = options.metrics !== undefined;
@@ -221,15 +247,59 @@ export class Client {
       this.#counters.over_budget++;
       return false;
     }
-    const payload: Payload = spec.numericRandomizer !== undefined
-      ? spec.numericRandomizer.randomize(prepared, systemRandomness)
-      : (spec.randomizer as NonNullable<MetricSpec["randomizer"]>).randomize(prepared, systemRandomness);
+    const payload = this.#randomized(spec, prepared);
     this.#state.ledger[key] = spent + 1;
     this.#state.queue.push(reportText(uuid4(), name, spec.fingerprint, period, payloadText(payload, spec.type === "numeric")));
     this.#counters.admitted++;
     this.#trim();
     this.#scheduleSave();
     return true;
+  }
+
+  /** A fresh randomized answer; for a memoized metric, its value's remembered permanent answer
+   * randomized afresh (two layers), or without the fresh layer the remembered answer itself. */
+  #randomized(spec: MetricSpec, prepared: number): Payload {
+    const fresh = (): Payload => (spec.numericRandomizer !== undefined
+      ? spec.numericRandomizer.randomize(prepared, systemRandomness)
+      : (spec.randomizer as NonNullable<MetricSpec["randomizer"]>).randomize(prepared, systemRandomness));
+    const plan = this.#plan(spec);
+    if (!plan.memoized) return fresh();
+    let key = plan.keys.get(prepared);
+    if (key === undefined) {
+      key = this.#memoKey(spec, prepared, plan.layers !== null);
+      if (spec.type !== "numeric") plan.keys.set(prepared, key);
+    }
+    let remembered = this.#state.memo[key];
+    if (remembered === undefined) {
+      remembered = plan.layers === null ? fresh() : plan.layers.permanent.randomize(prepared, systemRandomness);
+      this.#state.memo[key] = remembered;
+    }
+    return plan.layers === null ? remembered : plan.layers.instantaneous.randomize(remembered as number, systemRandomness);
+  }
+
+  #plan(spec: MetricSpec): MemoPlan {
+    let plan = this.#plans.get(spec.name);
+    if (plan === undefined) {
+      const asked = this.#memoize === true || (Array.isArray(this.#memoize) && this.#memoize.includes(spec.name));
+      const layers = asked && this.#ratio !== null && spec.randomizer !== undefined ? twoLayers(spec.randomizer, this.#ratio) : null;
+      plan = { memoized: asked && (this.#ratio === null || layers !== null), layers, keys: new Map() };
+      this.#plans.set(spec.name, plan);
+    }
+    return plan;
+  }
+
+  /** The HMAC under which a value's permanent answer is kept: a category index, or a numeric
+   * t by its exact 64 bits; only the HMAC is stored, never the value. */
+  #memoKey(spec: MetricSpec, prepared: number, permanent: boolean): string {
+    let value = String(prepared);
+    if (spec.type === "numeric") {
+      const view = new DataView(new ArrayBuffer(8));
+      view.setFloat64(0, prepared);
+      value = `t=${view.getBigUint64(0).toString(16)}`;
+    }
+    const message = `${spec.name}|${spec.fingerprint}|${value}${permanent ? "|permanent" : ""}`;
+    const secret = Uint8Array.from(this.#state.secret.match(/../g) as string[], (h) => parseInt(h, 16));
+    return hmacSha256Hex(secret, new TextEncoder().encode(message));
   }
 
   /** The current period label of a spec's kind, cached until the clock leaves its UTC day. */
@@ -433,13 +503,16 @@ export class Client {
   }
 
   #loadState(): State {
-    const empty: State = { version: 1, specs: {}, etag: null, ledger: {}, queue: [] };
+    let secret = "";
+    for (const byte of systemRandomness.bytes(32)) secret += byte.toString(16).padStart(2, "0");
+    const empty: State = { version: 1, specs: {}, etag: null, ledger: {}, queue: [], secret, memo: {} };
     const text = this.#storage.load();
     if (text === null) return empty;
     try {
       const state = JSON.parse(text) as State;
       if (state.version !== 1 || !Array.isArray(state.queue)) return empty;
-      return { ...empty, ...state };
+      const loaded = { ...empty, ...state };
+      return /^[0-9a-f]{64}$/.test(loaded.secret) ? loaded : { ...loaded, secret: empty.secret, memo: {} };
     } catch {
       return empty;
     }

@@ -392,3 +392,39 @@ export function makeNumericMechanism(name: string, epsilon: number): NumericMech
 
 export const isCategoricalMechanism = (name: string): boolean => name in MECHANISMS;
 export const isNumericMechanism = (name: string): boolean => name in NUMERIC;
+
+/** The SDK's default instantaneousRatio: a memoized report's fresh layer has twice the eps. */
+export const DEFAULT_INSTANTANEOUS_RATIO = 2;
+
+/** RAPPOR's two layers for a memoized krr or brr metric: a permanent answer per value (krr at
+ * permanentEpsilon), randomized afresh on every report (krr at ratio x eps); they compose into
+ * exactly the metric's own mechanism (deniable.client.mechanisms.TwoLayers). */
+export class TwoLayers {
+  readonly instantaneous: KRR;
+  readonly permanent: KRR;
+  constructor(readonly mechanism: KRR, ratio: number) {
+    const { k, epsilon } = mechanism;
+    const instantaneous = Math.min(ratio * epsilon, MAX_EPSILON);
+    if (!(instantaneous > epsilon)) throw new SpecError(`eps ${epsilon} leaves no room for an instantaneous layer`);
+    const make = (e: number): KRR => (mechanism instanceof BRR ? new BRR(2, e) : new KRR(k, e));
+    this.instantaneous = make(instantaneous);
+    const spread = (mechanism.p - mechanism.q) / (this.instantaneous.p - this.instantaneous.q);
+    this.permanent = make(Math.log((1 + spread * (k - 1)) / (1 - spread)));
+  }
+  get permanentEpsilon(): number { return this.permanent.epsilon; }
+  get instantaneousEpsilon(): number { return this.instantaneous.epsilon; }
+  /** P(report supports v | true v) through both layers. */
+  get pStar(): number { return this.permanent.p * this.instantaneous.p + (1 - this.permanent.p) * this.instantaneous.q; }
+  /** P(report supports w | true v != w) through both layers. */
+  get qStar(): number { return this.permanent.q * this.instantaneous.p + (1 - this.permanent.q) * this.instantaneous.q; }
+}
+
+/** The two layers a memoized metric uses, or null (oue, olh, numbers: reported afresh). */
+export function twoLayers(mechanism: Mechanism, ratio: number): TwoLayers | null {
+  if (!(mechanism instanceof KRR)) return null;
+  try {
+    return new TwoLayers(mechanism, ratio);
+  } catch {
+    return null;
+  }
+}

@@ -15,6 +15,34 @@ const rotr = (x: number, n: number): number => (x >>> n) | (x << (32 - n));
 
 /** The SHA-256 digest of `data` as lowercase hex. */
 export function sha256Hex(data: Uint8Array): string {
+  let hex = "";
+  for (const x of sha256(data)) hex += x.toString(16).padStart(8, "0");
+  return hex;
+}
+
+/** HMAC-SHA256 (RFC 2104) of `message` under `key`, as lowercase hex. */
+export function hmacSha256Hex(key: Uint8Array, message: Uint8Array): string {
+  const block = new Uint8Array(64);
+  block.set(key.length > 64 ? words(sha256(key)) : key);
+  const inner = new Uint8Array(64 + message.length);
+  const outer = new Uint8Array(96);
+  for (let i = 0; i < 64; i++) {
+    inner[i] = block[i] ^ 0x36;
+    outer[i] = block[i] ^ 0x5c;
+  }
+  inner.set(message, 64);
+  outer.set(words(sha256(inner)), 64);
+  return sha256Hex(outer);
+}
+
+function words(h: Uint32Array): Uint8Array {
+  const out = new Uint8Array(32);
+  const view = new DataView(out.buffer);
+  h.forEach((w, i) => view.setUint32(4 * i, w));
+  return out;
+}
+
+function sha256(data: Uint8Array): Uint32Array {
   const length = data.length;
   const padded = new Uint8Array((((length + 9 + 63) >> 6) << 6));
   padded.set(data);
@@ -41,7 +69,5 @@ export function sha256Hex(data: Uint8Array): string {
     }
     h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
   }
-  let hex = "";
-  for (const x of h) hex += x.toString(16).padStart(8, "0");
-  return hex;
+  return h;
 }

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import {
-  MetricSpec, OLH, batchBody, makeMechanism, makeNumericMechanism, olhHash, payloadText, Piecewise, pythonFloatText, reportText,
+  MetricSpec, OLH, TwoLayers, batchBody, makeMechanism, makeNumericMechanism, olhHash, payloadText, Piecewise, pythonFloatText, reportText,
 } from "../dist/index.js";
 
 const vectors = JSON.parse(readFileSync(new URL("../../../tests/vectors/wire.json", import.meta.url), "utf8"));
@@ -48,6 +48,16 @@ test("mechanism parameters", () => {
       close(m.bound, p.bound, `${p.mechanism} bound`);
       close(m.worstCaseVariance, p.worst_case_variance, `${p.mechanism} variance`);
     }
+  }
+});
+
+test("RAPPOR's two layers: the permanent eps that composes into the metric's mechanism", () => {
+  for (const v of vectors.two_layers) {
+    const two = new TwoLayers(makeMechanism(v.mechanism, v.k, v.epsilon), v.ratio);
+    close(two.permanentEpsilon, v.permanent_epsilon, `${v.mechanism} k=${v.k} eps=${v.epsilon} ratio=${v.ratio} permanent`);
+    close(two.instantaneousEpsilon, v.instantaneous_epsilon, "instantaneous");
+    close(two.pStar, v.p_star, "p*");
+    close(two.qStar, v.q_star, "q*");
   }
 });
 
