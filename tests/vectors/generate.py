@@ -303,9 +303,11 @@ def build() -> dict[str, Any]:
     payloads = []
     for name, k, eps, cases in PAYLOADS:
         m = make_mechanism(name, k, eps)
-        payloads.append(
-            {"mechanism": name, "k": k, "epsilon": eps, "cases": _validity(m.parse_payload, cases)}
-        )
+        checked = _validity(m.parse_payload, cases)
+        for case in checked:
+            if case["valid"]:
+                case["supported"] = m.supported(m.parse_payload(case["payload"]))
+        payloads.append({"mechanism": name, "k": k, "epsilon": eps, "cases": checked})
     for name, eps, cases in NUMERIC_PAYLOADS:
         m = make_numeric_mechanism(name, eps)
         payloads.append(

@@ -259,11 +259,8 @@ export class Client {
   /** A fresh randomized answer; for a memoized metric, its value's remembered permanent answer
    * randomized afresh (two layers), or without the fresh layer the remembered answer itself. */
   #randomized(spec: MetricSpec, prepared: number): Payload {
-    const fresh = (): Payload => (spec.numericRandomizer !== undefined
-      ? spec.numericRandomizer.randomize(prepared, systemRandomness)
-      : (spec.randomizer as NonNullable<MetricSpec["randomizer"]>).randomize(prepared, systemRandomness));
     const plan = this.#plan(spec);
-    if (!plan.memoized) return fresh();
+    if (!plan.memoized) return fresh(spec, prepared);
     let key = plan.keys.get(prepared);
     if (key === undefined) {
       key = this.#memoKey(spec, prepared, plan.layers !== null);
@@ -271,7 +268,7 @@ export class Client {
     }
     let remembered = this.#state.memo[key];
     if (remembered === undefined) {
-      remembered = plan.layers === null ? fresh() : plan.layers.permanent.randomize(prepared, systemRandomness);
+      remembered = plan.layers === null ? fresh(spec, prepared) : plan.layers.permanent.randomize(prepared, systemRandomness);
       this.#state.memo[key] = remembered;
     }
     return plan.layers === null ? remembered : plan.layers.instantaneous.randomize(remembered as number, systemRandomness);
@@ -535,6 +532,13 @@ export class Client {
     }
     this.#storage.save(JSON.stringify(this.#state));
   }
+}
+
+/** A fresh randomized answer of the metric's own mechanism. */
+function fresh(spec: MetricSpec, prepared: number): Payload {
+  return spec.numericRandomizer !== undefined
+    ? spec.numericRandomizer.randomize(prepared, systemRandomness)
+    : (spec.randomizer as NonNullable<MetricSpec["randomizer"]>).randomize(prepared, systemRandomness);
 }
 
 function checkUrl(url: string): string {

@@ -28,7 +28,7 @@ export function checkEpsilon(epsilon: unknown): number {
   return epsilon;
 }
 
-const isIndex = (x: unknown, k: number): x is number => Number.isInteger(x) && (x as number) >= 0 && (x as number) < k;
+export const isIndex = (x: unknown, k: number): x is number => Number.isInteger(x) && (x as number) >= 0 && (x as number) < k;
 
 /** A frequency oracle over categories 0..k-1. */
 export interface Mechanism {
@@ -38,10 +38,6 @@ export interface Mechanism {
   readonly pStar: number;
   readonly qStar: number;
   randomize(value: number, rng?: Randomness): Payload;
-  /** The payload in canonical form, or a thrown Error naming the problem. */
-  parsePayload(payload: unknown): Payload;
-  /** The categories a valid payload supports. */
-  supported(payload: Payload): number[];
 }
 
 function checkK(k: number, max: number, name: string): number {
@@ -72,11 +68,6 @@ export class KRR implements Mechanism {
     const other = rng.randbelow(this.k - 1);
     return other + (other >= value ? 1 : 0);
   }
-  parsePayload(payload: unknown): number {
-    if (!isIndex(payload, this.k)) throw new Error(`payload must be an integer in 0..${this.k - 1}`);
-    return payload;
-  }
-  supported(payload: Payload): number[] { return [payload as number]; }
 }
 
 /** Binary randomized response: krr with k = 2 (payload 1 means true). */
@@ -88,7 +79,7 @@ export class BRR extends KRR {
   }
 }
 
-const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+export const B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /** Standard base64 (with padding) of bytes. */
 export function toBase64(bytes: Uint8Array): string {
@@ -102,22 +93,6 @@ export function toBase64(bytes: Uint8Array): string {
   return out;
 }
 
-/** The bytes of strict standard base64 (padding required, no whitespace), or null. */
-export function fromBase64(text: string): Uint8Array | null {
-  if (text.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(text)) return null;
-  const pad = text.endsWith("==") ? 2 : text.endsWith("=") ? 1 : 0;
-  const out = new Uint8Array((text.length / 4) * 3 - pad);
-  let o = 0;
-  for (let i = 0; i < text.length; i += 4) {
-    let n = 0;
-    for (let j = 0; j < 4; j++) {
-      const c = text[i + j];
-      n = (n << 6) | (c === "=" ? 0 : B64.indexOf(c));
-    }
-    for (const byte of [n >> 16, (n >> 8) & 255, n & 255]) if (o < out.length) out[o++] = byte;
-  }
-  return out;
-}
 
 /** Optimized unary encoding: bit v set w.p. 1/2 for the value, q = 1/(e^eps+1) for the others. */
 export class OUE implements Mechanism {
@@ -141,20 +116,6 @@ export class OUE implements Mechanism {
       if (rng.random() < (v === value ? this.p : this.q)) bits[v >> 3] |= 1 << (v & 7);
     }
     return toBase64(bits);
-  }
-  parsePayload(payload: unknown): string {
-    if (typeof payload !== "string") throw new Error("payload must be a base64 string");
-    const raw = fromBase64(payload);
-    if (raw === null) throw new Error("payload is not valid standard base64");
-    if (raw.length !== this.nBytes) throw new Error(`payload must encode exactly ${this.nBytes} bytes for k=${this.k}`);
-    if (this.k % 8 && raw[raw.length - 1] >> (this.k % 8)) throw new Error(`payload sets bits past k=${this.k}`);
-    return toBase64(raw);
-  }
-  supported(payload: Payload): number[] {
-    const raw = fromBase64(payload as string) as Uint8Array;
-    const out: number[] = [];
-    for (let v = 0; v < this.k; v++) if ((raw[v >> 3] >> (v & 7)) & 1) out.push(v);
-    return out;
   }
 }
 
@@ -195,24 +156,6 @@ export class OLH implements Mechanism {
       y = other + (other >= h ? 1 : 0);
     }
     return { a, b, y };
-  }
-  parsePayload(payload: unknown): { a: number; b: number; y: number } {
-    if (typeof payload !== "object" || payload === null || Array.isArray(payload)
-      || Object.keys(payload).sort().join() !== "a,b,y") {
-      throw new Error('payload must be an object with exactly the keys "a", "b", "y"');
-    }
-    const { a, b, y } = payload as Record<string, unknown>;
-    if (![a, b, y].every(Number.isInteger)) throw new Error("payload a, b and y must be integers");
-    if (!((a as number) >= 1 && (a as number) < OLH_PRIME)) throw new Error("payload a must be in [1, 2^31 - 2]");
-    if (!((b as number) >= 0 && (b as number) < OLH_PRIME)) throw new Error("payload b must be in [0, 2^31 - 2]");
-    if (!isIndex(y, this.g)) throw new Error(`payload y must be in [0, ${this.g - 1}]`);
-    return { a: a as number, b: b as number, y: y as number };
-  }
-  supported(payload: Payload): number[] {
-    const { a, b, y } = payload as { a: number; b: number; y: number };
-    const out: number[] = [];
-    for (let v = 0; v < this.k; v++) if (this.hash(a, b, v) === y) out.push(v);
-    return out;
   }
 }
 
@@ -259,7 +202,6 @@ export interface NumericMechanism {
   variance(t: number): number;
   readonly worstCaseVariance: number;
   randomize(t: number, rng?: Randomness): number;
-  parsePayload(payload: unknown): number;
 }
 
 function checkT(t: number): number {
@@ -267,12 +209,6 @@ function checkT(t: number): number {
   return t;
 }
 
-function parseNumber(payload: unknown, bound: number): number {
-  if (typeof payload !== "number") throw new Error("payload must be a number");
-  if (!Number.isFinite(payload)) throw new Error("payload must be a finite number");
-  if (Math.abs(payload) > bound * (1 + 1e-9)) throw new Error(`payload must lie in [-${bound}, ${bound}]`);
-  return payload;
-}
 
 /** Duchi et al.'s one-bit mechanism: y = +-C1, C1 = (e+1)/(e-1). */
 export class Duchi implements NumericMechanism {
@@ -290,11 +226,6 @@ export class Duchi implements NumericMechanism {
   randomize(t: number, rng: Randomness = systemRandomness): number {
     checkT(t);
     return rng.random() < this.plusProbability(t) ? this.bound : -this.bound;
-  }
-  parsePayload(payload: unknown): number {
-    const y = parseNumber(payload, this.bound);
-    if (Math.abs(Math.abs(y) - this.bound) > 1e-9 * this.bound) throw new Error(`a duchi payload must be +-${this.bound}`);
-    return y < 0 ? -this.bound : this.bound;
   }
 }
 
@@ -339,7 +270,6 @@ export class Piecewise implements NumericMechanism {
     const limit = Math.floor(this.bound / NUMERIC_GRID);
     return Math.max(-limit, Math.min(limit, steps)) * NUMERIC_GRID;
   }
-  parsePayload(payload: unknown): number { return parseNumber(payload, this.bound); }
 }
 
 /** Wang et al.'s Hybrid Mechanism: pm w.p. 1 - e^(-eps/2), else duchi (duchi only at eps <= 0.6094). */
@@ -367,9 +297,6 @@ export class Hybrid implements NumericMechanism {
     checkT(t);
     if (rng.random() < this.pmProbability) return this.piecewise.randomize(t, rng);
     return this.duchi.randomize(t, rng);
-  }
-  parsePayload(payload: unknown): number {
-    return this.pmProbability === 0 ? this.duchi.parsePayload(payload) : parseNumber(payload, this.bound);
   }
 }
 

@@ -54,7 +54,8 @@ export class CryptoRandomness implements Randomness {
 /** The SDK's CSPRNG. */
 export const systemRandomness = new CryptoRandomness();
 
-const hex8 = (word: number): string => (word >>> 0).toString(16).padStart(8, "0");
+const HEX = Array.from({ length: 256 }, (_, i) => (i + 256).toString(16).slice(1));
+const hex8 = (w: number): string => HEX[w >>> 24] + HEX[(w >>> 16) & 255] + HEX[(w >>> 8) & 255] + HEX[w & 255];
 
 /** A uuid4 in canonical text form, always from the system CSPRNG (ids stay unguessable). */
 export function uuid4(): string {
