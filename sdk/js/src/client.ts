@@ -416,7 +416,7 @@ export class Client {
     } else {
       this.#failures++;
       this.#counters.retries++;
-      if (sent.status !== null && sent.status >= 400 && sent.status < 500) this.#counters.refused++;
+      if (sent.status !== null && sent.status >= 400 && sent.status < 500 && sent.status !== 408 && sent.status !== 429) this.#counters.refused++;
       const delay = sent.retryAfter ?? this.#backoff();
       this.#notBefore = Date.now() + delay;
       this.#problemMessages.set("unreachable", `could not deliver ${queue.length} report(s) to ${this.url}${REPORTS_PATH}: ${sent.reason}; retrying in ${Math.round(delay / 1000)} s`);
@@ -530,7 +530,13 @@ export class Client {
       const spec = this.#specs.get(name);
       if (spec === undefined || spec.periodOf(now) !== period) delete this.#state.ledger[key];
     }
-    this.#storage.save(JSON.stringify(this.#state));
+    try {
+      this.#storage.save(JSON.stringify(this.#state));
+      this.#problemMessages.delete("storage");
+    } catch (exc) {
+      // A full localStorage or disk: the state stays in memory and the next save tries again.
+      this.#problemMessages.set("storage", `could not save the client's state: ${(exc as Error).name}`);
+    }
   }
 }
 

@@ -68,3 +68,12 @@ test("oue and olh are reported afresh when asked to memoize with the fresh layer
   assert.equal(Object.keys(s.memo).length, 0);
   assert.ok(new Set(payloads(s)).size > 1);
 });
+
+test("a storage that cannot save (a full localStorage) is a problem, not an exception", () => {
+  const full = { load: () => null, save: () => { throw new DOMException("quota", "QuotaExceededError"); } };
+  const client = new Client({ url: "http://127.0.0.1:9", storage: full, metrics: [BROWSER], flushInterval: 0, refreshInterval: 0 });
+  assert.equal(client.record("browser", "safari"), true);
+  client.save();
+  assert.deepEqual(client.problems(), ["could not save the client's state: QuotaExceededError"]);
+  assert.equal(client.stats().queued, 1, "the report stays queued in memory");
+});
