@@ -36,6 +36,8 @@ export interface ClientOptions {
   refreshInterval?: number;
   /** The longest backoff in milliseconds (default 10 minutes). */
   maxBackoff?: number;
+  /** Milliseconds one request may take, answer included (default 30 s). */
+  timeout?: number;
   /** The clock (tests). */
   now?: () => Date;
 }
@@ -68,6 +70,10 @@ interface MemoPlan {
 }
 
 const MAX_HELD = 1000;
+/** The largest spec list read (as the Python client's 4 MiB cap on that answer). */
+const MAX_SPECS_BYTES = 4 * 1024 * 1024;
+/** The largest answer to an upload read (an acknowledgement or a refusal is small). */
+const MAX_ANSWER_BYTES = 1024 * 1024;
 const KEEPALIVE_BYTES = 60000;
 const FINAL = new Set([400, 422]);
 
@@ -120,6 +126,7 @@ export class Client {
       flushInterval: count(options.flushInterval ?? 30000, "flushInterval", 0),
       refreshInterval: count(options.refreshInterval ?? 3600000, "refreshInterval", 0),
       maxBackoff: count(options.maxBackoff ?? 600000, "maxBackoff", 0),
+      timeout: count(options.timeout ?? 30000, "timeout", 1),
       now: options.now ?? (() => new Date()),
     };
     this.#batchCap = this.#options.batchSize;
@@ -162,13 +169,13 @@ export class Client {
     let answer: Response;
     let metrics: unknown;
     try {
-      answer = await fetch(`${this.url}${METRICS_PATH}`, { headers });
+      answer = await fetch(`${this.url}${METRICS_PATH}`, { headers, signal: AbortSignal.timeout(this.#options.timeout) });
       if (answer.status === 304) {
         this.#problemMessages.delete("specs");
         return true;
       }
       if (answer.status !== 200) throw new Error(`HTTP ${answer.status}`);
-      metrics = ((await answer.json()) as { metrics?: unknown }).metrics;
+      metrics = (JSON.parse(await boundedText(answer, MAX_SPECS_BYTES)) as { metrics?: unknown }).metrics;
       if (!Array.isArray(metrics)) throw new Error("the answer has no list of metrics");
     } catch (exc) {
       this.#problemMessages.set("specs", `could not fetch metric specs with GET ${this.url}${METRICS_PATH}: ${(exc as Error).message}`);
@@ -439,8 +446,8 @@ export class Client {
     let answer: Response;
     let body: string;
     try {
-      answer = await fetch(`${this.url}${REPORTS_PATH}`, { method: "POST", headers, body: batchBody(batch), keepalive });
-      body = await answer.text();
+      answer = await fetch(`${this.url}${REPORTS_PATH}`, { method: "POST", headers, body: batchBody(batch), keepalive, signal: AbortSignal.timeout(this.#options.timeout) });
+      body = await boundedText(answer, MAX_ANSWER_BYTES);
     } catch (exc) {
       return { kind: "retry", status: null, reason: (exc as Error).message, retryAfter: null };
     }
@@ -538,6 +545,31 @@ export class Client {
       this.#problemMessages.set("storage", `could not save the client's state: ${(exc as Error).name}`);
     }
   }
+}
+
+/** An answer's body as text, refused (and the rest not read) past `limit` bytes. */
+async function boundedText(answer: Response, limit: number): Promise<string> {
+  const reader = answer.body?.getReader();
+  if (reader === undefined) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > limit) {
+      await reader.cancel();
+      throw new Error(`the answer is over ${limit} bytes`);
+    }
+    chunks.push(value);
+  }
+  const all = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    all.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return new TextDecoder().decode(all);
 }
 
 /** A fresh randomized answer of the metric's own mechanism. */

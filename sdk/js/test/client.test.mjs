@@ -94,6 +94,26 @@ test("only the collector's own problem document drops reports", async () => {
   await wrong.close(100);
 });
 
+test("a collector that hangs or streams without end: every request is bounded in time and size", async () => {
+  const client = new Client({ url: proxy.url, storage: new MemoryStorage(), flushInterval: 0, refreshInterval: 0, timeout: 1500 });
+  proxy.mode = "hang";
+  assert.equal(await client.refreshSpecs(), false);
+  assert.ok(client.problems().some((p) => p.includes("could not fetch metric specs")));
+  proxy.mode = "huge";
+  assert.equal(await client.refreshSpecs(), false);
+  assert.ok(client.problems().some((p) => p.includes("over 4194304 bytes")), client.problems().join("; "));
+  proxy.mode = "up";
+  assert.equal(await client.refreshSpecs(), true);
+  assert.ok(!client.problems().some((p) => p.includes("could not fetch")), "the fetch problem is over");
+  client.record("dark_mode", true);
+  proxy.mode = "hang";
+  assert.equal(await client.flush(), false);
+  assert.equal(client.stats().queued, 1);
+  proxy.mode = "up";
+  assert.equal(await client.flush(), true);
+  await client.close(100);
+});
+
 test("served specs: fetched with an ETag, pinned, and never above maxEpsilon", async () => {
   const path = join(folder, "specs.json");
   const client = new Client({ url: proxy.url, storage: new FileStorage(path), flushInterval: 0, refreshInterval: 0 });

@@ -87,13 +87,24 @@ export async function storedIds(url, name) {
 }
 
 /** A proxy to `target`: mode "up" forwards, "down" drops connections, "lose-ack" forwards and
- * then drops the answer, a number answers that status with a non-collector body. */
+ * then drops the answer, "hang" never answers, "huge" streams a spec list without end, a number
+ * answers that status with a non-collector body. */
 export async function startProxy(target) {
   const proxy = { mode: "up", statuses: [] };
   const server = http.createServer(async (req, res) => {
     const chunks = [];
     for await (const chunk of req) chunks.push(chunk);
     if (proxy.mode === "down") { req.socket.destroy(); return; }
+    if (proxy.mode === "hang") return; // never answers
+    if (proxy.mode === "huge") {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.write('{"metrics": [');
+      const filler = `${JSON.stringify({ name: "x", type: "boolean", epsilon: 1 })},`.repeat(1000);
+      const pump = () => { while (!res.destroyed && res.write(filler)); if (!res.destroyed) res.once("drain", pump); };
+      res.on("close", () => res.destroy());
+      pump();
+      return;
+    }
     if (typeof proxy.mode === "number") {
       res.writeHead(proxy.mode, { "content-type": "application/json" });
       res.end(JSON.stringify({ detail: "proxy says no", status: proxy.mode }));
