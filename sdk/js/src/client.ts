@@ -217,7 +217,7 @@ export class Client {
     const pinned = this.#specs.get(spec.name);
     if (pinned?.fingerprint === spec.fingerprint) return;
     let why: string | null = null;
-    if (pinned !== undefined) why = `differs from the spec this device accepted (${pinned.fingerprint}); a spec never changes under a name`;
+    if (pinned !== undefined) why = `differs from the spec this device accepted (${pinned.fingerprint})`;
     else if (spec.epsilon > this.#options.maxEpsilon) why = `eps ${spec.epsilon} is above maxEpsilon ${this.#options.maxEpsilon}`;
     if (why === null) {
       this.#specs.set(spec.name, spec);
@@ -550,26 +550,18 @@ export class Client {
 /** An answer's body as text, refused (and the rest not read) past `limit` bytes. */
 async function boundedText(answer: Response, limit: number): Promise<string> {
   const reader = answer.body?.getReader();
-  if (reader === undefined) return "";
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
+  const decoder = new TextDecoder();
+  let text = "";
+  for (let size = 0; reader;) {
     const { done, value } = await reader.read();
     if (done) break;
-    size += value.length;
-    if (size > limit) {
+    if ((size += value.length) > limit) {
       await reader.cancel();
       throw new Error(`the answer is over ${limit} bytes`);
     }
-    chunks.push(value);
+    text += decoder.decode(value, { stream: true });
   }
-  const all = new Uint8Array(size);
-  let offset = 0;
-  for (const chunk of chunks) {
-    all.set(chunk, offset);
-    offset += chunk.length;
-  }
-  return new TextDecoder().decode(all);
+  return text + decoder.decode();
 }
 
 /** A fresh randomized answer of the metric's own mechanism. */
