@@ -18,6 +18,9 @@ export interface ClientOptions {
   metrics?: SpecData[];
   /** A served spec above this eps is refused (default 4). */
   maxEpsilon?: number;
+  /** The most eps one metric may spend on this device over its life (default: no cap):
+   * counted per report at eps, or for a memoized metric per distinct value at its permanent eps. */
+  lifetimeEpsilon?: number;
   /** Reports per metric per period (default 1). */
   maxReportsPerPeriod?: number;
   /** RAPPOR's memoization: true, or the metric names (default false). */
@@ -61,6 +64,10 @@ interface State {
   secret: string;
   /** HMAC of a value -> its permanent randomized answer (never the value). */
   memo: Record<string, Payload>;
+  /** Reports ever admitted per metric (for lifetimeEpsilon). */
+  totals: Record<string, number>;
+  /** Memoized values per metric (for lifetimeEpsilon). */
+  memoSizes: Record<string, number>;
 }
 
 interface MemoPlan {
@@ -83,9 +90,10 @@ type Sent = { kind: "ok"; duplicates: number } | { kind: "drop"; indices: number
 
 export class Client {
   readonly url: string;
-  readonly #options: Required<Omit<ClientOptions, "ingestKey" | "metrics" | "storage" | "memoize" | "instantaneousRatio">> & Pick<ClientOptions, "ingestKey">;
+  readonly #options: Required<Omit<ClientOptions, "ingestKey" | "metrics" | "storage" | "memoize" | "instantaneousRatio" | "lifetimeEpsilon">> & Pick<ClientOptions, "ingestKey">;
   readonly #memoize: boolean | string[];
   readonly #ratio: number | null;
+  readonly #lifetime: number | null;
   readonly #plans = new Map<string, MemoPlan>();
   readonly #storage: StateStorage;
   readonly #state: State;
@@ -130,13 +138,14 @@ export class Client {
       now: options.now ?? (() => new Date()),
     };
     this.#batchCap = this.#options.batchSize;
+    this.#lifetime = options.lifetimeEpsilon === undefined ? null : positive(options.lifetimeEpsilon, "lifetimeEpsilon");
     this.#memoize = options.memoize ?? false;
     if (typeof this.#memoize !== "boolean" && !(Array.isArray(this.#memoize) && this.#memoize.every((n) => typeof n === "string"))) {
-      throw new InvalidInput("memoize must be true, false or a list of metric names");
+      throw new InvalidInput("memoize must be a boolean or a list of metric names");
     }
     this.#ratio = options.instantaneousRatio === undefined ? DEFAULT_INSTANTANEOUS_RATIO : options.instantaneousRatio;
     if (this.#ratio !== null && !(typeof this.#ratio === "number" && this.#ratio > 1 && Number.isFinite(this.#ratio))) {
-      throw new InvalidInput("instantaneousRatio must be a finite number above 1, or null");
+      throw new InvalidInput("instantaneousRatio must be a number above 1, or null");
     }
     this.#storage = options.storage ?? defaultStorage();
     this.#state = this.#loadState();
@@ -199,7 +208,7 @@ export class Client {
           this.#counters.spec_mismatches++;
           const message = `metric ${spec.name}: the collector ${served.has(spec.name) ? "serves another spec (fingerprint)" : "does not serve it"}; it refuses these reports`;
           this.#problemMessages.set(key, message);
-          console.error(`deniable: ${message}`);
+          complain(message);
         }
       }
       return true;
@@ -230,7 +239,7 @@ export class Client {
     this.#counters.specs_refused++;
     const message = `refused the served spec of metric ${spec.name} (${spec.fingerprint}): ${why}`;
     this.#problemMessages.set(`refused-spec:${spec.name}`, message);
-    console.error(`deniable: ${message}`);
+    complain(message);
   }
 
   /** Randomize and queue one value; no I/O. True when a report was queued (or the value is held
@@ -250,12 +259,13 @@ export class Client {
     const period = this.#period(spec);
     const key = `${name}|${period}`;
     const spent = this.#state.ledger[key] ?? 0;
-    if (spent >= this.#options.maxReportsPerPeriod) {
+    if (spent >= this.#options.maxReportsPerPeriod || this.#overLifetime(spec)) {
       this.#counters.over_budget++;
       return false;
     }
     const payload = this.#randomized(spec, prepared);
     this.#state.ledger[key] = spent + 1;
+    this.#state.totals[name] = (this.#state.totals[name] ?? 0) + 1;
     this.#state.queue.push(reportText(uuid4(), name, spec.fingerprint, period, payloadText(payload, spec.type === "numeric")));
     this.#counters.admitted++;
     this.#trim();
@@ -277,8 +287,19 @@ export class Client {
     if (remembered === undefined) {
       remembered = plan.layers === null ? fresh(spec, prepared) : plan.layers.permanent.randomize(prepared, systemRandomness);
       this.#state.memo[key] = remembered;
+      this.#state.memoSizes[spec.name] = (this.#state.memoSizes[spec.name] ?? 0) + 1;
     }
     return plan.layers === null ? remembered : plan.layers.instantaneous.randomize(remembered as number, systemRandomness);
+  }
+
+  /** Whether one more report would pass lifetimeEpsilon; for a memoized metric checked against
+   * the worst case (a new value), so the decision never depends on the value. */
+  #overLifetime(spec: MetricSpec): boolean {
+    if (this.#lifetime === null) return false;
+    const plan = this.#plan(spec);
+    const spent = plan.memoized ? this.#state.memoSizes[spec.name] ?? 0 : this.#state.totals[spec.name] ?? 0;
+    const epsilon = plan.layers !== null ? plan.layers.permanentEpsilon : spec.epsilon;
+    return (spent + 1) * epsilon > this.#lifetime + 1e-9;
   }
 
   #plan(spec: MetricSpec): MemoPlan {
@@ -472,7 +493,7 @@ export class Client {
   /** What is wrong now, in words (never a recorded value). */
   problems(): string[] {
     const out = [...this.#problemMessages.values()];
-    if (this.#held.length > 0) out.push(`${this.#held.length} value(s) held in memory until the first specs arrive`);
+    if (this.#held.length > 0) out.push(`${this.#held.length} value(s) held until the first specs arrive`);
     return out;
   }
 
@@ -509,7 +530,7 @@ export class Client {
   #loadState(): State {
     let secret = "";
     for (const byte of systemRandomness.bytes(32)) secret += byte.toString(16).padStart(2, "0");
-    const empty: State = { version: 1, specs: {}, etag: null, ledger: {}, queue: [], secret, memo: {} };
+    const empty: State = { version: 1, specs: {}, etag: null, ledger: {}, queue: [], secret, memo: {}, totals: {}, memoSizes: {} };
     const text = this.#storage.load();
     if (text === null) return empty;
     try {
@@ -562,6 +583,11 @@ async function boundedText(answer: Response, limit: number): Promise<string> {
     text += decoder.decode(value, { stream: true });
   }
   return text + decoder.decode();
+}
+
+/** An ERROR a developer should see (once per problem; never a recorded value). */
+function complain(message: string): void {
+  console.error(`deniable: ${message}`);
 }
 
 /** A fresh randomized answer of the metric's own mechanism. */

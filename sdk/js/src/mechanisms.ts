@@ -41,8 +41,8 @@ export interface Mechanism {
 }
 
 function checkK(k: number, max: number, name: string): number {
-  if (!Number.isInteger(k) || k < 2) throw new SpecError("k (the number of categories) must be an integer >= 2");
-  if (k > MAX_CATEGORIES) throw new SpecError(`at most ${MAX_CATEGORIES} categories are supported, got ${k}`);
+  if (!Number.isInteger(k) || k < 2) throw new SpecError("k must be an integer >= 2");
+  if (k > MAX_CATEGORIES) throw new SpecError(`at most ${MAX_CATEGORIES} categories, got ${k}`);
   if (k > max) throw new SpecError(`${name} supports at most ${max} categories, got ${k}: use oue or olh`);
   return k;
 }

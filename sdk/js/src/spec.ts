@@ -71,7 +71,7 @@ export class MetricSpec {
   private constructor(data: SpecData) {
     const { name, type } = data;
     if (typeof name !== "string" || !METRIC_NAME.test(name)) {
-      throw new SpecError("metric name must start with a lowercase letter and use only a-z, 0-9, _ . - (at most 64 characters)");
+      throw new SpecError("metric name must match [a-z][a-z0-9_.-]{0,63}");
     }
     this.name = name;
     if (!["boolean", "categorical", "numeric", "histogram"].includes(type)) {
@@ -107,11 +107,11 @@ export class MetricSpec {
         const edges = data.edges.map((e) => finite(e, `metric ${name}: each edge`));
         if (edges.length < 3) throw new SpecError(`metric ${name}: a histogram needs at least 3 edges (2 buckets)`);
         if (edges.length - 1 > MAX_CATEGORIES) throw new SpecError(`metric ${name}: at most ${MAX_CATEGORIES} buckets`);
-        if (edges.some((e, i) => i > 0 && e <= edges[i - 1])) throw new SpecError(`metric ${name}: edges must be strictly increasing (sorted, no duplicates)`);
+        if (edges.some((e, i) => i > 0 && e <= edges[i - 1])) throw new SpecError(`metric ${name}: edges must be strictly increasing`);
         this.edges = Object.freeze(edges);
         categories = bucketLabels(edges);
         if (data.categories !== undefined && data.categories.join("\u0000") !== categories.join("\u0000")) {
-          throw new SpecError(`metric ${name}: a histogram's categories are its bucket labels, derived from its edges; these differ`);
+          throw new SpecError(`metric ${name}: its categories are not the bucket labels of its edges`);
         }
       } else {
         if (data.lower !== undefined || data.upper !== undefined || data.edges !== undefined) throw new SpecError(`metric ${name}: lower, upper and edges are for numbers only`);
@@ -228,9 +228,7 @@ export function periodLabel(kind: PeriodKind, moment: Date): string {
   const date = new Date(Date.UTC(year, month, day));
   const weekday = (date.getUTCDay() + 6) % 7;
   date.setUTCDate(date.getUTCDate() - weekday + 3);
-  const isoYear = date.getUTCFullYear();
-  const firstThursday = new Date(Date.UTC(isoYear, 0, 4));
-  firstThursday.setUTCDate(firstThursday.getUTCDate() - ((firstThursday.getUTCDay() + 6) % 7) + 3);
-  const week = 1 + Math.round((date.getTime() - firstThursday.getTime()) / 604800000);
+  const isoYear = date.getUTCFullYear(); // the year of the week's Thursday
+  const week = 1 + Math.floor((date.getTime() - Date.UTC(isoYear, 0, 1)) / 604800000);
   return `${pad(isoYear, 4)}-W${pad(week)}`;
 }

@@ -77,3 +77,15 @@ test("a storage that cannot save (a full localStorage) is a problem, not an exce
   assert.deepEqual(client.problems(), ["could not save the client's state: QuotaExceededError"]);
   assert.equal(client.stats().queued, 1, "the report stays queued in memory");
 });
+
+test("lifetimeEpsilon: reports at eps while they fit; a memoized metric's distinct values at the permanent eps", () => {
+  const fresh = dailyClient({ metrics: [BROWSER], lifetimeEpsilon: 2.5 });
+  assert.deepEqual([1, 2, 3, 4].map(() => fresh.record("browser", "safari")), [true, true, false, false]);
+  assert.equal(fresh.client.stats().over_budget, 2);
+  const memo = dailyClient({ metrics: [BROWSER], lifetimeEpsilon: 2.5, memoize: true, instantaneousRatio: null });
+  const recorded = ["chrome", "chrome", "safari", "chrome", "safari", "other", "chrome"].map((v) => memo.record("browser", v));
+  // Two values fit 2.5 at eps 1. The check assumes each record brings a new value (so that the
+  // decision never depends on the value): once two are memoized, even chrome is refused.
+  assert.deepEqual(recorded, [true, true, true, false, false, false, false]);
+  assert.equal(Object.keys(memo.state().memo).length, 2);
+});
