@@ -1,0 +1,650 @@
+/** The Client: specs (fetched with ETag, pinned, capped by maxEpsilon), the budget ledger, the
+ * offline queue with backoff and resend under the same ids, problems() and stats(), as the
+ * Python client (docs/sdk.md). Only randomized reports are ever stored or sent. */
+
+import { DEFAULT_INSTANTANEOUS_RATIO, type Payload, SpecError, type TwoLayers, twoLayers } from "./mechanisms.js";
+import { hmacSha256Hex } from "./sha256.js";
+import { systemRandomness, uuid4 } from "./random.js";
+import { InvalidInput, MetricSpec, type SpecData } from "./spec.js";
+import { defaultStorage, type StateStorage } from "./storage.js";
+import { batchBody, METRICS_PATH, payloadText, REPORTS_PATH, reportText } from "./wire.js";
+
+export interface ClientOptions {
+  /** The collector's base URL (`https://telemetry.example.com`, not `.../v1`). */
+  url: string;
+  /** The ingest key, if the collector wants one. */
+  ingestKey?: string;
+  /** Specs in code: then the only ones used (the served list is only compared). */
+  metrics?: SpecData[];
+  /** A served spec above this eps is refused (default 4). */
+  maxEpsilon?: number;
+  /** The most eps one metric may spend on this device over its life (default: no cap):
+   * counted per report at eps, or for a memoized metric per distinct value at its permanent eps. */
+  lifetimeEpsilon?: number;
+  /** Reports per metric per period (default 1). */
+  maxReportsPerPeriod?: number;
+  /** RAPPOR's memoization: true, or the metric names (default false). */
+  memoize?: boolean | string[];
+  /** The fresh layer's eps over the metric's (default 2); null sends the permanent answer as is. */
+  instantaneousRatio?: number | null;
+  /** Where the state is kept (default: localStorage in a browser, memory elsewhere). */
+  storage?: StateStorage;
+  /** Reports per upload (default 500, at most 1000). */
+  batchSize?: number;
+  /** The most reports kept; past it the oldest not in flight are dropped (default 10,000). */
+  maxQueue?: number;
+  /** Milliseconds between background uploads (default 30 s); 0 uploads only on flush(). */
+  flushInterval?: number;
+  /** Milliseconds between spec refreshes (default 1 hour). */
+  refreshInterval?: number;
+  /** The longest backoff in milliseconds (default 10 minutes). */
+  maxBackoff?: number;
+  /** Milliseconds one request may take, answer included (default 30 s). */
+  timeout?: number;
+  /** The clock (tests). */
+  now?: () => Date;
+}
+
+/** The client's counters, named as Python's ClientStats. */
+export interface ClientStats {
+  recorded: number; admitted: number; over_budget: number; unknown_metric: number; queued: number;
+  delivered: number; duplicates: number; dropped_queue_full: number; dropped_rejected: number;
+  retries: number; refused: number; specs_refused: number; spec_mismatches: number; held: number; dropped_held: number;
+}
+
+type Counter = Exclude<keyof ClientStats, "queued" | "held">;
+
+interface State {
+  version: 1;
+  specs: Record<string, SpecData>;
+  etag: string | null;
+  ledger: Record<string, number>;
+  queue: string[];
+  /** 32 random bytes (hex), the key of the memo's HMACs. */
+  secret: string;
+  /** HMAC of a value -> its permanent randomized answer (never the value). */
+  memo: Record<string, Payload>;
+  /** Reports ever admitted per metric (for lifetimeEpsilon). */
+  totals: Record<string, number>;
+  /** Memoized values per metric (for lifetimeEpsilon). */
+  memoSizes: Record<string, number>;
+}
+
+interface MemoPlan {
+  memoized: boolean;
+  layers: TwoLayers | null;
+  keys: Map<number, string>;
+}
+
+const MAX_HELD = 1000;
+/** The largest spec list read (as the Python client's 4 MiB cap on that answer). */
+const MAX_SPECS_BYTES = 4 * 1024 * 1024;
+/** The largest answer to an upload read (an acknowledgement or a refusal is small). */
+const MAX_ANSWER_BYTES = 1024 * 1024;
+const KEEPALIVE_BYTES = 60000;
+const FINAL = new Set([400, 422]);
+
+/** A report delivery's outcome. */
+type Sent = { kind: "ok"; duplicates: number } | { kind: "drop"; indices: number[] | null; reason: string }
+  | { kind: "split" } | { kind: "retry"; status: number | null; reason: string; retryAfter: number | null };
+
+export class Client {
+  readonly url: string;
+  readonly #options: Required<Omit<ClientOptions, "ingestKey" | "metrics" | "storage" | "memoize" | "instantaneousRatio" | "lifetimeEpsilon">> & Pick<ClientOptions, "ingestKey">;
+  readonly #memoize: boolean | string[];
+  readonly #ratio: number | null;
+  readonly #lifetime: number | null;
+  readonly #plans = new Map<string, MemoPlan>();
+  readonly #storage: StateStorage;
+  readonly #state: State;
+  readonly #specs = new Map<string, MetricSpec>();
+  readonly #inCode: boolean;
+  readonly #counters: Record<Counter, number> = {
+    recorded: 0, admitted: 0, over_budget: 0, unknown_metric: 0, delivered: 0, duplicates: 0, dropped_queue_full: 0,
+    dropped_rejected: 0, retries: 0, refused: 0, specs_refused: 0, spec_mismatches: 0, dropped_held: 0,
+  };
+  readonly #problemMessages = new Map<string, string>();
+  readonly #refusedSeen = new Set<string>();
+  #held: Array<[string, unknown]> = [];
+  /** Whether any spec list is known (in code, cached, or fetched, even an empty one). */
+  #specsKnown: boolean;
+  #periodDay = Number.NaN;
+  readonly #periodLabels = new Map<string, string>();
+  #inFlight = 0;
+  #uploading: Promise<boolean> | null = null;
+  #failures = 0;
+  #notBefore = 0;
+  #saveScheduled = false;
+  #timers: Array<ReturnType<typeof setInterval>> = [];
+  #closed = false;
+  #batchCap: number;
+  readonly #onHidden = (): void => {
+    if (globalThis.document?.visibilityState === "hidden") void this.flush({ keepalive: true });
+  };
+
+  constructor(options: ClientOptions) {
+    this.url = checkUrl(options.url);
+    this.#options = {
+      url: this.url,
+      ingestKey: options.ingestKey,
+      maxEpsilon: positive(options.maxEpsilon ?? 4, "maxEpsilon"),
+      maxReportsPerPeriod: count(options.maxReportsPerPeriod ?? 1, "maxReportsPerPeriod", 1),
+      batchSize: Math.min(1000, count(options.batchSize ?? 500, "batchSize", 1)),
+      maxQueue: count(options.maxQueue ?? 10000, "maxQueue", 1),
+      flushInterval: count(options.flushInterval ?? 30000, "flushInterval", 0),
+      refreshInterval: count(options.refreshInterval ?? 3600000, "refreshInterval", 0),
+      maxBackoff: count(options.maxBackoff ?? 600000, "maxBackoff", 0),
+      timeout: count(options.timeout ?? 30000, "timeout", 1),
+      now: options.now ?? (() => new Date()),
+    };
+    this.#batchCap = this.#options.batchSize;
+    this.#lifetime = options.lifetimeEpsilon === undefined ? null : positive(options.lifetimeEpsilon, "lifetimeEpsilon");
+    this.#memoize = options.memoize ?? false;
+    if (typeof this.#memoize !== "boolean" && !(Array.isArray(this.#memoize) && this.#memoize.every((n) => typeof n === "string"))) {
+      throw new InvalidInput("memoize must be a boolean or a list of metric names");
+    }
+    this.#ratio = options.instantaneousRatio === undefined ? DEFAULT_INSTANTANEOUS_RATIO : options.instantaneousRatio;
+    if (this.#ratio !== null && !(typeof this.#ratio === "number" && this.#ratio > 1 && Number.isFinite(this.#ratio))) {
+      throw new InvalidInput("instantaneousRatio must be a number above 1, or null");
+    }
+    this.#storage = options.storage ?? defaultStorage();
+    this.#state = this.#loadState();
+    this.#inCode = options.metrics !== undefined;
+    this.#specsKnown = this.#inCode || this.#state.etag !== null || Object.keys(this.#state.specs).length > 0;
+    if (options.metrics !== undefined) {
+      for (const data of options.metrics) {
+        const spec = MetricSpec.fromDict(data);
+        this.#specs.set(spec.name, spec);
+      }
+    } else {
+      for (const data of Object.values(this.#state.specs)) {
+        try {
+          const spec = MetricSpec.fromDict(data);
+          this.#specs.set(spec.name, spec);
+        } catch {
+          delete this.#state.specs[data.name];
+        }
+      }
+    }
+    if (this.#options.flushInterval > 0) this.#every(this.#options.flushInterval, () => void this.#upload(false));
+    if (this.#options.refreshInterval > 0) this.#every(this.#options.refreshInterval, () => void this.refreshSpecs());
+    globalThis.document?.addEventListener?.("visibilitychange", this.#onHidden);
+  }
+
+  /** Fetch the served specs now (ETag: an unchanged registry is a 304); true when they arrived. */
+  async refreshSpecs(): Promise<boolean> {
+    const headers: Record<string, string> = {};
+    if (this.#state.etag !== null && !this.#inCode) headers["If-None-Match"] = this.#state.etag;
+    let answer: Response;
+    let metrics: unknown;
+    try {
+      answer = await fetch(`${this.url}${METRICS_PATH}`, { headers, signal: AbortSignal.timeout(this.#options.timeout) });
+      if (answer.status === 304) {
+        this.#problemMessages.delete("specs");
+        return true;
+      }
+      if (answer.status !== 200) throw new Error(`HTTP ${answer.status}`);
+      metrics = (JSON.parse(await boundedText(answer, MAX_SPECS_BYTES)) as { metrics?: unknown }).metrics;
+      if (!Array.isArray(metrics)) throw new Error("the answer has no list of metrics");
+    } catch (exc) {
+      this.#problemMessages.set("specs", `could not fetch metric specs with GET ${this.url}${METRICS_PATH}: ${(exc as Error).message}`);
+      return false;
+    }
+    this.#problemMessages.delete("specs");
+    const served = new Map<string, MetricSpec>();
+    for (const data of metrics as SpecData[]) {
+      try {
+        const spec = MetricSpec.fromDict(data);
+        served.set(spec.name, spec);
+      } catch (exc) {
+        this.#problemMessages.set(`invalid:${String((data as SpecData)?.name)}`, `a served spec is invalid: ${(exc as Error).message}`);
+      }
+    }
+    if (this.#inCode) {
+      for (const spec of this.#specs.values()) {
+        if (served.get(spec.name)?.fingerprint === spec.fingerprint) continue;
+        const key = `mismatch:${spec.name}`;
+        if (!this.#problemMessages.has(key)) {
+          this.#counters.spec_mismatches++;
+          const message = `metric ${spec.name}: the collector ${served.has(spec.name) ? "serves another spec (fingerprint)" : "does not serve it"}; it refuses these reports`;
+          this.#problemMessages.set(key, message);
+          complain(message);
+        }
+      }
+      return true;
+    }
+    for (const spec of served.values()) this.#adopt(spec);
+    this.#specsKnown = true;
+    this.#state.etag = answer.headers.get("etag");
+    this.#scheduleSave();
+    this.#releaseHeld();
+    return true;
+  }
+
+  /** Adopt a served spec unless it would weaken privacy: above maxEpsilon, or unlike a pinned one. */
+  #adopt(spec: MetricSpec): void {
+    const pinned = this.#specs.get(spec.name);
+    if (pinned?.fingerprint === spec.fingerprint) return;
+    let why: string | null = null;
+    if (pinned !== undefined) why = `differs from the spec this device accepted (${pinned.fingerprint})`;
+    else if (spec.epsilon > this.#options.maxEpsilon) why = `eps ${spec.epsilon} is above maxEpsilon ${this.#options.maxEpsilon}`;
+    if (why === null) {
+      this.#specs.set(spec.name, spec);
+      this.#state.specs[spec.name] = spec.toDict();
+      return;
+    }
+    const seen = `${spec.name}|${spec.fingerprint}`;
+    if (this.#refusedSeen.has(seen)) return;
+    this.#refusedSeen.add(seen);
+    this.#counters.specs_refused++;
+    const message = `refused the served spec of metric ${spec.name} (${spec.fingerprint}): ${why}`;
+    this.#problemMessages.set(`refused-spec:${spec.name}`, message);
+    complain(message);
+  }
+
+  /** Randomize and queue one value; no I/O. True when a report was queued (or the value is held
+   * until specs arrive), false when the budget or an unknown metric kept it back. A value that
+   * does not fit its metric throws InvalidInput naming the metric, never the value. */
+  record(name: string, value: unknown): boolean {
+    if (this.#closed) throw new InvalidInput("the client is closed");
+    const spec = this.#specs.get(name);
+    if (spec === undefined) {
+      if (this.#inCode) throw new InvalidInput(`unknown metric ${JSON.stringify(String(name))}: not among the specs passed in code`);
+      if (!this.#specsKnown) return this.#hold(name, value);
+      this.#counters.unknown_metric++;
+      return false;
+    }
+    const prepared = spec.type === "numeric" ? spec.scale(value) : spec.indexOf(value);
+    this.#counters.recorded++;
+    const period = this.#period(spec);
+    const key = `${name}|${period}`;
+    const spent = this.#state.ledger[key] ?? 0;
+    if (spent >= this.#options.maxReportsPerPeriod || this.#overLifetime(spec)) {
+      this.#counters.over_budget++;
+      return false;
+    }
+    const payload = this.#randomized(spec, prepared);
+    this.#state.ledger[key] = spent + 1;
+    this.#state.totals[name] = (this.#state.totals[name] ?? 0) + 1;
+    this.#state.queue.push(reportText(uuid4(), name, spec.fingerprint, period, payloadText(payload, spec.type === "numeric")));
+    this.#counters.admitted++;
+    this.#trim();
+    this.#scheduleSave();
+    return true;
+  }
+
+  /** A fresh randomized answer; for a memoized metric, its value's remembered permanent answer
+   * randomized afresh (two layers), or without the fresh layer the remembered answer itself. */
+  #randomized(spec: MetricSpec, prepared: number): Payload {
+    const plan = this.#plan(spec);
+    if (!plan.memoized) return fresh(spec, prepared);
+    let key = plan.keys.get(prepared);
+    if (key === undefined) {
+      key = this.#memoKey(spec, prepared, plan.layers !== null);
+      if (spec.type !== "numeric") plan.keys.set(prepared, key);
+    }
+    let remembered = this.#state.memo[key];
+    if (remembered === undefined) {
+      remembered = plan.layers === null ? fresh(spec, prepared) : plan.layers.permanent.randomize(prepared, systemRandomness);
+      this.#state.memo[key] = remembered;
+      this.#state.memoSizes[spec.name] = (this.#state.memoSizes[spec.name] ?? 0) + 1;
+    }
+    return plan.layers === null ? remembered : plan.layers.instantaneous.randomize(remembered as number, systemRandomness);
+  }
+
+  /** Whether one more report would pass lifetimeEpsilon; for a memoized metric checked against
+   * the worst case (a new value), so the decision never depends on the value. */
+  #overLifetime(spec: MetricSpec): boolean {
+    if (this.#lifetime === null) return false;
+    const plan = this.#plan(spec);
+    const spent = plan.memoized ? this.#state.memoSizes[spec.name] ?? 0 : this.#state.totals[spec.name] ?? 0;
+    const epsilon = plan.layers !== null ? plan.layers.permanentEpsilon : spec.epsilon;
+    return (spent + 1) * epsilon > this.#lifetime + 1e-9;
+  }
+
+  #plan(spec: MetricSpec): MemoPlan {
+    let plan = this.#plans.get(spec.name);
+    if (plan === undefined) {
+      const asked = this.#memoize === true || (Array.isArray(this.#memoize) && this.#memoize.includes(spec.name));
+      const layers = asked && this.#ratio !== null && spec.randomizer !== undefined ? twoLayers(spec.randomizer, this.#ratio) : null;
+      plan = { memoized: asked && (this.#ratio === null || layers !== null), layers, keys: new Map() };
+      this.#plans.set(spec.name, plan);
+    }
+    return plan;
+  }
+
+  /** The HMAC under which a value's permanent answer is kept: a category index, or a numeric
+   * t by its exact 64 bits; only the HMAC is stored, never the value. */
+  #memoKey(spec: MetricSpec, prepared: number, permanent: boolean): string {
+    let value = String(prepared);
+    if (spec.type === "numeric") {
+      const view = new DataView(new ArrayBuffer(8));
+      view.setFloat64(0, prepared);
+      value = `t=${view.getBigUint64(0).toString(16)}`;
+    }
+    const message = `${spec.name}|${spec.fingerprint}|${value}${permanent ? "|permanent" : ""}`;
+    const secret = Uint8Array.from(this.#state.secret.match(/../g) as string[], (h) => parseInt(h, 16));
+    return hmacSha256Hex(secret, new TextEncoder().encode(message));
+  }
+
+  /** The current period label of a spec's kind, cached until the clock leaves its UTC day. */
+  #period(spec: MetricSpec): string {
+    const now = this.#options.now();
+    const day = Math.floor(now.getTime() / 86400000);
+    if (day !== this.#periodDay) {
+      this.#periodDay = day;
+      this.#periodLabels.clear();
+    }
+    let label = this.#periodLabels.get(spec.period);
+    if (label === undefined) {
+      label = spec.periodOf(now);
+      this.#periodLabels.set(spec.period, label);
+    }
+    return label;
+  }
+
+  #hold(name: string, value: unknown): boolean {
+    if (this.#held.length >= MAX_HELD) {
+      this.#counters.dropped_held++;
+      return false;
+    }
+    this.#counters.recorded++;
+    this.#held.push([name, value]);
+    return true;
+  }
+
+  #releaseHeld(): void {
+    const held = this.#held;
+    this.#held = [];
+    for (const [name, value] of held) {
+      if (!this.#specs.has(name)) {
+        this.#counters.dropped_held++;
+        continue;
+      }
+      this.#counters.recorded--; // counted once, when it was held
+      try {
+        this.record(name, value);
+      } catch {
+        this.#counters.recorded++;
+        this.#counters.dropped_held++;
+      }
+    }
+  }
+
+  /** Drop the oldest reports not in flight past maxQueue. */
+  #trim(): void {
+    const excess = this.#state.queue.length - this.#options.maxQueue;
+    if (excess > 0) {
+      this.#state.queue.splice(this.#inFlight, excess);
+      this.#counters.dropped_queue_full += excess;
+    }
+  }
+
+  /** Upload every queued report now (ignoring backoff); true when none is left. */
+  flush(options: { keepalive?: boolean } = {}): Promise<boolean> {
+    return this.#upload(true, options.keepalive ?? false);
+  }
+
+  #upload(now: boolean, keepalive = false): Promise<boolean> {
+    if (this.#uploading !== null) return this.#uploading;
+    if (!now && Date.now() < this.#notBefore) return Promise.resolve(this.#state.queue.length === 0);
+    this.#uploading = this.#uploadAll(keepalive).finally(() => {
+      this.#uploading = null;
+    });
+    return this.#uploading;
+  }
+
+  async #uploadAll(keepalive: boolean): Promise<boolean> {
+    while (this.#state.queue.length > 0) {
+      let size = Math.min(this.#batchCap, this.#state.queue.length);
+      if (keepalive) {
+        let bytes = 16;
+        size = 0;
+        while (size < this.#state.queue.length && size < this.#batchCap && bytes + this.#state.queue[size].length < KEEPALIVE_BYTES) bytes += this.#state.queue[size++].length + 1;
+        size = Math.max(size, 1);
+      }
+      const batch = this.#state.queue.slice(0, size);
+      this.#inFlight = size;
+      let sent: Sent;
+      try {
+        sent = await this.#send(batch, keepalive);
+      } finally {
+        this.#inFlight = 0;
+      }
+      if (!this.#settle(batch, sent)) return false;
+    }
+    this.#batchCap = this.#options.batchSize;
+    return true;
+  }
+
+  /** Apply an upload's outcome; false when the rest must wait (backoff). */
+  #settle(batch: string[], sent: Sent): boolean {
+    const queue = this.#state.queue;
+    if (sent.kind === "ok") {
+      queue.splice(0, batch.length);
+      this.#counters.delivered += batch.length;
+      this.#counters.duplicates += sent.duplicates;
+      this.#failures = 0;
+      this.#notBefore = 0;
+      this.#problemMessages.delete("unreachable");
+      this.#problemMessages.delete("refused");
+    } else if (sent.kind === "split") {
+      if (batch.length === 1) {
+        queue.splice(0, 1);
+        this.#counters.dropped_rejected++;
+      } else {
+        this.#batchCap = Math.max(1, batch.length >> 1);
+      }
+    } else if (sent.kind === "drop") {
+      const bad = sent.indices === null ? batch.map((_, i) => i) : sent.indices.filter((i) => i < batch.length);
+      const badSet = new Set(bad);
+      queue.splice(0, batch.length, ...batch.filter((_, i) => !badSet.has(i)));
+      this.#counters.dropped_rejected += badSet.size;
+      this.#problemMessages.set("dropped", `the collector refused ${this.#counters.dropped_rejected} report(s) for good; the last: ${sent.reason.slice(0, 200)}`);
+    } else {
+      this.#failures++;
+      this.#counters.retries++;
+      if (sent.status !== null && sent.status >= 400 && sent.status < 500 && sent.status !== 408 && sent.status !== 429) this.#counters.refused++;
+      const delay = sent.retryAfter ?? this.#backoff();
+      this.#notBefore = Date.now() + delay;
+      this.#problemMessages.set("unreachable", `could not deliver ${queue.length} report(s) to ${this.url}${REPORTS_PATH}: ${sent.reason}; retrying in ${Math.round(delay / 1000)} s`);
+      this.#scheduleSave();
+      return false;
+    }
+    this.#scheduleSave();
+    return true;
+  }
+
+  /** Exponential backoff with full jitter from the CSPRNG, capped. */
+  #backoff(): number {
+    const ceiling = Math.min(this.#options.maxBackoff, 1000 * 2 ** Math.min(this.#failures, 30));
+    return ceiling * (0.5 + systemRandomness.random() / 2);
+  }
+
+  async #send(batch: string[], keepalive: boolean): Promise<Sent> {
+    const headers: Record<string, string> = { "Content-Type": "application/json" };
+    if (this.#options.ingestKey !== undefined) headers.Authorization = `Bearer ${this.#options.ingestKey}`;
+    let answer: Response;
+    let body: string;
+    try {
+      answer = await fetch(`${this.url}${REPORTS_PATH}`, { method: "POST", headers, body: batchBody(batch), keepalive, signal: AbortSignal.timeout(this.#options.timeout) });
+      body = await boundedText(answer, MAX_ANSWER_BYTES);
+    } catch (exc) {
+      return { kind: "retry", status: null, reason: (exc as Error).message, retryAfter: null };
+    }
+    const status = answer.status;
+    if (status >= 200 && status < 300) {
+      const ack = acknowledgement(body, batch.length);
+      if (ack !== null) return { kind: "ok", duplicates: ack };
+      return { kind: "retry", status, reason: `HTTP ${status} is not the collector's acknowledgement`, retryAfter: null };
+    }
+    if (status === 413) return { kind: "split" };
+    const mediaType = (answer.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
+    const detail = FINAL.has(status) && mediaType === "application/json" ? collectorRefusal(body) : null;
+    if (detail !== null) {
+      const indices = status === 422 && Array.isArray(detail) && detail.every((d) => Number.isInteger(d.index))
+        ? detail.map((d) => d.index as number) : null;
+      return { kind: "drop", indices, reason: typeof detail === "string" ? detail : JSON.stringify(detail) };
+    }
+    const after = Number(answer.headers.get("retry-after"));
+    return { kind: "retry", status, reason: `HTTP ${status}`, retryAfter: Number.isFinite(after) && after > 0 ? Math.min(after * 1000, this.#options.maxBackoff) : null };
+  }
+
+  /** What is wrong now, in words (never a recorded value). */
+  problems(): string[] {
+    const out = [...this.#problemMessages.values()];
+    if (this.#held.length > 0) out.push(`${this.#held.length} value(s) held until the first specs arrive`);
+    return out;
+  }
+
+  /** A snapshot of the counters. */
+  stats(): ClientStats {
+    return { ...this.#counters, queued: this.#state.queue.length, held: this.#held.length };
+  }
+
+  /** The specs in use, by name. */
+  metrics(): MetricSpec[] {
+    return [...this.#specs.values()];
+  }
+
+  /** Stop the timers, try one last upload (bounded by `timeout` ms) and save. */
+  async close(timeout = 5000): Promise<void> {
+    for (const timer of this.#timers) clearInterval(timer);
+    this.#timers = [];
+    globalThis.document?.removeEventListener?.("visibilitychange", this.#onHidden);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([this.flush(), new Promise((resolve) => { timer = setTimeout(resolve, timeout); })]);
+    clearTimeout(timer);
+    this.#counters.dropped_held += this.#held.length;
+    this.#held = [];
+    this.#closed = true;
+    this.save();
+  }
+
+  #every(ms: number, run: () => void): void {
+    const timer = setInterval(run, ms);
+    (timer as { unref?: () => void }).unref?.();
+    this.#timers.push(timer);
+  }
+
+  #loadState(): State {
+    let secret = "";
+    for (const byte of systemRandomness.bytes(32)) secret += byte.toString(16).padStart(2, "0");
+    const empty: State = { version: 1, specs: {}, etag: null, ledger: {}, queue: [], secret, memo: {}, totals: {}, memoSizes: {} };
+    const text = this.#storage.load();
+    if (text === null) return empty;
+    try {
+      const state = JSON.parse(text) as State;
+      if (state.version !== 1 || !Array.isArray(state.queue)) return empty;
+      const loaded = { ...empty, ...state };
+      return /^[0-9a-f]{64}$/.test(loaded.secret) ? loaded : { ...loaded, secret: empty.secret, memo: {} };
+    } catch {
+      return empty;
+    }
+  }
+
+  #scheduleSave(): void {
+    if (this.#saveScheduled) return;
+    this.#saveScheduled = true;
+    queueMicrotask(() => this.save());
+  }
+
+  /** Write the state: specs, ETag, the ledger of the current periods, randomized reports. */
+  save(): void {
+    this.#saveScheduled = false;
+    const now = this.#options.now();
+    for (const key of Object.keys(this.#state.ledger)) {
+      const [name, period] = key.split("|");
+      const spec = this.#specs.get(name);
+      if (spec === undefined || spec.periodOf(now) !== period) delete this.#state.ledger[key];
+    }
+    try {
+      this.#storage.save(JSON.stringify(this.#state));
+      this.#problemMessages.delete("storage");
+    } catch (exc) {
+      // A full localStorage or disk: the state stays in memory and the next save tries again.
+      this.#problemMessages.set("storage", `could not save the client's state: ${(exc as Error).name}`);
+    }
+  }
+}
+
+/** An answer's body as text, refused (and the rest not read) past `limit` bytes. */
+async function boundedText(answer: Response, limit: number): Promise<string> {
+  const reader = answer.body?.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  for (let size = 0; reader;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if ((size += value.length) > limit) {
+      await reader.cancel();
+      throw new Error(`the answer is over ${limit} bytes`);
+    }
+    text += decoder.decode(value, { stream: true });
+  }
+  return text + decoder.decode();
+}
+
+/** An ERROR a developer should see (once per problem; never a recorded value). */
+function complain(message: string): void {
+  console.error(`deniable: ${message}`);
+}
+
+/** A fresh randomized answer of the metric's own mechanism. */
+function fresh(spec: MetricSpec, prepared: number): Payload {
+  return spec.numericRandomizer !== undefined
+    ? spec.numericRandomizer.randomize(prepared, systemRandomness)
+    : (spec.randomizer as NonNullable<MetricSpec["randomizer"]>).randomize(prepared, systemRandomness);
+}
+
+function checkUrl(url: string): string {
+  if (typeof url !== "string" || !/^https?:\/\/[^/]/.test(url)) throw new InvalidInput("url must be an http(s) URL");
+  let base = url.replace(/\/+$/, "");
+  if (base.endsWith("/v1")) base = base.slice(0, -3);
+  return base;
+}
+
+function positive(x: unknown, name: string): number {
+  if (typeof x !== "number" || !Number.isFinite(x) || x <= 0) throw new InvalidInput(`${name} must be a finite number > 0`);
+  return x;
+}
+
+function count(x: unknown, name: string, least: number): number {
+  if (!Number.isInteger(x) || (x as number) < least) throw new InvalidInput(`${name} must be an integer >= ${least}`);
+  return x as number;
+}
+
+/** The duplicates of the collector's 2xx acknowledgement of `size` reports, or null. */
+export function acknowledgement(body: string, size: number): number | null {
+  try {
+    const document = JSON.parse(body) as { accepted?: unknown; duplicates?: unknown };
+    const { accepted, duplicates } = document;
+    const isCount = (x: unknown): x is number => Number.isInteger(x) && (x as number) >= 0 && (x as number) <= size;
+    return isCount(accepted) && isCount(duplicates) ? duplicates : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The `detail` of the collector's own refusal (exactly `{"detail": ...}`), or null. */
+export function collectorRefusal(body: string): string | Array<{ index: number | null; reason: string }> | null {
+  let document: unknown;
+  try {
+    document = JSON.parse(body);
+  } catch {
+    return null;
+  }
+  if (typeof document !== "object" || document === null || Array.isArray(document)) return null;
+  const keys = Object.keys(document);
+  if (keys.length !== 1 || keys[0] !== "detail") return null;
+  const detail = (document as { detail: unknown }).detail;
+  if (typeof detail === "string" && detail.length > 0) return detail;
+  const isItem = (item: unknown): boolean => typeof item === "object" && item !== null && !Array.isArray(item)
+    && Object.keys(item).sort().join() === "index,reason"
+    && ((item as { index: unknown }).index === null || (Number.isInteger((item as { index: unknown }).index) && ((item as { index: number }).index >= 0)))
+    && typeof (item as { reason: unknown }).reason === "string";
+  if (Array.isArray(detail) && detail.length > 0 && detail.every(isItem)) return detail as Array<{ index: number | null; reason: string }>;
+  return null;
+}
+
+export { SpecError };

@@ -1,0 +1,129 @@
+// A real collector for the node tests: `python -m deniable.collector` from the repository's venv
+// on loopback, SQLite in a temporary folder (PostgreSQL when DENIABLE_REQUIRE_POSTGRES is set),
+// and a toggling proxy in front of it to take it offline or lose its acknowledgements.
+import { execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import http from "node:http";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
+const PYTHON = process.env.DENIABLE_PYTHON ?? join(ROOT, ".venv/bin/python");
+
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function python(code) {
+  return execFileSync(PYTHON, ["-c", code], { cwd: ROOT, encoding: "utf8" }).trim();
+}
+
+/** Start a collector; returns { url, stop, backend }. */
+export async function startCollector() {
+  const folder = mkdtempSync(join(tmpdir(), "deniable-js-"));
+  const postgres = Boolean(process.env.DENIABLE_REQUIRE_POSTGRES);
+  let database = `sqlite:///${join(folder, "reports.db")}`;
+  let dbName = null;
+  if (postgres) {
+    dbName = python("from tests.support.postgres import create_database; print(create_database('jssdk'))");
+    database = python(`from tests.support.postgres import database_url; print(database_url(${JSON.stringify(dbName)}))`);
+  }
+  const port = await freePort();
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("DENIABLE_")));
+  env.DENIABLE_DATABASE_URL = database;
+  const child = spawn(PYTHON, ["-m", "deniable.collector", "--host", "127.0.0.1", "--port", String(port)], {
+    cwd: folder, env, stdio: ["ignore", "ignore", "pipe"],
+  });
+  let log = "";
+  child.stderr.on("data", (chunk) => { log = (log + chunk).slice(-4000); });
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 90000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`the collector exited: ${log}`);
+    try {
+      if ((await fetch(`${url}/readyz`)).status === 200) break;
+    } catch { /* not listening yet */ }
+    if (Date.now() > deadline) throw new Error(`the collector did not get ready: ${log}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  const stop = async () => {
+    child.kill("SIGTERM");
+    await new Promise((r) => (child.exitCode !== null ? r() : child.once("exit", r)));
+    if (dbName !== null) python(`from tests.support.postgres import drop_databases; drop_databases([${JSON.stringify(dbName)}])`);
+    rmSync(folder, { recursive: true, force: true });
+  };
+  return { url, stop, backend: postgres ? "postgresql" : "sqlite" };
+}
+
+/** Register a metric (the collector has no admin token: open on loopback). */
+export async function register(url, spec) {
+  const answer = await fetch(`${url}/v1/metrics`, {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(spec),
+  });
+  if (answer.status !== 201 && answer.status !== 200) throw new Error(`register ${spec.name}: ${answer.status} ${await answer.text()}`);
+  return answer.json();
+}
+
+/** Every stored report id of a metric, from the admin export. */
+export async function storedIds(url, name) {
+  const ids = [];
+  let after = null;
+  for (;;) {
+    const query = after === null ? "" : `&after=${encodeURIComponent(after)}`;
+    const page = await (await fetch(`${url}/v1/admin/metrics/${name}/reports?limit=50000${query}`)).json();
+    ids.push(...page.reports.map((r) => r.id));
+    if (page.next === null) return ids;
+    after = page.next;
+  }
+}
+
+/** A proxy to `target`: mode "up" forwards, "down" drops connections, "lose-ack" forwards and
+ * then drops the answer, "hang" never answers, "huge" streams a spec list without end, a number
+ * answers that status with a non-collector body. */
+export async function startProxy(target) {
+  const proxy = { mode: "up", statuses: [] };
+  const server = http.createServer(async (req, res) => {
+    const chunks = [];
+    for await (const chunk of req) chunks.push(chunk);
+    if (proxy.mode === "down") { req.socket.destroy(); return; }
+    if (proxy.mode === "hang") return; // never answers
+    if (proxy.mode === "huge") {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.write('{"metrics": [');
+      const filler = `${JSON.stringify({ name: "x", type: "boolean", epsilon: 1 })},`.repeat(1000);
+      const pump = () => { while (!res.destroyed && res.write(filler)); if (!res.destroyed) res.once("drain", pump); };
+      res.on("close", () => res.destroy());
+      pump();
+      return;
+    }
+    if (typeof proxy.mode === "number") {
+      res.writeHead(proxy.mode, { "content-type": "application/json" });
+      res.end(JSON.stringify({ detail: "proxy says no", status: proxy.mode }));
+      return;
+    }
+    const headers = { ...req.headers };
+    delete headers.host;
+    delete headers["content-length"];
+    const answer = await fetch(`${target}${req.url}`, { method: req.method, headers, body: chunks.length ? Buffer.concat(chunks) : undefined });
+    const body = Buffer.from(await answer.arrayBuffer());
+    proxy.statuses.push(`${req.method} ${req.url.split("?")[0]} ${answer.status}`);
+    if (proxy.mode === "lose-ack") { req.socket.destroy(); return; }
+    const out = {};
+    for (const [k, v] of answer.headers) if (!["content-length", "transfer-encoding", "connection", "content-encoding"].includes(k)) out[k] = v;
+    res.writeHead(answer.status, out);
+    res.end(body);
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  proxy.url = `http://127.0.0.1:${server.address().port}`;
+  proxy.close = () => new Promise((r) => { server.closeAllConnections(); server.close(r); });
+  return proxy;
+}
