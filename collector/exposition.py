@@ -104,7 +104,7 @@ def page_bounds(specs: list[MetricSpec], page_metrics: int, cells: int) -> list[
     bounds: list[tuple[int, int]] = []
     start, used = 0, 0
     for index, spec in enumerate(specs):
-        cost = DEFAULT_PERIODS * categories_of(spec)
+        cost = (1 if spec.type == "text" else DEFAULT_PERIODS) * categories_of(spec)
         full = index - start >= page_metrics
         if index > start and (full or used + cost > cells):
             bounds.append((start, index))

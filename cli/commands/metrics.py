@@ -392,7 +392,9 @@ def create(
             raise click.UsageError("a text metric takes --type text --max-length L and no domain")
         body = {"name": name, "type": "text", "max_length": max_length, "epsilon": epsilon}
         body.update({"mechanism": mechanism, "period": period})
-        _create_text(global_options, MetricSpec.from_dict(body), body, accept_weak, fmt)
+        spec = MetricSpec.from_dict(body)
+        body.update(about_options("text", unit, description=description, owner=owner))
+        _create_text(global_options, spec, body, accept_weak, fmt)
         return
     body = spec_from_options(
         name, categories, boolean, epsilon, mechanism, period, kind, lower, upper, edges

@@ -195,8 +195,8 @@ def _margin_text(row: MetricRow) -> str:
     metric's detection floor."""
     if row.margin is None:
         return "—"
-    if row.spec.type == "text":
-        return f"floor {row.margin * 100:.1f}%"
+    if row.spec.type == "text":  # the planned floor: a run's own adds its collision noise
+        return f"floor ≥ {row.margin * 100:.1f}%"
     if row.spec.type == "numeric":
         return f"±{value_text(row.margin)}"
     return f"±{row.margin * 100:.1f} pts"

@@ -238,6 +238,7 @@ def get_estimate(
             detail=f"candidates are for text metrics; {spec.name} is {spec.type}",
         )
     if spec.type == "text":
+        checked_quantiles(spec, q)
         return text_estimate(state, spec, read, labels, options, candidates)
     limit = state.settings.max_estimate_cells
     check_cells(spec, len(labels), limit, "the estimate", "DENIABLE_MAX_ESTIMATE_CELLS")

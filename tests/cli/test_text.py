@@ -101,11 +101,15 @@ def test_metrics_create_registers_a_text_metric_and_refuses_a_useless_floor(
 ) -> None:
     base = ("--collector", collector.url, "--token", ADMIN_TOKEN)
     name = unique_name("terms")
-    made = run_cli(
-        *base, "metrics", "create", name, "--type", "text", "--max-length", "8", "--epsilon", "4"
-    )
+    create = ("metrics", "create", name, "--type", "text", "--max-length", "8", "--epsilon", "4")
+    made = run_cli(*base, *create, "--description", "What people search for", "--owner", "web")
     assert made.exit_code == 0, made.output
     assert "registered" in made.stdout and "0.59%" in made.stdout
+    with collector.client(ADMIN_TOKEN) as admin:
+        about = admin.get(f"/v1/metrics/{name}").json()
+    assert (about["description"], about["owner"]) == ("What people search for", "web")
+    unit = run_cli(*base, *create, "--unit", "ms")
+    assert unit.exit_code != 0 and "--unit goes with" in unit.output
     weak = unique_name("urls")
     args = ("metrics", "create", weak, "--type", "text", "--max-length", "64", "--epsilon", "1")
     refused = run_cli(*base, *args)

@@ -169,6 +169,8 @@ def test_a_text_estimate_refuses_a_range_and_candidates_elsewhere_and_series_per
         params={"start": week_ago, "end": (today.replace(day=3)).isoformat()},
     )
     assert answer.status_code == 422 and "one period" in answer.json()["detail"]
+    answer = admin.get(f"/v1/metrics/{spec.name}/estimate", params={"q": "0.5"})
+    assert answer.status_code == 422 and "histogram" in answer.json()["detail"]
     answer = admin.get(f"/v1/metrics/{other.name}/estimate", params={"candidates": ["x"]})
     assert answer.status_code == 422 and "text" in answer.json()["detail"]
     series = admin.get(f"/v1/metrics/{spec.name}/series")
