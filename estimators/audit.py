@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
 from multiprocessing import get_context
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from deniable.client.errors import DeniableError, InvalidInput
 from deniable.client.mechanisms import OLH_PRIME, Hybrid, Piecewise
@@ -403,15 +403,29 @@ def event_family(spec: MetricSpec) -> _Family:
     return _olh_family(spec, indices)
 
 
+class ReportSource(Protocol):
+    """Draws the upload body a device's SDK sends after ``count`` records of ``value``:
+    Python's :func:`~deniable.client.sampling.randomized_reports`, or another SDK's twin."""
+
+    def __call__(
+        self, spec: MetricSpec, value: Any, count: int, *, randomness: Randomness | None = None
+    ) -> bytes: ...
+
+
 def _event_counts(
-    spec: MetricSpec, value: Any, family: _Family, samples: int, rng: Randomness | None
+    spec: MetricSpec,
+    value: Any,
+    family: _Family,
+    samples: int,
+    rng: Randomness | None,
+    source: ReportSource,
 ) -> np.ndarray:
     """How many of ``samples`` reports of ``value`` fall in each event, drawn a chunk at a time."""
     import numpy as np
 
     counts = np.zeros(len(family.names), dtype=np.int64)
     for start in range(0, samples, CHUNK):
-        body = randomized_reports(spec, value, min(CHUNK, samples - start), randomness=rng)
+        body = source(spec, value, min(CHUNK, samples - start), randomness=rng)
         counts += family.count(_payloads(body))
     return counts
 
@@ -494,8 +508,10 @@ def audit_spec(
     samples: int | None = None,
     confidence: float = DEFAULT_CONFIDENCE,
     seed: int | None = None,
+    source: ReportSource = randomized_reports,
 ) -> AuditResult:
-    """Audit one spec's randomizer through the recording path (see the module docstring).
+    """Audit one spec's randomizer through the recording path (see the module docstring) of
+    the SDK ``source`` draws from (Python's by default).
 
     ``samples`` reports are drawn per input, once, and reused for every pair holding it;
     None spreads :data:`DEFAULT_REPORTS` evenly over the inputs. ``seed`` None draws from the
@@ -516,7 +532,9 @@ def audit_spec(
     inputs = audit_inputs(spec)
     per_input = samples if samples is not None else max(1, DEFAULT_REPORTS // len(inputs))
     rng = SeededRandomness(seed) if seed is not None else None
-    counts = np.stack([_event_counts(spec, value, family, per_input, rng) for value, _ in inputs])
+    counts = np.stack(
+        [_event_counts(spec, value, family, per_input, rng, source) for value, _ in inputs]
+    )
     lower, upper, comparisons = log_ratio_bounds(counts, per_input, family.support, confidence)
     best = int(lower.argmax())
     event, over, under = comparisons[best]
@@ -546,6 +564,7 @@ def audit_specs(
     seed: int | None = None,
     jobs: int = 1,
     on_result: Callable[[AuditResult], None] | None = None,
+    source: ReportSource = randomized_reports,
 ) -> list[AuditResult]:
     """Audit each spec (see :func:`audit_spec`), in ``jobs`` processes at once; the results
     come in the specs' order, each told to ``on_result`` as it is ready. With a seed, the
@@ -554,7 +573,9 @@ def audit_specs(
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise InvalidInput("jobs must be a whole number of at least 1")
     specs = list(specs)
-    audit = functools.partial(audit_spec, samples=samples, confidence=confidence, seed=seed)
+    audit = functools.partial(
+        audit_spec, samples=samples, confidence=confidence, seed=seed, source=source
+    )
     results = []
     with contextlib.ExitStack() as stack:
         if min(jobs, len(specs)) == 1:

@@ -163,6 +163,14 @@ def summary_line(results: list[AuditResult], seconds: float) -> str:
 )
 @click.option("--seed", type=int, help="Seed the draws, for a deterministic audit (CI).")
 @click.option(
+    "--sdk",
+    type=click.Choice(["python", "js"]),
+    default="python",
+    show_default=True,
+    help="Whose record() path draws the reports: this Python SDK, or the JavaScript SDK in"
+    " sdk/js run by node (built first; its draws cannot be seeded).",
+)
+@click.option(
     "--jobs",
     type=click.IntRange(min=1),
     help="Audit this many metrics at once, each in its own process (default: the CPUs this"
@@ -181,6 +189,7 @@ def audit(
     samples: int | None,
     confidence: float,
     seed: int | None,
+    sdk: str,
     jobs: int | None,
     fmt: str,
 ) -> None:
@@ -202,9 +211,12 @@ def audit(
       deniable audit browser dark_mode --samples 200000
       deniable audit --spec '{"name": "dark_mode", "type": "boolean", "epsilon": 1}'
       deniable audit --all-mechanisms --seed 1121 --format json
+      deniable audit --all-mechanisms --sdk js
     """
+    from deniable.client.sampling import randomized_reports
     from deniable.estimators.audit import audit_document, audit_specs, mechanism_sweep
 
+    from ..jsreports import js_problem, js_reports
     from ..progress import progress_bar
 
     if ctx.get_parameter_source("epsilons") is click.core.ParameterSource.COMMANDLINE and not (
@@ -213,6 +225,16 @@ def audit(
         raise click.UsageError("--epsilons goes with --all-mechanisms")
     if sum(map(bool, (names, spec_texts, all_mechanisms))) > 1:
         raise click.UsageError("give metric names, --spec or --all-mechanisms, not several")
+    source = randomized_reports
+    if sdk == "js":
+        if seed is not None:
+            raise click.UsageError(
+                "--seed goes with --sdk python: the JS SDK draws from the CSPRNG"
+            )
+        problem = js_problem()
+        if problem is not None:
+            raise click.UsageError(problem)
+        source = js_reports
     if all_mechanisms:
         specs = mechanism_sweep(epsilons)
     elif spec_texts:
@@ -232,6 +254,7 @@ def audit(
             seed=seed,
             jobs=jobs or available_cpus(),
             on_result=lambda _result: bar.advance(task),
+            source=source,
         )
     seconds = time.perf_counter() - started
     if fmt == "json":

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
-const PYTHON = process.env.DENIABLE_PYTHON ?? join(ROOT, ".venv/bin/python");
+export const PYTHON = process.env.DENIABLE_PYTHON ?? join(ROOT, ".venv/bin/python");
 
 export function freePort() {
   return new Promise((resolve, reject) => {
