@@ -1,9 +1,9 @@
 """Reports drawn through the JavaScript SDK's own record() path, for ``deniable audit --sdk js``.
 
-Each draw runs ``node sdk/js/scripts/sample.mjs`` (the JS twin of
-:func:`deniable.client.sampling.randomized_reports`) in the repository's built SDK and returns
-the upload body it prints. The JS SDK draws only from ``crypto.getRandomValues``, so these
-draws cannot be seeded.
+Each draw runs ``node scripts/sample.mjs`` of a built JavaScript SDK (the JS twin of
+:func:`deniable.client.sampling.randomized_reports`; by default the checkout's ``sdk/js``) and
+returns the upload body it prints. The JS SDK draws only from ``crypto.getRandomValues``, so
+these draws cannot be seeded.
 """
 
 from __future__ import annotations
@@ -17,33 +17,42 @@ from typing import Any
 from deniable.client import InvalidInput, MetricSpec, Randomness
 
 SDK_DIRECTORY = Path(__file__).resolve().parents[1] / "sdk" / "js"
-"""The JavaScript SDK beside this checkout (``sdk/js``)."""
+"""The JavaScript SDK beside this checkout (``sdk/js``), audited unless another is named."""
 
-SAMPLER = SDK_DIRECTORY / "scripts" / "sample.mjs"
-BUILT = SDK_DIRECTORY / "dist" / "index.js"
+SAMPLER = Path("scripts") / "sample.mjs"
+BUILT = Path("dist") / "index.js"
 
 
-def js_problem() -> str | None:
-    """Why the JS SDK cannot be driven from here (one line), or None."""
+def js_problem(directory: Path = SDK_DIRECTORY) -> str | None:
+    """Why the JS SDK in ``directory`` cannot be driven from here (one line), or None."""
     if shutil.which("node") is None:
         return "node is not installed (Node.js 20 or later drives the JavaScript SDK)"
-    if not SAMPLER.is_file():
-        return f"the JavaScript SDK is not beside this install ({SDK_DIRECTORY}): use a checkout"
-    if not BUILT.is_file():
-        return (
-            f"the JavaScript SDK is not built: run (cd {SDK_DIRECTORY} && npm ci && npm run build)"
-        )
+    if not (directory / SAMPLER).is_file():
+        return f"no JavaScript SDK at {directory} (no {SAMPLER}): use a checkout or --sdk-dir"
+    if not (directory / BUILT).is_file():
+        return f"the JavaScript SDK is not built: run (cd {directory} && npm ci && npm run build)"
     return None
 
 
 def js_reports(
-    spec: MetricSpec, value: Any, count: int, *, randomness: Randomness | None = None
+    spec: MetricSpec,
+    value: Any,
+    count: int,
+    *,
+    randomness: Randomness | None = None,
+    directory: Path = SDK_DIRECTORY,
 ) -> bytes:
-    """The body the JS SDK uploads after ``count`` records of ``value`` on ``spec``."""
+    """The body the JS SDK in ``directory`` uploads after ``count`` records of ``value``."""
     if randomness is not None:
         raise InvalidInput("the JavaScript SDK draws only from the CSPRNG: --seed does not apply")
     answer = subprocess.run(
-        ["node", str(SAMPLER), json.dumps(spec.to_dict()), json.dumps(value), str(count)],
+        [
+            "node",
+            str(directory / SAMPLER),
+            json.dumps(spec.to_dict()),
+            json.dumps(value),
+            str(count),
+        ],
         capture_output=True,
         check=False,
     )

@@ -9,6 +9,7 @@ sweep). Each is audited through the device's own recording path
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -171,6 +172,11 @@ def summary_line(results: list[AuditResult], seconds: float) -> str:
     " sdk/js run by node (built first; its draws cannot be seeded).",
 )
 @click.option(
+    "--sdk-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="With --sdk js: the JavaScript SDK to audit (a built copy of sdk/js), e.g. a release.",
+)
+@click.option(
     "--jobs",
     type=click.IntRange(min=1),
     help="Audit this many metrics at once, each in its own process (default: the CPUs this"
@@ -190,6 +196,7 @@ def audit(
     confidence: float,
     seed: int | None,
     sdk: str,
+    sdk_dir: Path | None,
     jobs: int | None,
     fmt: str,
 ) -> None:
@@ -216,7 +223,7 @@ def audit(
     from deniable.client.sampling import randomized_reports
     from deniable.estimators.audit import audit_document, audit_specs, mechanism_sweep
 
-    from ..jsreports import js_problem, js_reports
+    from ..jsreports import SDK_DIRECTORY, js_problem, js_reports
     from ..progress import progress_bar
 
     if ctx.get_parameter_source("epsilons") is click.core.ParameterSource.COMMANDLINE and not (
@@ -225,16 +232,19 @@ def audit(
         raise click.UsageError("--epsilons goes with --all-mechanisms")
     if sum(map(bool, (names, spec_texts, all_mechanisms))) > 1:
         raise click.UsageError("give metric names, --spec or --all-mechanisms, not several")
-    source = randomized_reports
+    source: Any = randomized_reports
+    if sdk_dir is not None and sdk != "js":
+        raise click.UsageError("--sdk-dir goes with --sdk js")
     if sdk == "js":
         if seed is not None:
             raise click.UsageError(
                 "--seed goes with --sdk python: the JS SDK draws from the CSPRNG"
             )
-        problem = js_problem()
+        directory = sdk_dir.resolve() if sdk_dir is not None else SDK_DIRECTORY
+        problem = js_problem(directory)
         if problem is not None:
             raise click.UsageError(problem)
-        source = js_reports
+        source = functools.partial(js_reports, directory=directory)
     if all_mechanisms:
         specs = mechanism_sweep(epsilons)
     elif spec_texts:

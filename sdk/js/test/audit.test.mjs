@@ -3,6 +3,9 @@
 // as Python's reports. The real randomizers must pass; a claim the code does not keep must fail.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { test } from "node:test";
 import { PYTHON, ROOT } from "./collector.mjs";
 
@@ -26,4 +29,24 @@ test("--seed is refused with --sdk js in one line", () => {
   const { status, stderr } = audit({ name: "dark_mode", type: "boolean", epsilon: 1 }, "--seed", "1");
   assert.notEqual(status, 0);
   assert.match(stderr, /--seed goes with --sdk python/);
+});
+
+test("a krr kept 5 points too often is caught: the audit of a patched copy fails", () => {
+  const copy = mkdtempSync(join(tmpdir(), "deniable-js-broken-"));
+  try {
+    const sdk = join(ROOT, "sdk", "js");
+    cpSync(join(sdk, "dist"), join(copy, "dist"), { recursive: true });
+    cpSync(join(sdk, "scripts"), join(copy, "scripts"), { recursive: true });
+    const file = join(copy, "dist", "mechanisms.js");
+    const honest = "if (rng.random() < this.p)";
+    const code = readFileSync(file, "utf8");
+    assert.ok(code.includes(honest), "the krr keep test moved: update this patch");
+    writeFileSync(file, code.replace(honest, "if (rng.random() < this.p + 0.05)"));
+    const spec = { name: "browser", type: "categorical", categories: ["a", "b", "c"], epsilon: 1, mechanism: "krr" };
+    const { status, document, stderr } = audit(spec, "--sdk-dir", copy);
+    assert.equal(status, 1, stderr);
+    assert.equal(document.results[0].verdict, "fail", JSON.stringify(document.results[0]));
+  } finally {
+    rmSync(copy, { recursive: true, force: true });
+  }
 });
