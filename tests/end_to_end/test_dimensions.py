@@ -8,6 +8,7 @@ Seeded devices, 99.99% intervals (a miss has nominal probability 1e-4 per test).
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import numpy as np
 from deniable.client import Client, MetricSpec, SeededRandomness
 
 from tests.support import (
+    ADMIN_TOKEN,
     INGEST_KEY,
     RunningCollector,
     free_port,
@@ -25,6 +27,7 @@ from tests.support import (
     register,
     unique_name,
 )
+from tests.support.cli import run_cli
 
 PLATFORMS = {"platform": ["ios", "android", "web"]}
 CONFIDENCE = 0.9999
@@ -122,6 +125,19 @@ def test_each_slice_covers_its_truth_and_small_slices_show_no_number(
     device.close()
     assert device.stats.duplicates == SLICES["ios"][0]
     assert breakdown(admin, spec.name, **params) == result
+    cli = ("--collector", collector.url, "--token", ADMIN_TOKEN, "estimate", spec.name)
+    cli += ("--by", "platform", "--start", today, "--end", today)
+    printed = run_cli(*cli, "--confidence", str(CONFIDENCE), "--format", "json")
+    assert printed.exit_code == 0 and json.loads(printed.stdout) == result, printed.output
+    table = run_cli(*cli)
+    assert table.exit_code == 0, table.output
+    lines = table.stdout.splitlines()
+    for platform in ("web", "other"):
+        line = f"platform={platform}: suppressed, fewer than 100 reports"
+        assert line in lines, table.stdout
+        after = lines[lines.index(line) + 1 :]
+        assert not after or not after[0].strip(), table.stdout
+    assert "platform=ios" in lines and "platform=android" in lines, table.stdout
     filtered = breakdown(admin, spec.name, where="platform:android", start=today, end=today)
     assert filtered["where"] == {"platform": "android"}
     assert filtered["slices"][0]["estimate"]["n"] == SLICES["android"][0]
