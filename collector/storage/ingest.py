@@ -307,34 +307,94 @@ def _upsert_cells(
     if not any(batch.cells for batch in batches):
         return
     rows, support_rows = _cell_increments(batches, new)
+    if database.dialect == "sqlite":
+        if rows:
+            connection.execute(_SQLITE_CELL_UPSERT, {"rows": _dumps(rows)})
+        if support_rows:
+            connection.execute(_SQLITE_CELL_SUPPORT_UPSERT, {"rows": _dumps(support_rows)})
+        return
     if rows:
-        stmt = database.insert(cell_counts)
+        m, p, c, n, y, y2 = zip(*rows, strict=True)
         connection.execute(
-            stmt.on_conflict_do_update(
-                index_elements=["metric", "period", "cell"],
-                set_={
-                    "n": cell_counts.c.n + stmt.excluded.n,
-                    "total": cell_counts.c.total + stmt.excluded.total,
-                    "total_squares": cell_counts.c.total_squares + stmt.excluded.total_squares,
-                },
-            ),
-            [
-                {"metric": m, "period": p, "cell": c, "n": n, "total": y, "total_squares": y2}
-                for m, p, c, n, y, y2 in rows
-            ],
+            _PG_CELL_UPSERT,
+            {
+                "sep": _SEP,
+                "metrics": _joined(m),
+                "periods": _joined(p),
+                "cells": _joined(c),
+                "counts": _joined(n, ","),
+                "totals": _joined(y, ","),
+                "squares": _joined(y2, ","),
+            },
         )
     if support_rows:
-        stmt = database.insert(cell_support)
+        m, p, c, v, k = zip(*support_rows, strict=True)
         connection.execute(
-            stmt.on_conflict_do_update(
-                index_elements=["metric", "period", "cell", "category"],
-                set_={"support": cell_support.c.support + stmt.excluded.support},
-            ),
-            [
-                {"metric": m, "period": p, "cell": c, "category": v, "support": k}
-                for m, p, c, v, k in support_rows
-            ],
+            _PG_CELL_SUPPORT_UPSERT,
+            {
+                "sep": _SEP,
+                "metrics": _joined(m),
+                "periods": _joined(p),
+                "cells": _joined(c),
+                "categories": _joined(v, ","),
+                "counts": _joined(k, ","),
+            },
         )
+
+
+def _sqlite_cell_statements() -> tuple[Any, Any]:
+    """SQLite: the cell-count and cell-support upserts, each fed one JSON text (as
+    :func:`_sqlite_statements`: one call into SQLite for thousands of rows)."""
+    columns = ["metric", "period", "cell", "n", "total", "total_squares"]
+    stmt = sqlite.insert(cell_counts).from_select(columns, _json_source(6))
+    counts = stmt.on_conflict_do_update(
+        index_elements=["metric", "period", "cell"],
+        set_={
+            "n": cell_counts.c.n + stmt.excluded.n,
+            "total": cell_counts.c.total + stmt.excluded.total,
+            "total_squares": cell_counts.c.total_squares + stmt.excluded.total_squares,
+        },
+    )
+    s_stmt = sqlite.insert(cell_support).from_select(
+        ["metric", "period", "cell", "category", "support"], _json_source(5)
+    )
+    support = s_stmt.on_conflict_do_update(
+        index_elements=["metric", "period", "cell", "category"],
+        set_={"support": cell_support.c.support + s_stmt.excluded.support},
+    )
+    return counts, support
+
+
+_PG_CELL_UPSERT = text("""
+INSERT INTO cell_counts AS t (metric, period, cell, n, total, total_squares)
+SELECT * FROM unnest(
+    string_to_array(:metrics, :sep),
+    string_to_array(:periods, :sep),
+    string_to_array(:cells, :sep),
+    string_to_array(:counts, ',')::bigint[],
+    string_to_array(:totals, ',')::float8[],
+    string_to_array(:squares, ',')::float8[]
+)
+ON CONFLICT (metric, period, cell) DO UPDATE SET
+    n = t.n + excluded.n,
+    total = t.total + excluded.total,
+    total_squares = t.total_squares + excluded.total_squares
+""")
+"""PostgreSQL: the cell counts as one statement, each column one text parameter (as
+:data:`_PG_STORE`), rows in sorted key order."""
+
+_PG_CELL_SUPPORT_UPSERT = text("""
+INSERT INTO cell_support AS t (metric, period, cell, category, support)
+SELECT * FROM unnest(
+    string_to_array(:metrics, :sep),
+    string_to_array(:periods, :sep),
+    string_to_array(:cells, :sep),
+    string_to_array(:categories, ',')::int[],
+    string_to_array(:counts, ',')::bigint[]
+)
+ON CONFLICT (metric, period, cell, category) DO UPDATE SET support = t.support + excluded.support
+""")
+"""PostgreSQL: the cell support as one statement, like :data:`_PG_CELL_UPSERT`."""
 
 
 def _period_n(sums: Sums) -> Counts:
@@ -543,6 +603,7 @@ def _sqlite_statements() -> tuple[Any, Any, Any]:
 
 
 _SQLITE_INSERT, _SQLITE_N_UPSERT, _SQLITE_SUPPORT_UPSERT = _sqlite_statements()
+_SQLITE_CELL_UPSERT, _SQLITE_CELL_SUPPORT_UPSERT = _sqlite_cell_statements()
 
 
 def _upsert_sums(connection: Connection, database: Database, sum_rows: list[SumRow]) -> None:
