@@ -281,7 +281,8 @@ def run_backend(backend: str, args: argparse.Namespace, rows: list[list[str]]) -
             print(
                 f"[{backend}] building {total:,} request bodies of {BATCH} {spec.mechanism} reports ..."
             )
-            bodies = build_bodies(spec, labels, total, seed=1)
+            sent_to = labels[-1:] if args.one_period else labels
+            bodies = build_bodies(spec, sent_to, total, seed=1)
             stored = timed_ingest(collector, bodies, args, rows, backend, workers, stored=0)
             if args.ingest_only:
                 return
@@ -456,6 +457,11 @@ def main() -> None:
         "--ingest-only", action="store_true", help="time ingestion only (no top-up, no estimates)"
     )
     parser.add_argument("--big", action="store_true", help="also seed to 10 million reports in SQL")
+    parser.add_argument(
+        "--one-period",
+        action="store_true",
+        help="the timed ingestion sends reports of the current period only (what devices send)",
+    )
     parser.add_argument(
         "--dimensions",
         action="store_true",
