@@ -48,6 +48,30 @@ class SliceEstimate:
 
 
 @dataclass(frozen=True)
+class Difference:
+    """One category's (or a mean's) difference between two slices, first minus second."""
+
+    category: str
+    difference: float
+    ci_low: float
+    ci_high: float
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """First slice minus second, with intervals holding at once over its rows (and every
+    slice interval shown) at ``confidence``: each is the widest difference the two slices'
+    intervals allow, valid however the slices' reports depend on each other (a device that
+    changed context reports in both), and conservative."""
+
+    first: dict[str, str]
+    second: dict[str, str]
+    confidence: float
+    rows: list[Difference]
+
+
+@dataclass(frozen=True)
 class BreakdownEstimate:
     """A metric's estimate per slice over the periods start..end (the estimate route's answer
     to ``by`` or ``where``): ``slice_confidence`` is each slice's own level, which makes every
@@ -62,6 +86,56 @@ class BreakdownEstimate:
     slice_confidence: float
     min_slice_reports: int
     slices: list[SliceEstimate]
+    comparison: Comparison | None = None
+
+
+def parse_compare(spec: MetricSpec, by: list[str], compare: str | None) -> tuple[str, str] | None:
+    """The two values of the one ``by`` dimension to compare (``ios,android``); 422 naming
+    the problem."""
+    if compare is None:
+        return None
+    first, comma, second = compare.partition(",")
+    if len(by) != 1 or not comma:
+        raise _refuse("compare: give two values of the one by dimension, like ios,android")
+    allowed = [*dict(spec.dimensions)[by[0]], OTHER]
+    if first not in allowed or second not in allowed or first == second:
+        raise _refuse(f"compare: two different values of {by[0]} ({', '.join(allowed)})")
+    return first, second
+
+
+def _points(document: dict[str, Any]) -> list[tuple[str, float, float, float]]:
+    """(category, estimate, ci_low, ci_high) of a slice's document (a mean: one row)."""
+    if "mean" in document:
+        mean = document["mean"]
+        return [("mean", mean["estimate"], mean["ci_low"], mean["ci_high"])]
+    return [
+        (row["category"], row["frequency"], row["ci_low"], row["ci_high"])
+        for row in document["estimates"]
+    ]
+
+
+def compare_slices(first: SliceEstimate, second: SliceEstimate, confidence: float) -> Comparison:
+    """First minus second per category, from the two slices' shown intervals: they all hold
+    at once at ``confidence``, so [low1 - high2, high1 - low2] covers every difference at once
+    too; 422 if either slice is suppressed."""
+    for chosen in (first, second):
+        if chosen.estimate is None:
+            raise _refuse(f"compare: slice {chosen.values} is {chosen.note}; nothing to compare")
+    rows = []
+    a, b = _points(first.estimate), _points(second.estimate)  # type: ignore[arg-type]
+    for (category, x, low_x, high_x), (_, y, low_y, high_y) in zip(a, b, strict=True):
+        if x is None or y is None:
+            raise _refuse("compare: a slice has no estimate to compare")
+        low, high = low_x - high_y, high_x - low_y
+        verdict = (
+            "higher"
+            if low > 0
+            else "lower"
+            if high < 0
+            else f"no detectable change at {confidence:.0%}"
+        )
+        rows.append(Difference(category, x - y, low, high, verdict))
+    return Comparison(first.values, second.values, confidence, rows)
 
 
 def _refuse(detail: str) -> HTTPException:
@@ -148,8 +222,10 @@ def breakdown(
     confidence: float,
     method: str,
     pooling: str,
+    compare: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The breakdown document of ``spec`` over the periods ``labels`` (bounded by the caller)."""
+    """The breakdown document of ``spec`` over the periods ``labels`` (bounded by the caller),
+    with the difference between the two ``compare`` slices if asked."""
     cells = read_cells(state.database, spec, labels)
     wanted = _slices(spec, by)
     grouped: dict[tuple[str, ...], list[CellStats]] = {
@@ -202,6 +278,12 @@ def breakdown(
         except InvalidInput as exc:
             raise _refuse(f"metric {spec.name}: {exc}") from None
         slices.append(SliceEstimate(values, False, None, document))  # type: ignore[arg-type]
+    comparison = None
+    if compare is not None:
+        named = {row.values[by[0]]: row for row in slices}
+        comparison = compare_slices(named[compare[0]], named[compare[1]], confidence)
     return asdict(
-        BreakdownEstimate(spec.name, first, last, by, where, confidence, level, minimum, slices)
+        BreakdownEstimate(
+            spec.name, first, last, by, where, confidence, level, minimum, slices, comparison
+        )
     )

@@ -51,7 +51,14 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from ..context import Collector
 from ..numbers import NumberRule, query_number
 from ..storage.queries import count_width, load_about, read_counts, read_sums
-from .breakdown import BreakdownEstimate, breakdown, parse_by, parse_where, slice_count
+from .breakdown import (
+    BreakdownEstimate,
+    breakdown,
+    parse_by,
+    parse_compare,
+    parse_where,
+    slice_count,
+)
 from .common import MetricPeriods, MetricPeriodsQuery, find_spec, metric_read, period_bounds
 
 router = APIRouter(tags=["estimates"])
@@ -229,6 +236,16 @@ Where = Annotated[
 ]
 
 
+Compare = Annotated[
+    str | None,
+    Query(
+        max_length=80,
+        description="Two values of the one by dimension, first,second (e.g. ios,android): their"
+        " difference per category (or mean) with an interval and a verdict",
+    ),
+]
+
+
 @metric_read(
     router,
     "/v1/metrics/{name}/estimate",
@@ -246,6 +263,7 @@ def get_estimate(
     candidates: Candidates = None,
     by: By = None,
     where: Where = None,
+    compare: Compare = None,
 ) -> dict[str, Any]:
     """The population estimate over the periods start..end, pooled as ``pooling`` says: the
     shares of each category, a histogram's quantile intervals too, or a numeric metric's mean
@@ -263,8 +281,8 @@ def get_estimate(
             status_code=422,
             detail=f"candidates are for text metrics; {spec.name} is {spec.type}",
         )
-    if by is not None or where is not None:
-        return sliced_estimate(state, spec, labels, by, where, options, pooling)
+    if by is not None or where is not None or compare is not None:
+        return sliced_estimate(state, spec, labels, by, where, options, pooling, compare)
     if spec.type == "text":
         return text_estimate(state, spec, read, labels, options, candidates)
     limit = state.settings.max_estimate_cells
@@ -307,12 +325,14 @@ def sliced_estimate(
     where: list[str] | None,
     options: EstimateOptions,
     pooling: str,
+    compare: str | None = None,
 ) -> dict[str, Any]:
     """The breakdown of ``spec`` by ``by`` filtered by ``where`` (:mod:`.breakdown`), after
     checking slices × periods × categories against the estimate cells limit."""
     if spec.type == "numeric":
         numeric_method(spec, options)
     dims, kept = parse_by(spec, by), parse_where(spec, where)
+    pair = parse_compare(spec, dims, compare)
     slices = slice_count(spec, dims)
     limit = state.settings.max_estimate_cells
     cells = slices * len(labels) * categories_of(spec)
@@ -336,6 +356,7 @@ def sliced_estimate(
             confidence=options.confidence,
             method=method,
             pooling=pooling,
+            compare=pair,
         ),
     )
 

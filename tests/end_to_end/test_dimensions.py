@@ -125,6 +125,15 @@ def test_each_slice_covers_its_truth_and_small_slices_show_no_number(
     device.close()
     assert device.stats.duplicates == SLICES["ios"][0]
     assert breakdown(admin, spec.name, **params) == result
+    compared = breakdown(admin, spec.name, compare="ios,android", **params)["comparison"]
+    (dark,) = [row for row in compared["rows"] if row["category"] == "true"]
+    assert dark["ci_low"] <= truths["ios"] - truths["android"] <= dark["ci_high"], dark
+    assert dark["verdict"] == "lower"
+    suppressed = admin.get(
+        f"/v1/metrics/{spec.name}/estimate", params={**params, "compare": "ios,web"}
+    )
+    assert suppressed.status_code == 422 and "suppressed" in suppressed.text, suppressed.text
+    assert not any(char.isdigit() for char in suppressed.json()["detail"].replace("100", ""))
     cli = ("--collector", collector.url, "--token", ADMIN_TOKEN, "estimate", spec.name)
     cli += ("--by", "platform", "--start", today, "--end", today)
     printed = run_cli(*cli, "--confidence", str(CONFIDENCE), "--format", "json")
