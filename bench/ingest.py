@@ -15,9 +15,14 @@ For each backend (SQLite file, PostgreSQL database) it starts a real collector p
    reads at most k counts per period, and an export page seeks by key, so neither latency
    grows with n.
 
+With ``--dimensions`` the metric declares two dimensions (platform: 3 values, app_version: 9;
+40 cells with ``other``) and every report carries random values of both: compare its
+ingestion rows with a run without it (issue 27's target: within 20%).
+
 It also prints the CPU share of the collector processes and of this client process while
 ingesting (both share the machine's cores). Run:
-``.venv/bin/python -m bench.ingest [--backend sqlite|postgresql|both] [--ingest-only] [--big]``.
+``.venv/bin/python -m bench.ingest [--backend sqlite|postgresql|both] [--ingest-only] [--big]
+[--dimensions]``.
 """
 
 from __future__ import annotations
@@ -57,6 +62,8 @@ from tests.support import (
 BATCH = 500
 K = 100
 DAYS = 90
+DIMENSIONS = {"platform": ["ios", "android", "web"], "app_version": [f"1.{i}" for i in range(9)]}
+"""The two dimensions ``--dimensions`` declares (40 cells with ``other``)."""
 
 
 def periods(today: dt.date) -> list[str]:
@@ -92,6 +99,10 @@ def build_bodies(spec: MetricSpec, labels: Sequence[str], count: int, seed: int)
             }
             for _ in range(BATCH)
         ]
+        for report in batch if spec.dimensions else ():
+            report["dims"] = {
+                name: rng.choice([*values, "other"]) for name, values in spec.dimensions
+            }
         bodies.append(json.dumps({"reports": batch}, separators=(",", ":")).encode())
     return bodies
 
@@ -262,6 +273,7 @@ def run_backend(backend: str, args: argparse.Namespace, rows: list[list[str]]) -
                 [f"c{i}" for i in range(K)],
                 epsilon=args.epsilon,
                 mechanism=args.mechanism,
+                dimensions=DIMENSIONS if args.dimensions else None,
             )
             register_all(collector.url, [spec])
             labels = periods(dt.datetime.now(dt.UTC).date())
@@ -269,7 +281,8 @@ def run_backend(backend: str, args: argparse.Namespace, rows: list[list[str]]) -
             print(
                 f"[{backend}] building {total:,} request bodies of {BATCH} {spec.mechanism} reports ..."
             )
-            bodies = build_bodies(spec, labels, total, seed=1)
+            sent_to = labels[-1:] if args.one_period else labels
+            bodies = build_bodies(spec, sent_to, total, seed=1)
             stored = timed_ingest(collector, bodies, args, rows, backend, workers, stored=0)
             if args.ingest_only:
                 return
@@ -329,7 +342,8 @@ def timed_ingest(
     rows.append(
         [
             backend,
-            f"ingest, batches of {BATCH}, {_periods_of(bodies)}",
+            f"ingest, batches of {BATCH}, {_periods_of(bodies)}"
+            + (", 2 dimensions" if args.dimensions else ""),
             f"{accepted / wall:,.0f} reports/s",
             f"p50 {percentile(latencies, 0.5) * 1000:.1f} ms, p99 {percentile(latencies, 0.99) * 1000:.1f} ms",
             f"{accepted:,} reports in {wall:.1f} s, {workers} worker(s), {stored:,} stored before",
@@ -443,6 +457,16 @@ def main() -> None:
         "--ingest-only", action="store_true", help="time ingestion only (no top-up, no estimates)"
     )
     parser.add_argument("--big", action="store_true", help="also seed to 10 million reports in SQL")
+    parser.add_argument(
+        "--one-period",
+        action="store_true",
+        help="the timed ingestion sends reports of the current period only (what devices send)",
+    )
+    parser.add_argument(
+        "--dimensions",
+        action="store_true",
+        help="the metric declares 2 dimensions (40 cells) and every report carries them",
+    )
     args = parser.parse_args()
     rows: list[list[str]] = []
     for backend in ("sqlite", "postgresql") if args.backend == "both" else (args.backend,):

@@ -55,7 +55,7 @@ CREATE TABLE IF NOT EXISTS ledger (
 CREATE TABLE IF NOT EXISTS memo (key TEXT PRIMARY KEY, metric TEXT NOT NULL, payload TEXT NOT NULL);
 """
 
-QueuedReport = tuple[str, str, str, str, Payload]
+QueuedReport = tuple[str, str, str, str, Payload, str]
 """One randomized report waiting to be committed: (id, metric, fingerprint, period, payload),
 a plain tuple because ``record()`` makes one per call."""
 

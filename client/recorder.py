@@ -29,6 +29,7 @@ from .outbox import QueuedReport
 from .randomness import LocalRandomness, Randomness, ReportIds
 from .spec import PERIOD_KINDS, MetricSpec, period_label
 from .stats import Counters
+from .wire import dims_text
 
 log = logging.getLogger("deniable.client")
 
@@ -45,6 +46,7 @@ class _MetricState:
 
     __slots__ = (
         "cost",
+        "dims",
         "fingerprint",
         "index",
         "kind",
@@ -66,6 +68,8 @@ class _MetricState:
     ) -> None:
         self.spec = spec
         self.fingerprint = spec.fingerprint
+        self.dims = ""
+        """The ``"dims"`` wire member this device's context gives (see :func:`.wire.dims_text`)."""
         self.cost: ReportCost
         self.layers: TwoLayers | None
         self.cost, self.layers = report_cost(spec, memoize, ratio)
@@ -159,6 +163,7 @@ class Recorder:
         self._warned_unknown: set[str] = set()
         self._warned_budget: set[tuple[str, str]] = set()
         self._holding = Holding()
+        self._context: dict[str, str] = {}
         self._handed_off = 0
         self.closed = False
         self.pending: deque[QueuedReport] = deque()
@@ -182,10 +187,20 @@ class Recorder:
             for s in specs
         }
         with self._lock:
+            for state in metrics.values():
+                state.dims = dims_text(state.spec.dimension_values(self._context))
             self._metrics = metrics
             held = self._holding.take() if metrics else []
             for value in held:
                 self._replay(value)
+
+    def set_context(self, context: dict[str, str]) -> None:
+        """Make ``context`` the public dimension values later reports carry (see
+        :meth:`.Client.set_context`)."""
+        with self._lock:
+            self._context = dict(context)
+            for state in self._metrics.values():
+                state.dims = dims_text(state.spec.dimension_values(self._context))
 
     def _level_of(self, spec: MetricSpec) -> Callable[[], int]:
         """A text metric's pinned prefix level, drawn on its first report (under the lock)."""
@@ -267,7 +282,7 @@ class Recorder:
         if len(pending) >= self._max_queue:
             pending.popleft()
             counters.dropped_queue_full += 1
-        pending.append((self._ids.take(), metric, state.fingerprint, period, payload))
+        pending.append((self._ids.take(), metric, state.fingerprint, period, payload, state.dims))
         counters.admitted += 1
         return True
 

@@ -98,6 +98,11 @@ class Client:
     ``httpx.Client`` inside, as httpx takes one (``httpx.MockTransport(handler)`` answers
     uploads with a function, for tests).
 
+    ``context`` holds this device's public attributes (``{"platform": "ios"}``): each report
+    of a metric that declares dimensions carries their values **in the clear**, a value the
+    spec does not list (or lacks) as ``other``; change it with :meth:`set_context`. It must
+    never hold anything sensitive: docs/privacy.md.
+
     The work is done by parts with one job each: a :class:`~.specsource.SpecSource` (which
     specs to record), a :class:`~.recorder.Recorder` (``record()``), a
     :class:`~.persister.Persister` (to SQLite in ``state_dir``) and an
@@ -162,6 +167,7 @@ class Client:
         backoff_base: float = BACKOFF_BASE,
         backoff_cap: float = BACKOFF_CAP,
         transport: httpx.BaseTransport | None = None,
+        context: Mapping[str, str] | None = None,
     ) -> None:
         fetched_by = time.monotonic() + timeout if _is_real(timeout) else None
         _check_tuning(
@@ -217,6 +223,7 @@ class Client:
                 clock=clock,
                 randomness=randomness,
             )
+            self.set_context(context or {})
             self._recorder.install(self._specs.start(metrics, fetched_by))
             undo.pop_all()
         self._uploader = Uploader(
@@ -276,6 +283,16 @@ class Client:
                 self._recorder.install(specs)
         finally:
             self._refresh_lock.release()
+
+    def set_context(self, context: Mapping[str, str]) -> None:
+        """Replace the public attributes (see ``context``) that reports recorded from now on
+        carry as their metrics' dimension values; :class:`~.errors.InvalidInput` if it is
+        not a mapping of strings to strings."""
+        if not isinstance(context, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in context.items()
+        ):
+            raise InvalidInput("context must map dimension names (str) to values (str)")
+        self._recorder.set_context(dict(context))
 
     @property
     def metrics(self) -> dict[str, MetricSpec]:

@@ -15,6 +15,7 @@ import json
 import math
 import numbers
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -134,6 +135,75 @@ def _number_text(x: float) -> str:
     return _es_number(x)
 
 
+DIMENSION_NAME = re.compile(r"[a-z][a-z0-9_]{0,31}")
+"""What a dimension's name may be (match it with ``fullmatch``)."""
+DIMENSION_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,31}")
+"""What a dimension's listed value may be: short, ASCII, no ``:`` or ``,`` (the query
+syntax ``where=platform:ios`` and the stored cell text use them)."""
+OTHER = "other"
+"""The value every dimension has besides its listed ones: what an unlisted value is sent as."""
+MAX_CELLS = 1000
+"""The most cells a metric's dimensions may make: the product of (listed values + 1)."""
+
+Dimensions = tuple[tuple[str, tuple[str, ...]], ...]
+"""A spec's dimensions: (name, listed values) pairs, sorted by name."""
+
+
+def _dimensions_from_json(metric: Any, raw: Any) -> Dimensions:
+    """The JSON form ``{"platform": ["ios", "android"]}`` as :data:`Dimensions`."""
+    if not isinstance(raw, dict):
+        raise SpecError(
+            f"metric {metric}: dimensions must be an object of name: [values],"
+            ' like {"platform": ["ios", "android", "web"]}'
+        )
+    return tuple((name, values) for name, values in raw.items())
+
+
+def _dims(dimensions: Mapping[str, Sequence[str]] | None) -> Dimensions:
+    """A factory's ``dimensions`` argument as (name, values) pairs (checked by the spec)."""
+    return tuple((name, tuple(values)) for name, values in (dimensions or {}).items())
+
+
+def check_dimensions(metric: str, dimensions: Any) -> Dimensions:
+    """Check a spec's dimensions (names, listed values, the cell cap) and sort them by name;
+    :class:`~.errors.SpecError` names the problem."""
+    if isinstance(dimensions, dict):
+        dimensions = tuple(dimensions.items())
+    checked = []
+    for entry in dimensions:
+        name, values = entry
+        if not isinstance(name, str) or not DIMENSION_NAME.fullmatch(name):
+            raise SpecError(
+                f"metric {metric}: a dimension name must start with a lowercase letter and use"
+                " only a-z, 0-9, _ (at most 32 characters)"
+            )
+        if not isinstance(values, list | tuple) or not values:
+            raise SpecError(f"metric {metric}: dimension {name} needs a non-empty list of values")
+        for value in values:
+            if not isinstance(value, str) or not DIMENSION_VALUE.fullmatch(value):
+                raise SpecError(
+                    f"metric {metric}: dimension {name}'s values must be short ASCII words"
+                    " (A-Z, a-z, 0-9, _ . + -, at most 32 characters)"
+                )
+        if OTHER in values:
+            raise SpecError(
+                f"metric {metric}: dimension {name} may not list {OTHER!r}: every dimension has"
+                " it already, for values not listed"
+            )
+        if len(set(values)) != len(values):
+            raise SpecError(f"metric {metric}: dimension {name}'s values must be distinct")
+        checked.append((name, tuple(values)))
+    if len({name for name, _ in checked}) != len(checked):
+        raise SpecError(f"metric {metric}: dimension names must be distinct")
+    cells = math.prod(len(values) + 1 for _, values in checked)
+    if cells > MAX_CELLS:
+        raise SpecError(
+            f"metric {metric}: its dimensions make {cells:,} cells (each dimension's values"
+            f" plus {OTHER!r}, multiplied); at most {MAX_CELLS:,} are allowed"
+        )
+    return tuple(sorted(checked))
+
+
 @dataclass(frozen=True)
 class MetricSpec:
     """What is measured and how: name, type, its domain, eps, mechanism and period.
@@ -154,6 +224,7 @@ class MetricSpec:
     upper: float | None = None
     edges: tuple[float, ...] | None = None
     max_length: int | None = None
+    dimensions: tuple[tuple[str, tuple[str, ...]], ...] = ()
     _randomizer: Mechanism | NumericMechanism | PrefixSketch = field(
         init=False, repr=False, compare=False
     )
@@ -173,6 +244,12 @@ class MetricSpec:
             raise SpecError(f"metric {self.name}: period must be one of day, week, month")
         if not isinstance(self.mechanism, str):
             raise SpecError(f"metric {self.name}: mechanism must be a name (a string)")
+        object.__setattr__(self, "dimensions", check_dimensions(self.name, self.dimensions))
+        if self.dimensions and self.type == "text":
+            raise SpecError(
+                f"metric {self.name}: dimensions are not supported for text metrics yet (they"
+                " are for boolean, categorical, numeric and histogram metrics)"
+            )
         if self.type == "numeric":
             self._resolve_numeric()
             return
@@ -297,10 +374,24 @@ class MetricSpec:
 
     @classmethod
     def boolean(
-        cls, name: str, *, epsilon: float, mechanism: str = "brr", period: PeriodKind = "day"
+        cls,
+        name: str,
+        *,
+        epsilon: float,
+        mechanism: str = "brr",
+        period: PeriodKind = "day",
+        dimensions: Mapping[str, Sequence[str]] | None = None,
     ) -> MetricSpec:
         """A yes/no metric; its categories are ``false`` and ``true``."""
-        return cls(name, "boolean", BOOLEAN_CATEGORIES, epsilon, mechanism, period)
+        return cls(
+            name,
+            "boolean",
+            BOOLEAN_CATEGORIES,
+            epsilon,
+            mechanism,
+            period,
+            dimensions=_dims(dimensions),
+        )
 
     @classmethod
     def categorical(
@@ -311,9 +402,18 @@ class MetricSpec:
         epsilon: float,
         mechanism: str = "auto",
         period: PeriodKind = "day",
+        dimensions: Mapping[str, Sequence[str]] | None = None,
     ) -> MetricSpec:
         """A metric over a fixed list of categories."""
-        return cls(name, "categorical", tuple(categories), epsilon, mechanism, period)
+        return cls(
+            name,
+            "categorical",
+            tuple(categories),
+            epsilon,
+            mechanism,
+            period,
+            dimensions=_dims(dimensions),
+        )
 
     @classmethod
     def numeric(
@@ -325,9 +425,20 @@ class MetricSpec:
         epsilon: float,
         mechanism: str = "auto",
         period: PeriodKind = "day",
+        dimensions: Mapping[str, Sequence[str]] | None = None,
     ) -> MetricSpec:
         """A number in [lower, upper] (values outside are clamped), for its mean."""
-        return cls(name, "numeric", (), epsilon, mechanism, period, lower=lower, upper=upper)
+        return cls(
+            name,
+            "numeric",
+            (),
+            epsilon,
+            mechanism,
+            period,
+            lower=lower,
+            upper=upper,
+            dimensions=_dims(dimensions),
+        )
 
     @classmethod
     def histogram(
@@ -338,9 +449,19 @@ class MetricSpec:
         epsilon: float,
         mechanism: str = "auto",
         period: PeriodKind = "day",
+        dimensions: Mapping[str, Sequence[str]] | None = None,
     ) -> MetricSpec:
         """A number counted in the buckets between ``edges``, for its distribution."""
-        return cls(name, "histogram", (), epsilon, mechanism, period, edges=tuple(edges))
+        return cls(
+            name,
+            "histogram",
+            (),
+            epsilon,
+            mechanism,
+            period,
+            edges=tuple(edges),
+            dimensions=_dims(dimensions),
+        )
 
     @classmethod
     def text(
@@ -385,6 +506,7 @@ class MetricSpec:
             upper=data.get("upper"),
             edges=tuple(edges) if edges is not None else None,
             max_length=data.get("max_length"),
+            dimensions=_dimensions_from_json(data.get("name"), data.get("dimensions", {})),
         )
         if labels and labels != spec.categories:
             raise SpecError(
@@ -492,6 +614,8 @@ class MetricSpec:
             fields["edges"] = list(self.edges)  # type: ignore[arg-type]
         elif self.type == "text":
             fields["max_length"] = self.max_length
+        if self.dimensions:
+            fields["dimensions"] = {name: list(values) for name, values in self.dimensions}
         return fields
 
     @property
@@ -530,6 +654,42 @@ class MetricSpec:
         long list."""
         listed = ", ".join(self.categories[:shown])
         return listed if self.k <= shown else f"{listed}, ... ({self.k} in all)"
+
+    def dimension_values(self, context: dict[str, Any]) -> dict[str, str]:
+        """The value of each of the spec's dimensions a device with ``context`` sends: its
+        context value if listed, else ``other`` (also when the context lacks the dimension)."""
+        return {
+            name: value
+            if isinstance(value := context.get(name), str) and value in values
+            else OTHER
+            for name, values in self.dimensions
+        }
+
+    def cell_of(self, dims: Any) -> str:
+        """The stored cell text of a report's dimension values (its values in name order,
+        joined by commas; ``""`` with no dimensions); ``ValueError`` names the problem."""
+        if not self.dimensions:
+            if dims:
+                raise ValueError(f"metric {self.name} has no dimensions; send no dims")
+            return ""
+        if not isinstance(dims, dict):
+            raise ValueError(f"metric {self.name} has dimensions; its reports need dims")
+        if set(dims) != {name for name, _ in self.dimensions}:
+            raise ValueError(
+                f"metric {self.name}: dims must give exactly its dimensions ("
+                + ", ".join(name for name, _ in self.dimensions)
+                + ")"
+            )
+        parts = []
+        for name, values in self.dimensions:
+            value = dims[name]
+            if value != OTHER and value not in values:
+                raise ValueError(
+                    f"metric {self.name}: dimension {name} takes one of its listed values or"
+                    f" {OTHER!r}"
+                )
+            parts.append(value)
+        return ",".join(parts)
 
     def period_of(self, moment: dt.datetime | dt.date) -> str:
         """The period label containing ``moment`` (UTC for datetimes)."""

@@ -1,7 +1,9 @@
 """The wire format, in one place for both sides: a payload's text, a report's JSON, a batch's body.
 
 A report travels as the JSON object ``{"id": ..., "metric": ..., "fingerprint": ...,
-"period": ..., "payload": ...}`` (keys in that order, no spaces), and a batch as
+"period": ..., "payload": ...}`` (keys in that order, no spaces), followed by
+``"dims": {"platform": "ios", ...}`` for a metric with dimensions: each of its dimensions'
+value, **in the clear** (not randomized; a listed value or ``other``). A batch travels as
 ``{"reports": [report, ...]}`` posted to :data:`REPORTS_PATH`. A payload has one text
 everywhere: the canonical JSON (sorted keys, no spaces) the device sends, keeps in its memo
 and the collector stores, so a payload written by either side reads back the same.
@@ -65,17 +67,30 @@ def parse_payload_text(text: str) -> Payload:
     return payload
 
 
+def dims_text(dims: dict[str, str]) -> str:
+    """The ``"dims"`` member of a report of a metric with dimensions (``""`` without any):
+    the dimension values as canonical JSON, keys sorted, made once per context change."""
+    if not dims:
+        return ""
+    return ',"dims":' + json.dumps(dims, separators=(",", ":"), sort_keys=True)
+
+
 def report_text(
-    report_id: str, metric: str, fingerprint: str, period: str, payload: Payload
+    report_id: str,
+    metric: str,
+    fingerprint: str,
+    period: str,
+    payload: Payload,
+    dims: str = "",
 ) -> str:
-    """A report as its wire JSON object.
+    """A report as its wire JSON object; ``dims`` is its :func:`dims_text` (``""``: none).
 
     The id (a UUID), the metric name, the fingerprint (hex) and the period label are checked
     ASCII with nothing JSON escapes, so they go in as they are: this runs once per report.
     """
     return (
         f'{{"id":"{report_id}","metric":"{metric}","fingerprint":"{fingerprint}",'
-        f'"period":"{period}","payload":{payload_text(payload)}}}'
+        f'"period":"{period}","payload":{payload_text(payload)}{dims}}}'
     )
 
 

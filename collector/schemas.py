@@ -9,7 +9,7 @@ Field checks here are structural (types, UUID form); what depends on a registere
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any
+from typing import Annotated, Any, NotRequired
 
 from deniable.client.spec import MetricType, PeriodKind
 from pydantic import (
@@ -33,6 +33,11 @@ ReportId = Annotated[str, Field(max_length=36, pattern=UUID_PATTERN)]
 MetricField = Annotated[str, Field(min_length=1, max_length=64)]
 FingerprintField = Annotated[str, Field(min_length=1, max_length=64)]
 PeriodField = Annotated[str, Field(min_length=1, max_length=16)]
+DimsField = Annotated[
+    dict[Annotated[str, Field(max_length=32)], Annotated[str, Field(max_length=32)]],
+    Field(max_length=8),
+]
+"""A report's public dimension values, in the clear (checked against its spec in validation)."""
 
 
 def _plain_text(value: str) -> str:
@@ -78,6 +83,12 @@ class Report(BaseModel):
         " {a, b, y} object (olh) or {b, l, r} object (pem)",
         json_schema_extra={"examples": [2, -1.3862, "AQ==", {"a": 12345, "b": 678, "y": 1}]},
     )
+    dims: DimsField | None = Field(
+        default=None,
+        description="the metric's dimension values, NOT randomized: each a listed value or"
+        " 'other' (only for a metric that declares dimensions)",
+        json_schema_extra={"examples": [{"platform": "ios"}]},
+    )
 
 
 class ReportBatch(BaseModel):
@@ -102,6 +113,7 @@ class ReportIn(TypedDict):
     fingerprint: FingerprintField
     period: PeriodField
     payload: Payload
+    dims: NotRequired[DimsField]
 
 
 class ReportBatchIn(TypedDict):
@@ -172,6 +184,12 @@ class MetricSpecIn(BaseModel):
         description="text metrics: the longest string kept, in UTF-8 bytes (1..64; longer"
         " values are cut at a character boundary)",
     )
+    dimensions: dict[str, list[str]] | None = Field(
+        default=None,
+        description="public attributes to break estimates down by, NOT randomized:"
+        ' {name: [listed values]}, e.g. {"platform": ["ios", "android"]}; every dimension also'
+        " has 'other'; at most 1,000 cells (the product of values + 1); not for text metrics",
+    )
     epsilon: float
     mechanism: str = Field(
         default="auto",
@@ -204,6 +222,9 @@ class MetricSpecOut(BaseModel):
     upper: float | None = Field(default=None, description="numeric metrics")
     edges: list[float] | None = Field(default=None, description="histogram metrics")
     max_length: int | None = Field(default=None, description="text metrics (UTF-8 bytes)")
+    dimensions: dict[str, list[str]] | None = Field(
+        default=None, description="public dimensions and their listed values (not randomized)"
+    )
     epsilon: float
     mechanism: str
     period: PeriodKind

@@ -94,6 +94,12 @@ TOKEN_FILES = {
 """Settings naming a file that holds a token (a mounted secret), and the token each fills."""
 
 
+MIN_SLICE_REPORTS = 100
+"""The default :attr:`Settings.min_slice_reports`: below about 100 reports a slice's
+randomized estimate is mostly noise (at eps = 1 its interval spans most of [0, 1]), and a
+small slice of public attributes (one app version in one country) singles out few people."""
+
+
 class Settings(BaseSettings):
     """Collector settings; every field can be set as ``DENIABLE_<FIELD>`` in the environment.
 
@@ -148,7 +154,11 @@ class Settings(BaseSettings):
     """The most periods × categories one series answers (the API's ``/series``, a dashboard
     metric page and its CSVs, an overview page): 422 past it, naming the limit."""
     max_estimate_cells: int = Field(default=MAX_ESTIMATE_CELLS, ge=100)
-    """The most periods × categories of stored counts one estimate reads: 422 past it."""
+    """The most periods × categories of stored counts one estimate reads: 422 past it (a
+    breakdown: slices × periods × categories)."""
+    min_slice_reports: int = Field(default=MIN_SLICE_REPORTS, ge=1)
+    """The fewest reports a slice of a breakdown needs to be shown; a smaller slice says
+    "suppressed" and never a number, not even its count (docs/privacy.md, "Dimensions")."""
     dashboard_page_metrics: int = Field(default=DASHBOARD_PAGE_METRICS, ge=1, le=1000)
     """The most metrics one page of the dashboard's overview shows."""
     max_concurrent_reads: int = Field(default=4, ge=1, le=256)

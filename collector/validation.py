@@ -253,6 +253,13 @@ def validate_reports(
                     )
                 )
                 continue
-        valid.append(ValidReport(report["id"], name, report["period"], payload))
+        cell = ""
+        if spec.dimensions or "dims" in report:
+            try:
+                cell = spec.cell_of(report.get("dims"))
+            except ValueError as exc:
+                problems.append(ReportProblem(index, name, "dims", str(exc)))
+                continue
+        valid.append(ValidReport(report["id"], name, report["period"], payload, cell))
     used = {name: spec for name, spec in specs.items() if spec is not None}
     return valid, problems, used

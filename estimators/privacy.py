@@ -276,7 +276,22 @@ def privacy_document(
         total=account.totals,
         warning_level_30_days=WARNING_LEVEL_30_DAYS,
         warnings=warnings,
-        statement=statement(account),
+        statement=" ".join(filter(None, [statement(account), dimensions_sentence(specs)])),
+    )
+
+
+def dimensions_sentence(specs: Iterable[MetricSpec]) -> str:
+    """What the statement says of dimensions: which metrics' reports carry which public
+    attributes in the clear (empty if none declares any)."""
+    dimensioned = [spec for spec in specs if spec.dimensions]
+    if not dimensioned:
+        return ""
+    names = sorted({name for spec in dimensioned for name, _ in spec.dimensions})
+    return (
+        f"Reports of {', '.join(spec.name for spec in dimensioned)} also carry the device's"
+        f" {', '.join(names)} in the clear, NOT randomized: coarse public attributes, each one"
+        " of a short published list or 'other', sent so that estimates can be broken down by"
+        " them; the ε figures do not cover them."
     )
 
 

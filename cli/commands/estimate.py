@@ -29,6 +29,7 @@ from ..options import (
 )
 from ..periods import resolve_range
 from ..render import SERIES_TOP, print_estimate, print_series
+from ..slicerender import print_breakdown
 from ..specs import spec_from_served
 
 
@@ -128,6 +129,20 @@ def fetch_document(
     metavar="STRING",
     help="Text metrics: score this string instead of discovering (repeatable).",
 )
+@click.option(
+    "--by",
+    "by",
+    multiple=True,
+    metavar="DIMENSION",
+    help="Break the estimate down by this dimension of the metric (repeatable, at most 2).",
+)
+@click.option(
+    "--where",
+    "where",
+    multiple=True,
+    metavar="NAME:VALUE",
+    help="Keep only this value of a dimension, e.g. platform:ios (repeatable).",
+)
 @from_file_options
 @format_option()
 @pass_global_options
@@ -153,7 +168,24 @@ def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -
       deniable estimate load_hist -q 0.5 -q 0.95
       deniable estimate search_term --end 2026-11-21
       deniable estimate search_term --candidate "dark mode" --candidate "font size"
+      deniable estimate dark_mode --by platform
+      deniable estimate dark_mode --by platform --where country:fr
+
+    With --by or --where, one estimate per slice of the metric's dimensions, every interval
+    holding at once; a slice with too few reports says "suppressed" and shows no number.
     """
+    by, where = query.pop("by"), query.pop("where")
+    if by or where:
+        if query["from_file"] is not None:
+            raise InvalidInput(
+                "--by and --where read the collector's counts; leave out --from-file"
+            )
+        if fmt == "csv":
+            raise InvalidInput("--by and --where print a table or JSON (--format json), not CSV")
+        slicing = {key: list(value) for key, value in (("by", by), ("where", where)) if value}
+        document = fetch_document(global_options, "estimate", name, **slicing, **query)
+        print_breakdown(document, fmt)
+        return
     document = fetch_document(global_options, "estimate", name, **query)
     print_estimate(document, fmt)
 

@@ -51,6 +51,14 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from ..context import Collector
 from ..numbers import NumberRule, query_number
 from ..storage.queries import count_width, load_about, read_counts, read_sums
+from .breakdown import (
+    BreakdownEstimate,
+    breakdown,
+    parse_by,
+    parse_compare,
+    parse_where,
+    slice_count,
+)
 from .common import MetricPeriods, MetricPeriodsQuery, find_spec, metric_read, period_bounds
 
 router = APIRouter(tags=["estimates"])
@@ -182,15 +190,20 @@ def estimate_periods(spec: MetricSpec, periods: list[PeriodCounts], **options: A
         raise refused(spec, exc) from None
 
 
+def numeric_method(spec: MetricSpec, options: EstimateOptions) -> None:
+    """422 for a numeric metric's method other than unbiased (a mean has one estimator)."""
+    try:
+        check_numeric_method(options.method or "unbiased")
+    except InvalidInput as exc:
+        raise refused(spec, exc) from None
+
+
 def numeric_sums(
     state: Collector, spec: MetricSpec, labels: list[str], options: EstimateOptions
 ) -> list[PeriodSums]:
     """The sums of numeric ``spec``'s periods ``labels``; 422 for a method other than
     unbiased (a mean has one estimator)."""
-    try:
-        check_numeric_method(options.method or "unbiased")
-    except InvalidInput as exc:
-        raise refused(spec, exc) from None
+    numeric_method(spec, options)
     return read_sums(state.database, spec, labels)
 
 
@@ -207,10 +220,36 @@ def checked_quantiles(spec: MetricSpec, q: list[float] | None) -> tuple[float, .
         raise refused(spec, exc) from None
 
 
+By = Annotated[
+    list[Annotated[str, Query(max_length=32)]] | None,
+    Query(
+        description="A dimension to break the estimate down by (repeatable, at most 2): one"
+        " estimate per slice, every interval shown holding at once"
+    ),
+]
+Where = Annotated[
+    list[Annotated[str, Query(max_length=80)]] | None,
+    Query(
+        description="name:value, keep only that value of a dimension (repeatable; e.g."
+        " platform:ios); with no by, the one filtered slice"
+    ),
+]
+
+
+Compare = Annotated[
+    str | None,
+    Query(
+        max_length=80,
+        description="Two values of the one by dimension, first,second (e.g. ios,android): their"
+        " difference per category (or mean) with an interval and a verdict",
+    ),
+]
+
+
 @metric_read(
     router,
     "/v1/metrics/{name}/estimate",
-    AnyRangeEstimate,
+    AnyRangeEstimate | BreakdownEstimate,
     operation_id="getEstimate",
     summary="Estimate a metric over a range of periods",
     viewer=True,
@@ -222,11 +261,16 @@ def get_estimate(
     pooling: Pooling = "overlap-safe",
     q: Quantiles = None,
     candidates: Candidates = None,
+    by: By = None,
+    where: Where = None,
+    compare: Compare = None,
 ) -> dict[str, Any]:
     """The population estimate over the periods start..end, pooled as ``pooling`` says: the
     shares of each category, a histogram's quantile intervals too, or a numeric metric's mean
     (its only method is unbiased; ``simultaneous`` changes nothing for one interval), or a
-    text metric's heavy hitters over one period (``candidates`` to score given strings)."""
+    text metric's heavy hitters over one period (``candidates`` to score given strings).
+    With ``by`` or ``where``, the estimate per slice of the metric's dimensions instead
+    (shares or means; a histogram's slices give its buckets' shares, without quantiles)."""
     if candidates is not None and len(candidates) > MAX_CANDIDATES:
         raise HTTPException(
             status_code=422, detail=f"candidates: at most {MAX_CANDIDATES:,} strings per query"
@@ -237,6 +281,8 @@ def get_estimate(
             status_code=422,
             detail=f"candidates are for text metrics; {spec.name} is {spec.type}",
         )
+    if by is not None or where is not None or compare is not None:
+        return sliced_estimate(state, spec, labels, by, where, options, pooling, compare)
     if spec.type == "text":
         checked_quantiles(spec, q)
         return text_estimate(state, spec, read, labels, options, candidates)
@@ -270,6 +316,50 @@ def get_estimate(
         raise refused(spec, exc) from None
     document = histogram_document(spec.name, first, last, result, quantiles, spec.edges)  # type: ignore[arg-type]
     return about(state, spec, document)
+
+
+def sliced_estimate(
+    state: Collector,
+    spec: MetricSpec,
+    labels: list[str],
+    by: list[str] | None,
+    where: list[str] | None,
+    options: EstimateOptions,
+    pooling: str,
+    compare: str | None = None,
+) -> dict[str, Any]:
+    """The breakdown of ``spec`` by ``by`` filtered by ``where`` (:mod:`.breakdown`), after
+    checking slices × periods × categories against the estimate cells limit."""
+    if spec.type == "numeric":
+        numeric_method(spec, options)
+    dims, kept = parse_by(spec, by), parse_where(spec, where)
+    pair = parse_compare(spec, dims, compare)
+    slices = slice_count(spec, dims)
+    limit = state.settings.max_estimate_cells
+    cells = slices * len(labels) * categories_of(spec)
+    if cells > limit:
+        raise HTTPException(
+            status_code=422,
+            detail=f"the breakdown would cover {slices:,} slices × {len(labels):,} periods ×"
+            f" {categories_of(spec):,} categories, more than the limit of {limit:,} cells"
+            " (DENIABLE_MAX_ESTIMATE_CELLS): ask for fewer periods or fewer dimensions",
+        )
+    method = options.method or ("unbiased" if spec.type == "numeric" else DEFAULT_METHOD)
+    return about(
+        state,
+        spec,
+        breakdown(
+            state,
+            spec,
+            labels,
+            dims,
+            kept,
+            confidence=options.confidence,
+            method=method,
+            pooling=pooling,
+            compare=pair,
+        ),
+    )
 
 
 def check_quantile_cells(spec: MetricSpec, periods: int, quantiles: int, limit: int) -> None:

@@ -53,7 +53,15 @@ from sqlalchemy.dialects import sqlite
 
 from .engine import Database
 from .queries import check_fingerprints
-from .tables import id_bytes, numeric_sums, period_counts, reports, support_counts
+from .tables import (
+    cell_counts,
+    cell_support,
+    id_bytes,
+    numeric_sums,
+    period_counts,
+    reports,
+    support_counts,
+)
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,8 @@ class ValidReport:
     metric: str
     period: str
     payload: Payload | float
+    cell: str = ""
+    """Its dimension values as the stored cell text (``""``: its metric has no dimensions)."""
 
 
 @dataclass
@@ -222,6 +232,171 @@ def numeric_rows(batch: Sequence[ValidReport], where: list[int]) -> NumericRows:
     return NumericRows(np.asarray(where, dtype=np.int64), periods, codes, values)
 
 
+_CELL = "\x1e"
+"""Joins a period label and a cell text in the grouping labels of :func:`cell_rows`."""
+
+
+def cell_rows(
+    batch: Sequence[ValidReport], rows: MetricRows | NumericRows
+) -> MetricRows | NumericRows:
+    """``rows`` (one metric with dimensions) grouped by period and cell: the same positions
+    and support matrix or values, with ``period + _CELL + cell`` as each group's label."""
+    index: dict[str, int] = {}
+    codes = np.fromiter(
+        (
+            index.setdefault(batch[i].period + _CELL + batch[i].cell, len(index))
+            for i in rows.positions.tolist()
+        ),
+        dtype=np.int64,
+        count=len(rows.positions),
+    )
+    if isinstance(rows, NumericRows):
+        return NumericRows(rows.positions, list(index), codes, rows.values)
+    return MetricRows(rows.positions, list(index), codes, rows.support)
+
+
+CellRow = tuple[str, str, str, int, float, float]
+"""A cell count increment: (metric, period, cell, n, sum of y, sum of y^2)."""
+CellSupportRow = tuple[str, str, str, int, int]
+"""A cell support increment: (metric, period, cell, category, support)."""
+
+
+def _cell_increments(
+    batches: Sequence[PreparedBatch], new: Sequence[np.ndarray] | None
+) -> tuple[list[CellRow], list[CellSupportRow]]:
+    """The cell counts and support of the new reports of metrics with dimensions, in sorted
+    key order (``new`` as in :func:`_count_rows`)."""
+    counts: Counts = {}
+    sums: Sums = {}
+    for b, batch in enumerate(batches):
+        for metric, group in batch.cells.items():
+            mask = None if new is None else new[b][group.positions]
+            if mask is not None and not mask.any():
+                continue
+            if isinstance(group, NumericRows):
+                _add_sums(sums, group.sums(metric, mask))
+            else:
+                _add_counts(counts, group.counts(metric, mask))
+    cell_rows_out: list[CellRow] = []
+    support_rows: list[CellSupportRow] = []
+    for (metric, label), (n, support) in sorted(counts.items()):
+        period, cell = label.split(_CELL)
+        cell_rows_out.append((metric, period, cell, n, 0.0, 0.0))
+        nonzero = np.flatnonzero(support)
+        support_rows += zip(
+            repeat(metric),
+            repeat(period),
+            repeat(cell),
+            nonzero.tolist(),
+            support[nonzero].tolist(),
+            strict=False,
+        )
+    for (metric, label), (n, y, y2) in sorted(sums.items()):
+        period, cell = label.split(_CELL)
+        cell_rows_out.append((metric, period, cell, n, y, y2))
+    cell_rows_out.sort()
+    return cell_rows_out, support_rows
+
+
+def _upsert_cells(
+    connection: Connection, database: Database, batches: Sequence[PreparedBatch], new: Any
+) -> None:
+    """Add the cell counts and support of the group's new reports (after every other count,
+    so the lock order stays reports, totals, cells); nothing for a group without metrics
+    with dimensions."""
+    if not any(batch.cells for batch in batches):
+        return
+    rows, support_rows = _cell_increments(batches, new)
+    if database.dialect == "sqlite":
+        if rows:
+            connection.execute(_SQLITE_CELL_UPSERT, {"rows": _dumps(rows)})
+        if support_rows:
+            connection.execute(_SQLITE_CELL_SUPPORT_UPSERT, {"rows": _dumps(support_rows)})
+        return
+    if rows:
+        m, p, c, n, y, y2 = zip(*rows, strict=True)
+        connection.execute(
+            _PG_CELL_UPSERT,
+            {
+                "sep": _SEP,
+                "metrics": _joined(m),
+                "periods": _joined(p),
+                "cells": _joined(c),
+                "counts": _joined(n, ","),
+                "totals": _joined(y, ","),
+                "squares": _joined(y2, ","),
+            },
+        )
+    if support_rows:
+        m, p, c, v, k = zip(*support_rows, strict=True)
+        connection.execute(
+            _PG_CELL_SUPPORT_UPSERT,
+            {
+                "sep": _SEP,
+                "metrics": _joined(m),
+                "periods": _joined(p),
+                "cells": _joined(c),
+                "categories": _joined(v, ","),
+                "counts": _joined(k, ","),
+            },
+        )
+
+
+def _sqlite_cell_statements() -> tuple[Any, Any]:
+    """SQLite: the cell-count and cell-support upserts, each fed one JSON text (as
+    :func:`_sqlite_statements`: one call into SQLite for thousands of rows)."""
+    columns = ["metric", "period", "cell", "n", "total", "total_squares"]
+    stmt = sqlite.insert(cell_counts).from_select(columns, _json_source(6))
+    counts = stmt.on_conflict_do_update(
+        index_elements=["metric", "period", "cell"],
+        set_={
+            "n": cell_counts.c.n + stmt.excluded.n,
+            "total": cell_counts.c.total + stmt.excluded.total,
+            "total_squares": cell_counts.c.total_squares + stmt.excluded.total_squares,
+        },
+    )
+    s_stmt = sqlite.insert(cell_support).from_select(
+        ["metric", "period", "cell", "category", "support"], _json_source(5)
+    )
+    support = s_stmt.on_conflict_do_update(
+        index_elements=["metric", "period", "cell", "category"],
+        set_={"support": cell_support.c.support + s_stmt.excluded.support},
+    )
+    return counts, support
+
+
+_PG_CELL_UPSERT = text("""
+INSERT INTO cell_counts AS t (metric, period, cell, n, total, total_squares)
+SELECT * FROM unnest(
+    string_to_array(:metrics, :sep),
+    string_to_array(:periods, :sep),
+    string_to_array(:cells, :sep),
+    string_to_array(:counts, ',')::bigint[],
+    string_to_array(:totals, ',')::float8[],
+    string_to_array(:squares, ',')::float8[]
+)
+ON CONFLICT (metric, period, cell) DO UPDATE SET
+    n = t.n + excluded.n,
+    total = t.total + excluded.total,
+    total_squares = t.total_squares + excluded.total_squares
+""")
+"""PostgreSQL: the cell counts as one statement, each column one text parameter (as
+:data:`_PG_STORE`), rows in sorted key order."""
+
+_PG_CELL_SUPPORT_UPSERT = text("""
+INSERT INTO cell_support AS t (metric, period, cell, category, support)
+SELECT * FROM unnest(
+    string_to_array(:metrics, :sep),
+    string_to_array(:periods, :sep),
+    string_to_array(:cells, :sep),
+    string_to_array(:categories, ',')::int[],
+    string_to_array(:counts, ',')::bigint[]
+)
+ON CONFLICT (metric, period, cell, category) DO UPDATE SET support = t.support + excluded.support
+""")
+"""PostgreSQL: the cell support as one statement, like :data:`_PG_CELL_UPSERT`."""
+
+
 def _period_n(sums: Sums) -> Counts:
     """The period counts of numeric sums (no support: a numeric metric has no categories)."""
     return {key: (n, _NO_SUPPORT) for key, (n, _, _) in sums.items()}
@@ -246,6 +421,9 @@ class PreparedBatch:
     fingerprints: dict[str, str]
     numeric: dict[str, NumericRows] = field(default_factory=dict)
     sums: Sums = field(default_factory=dict)
+    cells: dict[str, MetricRows | NumericRows] = field(default_factory=dict)
+    """The rows of each metric with dimensions again, grouped by (period, cell) rather than
+    by period: their "period" labels are ``period + _CELL + cell`` (see :func:`cell_rows`)."""
 
     @cached_property
     def sqlite_rows(self) -> dict[str, Any]:
@@ -299,22 +477,27 @@ def prepare_batch(
     numeric: dict[str, NumericRows] = {}
     counts: Counts = {}
     sums: Sums = {}
+    cells: dict[str, MetricRows | NumericRows] = {}
     for metric, where in positions.items():
         spec = specs[metric]
         if spec.type == "numeric":
             numeric[metric] = numeric_rows(batch, where)
             sums.update(numeric[metric].sums(metric))
+            if spec.dimensions:
+                cells[metric] = cell_rows(batch, numeric[metric])
         elif spec.type == "text":
             metrics[metric] = text_rows(batch, where, spec)
             counts.update(metrics[metric].counts(metric))
         else:
-            metrics[metric] = metric_rows(batch, where, spec)
-            counts.update(metrics[metric].counts(metric))
+            group = metrics[metric] = metric_rows(batch, where, spec)
+            counts.update(group.counts(metric))
+            if spec.dimensions:
+                cells[metric] = cell_rows(batch, group)
     counts.update(_period_n(sums))
     per_metric = {metric: len(where) for metric, where in positions.items()}
     fingerprints = {metric: specs[metric].fingerprint for metric in positions}
     prepared = PreparedBatch(
-        list(batch), rows, metrics, counts, per_metric, fingerprints, numeric, sums
+        list(batch), rows, metrics, counts, per_metric, fingerprints, numeric, sums, cells
     )
     if dialect == "sqlite":
         _ = prepared.sqlite_rows
@@ -420,6 +603,7 @@ def _sqlite_statements() -> tuple[Any, Any, Any]:
 
 
 _SQLITE_INSERT, _SQLITE_N_UPSERT, _SQLITE_SUPPORT_UPSERT = _sqlite_statements()
+_SQLITE_CELL_UPSERT, _SQLITE_CELL_SUPPORT_UPSERT = _sqlite_cell_statements()
 
 
 def _upsert_sums(connection: Connection, database: Database, sum_rows: list[SumRow]) -> None:
@@ -737,6 +921,7 @@ def store_batches(database: Database, batches: Sequence[PreparedBatch]) -> list[
             n_rows, support_rows, sum_rows = _count_rows(batches, new)
             _upsert_counts(connection, database, n_rows, support_rows)
             _upsert_sums(connection, database, sum_rows)
+        _upsert_cells(connection, database, batches, new)
     if new is None:
         return [StoredBatch(len(batch.rows), 0, dict(batch.per_metric), {}) for batch in batches]
     results = []

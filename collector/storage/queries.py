@@ -21,7 +21,15 @@ from deniable.estimators.documents import MetricAbout
 from sqlalchemy import Connection, bindparam, func, select, update
 
 from .engine import Database
-from .tables import metrics, numeric_sums, period_counts, reports, support_counts
+from .tables import (
+    cell_counts,
+    cell_support,
+    metrics,
+    numeric_sums,
+    period_counts,
+    reports,
+    support_counts,
+)
 
 
 class SpecConflict(Exception):
@@ -289,6 +297,78 @@ def read_counts(
         if category is not None and 0 <= category < k:
             counts[i, category] = support
     return n, counts
+
+
+@dataclass
+class CellStats:
+    """One cell's statistics per period of a read: n reports, and the support counts per
+    category (``counts``, periods × k) or a numeric metric's sums of y and y^2."""
+
+    n: np.ndarray
+    counts: np.ndarray
+    total: np.ndarray
+    total_squares: np.ndarray
+
+
+def read_cells(
+    database: Database, spec: MetricSpec, periods: Sequence[str]
+) -> dict[str, CellStats]:
+    """Each cell's statistics of ``spec`` (a metric with dimensions) over ``periods`` (sorted
+    labels), by cell text; a cell without reports is absent.
+
+    One statement (the fingerprint, the cell counts and their support from one snapshot,
+    like :func:`read_counts`); :class:`SpecChanged` if the metric is no longer registered
+    with ``spec``. It reads at most cells × periods × k rows, bounded by the caller.
+    """
+    k = spec.k
+    found: dict[str, CellStats] = {}
+    if not periods:
+        return found
+    position = {label: i for i, label in enumerate(periods)}
+    joined = metrics.outerjoin(
+        cell_counts,
+        (cell_counts.c.metric == metrics.c.name)
+        & (cell_counts.c.period >= periods[0])
+        & (cell_counts.c.period <= periods[-1]),
+    ).outerjoin(
+        cell_support,
+        (cell_support.c.metric == cell_counts.c.metric)
+        & (cell_support.c.period == cell_counts.c.period)
+        & (cell_support.c.cell == cell_counts.c.cell),
+    )
+    query = (
+        select(
+            metrics.c.fingerprint,
+            cell_counts.c.period,
+            cell_counts.c.cell,
+            cell_counts.c.n,
+            cell_counts.c.total,
+            cell_counts.c.total_squares,
+            cell_support.c.category,
+            cell_support.c.support,
+        )
+        .select_from(joined)
+        .where(metrics.c.name == spec.name)
+    )
+    size = len(periods)
+    for _, period, cell, n, total, squares, category, support in _rows_of_current_spec(
+        database, spec, query
+    ):
+        i = position.get(period)
+        if i is None:
+            continue
+        stats = found.get(cell)
+        if stats is None:
+            stats = found[cell] = CellStats(
+                np.zeros(size, dtype=np.int64),
+                np.zeros((size, k), dtype=np.int64),
+                np.zeros(size),
+                np.zeros(size),
+            )
+        stats.n[i], stats.total[i], stats.total_squares[i] = n, total, squares
+        if category is not None and 0 <= category < k:
+            stats.counts[i, category] = support
+    return found
 
 
 def read_period_reports(database: Database, metric: str, periods: Sequence[str]) -> list[int]:

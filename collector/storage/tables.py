@@ -151,3 +151,30 @@ numeric_sums = Table(
 """A numeric metric's sufficient statistics per period: n reports, the sum of their payloads y
 and the sum of y^2 (on the mechanism's [-1, 1] axis), so a mean and its interval read one row
 per period. Numeric reports also count in ``period_counts``, like every report."""
+
+cell_counts = Table(
+    "cell_counts",
+    metadata,
+    Column("metric", String(64), primary_key=True),
+    Column("period", String(10), primary_key=True),
+    Column("cell", String(300), primary_key=True),
+    Column("n", BigInteger, nullable=False),
+    Column("total", Double, nullable=False),
+    Column("total_squares", Double, nullable=False),
+)
+"""A metric with dimensions: how many reports each cell (its dimension values in name order,
+joined by commas: ``ios,2.1``) received per period, and for a numeric metric their sums of y
+and y^2 (0 for the others). Any breakdown is a sum of cells. A metric without dimensions has
+no rows here: its one cell is the whole of ``period_counts``, ``support_counts`` and
+``numeric_sums``, which every report still counts in."""
+
+cell_support = Table(
+    "cell_support",
+    metadata,
+    Column("metric", String(64), primary_key=True),
+    Column("period", String(10), primary_key=True),
+    Column("cell", String(300), primary_key=True),
+    Column("category", Integer, primary_key=True, autoincrement=False),
+    Column("support", BigInteger, nullable=False),
+)
+"""C_v per cell: how many reports of (metric, period, cell) support category v (absent: 0)."""

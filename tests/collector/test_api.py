@@ -62,6 +62,7 @@ def test_healthz_and_openapi_describe_the_upload_body(collector: RunningCollecto
         "fingerprint",
         "period",
         "payload",
+        "dims",
     }
 
 

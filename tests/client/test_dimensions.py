@@ -1,0 +1,80 @@
+"""Public dimensions: the spec's checks and fingerprint, and the clear values reports carry."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from deniable.client import Client
+from deniable.client.errors import SpecError
+from deniable.client.spec import MetricSpec
+
+PLATFORMS = {"platform": ["ios", "android", "web"]}
+
+
+def test_dimensions_are_in_the_fingerprint_and_json_form() -> None:
+    plain = MetricSpec.boolean("dark_mode", epsilon=1.0)
+    split = MetricSpec.boolean("dark_mode", epsilon=1.0, dimensions=PLATFORMS)
+    assert plain.fingerprint != split.fingerprint
+    assert "dimensions" not in plain.to_dict()
+    assert split.to_dict()["dimensions"] == PLATFORMS
+    assert MetricSpec.from_dict(split.to_dict()) == split
+
+
+@pytest.mark.parametrize(
+    ("dimensions", "problem"),
+    [
+        ({"platform": ["ios", "other"]}, "may not list 'other'"),
+        ({"platform": []}, "non-empty list"),
+        ({"Platform": ["ios"]}, "dimension name"),
+        ({"platform": ["i,os"]}, "short ASCII"),
+        ({"a": [str(i) for i in range(30)], "b": [str(i) for i in range(40)]}, "1,271 cells"),
+    ],
+)
+def test_bad_dimensions_are_refused_naming_the_problem(dimensions: dict, problem: str) -> None:
+    with pytest.raises(SpecError, match=problem):
+        MetricSpec.categorical("tab", ["a", "b"], epsilon=1.0, dimensions=dimensions)
+
+
+def test_text_metrics_refuse_dimensions() -> None:
+    with pytest.raises(SpecError, match="not supported for text metrics"):
+        MetricSpec.from_dict(
+            {"name": "q", "type": "text", "max_length": 8, "epsilon": 4, "dimensions": PLATFORMS}
+        )
+
+
+def test_reports_carry_the_context_in_the_clear_and_unlisted_values_as_other(tmp_path) -> None:
+    bodies: list[dict] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        bodies.append(body)
+        return httpx.Response(202, json={"accepted": len(body["reports"]), "duplicates": 0})
+
+    specs = [
+        MetricSpec.boolean("dark_mode", epsilon=1.0, dimensions=PLATFORMS),
+        MetricSpec.boolean("plain", epsilon=1.0),
+    ]
+    with Client(
+        "http://collector.invalid",
+        state_dir=tmp_path,
+        metrics=specs,
+        context={"platform": "ios", "country": "fr"},
+        max_reports_per_period=5,
+        lifetime_epsilon=None,
+        transport=httpx.MockTransport(answer),
+    ) as client:
+        client.record("dark_mode", True)
+        client.record("plain", True)
+        client.set_context({"platform": "tizen"})
+        client.record("dark_mode", False)
+        assert client.flush(timeout=10)
+    reports = [r for body in bodies for r in body["reports"]]
+    dims = [(r["metric"], r.get("dims")) for r in reports]
+    assert dims == [
+        ("dark_mode", {"platform": "ios"}),
+        ("plain", None),
+        ("dark_mode", {"platform": "other"}),
+    ]
+    assert all(r["payload"] in (0, 1) for r in reports)

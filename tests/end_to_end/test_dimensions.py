@@ -1,0 +1,211 @@
+"""End to end for dimensions: SDK devices with a public context deliver to a real collector
+(SQLite and PostgreSQL); the estimate by platform covers each slice's truth with intervals
+simultaneous over every slice and category, a slice under the minimum shows no number, and
+resending a device's reports changes nothing.
+
+Seeded devices, 99.99% intervals (a miss has nominal probability 1e-4 per test).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+from deniable.client import Client, MetricSpec, SeededRandomness
+
+from tests.support import (
+    ADMIN_TOKEN,
+    INGEST_KEY,
+    RunningCollector,
+    free_port,
+    loopback_url,
+    make_reports,
+    register,
+    unique_name,
+)
+from tests.support.cli import run_cli
+
+PLATFORMS = {"platform": ["ios", "android", "web"]}
+CONFIDENCE = 0.9999
+SLICES = {"ios": (600, 0.25), "android": (400, 0.7), "web": (40, 0.5)}
+"""platform: (devices' reports, true share of dark mode); web is under the minimum (100)."""
+
+
+def deliver(
+    collector: RunningCollector,
+    spec: MetricSpec,
+    platform: str,
+    values: list[Any],
+    state: Path,
+    seed: int,
+    copy: Path | None = None,
+) -> None:
+    """Record ``values`` on one device whose context says ``platform``, offline, and deliver
+    (keeping a copy of its undelivered state at ``copy``, if given)."""
+    now = collector.clock()
+    offline = Client(
+        loopback_url(free_port()),
+        state_dir=state,
+        metrics=[spec],
+        context={"platform": platform},
+        max_reports_per_period=len(values),
+        lifetime_epsilon=None,
+        clock=lambda: now,
+        randomness=SeededRandomness(seed),
+        batch_size=500,
+    )
+    for value in values:
+        assert offline.record(spec.name, value)
+    offline.close(timeout=0.0)
+    if copy is not None:
+        shutil.copytree(state, copy)
+    device = Client(collector.url, state_dir=state, metrics=[spec], ingest_key=INGEST_KEY)
+    assert device.flush(timeout=60)
+    device.close()
+
+
+def breakdown(admin: httpx.Client, name: str, **params: Any) -> dict[str, Any]:
+    response = admin.get(f"/v1/metrics/{name}/estimate", params=params)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def numbers_in(value: Any) -> list[float]:
+    """Every number anywhere in a JSON value (bools aside)."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int | float):
+        return [value]
+    if isinstance(value, dict):
+        return [x for v in value.values() for x in numbers_in(v)]
+    if isinstance(value, list):
+        return [x for v in value for x in numbers_in(v)]
+    return []
+
+
+def test_each_slice_covers_its_truth_and_small_slices_show_no_number(
+    collector: RunningCollector, admin: httpx.Client, tmp_path: Path
+) -> None:
+    spec = register(
+        admin, MetricSpec.boolean(unique_name("dark"), epsilon=2.0, dimensions=PLATFORMS)
+    )
+    rng = np.random.default_rng(5)
+    copy = tmp_path / "resent"
+    truths = {}
+    for seed, (platform, (n, share)) in enumerate(SLICES.items()):
+        values = (rng.random(n) < share).tolist()
+        truths[platform] = sum(values) / n
+        keep = copy if platform == "ios" else None
+        deliver(collector, spec, platform, values, tmp_path / platform, seed, keep)
+    today = collector.clock().date().isoformat()
+    params = {"by": "platform", "confidence": CONFIDENCE, "start": today, "end": today}
+    result = breakdown(admin, spec.name, **params)
+    assert (result["by"], result["min_slice_reports"]) == (["platform"], 100)
+    assert result["slice_confidence"] == 1 - (1 - CONFIDENCE) / 2
+    rows = {row["values"]["platform"]: row for row in result["slices"]}
+    assert list(rows) == ["ios", "android", "web", "other"]
+    for platform in ("ios", "android"):
+        shown = rows[platform]["estimate"]
+        assert not rows[platform]["suppressed"]
+        assert shown["n"] == SLICES[platform][0]
+        true_row = shown["estimates"][1]
+        assert true_row["category"] == "true"
+        assert true_row["ci_low"] <= truths[platform] <= true_row["ci_high"], (platform, shown)
+    for platform in ("web", "other"):
+        assert rows[platform]["suppressed"]
+        assert rows[platform]["note"] == "suppressed, fewer than 100 reports"
+        assert numbers_in(rows[platform]) == []
+    # every report sent again: counted once, the breakdown unchanged
+    device = Client(collector.url, state_dir=copy, metrics=[spec], ingest_key=INGEST_KEY)
+    assert device.flush(timeout=60)
+    device.close()
+    assert device.stats.duplicates == SLICES["ios"][0]
+    assert breakdown(admin, spec.name, **params) == result
+    compared = breakdown(admin, spec.name, compare="ios,android", **params)["comparison"]
+    (dark,) = [row for row in compared["rows"] if row["category"] == "true"]
+    assert dark["ci_low"] <= truths["ios"] - truths["android"] <= dark["ci_high"], dark
+    assert dark["verdict"] == "lower"
+    suppressed = admin.get(
+        f"/v1/metrics/{spec.name}/estimate", params={**params, "compare": "ios,web"}
+    )
+    assert suppressed.status_code == 422 and "suppressed" in suppressed.text, suppressed.text
+    assert not any(char.isdigit() for char in suppressed.json()["detail"].replace("100", ""))
+    cli = ("--collector", collector.url, "--token", ADMIN_TOKEN, "estimate", spec.name)
+    cli += ("--by", "platform", "--start", today, "--end", today)
+    printed = run_cli(*cli, "--confidence", str(CONFIDENCE), "--format", "json")
+    assert printed.exit_code == 0 and json.loads(printed.stdout) == result, printed.output
+    table = run_cli(*cli)
+    assert table.exit_code == 0, table.output
+    lines = table.stdout.splitlines()
+    for platform in ("web", "other"):
+        line = f"platform={platform}: suppressed, fewer than 100 reports"
+        assert line in lines, table.stdout
+        after = lines[lines.index(line) + 1 :]
+        assert not after or not after[0].strip(), table.stdout
+    assert "platform=ios" in lines and "platform=android" in lines, table.stdout
+    filtered = breakdown(admin, spec.name, where="platform:android", start=today, end=today)
+    assert filtered["where"] == {"platform": "android"}
+    assert filtered["slices"][0]["estimate"]["n"] == SLICES["android"][0]
+
+
+def test_a_numeric_metric_breaks_down_into_slice_means(
+    collector: RunningCollector, admin: httpx.Client, tmp_path: Path
+) -> None:
+    spec = register(
+        admin,
+        MetricSpec.numeric(
+            unique_name("load"), lower=0, upper=100, epsilon=2.0, dimensions=PLATFORMS
+        ),
+    )
+    rng = np.random.default_rng(6)
+    means = {"ios": 20.0, "android": 70.0}
+    truths = {}
+    for seed, (platform, mean) in enumerate(means.items()):
+        values = np.clip(rng.normal(mean, 10, 500), 0, 100).tolist()
+        truths[platform] = float(np.mean(values))
+        deliver(collector, spec, platform, values, tmp_path / platform, seed + 10)
+    result = breakdown(admin, spec.name, by="platform", confidence=CONFIDENCE)
+    rows = {row["values"]["platform"]: row for row in result["slices"]}
+    for platform, truth in truths.items():
+        mean = rows[platform]["estimate"]["mean"]
+        assert mean["ci_low"] <= truth <= mean["ci_high"], (platform, mean)
+    assert rows["web"]["suppressed"] and rows["web"]["estimate"] is None
+
+
+def test_bad_breakdowns_and_dims_are_refused_naming_the_problem(
+    collector: RunningCollector, admin: httpx.Client, uploader: httpx.Client
+) -> None:
+    spec = register(
+        admin, MetricSpec.boolean(unique_name("dark"), epsilon=1.0, dimensions=PLATFORMS)
+    )
+    url = f"/v1/metrics/{spec.name}/estimate"
+    for params, problem in (
+        ({"by": "country"}, "has no dimension 'country'"),
+        ({"where": "platform:tizen"}, "listed values or 'other'"),
+        ({"where": "platform"}, "is not name:value"),
+    ):
+        response = admin.get(url, params=params)
+        assert response.status_code == 422 and problem in response.text, response.text
+    wide = admin.post(
+        "/v1/metrics",
+        json={
+            "name": unique_name("wide"),
+            "type": "boolean",
+            "epsilon": 1.0,
+            "dimensions": {"a": [str(i) for i in range(30)], "b": [str(i) for i in range(40)]},
+        },
+    )
+    assert wide.status_code == 422 and "1,271 cells" in wide.text, wide.text
+    period = collector.clock().date().isoformat()
+    good, missing, unlisted = make_reports(spec, [1, 0, 1], period, seed=3)
+    good["dims"] = {"platform": "other"}
+    unlisted["dims"] = {"platform": "tizen"}
+    response = uploader.post("/v1/reports", json={"reports": [good, missing, unlisted]})
+    assert response.status_code == 422, response.text
+    problems = {error["index"]: error["reason"] for error in response.json()["detail"]}
+    assert set(problems) == {1, 2}, problems
+    assert "need dims" in problems[1] and "listed values" in problems[2], problems
