@@ -149,4 +149,6 @@ def test_the_openapi_document_describes_every_estimate_shape(admin: httpx.Client
     estimate = schema["paths"]["/v1/metrics/{name}/estimate"]["get"]
     ok = estimate["responses"]["200"]["content"]["application/json"]["schema"]
     assert len(ok["anyOf"]) == 5
-    assert {"q", "candidates", "by", "where", "compare"} <= {parameter["name"] for parameter in estimate["parameters"]}
+    assert {"q", "candidates", "by", "where", "compare"} <= {
+        parameter["name"] for parameter in estimate["parameters"]
+    }
