@@ -120,11 +120,16 @@ def test_worker_environment_reproduces_the_new_settings() -> None:
 
 
 def _connections_to(database_url: str) -> int:
-    """Connections open to the database of ``database_url``, other than the one asking."""
+    """Client connections open to the database of ``database_url``, other than the one asking.
+
+    Only client backends count: an autovacuum worker analysing the freshly written tables also
+    shows in pg_stat_activity under the database's name, and is none of the collector's.
+    """
     name = database_url.rsplit("/", 1)[1]
     with psycopg.connect(database_url, autocommit=True) as conn:
         row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s"
+            " AND backend_type = 'client backend' AND pid <> pg_backend_pid()",
             (name,),
         ).fetchone()
     assert row is not None
