@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
+from .about import MetricAbout
 from .heavyhitters import TextEstimate, TextSeries
 from .results import CategoryEstimate, Estimate, MeanEstimate, PeriodSums, QuantileInterval
 
@@ -38,26 +39,6 @@ def clipped_mark(row: dict[str, Any]) -> str:
     if not row.get("clipped"):
         return ""
     return CLIPPED_MARKS["below"] if (row.get("unbiased") or 0.0) < 0 else CLIPPED_MARKS["above"]
-
-
-@dataclass(frozen=True)
-class MetricAbout:
-    """What a metric's registration says of it beside its spec: the ``unit`` of its values
-    (numeric and histogram metrics: ms, KB, °C), a ``description`` of what it measures and its
-    ``owner``; each null if not given.
-
-    Never part of the spec or its fingerprint (DESIGN.md, "Metric descriptions"): it changes
-    nothing of what devices send, so describing a metric again leaves its pinned specs valid.
-    Every document of one metric carries it (null offline, where no registration is known).
-    """
-
-    unit: str | None = field(default=None, kw_only=True)
-    description: str | None = field(default=None, kw_only=True)
-    owner: str | None = field(default=None, kw_only=True)
-
-    def as_dict(self) -> dict[str, str | None]:
-        """The three fields by name, for a document or an answer."""
-        return {"unit": self.unit, "description": self.description, "owner": self.owner}
 
 
 @dataclass(frozen=True)

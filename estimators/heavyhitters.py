@@ -26,6 +26,7 @@ from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import OLH_PRIME, TEXT_SEGMENT_BYTES, PrefixSketch
 from deniable.client.mechanisms import _text_hash_coefficients as hash_coefficients
 
+from .about import MetricAbout
 from .intervals import rate_interval
 
 SURVIVOR_CAP = 64
@@ -543,7 +544,7 @@ def floor_warnings(sketch: PrefixSketch) -> list[str]:
 
 
 @dataclass(frozen=True)
-class TextEstimate:
+class TextEstimate(MetricAbout):
     """A text metric's estimate over one period: the strings found (discovery) or scored
     (``candidates``), largest share first, each with its interval (simultaneous over the
     strings listed), and the run's detection ``floor``.
@@ -638,7 +639,7 @@ def floor_plan(
 
 
 @dataclass(frozen=True)
-class TextSeries:
+class TextSeries(MetricAbout):
     """A text metric's series: one discovery per period, oldest first, each with its own floor
     (each period is its own batch; nothing is pooled)."""
 

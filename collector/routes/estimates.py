@@ -285,7 +285,7 @@ def get_estimate(
         return sliced_estimate(state, spec, labels, by, where, options, pooling, compare)
     if spec.type == "text":
         checked_quantiles(spec, q)
-        return text_estimate(state, spec, read, labels, options, candidates)
+        return about(state, spec, text_estimate(state, spec, read, labels, options, candidates))
     limit = state.settings.max_estimate_cells
     check_cells(spec, len(labels), limit, "the estimate", "DENIABLE_MAX_ESTIMATE_CELLS")
     qs = checked_quantiles(spec, q)
@@ -460,7 +460,7 @@ def get_series(
     """
     state, spec, labels = range_labels(request, read)
     if spec.type == "text":
-        return text_series(state, spec, labels, options)
+        return about(state, spec, text_series(state, spec, labels, options))
     limit = state.settings.max_series_cells
     check_cells(spec, len(labels), limit, "the series", "DENIABLE_MAX_SERIES_CELLS")
     qs = checked_quantiles(spec, q) if q else ()

@@ -96,6 +96,10 @@ def test_estimate_prints_the_strings_found_and_the_floor(
     assert len(wrong.output.strip().splitlines()) == 1
 
 
+READS = ("estimate", "series")
+"""The documents of a metric, each of which carries its description and owner."""
+
+
 def test_metrics_create_registers_a_text_metric_and_refuses_a_useless_floor(
     collector: RunningCollector,
 ) -> None:
@@ -107,7 +111,9 @@ def test_metrics_create_registers_a_text_metric_and_refuses_a_useless_floor(
     assert "registered" in made.stdout and "0.59%" in made.stdout
     with collector.client(ADMIN_TOKEN) as admin:
         about = admin.get(f"/v1/metrics/{name}").json()
-    assert (about["description"], about["owner"]) == ("What people search for", "web")
+        documents = [admin.get(f"/v1/metrics/{name}/{route}").json() for route in READS]
+    for document in (about, *documents):
+        assert (document["description"], document["owner"]) == ("What people search for", "web")
     unit = run_cli(*base, *create, "--unit", "ms")
     assert unit.exit_code != 0 and "--unit goes with" in unit.output
     weak = unique_name("urls")
