@@ -1,2 +1,2 @@
 """Benchmarks that print tables; run each from the repository root as ``python -m bench.<name>``
-(they share the test infrastructure in ``tests.support``)."""
+(they share the test infrastructure in ``testkit``)."""

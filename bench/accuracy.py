@@ -9,7 +9,7 @@ best subset-selection constant (STATS.md section 5). ``*`` marks the advisor's c
 
 With ``--numeric`` it prints instead, for eps 0.25-8, the empirical variance of the mean of n
 numeric reports (R seeded replicates, simulated as sufficient statistics,
-tests/support/numeric_draws.py) for duchi, pm and hybrid on a skewed population, against
+testkit/numeric_draws.py) for duchi, pm and hybrid on a skewed population, against
 sum Var(y | t_i)/n^2 (the population's formula), and again on a population all at each
 mechanism's worst t (0 or 1, whichever has the larger variance) against its worst-case variance; ``*`` marks
 ``auto``'s pick (least worst-case variance), whose worst-case empirical variance must be at
@@ -79,7 +79,7 @@ def numeric_population(n: int) -> tuple[np.ndarray, np.ndarray]:
 def numeric_table(n: int, reps: int, rng: np.random.Generator) -> bool:
     """Print the numeric mechanisms' variance of the mean; return whether auto's pick was
     within :data:`AUTO_SLACK` of the best at every eps."""
-    from tests.support.numeric_draws import period_sums
+    from testkit.numeric_draws import period_sums
 
     values, counts = numeric_population(n)
     print(f"numeric mean: n = {n:,} reports, {reps:,} replicates, skewed population")

@@ -35,7 +35,7 @@ from deniable.client.spec import period_label
 from deniable.collector.routes.reports import parse_batch
 from deniable.collector.schemas import BATCH_PARSER
 
-from tests.support import CollectorProcess, collector_settings, register_all
+from testkit import CollectorProcess, collector_settings, register_all
 
 TIMEOUT = 10.0
 """Seconds a request gets before the table says ``timeout``."""

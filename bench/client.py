@@ -1,7 +1,7 @@
 """Client SDK benchmark: ``record()`` throughput with the OS CSPRNG, and delivery to a collector.
 
 Run: ``.venv/bin/python -m bench.client [--records 200000] [--deliver 50000] [--url URL]``.
-Without ``--url``, delivery is measured to the loopback stub (tests/support/stub_collector.py, in this
+Without ``--url``, delivery is measured to the loopback stub (testkit/stub_collector.py, in this
 process, so it shares the GIL) and to ``deniable serve`` on SQLite in a subprocess; with
 ``--url`` the bench metrics must already be registered there.
 """
@@ -18,8 +18,8 @@ from typing import Any
 
 from deniable.client import Client, MetricSpec
 
-from tests.support import free_port, real_collector
-from tests.support.stub_collector import StubCollector
+from testkit import free_port, real_collector
+from testkit.stub_collector import StubCollector
 
 SPECS = [
     MetricSpec.boolean("bench_brr", epsilon=1.0),

@@ -24,8 +24,8 @@ from urllib.parse import urlencode
 from deniable.client import MetricSpec
 
 from bench.ingest import periods, seed_directly
-from tests.support import CollectorProcess, collector_settings, register_all
-from tests.support.browser import (
+from testkit import CollectorProcess, collector_settings, register_all
+from testkit.browser import (
     VIEWER_TOKEN,
     browser_problem,
     chromium,

@@ -21,7 +21,7 @@ import httpx
 from deniable.client import MetricSpec
 from deniable.client.spec import period_label
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     VIEWER_TOKEN,

@@ -205,7 +205,7 @@ def end_to_end(
     scratch = None
     url = None
     if backend == "postgresql":
-        from tests.support.postgres import create_database, database_url
+        from testkit.postgres import create_database, database_url
 
         scratch = create_database("bench_text")
         url = database_url(scratch)
@@ -213,7 +213,7 @@ def end_to_end(
         document, seconds = _deliver_and_estimate(spec, values, seed, per_client, url)
     finally:
         if scratch:
-            from tests.support.postgres import drop_databases
+            from testkit.postgres import drop_databases
 
             drop_databases([scratch])
     truth = {v: values.count(v) / devices for v in set(values)}

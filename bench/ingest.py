@@ -49,7 +49,7 @@ from deniable.collector.storage.ingest import payload_text
 from deniable.collector.storage.tables import period_counts, reports, support_counts
 from deniable.estimators import support_matrix
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     CollectorProcess,
     FastRandomness,

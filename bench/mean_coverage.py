@@ -2,7 +2,7 @@
 
 For duchi, pm and hybrid at eps 0.25-8 and n 10 to 100,000 it simulates M replicates of a
 period's sufficient statistics (n, sum y, sum y^2) with the mechanisms' randomizers
-vectorized in numpy (tests/support/numeric_draws.py: report by report up to 2,000 reports,
+vectorized in numpy (testkit/numeric_draws.py: report by report up to 2,000 reports,
 exact segment counts with normal uniform sums above), computes the interval the product
 shows (``estimators.numeric``) and prints the share of replicates whose interval contains
 the truth, for two populations on the [-1, 1] axis:
@@ -39,7 +39,7 @@ from deniable.client.mechanisms import Duchi, NumericMechanism, make_numeric_mec
 from deniable.estimators.numeric import axis_interval, pooled_interval
 from scipy import stats
 
-from tests.support.numeric_draws import CHOLESKY, EXACT_UP_TO, payloads, period_sums, segments
+from testkit.numeric_draws import CHOLESKY, EXACT_UP_TO, payloads, period_sums, segments
 
 MECHANISMS = ("duchi", "pm", "hybrid")
 EPSILONS = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)

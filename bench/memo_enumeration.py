@@ -3,7 +3,7 @@
 Run: ``.venv/bin/python -m bench.memo_enumeration``. For krr/brr metrics with k = 2 and 3, every
 history of true values of length T (all k^T of them) is recorded by a real Recorder and Ledger
 with the SDK's memoization and its fresh layer, walking every path of the randomness exactly
-(tests/support/transitions.py). The table gives, per (k, eps, ratio, T), the largest log
+(testkit/transitions.py). The table gives, per (k, eps, ratio, T), the largest log
 likelihood ratio between the reports of any two histories against the account's figure for T
 reports (``per_period`` with T reports per period), and the largest between two constant
 histories against the permanent eps per value. tests/client/test_memo_layers.py runs the
@@ -18,7 +18,7 @@ import math
 from deniable.client import MetricSpec
 from deniable.client.account import DeviceSettings, privacy_account
 
-from tests.support.transitions import max_log_ratio, reports_of_history
+from testkit.transitions import max_log_ratio, reports_of_history
 
 
 def spec_for(k: int, epsilon: float) -> MetricSpec:

@@ -21,7 +21,7 @@ from deniable.collector.storage import open_database
 from sqlalchemy import text
 
 from bench.ingest import print_table
-from tests.support import scratch_database
+from testkit import scratch_database
 
 CHUNK = 100_000
 

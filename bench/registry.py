@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.support import ADMIN_TOKEN, CollectorProcess, collector_settings
+from testkit import ADMIN_TOKEN, CollectorProcess, collector_settings
 
 
 def timed_get(

@@ -30,7 +30,7 @@ from pathlib import Path
 import httpx
 from deniable.client import MetricSpec
 
-from tests.support import (
+from testkit import (
     INGEST_KEY,
     VIEWER_TOKEN,
     CollectorProcess,

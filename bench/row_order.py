@@ -17,27 +17,27 @@ from math import sqrt
 from pathlib import Path
 from typing import Any
 
-from tests.collector.test_row_order import (
-    DEVICES,
-    METRICS,
-    TEST_NOW,
-    _specs,
-    chance_limit,
-    device_reports,
-    ids_of,
-    neighbour_moments,
-    same_device_neighbours,
-    stored_orders,
-)
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
+    TEST_NOW,
     RunningCollector,
     collector_settings,
     fresh_database,
     post_reports,
     postgres_problem,
     register,
+)
+from testkit.row_order import (
+    DEVICES,
+    METRICS,
+    boolean_specs,
+    chance_limit,
+    device_reports,
+    ids_of,
+    neighbour_moments,
+    same_device_neighbours,
+    stored_orders,
 )
 
 
@@ -49,7 +49,7 @@ def write(url: str, how: str) -> list[list[dict[str, Any]]]:
     server = RunningCollector(collector_settings(url)).start()
     try:
         with server.client(ADMIN_TOKEN) as admin:
-            specs = [register(admin, spec) for spec in _specs(how.replace("-", "_"))]
+            specs = [register(admin, spec) for spec in boolean_specs(how.replace("-", "_"))]
         reports = device_reports(specs, seed=8)
         if how == "group-commit":
             database = open_database(url)

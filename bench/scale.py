@@ -30,7 +30,7 @@ import httpx
 import psycopg
 from deniable.client import MetricSpec, SeededRandomness, period_label
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     Cluster,
     cluster,

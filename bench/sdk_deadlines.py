@@ -1,7 +1,7 @@
 """How long the SDK's timeouts take against a server that answers a byte a second, and what a
 spec answer without end (or declaring 400 MB) costs a device in memory (issue 24, item 6).
 
-Each row is one call against a loopback server from ``tests.support.hostile_server``: the
+Each row is one call against a loopback server from ``testkit.hostile_server``: the
 trickle starts at the status line (``headers``) or after the head (``body``). Times are on the
 monotonic clock; memory is the growth of the process's peak RSS over the call.
 Run: ``.venv/bin/python -m bench.sdk_deadlines [--timeout 2]``.
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from deniable.client import Client, MetricSpec
 
-from tests.support.hostile_server import (
+from testkit.hostile_server import (
     Script,
     endless,
     head,
@@ -26,7 +26,7 @@ from tests.support.hostile_server import (
     trickled,
     whole,
 )
-from tests.support.stub_collector import running
+from testkit.stub_collector import running
 
 SPECS = [MetricSpec.boolean("dark_mode", epsilon=0.5)]
 SPEC_LIST = json_answer(200, {"metrics": [s.to_dict() for s in SPECS]})

@@ -1,1 +1,1 @@
-"""The test suite, a package so tests import their shared infrastructure as ``tests.support``."""
+"""The test suite, a package so tests import their shared infrastructure as ``testkit``."""

@@ -1,6 +1,6 @@
 """Shared fixtures: real databases (an SQLite file, a PostgreSQL database) and real collectors.
 
-The helpers behind them live in ``tests.support``. PostgreSQL tests need a server at
+The helpers behind them live in ``testkit``. PostgreSQL tests need a server at
 ``DENIABLE_TEST_PG_URL`` (default 127.0.0.1:5432, user postgres). They are skipped with a
 reason when none is reachable, unless ``DENIABLE_REQUIRE_POSTGRES`` is set (CI sets it), in
 which case they fail instead.
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     BACKENDS,
     INGEST_KEY,

@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 from deniable.client import MetricSpec, SeededRandomness
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     CollectorProcess,
@@ -38,7 +38,7 @@ from tests.support import (
     make_numeric_reports,
     make_reports,
 )
-from tests.support.browser import VIEWER_TOKEN, browser_problem, require_browser, start_chromium
+from testkit.browser import VIEWER_TOKEN, browser_problem, require_browser, start_chromium
 
 CATEGORIES = ("alpha", "beta", "gamma", "delta", "epsilon")
 SHARES = (0.40, 0.25, 0.18, 0.12, 0.05)

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support import DatabaseFactory, RunningCollector, collector_settings
-from tests.support.browser import VIEWER_TOKEN, browser_problem, chromium, require_browser
+from testkit import DatabaseFactory, RunningCollector, collector_settings
+from testkit.browser import VIEWER_TOKEN, browser_problem, chromium, require_browser
 
 require_browser(browser_problem())  # before Selenium is imported: skip, or fail in CI
 

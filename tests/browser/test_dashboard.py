@@ -27,8 +27,8 @@ import httpx
 import pytest
 from deniable.client import MetricSpec
 
-from tests.support import ADMIN_TOKEN, INGEST_KEY, authorized_client
-from tests.support.browser import (
+from testkit import ADMIN_TOKEN, INGEST_KEY, authorized_client
+from testkit.browser import (
     NARROW,
     VIEWER_TOKEN,
     WIDE,

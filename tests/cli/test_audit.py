@@ -19,7 +19,7 @@ from deniable.client import BRR, MetricSpec
 from deniable.client.randomness import Randomness
 from deniable.estimators.audit import DEFAULT_REPORTS
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     DatabaseFactory,
     RunningCollector,
@@ -27,8 +27,8 @@ from tests.support import (
     free_port,
     loopback_url,
 )
-from tests.support import register as register_spec
-from tests.support.cli import run_cli as run
+from testkit import register as register_spec
+from testkit.cli import run_cli as run
 
 SWEEP_SEED = 1121
 TEST_EPSILONS = (0.5, 4.0)

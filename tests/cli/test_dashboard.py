@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 from deniable.cli.main import cli
 
-from tests.support import DatabaseFactory, RunningCollector, collector_settings, free_port
+from testkit import DatabaseFactory, RunningCollector, collector_settings, free_port
 
 VIEWER = "viewer-token-for-cli-tests-1"
 
@@ -125,7 +125,7 @@ def test_the_help_says_which_token_does_what_as_the_collector_does(
 ) -> None:
     """Issue 25: the dashboard's help said the admin token signs in (it is refused with 403);
     the global --token help said "Admin token for estimates" (the viewer token reads)."""
-    from tests.support import ADMIN_TOKEN
+    from testkit import ADMIN_TOKEN
 
     dashboard_help = help_text("dashboard")
     assert "viewer token" in dashboard_help and "the admin token is refused" in dashboard_help

@@ -18,7 +18,7 @@ from deniable.cli.commands.demo import DEMO_TRUTH
 from deniable.cli.main import cli
 from deniable.client import MetricSpec, privacy_account
 
-from tests.support import LOOPBACK, free_port, quantile_holds
+from testkit import LOOPBACK, free_port, quantile_holds
 
 SEED = 2026
 CPU_SECONDS = 30.0

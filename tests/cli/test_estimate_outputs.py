@@ -14,7 +14,7 @@ import polars as pl
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.estimators import SPEC_METADATA_KEY, frame_of
 
-from tests.support.cli import run_cli as run
+from testkit.cli import run_cli as run
 
 DAYS = ["2026-11-20", "2026-11-21"]
 K = 30

@@ -11,7 +11,7 @@ import click
 import pytest
 from deniable.cli.localcollector import LocalCollector
 
-from tests.support.cli import run_cli as run
+from testkit.cli import run_cli as run
 
 
 @pytest.fixture(scope="module")

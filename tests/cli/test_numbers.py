@@ -16,9 +16,9 @@ import click
 import pytest
 from deniable.cli.localcollector import LocalCollector
 
-from tests.support.cli import run_cli as run
-from tests.support.cli import simulated_truths
-from tests.support.metrics import quantile_holds
+from testkit.cli import run_cli as run
+from testkit.cli import simulated_truths
+from testkit.metrics import quantile_holds
 
 DEVICES = 1500
 EDGES = "0,100,250,500,1000,2000,5000"

@@ -19,8 +19,8 @@ from deniable.client import MetricSpec, SeededRandomness
 from deniable.estimators import SPEC_METADATA_KEY, estimate_reports, frame_of
 from scipy.stats import norm
 
-from tests.support import free_port
-from tests.support.cli import run_cli as run
+from testkit import free_port
+from testkit.cli import run_cli as run
 
 CATEGORIES = ["a", "b", "c", "d"]
 TRUTH = [0.5, 0.3, 0.2, 0.0]

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from deniable.cli.main import cli
 from deniable.client import WARNING_LEVEL_30_DAYS, MetricSpec, privacy_account
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     VIEWER_TOKEN,
     DatabaseFactory,

@@ -19,7 +19,7 @@ import pytest
 from deniable.client.spec import MetricSpec
 from deniable.estimators.documents import CLIPPED_MARKS
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     VIEWER_TOKEN,
     DatabaseFactory,
@@ -30,7 +30,7 @@ from tests.support import (
     post_reports,
     register,
 )
-from tests.support.cli import run_cli
+from testkit.cli import run_cli
 
 DAYS = {"2026-11-21": 120, "2026-11-18": 80, "2026-11-10": 200}
 """Reports per period: today (the test clock's), 3 days before, 11 days before."""

@@ -12,8 +12,8 @@ import httpx
 from deniable.client import MetricSpec
 from deniable.estimators.heavyhitters import floor
 
-from tests.support import ADMIN_TOKEN, RunningCollector, register, unique_name
-from tests.support.cli import run_cli
+from testkit import ADMIN_TOKEN, RunningCollector, register, unique_name
+from testkit.cli import run_cli
 
 
 def test_plan_text_states_the_floor_per_batch_size_and_the_reports_a_floor_needs() -> None:

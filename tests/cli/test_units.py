@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from deniable.cli.main import cli
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     VIEWER_TOKEN,
     DatabaseFactory,

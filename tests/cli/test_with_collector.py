@@ -19,8 +19,8 @@ from deniable.cli.localcollector import LocalCollector
 from deniable.client import MetricSpec
 from scipy.stats import norm
 
-from tests.support.cli import run_cli as run
-from tests.support.cli import simulated_truths
+from testkit.cli import run_cli as run
+from testkit.cli import simulated_truths
 
 BROWSERS = ["chrome", "safari", "edge", "firefox"]
 DEVICES = 3000

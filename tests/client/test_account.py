@@ -28,7 +28,7 @@ from deniable.client.ledger import Ledger, ReportCost, lifetime_reports, report_
 from deniable.client.mechanisms import two_layers
 from deniable.client.spec import period_label
 
-from tests.support import free_port, loopback_url
+from testkit import free_port, loopback_url
 
 BRUTE_FORCE_YEARS = (1999, 2000, 2001, 2023, 2024, 2025, 2099, 2100, 2101)
 """Start years of the brute force: leap years (2000, 2024), common ones, and 2100 (no leap)."""

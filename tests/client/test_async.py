@@ -7,8 +7,8 @@ from pathlib import Path
 
 from deniable.client import AsyncClient, MetricSpec
 
-from tests.support import free_port
-from tests.support.stub_collector import running
+from testkit import free_port
+from testkit.stub_collector import running
 
 SPECS = [
     MetricSpec.boolean("dark_mode", epsilon=0.5),

@@ -16,8 +16,8 @@ from deniable.client import Client, MetricSpec, PrivacySpent, SeededRandomness
 from deniable.client.mechanisms import two_layers
 from deniable.client.outbox import DB_NAME
 
-from tests.support import free_port
-from tests.support.stub_collector import StubCollector, fast_client, running
+from testkit import free_port
+from testkit.stub_collector import StubCollector, fast_client, running
 
 BOOL = MetricSpec.boolean("dark_mode", epsilon=0.5)
 KRR4 = MetricSpec.categorical("browser", ["chrome", "firefox", "safari", "other"], epsilon=0.1)

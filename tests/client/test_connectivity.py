@@ -19,8 +19,8 @@ import pytest
 from deniable.client import Client, MetricSpec, specsource
 from deniable.client.transport import Transport
 
-from tests.support import INGEST_KEY, TEST_NOW, RunningCollector, collector_settings, register_all
-from tests.support.stub_collector import eventually, fast_client
+from testkit import INGEST_KEY, TEST_NOW, RunningCollector, collector_settings, register_all
+from testkit.stub_collector import eventually, fast_client
 
 DARK_MODE = MetricSpec.boolean("dark_mode", epsilon=1.0)
 T0 = TEST_NOW

@@ -17,7 +17,7 @@ import pytest
 from deniable.client import MetricSpec
 from deniable.client.transport import MAX_SPECS_BYTES
 
-from tests.support.hostile_server import (
+from testkit.hostile_server import (
     Script,
     endless,
     head,
@@ -26,7 +26,7 @@ from tests.support.hostile_server import (
     trickled,
     whole,
 )
-from tests.support.stub_collector import eventually, fast_client, running
+from testkit.stub_collector import eventually, fast_client, running
 
 SPECS = [MetricSpec.boolean("dark_mode", epsilon=0.5)]
 T = 2.0

@@ -20,8 +20,8 @@ import httpx
 import pytest
 from deniable.client import Client, MetricSpec
 
-from tests.support import free_port
-from tests.support.stub_collector import (
+from testkit import free_port
+from testkit.stub_collector import (
     StubCollector,
     accept_answer,
     fast_client,

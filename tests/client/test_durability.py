@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from deniable.client import Client, MetricSpec
 
-from tests.support.stub_collector import StubCollector, running
+from testkit.stub_collector import StubCollector, running
 
 SPECS = [
     MetricSpec.boolean("dark_mode", epsilon=0.5),

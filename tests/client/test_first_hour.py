@@ -16,8 +16,8 @@ import pytest
 from deniable.client import AsyncClient, Client, InvalidInput, MetricSpec
 from deniable.client.holding import MAX_HELD
 
-from tests.support import free_port
-from tests.support.stub_collector import eventually, fast_client, running
+from testkit import free_port
+from testkit.stub_collector import eventually, fast_client, running
 
 CATEGORIES = ["chrome", "firefox", "safari", "other"]
 BROWSER = MetricSpec.categorical("browser", CATEGORIES, epsilon=1.0, mechanism="krr")

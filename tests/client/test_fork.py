@@ -23,7 +23,7 @@ from deniable.client.randomness import (
     uuid4_texts,
 )
 
-from tests.support.stub_collector import fast_client, running
+from testkit.stub_collector import fast_client, running
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX only")
 

@@ -20,9 +20,9 @@ import pytest
 from deniable.client import AsyncClient, Client, InvalidInput, MetricSpec, specsource
 from deniable.client.specsource import DEFAULT_MAX_EPSILON, SPECS_FILE
 
-from tests.support import free_port
-from tests.support.hostile_server import hostile, json_answer, whole
-from tests.support.stub_collector import eventually, fast_client, running
+from testkit import free_port
+from testkit.hostile_server import hostile, json_answer, whole
+from testkit.stub_collector import eventually, fast_client, running
 
 CATEGORIES = ["chrome", "firefox", "safari", "other"]
 BROWSER = MetricSpec.categorical("browser", CATEGORIES, epsilon=1.0, mechanism="krr")

@@ -1,7 +1,7 @@
 """Exact privacy checks of the randomizers (STATS.md section 8, deterministic checks): no false failures.
 
 The transition probabilities are not restated from formulas: they are read off the code itself
-(:func:`tests.support.transitions.transition`), giving the exact output distribution
+(:func:`testkit.transitions.transition`), giving the exact output distribution
 P(payload | x) of the real function, against which the mechanism's own parameters p*, q* and
 the eps-LDP bound are checked.
 """
@@ -23,7 +23,7 @@ from deniable.client.mechanisms import (
     make_mechanism,
 )
 
-from tests.support.transitions import Scripted, olh_exact_q, transition
+from testkit.transitions import Scripted, olh_exact_q, transition
 
 
 def _worst_ratio(rows: list[dict]) -> float:

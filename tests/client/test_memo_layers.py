@@ -2,7 +2,7 @@
 report): the privacy account checked against the exact output distribution of the real client.
 
 Every history of true values of length T is recorded by a real Recorder and Ledger, and every
-path of their randomness is walked exactly (``tests.support.transitions.reports_of_history``),
+path of their randomness is walked exactly (``testkit.transitions.reports_of_history``),
 so the largest log likelihood ratio between the reports of any two histories is computed, not
 sampled. The account's figure for T reports must bound it, and equal it where the account is
 tight (one report; fresh reports; memoized without the fresh layer, where it is unbounded).
@@ -26,7 +26,7 @@ from deniable.estimators import PeriodCounts, estimate
 from deniable.estimators.pooling import debias
 from scipy import stats
 
-from tests.support.transitions import max_log_ratio, reports_of_history
+from testkit.transitions import max_log_ratio, reports_of_history
 
 TIGHT = 1e-9
 

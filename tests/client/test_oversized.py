@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from deniable.client import AsyncClient, Client, MetricSpec
 
-from tests.support import ADMIN_TOKEN, TEST_NOW, RunningCollector, collector_settings, register
-from tests.support import INGEST_KEY as REAL_INGEST_KEY
-from tests.support.stub_collector import StubCollector, fast_client, running
+from testkit import ADMIN_TOKEN, TEST_NOW, RunningCollector, collector_settings, register
+from testkit import INGEST_KEY as REAL_INGEST_KEY
+from testkit.stub_collector import StubCollector, fast_client, running
 
 BROWSER = MetricSpec.categorical("browser", ["chrome", "firefox", "safari", "other"], epsilon=1.0)
 BIG = MetricSpec.categorical("big", [f"v{i}" for i in range(8000)], epsilon=1.0, mechanism="oue")

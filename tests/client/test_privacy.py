@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from deniable.client import Client, MetricSpec
 
-from tests.support import free_port
-from tests.support.stub_collector import running
+from testkit import free_port
+from testkit.stub_collector import running
 
 MARK = f"zqx{uuid.uuid4().hex[:12]}"
 NAMES = [f"{MARK}-{word}" for word in ("alpha", "beta", "gamma", "delta", "epsilon")]

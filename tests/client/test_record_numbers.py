@@ -17,8 +17,8 @@ from deniable.client.outbox import Outbox, QueuedReport
 from deniable.client.randomness import SeededRandomness, uuid4_texts
 from deniable.client.wire import parse_payload_text, payload_text, split_reports
 
-from tests.support import free_port
-from tests.support.stub_collector import fast_client, running
+from testkit import free_port
+from testkit.stub_collector import fast_client, running
 
 LOAD = MetricSpec.numeric("load_ms", lower=0, upper=5000, epsilon=1.0, mechanism="pm")
 COIN = MetricSpec.numeric("coin", lower=-1, upper=1, epsilon=0.5, mechanism="duchi")

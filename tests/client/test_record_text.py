@@ -20,8 +20,8 @@ from deniable.client.ledger import Ledger
 from deniable.client.mechanisms import TEXT_MAX_LENGTH, PrefixSketch
 from deniable.estimators.support import text_support
 
-from tests.support import free_port, loopback_url
-from tests.support.stub_collector import fast_client, running
+from testkit import free_port, loopback_url
+from testkit.stub_collector import fast_client, running
 
 SEARCH = MetricSpec.text("search_term", max_length=8, epsilon=2.0)
 DAY = dt.datetime(2026, 11, 21, 9, tzinfo=dt.UTC)

@@ -17,8 +17,8 @@ from deniable.client.mechanisms import Payload
 from deniable.client.randomness import Randomness
 from deniable.client.sampling import randomized_reports
 
-from tests.support import TEST_NOW, register, unique_name
-from tests.support.stub_collector import fast_client, running
+from testkit import TEST_NOW, register, unique_name
+from testkit.stub_collector import fast_client, running
 
 MARK = f"zqx{uuid.uuid4().hex[:10]}"
 CATEGORIES = [f"{MARK}-{word}" for word in ("red", "green", "blue")]

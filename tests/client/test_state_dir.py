@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from deniable.client import AsyncClient, Client, MetricSpec, StateDirInUseError
 
-from tests.support import free_port
-from tests.support.stub_collector import fast_client
+from testkit import free_port
+from testkit.stub_collector import fast_client
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the lock needs fcntl")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from deniable.client import MetricSpec, transport
 
-from tests.support.stub_collector import fast_client, running
+from testkit.stub_collector import fast_client, running
 
 SPECS = [MetricSpec.boolean("dark_mode", epsilon=1.0)]
 

@@ -23,8 +23,8 @@ from deniable.client.transport import (
 )
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support import RunningCollector, register, unique_name
-from tests.support.stub_collector import problem_answer, proxy_answer
+from testkit import RunningCollector, register, unique_name
+from testkit.stub_collector import problem_answer, proxy_answer
 
 URL, SPARE = "http://collector.test", "http://spare.test"
 

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from deniable.client import MetricSpec
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     DatabaseFactory,
@@ -650,7 +650,7 @@ def test_no_header_or_address_reaches_the_database_or_logs(
 
 
 def test_ingest_key_is_not_needed_when_none_is_configured(databases: Any, backend: str) -> None:
-    from tests.support import collector_settings
+    from testkit import collector_settings
 
     server = RunningCollector(
         collector_settings(databases.new(backend), ingest_key=None, admin_token=None)

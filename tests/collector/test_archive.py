@@ -8,7 +8,7 @@ from __future__ import annotations
 import httpx
 from deniable.client import MetricSpec
 
-from tests.support import RunningCollector, make_reports, register, unique_name
+from testkit import RunningCollector, make_reports, register, unique_name
 
 TODAY = "2026-11-21"
 

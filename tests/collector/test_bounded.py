@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 
-from tests.support import (
+from testkit import (
     CollectorProcess,
     DatabaseFactory,
     RunningCollector,

@@ -14,7 +14,7 @@ import threading
 import httpx
 from deniable.client import MetricSpec
 
-from tests.support import RunningCollector, make_reports, register, unique_name
+from testkit import RunningCollector, make_reports, register, unique_name
 
 
 def test_estimates_during_ingestion_always_succeed(

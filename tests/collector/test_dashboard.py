@@ -27,7 +27,7 @@ from deniable.collector.dashboard import CONTENT_SECURITY_POLICY, session
 from deniable.estimators.advisor import plan_document
 from pydantic import ValidationError
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     TEST_NOW,

@@ -16,8 +16,8 @@ import pytest
 from deniable.collector.dashboard import CONTENT_SECURITY_POLICY
 from deniable.collector.dashboard.charts import share_text, value_text
 
-from tests.support import DatabaseFactory, RunningCollector, collector_settings
-from tests.support.cli import run_cli
+from testkit import DatabaseFactory, RunningCollector, collector_settings
+from testkit.cli import run_cli
 
 ANSWER = re.compile(r'<output id="numeric-answer" class="big">([^<]*)</output>')
 MECHANISM = re.compile(r'<output id="numeric-mechanism" class="big">([^<]*)</output>')

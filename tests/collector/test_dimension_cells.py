@@ -15,13 +15,13 @@ from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_
 from deniable.collector.storage.queries import read_cells, register_spec
 from sqlalchemy import text
 
+from testkit import TEST_NOW, DatabaseFactory
 from tests.collector.test_migrations import (
     _downgrade,
     _rows,
     _tables,
     assert_schema_is_the_tables,
 )
-from tests.support import TEST_NOW, DatabaseFactory
 
 PERIOD = TEST_NOW.date().isoformat()
 

@@ -22,7 +22,7 @@ from deniable.collector.storage.engine import normalize_url
 from deniable.collector.storage.tables import period_counts, reports, support_counts
 from sqlalchemy import create_engine, select
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     CollectorProcess,

@@ -19,7 +19,7 @@ import yaml
 from deniable.client import MetricSpec
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     TEST_NOW,

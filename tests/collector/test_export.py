@@ -9,7 +9,7 @@ import httpx
 import pytest
 from deniable.client import MetricSpec
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     RunningCollector,

@@ -21,7 +21,7 @@ from deniable.collector import Settings
 from deniable.collector.settings import MIN_TOKEN_LENGTH, settings_problem, token_problem
 from pydantic import ValidationError
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     TEST_NOW,

@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from tests.support import FastRandomness
+from testkit import FastRandomness
 
 MECHANISMS = [make_mechanism(name, k, 1.0) for name, k in [("oue", 100), ("oue", 8), ("oue", 3)]]
 MECHANISMS += [make_mechanism("krr", 5, 1.0), make_mechanism("brr", 2, 1.0)]

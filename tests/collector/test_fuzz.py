@@ -25,7 +25,7 @@ from hypothesis.errors import Unsatisfiable
 from schemathesis.checks import not_a_server_error
 from sqlalchemy import create_engine, select
 
-from tests.support import ADMIN_TOKEN, INGEST_KEY, TEST_NOW, RunningCollector, register, unique_name
+from testkit import ADMIN_TOKEN, INGEST_KEY, TEST_NOW, RunningCollector, register, unique_name
 
 FUZZ_SETTINGS = settings(
     max_examples=30,

@@ -27,7 +27,7 @@ import pytest
 from deniable.client import MetricSpec
 from deniable.collector.serve import MAX_HEADER_BYTES, fit_file_limit
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     DatabaseFactory,

@@ -20,7 +20,7 @@ from deniable.client import MetricSpec
 from deniable.collector.storage.engine import normalize_url
 from sqlalchemy import create_engine, make_url, text
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     TEST_NOW,
     RunningCollector,

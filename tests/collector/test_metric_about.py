@@ -18,8 +18,8 @@ from deniable.collector.storage.queries import load_about, load_registration, re
 from deniable.estimators.documents import MetricAbout
 from sqlalchemy import create_engine, inspect
 
+from testkit import DatabaseFactory, RunningCollector, unique_name
 from tests.collector.test_migrations import _downgrade, assert_schema_is_the_tables
-from tests.support import DatabaseFactory, RunningCollector, unique_name
 
 ABOUT = {"unit": "ms", "description": "Time to first paint of the home page", "owner": "web-perf"}
 

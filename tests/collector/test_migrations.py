@@ -26,7 +26,7 @@ from deniable.collector.storage.queries import register_spec
 from deniable.collector.storage.tables import metadata, reports
 from sqlalchemy import Connection, create_engine, inspect, select, text
 
-from tests.support import (
+from testkit import (
     INGEST_KEY,
     TEST_NOW,
     DatabaseFactory,

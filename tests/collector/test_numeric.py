@@ -24,7 +24,7 @@ from deniable.collector.storage import read_reports, read_sums
 from deniable.estimators import PeriodSums
 from deniable.estimators.reportfile import read_report_file
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     RunningCollector,

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from deniable.client import MetricSpec
 
-from tests.support import (
+from testkit import (
     RunningCollector,
     make_numeric_reports,
     make_reports,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     VIEWER_TOKEN,

@@ -21,7 +21,7 @@ from deniable.collector.storage.retention import purge_before
 from deniable.collector.storage.tables import metadata, reports
 from sqlalchemy import create_engine, func, select, text
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     DatabaseFactory,

@@ -23,7 +23,7 @@ from deniable.client import (
 )
 from deniable.estimators.privacy import privacy_document
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     VIEWER_TOKEN,

@@ -17,7 +17,7 @@ import pytest
 from deniable.client import MetricSpec
 from deniable.collector.dashboard import CONTENT_SECURITY_POLICY
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     TEST_NOW,

@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from tests.support import ADMIN_TOKEN, RunningCollector, collector_settings
+from testkit import ADMIN_TOKEN, RunningCollector, collector_settings
 
 
 def gated_app(release: threading.Event, entered: threading.Semaphore) -> ReadGate:

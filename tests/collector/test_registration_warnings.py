@@ -12,7 +12,7 @@ import httpx
 import pytest
 from deniable.client import WARNING_LEVEL_30_DAYS, MetricSpec, privacy_account
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     VIEWER_TOKEN,
     DatabaseFactory,

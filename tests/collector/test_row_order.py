@@ -19,20 +19,14 @@ rows and the test never fails by chance. Rows stored in the order devices sent t
 from __future__ import annotations
 
 import itertools
-import random
-import uuid
-from collections.abc import Sequence
-from math import comb, sqrt
 from typing import Any
 
 import pytest
-from deniable.client import MetricSpec, SeededRandomness
 from deniable.collector.storage import migrate, open_database
 from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_batches
 from deniable.collector.storage.queries import register_spec
-from sqlalchemy import text
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     TEST_NOW,
@@ -42,86 +36,17 @@ from tests.support import (
     post_reports,
     register,
 )
-
-DEVICES = 30
-METRICS = 3
-PERIOD = TEST_NOW.date().isoformat()
-Z_LIMIT = 4.9
-"""How far above its chance mean the count may lie before a test fails (STATS §8)."""
-
-
-def neighbour_moments(devices: int, per_device: int) -> tuple[float, float]:
-    """Exact mean and variance of the number of neighbouring pairs from one device, when
-    ``devices`` devices' ``per_device`` rows each lie in a uniformly random order.
-
-    With N rows, pair i (rows i, i+1) is from one device with probability p = (m-1)/(N-1);
-    two overlapping pairs (three rows) with (m-1)(m-2)/((N-1)(N-2)); two disjoint pairs with
-    p times the chance that two of the N-2 other rows share a device, of which the first
-    pair's device has m-2 rows left and each other m.
-    """
-    m, n = per_device, devices * per_device
-    pairs = n - 1
-    p = (m - 1) / (n - 1)
-    overlapping = (m - 1) * (m - 2) / ((n - 1) * (n - 2))
-    disjoint = p * ((devices - 1) * m * (m - 1) + (m - 2) * (m - 3)) / ((n - 2) * (n - 3))
-    n_overlapping = n - 2
-    n_disjoint = comb(pairs, 2) - n_overlapping
-    mean = pairs * p
-    variance = pairs * p * (1 - p) + 2 * (
-        n_overlapping * (overlapping - p * p) + n_disjoint * (disjoint - p * p)
-    )
-    return mean, variance
-
-
-def same_device_neighbours(order: Sequence[str], device_of: dict[str, int]) -> int:
-    """How many neighbouring rows of ``order`` (report ids) came from one device."""
-    devices = [device_of[report_id] for report_id in order]
-    return sum(a == b for a, b in itertools.pairwise(devices))
-
-
-def chance_limit() -> float:
-    """The most same-device neighbours a test accepts: the chance mean plus 4.9 sd."""
-    mean, variance = neighbour_moments(DEVICES, METRICS)
-    return mean + Z_LIMIT * sqrt(variance)
-
-
-def device_reports(specs: Sequence[MetricSpec], seed: int) -> list[list[dict[str, Any]]]:
-    """Each device's reports, one per metric (seeded ids and payloads: the database is new)."""
-    rng = random.Random(seed)
-    randomness = SeededRandomness(seed)
-    return [
-        [
-            {
-                "id": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
-                "metric": spec.name,
-                "fingerprint": spec.fingerprint,
-                "period": PERIOD,
-                "payload": spec.randomizer.randomize(rng.randrange(2), randomness),
-            }
-            for spec in specs
-        ]
-        for _ in range(DEVICES)
-    ]
-
-
-def stored_orders(url: str) -> dict[str, list[Any]]:
-    """The report ids in each order a reader of the table sees: a plain ``SELECT`` and, on
-    PostgreSQL, the physical order (``ctid``, which ``pg_dump`` follows)."""
-    database = open_database(url)
-    try:
-        with database.reader.connect() as connection:
-            orders = {"select": list(connection.execute(text("SELECT id FROM reports")).scalars())}
-            if database.dialect == "postgresql":
-                physical = text("SELECT id FROM reports ORDER BY ctid")
-                orders["ctid"] = list(connection.execute(physical).scalars())
-    finally:
-        database.dispose()
-    return orders
-
-
-def ids_of(rows: Sequence[Any]) -> list[str]:
-    """Canonical uuid text of stored ids (SQLite keeps 16 bytes)."""
-    return [str(uuid.UUID(bytes=r) if isinstance(r, bytes) else uuid.UUID(str(r))) for r in rows]
+from testkit.row_order import (
+    DEVICES,
+    METRICS,
+    boolean_specs,
+    chance_limit,
+    device_reports,
+    ids_of,
+    neighbour_moments,
+    same_device_neighbours,
+    stored_orders,
+)
 
 
 def assert_at_chance(url: str, reports: list[list[dict[str, Any]]]) -> None:
@@ -139,10 +64,6 @@ def assert_at_chance(url: str, reports: list[list[dict[str, Any]]]) -> None:
     assert same_device_neighbours(sent_order, device_of) > chance_limit()
 
 
-def _specs(prefix: str) -> list[MetricSpec]:
-    return [MetricSpec.boolean(f"{prefix}_{i}", epsilon=1.0) for i in range(METRICS)]
-
-
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_one_upload_of_many_devices_is_stored_in_no_device_order(
     databases: DatabaseFactory, backend: str
@@ -151,7 +72,7 @@ def test_one_upload_of_many_devices_is_stored_in_no_device_order(
     server = RunningCollector(collector_settings(url)).start()
     try:
         with server.client(ADMIN_TOKEN) as admin:
-            specs = [register(admin, spec) for spec in _specs("relayed")]
+            specs = [register(admin, spec) for spec in boolean_specs("relayed")]
         reports = device_reports(specs, seed=8)
         with server.client(INGEST_KEY) as uploader:
             answer = post_reports(uploader, [r for batch in reports for r in batch])
@@ -170,7 +91,7 @@ def test_a_group_commit_of_many_devices_is_stored_in_no_device_order(
     migrate(url)
     database = open_database(url)
     try:
-        specs = _specs("grouped")
+        specs = boolean_specs("grouped")
         for spec in specs:
             register_spec(database, spec, TEST_NOW)
         by_name = {spec.name: spec for spec in specs}

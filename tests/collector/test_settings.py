@@ -22,7 +22,7 @@ from deniable.collector.storage import open_database
 from pydantic import ValidationError
 from sqlalchemy import text
 
-from tests.support import (
+from testkit import (
     LOOPBACK,
     CollectorProcess,
     DatabaseFactory,

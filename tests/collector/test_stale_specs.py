@@ -29,7 +29,7 @@ from deniable.collector.storage.queries import register_spec
 from deniable.collector.storage.tables import metadata
 from sqlalchemy import Engine, create_engine, text
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     RunningCollector,
     collector_settings,

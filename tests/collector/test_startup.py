@@ -16,7 +16,7 @@ import pytest
 from deniable.collector import Listening, Settings
 from deniable.collector.startup import port_problem, public_database, summary
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     LOOPBACK,
     CollectorProcess,

@@ -30,7 +30,7 @@ from hypothesis.stateful import (
 )
 from sqlalchemy import create_engine, select
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     TEST_NOW,

@@ -22,7 +22,7 @@ from deniable.collector.telemetry import MULTIPROCESS_DIRECTORY
 from prometheus_client.mmap_dict import MmapedDict, mmap_key
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support import CollectorProcess, make_reports, register, unique_name
+from testkit import CollectorProcess, make_reports, register, unique_name
 
 ADMIN = "telemetry-admin-token"
 BATCH = 5

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from deniable.client import MetricSpec, SeededRandomness
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     VIEWER_TOKEN,
@@ -20,7 +20,7 @@ from tests.support import (
     collector_settings,
     register,
 )
-from tests.support.databases import sqlite_url
+from testkit.databases import sqlite_url
 
 
 @pytest.fixture(scope="module")

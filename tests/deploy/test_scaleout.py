@@ -28,7 +28,7 @@ import pytest
 from deniable.client import Client, MetricSpec, SeededRandomness, period_label
 from deniable.client.mechanisms import Payload
 
-from tests.support import (
+from testkit import (
     Cluster,
     cluster,
     fresh_database,

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from deniable.client import Client, MetricSpec
 
-from tests.support import ADMIN_TOKEN, free_port, real_collector
+from testkit import ADMIN_TOKEN, free_port, real_collector
 
 SPECS = [
     MetricSpec.boolean("dark_mode", epsilon=0.5),

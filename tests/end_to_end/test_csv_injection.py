@@ -20,7 +20,7 @@ import httpx
 import pytest
 from deniable.client import MetricSpec
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     TEST_NOW,
@@ -32,7 +32,7 @@ from tests.support import (
     post_reports,
     register,
 )
-from tests.support.cli import run_cli
+from testkit.cli import run_cli
 
 LABELS = ["=cmd|' /C calc'!A0", "+1+2", "-2+3", "@SUM(1+1)", "\tlead", "bare\rcr", "plain"]
 """The hostile labels, a CR inside one, and a harmless one."""

@@ -17,7 +17,7 @@ import httpx
 import numpy as np
 from deniable.client import Client, MetricSpec, SeededRandomness
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     RunningCollector,
@@ -27,7 +27,7 @@ from tests.support import (
     register,
     unique_name,
 )
-from tests.support.cli import run_cli
+from testkit.cli import run_cli
 
 PLATFORMS = {"platform": ["ios", "android", "web"]}
 CONFIDENCE = 0.9999

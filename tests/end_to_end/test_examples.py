@@ -9,8 +9,8 @@ from pathlib import Path
 import httpx
 from deniable.client import MetricSpec
 
+from testkit import ADMIN_TOKEN, real_collector
 from tests.end_to_end.web_app_process import WebApp
-from tests.support import ADMIN_TOKEN, real_collector
 
 PAGE = MetricSpec.categorical("page", ["home", "about", "other"], epsilon=1.0, mechanism="krr")
 

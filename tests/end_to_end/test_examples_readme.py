@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from tests.support import free_port, loopback_url
+from testkit import free_port, loopback_url
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "examples" / "README.md"

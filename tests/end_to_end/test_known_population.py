@@ -15,7 +15,7 @@ import pytest
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.client.spec import period_label
 
-from tests.support import RunningCollector, make_reports, register, unique_name
+from testkit import RunningCollector, make_reports, register, unique_name
 
 N = 12_000
 SHARES = (0.46, 0.27, 0.17, 0.07, 0.03)

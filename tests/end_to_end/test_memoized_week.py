@@ -37,7 +37,7 @@ from deniable.client.spec import period_label
 from deniable.collector.storage.tables import reports as reports_table
 from sqlalchemy import select
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     DatabaseFactory,

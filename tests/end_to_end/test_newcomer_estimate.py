@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from deniable.cli.main import cli
 from deniable.client import MetricSpec
 
-from tests.support import (
+from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     RunningCollector,
@@ -29,8 +29,8 @@ from tests.support import (
     make_reports,
     register,
 )
-from tests.support.clock import TEST_NOW
-from tests.support.http_clients import authorized_client
+from testkit.clock import TEST_NOW
+from testkit.http_clients import authorized_client
 
 K = 200
 REPORTS = 3_100

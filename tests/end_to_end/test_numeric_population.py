@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from deniable.client import Client, MetricSpec, SeededRandomness
 
-from tests.support import (
+from testkit import (
     INGEST_KEY,
     RunningCollector,
     free_port,

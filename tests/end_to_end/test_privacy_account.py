@@ -36,7 +36,7 @@ from deniable.client.ledger import lifetime_reports
 from deniable.client.mechanisms import TwoLayers, two_layers
 from deniable.client.spec import period_label
 
-from tests.support import Clock, free_port, loopback_url
+from testkit import Clock, free_port, loopback_url
 
 SPECS = (
     MetricSpec.boolean("dark_mode", epsilon=0.5),

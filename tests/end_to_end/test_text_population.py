@@ -25,7 +25,7 @@ import pytest
 from deniable.client import Client, MetricSpec, SeededRandomness
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support import (
+from testkit import (
     INGEST_KEY,
     RunningCollector,
     free_port,

@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from tests.support import free_port, loopback_url
+from testkit import free_port, loopback_url
 
 WEB_APP = Path(__file__).resolve().parents[2] / "examples" / "web_app.py"
 """The example app these tests run."""

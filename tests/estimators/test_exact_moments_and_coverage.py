@@ -4,7 +4,7 @@
 E, Var and Cov equal to the formulas, both for a fixed population (FP) and for iid reporters
 (SP, the estimand deniable reports); (d) exact coverage of the intervals from the binomial pmf.
 The per-report output distributions are read off the randomizers themselves
-(``tests.support.transitions.transition``), not restated.
+(``testkit.transitions.transition``), not restated.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from deniable.estimators.intervals import CP_BELOW, clopper_pearson, rate_interv
 from deniable.estimators.pooling import debias, std_error
 from scipy import stats
 
-from tests.support.transitions import olh_exact_q, transition
+from testkit.transitions import olh_exact_q, transition
 
 ALL = [BRR(2, 1.0), KRR(3, 0.5), KRR(10, 2.0), OUE(4, 1.0), OUE(20, 0.3), OLH(6, 1.5), OLH(50, 3.0)]
 

@@ -2,7 +2,7 @@
 
 Coverage: a fixed finite population (values on a grid of 33 points of [-1, 1]; the estimand
 is its true mean), the randomization varying across M = 5,000 trials, simulated as sufficient
-statistics (tests/support/numeric_draws.py: exact up to 2,000 reports, exact segment counts
+statistics (testkit/numeric_draws.py: exact up to 2,000 reports, exact segment counts
 with normal uniform sums at 100,000). Pass mark 4,691/5,000 (STATS.md section 8), whose false
 failure at a true 95% is 9.3e-5 per check. Under a fixed population the intervals are
 conservative (the population's spread counts in the sample variance): in exploratory runs the
@@ -30,7 +30,7 @@ from deniable.estimators.numeric import (
 )
 from scipy import stats
 
-from tests.support.numeric_draws import payloads, period_sums
+from testkit.numeric_draws import payloads, period_sums
 
 M = 5_000
 COVER_LOW = 4_691

@@ -34,8 +34,8 @@ export async function startCollector() {
   let database = `sqlite:///${join(folder, "reports.db")}`;
   let dbName = null;
   if (postgres) {
-    dbName = python("from tests.support.postgres import create_database; print(create_database('jssdk'))");
-    database = python(`from tests.support.postgres import database_url; print(database_url(${JSON.stringify(dbName)}))`);
+    dbName = python("from testkit.postgres import create_database; print(create_database('jssdk'))");
+    database = python(`from testkit.postgres import database_url; print(database_url(${JSON.stringify(dbName)}))`);
   }
   const port = await freePort();
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("DENIABLE_")));
@@ -58,7 +58,7 @@ export async function startCollector() {
   const stop = async () => {
     child.kill("SIGTERM");
     await new Promise((r) => (child.exitCode !== null ? r() : child.once("exit", r)));
-    if (dbName !== null) python(`from tests.support.postgres import drop_databases; drop_databases([${JSON.stringify(dbName)}])`);
+    if (dbName !== null) python(`from testkit.postgres import drop_databases; drop_databases([${JSON.stringify(dbName)}])`);
     rmSync(folder, { recursive: true, force: true });
   };
   return { url, stop, backend: postgres ? "postgresql" : "sqlite" };

@@ -1,6 +1,6 @@
 """A small but real collector-shaped HTTP server for the client tests, with fault injection,
 and canned answers for tests that drive the client through ``httpx.MockTransport`` instead.
-(The real collector for end-to-end runs is ``tests.support.real_collector``.)
+(The real collector for end-to-end runs is ``testkit.real_collector``.)
 
 It serves ``GET /v1/metrics`` and ``POST /v1/reports`` (validating each report against the
 specs with the shared mechanisms, de-duplicating by id) on loopback, and can answer 503
