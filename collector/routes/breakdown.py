@@ -28,6 +28,7 @@ from deniable.estimators import (
     estimate_document,
     mean_document,
 )
+from deniable.estimators.differences import interval_difference, verdict
 from fastapi import HTTPException
 
 from ..context import Collector
@@ -117,7 +118,8 @@ def _points(document: dict[str, Any]) -> list[tuple[str, float, float, float]]:
 def compare_slices(first: SliceEstimate, second: SliceEstimate, confidence: float) -> Comparison:
     """First minus second per category, from the two slices' shown intervals: they all hold
     at once at ``confidence``, so [low1 - high2, high1 - low2] covers every difference at once
-    too; 422 if either slice is suppressed."""
+    too (:func:`~deniable.estimators.differences.interval_difference`); 422 if either slice is
+    suppressed."""
     for chosen in (first, second):
         if chosen.estimate is None:
             raise _refuse(f"compare: slice {chosen.values} is {chosen.note}; nothing to compare")
@@ -126,15 +128,8 @@ def compare_slices(first: SliceEstimate, second: SliceEstimate, confidence: floa
     for (category, x, low_x, high_x), (_, y, low_y, high_y) in zip(a, b, strict=True):
         if x is None or y is None:
             raise _refuse("compare: a slice has no estimate to compare")
-        low, high = low_x - high_y, high_x - low_y
-        verdict = (
-            "higher"
-            if low > 0
-            else "lower"
-            if high < 0
-            else f"no detectable change at {confidence:.0%}"
-        )
-        rows.append(Difference(category, x - y, low, high, verdict))
+        low, high = interval_difference((low_x, high_x), (low_y, high_y))
+        rows.append(Difference(category, x - y, low, high, verdict(low, high, confidence)))
     return Comparison(first.values, second.values, confidence, rows)
 
 
@@ -186,7 +181,7 @@ def slice_count(spec: MetricSpec, by: list[str]) -> int:
     return count
 
 
-def _slices(spec: MetricSpec, by: list[str]) -> list[dict[str, str]]:
+def slice_values(spec: MetricSpec, by: list[str]) -> list[dict[str, str]]:
     """Every slice's values, listed values first and ``other`` last in each dimension."""
     listed = dict(spec.dimensions)
     choices = [[*listed[name], OTHER] for name in by]
@@ -212,6 +207,22 @@ def _sum_cells(chosen: list[CellStats], periods: int, k: int) -> CellStats:
     return total
 
 
+def slice_stats(
+    state: Collector, spec: MetricSpec, labels: list[str], by: list[str], where: dict[str, str]
+) -> dict[tuple[str, ...], CellStats]:
+    """Each slice's statistics over the periods ``labels`` (keyed by its ``by`` values, every
+    slice present, in :func:`slice_values` order): the sums of the cells ``where`` keeps."""
+    cells = read_cells(state.database, spec, labels)
+    grouped: dict[tuple[str, ...], list[CellStats]] = {
+        tuple(values.values()): [] for values in slice_values(spec, by)
+    }
+    for cell, stats in cells.items():
+        values = _cell_values(spec, cell)
+        if all(values[name] == value for name, value in where.items()):
+            grouped[tuple(values[name] for name in by)].append(stats)
+    return {key: _sum_cells(chosen, len(labels), spec.k) for key, chosen in grouped.items()}
+
+
 def breakdown(
     state: Collector,
     spec: MetricSpec,
@@ -226,17 +237,8 @@ def breakdown(
 ) -> dict[str, Any]:
     """The breakdown document of ``spec`` over the periods ``labels`` (bounded by the caller),
     with the difference between the two ``compare`` slices if asked."""
-    cells = read_cells(state.database, spec, labels)
-    wanted = _slices(spec, by)
-    grouped: dict[tuple[str, ...], list[CellStats]] = {
-        tuple(values.values()): [] for values in wanted
-    }
-    for cell, stats in cells.items():
-        values = _cell_values(spec, cell)
-        if all(values[name] == value for name, value in where.items()):
-            grouped[tuple(values[name] for name in by)].append(stats)
-    k = spec.k
-    sums = {key: _sum_cells(chosen, len(labels), k) for key, chosen in grouped.items()}
+    wanted = slice_values(spec, by)
+    sums = slice_stats(state, spec, labels, by, where)
     minimum = state.settings.min_slice_reports
     shown = [key for key, stats in sums.items() if int(stats.n.sum()) >= minimum]
     level = 1 - (1 - confidence) / max(1, len(shown))

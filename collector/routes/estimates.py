@@ -59,6 +59,7 @@ from .breakdown import (
     parse_where,
     slice_count,
 )
+from .changes import PeriodComparison, baseline_labels, period_comparison
 from .common import MetricPeriods, MetricPeriodsQuery, find_spec, metric_read, period_bounds
 
 router = APIRouter(tags=["estimates"])
@@ -246,10 +247,21 @@ Compare = Annotated[
 ]
 
 
+CompareTo = Annotated[
+    str | None,
+    Query(
+        max_length=80,
+        description="previous (the window of as many periods just before start..end) or"
+        " START..END: the estimate minus the one over that window, per category (or mean)"
+        " and slice, with an interval valid whatever devices report in both, and a verdict",
+    ),
+]
+
+
 @metric_read(
     router,
     "/v1/metrics/{name}/estimate",
-    AnyRangeEstimate | BreakdownEstimate,
+    AnyRangeEstimate | BreakdownEstimate | PeriodComparison,
     operation_id="getEstimate",
     summary="Estimate a metric over a range of periods",
     viewer=True,
@@ -264,13 +276,16 @@ def get_estimate(
     by: By = None,
     where: Where = None,
     compare: Compare = None,
+    compare_to: CompareTo = None,
 ) -> dict[str, Any]:
     """The population estimate over the periods start..end, pooled as ``pooling`` says: the
     shares of each category, a histogram's quantile intervals too, or a numeric metric's mean
     (its only method is unbiased; ``simultaneous`` changes nothing for one interval), or a
     text metric's heavy hitters over one period (``candidates`` to score given strings).
     With ``by`` or ``where``, the estimate per slice of the metric's dimensions instead
-    (shares or means; a histogram's slices give its buckets' shares, without quantiles)."""
+    (shares or means; a histogram's slices give its buckets' shares, without quantiles).
+    With ``compare_to``, the change from that window to this one instead (per slice with
+    ``by``/``where``)."""
     if candidates is not None and len(candidates) > MAX_CANDIDATES:
         raise HTTPException(
             status_code=422, detail=f"candidates: at most {MAX_CANDIDATES:,} strings per query"
@@ -280,6 +295,10 @@ def get_estimate(
         raise HTTPException(
             status_code=422,
             detail=f"candidates are for text metrics; {spec.name} is {spec.type}",
+        )
+    if compare_to is not None:
+        return compared_estimate(
+            state, spec, labels, by, where, options, pooling, compare_to, compare, q
         )
     if by is not None or where is not None or compare is not None:
         return sliced_estimate(state, spec, labels, by, where, options, pooling, compare)
@@ -360,6 +379,60 @@ def sliced_estimate(
             compare=pair,
         ),
     )
+
+
+def compared_estimate(
+    state: Collector,
+    spec: MetricSpec,
+    labels: list[str],
+    by: list[str] | None,
+    where: list[str] | None,
+    options: EstimateOptions,
+    pooling: str,
+    compare_to: str,
+    compare: str | None,
+    q: list[float] | None,
+) -> dict[str, Any]:
+    """The change of ``spec`` from the ``compare_to`` window to ``labels`` (:mod:`.changes`),
+    after checking slices × periods of both windows × categories against the estimate cells
+    limit; 422 for a text metric, with ``compare`` (one comparison at a time) or ``q``."""
+    if spec.type == "text":
+        raise HTTPException(
+            status_code=422,
+            detail=f"compare_to: {spec.name} is a text metric; compare its series' periods instead",
+        )
+    if compare is not None or q:
+        raise HTTPException(
+            status_code=422,
+            detail="compare_to compares periods: leave out compare (slices) and q (quantiles)",
+        )
+    if spec.type == "numeric":
+        numeric_method(spec, options)
+    dims, kept = parse_by(spec, by), parse_where(spec, where)
+    baseline = baseline_labels(spec, labels, compare_to, state.settings.max_range_periods)
+    slices = slice_count(spec, dims)
+    periods = len(labels) + len(baseline)
+    limit = state.settings.max_estimate_cells
+    if slices * periods * categories_of(spec) > limit:
+        raise HTTPException(
+            status_code=422,
+            detail=f"the comparison would cover {slices:,} slices × {periods:,} periods (both"
+            f" windows) × {categories_of(spec):,} categories, more than the limit of {limit:,}"
+            " cells (DENIABLE_MAX_ESTIMATE_CELLS): ask for fewer periods or fewer dimensions",
+        )
+    method = options.method or ("unbiased" if spec.type == "numeric" else DEFAULT_METHOD)
+    document = period_comparison(
+        state,
+        spec,
+        labels,
+        baseline,
+        by if by is None else dims,
+        where if where is None else kept,
+        confidence=options.confidence,
+        method=method,
+        pooling=pooling,
+    )
+    return about(state, spec, document)
 
 
 def check_quantile_cells(spec: MetricSpec, periods: int, quantiles: int, limit: int) -> None:
