@@ -47,8 +47,8 @@ DEPENDENCE = (
 
 
 def no_change(confidence: float) -> str:
-    """The verdict of an interval containing 0: ``no detectable change at 95%``."""
-    return f"no detectable change at {confidence:.0%}"
+    """The verdict of an interval containing 0: ``no detectable change at 95%`` (99.99%)."""
+    return f"no detectable change at {confidence * 100:.4g}%"
 
 
 def verdict(low: float, high: float, confidence: float) -> str:

@@ -29,7 +29,7 @@ from ..options import (
 )
 from ..periods import resolve_range
 from ..render import SERIES_TOP, print_estimate, print_series
-from ..slicerender import print_breakdown
+from ..slicerender import print_breakdown, print_changes
 from ..specs import spec_from_served
 
 
@@ -143,6 +143,14 @@ def fetch_document(
     metavar="NAME:VALUE",
     help="Keep only this value of a dimension, e.g. platform:ios (repeatable).",
 )
+@click.option(
+    "--compare-to",
+    "compare_to",
+    metavar="previous|START..END",
+    help="Show the change from this window to the range: each category's (or the mean's)"
+    " difference with an interval valid whatever devices report in both, and a verdict"
+    " (previous: as many periods just before the range).",
+)
 @from_file_options
 @format_option()
 @pass_global_options
@@ -170,11 +178,27 @@ def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -
       deniable estimate search_term --candidate "dark mode" --candidate "font size"
       deniable estimate dark_mode --by platform
       deniable estimate dark_mode --by platform --where country:fr
+      deniable estimate dark_mode --last 7 --compare-to previous
+      deniable estimate load_ms --start 2026-11-16 --end 2026-11-22 --compare-to 2026-11-09..2026-11-15
 
     With --by or --where, one estimate per slice of the metric's dimensions, every interval
     holding at once; a slice with too few reports says "suppressed" and shows no number.
+    With --compare-to, the change from that window: higher, lower, or no detectable change.
     """
-    by, where = query.pop("by"), query.pop("where")
+    by, where, compare_to = query.pop("by"), query.pop("where"), query.pop("compare_to")
+    if compare_to is not None:
+        if query["from_file"] is not None:
+            raise InvalidInput("--compare-to reads the collector's counts; leave out --from-file")
+        if fmt == "csv":
+            raise InvalidInput("--compare-to prints a table or JSON (--format json), not CSV")
+        if query.get("quantiles"):
+            raise InvalidInput("--compare-to compares shares or means; leave out --quantile")
+        slicing = {key: list(value) for key, value in (("by", by), ("where", where)) if value}
+        document = fetch_document(
+            global_options, "estimate", name, compare_to=compare_to, **slicing, **query
+        )
+        print_changes(document, fmt)
+        return
     if by or where:
         if query["from_file"] is not None:
             raise InvalidInput(

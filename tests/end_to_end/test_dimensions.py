@@ -8,6 +8,7 @@ Seeded devices, 99.99% intervals (a miss has nominal probability 1e-4 per test).
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shutil
 from pathlib import Path
@@ -15,6 +16,7 @@ from typing import Any
 
 import httpx
 import numpy as np
+import pytest
 from deniable.client import Client, MetricSpec, SeededRandomness
 
 from testkit import (
@@ -43,10 +45,12 @@ def deliver(
     state: Path,
     seed: int,
     copy: Path | None = None,
+    days_ago: int = 0,
 ) -> None:
-    """Record ``values`` on one device whose context says ``platform``, offline, and deliver
-    (keeping a copy of its undelivered state at ``copy``, if given)."""
-    now = collector.clock()
+    """Record ``values`` on one device whose context says ``platform``, offline, ``days_ago``
+    days before the collector's today, and deliver (keeping a copy of its undelivered state at
+    ``copy``, if given)."""
+    now = collector.clock() - dt.timedelta(days=days_ago)
     offline = Client(
         loopback_url(free_port()),
         state_dir=state,
@@ -209,3 +213,66 @@ def test_bad_breakdowns_and_dims_are_refused_naming_the_problem(
     problems = {error["index"]: error["reason"] for error in response.json()["detail"]}
     assert set(problems) == {1, 2}, problems
     assert "need dims" in problems[1] and "listed values" in problems[2], problems
+
+
+def test_a_period_comparison_finds_the_slice_that_changed_and_shows_no_number_for_small_ones(
+    collector: RunningCollector, admin: httpx.Client, tmp_path: Path
+) -> None:
+    """Yesterday then today, per platform: ios's dark mode rose from 20% to 70%, android's
+    stayed at 60%, web is under the minimum. Each slice's difference covers its truth."""
+    spec = register(
+        admin, MetricSpec.boolean(unique_name("dark"), epsilon=2.0, dimensions=PLATFORMS)
+    )
+    rng = np.random.default_rng(7)
+    plan = {"ios": (500, 0.2, 0.7), "android": (400, 0.6, 0.6), "web": (40, 0.5, 0.5)}
+    truths: dict[str, float] = {}
+    seed = 20
+    for platform, (n, before, after) in plan.items():
+        shares = []
+        for days_ago, share in ((1, before), (0, after)):
+            values = (rng.random(n) < share).tolist()
+            shares.append(sum(values) / n)
+            state = tmp_path / f"{platform}-{days_ago}"
+            deliver(collector, spec, platform, values, state, seed, days_ago=days_ago)
+            seed += 1
+        truths[platform] = shares[1] - shares[0]
+    today = collector.clock().date()
+    yesterday = (today - dt.timedelta(days=1)).isoformat()
+    params = {"start": today.isoformat(), "end": today.isoformat(), "confidence": CONFIDENCE}
+    result = breakdown(admin, spec.name, by="platform", compare_to="previous", **params)
+    assert (result["baseline_start"], result["baseline_end"]) == (yesterday, yesterday)
+    assert result["row_confidence"] == pytest.approx(1 - (1 - CONFIDENCE) / 4)
+    assert "whatever devices report in both windows" in result["dependence"]
+    rows = {row["values"]["platform"]: row for row in result["slices"]}
+    for platform in ("ios", "android"):
+        assert (rows[platform]["n"], rows[platform]["baseline_n"]) == (plan[platform][0],) * 2
+        (dark,) = [row for row in rows[platform]["rows"] if row["category"] == "true"]
+        assert dark["ci_low"] <= truths[platform] <= dark["ci_high"], (platform, dark)
+        assert dark["difference"] == pytest.approx(dark["current"] - dark["baseline"])
+    assert [r["verdict"] for r in rows["ios"]["rows"]] == ["lower", "higher"]
+    assert rows["android"]["rows"][1]["verdict"] == "no detectable change at 99.99%"
+    for platform in ("web", "other"):
+        assert rows[platform]["suppressed"], rows[platform]
+        assert rows[platform]["note"] == "suppressed, fewer than 100 reports in a window"
+        assert numbers_in(rows[platform]) == []
+    whole = breakdown(admin, spec.name, compare_to=f"{yesterday}..{yesterday}", **params)
+    (everyone,) = whole["slices"]
+    assert everyone["values"] == {} and everyone["n"] == sum(n for n, _, _ in plan.values())
+    cli = ("--collector", collector.url, "--token", ADMIN_TOKEN, "estimate", spec.name)
+    cli += ("--by", "platform", "--start", params["start"], "--end", params["end"])
+    cli += ("--compare-to", "previous", "--confidence", str(CONFIDENCE))
+    printed = run_cli(*cli, "--format", "json")
+    assert printed.exit_code == 0 and json.loads(printed.stdout) == result, printed.output
+    table = run_cli(*cli)
+    assert table.exit_code == 0, table.output
+    lines = table.stdout.splitlines()
+    assert "platform=web: suppressed, fewer than 100 reports in a window" in lines, table.stdout
+    assert "higher" in table.stdout and "no detectable change at 99.99%" in table.stdout
+    url = f"/v1/metrics/{spec.name}/estimate"
+    for query, problem in (
+        ({"compare_to": f"{yesterday}..{params['end']}"}, "shares periods with the range"),
+        ({"compare_to": "last week"}, "give previous, or a window START..END"),
+        ({"compare_to": "previous", "compare": "ios,android", "by": "platform"}, "leave out"),
+    ):
+        response = admin.get(url, params={**params, **query})
+        assert response.status_code == 422 and problem in response.text, response.text
