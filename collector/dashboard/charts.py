@@ -452,18 +452,27 @@ def small_multiples(
     return f'<div id="{attr(container_id)}" class="multiples">{charts}</div>'
 
 
-def sparkline(values: Sequence[float | None], *, label: str) -> str:
-    """A small line of ``values`` (None: no reports that period), the last one marked."""
+def sparkline(
+    values: Sequence[float | None],
+    *,
+    label: str,
+    band: Sequence[tuple[float, float] | None] = (),
+) -> str:
+    """A small line of ``values`` (None: no reports that period), the last one marked, over
+    its interval ``band`` (``polygon.band``, one run per stretch of periods with reports).
+    The vertical scale spans the band, so a change well inside the intervals draws as the
+    small move it is, not as a full-height jump."""
     width, height, pad = 120, 28, 3
     known = [(i, v) for i, v in enumerate(values) if v is not None]
+    bounds = [(i, b) for i, b in enumerate(band) if b is not None and values[i] is not None]
     parts = [
         f'<svg class="sparkline" viewBox="0 0 {width} {height}" role="img"'
         f' aria-label="{attr(label)}">'
         f"<title>{escape(label)}</title>"
     ]
     if known:
-        low = min(v for _, v in known)
-        high = max(v for _, v in known)
+        ends = [v for _, v in known] + [x for _, b in bounds for x in b]
+        low, high = min(ends), max(ends)
         span = high - low or 1.0
         count = max(len(values) - 1, 1)
 
@@ -473,6 +482,25 @@ def sparkline(values: Sequence[float | None], *, label: str) -> str:
                 height - pad - (height - 2 * pad) * (v - low) / span,
             )
 
+        stretch: list[tuple[int, tuple[float, float]]] = []
+        for item in [*bounds, None]:
+            if item is not None and (not stretch or item[0] == stretch[-1][0] + 1):
+                stretch.append(item)
+                continue
+            if stretch:
+                upper = [xy(i, b[1]) for i, b in stretch]
+                lower = [xy(i, b[0]) for i, b in reversed(stretch)]
+                if len(stretch) == 1:  # a lone period: a narrow bar
+                    (ux, uy), (_, ly) = upper[0], lower[0]
+                    upper, lower = (
+                        [(ux - 1.5, uy), (ux + 1.5, uy)],
+                        [(ux + 1.5, ly), (ux - 1.5, ly)],
+                    )
+                points = " ".join(f"{cx:.1f},{cy:.1f}" for cx, cy in upper + lower)
+                parts.append(
+                    f'<polygon class="band" points="{points}" fill="{BAR}" stroke="none"/>'
+                )
+            stretch = [item] if item is not None else []
         coords = [xy(i, v) for i, v in known]
         text = " ".join(f"{cx:.1f},{cy:.1f}" for cx, cy in coords)
         last_x, last_y = coords[-1]

@@ -16,7 +16,7 @@ from deniable.client.spec import MetricSpec, period_label, period_range
 from deniable.estimators import margin_of_error, mean_margin
 from deniable.estimators.choices import periods_back
 from deniable.estimators.heavyhitters import floor
-from fastapi import Request
+from fastapi import HTTPException, Request
 
 from ..context import collector
 from ..numbers import NumberRule
@@ -43,6 +43,8 @@ class MetricRow:
     trend: list[float | None]
     leading: str | None
     margin: float | None
+    band: list[tuple[float, float] | None] = dataclasses.field(default_factory=list)
+    change: dict[str, Any] | None = None
 
 
 def last_periods(spec: MetricSpec, request: Request, count: int) -> list[str]:
@@ -105,6 +107,40 @@ def trend_of(document: dict[str, Any], category: str | None) -> list[float | Non
         row = next((r for r in point["estimates"] if r["category"] == category), None)
         values.append(None if row is None or row["frequency"] is None else row["frequency"])
     return values
+
+
+def band_of(document: dict[str, Any], category: str | None) -> list[tuple[float, float] | None]:
+    """Each period's interval of ``category`` (or of the mean), None without reports: the
+    band the sparkline draws around its line."""
+    band: list[tuple[float, float] | None] = []
+    for point in document["series"]:
+        if "mean" in point:
+            mean = point["mean"]
+            band.append(None if mean["estimate"] is None else (mean["ci_low"], mean["ci_high"]))
+            continue
+        row = next((r for r in point["estimates"] if r["category"] == category), None)
+        known = row is not None and row["frequency"] is not None
+        band.append((row["ci_low"], row["ci_high"]) if known else None)  # type: ignore[index]
+    return band
+
+
+def change_now(
+    request: Request, spec: MetricSpec, label: str, category: str | None
+) -> dict[str, Any] | None:
+    """The change of ``category`` (or the mean) from the period before ``label`` to ``label``:
+    the period comparison's row (``compare_to=previous``, the API's own route, so its interval
+    holds whatever devices report in both periods), or None when it cannot be made."""
+    options = EstimateOptions(confidence=0.95, method=None, simultaneous=True)
+    read = MetricPeriods(name=spec.name, start=label, end=label)
+    try:
+        document = get_estimate(
+            request, read, options, pooling="overlap-safe", q=None, compare_to="previous"
+        )  # type: ignore[arg-type]
+    except HTTPException:
+        return None
+    rows = document["slices"][0]["rows"]
+    wanted = "mean" if spec.type == "numeric" else category
+    return next((row for row in rows if row["category"] == wanted), None)
 
 
 def margin_now(spec: MetricSpec, n: int) -> float | None:
@@ -197,6 +233,8 @@ def overview(request: Request) -> OverviewPage:
                 trend=trend_of(document, leading),
                 leading=leading,
                 margin=margin_now(spec, current),
+                band=band_of(document, leading),
+                change=change_now(request, spec, labels[-1], leading),
             )
         )
     return OverviewPage(rows, number, len(bounds), start + 1, len(specs))

@@ -202,6 +202,35 @@ def _margin_text(row: MetricRow) -> str:
     return f"±{row.margin * 100:.1f} pts"
 
 
+def change_cell(row: MetricRow) -> str:
+    """The overview's change cell: ▲/▼ and the difference only when the period comparison
+    (current period minus the one before) says ``higher`` or ``lower``; otherwise its verdict,
+    in muted text, with no number to read a trend into."""
+    change = row.change
+    if change is None or change["difference"] is None:
+        return '<td class="change">—</td>'
+    numeric = row.spec.type == "numeric"
+
+    def amount(value: float) -> str:
+        return f"{value:+,.4g}" if numeric else f"{value * 100:+.1f} pts"
+
+    what = "mean" if numeric else f"share of {change['category']}"
+    title = (
+        f"{what}, current period minus the one before: {amount(change['difference'])},"
+        f" interval [{amount(change['ci_low'])}, {amount(change['ci_high'])}]: {change['verdict']}"
+    )
+    if change["verdict"] in ("higher", "lower"):
+        mark = "▲" if change["verdict"] == "higher" else "▼"
+        return (
+            f'<td class="change {e(change["verdict"])}" title="{e(title)}"'
+            f' data-verdict="{e(change["verdict"])}">'
+            f"{mark} {e(amount(change['difference']))}</td>"
+        )
+    return (
+        f'<td class="change none" title="{e(title)}" data-verdict="none">no detectable change</td>'
+    )
+
+
 def page_links(page: OverviewPage) -> str:
     """Which metrics the overview page shows, and links to the previous and next pages."""
     if page.pages <= 1:
@@ -238,12 +267,13 @@ def overview_page(page: OverviewPage, periods: int) -> str:
             f"<td>{e(spec.mechanism)}</td>"
             f'<td class="num">{row.current:,}</td>'
             f'<td class="num">{row.previous:,}</td>'
-            f'<td class="spark">{sparkline(row.trend, label=label)}</td>'
+            f'<td class="spark">{sparkline(row.trend, label=label, band=row.band)}</td>'
+            f"{change_cell(row)}"
             f'<td class="num">{e(_margin_text(row))}</td></tr>'
         )
     if not rows:
         body_rows.append(
-            '<tr><td colspan="8" class="empty">No metrics yet: register one with'
+            '<tr><td colspan="9" class="empty">No metrics yet: register one with'
             " <code>deniable metrics create</code>.</td></tr>"
         )
     headers = (
@@ -254,14 +284,17 @@ def overview_page(page: OverviewPage, periods: int) -> str:
         "Reports now",
         "Last period",
         f"Trend ({periods} periods)",
+        "Change",
         "Margin now",
     )
     head = "".join(f'<th scope="col">{e(h)}</th>' for h in headers)
     body = (
         '<div class="heading"><h1>Metrics</h1>'
         f'<p class="lede">{page.total} metric{"s" if page.total != 1 else ""}. Reports in the'
-        " current and the last period; the trend of the leading share (or the mean); the"
-        " worst-case margin of error at today's reports (95%, all categories at once).</p></div>"
+        " current and the last period; the trend of the leading share (or the mean) with its"
+        " interval band; its change from the last period to the current one, marked ▲ or ▼"
+        " only when detectable at 95% (the interval holds whatever devices report in both);"
+        " the worst-case margin of error at today's reports (95%, all categories at once).</p></div>"
         f'<div class="scroll"><table id="metrics"><thead><tr>{head}</tr></thead>'
         f"<tbody>{''.join(body_rows)}</tbody></table></div>{page_links(page)}"
     )

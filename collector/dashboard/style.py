@@ -101,6 +101,9 @@ tbody tr:hover { background: #f8fafc; }
 .num { text-align: right; font-variant-numeric: tabular-nums; }
 .sub { display: block; color: var(--muted); font-weight: 400; font-size: 0.78rem; }
 td.spark { padding-top: 0.2rem; padding-bottom: 0.2rem; }
+td.change { white-space: nowrap; font-variant-numeric: tabular-nums; }
+td.change.higher, td.change.lower { color: #1e3a8a; font-weight: 600; }
+td.change.none { color: #64748b; font-size: 0.85em; }
 td.empty { color: var(--muted); white-space: normal; }
 tr.advised { background: var(--accent-soft); }
 tr.total > * { font-weight: 700; border-top: 2px solid var(--ink); }
