@@ -69,6 +69,8 @@ class PeriodComparison:
     min_slice_reports: int | None
     dependence: str
     slices: list[SliceChange]
+    lower: float | None = None
+    upper: float | None = None
 
 
 def _refuse(detail: str) -> HTTPException:
@@ -222,5 +224,7 @@ def period_comparison(
             minimum,
             DEPENDENCE,
             slices,
+            spec.lower if spec.type == "numeric" else None,
+            spec.upper if spec.type == "numeric" else None,
         )
     )
