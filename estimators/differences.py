@@ -38,12 +38,21 @@ from .results import PeriodCounts, PeriodSums
 HIGHER = "higher"
 LOWER = "lower"
 
-DEPENDENCE = (
-    "overlap-safe: each interval adds the two windows' overlap-safe half-widths (Minkowski), so"
-    " it holds whatever devices report in both windows or in several periods of one, memoized"
-    " or not; it never assumes the windows independent"
-)
-"""What a period comparison's ``dependence`` field says (docs/DESIGN.md)."""
+
+def dependence(pooling: str) -> str:
+    """What a period comparison's ``dependence`` field says (docs/DESIGN.md): how the interval
+    treats devices reporting in both windows (always: whatever they do) and in several periods
+    of one window (as ``pooling`` says)."""
+    within = (
+        "or in several periods of one, memoized or not"
+        if pooling == "overlap-safe"
+        else "(each window pooled as independent: valid only if no device reports twice in it)"
+    )
+    return (
+        f"{pooling}: each interval adds the two windows' half-widths (Minkowski), so it holds"
+        f" whatever devices report in both windows {within}; it never assumes the windows"
+        " independent"
+    )
 
 
 def no_change(confidence: float) -> str:

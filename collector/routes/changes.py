@@ -18,8 +18,8 @@ from deniable.client.spec import MetricSpec, period_count, period_range
 from deniable.estimators import PeriodCounts, PeriodSums
 from deniable.estimators.choices import periods_back
 from deniable.estimators.differences import (
-    DEPENDENCE,
     Change,
+    dependence,
     mean_change,
     row_alpha,
     share_changes,
@@ -82,8 +82,13 @@ def baseline_labels(spec: MetricSpec, labels: list[str], compare_to: str, limit:
     ``START..END``; 422 naming the problem (a window past ``limit`` periods, or one sharing a
     period with the range)."""
     if compare_to == PREVIOUS:
-        end = periods_back(spec.period, labels[0], 2)
-        return period_range(spec.period, periods_back(spec.period, end, len(labels)), end)
+        try:
+            end = periods_back(spec.period, labels[0], 2)
+            return period_range(spec.period, periods_back(spec.period, end, len(labels)), end)
+        except (OverflowError, ValueError):
+            raise _refuse(
+                f"compare_to: there is no window of {len(labels)} periods before {labels[0]}"
+            ) from None
     start, dots, end = compare_to.partition("..")
     if not dots or not start or not end:
         raise _refuse("compare_to: give previous, or a window START..END of period labels")
@@ -222,7 +227,7 @@ def period_comparison(
             dims,
             kept,
             minimum,
-            DEPENDENCE,
+            dependence(pooling),
             slices,
             spec.lower if spec.type == "numeric" else None,
             spec.upper if spec.type == "numeric" else None,

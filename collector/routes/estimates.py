@@ -126,7 +126,13 @@ def resolve_range(state: Collector, spec: MetricSpec, read: MetricPeriods) -> li
     current = period_label(spec.period, state.today())
     first, last = period_bounds(spec, read.start, read.end if read.end is not None else current)
     last = last or current
-    first = first or periods_back(spec.period, last, DEFAULT_PERIODS)
+    try:
+        first = first or periods_back(spec.period, last, DEFAULT_PERIODS)
+    except OverflowError:  # before the calendar's first day
+        raise HTTPException(
+            status_code=422,
+            detail=f"start: there are not {DEFAULT_PERIODS} periods up to {last}; give start",
+        ) from None
     limit = state.settings.max_range_periods
     if period_count(spec.period, first, last) > limit:
         raise HTTPException(status_code=422, detail=f"the range covers more than {limit} periods")

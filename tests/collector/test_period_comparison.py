@@ -17,7 +17,15 @@ from deniable.client import MetricSpec
 from deniable.estimators import PeriodSums
 from deniable.estimators.differences import mean_change
 
-from testkit import RunningCollector, make_numeric_reports, make_reports, register, unique_name
+from testkit import (
+    ADMIN_TOKEN,
+    RunningCollector,
+    make_numeric_reports,
+    make_reports,
+    register,
+    unique_name,
+)
+from testkit.cli import run_cli
 
 
 def _days(collector: RunningCollector, count: int) -> list[str]:
@@ -67,6 +75,16 @@ def test_a_mean_compared_with_the_day_before_in_value_units(
         assert row[key] == pytest.approx(getattr(expected, key), rel=1e-9), key
     truth = float(np.mean(after) - np.mean(before))
     assert row["ci_low"] <= truth <= row["ci_high"], (truth, row)
+    cli = ("--collector", collector.url, "--token", ADMIN_TOKEN, "estimate", spec.name)
+    cli += ("--start", today, "--end", today, "--confidence", "0.9999", "--compare-to", "previous")
+    table = run_cli(*cli)
+    assert table.exit_code == 0, table.output
+    (line,) = [text for text in table.stdout.splitlines() if "mean" in text and "higher" in text]
+    assert f"{row['difference']:+,.0f}" in line or f"{row['difference']:+,.1f}" in line, line
+    assert run_cli(*cli, "--format", "json").stdout.strip() != ""
+    offline = run_cli(*cli, "--from-file", "nowhere.parquet")
+    assert offline.exit_code != 0 and "Traceback" not in offline.output, offline.output
+    assert "leave out --from-file" in offline.output, offline.output
     explicit = admin.get(
         f"/v1/metrics/{spec.name}/estimate",
         params={**params, "compare_to": f"{yesterday}..{yesterday}"},
@@ -120,6 +138,10 @@ def test_bad_comparisons_are_refused_naming_the_problem(
         ({"compare_to": "previous", "q": 0.5}, "leave out compare (slices) and q"),
         ({"compare_to": "previous", "by": "platform"}, "has no dimension 'platform'"),
         ({"compare_to": "x" * 81}, "at most 80 characters"),
+        (
+            {"compare_to": "previous", "start": "0001-01-01", "end": "0001-01-01"},
+            "there is no window of 1 periods before 0001-01-01",
+        ),
     ):
         response = admin.get(url, params=params)
         if not problem:
@@ -131,3 +153,13 @@ def test_bad_comparisons_are_refused_naming_the_problem(
     assert wide.status_code == 422 and "DENIABLE_MAX_ESTIMATE_CELLS" in wide.text, wide.text
     refused = admin.get(f"/v1/metrics/{text.name}/estimate", params={"compare_to": "previous"})
     assert refused.status_code == 422 and "text metric" in refused.text, refused.text
+
+
+def test_a_default_range_before_the_first_day_of_the_calendar_is_refused(
+    collector: RunningCollector, admin: httpx.Client
+) -> None:
+    """Was a 500: the 7 periods ending at 0001-01-02 start before year 1."""
+    spec = register(admin, MetricSpec.boolean(unique_name("early"), epsilon=1.0))
+    for route in ("estimate", "series"):
+        response = admin.get(f"/v1/metrics/{spec.name}/{route}", params={"end": "0001-01-02"})
+        assert response.status_code == 422 and "give start" in response.text, response.text
