@@ -13,6 +13,7 @@
 - ``cpu``: CPU time of processes (benches).
 - ``randomness``: a fast seeded randomness source for mechanisms.
 - ``transitions``: a randomizer's exact output distribution, read off its code.
+- ``windows``: two windows of periods from the same devices (memoized or not), as exact counts.
 - ``stub_collector``: a small collector-shaped HTTP server with fault injection (client tests).
 - ``hostile_server``: a loopback server answering a byte a second, or without end (client tests).
 """
