@@ -21,9 +21,10 @@ Three tables, each cell M replicates (``--reps``, default 2,000; SE of a 95% cov
    the devices at -1 move to +1), disjoint; memo fresh or permanent (the same payload
    repeated while the value is unchanged). Devices are drawn iid from t in {-1, 0.2, 1} with
    P (0.5, 0.3, 0.2); the truth is the population's difference. duchi's sums are drawn
-   exactly from counts of +C1 at any n; pm and hybrid report by report up to 10,000 devices
-   and from exact segment counts with normal uniform sums above (testkit/numeric_draws.py),
-   where memoized identical payloads are drawn once for the devices in both windows.
+   exactly from counts of +C1 at any n (M replicates); pm and hybrid report by report up to
+   10,000 devices and from exact segment counts with normal uniform sums above
+   (testkit/numeric_draws.py), memoized identical payloads drawn once for the devices in both
+   windows; above 1,000 devices pm and hybrid run M/10 replicates (at least 200).
 
 Shares: brr (k = 2, the true row; its false row mirrors it) and krr, oue, olh with k = 4 and
 shares (0.5, 0.3, 0.2, 0) in window A (olh's support counts per row have their exact
