@@ -4,7 +4,10 @@
 import { type Randomness, systemRandomness } from "./random.js";
 
 /** A report's payload as it travels in JSON. */
-export type Payload = number | string | { a: number; b: number; y: number };
+export type Payload = number | string | { a: number; b: number; y: number } | TextPayload;
+
+/** A text metric's payload: the OUE bits of one sketch row (base64), the level and the row. */
+export interface TextPayload { b: string; l: number; r: number }
 
 export const OLH_PRIME = 2147483647;
 export const MIN_EPSILON = 1e-3;
@@ -189,8 +192,8 @@ export function leastVariance(k: number, epsilon: number): string {
 /** A mechanism by name; `auto` resolves. */
 export function makeMechanism(name: string, k: number, epsilon: number): Mechanism {
   const resolved = name === "auto" ? leastVariance(k, epsilon) : name;
-  const make = MECHANISMS[resolved];
-  if (make === undefined) throw new SpecError(`unknown mechanism ${JSON.stringify(name)}: choose one of auto, brr, krr, oue, olh`);
+  const make = Object.hasOwn(MECHANISMS, resolved) ? MECHANISMS[resolved] : undefined;
+  if (make === undefined) throw new SpecError(`unknown mechanism ${JSON.stringify(name)}; choose auto, brr, krr, oue or olh`);
   return new make(k, epsilon);
 }
 
@@ -312,13 +315,11 @@ export function makeNumericMechanism(name: string, epsilon: number): NumericMech
       if (v < best) { best = v; resolved = key; }
     }
   }
-  const make = NUMERIC[resolved];
-  if (make === undefined) throw new SpecError(`unknown numeric mechanism ${JSON.stringify(name)}: choose one of auto, duchi, pm, hybrid`);
+  const make = Object.hasOwn(NUMERIC, resolved) ? NUMERIC[resolved] : undefined;
+  if (make === undefined) throw new SpecError(`unknown mechanism ${JSON.stringify(name)}; choose auto, duchi, pm or hybrid`);
   return new make(epsilon);
 }
 
-export const isCategoricalMechanism = (name: string): boolean => name in MECHANISMS;
-export const isNumericMechanism = (name: string): boolean => name in NUMERIC;
 
 /** The SDK's default instantaneousRatio: a memoized report's fresh layer has twice the eps. */
 export const DEFAULT_INSTANTANEOUS_RATIO = 2;
@@ -332,7 +333,7 @@ export class TwoLayers {
   constructor(readonly mechanism: KRR, ratio: number) {
     const { k, epsilon } = mechanism;
     const instantaneous = Math.min(ratio * epsilon, MAX_EPSILON);
-    if (!(instantaneous > epsilon)) throw new SpecError(`eps ${epsilon} leaves no room for an instantaneous layer`);
+    if (!(instantaneous > epsilon)) throw new SpecError("no room for an instantaneous layer");
     const make = (e: number): KRR => (mechanism instanceof BRR ? new BRR(2, e) : new KRR(k, e));
     this.instantaneous = make(instantaneous);
     const spread = (mechanism.p - mechanism.q) / (this.instantaneous.p - this.instantaneous.q);

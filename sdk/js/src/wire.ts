@@ -31,12 +31,21 @@ export function payloadText(payload: Payload, numeric = false): string {
     return String(payload);
   }
   if (typeof payload === "string") return JSON.stringify(payload);
+  if ("l" in payload) return `{"b":"${payload.b}","l":${payload.l},"r":${payload.r}}`;
   return `{"a":${payload.a},"b":${payload.b},"y":${payload.y}}`;
 }
 
-/** A report as its wire JSON object (keys in order id, metric, fingerprint, period, payload). */
-export function reportText(id: string, metric: string, fingerprint: string, period: string, payloadJson: string): string {
-  return `{"id":"${id}","metric":"${metric}","fingerprint":"${fingerprint}","period":"${period}","payload":${payloadJson}}`;
+/** The `"dims"` member of a report of a metric with dimensions (`""` without any): the
+ * dimension values as canonical JSON, keys sorted (they are checked ASCII words). */
+export function dimsText(dims: Record<string, string>): string {
+  const names = Object.keys(dims).sort();
+  return names.length === 0 ? "" : `,"dims":{${names.map((n) => `"${n}":"${dims[n]}"`).join(",")}}`;
+}
+
+/** A report as its wire JSON object (keys in order id, metric, fingerprint, period, payload,
+ * then its {@link dimsText}, if any). */
+export function reportText(id: string, metric: string, fingerprint: string, period: string, payloadJson: string, dims = ""): string {
+  return `{"id":"${id}","metric":"${metric}","fingerprint":"${fingerprint}","period":"${period}","payload":${payloadJson}${dims}}`;
 }
 
 /** The POST /v1/reports body of report texts. */
