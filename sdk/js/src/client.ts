@@ -4,7 +4,7 @@
 
 import { DEFAULT_INSTANTANEOUS_RATIO, type Payload, SpecError, type TwoLayers, twoLayers } from "./mechanisms.js";
 import { hmacSha256Hex } from "./sha256.js";
-import { systemRandomness, uuid4 } from "./random.js";
+import { hex, systemRandomness, uuid4 } from "./random.js";
 import { InvalidInput, MetricSpec, type SpecData, type TextFactory } from "./spec.js";
 import { defaultStorage, type StateStorage } from "./storage.js";
 import { batchBody, dimsText, METRICS_PATH, payloadText, REPORTS_PATH, reportText } from "./wire.js";
@@ -513,13 +513,13 @@ export class Client {
       answer = await fetch(`${this.url}${REPORTS_PATH}`, { method: "POST", headers, body: batchBody(batch), keepalive, signal: AbortSignal.timeout(this.#options.timeout) });
       body = await boundedText(answer, MAX_ANSWER_BYTES);
     } catch (exc) {
-      return { kind: "retry", status: null, reason: (exc as Error).message, retryAfter: null };
+      return retry(null, (exc as Error).message);
     }
     const status = answer.status;
     if (status >= 200 && status < 300) {
       const ack = acknowledgement(body, batch.length);
       if (ack !== null) return { kind: "ok", duplicates: ack };
-      return { kind: "retry", status, reason: `HTTP ${status} is no acknowledgement`, retryAfter: null };
+      return retry(status, `HTTP ${status} is no acknowledgement`);
     }
     if (status === 413) return { kind: "split" };
     const mediaType = (answer.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
@@ -530,7 +530,7 @@ export class Client {
       return { kind: "drop", indices, reason: typeof detail === "string" ? detail : JSON.stringify(detail) };
     }
     const after = Number(answer.headers.get("retry-after"));
-    return { kind: "retry", status, reason: `HTTP ${status}`, retryAfter: Number.isFinite(after) && after > 0 ? Math.min(after * 1000, this.#options.maxBackoff) : null };
+    return retry(status, `HTTP ${status}`, after > 0 ? Math.min(after * 1000, this.#options.maxBackoff) : null);
   }
 
   /** What is wrong now, in words (never a recorded value). */
@@ -571,8 +571,7 @@ export class Client {
   }
 
   #loadState(): State {
-    let secret = "";
-    for (const byte of systemRandomness.bytes(32)) secret += byte.toString(16).padStart(2, "0");
+    const secret = hex(systemRandomness.bytes(32));
     const empty: State = { version: 1, specs: {}, etag: null, ledger: {}, queue: [], secret, memo: {}, totals: {}, memoSizes: {} };
     const text = this.#storage.load();
     if (text === null) return empty;
@@ -611,6 +610,9 @@ export class Client {
   }
 }
 
+/** A delivery to try again later (after `retryAfter` ms, or the backoff). */
+const retry = (status: number | null, reason: string, retryAfter: number | null = null): Sent => ({ kind: "retry", status, reason, retryAfter });
+
 /** An answer's body as text, refused (and the rest not read) past `limit` bytes. */
 async function boundedText(answer: Response, limit: number): Promise<string> {
   const reader = answer.body?.getReader();
@@ -642,7 +644,7 @@ function padded(spec: MetricSpec, value: unknown): Uint8Array {
   }
 }
 
-const hex = (bytes: Uint8Array): string => Array.from(bytes, (b) => (b + 256).toString(16).slice(1)).join("");
+
 
 function checkUrl(url: string): string {
   if (typeof url !== "string" || !/^https?:\/\/[^/]/.test(url)) throw new InvalidInput("url must be an http(s) URL");

@@ -33,6 +33,10 @@ export function checkEpsilon(epsilon: unknown): number {
 
 export const isIndex = (x: unknown, k: number): x is number => Number.isInteger(x) && (x as number) >= 0 && (x as number) < k;
 
+function checkIndex(value: number, k: number): void {
+  if (!isIndex(value, k)) throw new RangeError(`value is not a category index in 0..${k - 1}`);
+}
+
 /** A frequency oracle over categories 0..k-1. */
 export interface Mechanism {
   readonly name: string;
@@ -66,7 +70,7 @@ export class KRR implements Mechanism {
   get pStar(): number { return this.p; }
   get qStar(): number { return this.q; }
   randomize(value: number, rng: Randomness = systemRandomness): number {
-    if (!isIndex(value, this.k)) throw new RangeError(`value is not a category index in 0..${this.k - 1}`);
+    checkIndex(value, this.k);
     if (rng.random() < this.p) return value;
     const other = rng.randbelow(this.k - 1);
     return other + (other >= value ? 1 : 0);
@@ -113,7 +117,7 @@ export class OUE implements Mechanism {
   get pStar(): number { return this.p; }
   get qStar(): number { return this.q; }
   randomize(value: number, rng: Randomness = systemRandomness): string {
-    if (!isIndex(value, this.k)) throw new RangeError(`value is not a category index in 0..${this.k - 1}`);
+    checkIndex(value, this.k);
     const bits = new Uint8Array(this.nBytes);
     for (let v = 0; v < this.k; v++) {
       if (rng.random() < (v === value ? this.p : this.q)) bits[v >> 3] |= 1 << (v & 7);
@@ -149,7 +153,7 @@ export class OLH implements Mechanism {
   get qStar(): number { return this.q; }
   hash(a: number, b: number, value: number): number { return olhHash(a, b, value, this.g); }
   randomize(value: number, rng: Randomness = systemRandomness): { a: number; b: number; y: number } {
-    if (!isIndex(value, this.k)) throw new RangeError(`value is not a category index in 0..${this.k - 1}`);
+    checkIndex(value, this.k);
     const a = 1 + rng.randbelow(OLH_PRIME - 1);
     const b = rng.randbelow(OLH_PRIME);
     const h = this.hash(a, b, value);
@@ -340,11 +344,6 @@ export class TwoLayers {
     this.permanent = make(Math.log((1 + spread * (k - 1)) / (1 - spread)));
   }
   get permanentEpsilon(): number { return this.permanent.epsilon; }
-  get instantaneousEpsilon(): number { return this.instantaneous.epsilon; }
-  /** P(report supports v | true v) through both layers. */
-  get pStar(): number { return this.permanent.p * this.instantaneous.p + (1 - this.permanent.p) * this.instantaneous.q; }
-  /** P(report supports w | true v != w) through both layers. */
-  get qStar(): number { return this.permanent.q * this.instantaneous.p + (1 - this.permanent.q) * this.instantaneous.q; }
 }
 
 /** The two layers a memoized metric uses, or null (oue, olh, numbers: reported afresh). */

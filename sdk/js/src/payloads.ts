@@ -4,7 +4,7 @@
 
 import type { PrefixSketch } from "./text.js";
 import {
-  B64, type Mechanism, type NumericMechanism, type Payload, Duchi, Hybrid, OLH, OLH_PRIME, OUE, isIndex, toBase64,
+  B64, type Mechanism, type TwoLayers, type NumericMechanism, type Payload, Duchi, Hybrid, OLH, OLH_PRIME, OUE, isIndex, toBase64,
 } from "./mechanisms.js";
 
 /** The bytes of strict standard base64 (padding required, no whitespace), or null. */
@@ -42,6 +42,12 @@ export function parseNumericPayload(m: NumericMechanism, payload: unknown): numb
   if (m instanceof Duchi) return parseDuchi(m, payload);
   if (m instanceof Hybrid && m.pmProbability === 0) return parseDuchi(m.duchi, payload);
   return parseNumber(payload, m.bound);
+}
+
+/** P(report supports v | true v) and P(report supports w | true v != w) through both of RAPPOR's
+ * layers (what an estimator uses; equal to the metric's own mechanism's). */
+export function twoLayersRates({ permanent: a, instantaneous: b }: TwoLayers): { pStar: number; qStar: number } {
+  return { pStar: a.p * b.p + (1 - a.p) * b.q, qStar: a.q * b.p + (1 - a.q) * b.q };
 }
 
 /** A category payload in canonical form, or an Error naming the problem. */

@@ -55,6 +55,8 @@ export class CryptoRandomness implements Randomness {
 export const systemRandomness = new CryptoRandomness();
 
 const HEX = Array.from({ length: 256 }, (_, i) => (i + 256).toString(16).slice(1));
+/** Bytes as lowercase hex. */
+export const hex = (bytes: Uint8Array): string => Array.from(bytes, (b) => HEX[b]).join("");
 const hex8 = (w: number): string => HEX[w >>> 24] + HEX[(w >>> 16) & 255] + HEX[(w >>> 8) & 255] + HEX[w & 255];
 
 /** A uuid4 in canonical text form, always from the system CSPRNG (ids stay unguessable). */

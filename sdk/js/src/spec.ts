@@ -59,7 +59,7 @@ export type TextFactory = (data: SpecData) => TextRandomizer;
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value === "boolean") return JSON.stringify(value);
   if (typeof value === "number") {
-    if (!Number.isFinite(value)) throw new Error("canonical JSON has no NaN or infinity");
+    if (!Number.isFinite(value)) throw new TypeError("not canonical JSON");
     return Object.is(value, -0) ? "0" : String(value);
   }
   if (typeof value === "string") return JSON.stringify(value);
@@ -68,7 +68,7 @@ export function canonicalJson(value: unknown): string {
     const keys = Object.keys(value as object).sort();
     return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(",")}}`;
   }
-  throw new TypeError(`cannot canonicalize ${typeof value}`);
+  throw new TypeError("not canonical JSON");
 }
 
 const finite = (x: unknown, what: string): number => {
@@ -100,7 +100,7 @@ export class MetricSpec {
     const { name, type } = data;
     const bad: (why: string) => never = (why) => { throw new SpecError(`metric ${name}: ${why}`); };
     if (typeof name !== "string" || !METRIC_NAME.test(name)) {
-      throw new SpecError("metric name must match [a-z][a-z0-9_.-]{0,63}");
+      throw new SpecError(`metric name must match ${METRIC_NAME.source}`);
     }
     this.name = name;
     if (!["boolean", "categorical", "numeric", "histogram", "text"].includes(type)) {
@@ -262,7 +262,7 @@ function checkDimensions(metric: string, raw: object): Array<[string, string[]]>
     cells *= values.length + 1;
     return [name, Object.freeze([...values]) as string[]];
   });
-  if (cells > MAX_CELLS) throw new SpecError(`metric ${metric}: its dimensions make ${cells} cells (values + 1, multiplied); at most ${MAX_CELLS}`);
+  if (cells > MAX_CELLS) throw new SpecError(`metric ${metric}: its dimensions make ${cells} cells; at most ${MAX_CELLS}`);
   return out.sort(([a], [b]) => (a < b ? -1 : 1));
 }
 

@@ -30,9 +30,9 @@ export function payloadText(payload: Payload, numeric = false): string {
     if (!Number.isInteger(payload)) throw new RangeError("a category payload must be an integer");
     return String(payload);
   }
-  if (typeof payload === "string") return JSON.stringify(payload);
-  if ("l" in payload) return `{"b":"${payload.b}","l":${payload.l},"r":${payload.r}}`;
-  return `{"a":${payload.a},"b":${payload.b},"y":${payload.y}}`;
+  // A string, or an object whose keys every randomizer makes in sorted order (olh's a, b, y;
+  // pem's b, l, r) and JSON keeps: its JSON text is the canonical one.
+  return JSON.stringify(payload);
 }
 
 /** The `"dims"` member of a report of a metric with dimensions (`""` without any): the

@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import {
-  MetricSpec, OLH, TwoLayers, parseNumericPayload, parsePayload, parseTextPayload, supported, batchBody, dimsText, makeMechanism, makeNumericMechanism, olhHash, payloadText, Piecewise,
+  MetricSpec, OLH, TwoLayers, parseNumericPayload, parsePayload, parseTextPayload, supported, twoLayersRates, batchBody, dimsText, makeMechanism, makeNumericMechanism, olhHash, payloadText, Piecewise,
   pythonFloatText, reportText,
 } from "../dist/index.js";
 import { PrefixSketch, pem, textHashCoefficients } from "../dist/text.js";
@@ -72,9 +72,10 @@ test("RAPPOR's two layers: the permanent eps that composes into the metric's mec
   for (const v of vectors.two_layers) {
     const two = new TwoLayers(makeMechanism(v.mechanism, v.k, v.epsilon), v.ratio);
     close(two.permanentEpsilon, v.permanent_epsilon, `${v.mechanism} k=${v.k} eps=${v.epsilon} ratio=${v.ratio} permanent`);
-    close(two.instantaneousEpsilon, v.instantaneous_epsilon, "instantaneous");
-    close(two.pStar, v.p_star, "p*");
-    close(two.qStar, v.q_star, "q*");
+    close(two.instantaneous.epsilon, v.instantaneous_epsilon, "instantaneous");
+    const { pStar, qStar } = twoLayersRates(two);
+    close(pStar, v.p_star, "p*");
+    close(qStar, v.q_star, "q*");
   }
 });
 
