@@ -1,7 +1,7 @@
 // 20,000 simulated JS devices (real SDK code, Node) and as many Python ones (`deniable simulate`)
 // through one real collector, same specs under two names: prints each estimate beside its truth
 // and the interval widths of both, which should agree within noise. Run: npm run build &&
-// node scripts/simulate.mjs [devices]   (SQLite; PostgreSQL with DENIABLE_REQUIRE_POSTGRES=1)
+// node scripts/simulate.mjs [devices]   (SQLite; PostgreSQL with DENIABLE_JS_BACKEND=postgresql)
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { Client, MemoryStorage } from "../dist/index.js";
