@@ -7,7 +7,7 @@ import { hmacSha256Hex } from "./sha256.js";
 import { hex, systemRandomness, uuid4 } from "./random.js";
 import { InvalidInput, MetricSpec, type SpecData, type TextFactory } from "./spec.js";
 import { defaultStorage, type StateStorage } from "./storage.js";
-import { batchBody, dimsText, METRICS_PATH, payloadText, REPORTS_PATH, reportText } from "./wire.js";
+import { batchBody, METRICS_PATH, payloadText, REPORTS_PATH, reportText } from "./wire.js";
 
 export interface ClientOptions {
   /** The collector's base URL (`https://telemetry.example.com`, not `.../v1`). */
@@ -103,8 +103,6 @@ export class Client {
   readonly #plans = new Map<string, MemoPlan>();
   readonly #text?: TextFactory;
   #context: Record<string, string> = {};
-  /** Each metric's `"dims"` wire member under the current context, made once per change. */
-  readonly #dims = new Map<string, string>();
   readonly #storage: StateStorage;
   readonly #state: State;
   readonly #specs = new Map<string, MetricSpec>();
@@ -114,7 +112,6 @@ export class Client {
     dropped_rejected: 0, retries: 0, refused: 0, specs_refused: 0, spec_mismatches: 0, dropped_held: 0,
   };
   readonly #problemMessages = new Map<string, string>();
-  readonly #refusedSeen = new Set<string>();
   #held: Array<[string, unknown]> = [];
   /** Whether any spec list is known (in code, cached, or fetched, even an empty one). */
   #specsKnown: boolean;
@@ -188,7 +185,6 @@ export class Client {
   setContext(context: Record<string, string>): void {
     if (Object(context) !== context || Array.isArray(context) || !Object.values(context).every((v) => typeof v === "string")) throw new InvalidInput("context must map names to strings");
     this.#context = { ...context };
-    this.#dims.clear();
   }
 
   /** Fetch the served specs now (ETag: an unchanged registry is a 304); true when they arrived. */
@@ -205,7 +201,7 @@ export class Client {
       }
       if (answer.status !== 200) throw new Error(`HTTP ${answer.status}`);
       metrics = (JSON.parse(await boundedText(answer, MAX_SPECS_BYTES)) as { metrics?: unknown }).metrics;
-      if (!Array.isArray(metrics)) throw new Error("the answer has no list of metrics");
+      if (!Array.isArray(metrics)) throw new Error("no list of metrics");
     } catch (exc) {
       this.#problemMessages.set("specs", `could not fetch metric specs: ${(exc as Error).message}`);
       return false;
@@ -224,13 +220,7 @@ export class Client {
     if (this.#inCode) {
       for (const spec of this.#specs.values()) {
         if (served.get(spec.name)?.fingerprint === spec.fingerprint) continue;
-        const key = `mismatch:${spec.name}`;
-        if (!this.#problemMessages.has(key)) {
-          this.#counters.spec_mismatches++;
-          const message = `metric ${spec.name}: the collector ${served.has(spec.name) ? "serves another spec" : "does not serve it"}; it refuses these reports`;
-          this.#problemMessages.set(key, message);
-          complain(message);
-        }
+        this.#once(`mismatch:${spec.name}`, "spec_mismatches", `metric ${spec.name}: the collector ${served.has(spec.name) ? "serves another spec" : "does not serve it"}; it refuses these reports`);
       }
       return true;
     }
@@ -251,17 +241,19 @@ export class Client {
     else if (spec.epsilon > this.#options.maxEpsilon) why = `eps ${spec.epsilon} is above maxEpsilon ${this.#options.maxEpsilon}`;
     if (why === null) {
       this.#specs.set(spec.name, spec);
-      this.#dims.delete(spec.name);
       this.#state.specs[spec.name] = spec.toDict();
       return;
     }
-    const seen = `${spec.name}|${spec.fingerprint}`;
-    if (this.#refusedSeen.has(seen)) return;
-    this.#refusedSeen.add(seen);
-    this.#counters.specs_refused++;
-    const message = `refused the served spec of metric ${spec.name} (${spec.fingerprint}): ${why}`;
-    this.#problemMessages.set(`refused-spec:${spec.name}`, message);
-    complain(message);
+    this.#once(`refused:${spec.name}|${spec.fingerprint}`, "specs_refused", `refused the served spec of metric ${spec.name} (${spec.fingerprint}): ${why}`);
+  }
+
+  /** A problem a developer should see: counted, listed by problems() and logged with
+   * console.error, once per key (never a recorded value). */
+  #once(key: string, counter: Counter, message: string): void {
+    if (this.#problemMessages.has(key)) return;
+    this.#counters[counter]++;
+    this.#problemMessages.set(key, message);
+    console.error(`deniable: ${message}`);
   }
 
   /** Randomize and queue one value; no I/O. True when a report was queued (or the value is held
@@ -288,9 +280,7 @@ export class Client {
     const payload = this.#randomized(spec, prepared);
     this.#state.ledger[key] = spent + 1;
     this.#state.totals[name] = (this.#state.totals[name] ?? 0) + 1;
-    let dims = this.#dims.get(name);
-    if (dims === undefined) this.#dims.set(name, (dims = dimsText(spec.dimensionValues(this.#context))));
-    this.#state.queue.push(reportText(uuid4(), name, spec.fingerprint, period, payloadText(payload, spec.type === "numeric"), dims));
+    this.#state.queue.push(reportText(uuid4(), name, spec.fingerprint, period, payloadText(payload, spec.type === "numeric"), spec.dimsText(this.#context)));
     this.#counters.admitted++;
     this.#trim();
     this.#scheduleSave();
@@ -352,16 +342,12 @@ export class Client {
     return (this.#state.memo[key] ??= 1 + systemRandomness.randbelow(levels)) as number;
   }
 
-  /** The HMAC under which a value's permanent answer is kept: a category index, a numeric t by
-   * its exact 64 bits, a text metric's padded bytes (hex); only the HMAC is stored, never the value. */
+  /** The HMAC under which a value's permanent answer is kept: a category index, a numeric t
+   * exactly, a text metric's padded bytes (hex); only the HMAC is stored, never the value. */
   #memoKey(spec: MetricSpec, prepared: number | Uint8Array, permanent: boolean): string {
-    let value = String(prepared);
-    if (typeof prepared !== "number") value = `s=${hex(prepared)}`;
-    else if (spec.type === "numeric") {
-      const view = new DataView(new ArrayBuffer(8));
-      view.setFloat64(0, prepared);
-      value = `t=${view.getBigUint64(0).toString(16)}`;
-    }
+    // A number's shortest round-trip text names exactly one float: two t share an answer only
+    // when they are the same point on the metric's axis (t is never -0).
+    const value = typeof prepared !== "number" ? `s=${hex(prepared)}` : spec.type === "numeric" ? `t=${prepared}` : prepared;
     return this.#hmac(`${spec.name}|${spec.fingerprint}|${value}${permanent ? "|permanent" : ""}`);
   }
 
@@ -536,7 +522,7 @@ export class Client {
   /** What is wrong now, in words (never a recorded value). */
   problems(): string[] {
     const out = [...this.#problemMessages.values()];
-    if (this.#held.length > 0) out.push(`${this.#held.length} value(s) held until the first specs arrive`);
+    if (this.#held.length > 0) out.push(`${this.#held.length} value(s) held until specs arrive`);
     return out;
   }
 
@@ -628,11 +614,6 @@ async function boundedText(answer: Response, limit: number): Promise<string> {
     text += decoder.decode(value, { stream: true });
   }
   return text + decoder.decode();
-}
-
-/** An ERROR a developer should see (once per problem; never a recorded value). */
-function complain(message: string): void {
-  console.error(`deniable: ${message}`);
 }
 
 /** A text metric's value as its padded bytes; InvalidInput names the metric, never the value. */

@@ -227,12 +227,11 @@ export class Duchi implements NumericMechanism {
     const e = Math.exp(this.epsilon);
     this.bound = (e + 1) / (e - 1);
   }
-  plusProbability(t: number): number { return 0.5 + t / (2 * this.bound); }
   variance(t: number): number { return this.bound ** 2 - t * t; }
   get worstCaseVariance(): number { return this.bound ** 2; }
   randomize(t: number, rng: Randomness = systemRandomness): number {
     checkT(t);
-    return rng.random() < this.plusProbability(t) ? this.bound : -this.bound;
+    return rng.random() < 0.5 + t / (2 * this.bound) ? this.bound : -this.bound; // E[y] = t
   }
 }
 
@@ -334,7 +333,7 @@ export const DEFAULT_INSTANTANEOUS_RATIO = 2;
 export class TwoLayers {
   readonly instantaneous: KRR;
   readonly permanent: KRR;
-  constructor(readonly mechanism: KRR, ratio: number) {
+  constructor(mechanism: KRR, ratio: number) {
     const { k, epsilon } = mechanism;
     const instantaneous = Math.min(ratio * epsilon, MAX_EPSILON);
     if (!(instantaneous > epsilon)) throw new SpecError("no room for an instantaneous layer");

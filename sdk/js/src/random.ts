@@ -34,7 +34,7 @@ export class CryptoRandomness implements Randomness {
   }
 
   randbelow(n: number): number {
-    if (!Number.isInteger(n) || n < 1 || n > 4294967296) throw new RangeError("randbelow needs 1 <= n <= 2^32");
+    if (!Number.isInteger(n) || n < 1 || n > 4294967296) throw new RangeError("randbelow: n not in 1..2^32");
     if (n === 1) return 0;
     const bits = Math.ceil(Math.log2(n));
     const shift = 32 - bits;

@@ -2,7 +2,7 @@
 
 import type { Randomness } from "./random.js";
 import {
-  type Mechanism, MAX_CATEGORIES, type NumericMechanism, SpecError, type TextPayload,
+  type Mechanism, type NumericMechanism, SpecError, type TextPayload,
   makeMechanism, makeNumericMechanism,
 } from "./mechanisms.js";
 import { sha256Hex } from "./sha256.js";
@@ -146,7 +146,6 @@ export class MetricSpec {
         if (!Array.isArray(data.edges)) bad("edges must be a list of numbers");
         const edges = data.edges.map((e) => finite(e, `metric ${name}: each edge`));
         if (edges.length < 3) bad("a histogram needs at least 3 edges");
-        if (edges.length - 1 > MAX_CATEGORIES) bad(`at most ${MAX_CATEGORIES} buckets`);
         if (edges.some((e, i) => i > 0 && e <= edges[i - 1])) bad("edges must be strictly increasing");
         this.edges = Object.freeze(edges);
         categories = bucketLabels(edges);
@@ -239,12 +238,15 @@ export class MetricSpec {
     return value;
   }
 
-  /** Each dimension's value a device with `context` sends: its context value if listed, else `other`. */
-  dimensionValues(context: Record<string, unknown>): Record<string, string> {
-    return Object.fromEntries(this.dimensions.map(([n, values]) => {
+  /** The `"dims"` member of this metric's reports from a device with `context` (`""` without
+   * dimensions): each dimension's context value if listed, else `other`, in name order (as
+   * deniable.client.wire.dims_text writes them; names and values need no JSON escapes). */
+  dimsText(context: Record<string, unknown>): string {
+    const dims = this.dimensions.map(([n, values]) => {
       const v = context[n]; // a name is [a-z][a-z0-9_]*: an inherited member is a function, never listed
-      return [n, typeof v === "string" && values.includes(v) ? v : OTHER];
-    }));
+      return `"${n}":"${typeof v === "string" && values.includes(v) ? v : OTHER}"`;
+    });
+    return dims.length ? `,"dims":{${dims}}` : "";
   }
 
   /** The period label containing `moment` (UTC). */
