@@ -2,7 +2,7 @@
  * the problem, and the categories a payload supports. Not needed to record, so not in the
  * browser bundle; the shared vectors and the auditor use them. */
 
-import type { PrefixSketch } from "./text.js";
+import { type PrefixSketch, TEXT_CELLS, TEXT_ROWS } from "./text.js";
 import {
   B64, type Mechanism, type TwoLayers, type NumericMechanism, type Payload, Duchi, Hybrid, OLH, OLH_PRIME, OUE, isIndex, toBase64,
 } from "./mechanisms.js";
@@ -100,10 +100,10 @@ export function parseTextPayload(m: PrefixSketch, payload: unknown): Payload {
   }
   const { b, l, r } = payload as Record<string, unknown>;
   if (!Number.isInteger(l) || (l as number) < 1 || (l as number) > m.levels) throw new Error(`payload l (the prefix level) must be an integer in 1..${m.levels}`);
-  if (!Number.isInteger(r) || (r as number) < 0 || (r as number) >= 16) throw new Error("payload r (the sketch row) must be an integer in 0..15");
+  if (!Number.isInteger(r) || (r as number) < 0 || (r as number) >= TEXT_ROWS) throw new Error(`payload r (the sketch row) must be an integer in 0..${TEXT_ROWS - 1}`);
   if (typeof b !== "string") throw new Error("payload b must be a base64 string");
   const raw = fromBase64(b);
   if (raw === null) throw new Error("payload b is not valid standard base64");
-  if (raw.length !== 128) throw new Error("payload b must encode exactly 128 bytes (1024 cells)");
+  if (raw.length !== TEXT_CELLS / 8) throw new Error(`payload b must encode exactly ${TEXT_CELLS / 8} bytes (${TEXT_CELLS} cells)`);
   return { b: toBase64(raw), l: l as number, r: r as number };
 }

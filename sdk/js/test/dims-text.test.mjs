@@ -46,7 +46,7 @@ test("reports carry the context's dimension values (unlisted or missing as other
   const ids = queued(storage).map((r) => r.id);
   assert.equal(await client.flush(), true);
   assert.deepEqual((await storedIds(collector.url, "dark_by")).sort(), ids.sort(), "the collector stores exactly these reports");
-  assert.deepEqual(client.stats().dropped_rejected, 0);
+  assert.equal(client.stats().dropped_rejected, 0);
   assert.throws(() => client.setContext({ platform: 3 }), InvalidInput);
   assert.throws(() => client.setContext(null), InvalidInput);
   assert.throws(() => new Client({ url: collector.url, context: ["ios"], storage: new MemoryStorage() }), InvalidInput);
