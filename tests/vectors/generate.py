@@ -9,6 +9,7 @@ not only their outputs' shapes.
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 import random
@@ -19,12 +20,14 @@ from deniable.client.mechanisms import (
     NUMERIC_GRID,
     OLH,
     Piecewise,
+    PrefixSketch,
     TwoLayers,
+    _text_hash_coefficients,
     make_mechanism,
     make_numeric_mechanism,
 )
 from deniable.client.spec import MetricSpec
-from deniable.client.wire import batch_body, payload_text, report_text
+from deniable.client.wire import batch_body, dims_text, payload_text, report_text
 
 PATH = Path(__file__).with_name("wire.json")
 
@@ -100,6 +103,44 @@ SPECS: list[dict[str, Any]] = [
         "mechanism": "oue",
     },
     {"name": "frac_hist", "type": "histogram", "edges": [-0.5, 0.1, 2.25, 1e22], "epsilon": 0.7},
+    {
+        "name": "dark_mode_by",
+        "type": "boolean",
+        "epsilon": 1,
+        "dimensions": {"platform": ["web", "ios", "android"], "country": ["DE", "US"]},
+    },
+    {
+        "name": "browser_by",
+        "type": "categorical",
+        "categories": ["chrome", "firefox", "safari"],
+        "epsilon": 2,
+        "mechanism": "oue",
+        "dimensions": {"app_version": ["1.2.3", "2.0.0-beta+x", "Z_9"]},
+    },
+    {
+        "name": "load_by",
+        "type": "numeric",
+        "lower": 0,
+        "upper": 100,
+        "epsilon": 1,
+        "dimensions": {"a": ["x"]},
+    },
+    {
+        "name": "hist_by",
+        "type": "histogram",
+        "edges": [0, 1, 2],
+        "epsilon": 1,
+        "dimensions": {"tier": ["free", "paid"]},
+    },
+    {
+        "name": "at_the_cell_cap",
+        "type": "boolean",
+        "epsilon": 1,
+        "dimensions": {"b": [f"v{i}" for i in range(99)], "a": [f"v{i}" for i in range(9)]},
+    },
+    {"name": "search", "type": "text", "max_length": 8, "epsilon": 2},
+    {"name": "search1", "type": "text", "max_length": 1, "epsilon": 0.5, "mechanism": "pem"},
+    {"name": "search64", "type": "text", "max_length": 64, "epsilon": 4, "period": "week"},
 ]
 
 INVALID_SPECS: list[dict[str, Any]] = [
@@ -125,6 +166,52 @@ INVALID_SPECS: list[dict[str, Any]] = [
     {"name": "x", "type": "histogram", "edges": [0, 1], "epsilon": 1},
     {"name": "x", "type": "histogram", "edges": [0, 2, 1], "epsilon": 1},
     {"name": "x", "type": "gauge", "epsilon": 1},
+    {"name": "x", "type": "boolean", "epsilon": 1, "dimensions": ["platform"]},
+    {"name": "x", "type": "boolean", "epsilon": 1, "dimensions": {"Platform": ["ios"]}},
+    {"name": "x", "type": "boolean", "epsilon": 1, "dimensions": {"p": []}},
+    {"name": "x", "type": "boolean", "epsilon": 1, "dimensions": {"p": "ios"}},
+    {"name": "x", "type": "boolean", "epsilon": 1, "dimensions": {"p": ["ios", "ios"]}},
+    {"name": "x", "type": "boolean", "epsilon": 1, "dimensions": {"p": ["ios", "other"]}},
+    {"name": "x", "type": "boolean", "epsilon": 1, "dimensions": {"p": ["a:b"]}},
+    {"name": "x", "type": "boolean", "epsilon": 1, "dimensions": {"p": [1]}},
+    {"name": "x", "type": "boolean", "epsilon": 1, "dimensions": {"p": ["-a"]}},
+    {
+        "name": "x",
+        "type": "boolean",
+        "epsilon": 1,
+        "dimensions": {"a": [f"v{i}" for i in range(9)], "b": [f"v{i}" for i in range(100)]},
+    },
+    {"name": "x", "type": "text", "epsilon": 1},
+    {"name": "x", "type": "text", "max_length": 0, "epsilon": 1},
+    {"name": "x", "type": "text", "max_length": 65, "epsilon": 1},
+    {"name": "x", "type": "text", "max_length": 2.5, "epsilon": 1},
+    {"name": "x", "type": "text", "max_length": 8, "epsilon": 21},
+    {"name": "x", "type": "text", "max_length": 8, "epsilon": 1, "mechanism": "oue"},
+    {"name": "x", "type": "text", "max_length": 8, "epsilon": 1, "categories": ["a", "b"]},
+    {"name": "x", "type": "text", "max_length": 8, "epsilon": 1, "dimensions": {"p": ["a"]}},
+    {"name": "x", "type": "boolean", "max_length": 8, "epsilon": 1},
+]
+
+CONTEXTS: list[dict[str, Any]] = [
+    {},
+    {"platform": "ios", "country": "US"},
+    {"platform": "iOS", "country": "FR", "other": "x"},
+    {"platform": "web"},
+    {"app_version": "2.0.0-beta+x", "a": "x", "tier": "paid"},
+    {"app_version": "other", "a": "y"},
+]
+
+TEXT_VALUES: list[Any] = [
+    "",
+    "a",
+    "hello",
+    "hello world, longer than eight",
+    "日本語テキスト",
+    "é" * 40,
+    "\U0001f600" * 20,
+    "a\x00b",
+    5,
+    None,
 ]
 
 MOMENTS = [
@@ -204,7 +291,9 @@ class Recording:
         return r
 
     def token_bytes(self, n: int) -> bytes:
-        raise NotImplementedError("no wire-format randomizer of these vectors needs bytes")
+        data = self._rng.randbytes(n)
+        self.draws.append(["b", n, base64.b64encode(data).decode("ascii")])
+        return data
 
 
 def _validity(parse: Any, payloads: list[Any], text: Any = payload_text) -> list[dict[str, Any]]:
@@ -334,6 +423,8 @@ def build() -> dict[str, Any]:
     for data in SPECS:
         spec = MetricSpec.from_dict(data)
         values: list[Any]
+        if spec.type == "text":
+            continue
         if spec.type == "numeric":
             values = [spec.lower, spec.upper, (spec.lower + spec.upper) / 2, spec.lower - 1]  # type: ignore[operator]
         elif spec.type == "histogram":
@@ -387,8 +478,43 @@ def build() -> dict[str, Any]:
                 "text": text,
             }
         )
+    dimensioned = [MetricSpec.from_dict(d) for d in SPECS if d.get("dimensions")]
+    dimension_values = []
+    for context in CONTEXTS:
+        for spec in dimensioned:
+            dims = spec.dimension_values(context)
+            dimension_values.append(
+                {"metric": spec.name, "context": context, "dims": dims, "text": dims_text(dims)}
+            )
+    for data, payload, context in (
+        (SPECS[14], 1, {"platform": "android", "country": "DE"}),
+        (SPECS[15], "Bg==", {}),
+        (SPECS[16], 0.5, {"a": "x"}),
+    ):
+        spec = MetricSpec.from_dict(data)
+        dims = dims_text(spec.dimension_values(context))
+        text = report_text(
+            "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b",
+            spec.name,
+            spec.fingerprint,
+            "2026-11-21",
+            payload,
+            dims,
+        )
+        reports.append(
+            {
+                "id": "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b",
+                "metric": spec.name,
+                "fingerprint": spec.fingerprint,
+                "period": "2026-11-21",
+                "payload": payload,
+                "context": context,
+                "text": text,
+            }
+        )
     body = batch_body([r["text"] for r in reports]).decode()
     floats = [{"x": x, "text": payload_text(x)} for x in FLOATS]
+    text = _text_vectors()
     return {
         "about": "Generated by `python -m tests.vectors.generate` from deniable.client; read by tests/client/test_vectors.py and sdk/js/test/vectors.test.mjs.",
         "specs": specs,
@@ -403,6 +529,78 @@ def build() -> dict[str, Any]:
         "draws": draws,
         "reports": reports,
         "batch_body": body,
+        "dimension_values": dimension_values,
+        "text": text,
+    }
+
+
+def _text_vectors() -> dict[str, Any]:
+    """pem: the hash's public coefficients, prefix cells, padded strings, payload checks and
+    replayed draws (their random bytes recorded as base64)."""
+    a, b = _text_hash_coefficients()
+    rng = random.Random(2028)
+    cells = []
+    for row in (0, 1, 7, 15):
+        for length in (0, 1, 2, 5, 64):
+            prefix = rng.randbytes(length)
+            cells.append(
+                {"row": row, "prefix": prefix.hex(), "cell": PrefixSketch(64, 1).cell(row, prefix)}
+            )
+    cells.append({"row": 3, "prefix": "ff" * 64, "cell": PrefixSketch(64, 1).cell(3, b"\xff" * 64)})
+    encodings = []
+    for max_length in (1, 8, 64):
+        sketch = PrefixSketch(max_length, 1)
+        for value in TEXT_VALUES:
+            try:
+                encodings.append(
+                    {"max_length": max_length, "value": value, "padded": sketch.encode(value).hex()}
+                )
+            except ValueError:
+                encodings.append({"max_length": max_length, "value": value, "padded": None})
+    sketch = PrefixSketch(8, 1)
+    valid = base64.b64encode(bytes(range(128))).decode()
+    cases = [
+        {"b": valid, "l": 1, "r": 0},
+        {"b": valid, "l": 8, "r": 15},
+        {"b": valid, "l": 0, "r": 0},
+        {"b": valid, "l": 9, "r": 0},
+        {"b": valid, "l": 1, "r": 16},
+        {"b": valid, "l": 1.5, "r": 0},
+        {"b": valid, "l": True, "r": 0},
+        {"b": valid[:-4], "l": 1, "r": 0},
+        {"b": valid + "AAAA", "l": 1, "r": 0},
+        {"b": "not base64!", "l": 1, "r": 0},
+        {"b": valid, "l": 1},
+        {"b": valid, "l": 1, "r": 0, "x": 1},
+        [valid, 1, 0],
+        "x",
+    ]
+    payloads = _validity(sketch.parse_payload, cases)
+    draws = []
+    for seed, (max_length, epsilon, value, level) in enumerate(
+        ((8, 2.0, "hello", 3), (1, 0.5, "", 1), (64, 4.0, "日本語テキスト", 64)), start=900
+    ):
+        sketch = PrefixSketch(max_length, epsilon)
+        recording = Recording(seed)
+        padded = sketch.encode(value)
+        payload = sketch.randomize(padded, level, recording)  # type: ignore[arg-type]
+        draws.append(
+            {
+                "max_length": max_length,
+                "epsilon": epsilon,
+                "value": value,
+                "level": level,
+                "draws": recording.draws,
+                "text": payload_text(payload),
+            }
+        )
+    return {
+        "a": [list(row) for row in a],
+        "b": list(b),
+        "cells": cells,
+        "encodings": encodings,
+        "payloads": [{"max_length": 8, "epsilon": 1, "cases": payloads}],
+        "draws": draws,
     }
 
 

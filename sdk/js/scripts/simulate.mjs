@@ -1,7 +1,7 @@
 // 20,000 simulated JS devices (real SDK code, Node) and as many Python ones (`deniable simulate`)
 // through one real collector, same specs under two names: prints each estimate beside its truth
 // and the interval widths of both, which should agree within noise. Run: npm run build &&
-// node scripts/simulate.mjs [devices]   (SQLite; PostgreSQL with DENIABLE_REQUIRE_POSTGRES=1)
+// node scripts/simulate.mjs [devices]   (SQLite; PostgreSQL with DENIABLE_JS_BACKEND=postgresql)
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { Client, MemoryStorage } from "../dist/index.js";
@@ -16,6 +16,17 @@ const SPECS = [
 ];
 
 const collector = await startCollector();
+
+/** A metric's unbiased estimate; asked again once if the pooled connection was closed meanwhile
+ * (the collector closes idle keep-alive connections while the Python devices run). */
+async function estimate(name) {
+  const url = `${collector.url}/v1/metrics/${name}/estimate?method=unbiased`;
+  try {
+    return await (await fetch(url)).json();
+  } catch {
+    return await (await fetch(url)).json();
+  }
+}
 try {
   console.log(`| metric | SDK | n | category | truth | estimate | 95% simultaneous interval | half-width | covers |\n|---|---|---|---|---|---|---|---|---|`);
   for (const spec of SPECS) {
@@ -32,7 +43,7 @@ try {
     const weights = JSON.stringify(Object.fromEntries(Object.entries(SHARES).map(([c, s]) => [c, Math.round(s * 10)])));
     execFileSync(join(ROOT, ".venv/bin/deniable"), ["--collector", collector.url, "simulate", "--metric", `${spec.mechanism}_py`, "--clients", String(DEVICES), "--distribution", weights], { cwd: ROOT, stdio: "ignore" });
     for (const sdk of ["js", "py"]) {
-      const document = await (await fetch(`${collector.url}/v1/metrics/${spec.mechanism}_${sdk}/estimate?method=unbiased`)).json();
+      const document = await estimate(`${spec.mechanism}_${sdk}`);
       for (const e of document.estimates) {
         const truth = SHARES[e.category];
         const covers = e.ci_low <= truth && truth <= e.ci_high ? "yes" : "NO";

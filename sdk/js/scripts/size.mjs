@@ -1,8 +1,10 @@
-// Prints the browser bundle's size: minified (esbuild) and gzipped (level 9). Run: npm run size
+// Prints the browser bundles' sizes: minified (esbuild + terser) and gzipped (level 9), in bytes.
+// Run: npm run size
 import { readFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
 
-const bundle = readFileSync(new URL("../dist/deniable.min.js", import.meta.url));
-const gzipped = gzipSync(bundle, { level: 9 }).length;
 console.log("| bundle | minified bytes | gzipped bytes |\n|---|---|---|");
-console.log(`| dist/deniable.min.js | ${bundle.length} | ${gzipped} |`);
+for (const name of ["deniable.min.js", "deniable-text.min.js"]) {
+  const bundle = readFileSync(new URL(`../dist/${name}`, import.meta.url));
+  console.log(`| dist/${name} | ${bundle.length} | ${gzipSync(bundle, { level: 9 }).length} |`);
+}

@@ -4,8 +4,8 @@
 
 import { DEFAULT_INSTANTANEOUS_RATIO, type Payload, SpecError, type TwoLayers, twoLayers } from "./mechanisms.js";
 import { hmacSha256Hex } from "./sha256.js";
-import { systemRandomness, uuid4 } from "./random.js";
-import { InvalidInput, MetricSpec, type SpecData } from "./spec.js";
+import { hex, systemRandomness, uuid4 } from "./random.js";
+import { InvalidInput, MetricSpec, type SpecData, type TextFactory } from "./spec.js";
 import { defaultStorage, type StateStorage } from "./storage.js";
 import { batchBody, METRICS_PATH, payloadText, REPORTS_PATH, reportText } from "./wire.js";
 
@@ -27,6 +27,8 @@ export interface ClientOptions {
   memoize?: boolean | string[];
   /** The fresh layer's eps over the metric's (default 2); null sends the permanent answer as is. */
   instantaneousRatio?: number | null;
+  /** Text metrics' randomizer: `pem` from "deniable/text" (without it, text metrics are not recorded). */
+  text?: TextFactory;
   /** Where the state is kept (default: localStorage in a browser, memory elsewhere). */
   storage?: StateStorage;
   /** Reports per upload (default 500, at most 1000). */
@@ -41,6 +43,10 @@ export interface ClientOptions {
   maxBackoff?: number;
   /** Milliseconds one request may take, answer included (default 30 s). */
   timeout?: number;
+  /** This device's public attributes (`{platform: "web"}`): each report of a metric that
+   * declares dimensions carries their values in the clear, an unlisted (or missing) one as
+   * `other`. Never put a secret here; change it with setContext. */
+  context?: Record<string, string>;
   /** The clock (tests). */
   now?: () => Date;
 }
@@ -90,11 +96,13 @@ type Sent = { kind: "ok"; duplicates: number } | { kind: "drop"; indices: number
 
 export class Client {
   readonly url: string;
-  readonly #options: Required<Omit<ClientOptions, "ingestKey" | "metrics" | "storage" | "memoize" | "instantaneousRatio" | "lifetimeEpsilon">> & Pick<ClientOptions, "ingestKey">;
+  readonly #options: Required<Omit<ClientOptions, "ingestKey" | "metrics" | "storage" | "memoize" | "instantaneousRatio" | "lifetimeEpsilon" | "context" | "text">> & Pick<ClientOptions, "ingestKey">;
   readonly #memoize: boolean | string[];
   readonly #ratio: number | null;
   readonly #lifetime: number | null;
   readonly #plans = new Map<string, MemoPlan>();
+  readonly #text?: TextFactory;
+  #context: Record<string, string> = {};
   readonly #storage: StateStorage;
   readonly #state: State;
   readonly #specs = new Map<string, MetricSpec>();
@@ -104,7 +112,6 @@ export class Client {
     dropped_rejected: 0, retries: 0, refused: 0, specs_refused: 0, spec_mismatches: 0, dropped_held: 0,
   };
   readonly #problemMessages = new Map<string, string>();
-  readonly #refusedSeen = new Set<string>();
   #held: Array<[string, unknown]> = [];
   /** Whether any spec list is known (in code, cached, or fetched, even an empty one). */
   #specsKnown: boolean;
@@ -147,19 +154,21 @@ export class Client {
     if (this.#ratio !== null && !(typeof this.#ratio === "number" && this.#ratio > 1 && Number.isFinite(this.#ratio))) {
       throw new InvalidInput("instantaneousRatio must be a number above 1, or null");
     }
+    this.setContext(options.context ?? {});
+    this.#text = options.text;
     this.#storage = options.storage ?? defaultStorage();
     this.#state = this.#loadState();
     this.#inCode = options.metrics !== undefined;
     this.#specsKnown = this.#inCode || this.#state.etag !== null || Object.keys(this.#state.specs).length > 0;
     if (options.metrics !== undefined) {
       for (const data of options.metrics) {
-        const spec = MetricSpec.fromDict(data);
+        const spec = MetricSpec.fromDict(data, this.#text);
         this.#specs.set(spec.name, spec);
       }
     } else {
       for (const data of Object.values(this.#state.specs)) {
         try {
-          const spec = MetricSpec.fromDict(data);
+          const spec = MetricSpec.fromDict(data, this.#text);
           this.#specs.set(spec.name, spec);
         } catch {
           delete this.#state.specs[data.name];
@@ -169,6 +178,13 @@ export class Client {
     if (this.#options.flushInterval > 0) this.#every(this.#options.flushInterval, () => void this.#upload(false));
     if (this.#options.refreshInterval > 0) this.#every(this.#options.refreshInterval, () => void this.refreshSpecs());
     globalThis.document?.addEventListener?.("visibilitychange", this.#onHidden);
+  }
+
+  /** Replace the public attributes (see ClientOptions.context) that reports recorded from now
+   * on carry as their metrics' dimension values. */
+  setContext(context: Record<string, string>): void {
+    if (Object(context) !== context || Array.isArray(context) || !Object.values(context).every((v) => typeof v === "string")) throw new InvalidInput("context must map names to strings");
+    this.#context = { ...context };
   }
 
   /** Fetch the served specs now (ETag: an unchanged registry is a 304); true when they arrived. */
@@ -185,16 +201,17 @@ export class Client {
       }
       if (answer.status !== 200) throw new Error(`HTTP ${answer.status}`);
       metrics = (JSON.parse(await boundedText(answer, MAX_SPECS_BYTES)) as { metrics?: unknown }).metrics;
-      if (!Array.isArray(metrics)) throw new Error("the answer has no list of metrics");
+      if (!Array.isArray(metrics)) throw new Error("no list of metrics");
     } catch (exc) {
-      this.#problemMessages.set("specs", `could not fetch metric specs with GET ${this.url}${METRICS_PATH}: ${(exc as Error).message}`);
+      this.#problemMessages.set("specs", `could not fetch metric specs: ${(exc as Error).message}`);
       return false;
     }
     this.#problemMessages.delete("specs");
     const served = new Map<string, MetricSpec>();
     for (const data of metrics as SpecData[]) {
+      if (data?.type === "text" && this.#text === undefined) continue; // this app records no text
       try {
-        const spec = MetricSpec.fromDict(data);
+        const spec = MetricSpec.fromDict(data, this.#text);
         served.set(spec.name, spec);
       } catch (exc) {
         this.#problemMessages.set(`invalid:${String((data as SpecData)?.name)}`, `a served spec is invalid: ${(exc as Error).message}`);
@@ -203,13 +220,7 @@ export class Client {
     if (this.#inCode) {
       for (const spec of this.#specs.values()) {
         if (served.get(spec.name)?.fingerprint === spec.fingerprint) continue;
-        const key = `mismatch:${spec.name}`;
-        if (!this.#problemMessages.has(key)) {
-          this.#counters.spec_mismatches++;
-          const message = `metric ${spec.name}: the collector ${served.has(spec.name) ? "serves another spec (fingerprint)" : "does not serve it"}; it refuses these reports`;
-          this.#problemMessages.set(key, message);
-          complain(message);
-        }
+        this.#once(`mismatch:${spec.name}`, "spec_mismatches", `metric ${spec.name}: the collector ${served.has(spec.name) ? "serves another spec" : "does not serve it"}; it refuses these reports`);
       }
       return true;
     }
@@ -226,20 +237,23 @@ export class Client {
     const pinned = this.#specs.get(spec.name);
     if (pinned?.fingerprint === spec.fingerprint) return;
     let why: string | null = null;
-    if (pinned !== undefined) why = `differs from the spec this device accepted (${pinned.fingerprint})`;
+    if (pinned !== undefined) why = `differs from the spec this device accepted`;
     else if (spec.epsilon > this.#options.maxEpsilon) why = `eps ${spec.epsilon} is above maxEpsilon ${this.#options.maxEpsilon}`;
     if (why === null) {
       this.#specs.set(spec.name, spec);
       this.#state.specs[spec.name] = spec.toDict();
       return;
     }
-    const seen = `${spec.name}|${spec.fingerprint}`;
-    if (this.#refusedSeen.has(seen)) return;
-    this.#refusedSeen.add(seen);
-    this.#counters.specs_refused++;
-    const message = `refused the served spec of metric ${spec.name} (${spec.fingerprint}): ${why}`;
-    this.#problemMessages.set(`refused-spec:${spec.name}`, message);
-    complain(message);
+    this.#once(`refused:${spec.name}|${spec.fingerprint}`, "specs_refused", `refused the served spec of metric ${spec.name} (${spec.fingerprint}): ${why}`);
+  }
+
+  /** A problem a developer should see: counted, listed by problems() and logged with
+   * console.error, once per key (never a recorded value). */
+  #once(key: string, counter: Counter, message: string): void {
+    if (this.#problemMessages.has(key)) return;
+    this.#counters[counter]++;
+    this.#problemMessages.set(key, message);
+    console.error(`deniable: ${message}`);
   }
 
   /** Randomize and queue one value; no I/O. True when a report was queued (or the value is held
@@ -249,12 +263,12 @@ export class Client {
     if (this.#closed) throw new InvalidInput("the client is closed");
     const spec = this.#specs.get(name);
     if (spec === undefined) {
-      if (this.#inCode) throw new InvalidInput(`unknown metric ${JSON.stringify(String(name))}: not among the specs passed in code`);
+      if (this.#inCode) throw new InvalidInput(`unknown metric ${JSON.stringify(String(name))}: not among the specs in code`);
       if (!this.#specsKnown) return this.#hold(name, value);
       this.#counters.unknown_metric++;
       return false;
     }
-    const prepared = spec.type === "numeric" ? spec.scale(value) : spec.indexOf(value);
+    const prepared = spec.type === "numeric" ? spec.scale(value) : spec.textRandomizer ? padded(spec, value) : spec.indexOf(value);
     this.#counters.recorded++;
     const period = this.#period(spec);
     const key = `${name}|${period}`;
@@ -266,7 +280,7 @@ export class Client {
     const payload = this.#randomized(spec, prepared);
     this.#state.ledger[key] = spent + 1;
     this.#state.totals[name] = (this.#state.totals[name] ?? 0) + 1;
-    this.#state.queue.push(reportText(uuid4(), name, spec.fingerprint, period, payloadText(payload, spec.type === "numeric")));
+    this.#state.queue.push(reportText(uuid4(), name, spec.fingerprint, period, payloadText(payload, spec.type === "numeric"), spec.dimsText(this.#context)));
     this.#counters.admitted++;
     this.#trim();
     this.#scheduleSave();
@@ -275,17 +289,17 @@ export class Client {
 
   /** A fresh randomized answer; for a memoized metric, its value's remembered permanent answer
    * randomized afresh (two layers), or without the fresh layer the remembered answer itself. */
-  #randomized(spec: MetricSpec, prepared: number): Payload {
+  #randomized(spec: MetricSpec, prepared: number | Uint8Array): Payload {
     const plan = this.#plan(spec);
-    if (!plan.memoized) return fresh(spec, prepared);
-    let key = plan.keys.get(prepared);
+    if (!plan.memoized) return this.#fresh(spec, prepared);
+    let key = plan.keys.get(prepared as number);
     if (key === undefined) {
       key = this.#memoKey(spec, prepared, plan.layers !== null);
-      if (spec.type !== "numeric") plan.keys.set(prepared, key);
+      if (spec.k > 0) plan.keys.set(prepared as number, key);
     }
     let remembered = this.#state.memo[key];
     if (remembered === undefined) {
-      remembered = plan.layers === null ? fresh(spec, prepared) : plan.layers.permanent.randomize(prepared, systemRandomness);
+      remembered = plan.layers === null ? this.#fresh(spec, prepared) : plan.layers.permanent.randomize(prepared as number, systemRandomness);
       this.#state.memo[key] = remembered;
       this.#state.memoSizes[spec.name] = (this.#state.memoSizes[spec.name] ?? 0) + 1;
     }
@@ -313,16 +327,31 @@ export class Client {
     return plan;
   }
 
-  /** The HMAC under which a value's permanent answer is kept: a category index, or a numeric
-   * t by its exact 64 bits; only the HMAC is stored, never the value. */
-  #memoKey(spec: MetricSpec, prepared: number, permanent: boolean): string {
-    let value = String(prepared);
-    if (spec.type === "numeric") {
-      const view = new DataView(new ArrayBuffer(8));
-      view.setFloat64(0, prepared);
-      value = `t=${view.getBigUint64(0).toString(16)}`;
-    }
-    const message = `${spec.name}|${spec.fingerprint}|${value}${permanent ? "|permanent" : ""}`;
+  /** A fresh randomized answer of the metric's own mechanism. */
+  #fresh(spec: MetricSpec, prepared: number | Uint8Array): Payload {
+    const { numericRandomizer: numeric, textRandomizer: text } = spec;
+    if (text) return text.randomize(prepared as Uint8Array, this.#level(spec, text.levels), systemRandomness);
+    return (numeric ?? (spec.randomizer as NonNullable<MetricSpec["randomizer"]>)).randomize(prepared as number, systemRandomness);
+  }
+
+  /** A text metric's prefix level on this device, drawn uniformly on its first report and kept for
+   * its lifetime in the memo under `pin:` + an HMAC of `metric|fingerprint` (a redrawn level
+   * would let each period reveal another prefix of the same string). */
+  #level(spec: MetricSpec, levels: number): number {
+    const key = `pin:${this.#hmac(`${spec.name}|${spec.fingerprint}`)}`;
+    return (this.#state.memo[key] ??= 1 + systemRandomness.randbelow(levels)) as number;
+  }
+
+  /** The HMAC under which a value's permanent answer is kept: a category index, a numeric t
+   * exactly, a text metric's padded bytes (hex); only the HMAC is stored, never the value. */
+  #memoKey(spec: MetricSpec, prepared: number | Uint8Array, permanent: boolean): string {
+    // A number's shortest round-trip text names exactly one float: two t share an answer only
+    // when they are the same point on the metric's axis (t is never -0).
+    const value = typeof prepared !== "number" ? `s=${hex(prepared)}` : spec.type === "numeric" ? `t=${prepared}` : prepared;
+    return this.#hmac(`${spec.name}|${spec.fingerprint}|${value}${permanent ? "|permanent" : ""}`);
+  }
+
+  #hmac(message: string): string {
     const secret = Uint8Array.from(this.#state.secret.match(/../g) as string[], (h) => parseInt(h, 16));
     return hmacSha256Hex(secret, new TextEncoder().encode(message));
   }
@@ -440,14 +469,14 @@ export class Client {
       const badSet = new Set(bad);
       queue.splice(0, batch.length, ...batch.filter((_, i) => !badSet.has(i)));
       this.#counters.dropped_rejected += badSet.size;
-      this.#problemMessages.set("dropped", `the collector refused ${this.#counters.dropped_rejected} report(s) for good; the last: ${sent.reason.slice(0, 200)}`);
+      this.#problemMessages.set("dropped", `the collector refused ${this.#counters.dropped_rejected} report(s) for good: ${sent.reason.slice(0, 200)}`);
     } else {
       this.#failures++;
       this.#counters.retries++;
       if (sent.status !== null && sent.status >= 400 && sent.status < 500 && sent.status !== 408 && sent.status !== 429) this.#counters.refused++;
       const delay = sent.retryAfter ?? this.#backoff();
       this.#notBefore = Date.now() + delay;
-      this.#problemMessages.set("unreachable", `could not deliver ${queue.length} report(s) to ${this.url}${REPORTS_PATH}: ${sent.reason}; retrying in ${Math.round(delay / 1000)} s`);
+      this.#problemMessages.set("unreachable", `could not deliver ${queue.length} report(s): ${sent.reason}; retrying in ${Math.round(delay / 1000)} s`);
       this.#scheduleSave();
       return false;
     }
@@ -470,13 +499,13 @@ export class Client {
       answer = await fetch(`${this.url}${REPORTS_PATH}`, { method: "POST", headers, body: batchBody(batch), keepalive, signal: AbortSignal.timeout(this.#options.timeout) });
       body = await boundedText(answer, MAX_ANSWER_BYTES);
     } catch (exc) {
-      return { kind: "retry", status: null, reason: (exc as Error).message, retryAfter: null };
+      return retry(null, (exc as Error).message);
     }
     const status = answer.status;
     if (status >= 200 && status < 300) {
       const ack = acknowledgement(body, batch.length);
       if (ack !== null) return { kind: "ok", duplicates: ack };
-      return { kind: "retry", status, reason: `HTTP ${status} is not the collector's acknowledgement`, retryAfter: null };
+      return retry(status, `HTTP ${status} is no acknowledgement`);
     }
     if (status === 413) return { kind: "split" };
     const mediaType = (answer.headers.get("content-type") ?? "").split(";")[0].trim().toLowerCase();
@@ -487,13 +516,13 @@ export class Client {
       return { kind: "drop", indices, reason: typeof detail === "string" ? detail : JSON.stringify(detail) };
     }
     const after = Number(answer.headers.get("retry-after"));
-    return { kind: "retry", status, reason: `HTTP ${status}`, retryAfter: Number.isFinite(after) && after > 0 ? Math.min(after * 1000, this.#options.maxBackoff) : null };
+    return retry(status, `HTTP ${status}`, after > 0 ? Math.min(after * 1000, this.#options.maxBackoff) : null);
   }
 
   /** What is wrong now, in words (never a recorded value). */
   problems(): string[] {
     const out = [...this.#problemMessages.values()];
-    if (this.#held.length > 0) out.push(`${this.#held.length} value(s) held until the first specs arrive`);
+    if (this.#held.length > 0) out.push(`${this.#held.length} value(s) held until specs arrive`);
     return out;
   }
 
@@ -528,8 +557,7 @@ export class Client {
   }
 
   #loadState(): State {
-    let secret = "";
-    for (const byte of systemRandomness.bytes(32)) secret += byte.toString(16).padStart(2, "0");
+    const secret = hex(systemRandomness.bytes(32));
     const empty: State = { version: 1, specs: {}, etag: null, ledger: {}, queue: [], secret, memo: {}, totals: {}, memoSizes: {} };
     const text = this.#storage.load();
     if (text === null) return empty;
@@ -568,6 +596,9 @@ export class Client {
   }
 }
 
+/** A delivery to try again later (after `retryAfter` ms, or the backoff). */
+const retry = (status: number | null, reason: string, retryAfter: number | null = null): Sent => ({ kind: "retry", status, reason, retryAfter });
+
 /** An answer's body as text, refused (and the rest not read) past `limit` bytes. */
 async function boundedText(answer: Response, limit: number): Promise<string> {
   const reader = answer.body?.getReader();
@@ -585,17 +616,16 @@ async function boundedText(answer: Response, limit: number): Promise<string> {
   return text + decoder.decode();
 }
 
-/** An ERROR a developer should see (once per problem; never a recorded value). */
-function complain(message: string): void {
-  console.error(`deniable: ${message}`);
+/** A text metric's value as its padded bytes; InvalidInput names the metric, never the value. */
+function padded(spec: MetricSpec, value: unknown): Uint8Array {
+  try {
+    return (spec.textRandomizer as NonNullable<MetricSpec["textRandomizer"]>).encode(value);
+  } catch (exc) {
+    throw new InvalidInput(`metric ${spec.name}: ${(exc as Error).message}`);
+  }
 }
 
-/** A fresh randomized answer of the metric's own mechanism. */
-function fresh(spec: MetricSpec, prepared: number): Payload {
-  return spec.numericRandomizer !== undefined
-    ? spec.numericRandomizer.randomize(prepared, systemRandomness)
-    : (spec.randomizer as NonNullable<MetricSpec["randomizer"]>).randomize(prepared, systemRandomness);
-}
+
 
 function checkUrl(url: string): string {
   if (typeof url !== "string" || !/^https?:\/\/[^/]/.test(url)) throw new InvalidInput("url must be an http(s) URL");

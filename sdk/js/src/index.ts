@@ -3,12 +3,12 @@
 export { Client, type ClientOptions, type ClientStats, acknowledgement, collectorRefusal } from "./client.js";
 export {
   BRR, Duchi, Hybrid, KRR, OLH, OUE, Piecewise, SpecError, checkEpsilon, leastVariance, makeMechanism,
-  makeNumericMechanism, olhHash, toBase64, TwoLayers, twoLayers, DEFAULT_INSTANTANEOUS_RATIO, type Mechanism, type NumericMechanism, type Payload,
+  makeNumericMechanism, olhHash, toBase64, TwoLayers, twoLayers, DEFAULT_INSTANTANEOUS_RATIO, type Mechanism, type NumericMechanism, type Payload, type TextPayload,
   HYBRID_THRESHOLD, MAX_CATEGORIES, MAX_EPSILON, MAX_KRR_CATEGORIES, MIN_EPSILON, NUMERIC_GRID, OLH_PRIME,
 } from "./mechanisms.js";
 export { CryptoRandomness, type Randomness, systemRandomness, uuid4 } from "./random.js";
 export { hmacSha256Hex, sha256Hex } from "./sha256.js";
-export { InvalidInput, MetricSpec, type MetricType, type PeriodKind, type SpecData, canonicalJson, periodLabel } from "./spec.js";
+export { InvalidInput, MAX_CELLS, MetricSpec, OTHER, type TextFactory, type TextRandomizer, type MetricType, type PeriodKind, type SpecData, canonicalJson, periodLabel } from "./spec.js";
 export { LocalStorage, MemoryStorage, type StateStorage, defaultStorage } from "./storage.js";
 export { METRICS_PATH, REPORTS_PATH, batchBody, payloadText, pythonFloatText, reportText } from "./wire.js";
-export { fromBase64, parseNumericPayload, parsePayload, supported } from "./payloads.js";
+export { fromBase64, parseNumericPayload, parsePayload, parseTextPayload, supported, twoLayersRates } from "./payloads.js";

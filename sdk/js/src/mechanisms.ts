@@ -4,7 +4,10 @@
 import { type Randomness, systemRandomness } from "./random.js";
 
 /** A report's payload as it travels in JSON. */
-export type Payload = number | string | { a: number; b: number; y: number };
+export type Payload = number | string | { a: number; b: number; y: number } | TextPayload;
+
+/** A text metric's payload: the OUE bits of one sketch row (base64), the level and the row. */
+export interface TextPayload { b: string; l: number; r: number }
 
 export const OLH_PRIME = 2147483647;
 export const MIN_EPSILON = 1e-3;
@@ -29,6 +32,10 @@ export function checkEpsilon(epsilon: unknown): number {
 }
 
 export const isIndex = (x: unknown, k: number): x is number => Number.isInteger(x) && (x as number) >= 0 && (x as number) < k;
+
+function checkIndex(value: number, k: number): void {
+  if (!isIndex(value, k)) throw new RangeError(`value is not a category index in 0..${k - 1}`);
+}
 
 /** A frequency oracle over categories 0..k-1. */
 export interface Mechanism {
@@ -63,7 +70,7 @@ export class KRR implements Mechanism {
   get pStar(): number { return this.p; }
   get qStar(): number { return this.q; }
   randomize(value: number, rng: Randomness = systemRandomness): number {
-    if (!isIndex(value, this.k)) throw new RangeError(`value is not a category index in 0..${this.k - 1}`);
+    checkIndex(value, this.k);
     if (rng.random() < this.p) return value;
     const other = rng.randbelow(this.k - 1);
     return other + (other >= value ? 1 : 0);
@@ -110,7 +117,7 @@ export class OUE implements Mechanism {
   get pStar(): number { return this.p; }
   get qStar(): number { return this.q; }
   randomize(value: number, rng: Randomness = systemRandomness): string {
-    if (!isIndex(value, this.k)) throw new RangeError(`value is not a category index in 0..${this.k - 1}`);
+    checkIndex(value, this.k);
     const bits = new Uint8Array(this.nBytes);
     for (let v = 0; v < this.k; v++) {
       if (rng.random() < (v === value ? this.p : this.q)) bits[v >> 3] |= 1 << (v & 7);
@@ -146,7 +153,7 @@ export class OLH implements Mechanism {
   get qStar(): number { return this.q; }
   hash(a: number, b: number, value: number): number { return olhHash(a, b, value, this.g); }
   randomize(value: number, rng: Randomness = systemRandomness): { a: number; b: number; y: number } {
-    if (!isIndex(value, this.k)) throw new RangeError(`value is not a category index in 0..${this.k - 1}`);
+    checkIndex(value, this.k);
     const a = 1 + rng.randbelow(OLH_PRIME - 1);
     const b = rng.randbelow(OLH_PRIME);
     const h = this.hash(a, b, value);
@@ -189,8 +196,8 @@ export function leastVariance(k: number, epsilon: number): string {
 /** A mechanism by name; `auto` resolves. */
 export function makeMechanism(name: string, k: number, epsilon: number): Mechanism {
   const resolved = name === "auto" ? leastVariance(k, epsilon) : name;
-  const make = MECHANISMS[resolved];
-  if (make === undefined) throw new SpecError(`unknown mechanism ${JSON.stringify(name)}: choose one of auto, brr, krr, oue, olh`);
+  const make = Object.hasOwn(MECHANISMS, resolved) ? MECHANISMS[resolved] : undefined;
+  if (make === undefined) throw new SpecError(`unknown mechanism ${JSON.stringify(name)}; choose auto, brr, krr, oue or olh`);
   return new make(k, epsilon);
 }
 
@@ -220,12 +227,11 @@ export class Duchi implements NumericMechanism {
     const e = Math.exp(this.epsilon);
     this.bound = (e + 1) / (e - 1);
   }
-  plusProbability(t: number): number { return 0.5 + t / (2 * this.bound); }
   variance(t: number): number { return this.bound ** 2 - t * t; }
   get worstCaseVariance(): number { return this.bound ** 2; }
   randomize(t: number, rng: Randomness = systemRandomness): number {
     checkT(t);
-    return rng.random() < this.plusProbability(t) ? this.bound : -this.bound;
+    return rng.random() < 0.5 + t / (2 * this.bound) ? this.bound : -this.bound; // E[y] = t
   }
 }
 
@@ -312,13 +318,11 @@ export function makeNumericMechanism(name: string, epsilon: number): NumericMech
       if (v < best) { best = v; resolved = key; }
     }
   }
-  const make = NUMERIC[resolved];
-  if (make === undefined) throw new SpecError(`unknown numeric mechanism ${JSON.stringify(name)}: choose one of auto, duchi, pm, hybrid`);
+  const make = Object.hasOwn(NUMERIC, resolved) ? NUMERIC[resolved] : undefined;
+  if (make === undefined) throw new SpecError(`unknown mechanism ${JSON.stringify(name)}; choose auto, duchi, pm or hybrid`);
   return new make(epsilon);
 }
 
-export const isCategoricalMechanism = (name: string): boolean => name in MECHANISMS;
-export const isNumericMechanism = (name: string): boolean => name in NUMERIC;
 
 /** The SDK's default instantaneousRatio: a memoized report's fresh layer has twice the eps. */
 export const DEFAULT_INSTANTANEOUS_RATIO = 2;
@@ -329,21 +333,16 @@ export const DEFAULT_INSTANTANEOUS_RATIO = 2;
 export class TwoLayers {
   readonly instantaneous: KRR;
   readonly permanent: KRR;
-  constructor(readonly mechanism: KRR, ratio: number) {
+  constructor(mechanism: KRR, ratio: number) {
     const { k, epsilon } = mechanism;
     const instantaneous = Math.min(ratio * epsilon, MAX_EPSILON);
-    if (!(instantaneous > epsilon)) throw new SpecError(`eps ${epsilon} leaves no room for an instantaneous layer`);
+    if (!(instantaneous > epsilon)) throw new SpecError("no room for an instantaneous layer");
     const make = (e: number): KRR => (mechanism instanceof BRR ? new BRR(2, e) : new KRR(k, e));
     this.instantaneous = make(instantaneous);
     const spread = (mechanism.p - mechanism.q) / (this.instantaneous.p - this.instantaneous.q);
     this.permanent = make(Math.log((1 + spread * (k - 1)) / (1 - spread)));
   }
   get permanentEpsilon(): number { return this.permanent.epsilon; }
-  get instantaneousEpsilon(): number { return this.instantaneous.epsilon; }
-  /** P(report supports v | true v) through both layers. */
-  get pStar(): number { return this.permanent.p * this.instantaneous.p + (1 - this.permanent.p) * this.instantaneous.q; }
-  /** P(report supports w | true v != w) through both layers. */
-  get qStar(): number { return this.permanent.q * this.instantaneous.p + (1 - this.permanent.q) * this.instantaneous.q; }
 }
 
 /** The two layers a memoized metric uses, or null (oue, olh, numbers: reported afresh). */

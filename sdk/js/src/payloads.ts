@@ -2,8 +2,9 @@
  * the problem, and the categories a payload supports. Not needed to record, so not in the
  * browser bundle; the shared vectors and the auditor use them. */
 
+import { type PrefixSketch, TEXT_CELLS, TEXT_ROWS } from "./text.js";
 import {
-  B64, type Mechanism, type NumericMechanism, type Payload, Duchi, Hybrid, OLH, OLH_PRIME, OUE, isIndex, toBase64,
+  B64, type Mechanism, type TwoLayers, type NumericMechanism, type Payload, Duchi, Hybrid, OLH, OLH_PRIME, OUE, isIndex, toBase64,
 } from "./mechanisms.js";
 
 /** The bytes of strict standard base64 (padding required, no whitespace), or null. */
@@ -41,6 +42,12 @@ export function parseNumericPayload(m: NumericMechanism, payload: unknown): numb
   if (m instanceof Duchi) return parseDuchi(m, payload);
   if (m instanceof Hybrid && m.pmProbability === 0) return parseDuchi(m.duchi, payload);
   return parseNumber(payload, m.bound);
+}
+
+/** P(report supports v | true v) and P(report supports w | true v != w) through both of RAPPOR's
+ * layers (what an estimator uses; equal to the metric's own mechanism's). */
+export function twoLayersRates({ permanent: a, instantaneous: b }: TwoLayers): { pStar: number; qStar: number } {
+  return { pStar: a.p * b.p + (1 - a.p) * b.q, qStar: a.q * b.p + (1 - a.q) * b.q };
 }
 
 /** A category payload in canonical form, or an Error naming the problem. */
@@ -84,4 +91,19 @@ export function supported(m: Mechanism, payload: Payload): number[] {
     return out;
   }
   return [payload as number];
+}
+
+/** A text metric's (pem) payload in canonical form, or an Error naming the problem. */
+export function parseTextPayload(m: PrefixSketch, payload: unknown): Payload {
+  if (typeof payload !== "object" || payload === null || Array.isArray(payload) || Object.keys(payload).sort().join() !== "b,l,r") {
+    throw new Error('payload must be an object with exactly the keys "b", "l", "r"');
+  }
+  const { b, l, r } = payload as Record<string, unknown>;
+  if (!Number.isInteger(l) || (l as number) < 1 || (l as number) > m.levels) throw new Error(`payload l (the prefix level) must be an integer in 1..${m.levels}`);
+  if (!Number.isInteger(r) || (r as number) < 0 || (r as number) >= TEXT_ROWS) throw new Error(`payload r (the sketch row) must be an integer in 0..${TEXT_ROWS - 1}`);
+  if (typeof b !== "string") throw new Error("payload b must be a base64 string");
+  const raw = fromBase64(b);
+  if (raw === null) throw new Error("payload b is not valid standard base64");
+  if (raw.length !== TEXT_CELLS / 8) throw new Error(`payload b must encode exactly ${TEXT_CELLS / 8} bytes (${TEXT_CELLS} cells)`);
+  return { b: toBase64(raw), l: l as number, r: r as number };
 }

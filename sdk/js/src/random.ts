@@ -34,7 +34,7 @@ export class CryptoRandomness implements Randomness {
   }
 
   randbelow(n: number): number {
-    if (!Number.isInteger(n) || n < 1 || n > 4294967296) throw new RangeError("randbelow needs 1 <= n <= 2^32");
+    if (!Number.isInteger(n) || n < 1 || n > 4294967296) throw new RangeError("randbelow: n not in 1..2^32");
     if (n === 1) return 0;
     const bits = Math.ceil(Math.log2(n));
     const shift = 32 - bits;
@@ -55,6 +55,8 @@ export class CryptoRandomness implements Randomness {
 export const systemRandomness = new CryptoRandomness();
 
 const HEX = Array.from({ length: 256 }, (_, i) => (i + 256).toString(16).slice(1));
+/** Bytes as lowercase hex. */
+export const hex = (bytes: Uint8Array): string => Array.from(bytes, (b) => HEX[b]).join("");
 const hex8 = (w: number): string => HEX[w >>> 24] + HEX[(w >>> 16) & 255] + HEX[(w >>> 8) & 255] + HEX[w & 255];
 
 /** A uuid4 in canonical text form, always from the system CSPRNG (ids stay unguessable). */

@@ -1,12 +1,13 @@
 /** Metric specs, their fingerprints and period labels, as deniable.client.spec defines them. */
 
+import type { Randomness } from "./random.js";
 import {
-  type Mechanism, MAX_CATEGORIES, type NumericMechanism, SpecError, isCategoricalMechanism, isNumericMechanism,
+  type Mechanism, type NumericMechanism, SpecError, type TextPayload,
   makeMechanism, makeNumericMechanism,
 } from "./mechanisms.js";
 import { sha256Hex } from "./sha256.js";
 
-export type MetricType = "boolean" | "categorical" | "numeric" | "histogram";
+export type MetricType = "boolean" | "categorical" | "numeric" | "histogram" | "text";
 export type PeriodKind = "day" | "week" | "month";
 
 /** A spec in the JSON form a collector serves (`fingerprint` ignored, null fields absent). */
@@ -20,6 +21,8 @@ export interface SpecData {
   lower?: number;
   upper?: number;
   edges?: number[];
+  max_length?: number;
+  dimensions?: Record<string, string[]>;
   fingerprint?: string;
   [other: string]: unknown;
 }
@@ -31,12 +34,32 @@ export class InvalidInput extends Error {
 
 const METRIC_NAME = /^[a-z][a-z0-9_.-]{0,63}$/;
 const BOOLEAN_CATEGORIES = ["false", "true"];
+const DIMENSION_NAME = /^[a-z][a-z0-9_]{0,31}$/;
+const DIMENSION_VALUE = /^[A-Za-z0-9][A-Za-z0-9_.+-]{0,31}$/;
+/** The value every dimension has besides its listed ones: what an unlisted value is sent as. */
+export const OTHER = "other";
+/** The most cells a metric's dimensions may make: the product of (listed values + 1). */
+export const MAX_CELLS = 1000;
+
+/** A text metric's randomizer (deniable/text's PrefixSketch). */
+export interface TextRandomizer {
+  readonly name: string;
+  readonly maxLength: number;
+  readonly epsilon: number;
+  readonly levels: number;
+  /** The padded bytes of a string; an Error (never naming the value) if it has none. */
+  encode(value: unknown): Uint8Array;
+  randomize(padded: Uint8Array, level: number, rng?: Randomness): TextPayload;
+}
+
+/** What makes a text spec's randomizer: deniable/text's `pem`. */
+export type TextFactory = (data: SpecData) => TextRandomizer;
 
 /** RFC 8785 canonical JSON of the values a spec holds. */
 export function canonicalJson(value: unknown): string {
   if (value === null || typeof value === "boolean") return JSON.stringify(value);
   if (typeof value === "number") {
-    if (!Number.isFinite(value)) throw new Error("canonical JSON has no NaN or infinity");
+    if (!Number.isFinite(value)) throw new TypeError("not canonical JSON");
     return Object.is(value, -0) ? "0" : String(value);
   }
   if (typeof value === "string") return JSON.stringify(value);
@@ -45,7 +68,7 @@ export function canonicalJson(value: unknown): string {
     const keys = Object.keys(value as object).sort();
     return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`).join(",")}}`;
   }
-  throw new TypeError(`cannot canonicalize ${typeof value}`);
+  throw new TypeError("not canonical JSON");
 }
 
 const finite = (x: unknown, what: string): number => {
@@ -64,35 +87,52 @@ export class MetricSpec {
   readonly lower?: number;
   readonly upper?: number;
   readonly edges?: readonly number[];
+  /** A text metric's longest string, in UTF-8 bytes. */
+  readonly maxLength?: number;
+  /** (name, listed values) pairs, sorted by name. */
+  readonly dimensions: ReadonlyArray<readonly [string, readonly string[]]>;
   readonly randomizer?: Mechanism;
   readonly numericRandomizer?: NumericMechanism;
+  readonly textRandomizer?: TextRandomizer;
   readonly fingerprint: string;
 
-  private constructor(data: SpecData) {
+  private constructor(data: SpecData, text?: TextFactory) {
     const { name, type } = data;
+    const bad: (why: string) => never = (why) => { throw new SpecError(`metric ${name}: ${why}`); };
     if (typeof name !== "string" || !METRIC_NAME.test(name)) {
-      throw new SpecError("metric name must match [a-z][a-z0-9_.-]{0,63}");
+      throw new SpecError(`metric name must match ${METRIC_NAME.source}`);
     }
     this.name = name;
-    if (!["boolean", "categorical", "numeric", "histogram"].includes(type)) {
-      throw new SpecError(`metric ${name}: type must be one of boolean, categorical, numeric, histogram`);
+    if (!["boolean", "categorical", "numeric", "histogram", "text"].includes(type)) {
+      bad("unknown type");
     }
     this.type = type;
+    const dimensions = data.dimensions ?? {};
+    if (typeof dimensions !== "object" || Array.isArray(dimensions)) bad("dimensions must be an object of name: [values]");
+    this.dimensions = checkDimensions(name, dimensions);
+    if (data.max_length !== undefined && type !== "text") bad("max_length is for text metrics only");
     const period = data.period ?? "day";
-    if (!["day", "week", "month"].includes(period)) throw new SpecError(`metric ${name}: period must be one of day, week, month`);
+    if (!["day", "week", "month"].includes(period)) bad("period must be one of day, week, month");
     this.period = period;
     const mechanism = data.mechanism ?? "auto";
-    if (typeof mechanism !== "string") throw new SpecError(`metric ${name}: mechanism must be a name (a string)`);
-    if (type === "numeric") {
-      if (data.categories !== undefined || data.edges !== undefined) throw new SpecError(`metric ${name}: a numeric metric has no categories or edges`);
+    if (typeof mechanism !== "string") bad("mechanism must be a name (a string)");
+    if (type === "text") {
+      if (text === undefined) throw new SpecError(`metric ${name} is text: pass text: pem (deniable/text)`);
+      const randomizer = wrap(name, () => text(data));
+      this.maxLength = randomizer.maxLength;
+      this.categories = [];
+      this.epsilon = randomizer.epsilon;
+      this.mechanism = randomizer.name;
+      this.textRandomizer = randomizer;
+    } else if (type === "numeric") {
+      if (data.categories !== undefined || data.edges !== undefined) bad("a numeric metric has no categories or edges");
       const lower = finite(data.lower, `metric ${name}: lower`);
       const upper = finite(data.upper, `metric ${name}: upper`);
-      if (!(lower < upper)) throw new SpecError(`metric ${name}: lower must be less than upper`);
-      if (Math.max(Math.abs(lower), Math.abs(upper)) > 1e300) throw new SpecError(`metric ${name}: lower and upper must lie within +-1e300`);
+      if (!(lower < upper)) bad("lower must be less than upper");
+      if (Math.max(Math.abs(lower), Math.abs(upper)) > 1e300) bad("lower and upper must lie within +-1e300");
       if (!(upper - lower >= Math.max(1e-300, 1e-12 * Math.max(Math.abs(lower), Math.abs(upper))))) {
-        throw new SpecError(`metric ${name}: upper - lower is too narrow for float arithmetic`);
+        bad("upper - lower is too narrow");
       }
-      if (mechanism !== "auto" && !isNumericMechanism(mechanism)) throw new SpecError(`metric ${name}: unknown mechanism; choose auto, duchi, pm or hybrid`);
       const randomizer = wrap(name, () => makeNumericMechanism(mechanism, data.epsilon));
       this.lower = lower;
       this.upper = upper;
@@ -103,27 +143,25 @@ export class MetricSpec {
     } else {
       let categories: string[];
       if (type === "histogram") {
-        if (!Array.isArray(data.edges)) throw new SpecError(`metric ${name}: edges must be a list of numbers`);
+        if (!Array.isArray(data.edges)) bad("edges must be a list of numbers");
         const edges = data.edges.map((e) => finite(e, `metric ${name}: each edge`));
-        if (edges.length < 3) throw new SpecError(`metric ${name}: a histogram needs at least 3 edges (2 buckets)`);
-        if (edges.length - 1 > MAX_CATEGORIES) throw new SpecError(`metric ${name}: at most ${MAX_CATEGORIES} buckets`);
-        if (edges.some((e, i) => i > 0 && e <= edges[i - 1])) throw new SpecError(`metric ${name}: edges must be strictly increasing`);
+        if (edges.length < 3) bad("a histogram needs at least 3 edges");
+        if (edges.some((e, i) => i > 0 && e <= edges[i - 1])) bad("edges must be strictly increasing");
         this.edges = Object.freeze(edges);
         categories = bucketLabels(edges);
         if (data.categories !== undefined && data.categories.join("\u0000") !== categories.join("\u0000")) {
-          throw new SpecError(`metric ${name}: its categories are not the bucket labels of its edges`);
+          bad("categories are not its buckets");
         }
       } else {
-        if (data.lower !== undefined || data.upper !== undefined || data.edges !== undefined) throw new SpecError(`metric ${name}: lower, upper and edges are for numbers only`);
+        if (data.lower !== undefined || data.upper !== undefined || data.edges !== undefined) bad("lower, upper and edges are for numbers only");
         categories = data.categories ?? (type === "boolean" ? BOOLEAN_CATEGORIES : []);
         if (!Array.isArray(categories)) throw new SpecError("a metric spec's categories must be a list");
-        if (type === "boolean" && categories.join() !== "false,true") throw new SpecError(`metric ${name}: boolean categories are always false, true`);
-        if (!categories.every((c) => typeof c === "string" && c.length > 0)) throw new SpecError(`metric ${name}: categories must be non-empty strings`);
-        if (new Set(categories).size !== categories.length) throw new SpecError(`metric ${name}: categories must be distinct`);
-        if (categories.length < 2) throw new SpecError(`metric ${name}: needs at least 2 categories`);
+        if (type === "boolean" && categories.join() !== "false,true") bad("boolean categories are always false, true");
+        if (!categories.every((c) => typeof c === "string" && c.length > 0)) bad("categories must be non-empty strings");
+        if (new Set(categories).size !== categories.length) bad("categories must be distinct");
+        if (categories.length < 2) bad("needs at least 2 categories");
       }
-      if (mechanism !== "auto" && !isCategoricalMechanism(mechanism)) throw new SpecError(`metric ${name}: unknown mechanism; choose auto, brr, krr, oue or olh`);
-      if (mechanism === "brr" && type !== "boolean") throw new SpecError(`metric ${name}: brr is for boolean metrics only`);
+      if (mechanism === "brr" && type !== "boolean") bad("brr is for boolean metrics only");
       const resolved = mechanism === "auto" && type !== "boolean" && categories.length === 2 ? "krr" : mechanism;
       const randomizer = wrap(name, () => makeMechanism(resolved, categories.length, data.epsilon));
       this.categories = Object.freeze([...categories]);
@@ -135,14 +173,14 @@ export class MetricSpec {
     Object.freeze(this);
   }
 
-  /** Build (and resolve) a spec from its JSON form. */
-  static fromDict(data: SpecData): MetricSpec {
+  /** Build (and resolve) a spec from its JSON form; a text spec needs `text` (deniable/text's pem). */
+  static fromDict(data: SpecData, text?: TextFactory): MetricSpec {
     if (typeof data !== "object" || data === null || Array.isArray(data)) throw new SpecError("a metric spec must be a JSON object");
     const cleaned = Object.fromEntries(Object.entries(data).filter(([, v]) => v !== null && v !== undefined)) as SpecData;
-    return new MetricSpec(cleaned);
+    return new MetricSpec(cleaned, text);
   }
 
-  /** The number of categories (a histogram's buckets; 0 for a numeric metric). */
+  /** The number of categories (a histogram's buckets; 0 for a numeric or text metric). */
   get k(): number { return this.categories.length; }
 
   /** The fields the fingerprint covers. */
@@ -153,6 +191,8 @@ export class MetricSpec {
     if (this.type === "categorical") fields.categories = [...this.categories];
     else if (this.type === "numeric") { fields.lower = this.lower; fields.upper = this.upper; }
     else if (this.type === "histogram") fields.edges = [...(this.edges as number[])];
+    else if (this.type === "text") fields.max_length = this.maxLength;
+    if (this.dimensions.length > 0) fields.dimensions = Object.fromEntries(this.dimensions);
     return fields;
   }
 
@@ -174,7 +214,7 @@ export class MetricSpec {
       while (i < edges.length && edges[i] <= x) i++;
       return Math.max(0, Math.min(this.k - 1, i - 1));
     }
-    if (this.type === "numeric") throw new InvalidInput(`metric ${this.name} is numeric: it has no categories`);
+    if (this.type === "numeric" || this.type === "text") throw new InvalidInput(`metric ${this.name} is ${this.type}: it has no categories`);
     if (typeof value !== "string") throw new InvalidInput(`metric ${this.name}: expects a category name (string)`);
     const index = this.categories.indexOf(value);
     if (index < 0) {
@@ -194,12 +234,38 @@ export class MetricSpec {
 
   private finiteValue(value: unknown): number {
     if (typeof value !== "number") throw new InvalidInput(`metric ${this.name}: expects a number`);
-    if (!Number.isFinite(value)) throw new InvalidInput(`metric ${this.name}: expects a finite number (not NaN or infinite)`);
+    if (!Number.isFinite(value)) throw new InvalidInput(`metric ${this.name}: expects a finite number`);
     return value;
+  }
+
+  /** The `"dims"` member of this metric's reports from a device with `context` (`""` without
+   * dimensions): each dimension's context value if listed, else `other`, in name order (as
+   * deniable.client.wire.dims_text writes them; names and values need no JSON escapes). */
+  dimsText(context: Record<string, unknown>): string {
+    const dims = this.dimensions.map(([n, values]) => {
+      const v = context[n]; // a name is [a-z][a-z0-9_]*: an inherited member is a function, never listed
+      return `"${n}":"${typeof v === "string" && values.includes(v) ? v : OTHER}"`;
+    });
+    return dims.length ? `,"dims":{${dims}}` : "";
   }
 
   /** The period label containing `moment` (UTC). */
   periodOf(moment: Date): string { return periodLabel(this.period, moment); }
+}
+
+/** A spec's dimensions checked (names, listed values, the cell cap) and sorted by name. */
+function checkDimensions(metric: string, raw: object): Array<[string, string[]]> {
+  let cells = 1;
+  const out = Object.entries(raw).map(([name, values]): [string, string[]] => {
+    if (!DIMENSION_NAME.test(name) || !Array.isArray(values) || !values.length || new Set(values).size < values.length
+      || !values.every((v) => typeof v === "string" && DIMENSION_VALUE.test(v) && v !== OTHER)) {
+      throw new SpecError(`metric ${metric}: dimension ${name}: its name must match ${DIMENSION_NAME.source} and its values (distinct, not ${OTHER}) ${DIMENSION_VALUE.source}`);
+    }
+    cells *= values.length + 1;
+    return [name, Object.freeze([...values]) as string[]];
+  });
+  if (cells > MAX_CELLS) throw new SpecError(`metric ${metric}: its dimensions make ${cells} cells; at most ${MAX_CELLS}`);
+  return out.sort(([a], [b]) => (a < b ? -1 : 1));
 }
 
 function wrap<T>(name: string, make: () => T): T {

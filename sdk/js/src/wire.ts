@@ -7,7 +7,7 @@ export const METRICS_PATH = "/v1/metrics";
 
 /** A float as Python's repr writes it (shortest round-trip digits; `1.0`, `1e-05`, `1e+16`). */
 export function pythonFloatText(x: number): string {
-  if (!Number.isFinite(x)) throw new RangeError("a payload must be a finite number");
+  if (!Number.isFinite(x)) throw new RangeError("not a finite payload");
   if (x === 0) return Object.is(x, -0) ? "-0.0" : "0.0";
   const sign = x < 0 ? "-" : "";
   const [mantissa, exp] = Math.abs(x).toExponential().split("e");
@@ -27,16 +27,18 @@ export function pythonFloatText(x: number): string {
 export function payloadText(payload: Payload, numeric = false): string {
   if (typeof payload === "number") {
     if (numeric) return pythonFloatText(payload);
-    if (!Number.isInteger(payload)) throw new RangeError("a category payload must be an integer");
+    if (!Number.isInteger(payload)) throw new RangeError("not an integer payload");
     return String(payload);
   }
-  if (typeof payload === "string") return JSON.stringify(payload);
-  return `{"a":${payload.a},"b":${payload.b},"y":${payload.y}}`;
+  // A string, or an object whose keys every randomizer makes in sorted order (olh's a, b, y;
+  // pem's b, l, r) and JSON keeps: its JSON text is the canonical one.
+  return JSON.stringify(payload);
 }
 
-/** A report as its wire JSON object (keys in order id, metric, fingerprint, period, payload). */
-export function reportText(id: string, metric: string, fingerprint: string, period: string, payloadJson: string): string {
-  return `{"id":"${id}","metric":"${metric}","fingerprint":"${fingerprint}","period":"${period}","payload":${payloadJson}}`;
+/** A report as its wire JSON object (keys in order id, metric, fingerprint, period, payload,
+ * then its MetricSpec.dimsText, if any). */
+export function reportText(id: string, metric: string, fingerprint: string, period: string, payloadJson: string, dims = ""): string {
+  return `{"id":"${id}","metric":"${metric}","fingerprint":"${fingerprint}","period":"${period}","payload":${payloadJson}${dims}}`;
 }
 
 /** The POST /v1/reports body of report texts. */

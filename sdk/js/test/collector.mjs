@@ -1,6 +1,7 @@
 // A real collector for the node tests: `python -m deniable.collector` from the repository's venv
-// on loopback, SQLite in a temporary folder (PostgreSQL when DENIABLE_REQUIRE_POSTGRES is set),
-// and a toggling proxy in front of it to take it offline or lose its acknowledgements.
+// on loopback, SQLite in a temporary folder, or PostgreSQL (a database of its own on the test
+// server, created and dropped here) when DENIABLE_JS_BACKEND is "postgresql" (the *.postgres.test
+// files), and a toggling proxy in front of it to take it offline or lose its acknowledgements.
 import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import http from "node:http";
@@ -27,10 +28,29 @@ function python(code) {
   return execFileSync(PYTHON, ["-c", code], { cwd: ROOT, encoding: "utf8" }).trim();
 }
 
+/** Why PostgreSQL cannot be used at the test server (testkit.postgres), one line; null if it can. */
+export function postgresProblem() {
+  const problem = python("from testkit.postgres import postgres_problem; print(postgres_problem() or '')");
+  return problem === "" ? null : problem;
+}
+
+/** Run the tests of `module` (a test file's URL) against a PostgreSQL collector: skipped with the
+ * reason when the server does not answer, failed instead when DENIABLE_REQUIRE_POSTGRES is set (CI). */
+export async function onPostgres(module, test) {
+  const problem = postgresProblem();
+  if (problem !== null && !process.env.DENIABLE_REQUIRE_POSTGRES) {
+    test("the same tests on PostgreSQL", { skip: `PostgreSQL is unreachable (${problem})` }, () => {});
+    return;
+  }
+  if (problem !== null) throw new Error(`PostgreSQL is unreachable (${problem}) and DENIABLE_REQUIRE_POSTGRES is set`);
+  process.env.DENIABLE_JS_BACKEND = "postgresql";
+  await import(module);
+}
+
 /** Start a collector; returns { url, stop, backend }. */
 export async function startCollector() {
   const folder = mkdtempSync(join(tmpdir(), "deniable-js-"));
-  const postgres = Boolean(process.env.DENIABLE_REQUIRE_POSTGRES);
+  const postgres = process.env.DENIABLE_JS_BACKEND === "postgresql";
   let database = `sqlite:///${join(folder, "reports.db")}`;
   let dbName = null;
   if (postgres) {

@@ -4,8 +4,10 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import {
-  MetricSpec, OLH, TwoLayers, parseNumericPayload, parsePayload, supported, batchBody, makeMechanism, makeNumericMechanism, olhHash, payloadText, Piecewise, pythonFloatText, reportText,
+  MetricSpec, OLH, TwoLayers, parseNumericPayload, parsePayload, parseTextPayload, supported, twoLayersRates, batchBody, makeMechanism, makeNumericMechanism, olhHash, payloadText, Piecewise,
+  pythonFloatText, reportText,
 } from "../dist/index.js";
+import { PrefixSketch, pem, textHashCoefficients } from "../dist/text.js";
 
 const vectors = JSON.parse(readFileSync(new URL("../../../tests/vectors/wire.json", import.meta.url), "utf8"));
 
@@ -13,14 +15,29 @@ const close = (a, b, what) => assert.ok(Math.abs(a - b) <= 1e-12 * Math.max(1, M
 
 test("spec fingerprints, resolution and bucket labels", () => {
   for (const { input, resolved, categories } of vectors.specs) {
-    const spec = MetricSpec.fromDict(input);
+    const spec = MetricSpec.fromDict(input, pem);
     assert.deepEqual(spec.toDict(), resolved, input.name);
-    assert.deepEqual([...spec.categories], spec.type === "numeric" ? [] : categories, input.name);
+    assert.deepEqual([...spec.categories], categories, input.name);
   }
 });
 
 test("invalid specs are refused", () => {
-  for (const input of vectors.invalid_specs) assert.throws(() => MetricSpec.fromDict(input), undefined, JSON.stringify(input));
+  for (const input of vectors.invalid_specs) assert.throws(() => MetricSpec.fromDict(input, pem), undefined, JSON.stringify(input));
+});
+
+test("a text spec needs deniable/text", () => {
+  const text = vectors.specs.find(({ input }) => input.type === "text").input;
+  assert.throws(() => MetricSpec.fromDict(text), /is text: pass text: pem/);
+});
+
+test("dimension values from a context, and their wire member", () => {
+  const specs = new Map(vectors.specs.map(({ input }) => [input.name, MetricSpec.fromDict(input, pem)]));
+  for (const { metric, context, dims, text } of vectors.dimension_values) {
+    const wire = specs.get(metric).dimsText(context);
+    assert.equal(wire, text, `${metric} ${JSON.stringify(context)}`);
+    assert.deepEqual(JSON.parse(`{${wire.slice(1)}}`).dims, dims);
+  }
+  assert.equal(specs.get("dark_mode").dimsText({ platform: "ios" }), "");
 });
 
 test("period labels (day, ISO week, month)", () => {
@@ -55,9 +72,10 @@ test("RAPPOR's two layers: the permanent eps that composes into the metric's mec
   for (const v of vectors.two_layers) {
     const two = new TwoLayers(makeMechanism(v.mechanism, v.k, v.epsilon), v.ratio);
     close(two.permanentEpsilon, v.permanent_epsilon, `${v.mechanism} k=${v.k} eps=${v.epsilon} ratio=${v.ratio} permanent`);
-    close(two.instantaneousEpsilon, v.instantaneous_epsilon, "instantaneous");
-    close(two.pStar, v.p_star, "p*");
-    close(two.qStar, v.q_star, "q*");
+    close(two.instantaneous.epsilon, v.instantaneous_epsilon, "instantaneous");
+    const { pStar, qStar } = twoLayersRates(two);
+    close(pStar, v.p_star, "p*");
+    close(qStar, v.q_star, "q*");
   }
 });
 
@@ -98,11 +116,15 @@ class Replay {
     assert.deepEqual(d?.slice(0, 2), ["i", n], "expected an integer draw below the same n");
     return d[2];
   }
-  bytes() { throw new Error("no bytes"); }
+  bytes(n) {
+    const d = this.draws[this.i++];
+    assert.deepEqual(d?.slice(0, 2), ["b", n], "expected the same number of random bytes");
+    return new Uint8Array(Buffer.from(d[2], "base64"));
+  }
 }
 
 test("randomizers replay Python's draws to the same payloads", () => {
-  const specs = new Map(vectors.specs.map(({ input }) => [input.name, MetricSpec.fromDict(input)]));
+  const specs = new Map(vectors.specs.map(({ input }) => [input.name, MetricSpec.fromDict(input, pem)]));
   for (const v of vectors.draws) {
     const spec = specs.get(v.metric);
     const rng = new Replay(v.draws);
@@ -116,13 +138,55 @@ test("randomizers replay Python's draws to the same payloads", () => {
 });
 
 test("report and batch texts", () => {
-  const specs = new Map(vectors.specs.map(({ input }) => [input.name, MetricSpec.fromDict(input)]));
+  const specs = new Map(vectors.specs.map(({ input }) => [input.name, MetricSpec.fromDict(input, pem)]));
   const texts = vectors.reports.map((r) => {
-    const numeric = specs.get(r.metric).type === "numeric";
-    const text = reportText(r.id, r.metric, r.fingerprint, r.period, payloadText(r.payload, numeric));
+    const spec = specs.get(r.metric);
+    const numeric = spec.type === "numeric";
+    const text = reportText(r.id, r.metric, r.fingerprint, r.period, payloadText(r.payload, numeric), spec.dimsText(r.context ?? {}));
     assert.equal(text, r.text);
     return text;
   });
   assert.equal(batchBody(texts), vectors.batch_body);
   assert.ok(new OLH(10, 1) instanceof OLH);
+});
+
+test("pem: the hash's public coefficients and prefix cells", () => {
+  const [a, b] = textHashCoefficients();
+  assert.deepEqual(a, vectors.text.a);
+  assert.deepEqual(b, vectors.text.b);
+  const sketch = new PrefixSketch(64, 1);
+  for (const { row, prefix, cell } of vectors.text.cells) assert.equal(sketch.cell(row, Buffer.from(prefix, "hex")), cell, `${row} ${prefix}`);
+});
+
+test("pem: strings as padded bytes, cut at a character boundary", () => {
+  for (const { max_length: maxLength, value, padded } of vectors.text.encodings) {
+    const sketch = new PrefixSketch(maxLength, 1);
+    const what = `${maxLength} ${JSON.stringify(value)}`;
+    if (padded === null) assert.throws(() => sketch.encode(value), undefined, what);
+    else assert.equal(Buffer.from(sketch.encode(value)).toString("hex"), padded, what);
+  }
+  assert.throws(() => new PrefixSketch(8, 1).encode("a\ud800"), /lone surrogate/);
+  assert.throws(() => new PrefixSketch(8, 1).encode("\udc00b"), /lone surrogate/);
+  assert.equal(new PrefixSketch(8, 1).encode("\ud83d\ude00").length, 8);
+});
+
+test("pem: payload validity and canonical text", () => {
+  for (const group of vectors.text.payloads) {
+    const sketch = new PrefixSketch(group.max_length, group.epsilon);
+    for (const c of group.cases) {
+      const what = JSON.stringify(c.payload).slice(0, 80);
+      if (c.valid) assert.equal(payloadText(parseTextPayload(sketch, c.payload)), c.canonical, what);
+      else assert.throws(() => parseTextPayload(sketch, c.payload), undefined, what);
+    }
+  }
+});
+
+test("pem: the randomizer replays Python's draws to the same payloads", () => {
+  for (const v of vectors.text.draws) {
+    const sketch = new PrefixSketch(v.max_length, v.epsilon);
+    const rng = new Replay(v.draws);
+    const payload = sketch.randomize(sketch.encode(v.value), v.level, rng);
+    assert.equal(rng.i, v.draws.length, "every draw used");
+    assert.equal(payloadText(payload), v.text, `${v.max_length} ${v.value}`);
+  }
 });
