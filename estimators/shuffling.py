@@ -43,28 +43,40 @@ closed form are here for tests and comparison tables only, never as a guarantee.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal
 
 import numpy as np
 from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import Mechanism, NumericMechanism, PrefixSketch
 from scipy import stats
 
-DEFAULT_DELTA = 1e-6
-"""The delta of a central guarantee unless one is given: below 1/n for every batch size the
-shuffler releases in practice, the usual choice in the literature and in §12's table."""
+from .shufflingaccount import (
+    BOUND_NAMES,
+    DEFAULT_DELTA,
+    MAX_BATCH,
+    MAX_DELTA,
+    MIN_DELTA,
+    Bound,
+    CentralGuarantee,
+    check_batch,
+)
 
-MAX_BATCH = 10_000_000
-"""The largest batch the accountant answers for (its work grows as sqrt(n)): far beyond any
-shuffler's batch, and a bound on one request's time."""
-
-MIN_DELTA = 1e-12
-"""The smallest delta asked for: below it the binomial tails sum near float resolution."""
-
-MAX_DELTA = 0.1
-"""The largest delta asked for: a guarantee failing with probability above 10% says little."""
+__all__ = [
+    "BOUND_NAMES",
+    "DEFAULT_DELTA",
+    "MAX_BATCH",
+    "MAX_DELTA",
+    "MIN_DELTA",
+    "Bound",
+    "CentralGuarantee",
+    "central_guarantee",
+    "check_batch",
+    "fmt21_closed_form_epsilon",
+    "fmt21_numerical_epsilon",
+    "krr_epsilon",
+    "lower_bound_epsilon",
+    "strong_clone_epsilon",
+]
 
 TAIL_MASS = 1e-20
 """The binomial mass left out at each end of a sum (a 1e-8 part of :data:`MIN_DELTA`), charged
@@ -77,43 +89,6 @@ same grid for every n and delta, so eps is non-increasing in both exactly as del
 NO_GAIN = 1e-4
 """A bound within this fraction of eps0 is reported as eps0, bound ``none`` (still valid, and
 what a reader sees at four digits: at eps0 8 and n = 2 the bound is 7.999999)."""
-
-Bound = Literal["strong-clone", "krr-variation-ratio", "fmt21-numerical", "none"]
-
-BOUND_NAMES: dict[str, str] = {
-    "strong-clone": "strong clone (FMT 2023, randomized response)",
-    "krr-variation-ratio": "k-RR clone bound (Wang et al. 2024, variation ratio)",
-    "fmt21-numerical": "FMT21 numerical (hiding among the clones, any eps0-LDP randomizer)",
-    "none": "no amplification at this batch size: the local eps",
-}
-"""Each bound's name in words, for tables and statements."""
-
-
-@dataclass(frozen=True)
-class CentralGuarantee:
-    """What shuffling ``n`` reports of local eps ``local_epsilon`` guarantees against an
-    analyst who sees the released batch: (``epsilon``, ``delta``)-DP, by ``bound``
-    (``none``: the bound is no better than the local eps, which then holds)."""
-
-    n: int
-    local_epsilon: float
-    delta: float
-    epsilon: float
-    bound: Bound
-
-    @property
-    def amplified(self) -> bool:
-        """Whether the shuffler lowers eps below the local one."""
-        return self.bound != "none"
-
-
-def check_batch(n: int, delta: float) -> None:
-    """Refuse a batch size or delta the accountant does not answer for (InvalidInput naming
-    the bound)."""
-    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_BATCH:
-        raise InvalidInput(f"batch size n must be a whole number in 1..{MAX_BATCH:,}")
-    if not MIN_DELTA <= delta <= MAX_DELTA:
-        raise InvalidInput(f"delta must be in [{MIN_DELTA:g}, {MAX_DELTA:g}]")
 
 
 def _window(m: int, p: float) -> tuple[np.ndarray, float]:

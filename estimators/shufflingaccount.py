@@ -7,7 +7,8 @@ the batches it received from the shuffler, or, to plan, one assumed batch size f
 metric (``GET /v1/privacy?shuffle_batch=N``). The bound for each batch is the one valid for the
 metric's mechanism (:func:`~.shuffling.central_guarantee`, chosen from the mechanism object);
 a batch of a metric not among the specs gets FMT21's bound, valid for every eps0-LDP
-randomizer.
+randomizer. The accountant's limits and its result type live here, without numpy, so that the
+CLI and the API can state them before any computation (:mod:`.shuffling` imports them).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import (
     Mechanism,
     NumericMechanism,
@@ -25,9 +27,58 @@ from deniable.client.mechanisms import (
 )
 from deniable.client.spec import MetricSpec
 
-from .shuffling import BOUND_NAMES, DEFAULT_DELTA, Bound, central_guarantee, check_batch
-
 Source = Literal["released", "assumed", "none"]
+
+DEFAULT_DELTA = 1e-6
+"""The delta of a central guarantee unless one is given: below 1/n for every batch size the
+shuffler releases in practice, the usual choice in the literature and in §12's table."""
+
+MAX_BATCH = 10_000_000
+"""The largest batch the accountant answers for (its work grows as sqrt(n)): far beyond any
+shuffler's batch, and a bound on one request's time."""
+
+MIN_DELTA = 1e-12
+"""The smallest delta asked for: below it the binomial tails sum near float resolution."""
+
+MAX_DELTA = 0.1
+"""The largest delta asked for: a guarantee failing with probability above 10% says little."""
+
+Bound = Literal["strong-clone", "krr-variation-ratio", "fmt21-numerical", "none"]
+
+BOUND_NAMES: dict[str, str] = {
+    "strong-clone": "strong clone (FMT 2023, randomized response)",
+    "krr-variation-ratio": "k-RR clone bound (Wang et al. 2024, variation ratio)",
+    "fmt21-numerical": "FMT21 numerical (hiding among the clones, any eps0-LDP randomizer)",
+    "none": "no amplification at this batch size: the local eps",
+}
+"""Each bound's name in words, for tables and statements."""
+
+
+@dataclass(frozen=True)
+class CentralGuarantee:
+    """What shuffling ``n`` reports of local eps ``local_epsilon`` guarantees against an
+    analyst who sees the released batch: (``epsilon``, ``delta``)-DP, by ``bound``
+    (``none``: the bound is no better than the local eps, which then holds)."""
+
+    n: int
+    local_epsilon: float
+    delta: float
+    epsilon: float
+    bound: Bound
+
+    @property
+    def amplified(self) -> bool:
+        """Whether the shuffler lowers eps below the local one."""
+        return self.bound != "none"
+
+
+def check_batch(n: int, delta: float) -> None:
+    """Refuse a batch size or delta the accountant does not answer for (InvalidInput naming
+    the bound)."""
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_BATCH:
+        raise InvalidInput(f"batch size n must be a whole number in 1..{MAX_BATCH:,}")
+    if not MIN_DELTA <= delta <= MAX_DELTA:
+        raise InvalidInput(f"delta must be in [{MIN_DELTA:g}, {MAX_DELTA:g}]")
 
 
 @dataclass(frozen=True)
@@ -107,6 +158,8 @@ def _mechanism(
 
 def batch_row(batch: ShuffledBatch, specs: dict[str, MetricSpec]) -> ShuffledBatchRow:
     """``batch`` with its central guarantee (InvalidInput for a size or delta out of range)."""
+    from .shuffling import central_guarantee  # numpy and scipy: loaded when a batch is counted
+
     check_batch(batch.n, batch.delta)
     guarantee = central_guarantee(
         _mechanism(batch, specs), batch.n, batch.delta, local_epsilon=batch.epsilon
