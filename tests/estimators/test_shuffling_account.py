@@ -79,3 +79,13 @@ def test_a_tiny_batch_is_no_better_than_the_local_eps() -> None:
 def test_out_of_range_batches_are_refused(n: int, delta: float) -> None:
     with pytest.raises(InvalidInput):
         shuffle_section(SPECS, [ShuffledBatch("dark_mode", "brr", 4.0, n, delta)], "released")
+
+
+def test_a_batch_above_the_limit_is_counted_at_the_limit() -> None:
+    """eps never grows with n, so the figure at MAX_BATCH is a valid bound for a larger batch."""
+    from deniable.estimators.shufflingaccount import MAX_BATCH
+
+    big = ShuffledBatch("dark_mode", "brr", 4.0, 3 * MAX_BATCH)
+    row = shuffle_section(SPECS, [big], "released").batches[0]
+    assert row.n == 3 * MAX_BATCH
+    assert row.central_epsilon == strong_clone_epsilon(4.0, MAX_BATCH)
