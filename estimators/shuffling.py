@@ -21,17 +21,16 @@ mechanism's own object (:attr:`~deniable.client.mechanisms.Mechanism.pointwise_s
 All three share one computation (:class:`_PairModel`): given C clones, the count A of reports
 on x0 among the C + 1 is Bin(C, 1/2) plus the target's contribution, so the two neighbouring
 batches give two mixtures of binomials whose likelihood ratio is monotone in A; delta(eps) is
-their hockey-stick divergence, summed over C ~ Bin(n - 1, clone probability) within
-all but :data:`TAIL_MASS` at each end, the mass left outside charged in full;
-eps is bisected on a fixed grid. Adding a device adds a clone with some probability, which the
+their hockey-stick divergence, summed over C ~ Bin(n - 1, clone probability) but for
+:data:`TAIL_MASS` at each end (that mass charged in full); eps is bisected on a fixed grid. Adding a device adds a clone with some probability, which the
 analyst could simulate, so delta, and eps, never grow with n.
 
 Apple's ml-shuffling-amplification code computes the same divergence per C (at step 1, where
 its ``deltaqadd`` defect, which ignores an interval's lower end, has no effect) but visits C
 from n/2 outward and stops as soon as the mass not yet visited is below the delta so far,
 charging that mass in full. ``fmt21_numerical_epsilon(..., apple_stop=True)`` reproduces that
-rule, and with it Apple's figures (eps0 4, n 1e5, delta 1e-6: 0.1767; its README's 0.1770 is
-its 10-step bisection rounded up). The rule over-charges by up to the delta itself and makes
+rule, and with it Apple's figures (eps0 4, n 1e5, delta 1e-6: 0.1767; STATS.md §12's 0.1770
+is Apple's own 10-halving bisection, rounded up). The rule over-charges by up to the delta itself and makes
 eps grow with n at places (eps0 0.1: n 139 -> 140), so the guarantee is the full sum (0.1698
 there): the same bound, tighter, and monotone.
 
