@@ -197,12 +197,17 @@ class CollectorAPI:
         memoize: str | None = None,
         lifetime_epsilon: float | None = None,
         instantaneous_ratio: str | None = None,
+        shuffle_batch: int | None = None,
+        shuffle_delta: float | None = None,
     ) -> dict[str, Any]:
-        """The privacy account for the SDK settings given (the collector's defaults: the SDK's)."""
+        """The privacy account for the SDK settings given (the collector's defaults: the SDK's),
+        with the central guarantee at ``shuffle_batch`` if given."""
         params = {
             "max_reports_per_period": max_reports_per_period,
             "memoize": memoize,
             "lifetime_epsilon": lifetime_epsilon,
             "instantaneous_ratio": instantaneous_ratio,
+            "shuffle_batch": shuffle_batch,
+            "shuffle_delta": shuffle_delta,
         }
         return self.get_json("/v1/privacy", params=params)

@@ -100,6 +100,11 @@ class Mechanism(ABC):
     name: ClassVar[str]
     max_k: ClassVar[int] = MAX_CATEGORIES
     """The most categories this mechanism accepts."""
+    pointwise_split: ClassVar[bool] = False
+    """Whether every output's probability under any value is at least (R(x0) + R(x1))/(e^eps + 1)
+    for any two values x0, x1: the class of randomizers for which the strong-clone shuffle
+    bound holds after its erratum (k-ary and binary RR; not OUE, OLH or sketches). The shuffle
+    accountant (``estimators.shuffling``) picks its bound from it."""
 
     def __init__(self, k: int, epsilon: float) -> None:
         self.k = _check_k(k)
@@ -171,6 +176,7 @@ class KRR(Mechanism):
 
     name = "krr"
     max_k = MAX_KRR_CATEGORIES
+    pointwise_split = True
 
     def __init__(self, k: int, epsilon: float) -> None:
         super().__init__(k, epsilon)
@@ -443,6 +449,8 @@ class NumericMechanism(ABC):
 
     name: ClassVar[str]
     bound: float
+    pointwise_split: ClassVar[bool] = False
+    """No: a number's mechanism gets the shuffle accountant's generic bound (see Mechanism)."""
 
     def __init__(self, epsilon: float) -> None:
         self.epsilon = check_epsilon(epsilon)
@@ -698,6 +706,8 @@ class PrefixSketch:
     """
 
     name: ClassVar[str] = "pem"
+    pointwise_split: ClassVar[bool] = False
+    """No: OUE inside a sketch gets the shuffle accountant's generic bound (see Mechanism)."""
     cells: ClassVar[int] = TEXT_CELLS
     rows: ClassVar[int] = TEXT_ROWS
 

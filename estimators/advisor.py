@@ -473,3 +473,105 @@ def numeric_plan_document(
         "auto": make_numeric_mechanism("auto", epsilon).name,
         "mechanisms": rows,
     }
+
+
+SHUFFLED_PLAN_STEPS = 16
+"""Halvings of [E, MAX_EPSILON] when searching the largest local eps under a central target:
+eps0 to within 20 * 2^-16 (3e-4), then rounded down to three significant digits."""
+
+
+def _three_digits_down(x: float) -> float:
+    """``x`` rounded down to three significant digits: a spec eps at most ``x``."""
+    scale = 10.0 ** (math.floor(math.log10(x)) - 2)
+    return math.floor(x / scale + 1e-9) * scale
+
+
+def largest_local_epsilon(
+    mechanism: str, k: int, central_epsilon: float, batch: int, delta: float
+) -> float:
+    """The largest local eps0 (three significant digits, rounded down) whose central eps through
+    a shuffler releasing batches of ``batch`` is at most ``central_epsilon`` at ``delta``, for
+    ``mechanism`` over k categories: bisected (the central eps grows with eps0), at least
+    ``central_epsilon`` itself (shuffling never raises eps), at most MAX_EPSILON."""
+    from deniable.client.mechanisms import MAX_EPSILON, check_epsilon
+
+    from .shuffling import central_guarantee, check_batch
+
+    check_epsilon(central_epsilon)
+    check_batch(batch, delta)
+
+    def meets(eps0: float) -> bool:
+        guarantee = central_guarantee(make_mechanism(mechanism, k, eps0), batch, delta)
+        return guarantee.epsilon <= central_epsilon
+
+    if meets(MAX_EPSILON):
+        return MAX_EPSILON
+    low, high = central_epsilon, MAX_EPSILON
+    for _ in range(SHUFFLED_PLAN_STEPS):
+        middle = (low + high) / 2
+        if meets(middle):
+            low = middle
+        else:
+            high = middle
+    return max(central_epsilon, _three_digits_down(low))
+
+
+def shuffled_plan_document(
+    k: int,
+    central_epsilon: float,
+    *,
+    batch: int,
+    delta: float,
+    reports: int | None,
+    confidence: float,
+    simultaneous: bool,
+) -> dict[str, Any]:
+    """The margin at a target central eps through a shuffler, per mechanism, beside the margin
+    at that eps without one: what ``deniable plan --shuffled`` prints. Through a shuffler
+    releasing batches of ``batch`` devices, a report may have the largest local eps0 whose
+    central eps is at most ``central_epsilon`` (:func:`largest_local_epsilon`); without it,
+    the local eps must be the target itself. Margins are at ``reports`` reports (default: one
+    batch). ``advised``: the mechanism with the least margin through the shuffler."""
+    from .shuffling import central_guarantee
+
+    reports = batch if reports is None else reports
+    _check_reports(reports)
+    rows = []
+    for name in candidate_mechanisms(k):
+        try:
+            make_mechanism(name, k, central_epsilon)
+        except ValueError as exc:
+            rows.append({"mechanism": name, "supported": False, "reason": str(exc)})
+            continue
+        eps0 = largest_local_epsilon(name, k, central_epsilon, batch, delta)
+        guarantee = central_guarantee(make_mechanism(name, k, eps0), batch, delta)
+        margin_at = {
+            eps: float(
+                margin_of_error(
+                    k, eps, reports, confidence, mechanism=name, simultaneous=simultaneous
+                )
+            )
+            for eps in (central_epsilon, eps0)
+        }
+        rows.append(
+            {
+                "mechanism": name,
+                "supported": True,
+                "local_only_margin": margin_at[central_epsilon],
+                "local_epsilon": eps0,
+                "central_epsilon_reached": guarantee.epsilon,
+                "bound": guarantee.bound,
+                "margin": margin_at[eps0],
+            }
+        )
+    return {
+        "categories": k,
+        "central_epsilon": central_epsilon,
+        "batch": batch,
+        "delta": delta,
+        "reports": reports,
+        "confidence": confidence,
+        "simultaneous": simultaneous,
+        "advised": _advised(rows, "margin"),
+        "mechanisms": rows,
+    }

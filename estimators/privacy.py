@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from deniable.client.account import (
     SDK_DEFAULTS,
@@ -24,6 +24,8 @@ from deniable.client.account import (
     privacy_account,
 )
 from deniable.client.spec import MetricSpec
+
+from .shufflingaccount import ShuffleSection, shuffle_section
 
 LOOSE_30_DAYS = 30.0
 """The 30-day total above which the statement says the window's bound limits little on its
@@ -59,7 +61,8 @@ class PrivacySettings:
 @dataclass(frozen=True)
 class PrivacyDocument:
     """One device's worst-case eps per metric and in total, the warnings and a statement an
-    app can publish."""
+    app can publish; ``shuffled``: the central guarantee of each shuffled batch against an
+    analyst, beside the local one against the shuffler (:mod:`.shufflingaccount`)."""
 
     settings: PrivacySettings
     metrics: list[MetricAccount]
@@ -67,6 +70,7 @@ class PrivacyDocument:
     warning_level_30_days: float
     warnings: list[str]
     statement: str
+    shuffled: ShuffleSection = field(default_factory=lambda: ShuffleSection(source="none"))
 
 
 def eps_text(x: float) -> str:
@@ -261,11 +265,18 @@ def statement(account: PrivacyAccount) -> str:
 
 
 def privacy_document(
-    specs: Iterable[MetricSpec], settings: DeviceSettings = SDK_DEFAULTS
+    specs: Iterable[MetricSpec],
+    settings: DeviceSettings = SDK_DEFAULTS,
+    shuffled: ShuffleSection | None = None,
 ) -> PrivacyDocument:
     """The privacy document of a device recording ``specs`` with ``settings`` (archived
-    metrics are left out by the caller: devices stop recording them)."""
+    metrics are left out by the caller: devices stop recording them), with ``shuffled``, the
+    section on batches released by a shuffler (None: no shuffled batches). The local figures
+    hold whatever the shuffler does; the statement adds the shuffled section's words when it
+    has batches."""
     specs = list(specs)
+    if shuffled is None:
+        shuffled = shuffle_section(specs, [], "none")
     account = privacy_account(specs, settings)
     warnings = _over_level(account, "with these settings") + _never_sent(account)
     if settings != SDK_DEFAULTS:
@@ -276,7 +287,17 @@ def privacy_document(
         total=account.totals,
         warning_level_30_days=WARNING_LEVEL_30_DAYS,
         warnings=warnings,
-        statement=" ".join(filter(None, [statement(account), dimensions_sentence(specs)])),
+        statement=" ".join(
+            filter(
+                None,
+                [
+                    statement(account),
+                    dimensions_sentence(specs),
+                    shuffled.statement if shuffled.batches else "",
+                ],
+            )
+        ),
+        shuffled=shuffled,
     )
 
 

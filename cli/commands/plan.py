@@ -17,9 +17,19 @@ from typing import Any
 
 import click
 from deniable.client.errors import InvalidInput
+from deniable.estimators.shufflingaccount import DEFAULT_DELTA, MAX_BATCH, MAX_DELTA, MIN_DELTA
 
-from ..options import confidence_option, epsilon_option, format_option, intervals_option
+from ..options import _checked_epsilon, confidence_option, format_option, intervals_option
 from ..render import console, percentage_points, print_json, print_notes, write_csv
+
+DEFAULT_BATCH = 100_000
+"""``--batch``'s default: a shuffler's batch of 100,000 devices (§12's reference size)."""
+
+
+def _optional_epsilon(ctx: click.Context, param: click.Parameter, value: float | None):
+    """--epsilon checked like everywhere else, but optional: --shuffled takes
+    --central-epsilon instead."""
+    return None if value is None else _checked_epsilon(ctx, param, value)
 
 
 def _render_numeric(plan_doc: dict[str, Any]) -> None:
@@ -169,7 +179,37 @@ def _check_reports(reports: int | None) -> None:
 )
 @click.option("--lower", type=float, help="With --numeric: the metric's lowest value.")
 @click.option("--upper", type=float, help="With --numeric: the metric's highest value.")
-@epsilon_option
+@click.option(
+    "--epsilon",
+    type=float,
+    callback=_optional_epsilon,
+    help="Privacy parameter ε per report (0.001 to 20); required unless --shuffled.",
+)
+@click.option(
+    "--shuffled",
+    is_flag=True,
+    help="Plan through a shuffler: the margin at a central ε (--central-epsilon) beside the"
+    " margin without one.",
+)
+@click.option(
+    "--central-epsilon",
+    type=float,
+    callback=_optional_epsilon,
+    metavar="E",
+    help="With --shuffled: the central ε wanted against an analyst.",
+)
+@click.option(
+    "--batch",
+    type=click.IntRange(2, MAX_BATCH),
+    metavar="N",
+    help=f"With --shuffled: the shuffler's batch, in devices (default {DEFAULT_BATCH:,}).",
+)
+@click.option(
+    "--delta",
+    type=click.FloatRange(MIN_DELTA, MAX_DELTA),
+    metavar="D",
+    help=f"With --shuffled: the central guarantee's δ (default {DEFAULT_DELTA:g}).",
+)
 @click.option(
     "--margin",
     type=click.FloatRange(0, min_open=True),
@@ -193,6 +233,10 @@ def plan(
     target: float | None,
     lower: float | None,
     upper: float | None,
+    shuffled: bool,
+    central_epsilon: float | None,
+    batch: int | None,
+    delta: float | None,
     **request: Any,
 ) -> None:
     """Reports needed for a margin of error, per mechanism, and which one needs the fewest.
@@ -217,7 +261,23 @@ def plan(
     a string held by at least that share of a period's devices is found with probability
     0.95, and with probability 0.95 nothing absent is returned (--floor SHARE: the reports
     needed for it; --reports N: the floor at N).
+
+    With --shuffled --central-epsilon E, the margin through a shuffler releasing batches of
+    --batch devices: each mechanism's largest local ε whose central ε against an analyst is
+    at most E, and the margin it gives (at --reports, default one batch), beside the margin
+    at ε = E without a shuffler. Against the shuffler itself only the local ε holds.
+
+    \b
+      deniable plan --shuffled --categories 10 --central-epsilon 0.2 --batch 100000
     """
+    shuffle_options = (central_epsilon, batch, delta)
+    if shuffled:
+        _shuffled_plan(fmt, central_epsilon, batch, delta, request)
+        return
+    if any(option is not None for option in shuffle_options):
+        raise click.UsageError("--central-epsilon, --batch and --delta go with --shuffled")
+    if request["epsilon"] is None:
+        raise click.UsageError("give --epsilon (or --shuffled --central-epsilon E)")
     if text:
         _text_plan(fmt, max_length, target, request)
         return
@@ -363,3 +423,92 @@ def _numeric_plan(
         )
     else:
         _render_numeric(document)
+
+
+def _shuffled_plan(
+    fmt: str,
+    central_epsilon: float | None,
+    batch: int | None,
+    delta: float | None,
+    request: dict[str, Any],
+) -> None:
+    """``plan --shuffled``: the margin at a central eps through a shuffler, beside the margin
+    at that eps without one, printed as ``fmt``."""
+    if central_epsilon is None:
+        raise click.UsageError("--shuffled needs --central-epsilon E")
+    if request["k"] is None:
+        raise click.UsageError("--shuffled needs --categories K")
+    if request["epsilon"] is not None or request["margin"] is not None:
+        raise click.UsageError(
+            "--shuffled takes --central-epsilon (not --epsilon) and plans the margin (not"
+            " --margin; --reports N sets the reports, default one batch)"
+        )
+    _check_reports(request["reports"])
+    from deniable.estimators.advisor import shuffled_plan_document
+
+    document = shuffled_plan_document(
+        request["k"],
+        central_epsilon,
+        batch=DEFAULT_BATCH if batch is None else batch,
+        delta=DEFAULT_DELTA if delta is None else delta,
+        reports=request["reports"],
+        confidence=request["confidence"],
+        simultaneous=request["simultaneous"],
+    )
+    rows = [r for r in document["mechanisms"] if r["supported"]]
+    if fmt == "json":
+        print_json(document)
+        return
+    keys = ("mechanism", "local_only_margin", "local_epsilon", "central_epsilon_reached", "bound")
+    if fmt == "csv":
+        write_csv(
+            (*keys, "margin", "advised"),
+            (
+                (*(r[k] for k in keys), r["margin"], r["mechanism"] == document["advised"])
+                for r in rows
+            ),
+        )
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table()
+    table.add_column("mechanism")
+    table.add_column(f"no shuffler, ε={central_epsilon:g}: margin", justify="right")
+    table.add_column("through it: local ε", justify="right")
+    table.add_column("central ε", justify="right")
+    table.add_column("margin", justify="right")
+    table.add_column("bound")
+    table.add_column("")
+    for r in rows:
+        table.add_row(
+            r["mechanism"],
+            f"±{r['local_only_margin'] * 100:.2f}",
+            f"{r['local_epsilon']:g}",
+            f"{r['central_epsilon_reached']:.4g}",
+            f"±{r['margin'] * 100:.2f}",
+            r["bound"],
+            "← least margin" if r["mechanism"] == document["advised"] else "",
+        )
+    level = f"{document['confidence'] * 100:g}%"
+    kind = "all categories at once" if document["simultaneous"] else "each category"
+    out = console()
+    out.print(
+        Text(
+            f"k={document['categories']}: central ε ≤ {central_epsilon:g} (δ ="
+            f" {document['delta']:g}) through a shuffler releasing batches of"
+            f" {document['batch']:,} devices, margins with {document['reports']:,} reports",
+            style="bold",
+        )
+    )
+    out.print(Text(f"{level} intervals, {kind}, worst case over the true shares", style="dim"))
+    out.print(table)
+    print_notes(
+        out,
+        [
+            "central ε: against an analyst who sees only the shuffler's released batches.",
+            "local ε: what holds against the shuffler, or the shuffler and the collector"
+            " together, and against a batch padded with fake reports; it must be acceptable"
+            " on its own (docs/security.md).",
+        ],
+    )

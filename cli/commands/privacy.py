@@ -14,6 +14,7 @@ from typing import Any
 import click
 from deniable.client.account import MAX_LIFETIME_EPSILON
 from deniable.estimators.privacy import eps_text
+from deniable.estimators.shufflingaccount import MAX_BATCH, MAX_DELTA, MIN_DELTA
 
 from ..options import GlobalOptions, format_option, pass_global_options
 from ..render import console, print_json
@@ -66,6 +67,35 @@ def settings_text(settings: dict[str, Any]) -> str:
     lifetime = "no lifetime cap" if cap is None else f"lifetime_epsilon {eps_text(cap)} per metric"
     defaults = " (the SDK defaults)" if settings["sdk_defaults"] else ""
     return f"{r:,} report{'s' if r > 1 else ''} per metric and period, {memo}, {lifetime}{defaults}"
+
+
+def shuffled_table(shuffled: dict[str, Any]) -> Any:
+    """The shuffled batches as a table: per batch the central eps against an analyst beside
+    the local eps against the shuffler."""
+    from rich.table import Table
+
+    assumed = shuffled["source"] == "assumed"
+    table = Table(
+        title="through a shuffler: central ε against an analyst, per batch"
+        + (" (batch size assumed)" if assumed else ""),
+        title_justify="left",
+        caption="central ε: against whoever sees only released batches; local ε: against the"
+        " shuffler, or the shuffler and the collector together",
+        caption_justify="left",
+    )
+    for column in ("metric", "mechanism", "batch", "δ", "central ε", "local ε", "bound"):
+        table.add_column(column, justify="right" if column in ("batch", "δ") else "left")
+    for row in shuffled["batches"]:
+        table.add_row(
+            row["metric"],
+            row["mechanism"],
+            f"{row['n']:,}",
+            f"{row['delta']:g}",
+            f"{row['central_epsilon']:.4g}",
+            eps_text(row["local_epsilon"]),
+            row["bound"],
+        )
+    return table
 
 
 def account_table(document: dict[str, Any]) -> Any:
@@ -132,6 +162,19 @@ def account_table(document: dict[str, Any]) -> Any:
     help="The SDK's instantaneous_ratio: memoized reports' fresh layer at R × ε (R > 1; default"
     " 2, the SDK's), or none.",
 )
+@click.option(
+    "--shuffle-batch",
+    type=click.IntRange(2, MAX_BATCH),
+    metavar="N",
+    help="Assume a shuffler releasing batches of N devices: add each metric's central ε"
+    " against an analyst.",
+)
+@click.option(
+    "--shuffle-delta",
+    type=click.FloatRange(MIN_DELTA, MAX_DELTA),
+    metavar="D",
+    help="The δ of that central guarantee (default 1e-6).",
+)
 @format_option("table", "json")
 @pass_global_options
 def privacy(
@@ -141,6 +184,8 @@ def privacy(
     memoize_metrics: tuple[str, ...],
     lifetime_epsilon: float | None,
     instantaneous_ratio: str | None,
+    shuffle_batch: int | None,
+    shuffle_delta: float | None,
     fmt: str,
 ) -> None:
     """The privacy account: the most ε one device spends on the registered metrics, per period,
@@ -153,11 +198,16 @@ def privacy(
     without it, no ε does). A lifetime cap stops each metric at lifetime_epsilon. A warning
     says when a device's 30-day total exceeds the warning level (docs/privacy.md).
 
+    Through a shuffler (batches it released, or --shuffle-batch N assumed for every metric),
+    each batch also has a central (ε, δ) against an analyst who sees only released batches;
+    against the shuffler, or the shuffler and the collector together, only the local ε holds.
+
     \b
     Examples:
       deniable privacy
       deniable privacy --memoize --lifetime-epsilon 10
       deniable privacy --max-reports-per-period 3 --memoize-metric browser --format json
+      deniable privacy --shuffle-batch 100000
     """
     query = memoize_query(memoize, memoize_metrics)
     with global_options.api() as api:
@@ -166,6 +216,8 @@ def privacy(
             memoize=query,
             lifetime_epsilon=lifetime_epsilon,
             instantaneous_ratio=instantaneous_ratio,
+            shuffle_batch=shuffle_batch,
+            shuffle_delta=shuffle_delta,
         )
     for warning in document.get("warnings", []):
         click.echo(f"warning: {warning}", err=True)
@@ -174,6 +226,12 @@ def privacy(
         return
     out = console()
     out.print(account_table(document))
+    out.print()
+    shuffled = document.get("shuffled") or {"batches": [], "statement": ""}
+    if shuffled["batches"]:
+        out.print(shuffled_table(shuffled))
+    else:
+        out.print(shuffled["statement"], highlight=False)
     out.print()
     out.print("statement (plain words for your app's privacy notice):")
     out.print(textwrap.fill(document["statement"], width=min(out.width, 100)), highlight=False)

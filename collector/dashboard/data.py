@@ -22,7 +22,13 @@ from ..context import collector
 from ..numbers import NumberRule
 from ..routes.common import MetricPeriods
 from ..routes.estimates import EstimateOptions, categories_of, get_estimate, get_series
-from ..routes.privacy import DEFAULT_RATIO, LIFETIME_RULE, REPORTS_RULE, get_privacy
+from ..routes.privacy import (
+    DEFAULT_RATIO,
+    LIFETIME_RULE,
+    REPORTS_RULE,
+    SHUFFLE_BATCH_RULE,
+    get_privacy,
+)
 from ..storage.queries import list_specs, read_period_reports
 
 OVERVIEW_PERIODS = 14
@@ -286,7 +292,13 @@ def privacy(request: Request, values: dict[str, str]) -> dict[str, Any]:
         raise InvalidInput("memoization is true (every metric) or false")
     if values["instantaneous_ratio"] not in (DEFAULT_RATIO, "none"):
         raise InvalidInput(f"the fresh layer of memoized reports is {DEFAULT_RATIO} or none")
+    batch = values.get("shuffle_batch", "")
     document = get_privacy(
-        request, int(reports), values["memoize"], lifetime, values["instantaneous_ratio"]
+        request,
+        int(reports),
+        values["memoize"],
+        lifetime,
+        values["instantaneous_ratio"],
+        shuffle_batch=int(SHUFFLE_BATCH_RULE.parse(batch)) if batch else None,
     )
     return dataclasses.asdict(document)

@@ -735,6 +735,49 @@ def _epsilon_text(value: float | None) -> str:
     return "unbounded" if value is None else f"{value:.3g}"
 
 
+def _shuffled_section(shuffled: dict[str, Any]) -> str:
+    """The account's shuffled batches: per batch the central ε against an analyst beside the
+    local ε against the shuffler (``table#shuffled``), or one line saying there are none."""
+    if not shuffled["batches"]:
+        return f'<h2>Through a shuffler</h2><p id="shuffled-none" class="meta">{e(shuffled["statement"])}</p>'
+    rows = [
+        f'<tr data-metric="{e(row["metric"])}">'
+        f'<th scope="row">{breakable(row["metric"])}</th>'
+        + cells(
+            [
+                row["mechanism"],
+                f"{row['n']:,}",
+                f"{row['delta']:g}",
+                f"{row['central_epsilon']:.4g}",
+                f"{row['local_epsilon']:g}",
+                row["bound_name"],
+            ],
+            first_is_header=False,
+            numeric_from=1,
+        )
+        + "</tr>"
+        for row in shuffled["batches"]
+    ]
+    headers = (
+        "metric",
+        "mechanism",
+        "batch (devices)",
+        "δ",
+        "central ε: against an analyst",
+        "local ε: against the shuffler",
+        "bound",
+    )
+    lead = (
+        "Assumed batch size: what the account would be" if shuffled["source"] == "assumed" else ""
+    )
+    return (
+        "<h2>Through a shuffler</h2>"
+        f'<p class="meta">{e(lead)}{" — " if lead else ""}the central ε holds against whoever'
+        " sees only the released batches; against the shuffler, or the shuffler and the"
+        " collector together, only the local ε holds.</p>" + table("shuffled", headers, rows)
+    )
+
+
 def privacy_page(
     values: dict[str, str], document: dict[str, Any] | None, problem: str | None
 ) -> str:
@@ -759,6 +802,8 @@ def privacy_page(
         f"{layer_options}</select></label>"
         '<label>lifetime ε cap (empty: none)<input name="lifetime_epsilon" type="number"'
         f' min="0" step="any" value="{e(values["lifetime_epsilon"])}"></label>'
+        '<label>shuffler batch size (empty: none)<input name="shuffle_batch" type="number"'
+        f' min="2" step="1" value="{e(values.get("shuffle_batch", ""))}"></label>'
         '<button type="submit">Account</button></form>'
     )
     if problem is not None or document is None:
@@ -821,6 +866,7 @@ def privacy_page(
             f" {document['warning_level_30_days']:g}.</p>"
             + table("account", headers, rows)
             + warnings
+            + _shuffled_section(document["shuffled"])
             + "<h2>In plain words</h2>"
             f'<blockquote id="statement">{e(document["statement"])}</blockquote>'
         )

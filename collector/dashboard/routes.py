@@ -361,8 +361,10 @@ PRIVACY_DEFAULTS = {
     if SDK_DEFAULTS.lifetime_epsilon is None
     else f"{SDK_DEFAULTS.lifetime_epsilon:g}",
     "instantaneous_ratio": DEFAULT_RATIO,
+    "shuffle_batch": "",
 }
-"""The privacy page's SDK settings when the form has not been sent: the SDK's defaults."""
+"""The privacy page's SDK settings when the form has not been sent: the SDK's defaults (and
+no shuffler batch size assumed)."""
 
 
 @router.get("/privacy")

@@ -12,6 +12,14 @@ from typing import Annotated
 from deniable.client.account import MAX_LIFETIME_EPSILON, SDK_DEFAULTS, DeviceSettings
 from deniable.client.spec import METRIC_NAME, MetricSpec
 from deniable.estimators.privacy import PrivacyDocument, privacy_document
+from deniable.estimators.shufflingaccount import (
+    DEFAULT_DELTA,
+    MAX_BATCH,
+    MAX_DELTA,
+    MIN_DELTA,
+    assumed_batches,
+    shuffle_section,
+)
 from fastapi import APIRouter, HTTPException, Query, Request
 
 from ..auth import VIEWER
@@ -33,6 +41,24 @@ REPORTS_RULE = NumberRule("max_reports_per_period", 1, MAX_REPORTS_PER_PERIOD, w
 """How ``max_reports_per_period`` is read, in the API's query and the dashboard's form."""
 LIFETIME_RULE = NumberRule("lifetime_epsilon", 0, MAX_LIFETIME_EPSILON, open_low=True)
 """How ``lifetime_epsilon`` is read: above 0, at most the SDK's largest accepted cap."""
+
+SHUFFLE_BATCH_RULE = NumberRule("shuffle_batch", 2, MAX_BATCH, whole=True)
+"""How ``shuffle_batch`` is read: a batch of at least 2 devices, at most the accountant's
+largest."""
+SHUFFLE_DELTA_RULE = NumberRule("shuffle_delta", MIN_DELTA, MAX_DELTA)
+"""How ``shuffle_delta`` is read: the accountant's range of delta."""
+ShuffleBatchQuery = Annotated[
+    int | None,
+    SHUFFLE_BATCH_RULE.validator(),
+    SHUFFLE_BATCH_RULE.query(
+        "a shuffler's batch size (distinct devices) to assume for every metric: the account"
+        " adds the central ε against an analyst per metric (default: none; batches a"
+        " shuffler released are shown without it)"
+    ),
+]
+ShuffleDeltaQuery = query_number(
+    SHUFFLE_DELTA_RULE, float, "the δ of the central guarantee for shuffle_batch"
+)
 
 ReportsQuery = query_number(
     REPORTS_RULE, int, "reports per metric and period a device sends (the SDK's)"
@@ -101,12 +127,16 @@ def get_privacy(
     memoize: MemoizeQuery = DEFAULT_MEMOIZE,
     lifetime_epsilon: LifetimeQuery = SDK_DEFAULTS.lifetime_epsilon,
     instantaneous_ratio: RatioQuery = DEFAULT_RATIO,
+    shuffle_batch: ShuffleBatchQuery = None,
+    shuffle_delta: ShuffleDeltaQuery = DEFAULT_DELTA,
 ) -> PrivacyDocument:
     """One device's privacy account: the most eps it spends per period, day, 7 and 30 days and
     over its lifetime over any two histories of its values (null: unbounded), and what a
     memoized metric reveals per value, per registered metric and in total, with warnings and
     a statement an app can publish. The query gives the SDK settings (default: the SDK's
-    defaults)."""
+    defaults). ``shuffled`` gives, per batch a shuffler released (or, with ``shuffle_batch``,
+    per metric at that assumed batch size), the central (ε, δ) against an analyst and the
+    local ε that alone holds against the shuffler or a shuffler and collector together."""
     database = collector(request).database
     specs = list_specs(database, archived=False)
     settings = DeviceSettings(
@@ -115,4 +145,6 @@ def get_privacy(
         lifetime_epsilon,
         ratio_setting(instantaneous_ratio),
     )
-    return privacy_document(specs, settings)
+    batches = [] if shuffle_batch is None else assumed_batches(specs, shuffle_batch, shuffle_delta)
+    shuffled = shuffle_section(specs, batches, "assumed" if batches else "none")
+    return privacy_document(specs, settings, shuffled)

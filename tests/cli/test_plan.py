@@ -91,3 +91,54 @@ def test_a_margin_is_in_percentage_points_singular_at_one_and_v_star_is_explaine
     two = CliRunner().invoke(cli, ["plan", "--categories", "5", "--epsilon", "1", "--margin",
                                    "0.02"]).stdout  # fmt: skip
     assert "±2 percentage points" in two
+
+
+SHUFFLED = ["plan", "--shuffled", "--categories", "10", "--central-epsilon", "0.5"]
+
+
+def test_the_shuffled_plan_prints_the_advisors_document_and_both_margins() -> None:
+    from deniable.estimators.advisor import shuffled_plan_document
+
+    result = CliRunner().invoke(cli, [*SHUFFLED, "--batch", "20000", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    expected = shuffled_plan_document(
+        10, 0.5, batch=20_000, delta=1e-6, reports=None, confidence=0.95, simultaneous=True
+    )
+    assert json.loads(result.stdout) == json.loads(json.dumps(expected))
+    table = CliRunner().invoke(cli, [*SHUFFLED, "--batch", "20000"])
+    assert table.exit_code == 0, table.output
+    for row in expected["mechanisms"]:
+        assert f"±{row['margin'] * 100:.2f}" in table.stdout
+        assert f"±{row['local_only_margin'] * 100:.2f}" in table.stdout
+    assert "against the shuffler" in table.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["plan", "--shuffled", "--categories", "10"], "--central-epsilon"),
+        (["plan", "--shuffled", "--central-epsilon", "0.5"], "--categories"),
+        ([*SHUFFLED, "--epsilon", "1"], "--central-epsilon"),
+        ([*SHUFFLED, "--margin", "0.01"], "--margin"),
+        ([*SHUFFLED, "--batch", "1"], "--batch"),
+        ([*SHUFFLED, "--delta", "0.5"], "--delta"),
+        (
+            [
+                "plan",
+                "--categories",
+                "10",
+                "--central-epsilon",
+                "0.5",
+                "--epsilon",
+                "1",
+                "--margin",
+                "0.01",
+            ],
+            "--shuffled",
+        ),
+        (["plan", "--categories", "10", "--margin", "0.01"], "--epsilon"),
+    ],
+)
+def test_shuffled_plan_usage_errors_name_the_option(args: list[str], words: str) -> None:
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2 and words in result.output

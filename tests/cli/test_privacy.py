@@ -180,3 +180,32 @@ def test_metrics_create_prints_the_registration_warning_once(databases: Database
     assert f"ε {total:g} over 30 days" in warnings[0][0]
     assert "registered font" in results[0].stdout
     assert "already registered (identical)" in results[1].stdout
+
+
+def test_the_shuffled_section_is_printed_beside_the_local_account(server: RunningCollector) -> None:
+    """``--shuffle-batch`` adds each metric's central eps against an analyst, the local eps
+    against the shuffler beside it, and the words saying which is which."""
+    result = run(server, "privacy", "--shuffle-batch", "100000")
+    assert result.exit_code == 0, result.output
+    document = api_document(server, shuffle_batch=100_000)
+    for row in document["shuffled"]["batches"]:
+        cells = table_row(result.stdout, row["metric"])
+        if "100,000" in cells:
+            assert f"{row['central_epsilon']:.4g}" in cells
+    assert "central ε against an analyst" in result.stdout
+    assert "Against the shuffler itself" in " ".join(result.stdout.split())
+    as_json = run(server, "privacy", "--shuffle-batch", "100000", "--format", "json")
+    assert json.loads(as_json.stdout)["shuffled"] == document["shuffled"]
+
+
+def test_without_a_shuffler_the_cli_says_so(server: RunningCollector) -> None:
+    result = run(server, "privacy")
+    assert result.exit_code == 0, result.output
+    assert "No shuffled batches" in result.stdout
+
+
+@pytest.mark.parametrize("args", [["--shuffle-batch", "1"], ["--shuffle-delta", "0.5"]])
+def test_bad_shuffle_options_are_one_line_errors(server: RunningCollector, args: list[str]):
+    result = run(server, "privacy", *args)
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert "shuffle" in result.output

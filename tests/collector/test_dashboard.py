@@ -590,3 +590,20 @@ def test_without_tokens_the_dashboard_is_open_on_loopback(databases: DatabaseFac
 def browser_of(url: str) -> httpx.Client:
     """A cookie-keeping client of ``url`` that does not follow redirects."""
     return httpx.Client(base_url=url, trust_env=False, timeout=30)
+
+
+def test_the_privacy_page_shows_the_shuffled_batches_beside_the_local_eps(seeded: Seeded) -> None:
+    """With a shuffler batch size, ``table#shuffled`` holds the API's central eps per metric;
+    without one the page says there are no shuffled batches; a bad size is a 422."""
+    with seeded.server.client(VIEWER_TOKEN) as viewer:
+        document = viewer.get("/v1/privacy", params={"shuffle_batch": 100_000}).json()
+    with signed_in(seeded) as client:
+        page = client.get("/dashboard/privacy", params={"shuffle_batch": "100000"}).text
+        plain = client.get("/dashboard/privacy").text
+        bad = client.get("/dashboard/privacy", params={"shuffle_batch": "1"})
+    assert '<table id="shuffled"' in page
+    for row in document["shuffled"]["batches"]:
+        assert f'<td class="num">{row["central_epsilon"]:.4g}</td>' in page
+    assert html.escape(document["statement"], quote=True) in page
+    assert '<p id="shuffled-none"' in plain and "No shuffled batches" in plain
+    assert bad.status_code == 422 and "shuffle_batch" in bad.text

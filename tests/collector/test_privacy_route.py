@@ -232,7 +232,70 @@ def test_the_openapi_document_describes_the_route(server: RunningCollector) -> N
         "memoize",
         "lifetime_epsilon",
         "instantaneous_ratio",
+        "shuffle_batch",
+        "shuffle_delta",
     }
     registered = paths["/v1/metrics"]["post"]["responses"]["201"]["content"]["application/json"]
     name = registered["schema"]["$ref"].rsplit("/", 1)[-1]
     assert "warnings" in schemas[name]["required"]
+
+
+def test_without_a_shuffler_the_account_says_there_are_no_shuffled_batches(
+    server: RunningCollector,
+) -> None:
+    with server.client(VIEWER_TOKEN) as viewer:
+        document = viewer.get("/v1/privacy").json()
+    assert document["shuffled"]["source"] == "none"
+    assert document["shuffled"]["batches"] == []
+    assert "No shuffled batches" in document["shuffled"]["statement"]
+    assert "shuffler" not in document["statement"]
+
+
+def test_an_assumed_batch_size_gives_each_metric_its_central_guarantee(
+    server: RunningCollector,
+) -> None:
+    """Each metric's row is the accountant's bound for its own mechanism, and the statement
+    says which guarantee holds against whom."""
+    from deniable.estimators.shuffling import central_guarantee
+
+    specs = served_specs(server)
+    with server.client(VIEWER_TOKEN) as viewer:
+        response = viewer.get(
+            "/v1/privacy", params={"shuffle_batch": 50_000, "shuffle_delta": 1e-7}
+        )
+    assert response.status_code == 200, response.text
+    shuffled = response.json()["shuffled"]
+    assert shuffled["source"] == "assumed"
+    rows = {row["metric"]: row for row in shuffled["batches"]}
+    assert set(rows) == {spec.name for spec in specs}
+    for spec in specs:
+        mechanism = spec.numeric_randomizer if spec.type == "numeric" else spec.randomizer
+        expected = central_guarantee(mechanism, 50_000, 1e-7)
+        row = rows[spec.name]
+        assert (row["n"], row["delta"], row["local_epsilon"]) == (50_000, 1e-7, spec.epsilon)
+        assert row["central_epsilon"] == expected.epsilon and row["bound"] == expected.bound
+    assert rows["dark_mode"]["bound"] == "strong-clone"
+    assert rows["load_ms"]["bound"] == "fmt21-numerical"
+    statement = response.json()["statement"]
+    assert "against an analyst who sees only the released batches" in statement
+    assert "Against the shuffler itself, or the shuffler and the collector together" in statement
+    assert "n − 1 fake reports" in statement
+
+
+@pytest.mark.parametrize(
+    ("params", "named"),
+    [
+        ({"shuffle_batch": 1}, "shuffle_batch"),
+        ({"shuffle_batch": 10**6 + 1}, "shuffle_batch"),
+        ({"shuffle_batch": "1e5"}, "shuffle_batch"),
+        ({"shuffle_batch": 1000, "shuffle_delta": 0.5}, "shuffle_delta"),
+        ({"shuffle_batch": 1000, "shuffle_delta": "nan"}, "shuffle_delta"),
+    ],
+)
+def test_a_bad_shuffle_query_is_a_422_naming_it(
+    server: RunningCollector, params: dict, named: str
+) -> None:
+    with server.client(VIEWER_TOKEN) as viewer:
+        response = viewer.get("/v1/privacy", params=params)
+    assert response.status_code == 422
+    assert named in response.text

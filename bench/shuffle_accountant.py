@@ -1,0 +1,86 @@
+"""The shuffle accountant beside shared STATS.md §12's reference table, and how long it takes.
+
+For each (eps0, n) at delta 1e-6: FMT21's closed form, FMT21's numerical bound with Apple's
+stopping rule (what §12's FMT21num column reports) and summed in full (the guarantee the
+product states), the strong clone, and the exact lower bound, each as ours / §12's. Then the
+k-RR bound at §12's k rows, and the seconds per call (cold: the cache cleared) for the bound
+each mechanism gets, at n up to 1e6.
+
+    .venv/bin/python -m bench.shuffle_accountant
+"""
+
+from __future__ import annotations
+
+import time
+
+from deniable.client.mechanisms import BRR, KRR, OUE, Duchi
+from deniable.estimators import shuffling
+from deniable.estimators.shuffling import (
+    central_guarantee,
+    fmt21_closed_form_epsilon,
+    fmt21_numerical_epsilon,
+    krr_epsilon,
+    lower_bound_epsilon,
+    strong_clone_epsilon,
+)
+
+REFERENCE = [
+    (1, 10**4, "0.2333", "0.0556", "0.0432", "0.0357"),
+    (1, 10**5, "0.0753", "0.0162", "0.0124", "0.0101"),
+    (1, 10**6, "0.0238", "0.0046", "0.0035", "0.0028"),
+    (2, 10**5, "0.1906", "0.0473", "0.0332", "0.0247"),
+    (4, 10**4, "invalid", "0.6253", "0.4108", "0.3146"),
+    (4, 10**5, "0.5378", "0.1770", "0.1182", "0.0847"),
+    (4, 10**6, "0.2016", "0.0518", "0.0343", "0.0240"),
+    (8, 10**5, "invalid", "2.357", "1.1766", "1.0101"),
+    (8, 10**6, "1.0029", "0.4616", "0.3037", "0.2250"),
+]
+"""§12's rows: eps0, n, FMT21 closed form, FMT21 numerical (step 1), strong clone, lower bound."""
+
+KRR_REFERENCE = [(10, 1, 10**4, "0.0233"), (10, 4, 10**5, "0.1099"), (100, 4, 10**5, "0.0684")]
+KRR_REFERENCE += [(100, 4, 10**6, "0.0198")]
+
+
+def cold(call):
+    """``call()``'s value, wall seconds and CPU seconds (the machine may be shared: CPU time
+    is the call's own cost), with the accountant's caches cleared first."""
+    shuffling._pair_epsilon.cache_clear()
+    shuffling.lower_bound_epsilon.cache_clear()
+    start, cpu = time.perf_counter(), time.process_time()
+    value = call()
+    return value, time.perf_counter() - start, time.process_time() - cpu
+
+
+def main() -> None:
+    print("delta = 1e-6; each cell: ours / §12's")
+    heads = ("eps0", "n", "FMT21cf", "FMT21num (Apple's rule)", "FMT21 full (guarantee)")
+    heads += ("strong clone", "lower bound")
+    print(" | ".join(f"{h:>24}" if i > 1 else f"{h:>8}" for i, h in enumerate(heads)))
+    for eps0, n, cf, num, sc, lb in REFERENCE:
+        closed = fmt21_closed_form_epsilon(eps0, n)
+        cells = [
+            f"{'invalid' if closed is None else f'{closed:.4f}'} / {cf}",
+            f"{fmt21_numerical_epsilon(eps0, n, apple_stop=True):.4f} / {num}",
+            f"{fmt21_numerical_epsilon(eps0, n):.4f} / —",
+            f"{strong_clone_epsilon(eps0, n):.4f} / {sc}",
+            f"{lower_bound_epsilon(eps0, n):.4f} / {lb}",
+        ]
+        print(f"{eps0:>8} | {n:>8.0e} | " + " | ".join(f"{c:>24}" for c in cells))
+    print()
+    print("k-RR (Wang et al.'s variation ratio), ours / §12's")
+    for k, eps0, n, printed in KRR_REFERENCE:
+        print(f"  k={k:<4} eps0={eps0} n={n:.0e}: {krr_epsilon(eps0, k, n):.4f} / {printed}")
+    print()
+    print("seconds per call, cache cleared (the bound each mechanism gets)")
+    for mechanism in (BRR(2, 1.0), KRR(10, 1.0), OUE(10, 1.0), Duchi(1.0), OUE(10, 4.0)):
+        for n in (10**4, 10**5, 10**6):
+            guarantee, wall, cpu = cold(lambda m=mechanism, n=n: central_guarantee(m, n))
+            print(
+                f"  {mechanism.name:>5} eps0={mechanism.epsilon:g} n={n:.0e}:"
+                f" eps {guarantee.epsilon:.4f} ({guarantee.bound}) in {wall:.3f} s"
+                f" ({cpu:.3f} s CPU)"
+            )
+
+
+if __name__ == "__main__":
+    main()

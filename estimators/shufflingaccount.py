@@ -1,0 +1,289 @@
+"""The privacy account's shuffled section: per batch a shuffler released, the central guarantee
+against an analyst beside the local one against the shuffler.
+
+Its input is a plain record, :class:`ShuffledBatch` (metric, mechanism, local eps, n distinct
+devices, delta), so that it does not depend on where batches are kept: the collector passes
+the batches it received from the shuffler, or, to plan, one assumed batch size for every
+metric (``GET /v1/privacy?shuffle_batch=N``). The bound for each batch is the one valid for the
+metric's mechanism (:func:`~.shuffling.central_guarantee`, chosen from the mechanism object);
+a batch of a metric not among the specs gets FMT21's bound, valid for every eps0-LDP
+randomizer. The accountant's limits and its result type live here, without numpy, so that the
+CLI and the API can state them before any computation (:mod:`.shuffling` imports them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from deniable.client.errors import InvalidInput
+from deniable.client.mechanisms import (
+    Mechanism,
+    NumericMechanism,
+    PrefixSketch,
+    check_epsilon,
+    make_numeric_mechanism,
+)
+from deniable.client.spec import MetricSpec
+
+Source = Literal["released", "assumed", "none"]
+
+DEFAULT_DELTA = 1e-6
+"""The delta of a central guarantee unless one is given: below 1/n for every batch size the
+shuffler releases in practice, the usual choice in the literature and in §12's table."""
+
+MAX_BATCH = 1_000_000
+"""The largest batch the accountant computes for (its work grows as sqrt(n): about 0.2 s of CPU
+at this size), and the largest ``shuffle_batch`` asked. A released batch above it is counted
+at this size: eps never grows with n, so the figure stays a valid bound (slightly loose)."""
+
+MIN_DELTA = 1e-12
+"""The smallest delta asked for: below it the binomial tails sum near float resolution."""
+
+MAX_DELTA = 0.1
+"""The largest delta asked for: a guarantee failing with probability above 10% says little."""
+
+Bound = Literal["strong-clone", "krr-variation-ratio", "fmt21-numerical", "none"]
+
+BOUND_NAMES: dict[str, str] = {
+    "strong-clone": "strong clone (FMT 2023, randomized response)",
+    "krr-variation-ratio": "k-RR clone bound (Wang et al. 2024, variation ratio)",
+    "fmt21-numerical": "FMT21 numerical (hiding among the clones, any eps0-LDP randomizer)",
+    "none": "no amplification at this batch size: the local eps",
+}
+"""Each bound's name in words, for tables and statements."""
+
+
+@dataclass(frozen=True)
+class CentralGuarantee:
+    """What shuffling ``n`` reports of local eps ``local_epsilon`` guarantees against an
+    analyst who sees the released batch: (``epsilon``, ``delta``)-DP, by ``bound``
+    (``none``: the bound is no better than the local eps, which then holds)."""
+
+    n: int
+    local_epsilon: float
+    delta: float
+    epsilon: float
+    bound: Bound
+
+    @property
+    def amplified(self) -> bool:
+        """Whether the shuffler lowers eps below the local one."""
+        return self.bound != "none"
+
+
+def check_batch(n: int, delta: float) -> None:
+    """Refuse a batch size or delta the accountant does not answer for (InvalidInput naming
+    the bound)."""
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_BATCH:
+        raise InvalidInput(f"batch size n must be a whole number in 1..{MAX_BATCH:,}")
+    if not MIN_DELTA <= delta <= MAX_DELTA:
+        raise InvalidInput(f"delta must be in [{MIN_DELTA:g}, {MAX_DELTA:g}]")
+
+
+@dataclass(frozen=True)
+class ShuffledBatch:
+    """One batch of reports a shuffler released to the collector: ``n`` reports of
+    ``metric`` from ``n`` distinct devices, each ``epsilon``-LDP under ``mechanism``, and the
+    ``delta`` the shuffler publishes with it; ``batch`` names it (the shuffler's id, or
+    None)."""
+
+    metric: str
+    mechanism: str
+    epsilon: float
+    n: int
+    delta: float = DEFAULT_DELTA
+    batch: str | None = None
+
+
+@dataclass(frozen=True)
+class ShuffledBatchRow:
+    """A batch and its guarantees: against an analyst who sees only released batches
+    (``central_epsilon``, ``delta``, by ``bound``), and against the shuffler, alone or with the
+    collector (``local_epsilon``)."""
+
+    metric: str
+    mechanism: str
+    batch: str | None
+    n: int
+    local_epsilon: float
+    delta: float
+    central_epsilon: float
+    bound: Bound
+    bound_name: str
+
+
+@dataclass(frozen=True)
+class ShuffledMetric:
+    """A metric's weakest batch: the largest central eps among its batches (its smallest
+    batch), which holds for every batch of it."""
+
+    metric: str
+    batches: int
+    smallest_batch: int
+    local_epsilon: float
+    delta: float
+    central_epsilon: float
+    bound: Bound
+
+
+@dataclass(frozen=True)
+class ShuffleSection:
+    """The account's section on the shuffler: where the batches come from (``released``:
+    received from the shuffler; ``assumed``: one batch size asked for every metric; ``none``:
+    no shuffled batch), each batch's guarantees, each metric's weakest, and what they mean in
+    words."""
+
+    source: Source
+    batches: list[ShuffledBatchRow] = field(default_factory=list)
+    metrics: list[ShuffledMetric] = field(default_factory=list)
+    statement: str = ""
+
+
+def _mechanism(
+    batch: ShuffledBatch, specs: dict[str, MetricSpec]
+) -> Mechanism | NumericMechanism | PrefixSketch:
+    """The mechanism object of ``batch``'s metric, from its spec (the one source of its
+    parameters); without a spec of that name and mechanism, a randomizer that gets the
+    generic bound (FMT21 holds for every eps0-LDP randomizer)."""
+    spec = specs.get(batch.metric)
+    if spec is not None and spec.mechanism == batch.mechanism:
+        if spec.type == "numeric":
+            return spec.numeric_randomizer
+        if spec.type == "text":
+            return spec.text_randomizer
+        return spec.randomizer
+    return make_numeric_mechanism("duchi", check_epsilon(batch.epsilon))
+
+
+def batch_row(batch: ShuffledBatch, specs: dict[str, MetricSpec]) -> ShuffledBatchRow:
+    """``batch`` with its central guarantee (InvalidInput for a size below 1 or a delta out of
+    range; a batch above :data:`MAX_BATCH` is counted at that size)."""
+    from .shuffling import central_guarantee  # numpy and scipy: loaded when a batch is counted
+
+    if batch.n < 1:
+        check_batch(batch.n, batch.delta)
+    counted = min(batch.n, MAX_BATCH)  # eps is non-increasing in n: still a valid bound
+    check_batch(counted, batch.delta)
+    guarantee = central_guarantee(
+        _mechanism(batch, specs), counted, batch.delta, local_epsilon=batch.epsilon
+    )
+    return ShuffledBatchRow(
+        metric=batch.metric,
+        mechanism=batch.mechanism,
+        batch=batch.batch,
+        n=batch.n,
+        local_epsilon=batch.epsilon,
+        delta=batch.delta,
+        central_epsilon=guarantee.epsilon,
+        bound=guarantee.bound,
+        bound_name=BOUND_NAMES[guarantee.bound],
+    )
+
+
+def assumed_batches(
+    specs: Iterable[MetricSpec], n: int, delta: float = DEFAULT_DELTA
+) -> list[ShuffledBatch]:
+    """One batch of ``n`` devices per metric: what the account says if every metric went
+    through a shuffler releasing batches of ``n``."""
+    return [ShuffledBatch(s.name, s.mechanism, s.epsilon, n, delta) for s in specs]
+
+
+def _weakest(rows: list[ShuffledBatchRow]) -> list[ShuffledMetric]:
+    """Per metric, the batch with the largest central eps, in the order metrics first appear."""
+    by_metric: dict[str, list[ShuffledBatchRow]] = {}
+    for row in rows:
+        by_metric.setdefault(row.metric, []).append(row)
+    weakest = []
+    for metric, batches in by_metric.items():
+        worst = max(batches, key=lambda r: (r.central_epsilon / r.local_epsilon, -r.n))
+        weakest.append(
+            ShuffledMetric(
+                metric=metric,
+                batches=len(batches),
+                smallest_batch=min(r.n for r in batches),
+                local_epsilon=worst.local_epsilon,
+                delta=worst.delta,
+                central_epsilon=worst.central_epsilon,
+                bound=worst.bound,
+            )
+        )
+    return weakest
+
+
+def _figure(x: float) -> str:
+    """An eps figure to four significant digits."""
+    return f"{x:.4g}"
+
+
+def shuffle_statement(source: Source, metrics: list[ShuffledMetric]) -> str:
+    """The section in plain words: which guarantee holds against whom."""
+    if source == "none" or not metrics:
+        return (
+            "No shuffled batches: reports go to the collector directly, and only each report's"
+            " local ε holds, against the collector and anyone who reads its data."
+        )
+    lead = (
+        "If reports passed through a shuffler releasing batches of"
+        if source == "assumed"
+        else "Reports pass through a shuffler, a separate party that removes who sent each"
+        " report, when and from where, and releases them to the collector only as whole"
+        " batches in a random order; in the batches released so far, of"
+    )
+    sizes = sorted({m.smallest_batch for m in metrics})
+    size_text = (
+        f"{sizes[0]:,} devices"
+        if len(sizes) == 1
+        else f"{sizes[0]:,} to {sizes[-1]:,} devices (smallest per metric)"
+    )
+    parts = []
+    for m in metrics:
+        if m.bound == "none":
+            parts.append(f"{m.metric}: no lower than its local ε = {_figure(m.local_epsilon)}")
+        else:
+            parts.append(
+                f"{m.metric}: ε = {_figure(m.central_epsilon)} with δ = {m.delta:g} instead of"
+                f" the local ε = {_figure(m.local_epsilon)}"
+            )
+    against_analyst = (
+        "against an analyst who sees only the released batches (the collector, its operator,"
+        " or anyone who reads its data), one device's report in a batch is"
+        " (ε, δ)-differentially private with " + "; ".join(parts) + "."
+    )
+    if source == "assumed":
+        opening = f"{lead} {size_text}, then, " + against_analyst
+    else:
+        opening = f"{lead} {size_text}, " + against_analyst
+    return " ".join(
+        [
+            opening,
+            "This central guarantee is per batch: a device's reports in several batches add"
+            " up, as local ε do.",
+            "Against the shuffler itself, or the shuffler and the collector together, only"
+            " each report's local ε holds, exactly as without a shuffler: the shuffler sees who"
+            " sent each sealed report, and with the collector it could link reports to"
+            " devices.",
+            "Reports injected by anyone do not count toward a batch's size: a batch of n with"
+            " n − 1 fake reports leaves the one real device at its local ε, so the local ε must"
+            " be acceptable on its own.",
+        ]
+    )
+
+
+def shuffle_section(
+    specs: Iterable[MetricSpec], batches: Iterable[ShuffledBatch], source: Source
+) -> ShuffleSection:
+    """The shuffled section of the privacy account for ``batches`` (``source`` says whether
+    they were released or assumed), the bound of each from its metric's spec in ``specs``."""
+    by_name = {spec.name: spec for spec in specs}
+    rows = [batch_row(batch, by_name) for batch in batches]
+    if not rows:
+        source = "none"
+    metrics = _weakest(rows)
+    return ShuffleSection(
+        source=source,
+        batches=rows,
+        metrics=metrics,
+        statement=shuffle_statement(source, metrics),
+    )

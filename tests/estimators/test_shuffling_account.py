@@ -1,0 +1,91 @@
+"""The privacy account's shuffled section from plain batch records: per batch the bound of
+its metric's mechanism, per metric its weakest batch, and words saying which guarantee holds
+against whom."""
+
+from __future__ import annotations
+
+import pytest
+from deniable.client import MetricSpec
+from deniable.client.errors import InvalidInput
+from deniable.estimators.privacy import privacy_document
+from deniable.estimators.shuffling import (
+    fmt21_numerical_epsilon,
+    krr_epsilon,
+    strong_clone_epsilon,
+)
+from deniable.estimators.shufflingaccount import ShuffledBatch, assumed_batches, shuffle_section
+
+SPECS = [
+    MetricSpec.boolean("dark_mode", epsilon=4.0),
+    MetricSpec.categorical("browser", [f"b{i}" for i in range(10)], epsilon=4.0, mechanism="krr"),
+    MetricSpec.categorical("country", [f"c{i}" for i in range(50)], epsilon=4.0, mechanism="oue"),
+]
+
+
+def test_released_batches_get_their_mechanisms_bound_and_each_metric_its_weakest() -> None:
+    batches = [
+        ShuffledBatch("dark_mode", "brr", 4.0, 100_000, batch="a"),
+        ShuffledBatch("dark_mode", "brr", 4.0, 10_000, batch="b"),
+        ShuffledBatch("browser", "krr", 4.0, 100_000),
+        ShuffledBatch("country", "oue", 4.0, 100_000),
+    ]
+    section = shuffle_section(SPECS, batches, "released")
+    central = [row.central_epsilon for row in section.batches]
+    assert central == [
+        strong_clone_epsilon(4.0, 100_000),
+        strong_clone_epsilon(4.0, 10_000),
+        krr_epsilon(4.0, 10, 100_000),
+        fmt21_numerical_epsilon(4.0, 100_000),
+    ]
+    assert [row.bound for row in section.batches] == [
+        "strong-clone",
+        "strong-clone",
+        "krr-variation-ratio",
+        "fmt21-numerical",
+    ]
+    weakest = {m.metric: m for m in section.metrics}
+    assert weakest["dark_mode"].batches == 2 and weakest["dark_mode"].smallest_batch == 10_000
+    assert weakest["dark_mode"].central_epsilon == strong_clone_epsilon(4.0, 10_000)
+    assert "against an analyst who sees only the released batches" in section.statement
+    assert "only each report's local ε holds" in section.statement
+    assert "n − 1 fake reports" in section.statement
+
+
+def test_a_batch_of_an_unknown_metric_gets_the_generic_bound() -> None:
+    section = shuffle_section(SPECS, [ShuffledBatch("gone", "krr", 4.0, 100_000)], "released")
+    assert section.batches[0].bound == "fmt21-numerical"
+    assert section.batches[0].central_epsilon == fmt21_numerical_epsilon(4.0, 100_000)
+
+
+def test_no_batches_say_so_and_leave_the_statement_alone() -> None:
+    plain = privacy_document(SPECS)
+    assert plain.shuffled.source == "none" and not plain.shuffled.batches
+    assert "No shuffled batches" in plain.shuffled.statement
+    assert "shuffler" not in plain.statement
+    shuffled = shuffle_section(SPECS, assumed_batches(SPECS, 100_000), "assumed")
+    with_shuffler = privacy_document(SPECS, shuffled=shuffled)
+    assert with_shuffler.statement.startswith(plain.statement)
+    assert "If reports passed through a shuffler" in with_shuffler.statement
+    assert with_shuffler.metrics == plain.metrics and with_shuffler.total == plain.total
+
+
+def test_a_tiny_batch_is_no_better_than_the_local_eps() -> None:
+    section = shuffle_section(SPECS, [ShuffledBatch("country", "oue", 4.0, 2)], "released")
+    assert section.batches[0].bound == "none" and section.batches[0].central_epsilon == 4.0
+    assert "no lower than its local ε = 4" in section.statement
+
+
+@pytest.mark.parametrize(("n", "delta"), [(0, 1e-6), (100, 0.0), (100, 1.0)])
+def test_out_of_range_batches_are_refused(n: int, delta: float) -> None:
+    with pytest.raises(InvalidInput):
+        shuffle_section(SPECS, [ShuffledBatch("dark_mode", "brr", 4.0, n, delta)], "released")
+
+
+def test_a_batch_above_the_limit_is_counted_at_the_limit() -> None:
+    """eps never grows with n, so the figure at MAX_BATCH is a valid bound for a larger batch."""
+    from deniable.estimators.shufflingaccount import MAX_BATCH
+
+    big = ShuffledBatch("dark_mode", "brr", 4.0, 3 * MAX_BATCH)
+    row = shuffle_section(SPECS, [big], "released").batches[0]
+    assert row.n == 3 * MAX_BATCH
+    assert row.central_epsilon == strong_clone_epsilon(4.0, MAX_BATCH)
