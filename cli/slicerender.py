@@ -1,12 +1,14 @@
 """A breakdown (``deniable estimate NAME --by platform``) printed slice by slice: each shown
 slice's estimate as ``deniable estimate`` prints one, each suppressed slice as one line that
-says so and carries no number."""
+says so and carries no number; ``--format csv`` writes :mod:`deniable.estimators.slicecsv`'s
+CSV (the dashboard's breakdown download, byte for byte)."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
-from deniable.client.errors import InvalidInput
+from deniable.estimators.slicecsv import breakdown_csv_text
 
 from .render import console, print_estimate, print_facts, print_json
 
@@ -17,13 +19,14 @@ def slice_title(values: dict[str, str]) -> str:
 
 
 def print_breakdown(document: dict[str, Any], fmt: str) -> None:
-    """Print a breakdown document as JSON, or a heading and one table per slice (CSV is
-    refused: one table per slice has no single header)."""
+    """Print a breakdown document as JSON, CSV (a row per slice and category), or a heading
+    and one table per slice."""
     if fmt == "json":
         print_json(document)
         return
     if fmt == "csv":
-        raise InvalidInput("--by and --where print a table or JSON (--format json), not CSV")
+        sys.stdout.write(breakdown_csv_text(document))
+        return
     out = console()
     where = document["where"]
     head = f"{document['metric']} by {', '.join(document['by']) or 'slice'}"

@@ -172,7 +172,8 @@ def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -
       deniable estimate dark_mode --by platform --where country:fr
 
     With --by or --where, one estimate per slice of the metric's dimensions, every interval
-    holding at once; a slice with too few reports says "suppressed" and shows no number.
+    holding at once; a slice with too few reports says "suppressed" and shows no number (in
+    --format csv too: its row's number cells are empty).
     """
     by, where = query.pop("by"), query.pop("where")
     if by or where:
@@ -180,8 +181,6 @@ def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -
             raise InvalidInput(
                 "--by and --where read the collector's counts; leave out --from-file"
             )
-        if fmt == "csv":
-            raise InvalidInput("--by and --where print a table or JSON (--format json), not CSV")
         slicing = {key: list(value) for key, value in (("by", by), ("where", where)) if value}
         document = fetch_document(global_options, "estimate", name, **slicing, **query)
         print_breakdown(document, fmt)

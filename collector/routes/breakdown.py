@@ -223,10 +223,13 @@ def breakdown(
     method: str,
     pooling: str,
     compare: tuple[str, str] | None = None,
+    cells: dict[str, CellStats] | None = None,
 ) -> dict[str, Any]:
     """The breakdown document of ``spec`` over the periods ``labels`` (bounded by the caller),
-    with the difference between the two ``compare`` slices if asked."""
-    cells = read_cells(state.database, spec, labels)
+    with the difference between the two ``compare`` slices if asked; ``cells`` are those
+    periods' cells if the caller has read them already."""
+    if cells is None:
+        cells = read_cells(state.database, spec, labels)
     wanted = _slices(spec, by)
     grouped: dict[tuple[str, ...], list[CellStats]] = {
         tuple(values.values()): [] for values in wanted
