@@ -237,11 +237,13 @@ def test_a_suppressed_slice_shows_no_number_in_the_api_or_the_cli(fleet: Fleet) 
 
 
 BREAKDOWN_PAGES = {
-    "breakdown-boolean": ("dark_by_platform", {"by": "platform"}),
-    "breakdown-categorical": ("theme_by_platform", {"by": "platform"}),
-    "breakdown-two-dimensions": ("theme_by_platform", {"by": ["platform", "channel"]}),
-    "breakdown-filtered": ("theme_by_platform", {"where": "platform:ios"}),
+    "metric-with-dimensions": ("theme_by_platform", {}),
+    "breakdown-boolean": ("dark_by_platform/breakdown", {"by": "platform"}),
+    "breakdown-categorical": ("theme_by_platform/breakdown", {"by": "platform"}),
+    "breakdown-two-dimensions": ("theme_by_platform/breakdown", {"by": ["platform", "channel"]}),
+    "breakdown-filtered": ("theme_by_platform/breakdown", {"where": "platform:ios"}),
 }
+"""Each page checked (the screenshot's name: the path under /dashboard/metrics/, the query)."""
 
 
 @pytest.mark.parametrize("page", list(BREAKDOWN_PAGES))
@@ -249,7 +251,7 @@ def test_breakdown_pages_render_cleanly_at_375_and_1280_px(
     driver: WebDriver, fleet: Fleet, page: str
 ) -> None:
     name, params = BREAKDOWN_PAGES[page]
-    url = f"{fleet.url}/dashboard/metrics/{name}/breakdown?{urlencode(params, doseq=True)}"
+    url = f"{fleet.url}/dashboard/metrics/{name}?{urlencode(params, doseq=True)}"
     try:
         for width, height in (WIDE, NARROW):
             set_viewport(driver, width, height)
