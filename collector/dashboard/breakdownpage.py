@@ -21,6 +21,7 @@ from fastapi import HTTPException, Request
 
 from ..routes.common import MetricPeriods
 from ..routes.estimates import EstimateOptions, get_estimate
+from . import slicediff, slicetrend
 from .charts import (
     ACCENT,
     BAR,
@@ -66,14 +67,27 @@ def chosen(request: Request, spec: MetricSpec) -> tuple[list[str], list[str]]:
 
 
 def document(
-    request: Request, spec: MetricSpec, query: dict[str, Any], by: list[str], where: list[str]
+    request: Request,
+    spec: MetricSpec,
+    query: dict[str, Any],
+    by: list[str],
+    where: list[str],
+    compare: str | None = None,
 ) -> dict[str, Any]:
-    """The API's breakdown document for the page's range, method and pooling."""
+    """The API's breakdown document for the page's range, method and pooling (with the two
+    ``compare`` slices' differences, if given)."""
     method = query["method"]
     options = EstimateOptions(confidence=0.95, method=method, simultaneous=True)  # type: ignore[arg-type]
     read = MetricPeriods(name=spec.name, start=query["start"] or None, end=query["end"] or None)
     return get_estimate(  # type: ignore[call-arg]
-        request, read, options, pooling=query["pooling"], q=None, by=by or None, where=where
+        request,
+        read,
+        options,
+        pooling=query["pooling"],
+        q=None,
+        by=by or None,
+        where=where,
+        compare=compare,
     )
 
 
@@ -348,7 +362,15 @@ def csv_href(spec: MetricSpec, request: Request) -> str:
 def page(spec: MetricSpec, request: Request, query: dict[str, Any]) -> str:
     """The whole breakdown page; HTTPException as the API's (422 naming the problem)."""
     by, where = chosen(request, spec)
-    found = document(request, spec, query, by, where)
+    pair = slicediff.chosen_pair(request, by)
+    problem = None
+    try:
+        found = document(request, spec, query, by, where, pair)
+    except HTTPException as exc:
+        if pair is None:
+            raise
+        problem = str(exc.detail)
+        found = document(request, spec, query, by, where)
     shown = _categories(spec, found, query["top"])
     level = f"{found['confidence'] * 100:g}%"
     each = f"{found['slice_confidence'] * 100:.4g}%"
@@ -386,4 +408,6 @@ def page(spec: MetricSpec, request: Request, query: dict[str, Any]) -> str:
         + f'<p class="actions"><a id="breakdown-csv" class="csv" href="{e(csv_href(spec, request))}"'
         " download>Download CSV</a> (every category of every slice)</p></section>"
     )
-    return layout(f"{spec.name} {what}", head + section)
+    compared = slicediff.card(spec, request, found, problem)
+    trend = slicetrend.section(request, spec, query, found, shown, slice_name)
+    return layout(f"{spec.name} {what}", head + section + compared + trend)

@@ -13,6 +13,7 @@ seeds): the intervals hold at once at 95%, so a seed misses a truth with probabi
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import re
 from collections.abc import Iterator
@@ -58,6 +59,8 @@ pytestmark = pytest.mark.browser
 DIMENSIONS = {"platform": ["ios", "android", "web"], "channel": ["beta", "stable"]}
 DARK = {"ios": (600, 0.25), "android": (400, 0.7), "web": (40, 0.5)}
 """platform: (devices, true share of dark mode); web is under the minimum of 100."""
+EARLIER = {"ios": (300, 0.3), "android": (150, 0.6), "web": (20, 0.5)}
+"""The boolean's devices two days ago (web again under the minimum)."""
 THEMES = ("light", "dark", "high contrast", "system default (follows the OS)")
 THEME_SHARES = {"ios": (0.2, 0.3, 0.1, 0.4), "android": (0.5, 0.2, 0.05, 0.25), "web": (0.25,) * 4}
 SUPPRESSED = "suppressed, fewer than 100 reports"
@@ -65,7 +68,8 @@ SUPPRESSED = "suppressed, fewer than 100 reports"
 
 @dataclass(frozen=True)
 class Fleet:
-    """The collector, the two metrics and each platform's true shares."""
+    """The collector, the two metrics and each platform's true share of dark mode over the
+    week (every report of it, today's and two days ago's)."""
 
     url: str
     dark: MetricSpec
@@ -74,10 +78,17 @@ class Fleet:
 
 
 def report_from_devices(
-    url: str, spec: MetricSpec, platform: str, values: list[Any], state: Path, seed: int
+    url: str,
+    spec: MetricSpec,
+    platform: str,
+    values: list[Any],
+    state: Path,
+    seed: int,
+    days_ago: int = 0,
 ) -> None:
-    """``values`` recorded by an SDK client whose context is ``platform`` (stable channel),
-    then delivered."""
+    """``values`` recorded by an SDK client whose context is ``platform`` (stable channel)
+    ``days_ago`` days before now, then delivered."""
+    moment = dt.datetime.now(dt.UTC) - dt.timedelta(days=days_ago)
     with Client(
         url,
         state_dir=state,
@@ -88,6 +99,7 @@ def report_from_devices(
         lifetime_epsilon=None,
         randomness=SeededRandomness(seed),
         batch_size=500,
+        clock=lambda: moment,
     ) as device:
         for value in values:
             assert device.record(spec.name, value)
@@ -123,6 +135,12 @@ def fleet(browser_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
             report_from_devices(
                 server.url, theme, platform, themes, directory / f"t{seed}", 10 + seed
             )
+        for seed, (platform, (n, share)) in enumerate(EARLIER.items()):
+            values = (rng.random(n) < share).tolist()
+            state = directory / f"e{seed}"
+            report_from_devices(server.url, dark, platform, values, state, 20 + seed, 2)
+            total = DARK[platform][0] * truth[platform] + sum(values)
+            truth[platform] = total / (DARK[platform][0] + n)
         yield Fleet(server.url, dark, theme, truth)
 
 
@@ -172,7 +190,8 @@ def test_the_breakdown_page_draws_bars_per_slice_and_no_number_for_a_suppressed_
         assert bar.get_attribute("data-category") == "true"
         low, high = (float(whisker.get_attribute(f"data-{end}")) for end in ("low", "high"))
         assert low <= fleet.truth[platform] <= high, (platform, low, high)
-        assert f"n = {DARK[platform][0]:,} reports" in figure.text
+        reports = DARK[platform][0] + EARLIER[platform][0]
+        assert f"n = {reports:,} reports" in figure.text
     note = driver.find_element(By.CSS_SELECTOR, "#suppressed-slices")
     assert note.text == "Suppressed, fewer than 100 reports: web, other."
     assert digits_besides_the_minimum(note.text) == []
@@ -242,6 +261,14 @@ BREAKDOWN_PAGES = {
     "breakdown-categorical": ("theme_by_platform/breakdown", {"by": "platform"}),
     "breakdown-two-dimensions": ("theme_by_platform/breakdown", {"by": ["platform", "channel"]}),
     "breakdown-filtered": ("theme_by_platform/breakdown", {"where": "platform:ios"}),
+    "breakdown-compared": (
+        "dark_by_platform/breakdown",
+        {"by": "platform", "first": "ios", "second": "android"},
+    ),
+    "breakdown-categorical-compared": (
+        "theme_by_platform/breakdown",
+        {"by": "platform", "first": "android", "second": "ios"},
+    ),
 }
 """Each page checked (the screenshot's name: the path under /dashboard/metrics/, the query)."""
 

@@ -9,6 +9,7 @@ at 99.99% (a miss has nominal probability 1e-4 per check).
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import re
 from collections.abc import Iterator
@@ -259,3 +260,48 @@ def test_a_numeric_breakdown_page_draws_slice_means(
     rows = list(csv.DictReader(io.StringIO(csv_text)))
     assert [row["by.platform"] for row in rows] == ["ios", "android", "web", "other"]
     assert "mean" in rows[0] and rows[2]["mean"] == "" and rows[2]["n"] == ""
+
+
+def test_the_breakdown_page_compares_two_slices_and_draws_each_slice_over_time(
+    collector: RunningCollector, admin: httpx.Client, uploader: httpx.Client
+) -> None:
+    spec = seed_boolean(admin, uploader)
+    yesterday = (TEST_NOW.date() - dt.timedelta(days=1)).isoformat()
+    post(uploader, make_reports(spec, [1] * 150 + [0] * 50, yesterday, 9), {"platform": "ios"})
+    base = {"by": "platform", "start": yesterday, "end": TODAY}
+    path = f"/dashboard/metrics/{spec.name}/breakdown"
+    with signed_in(collector) as viewer:
+        page = viewer.get(path, params={**base, "first": "ios", "second": "android"})
+        refused = viewer.get(path, params={**base, "first": "ios", "second": "web"})
+        half = viewer.get(path, params={**base, "first": "ios"})
+    assert page.status_code == 200, page.text
+    with collector.client(ADMIN_TOKEN) as reader:
+        api = reader.get(
+            f"/v1/metrics/{spec.name}/estimate", params={**base, "compare": "ios,android"}
+        ).json()["comparison"]
+    (true_row,) = [row for row in api["rows"] if row["category"] == "true"]
+    assert true_row["verdict"] == "lower"
+    row = re.search(r'<tr data-category="true">(.*?)</tr>', page.text)
+    assert row is not None and "ios lower than android" in row.group(1)
+    whisker = re.search(
+        r'<line class="whisker" data-category="true" data-low="([^"]+)" data-high="([^"]+)"',
+        page.text.split('id="difference-chart"')[1],
+    )
+    assert whisker is not None
+    assert (float(whisker.group(1)), float(whisker.group(2))) == (
+        true_row["ci_low"],
+        true_row["ci_high"],
+    )
+    # each slice over time: ios in both periods, android today only, web and other never
+    trend = page.text.split('id="slice-trend"')[1]
+    points = re.findall(r'<circle class="point" data-category="(\w+)" data-period="([^"]+)"', trend)
+    assert sorted(points) == sorted([("ios", yesterday), ("ios", TODAY), ("android", TODAY)]), (
+        points
+    )
+    assert "Suppressed in every period (fewer than 100 reports each): web, other." in trend
+    # a suppressed slice cannot be compared: the page says so, with no number of it
+    assert refused.status_code == 200
+    problem = re.search(r'<p class="error" role="alert">(.*?)</p>', refused.text)
+    assert problem is not None and "suppressed" in problem.group(1)
+    assert suppressed_numbers(re.sub(r"\{[^}]*\}", "", problem.group(1))) == []
+    assert half.status_code == 422 and "choose two slices" in half.text
