@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from deniable.estimators.slicecsv import breakdown_csv_text
+from deniable.estimators.slicecsv import breakdown_csv_text, slice_series_csv_text
 
 from .render import console, print_estimate, print_facts, print_json
 
@@ -47,3 +47,11 @@ def print_breakdown(document: dict[str, Any], fmt: str) -> None:
             continue
         out.print(f"\n[bold]{title}[/bold]")
         print_estimate(row["estimate"], fmt)
+
+
+def print_slice_series(document: dict[str, Any], fmt: str) -> None:
+    """Print a series by slice as JSON or CSV (a row per period, slice and category)."""
+    if fmt == "json":
+        print_json(document)
+        return
+    sys.stdout.write(slice_series_csv_text(document))

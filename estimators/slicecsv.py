@@ -33,36 +33,34 @@ def _where_text(where: dict[str, str]) -> str:
     return ";".join(f"{name}:{value}" for name, value in where.items())
 
 
-def breakdown_csv_text(document: dict[str, Any]) -> str:
-    """A breakdown document (``GET /v1/metrics/{name}/estimate?by=...``) as CSV text."""
-    by = list(document.get("by", []))
-    shown = [row["estimate"] for row in document.get("slices", []) if row.get("estimate")]
-    numeric = any("mean" in estimate for estimate in shown)
+def _layout(by: list[str], slices: list[dict[str, Any]]) -> tuple[bool, list[str], list[str]]:
+    """Whether the slices are means, the estimate fields every row repeats, and the value
+    columns (named as the estimate CSV names them)."""
+    numeric = any(row.get("estimate") and "mean" in row["estimate"] for row in slices)
     how = [key for key in (MEAN_HOW if numeric else SHARES_HOW) if key != "confidence"]
     keys = MEAN_FIELDS if numeric else CATEGORY_FIELDS
     fields = [RENAMED.get(key, key) for key in keys] + (["margin"] if numeric else [])
-    header = [
-        "metric",
-        "start",
-        "end",
-        *(f"by.{name}" for name in by),
-        "where",
-        *SLICE_COLUMNS,
-        *how,
-        *fields,
-    ]
-    leading = [
-        document.get("metric"),
-        document.get("start"),
-        document.get("end"),
-    ]
+    return numeric, how, fields
+
+
+def _slice_rows(
+    document: dict[str, Any],
+    leading: list[Any],
+    slices: list[dict[str, Any]],
+    slice_confidence: float | None,
+    layout: tuple[bool, list[str], list[str]],
+) -> list[list[Any]]:
+    """The rows of ``slices``: ``leading`` cells, the slice's values and filter and what it
+    is, then a row per category (a mean: one), or one row without numbers if suppressed."""
+    numeric, how, fields = layout
+    by = list(document.get("by", []))
     where = _where_text(document.get("where", {}))
     rows = []
-    for row in document.get("slices", []):
+    for row in slices:
         values = [row["values"].get(name) for name in by]
         slice_cells = [
             document.get("confidence"),
-            None if row["suppressed"] else document.get("slice_confidence"),
+            None if row["suppressed"] else slice_confidence,
             row["suppressed"],
             row.get("note"),
         ]
@@ -74,8 +72,40 @@ def breakdown_csv_text(document: dict[str, Any]) -> str:
         made = [estimate.get(key) for key in how]
         if numeric:
             mean = estimate["mean"]
-            rows.append([*first, *made, *(mean.get(key) for key in keys), half_width(mean)])
+            rows.append([*first, *made, *(mean.get(key) for key in MEAN_FIELDS), half_width(mean)])
             continue
         for category in estimate.get("estimates", []):
             rows.append([*first, *made, *(category.get(key) for key in CATEGORY_FIELDS)])
+    return rows
+
+
+def _header(
+    leading: list[str], by: list[str], layout: tuple[bool, list[str], list[str]]
+) -> list[str]:
+    _, how, fields = layout
+    return [*leading, *(f"by.{name}" for name in by), "where", *SLICE_COLUMNS, *how, *fields]
+
+
+def breakdown_csv_text(document: dict[str, Any]) -> str:
+    """A breakdown document (``GET /v1/metrics/{name}/estimate?by=...``) as CSV text."""
+    slices = list(document.get("slices", []))
+    layout = _layout(list(document.get("by", [])), slices)
+    header = _header(["metric", "start", "end"], list(document.get("by", [])), layout)
+    leading = [document.get("metric"), document.get("start"), document.get("end")]
+    rows = _slice_rows(document, leading, slices, document.get("slice_confidence"), layout)
+    return csv_text(header, rows)
+
+
+def slice_series_csv_text(document: dict[str, Any]) -> str:
+    """A series by slice (``GET /v1/metrics/{name}/series?by=...``) as CSV text: the
+    breakdown CSV's rows for each period in turn, ``period`` in place of the range."""
+    points = list(document.get("series", []))
+    layout = _layout(
+        list(document.get("by", [])), [row for point in points for row in point["slices"]]
+    )
+    header = _header(["metric", "period"], list(document.get("by", [])), layout)
+    rows = []
+    for point in points:
+        leading = [document.get("metric"), point.get("period")]
+        rows += _slice_rows(document, leading, point["slices"], point["slice_confidence"], layout)
     return csv_text(header, rows)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -305,3 +306,33 @@ def test_the_breakdown_page_compares_two_slices_and_draws_each_slice_over_time(
     assert problem is not None and "suppressed" in problem.group(1)
     assert suppressed_numbers(re.sub(r"\{[^}]*\}", "", problem.group(1))) == []
     assert half.status_code == 422 and "choose two slices" in half.text
+
+
+def test_the_cli_writes_a_slice_series_as_json_or_csv(
+    collector: RunningCollector, admin: httpx.Client, uploader: httpx.Client
+) -> None:
+    spec = seed_boolean(admin, uploader)
+    cli = ("--collector", collector.url, "--token", ADMIN_TOKEN, "series", spec.name)
+    span = ("--start", TODAY, "--end", TODAY, "--by", "platform")
+    printed = run_cli(*cli, *span, "--format", "json")
+    assert printed.exit_code == 0, printed.output
+    api = admin.get(
+        f"/v1/metrics/{spec.name}/series", params={"by": "platform", "start": TODAY, "end": TODAY}
+    ).json()
+    assert json.loads(printed.stdout) == api
+    written = run_cli(*cli, *span, "--format", "csv")
+    assert written.exit_code == 0, written.output
+    rows = list(csv.DictReader(io.StringIO(written.stdout)))
+    assert {row["period"] for row in rows} == {TODAY}
+    shown = [row for row in rows if row["suppressed"] == "false"]
+    assert [(row["by.platform"], row["category"]) for row in shown] == [
+        ("ios", "false"),
+        ("ios", "true"),
+        ("android", "false"),
+        ("android", "true"),
+    ]
+    hidden = [row for row in rows if row["suppressed"] == "true"]
+    assert [row["by.platform"] for row in hidden] == ["web", "other"]
+    assert all(row["n"] == row["frequency"] == row["slice_confidence"] == "" for row in hidden)
+    table = run_cli(*cli, *span)
+    assert table.exit_code != 0 and "--format json or csv" in table.stderr
