@@ -135,6 +135,18 @@ def fleet(browser_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
             report_from_devices(
                 server.url, theme, platform, themes, directory / f"t{seed}", 10 + seed
             )
+        with authorized_client(server.url, ADMIN_TOKEN) as admin:
+            load = register(
+                admin,
+                MetricSpec.numeric(
+                    "load_by_platform", lower=0, upper=1000, epsilon=2.0, dimensions=DIMENSIONS
+                ),
+                unit="ms",
+            )
+        for seed, (platform, middle) in enumerate((("ios", 200.0), ("android", 600.0))):
+            times = np.clip(rng.normal(middle, 80, 300), 0, 1000).tolist()
+            state = directory / f"n{seed}"
+            report_from_devices(server.url, load, platform, times, state, 30 + seed)
         for seed, (platform, (n, share)) in enumerate(EARLIER.items()):
             values = (rng.random(n) < share).tolist()
             state = directory / f"e{seed}"
@@ -260,6 +272,11 @@ BREAKDOWN_PAGES = {
     "breakdown-boolean": ("dark_by_platform/breakdown", {"by": "platform"}),
     "breakdown-categorical": ("theme_by_platform/breakdown", {"by": "platform"}),
     "breakdown-two-dimensions": ("theme_by_platform/breakdown", {"by": ["platform", "channel"]}),
+    "breakdown-numeric": ("load_by_platform/breakdown", {"by": "platform"}),
+    "breakdown-numeric-compared": (
+        "load_by_platform/breakdown",
+        {"by": "platform", "first": "ios", "second": "android"},
+    ),
     "breakdown-filtered": ("theme_by_platform/breakdown", {"where": "platform:ios"}),
     "breakdown-compared": (
         "dark_by_platform/breakdown",
