@@ -285,11 +285,14 @@ def run_devices(
     moment: dt.datetime | None = None,
     on_batch: Callable[[int], None] | None = None,
     timeout: float = 60.0,
+    contexts: Sequence[dict[str, str]] | None = None,
 ) -> Delivery:
     """Drive every device of ``populations`` (same device count each) through the SDK.
 
     Each device records one value per metric at ``moment`` (default now), so it reports once
-    per metric in that period. ``on_batch(devices)`` is called after each batch is delivered.
+    per metric in that period; ``contexts[device]``, if given, is its public context (its
+    dimensions' values), set before it records. ``on_batch(devices)`` is called after each
+    batch is delivered.
     """
     from deniable.client import Client, SeededRandomness, system_randomness
     from deniable.client.mechanisms import MAX_EPSILON
@@ -323,7 +326,11 @@ def run_devices(
                 transport=witness.transport(),
             )
             try:
+                current: dict[str, str] | None = None
                 for device in range(start, stop):
+                    if contexts is not None and contexts[device] != current:
+                        current = contexts[device]
+                        client.set_context(current)
                     for pop in populations:
                         client.record(pop.spec.name, pop.record_value(device))
                 delivered = _flush(client, timeout)

@@ -1,13 +1,16 @@
 """A breakdown (``deniable estimate NAME --by platform``) printed slice by slice: each shown
 slice's estimate as ``deniable estimate`` prints one, each suppressed slice as one line that
-says so and carries no number; a period comparison (``--compare-to``) the same way, each
-slice's change per category with its interval and verdict."""
+says so and carries no number (``--format csv`` writes :mod:`deniable.estimators.slicecsv`'s
+CSV, the dashboard's breakdown download byte for byte); a period comparison (``--compare-to``)
+the same way, each slice's change per category with its interval and verdict."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from deniable.client.errors import InvalidInput
+from deniable.estimators.slicecsv import breakdown_csv_text, slice_series_csv_text
 from rich.table import Table
 from rich.text import Text
 
@@ -20,13 +23,14 @@ def slice_title(values: dict[str, str]) -> str:
 
 
 def print_breakdown(document: dict[str, Any], fmt: str) -> None:
-    """Print a breakdown document as JSON, or a heading and one table per slice (CSV is
-    refused: one table per slice has no single header)."""
+    """Print a breakdown document as JSON, CSV (a row per slice and category), or a heading
+    and one table per slice."""
     if fmt == "json":
         print_json(document)
         return
     if fmt == "csv":
-        raise InvalidInput("--by and --where print a table or JSON (--format json), not CSV")
+        sys.stdout.write(breakdown_csv_text(document))
+        return
     out = console()
     where = document["where"]
     head = f"{document['metric']} by {', '.join(document['by']) or 'slice'}"
@@ -136,3 +140,11 @@ def print_changes(document: dict[str, Any], fmt: str) -> None:
             out.print(f"\n[bold]{title}[/bold]")
         out.print(f"reports: {row['n']:,} against {row['baseline_n']:,}")
         out.print(change_table(document, row["rows"]))
+
+
+def print_slice_series(document: dict[str, Any], fmt: str) -> None:
+    """Print a series by slice as JSON or CSV (a row per period, slice and category)."""
+    if fmt == "json":
+        print_json(document)
+        return
+    sys.stdout.write(slice_series_csv_text(document))

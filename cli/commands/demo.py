@@ -3,7 +3,9 @@
 Starts a collector on a temporary SQLite database, registers a boolean, a categorical, a
 numeric and a histogram metric, has 20,000 simulated devices report them all through the SDK,
 and prints each estimate beside the truth with its 95% (simultaneous) interval: shares, a
-mean, and a histogram's quantiles.
+mean, and a histogram's quantiles. The boolean has a public dimension (the devices' platform,
+sent in the clear): the demo also prints its breakdown by platform and the difference between
+two platforms with its interval and verdict.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import click
+from deniable.client.spec import OTHER
 from deniable.estimators import DEFAULT_QUANTILES, quantile_bounds
 
 from ..api import CollectorAPI
@@ -37,8 +40,25 @@ from ..render import (
 )
 from ..specs import spec_from_served
 
+DEMO_PLATFORMS: dict[str, tuple[float, float]] = {
+    "ios": (0.45, 0.44),
+    "android": (0.40, 0.35),
+    "web": (0.15, 0.28),
+}
+"""Each platform's share of the simulated devices and its true share of dark mode (together
+the 38% of :data:`DEMO_TRUTH`; exactly, for the default 20,000 devices)."""
+DEMO_COMPARED = ("ios", "android")
+"""The two platforms whose difference the demo prints."""
+
 DEMO_METRICS: tuple[dict[str, Any], ...] = (
-    {"name": "dark_mode", "type": "boolean", "epsilon": 1.0, "mechanism": "auto", "period": "day"},
+    {
+        "name": "dark_mode",
+        "type": "boolean",
+        "epsilon": 1.0,
+        "mechanism": "auto",
+        "period": "day",
+        "dimensions": {"platform": list(DEMO_PLATFORMS)},
+    },
     {
         "name": "browser",
         "type": "categorical",
@@ -164,6 +184,130 @@ def _quantile_inside(entry: dict[str, Any], true: float) -> bool:
     return (low is None or low <= true) and (high is None or true <= high)
 
 
+def platform_devices(
+    clients: int, rng: random.Random
+) -> tuple[list[dict[str, str]], dict[str, list[int]]]:
+    """Each device's context (its platform, in :data:`DEMO_PLATFORMS`' shares) and dark mode
+    value (0 or 1, in its platform's true share), devices grouped by platform."""
+    from ..simulated_devices import allocate
+
+    names = list(DEMO_PLATFORMS)
+    counts = [0] * len(names)
+    for index in allocate(clients, [share for share, _ in DEMO_PLATFORMS.values()], rng):
+        counts[index] += 1
+    contexts: list[dict[str, str]] = []
+    values: dict[str, list[int]] = {}
+    for name, count in zip(names, counts, strict=True):
+        dark = DEMO_PLATFORMS[name][1]
+        values[name] = allocate(count, [1 - dark, dark], rng)
+        contexts.extend({"platform": name} for _ in range(count))
+    return contexts, values
+
+
+def demo_populations(
+    specs: list[Any], clients: int, rng: random.Random
+) -> tuple[list[Any], list[dict[str, str]], dict[str, float]]:
+    """Every demo metric's devices, each device's context, and dark mode's true share per
+    platform: dark mode's values follow each platform's truth, the others the whole
+    population's."""
+    from ..simulated_devices import Population, number_population, population
+
+    contexts, by_platform = platform_devices(clients, rng)
+    dark = [value for values in by_platform.values() for value in values]
+    populations = [
+        number_population(s, clients, rng)
+        if s.type in ("numeric", "histogram")
+        else Population(s, dark)
+        if s.name == "dark_mode"
+        else population(s, clients, DEMO_TRUTH[s.name], rng)
+        for s in specs
+    ]
+    truths = {name: sum(values) / len(values) for name, values in by_platform.items() if values}
+    return populations, contexts, truths
+
+
+def _breakdown_table(document: dict[str, Any], truths: dict[str, float]) -> Any:
+    """dark_mode's true share per platform beside its estimate and interval (all holding at
+    once); a suppressed slice says so and shows no number."""
+    from rich.table import Table
+
+    rows = document["slices"]
+    shown = [(row, _true_row(row)) for row in rows]
+    highs = [estimate["ci_high"] for _, estimate in shown if estimate is not None]
+    scale = min(1.0, max([*highs, *truths.values(), 0.01]))
+    table = Table(
+        title=f"{document['metric']} by platform · share true · every interval holds at once"
+        f" ({document['confidence'] * 100:g}%)",
+        title_justify="left",
+    )
+    headers = ["platform", "truth", "estimate", "interval", "truth inside"]
+    texts = []
+    for row, estimate in shown:
+        name = row["values"]["platform"]
+        if estimate is None:
+            texts.append([name, row["note"], "", "", ""])
+            continue
+        true = truths[name]
+        inside = estimate["ci_low"] <= true <= estimate["ci_high"]
+        texts.append(
+            [
+                name,
+                percent(true),
+                percent(estimate["frequency"]),
+                interval(estimate["ci_low"], estimate["ci_high"]),
+                "✓" if inside else "✗",
+            ]
+        )
+    width = fit_bar(headers, [t for t in texts if t[2]])
+    for header in headers:
+        table.add_column(header, justify="left" if header == "platform" else "right", no_wrap=True)
+    table.add_column(f"0 … {percent(scale)}", no_wrap=True)
+    hidden = []
+    for (_, estimate), text in zip(shown, texts, strict=True):
+        if estimate is None:
+            name = text[0] + (" (a platform not listed)" if text[0] == OTHER else "")
+            hidden.append(f"{name}: {text[1]}")
+            continue
+        bar = bar_with_whisker(
+            estimate["frequency"], estimate["ci_low"], estimate["ci_high"], scale, width
+        )
+        table.add_row(*text, bar)
+    table.caption = "; ".join(hidden) or None
+    table.caption_justify = "left"
+    return table
+
+
+def _true_row(row: dict[str, Any]) -> dict[str, Any] | None:
+    """A shown slice's row for the category true (None for a suppressed slice)."""
+    if row["estimate"] is None:
+        return None
+    return next(r for r in row["estimate"]["estimates"] if r["category"] == "true")
+
+
+def comparable(document: dict[str, Any]) -> bool:
+    """Whether both :data:`DEMO_COMPARED` platforms are shown (a suppressed one has nothing to
+    compare)."""
+    shown = {row["values"]["platform"] for row in document["slices"] if not row["suppressed"]}
+    return set(DEMO_COMPARED) <= shown
+
+
+def comparison_line(document: dict[str, Any], truths: dict[str, float]) -> str:
+    """The difference between the two compared platforms' dark mode shares, in plain words."""
+    compared = document.get("comparison")
+    if compared is None:
+        first, second = DEMO_COMPARED
+        return f"{first} − {second}: not compared, a platform is suppressed"
+    first, second = compared["first"]["platform"], compared["second"]["platform"]
+    row = next(r for r in compared["rows"] if r["category"] == "true")
+    true = truths[first] - truths[second]
+    level = f"{compared['confidence'] * 100:g}%"
+    return (
+        f"{first} − {second}, share true: {row['difference'] * 100:+.1f} points ({level} interval"
+        f" {row['ci_low'] * 100:+.1f} to {row['ci_high'] * 100:+.1f}): {row['verdict']}"
+        f" (truth {true * 100:+.1f})"
+    )
+
+
 def _truth(pop: Any) -> Any:
     """What the demo's devices hold for one metric: shares, a mean, or shares and quantiles."""
     if pop.spec.type == "numeric":
@@ -172,6 +316,12 @@ def _truth(pop: Any) -> Any:
         quantiles = {f"{q:g}": pop.quantile(q) for q in DEFAULT_QUANTILES}
         return {"shares": pop.shares, "quantiles": quantiles}
     return pop.shares
+
+
+def _slices_inside(document: dict[str, Any], truths: dict[str, float]) -> bool:
+    """Whether every shown slice's interval of the share true holds its platform's truth."""
+    rows = [(row["values"]["platform"], _true_row(row)) for row in document["slices"]]
+    return all(r["ci_low"] <= truths[name] <= r["ci_high"] for name, r in rows if r is not None)
 
 
 def _all_inside(truth: Any, document: dict[str, Any]) -> bool:
@@ -298,7 +448,7 @@ HISTORY_DAYS = 6
 def _seed_history(collector: Any, seed: int | None, clients: int) -> None:
     """Have a tenth of ``clients`` devices (fresh values from the same distributions) report
     every demo metric on each of the :data:`HISTORY_DAYS` days before today."""
-    from ..simulated_devices import number_population, population, run_devices
+    from ..simulated_devices import run_devices
 
     devices = max(100, clients // 10)
     rng = random.Random(None if seed is None else seed + 1)
@@ -310,15 +460,14 @@ def _seed_history(collector: Any, seed: int | None, clients: int) -> None:
             f"{HISTORY_DAYS} earlier days, {devices:,} devices each", total=HISTORY_DAYS
         )
         for back in range(HISTORY_DAYS, 0, -1):
-            populations = [
-                number_population(s, devices, rng)
-                if s.type in ("numeric", "histogram")
-                else population(s, devices, DEMO_TRUTH[s.name], rng)
-                for s in specs
-            ]
+            populations, contexts, _ = demo_populations(specs, devices, rng)
             day_seed = None if seed is None else seed + back
             run_devices(
-                collector.url, populations, seed=day_seed, moment=now - dt.timedelta(days=back)
+                collector.url,
+                populations,
+                seed=day_seed,
+                moment=now - dt.timedelta(days=back),
+                contexts=contexts,
             )
             bar.advance(task)
 
@@ -326,7 +475,7 @@ def _seed_history(collector: Any, seed: int | None, clients: int) -> None:
 def _run_demo(collector: Any, seed: int | None, clients: int, fmt: str) -> None:
     """Start ``collector``, seed it with ``clients`` simulated devices as of now, and print
     each estimate beside the truth (as tables or JSON)."""
-    from ..simulated_devices import number_population, population, run_devices
+    from ..simulated_devices import run_devices
 
     started = time.monotonic()
     rng = random.Random(seed)
@@ -337,12 +486,7 @@ def _run_demo(collector: Any, seed: int | None, clients: int, fmt: str) -> None:
         bar.advance(boot)
         with CollectorAPI(collector.url, collector.token) as api:
             specs = [spec_from_served(api.create_metric(m)) for m in DEMO_METRICS]
-            populations = [
-                number_population(s, clients, rng)
-                if s.type in ("numeric", "histogram")
-                else population(s, clients, DEMO_TRUTH[s.name], rng)
-                for s in specs
-            ]
+            populations, contexts, platform_truths = demo_populations(specs, clients, rng)
             task = bar.add_task(f"{clients:,} devices reporting", total=clients)
             delivery = run_devices(
                 collector.url,
@@ -350,6 +494,7 @@ def _run_demo(collector: Any, seed: int | None, clients: int, fmt: str) -> None:
                 seed=seed,
                 moment=moment,
                 on_batch=lambda done: bar.advance(task, done),
+                contexts=contexts,
             )
             results = []
             for spec, pop in zip(specs, populations, strict=True):
@@ -371,6 +516,12 @@ def _run_demo(collector: Any, seed: int | None, clients: int, fmt: str) -> None:
                         "all_inside": _all_inside(truth, document),
                     }
                 )
+            today = specs[0].period_of(moment)
+            query = {"start": today, "end": today, "confidence": DEFAULT_CONFIDENCE}
+            sliced = api.estimate("dark_mode", by="platform", **query)
+            if comparable(sliced):
+                pair = ",".join(DEMO_COMPARED)
+                sliced = api.estimate("dark_mode", by="platform", compare=pair, **query)
             account = api.privacy()
     elapsed = time.monotonic() - started
     if fmt == "json":
@@ -383,6 +534,11 @@ def _run_demo(collector: Any, seed: int | None, clients: int, fmt: str) -> None:
                 "simultaneous": True,
                 "elapsed_seconds": round(elapsed, 2),
                 "metrics": results,
+                "breakdown": {
+                    "truth": platform_truths,
+                    "estimate": sliced,
+                    "all_inside": _slices_inside(sliced, platform_truths),
+                },
                 "privacy": account,
             }
         )
@@ -397,6 +553,9 @@ def _run_demo(collector: Any, seed: int | None, clients: int, fmt: str) -> None:
             out.print(_quantiles_table(spec, truth["quantiles"], document))
         else:
             out.print(_comparison_table(spec, truth, document))
+    out.print(_breakdown_table(sliced, platform_truths))
+    click.echo(comparison_line(sliced, platform_truths))
+    click.echo("")
     click.echo(
         f"{clients:,} simulated devices sent {delivery.delivered:,} randomized reports through the SDK"
         f" in {elapsed:.1f} s; the collector never saw a true value."
@@ -404,7 +563,9 @@ def _run_demo(collector: Any, seed: int | None, clients: int, fmt: str) -> None:
     click.echo(
         f"Each metric's intervals hold all its categories (or quantiles) at once with"
         f" {DEFAULT_CONFIDENCE:.0%} confidence; load_ms is a numeric metric (a mean),"
-        " load_hist load times counted in buckets."
+        " load_hist load times counted in buckets. dark_mode is broken down by platform, a public"
+        " dimension each device sends in the clear; a slice with fewer than"
+        f" {sliced['min_slice_reports']:,} reports is suppressed."
     )
     total = account["total"]
     click.echo(

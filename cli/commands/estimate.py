@@ -29,7 +29,7 @@ from ..options import (
 )
 from ..periods import resolve_range
 from ..render import SERIES_TOP, print_estimate, print_series
-from ..slicerender import print_breakdown, print_changes
+from ..slicerender import print_breakdown, print_changes, print_slice_series
 from ..specs import spec_from_served
 
 
@@ -182,7 +182,8 @@ def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -
       deniable estimate load_ms --start 2026-11-16 --end 2026-11-22 --compare-to 2026-11-09..2026-11-15
 
     With --by or --where, one estimate per slice of the metric's dimensions, every interval
-    holding at once; a slice with too few reports says "suppressed" and shows no number.
+    holding at once; a slice with too few reports says "suppressed" and shows no number (in
+    --format csv too: its row's number cells are empty).
     With --compare-to, the change from that window: higher, lower, or no detectable change.
     """
     by, where, compare_to = query.pop("by"), query.pop("where"), query.pop("compare_to")
@@ -204,8 +205,6 @@ def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -
             raise InvalidInput(
                 "--by and --where read the collector's counts; leave out --from-file"
             )
-        if fmt == "csv":
-            raise InvalidInput("--by and --where print a table or JSON (--format json), not CSV")
         slicing = {key: list(value) for key, value in (("by", by), ("where", where)) if value}
         document = fetch_document(global_options, "estimate", name, **slicing, **query)
         print_breakdown(document, fmt)
@@ -235,6 +234,20 @@ def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -
     f" (default: all, at most {SERIES_TOP} in a chart).",
 )
 @intervals_option
+@click.option(
+    "--by",
+    "by",
+    multiple=True,
+    metavar="DIMENSION",
+    help="One series per slice of this dimension (repeatable, at most 2; JSON or CSV).",
+)
+@click.option(
+    "--where",
+    "where",
+    multiple=True,
+    metavar="NAME:VALUE",
+    help="The series of this value of a dimension only, e.g. platform:ios (JSON or CSV).",
+)
 @from_file_options
 @format_option()
 @pass_global_options
@@ -255,6 +268,25 @@ def series(
       deniable series browser --category chrome --category safari --format csv
       deniable series browser --from-file browser.parquet --top 5
       deniable series browser --last 7 --per-category
+      deniable series dark_mode --where platform:ios --format csv
+
+    With --by or --where, each period's breakdown (JSON, or CSV: a row per period, slice and
+    category); a slice with too few reports in a period is suppressed there, with no number.
     """
+    by, where = query.pop("by"), query.pop("where")
+    if by or where:
+        if query["from_file"] is not None:
+            raise InvalidInput(
+                "--by and --where read the collector's counts; leave out --from-file"
+            )
+        if fmt == "table" or categories or top is not None:
+            raise InvalidInput(
+                "--by and --where give a series as --format json or csv (without --category or"
+                " --top); the dashboard's breakdown page draws it"
+            )
+        slicing = {key: list(value) for key, value in (("by", by), ("where", where)) if value}
+        document = fetch_document(global_options, "series", name, **slicing, **query)
+        print_slice_series(document, fmt)
+        return
     document = fetch_document(global_options, "series", name, **query)
     print_series(document, fmt, categories or None, top)

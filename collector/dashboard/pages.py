@@ -626,9 +626,11 @@ def metric_page(
     shown: Sequence[str],
     query: dict[str, Any],
     quantiles_over_time: str = "",
+    breakdown: str = "",
 ) -> str:
     """A metric's page: pickers, then its estimate, quantiles (and ``quantiles_over_time``,
-    ready markup) and series (or its mean)."""
+    ready markup) and series (or its mean); ``breakdown`` (ready markup: the breakdown
+    selector) after the estimate."""
     head = (
         f'<div class="heading"><p class="crumb"><a href="/dashboard/">Overview</a> /</p>'
         f"<h1>{breakable(spec.name)}</h1>"
@@ -636,9 +638,9 @@ def metric_page(
         + pickers(spec, query)
     )
     if spec.type == "numeric":
-        sections = _mean_sections(spec, estimate_doc, series_doc, query)
+        sections = _mean_sections(spec, estimate_doc, series_doc, query) + breakdown
     else:
-        sections = _estimate_section(spec, estimate_doc, query)
+        sections = _estimate_section(spec, estimate_doc, query) + breakdown
         if spec.type == "histogram":
             sections += _quantiles_section(estimate_doc) + quantiles_over_time
         sections += _series_section(spec, series_doc, shown, query)

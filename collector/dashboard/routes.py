@@ -17,6 +17,7 @@ from deniable.client.errors import InvalidInput
 from deniable.estimators import DEFAULT_METHOD, DEFAULT_PERIODS
 from deniable.estimators.advisor import plan_document
 from deniable.estimators.csvtext import estimate_csv_text, series_csv_text
+from deniable.estimators.slicecsv import breakdown_csv_text
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
@@ -26,7 +27,7 @@ from ..numbers import InvalidNumber, NumberRule
 from ..routes.body import read_body
 from ..routes.common import find_spec
 from ..routes.privacy import DEFAULT_MEMOIZE, DEFAULT_RATIO
-from . import data, numericplan, pages, quantileseries, session
+from . import breakdownpage, data, numericplan, pages, quantileseries, session
 from .style import CSS, ETAG
 
 router = APIRouter(prefix="/dashboard", include_in_schema=False)
@@ -256,7 +257,42 @@ def metric(name: str, request: Request) -> Response:
     except HTTPException as exc:
         return html(pages.error_page(exc.status_code, str(exc.detail)), exc.status_code)
     shown = [] if spec.type == "numeric" else data.shown_categories(spec, estimate, query["top"])
-    return html(pages.metric_page(spec, estimate, series, shown, query, over_time))
+    entry = breakdownpage.entry_card(spec, query)
+    return html(pages.metric_page(spec, estimate, series, shown, query, over_time, entry))
+
+
+def breakdown_read(request: Request, name: str) -> tuple[Any, dict[str, Any]]:
+    """The metric and the page's choices for its breakdown (text metrics have none: 422)."""
+    _, spec = find_spec(request, name)
+    if spec.type == "text":
+        raise HTTPException(422, f"metric {spec.name} is text: it has no dimensions")
+    return spec, page_query(request, spec)
+
+
+@router.get("/metrics/{name}/breakdown")
+def breakdown(name: str, request: Request) -> Response:
+    """A metric's estimate per slice of its dimensions, as small multiples (:mod:`.breakdownpage`)."""
+    if not signed_in(request):
+        return to_sign_in()
+    try:
+        spec, query = breakdown_read(request, name)
+        return html(breakdownpage.page(spec, request, query))
+    except HTTPException as exc:
+        return html(pages.error_page(exc.status_code, str(exc.detail)), exc.status_code)
+
+
+@router.get("/metrics/{name}/breakdown.csv")
+def breakdown_csv(name: str, request: Request) -> Response:
+    """The breakdown the page shows, as CSV (every category of every slice)."""
+    if not signed_in(request):
+        return to_sign_in()
+    try:
+        spec, query = breakdown_read(request, name)
+        by, where = breakdownpage.chosen(request, spec)
+        found = breakdownpage.document(request, spec, query, by, where)
+    except HTTPException as exc:
+        return html(pages.error_page(exc.status_code, str(exc.detail)), exc.status_code)
+    return csv_response(breakdown_csv_text(found), f"{spec.name}-breakdown.csv")
 
 
 def csv_response(text: str, filename: str) -> Response:

@@ -76,6 +76,14 @@ svg.swatch { width: 0.7rem; height: 0.7rem; display: inline-block; vertical-alig
   font-size: 0.85rem;
 }
 .legend li { display: inline-flex; align-items: center; gap: 0.35rem; }
+figure.slice { margin: 0; min-width: 0; display: grid; gap: 0.2rem; align-content: start; }
+.suppressed-note {
+  margin: 0; padding: 0.5rem 0.75rem; border: 1px dashed #cbd5e1; border-radius: 8px;
+  color: var(--muted); font-size: 0.9rem;
+}
+.slice-name { color: var(--ink); font-weight: 600; white-space: nowrap; }
+tr.suppressed td { color: var(--muted); white-space: normal; }
+#breakdown-entry #breakdown-picker { border: 0; padding: 0; }
 .gaps { margin: 0; color: var(--muted); font-size: 0.875rem; }
 .key { margin: 0; font-size: 0.8rem; color: var(--muted); display: flex; align-items: center; gap: 0.4rem; }
 .key-bar { display: inline-block; width: 1.2rem; height: 0.6rem; background: #bfd3fb; border-radius: 2px; }
@@ -112,7 +120,7 @@ blockquote {
   border-radius: 0 8px 8px 0; font-size: 0.95rem; max-width: 48rem;
 }
 form { display: flex; flex-wrap: wrap; gap: 0.75rem; align-items: flex-end; }
-#pickers { background: var(--card); border: 1px solid var(--line); border-radius: 10px; padding: 0.75rem; }
+#pickers, #breakdown-picker { background: var(--card); border: 1px solid var(--line); border-radius: 10px; padding: 0.75rem; }
 #sign-in { display: grid; gap: 0.5rem; align-items: stretch; }
 label { display: grid; gap: 0.2rem; font-size: 0.8rem; color: var(--muted); font-weight: 500; }
 input, select {

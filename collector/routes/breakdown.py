@@ -208,11 +208,18 @@ def _sum_cells(chosen: list[CellStats], periods: int, k: int) -> CellStats:
 
 
 def slice_stats(
-    state: Collector, spec: MetricSpec, labels: list[str], by: list[str], where: dict[str, str]
+    state: Collector,
+    spec: MetricSpec,
+    labels: list[str],
+    by: list[str],
+    where: dict[str, str],
+    cells: dict[str, CellStats] | None = None,
 ) -> dict[tuple[str, ...], CellStats]:
     """Each slice's statistics over the periods ``labels`` (keyed by its ``by`` values, every
-    slice present, in :func:`slice_values` order): the sums of the cells ``where`` keeps."""
-    cells = read_cells(state.database, spec, labels)
+    slice present, in :func:`slice_values` order): the sums of the cells ``where`` keeps
+    (``cells``, those periods' cells, are read unless the caller has them already)."""
+    if cells is None:
+        cells = read_cells(state.database, spec, labels)
     grouped: dict[tuple[str, ...], list[CellStats]] = {
         tuple(values.values()): [] for values in slice_values(spec, by)
     }
@@ -234,11 +241,13 @@ def breakdown(
     method: str,
     pooling: str,
     compare: tuple[str, str] | None = None,
+    cells: dict[str, CellStats] | None = None,
 ) -> dict[str, Any]:
     """The breakdown document of ``spec`` over the periods ``labels`` (bounded by the caller),
-    with the difference between the two ``compare`` slices if asked."""
+    with the difference between the two ``compare`` slices if asked; ``cells`` are those
+    periods' cells if the caller has read them already."""
     wanted = slice_values(spec, by)
-    sums = slice_stats(state, spec, labels, by, where)
+    sums = slice_stats(state, spec, labels, by, where, cells)
     minimum = state.settings.min_slice_reports
     shown = [key for key, stats in sums.items() if int(stats.n.sum()) >= minimum]
     level = 1 - (1 - confidence) / max(1, len(shown))

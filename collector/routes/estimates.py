@@ -61,6 +61,7 @@ from .breakdown import (
 )
 from .changes import PeriodComparison, baseline_labels, period_comparison
 from .common import MetricPeriods, MetricPeriodsQuery, find_spec, metric_read, period_bounds
+from .sliceseries import SliceSeries, slice_series
 
 router = APIRouter(tags=["estimates"])
 
@@ -520,7 +521,7 @@ def text_series(
 @metric_read(
     router,
     "/v1/metrics/{name}/series",
-    AnySeries,
+    AnySeries | SliceSeries,
     operation_id="getSeries",
     summary="Estimate each period of a range on its own",
     viewer=True,
@@ -530,14 +531,27 @@ def get_series(
     read: MetricPeriodsQuery,
     options: EstimateOptionsQuery,
     q: SeriesQuantiles = None,
+    by: By = None,
+    where: Where = None,
 ) -> dict[str, Any]:
     """One estimate per period of start..end, oldest first; periods without reports have n = 0.
 
     ``simultaneous`` makes each period's intervals hold for all categories at once. A numeric
     metric's series has each period's mean instead. A histogram's series asked with ``q`` adds
-    each period's quantile intervals (``quantiles``) and the metric's ``edges``.
+    each period's quantile intervals (``quantiles``) and the metric's ``edges``. With ``by``
+    or ``where``, a breakdown per period instead (:mod:`.sliceseries`).
     """
     state, spec, labels = range_labels(request, read)
+    if by is not None or where is not None:
+        if q:
+            raise HTTPException(422, "q: a series by slice gives bucket shares, not quantiles")
+        if spec.type == "numeric":
+            numeric_method(spec, options)
+        method = options.method or ("unbiased" if spec.type == "numeric" else DEFAULT_METHOD)
+        document = slice_series(
+            state, spec, labels, by, where, confidence=options.confidence, method=method
+        )
+        return about(state, spec, document)
     if spec.type == "text":
         return about(state, spec, text_series(state, spec, labels, options))
     limit = state.settings.max_series_cells

@@ -77,6 +77,13 @@ def test_demo_finishes_in_time_and_every_truth_is_inside_its_interval() -> None:
         assert quantile_holds(entry, buckets["truth"]["quantiles"][f"{entry['q']:g}"])
     specs = [MetricSpec.from_dict(m["spec"]) for m in document["metrics"]]
     assert document["privacy"]["total"] == asdict(privacy_account(specs).totals)
+    sliced = document["breakdown"]
+    assert sliced["all_inside"] and sliced["truth"] == {"ios": 0.44, "android": 0.35, "web": 0.28}
+    slices = {row["values"]["platform"]: row for row in sliced["estimate"]["slices"]}
+    assert [slices[p]["estimate"]["n"] for p in ("ios", "android", "web")] == [9000, 8000, 3000]
+    assert slices["other"]["suppressed"] and slices["other"]["estimate"] is None
+    (difference,) = sliced["estimate"]["comparison"]["rows"][1:]
+    assert difference["ci_low"] <= 0.44 - 0.35 <= difference["ci_high"]
     for metric in (kinds["boolean"], kinds["categorical"]):
         estimate = metric["estimate"]
         assert estimate["n"] == 20_000
@@ -102,7 +109,11 @@ def test_demo_table_prints_truth_beside_estimate() -> None:
     )
     assert result.exit_code == 0, result.output
     rows = [ln for ln in result.stdout.splitlines() if ln.startswith("│")]
-    assert len(rows) == 2 + 5 + 1 + 6 + 3
+    assert len(rows) == 2 + 5 + 1 + 6 + 3 + 3
+    lines = [line.rstrip() for line in result.stdout.splitlines()]
+    assert "other (a platform not listed): suppressed, fewer than 100 reports" in lines
+    (compared,) = [line for line in lines if line.startswith("ios − android, share true: ")]
+    assert "(95% interval " in compared and "(truth +9.0)" in compared
     assert "2,000 simulated devices sent 8,000 randomized reports" in result.stdout
     assert "(`deniable privacy` explains it and what lowers it)" in result.stdout
     assert all(("✓" in row) != ("✗" in row) for row in rows)

@@ -113,3 +113,43 @@ def test_the_dashboard_csvs_neutralize_every_label(hostile: tuple[RunningCollect
     assert {row["category"] for row in rows} == set(SHOWN)
     assert len(rows) == len(DAYS) * len(LABELS)
     numbers_stay_numbers(rows)
+
+
+def test_the_breakdown_csvs_neutralize_every_label(hostile: tuple[RunningCollector, str]) -> None:
+    server, _ = hostile
+    dims = {"platform": ["ios", "android"]}
+    with server.client(ADMIN_TOKEN) as admin:
+        spec = register(
+            admin,
+            MetricSpec.categorical("formulas_by_platform", LABELS, epsilon=2.0, dimensions=dims),
+        )
+    values = [v for v in range(len(LABELS)) for _ in range(20 + 5 * v)]
+    reports = [{**r, "dims": {"platform": "ios"}} for r in make_reports(spec, values, DAYS[-1], 50)]
+    with server.client(INGEST_KEY) as device:
+        response = post_reports(device, reports)
+        assert response.status_code == 202, response.text
+    span = ("--start", DAYS[-1], "--end", DAYS[-1])
+    printed = run_cli(
+        "--collector", server.url, "--token", ADMIN_TOKEN, "estimate", spec.name,
+        "--by", "platform", *span, "--format", "csv",
+    )  # fmt: skip
+    assert printed.exit_code == 0, printed.output
+    with httpx.Client(base_url=server.url, trust_env=False, timeout=30) as browser:
+        signed = browser.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN})
+        assert signed.status_code == 303, signed.text
+        params = {"by": "platform", "start": DAYS[-1], "end": DAYS[-1]}
+        download = browser.get(f"/dashboard/metrics/{spec.name}/breakdown.csv", params=params)
+        page = browser.get(
+            f"/dashboard/metrics/{spec.name}/breakdown", params={**params, "top": len(LABELS)}
+        )
+    assert download.status_code == 200 and page.status_code == 200
+    for text in (printed.stdout, download.text):
+        rows = parsed(text)
+        shown = [row for row in rows if row["suppressed"] == "false"]
+        assert [row["category"] for row in shown] == SHOWN
+        assert {row["by.platform"] for row in shown} == {"ios"}
+        numbers_stay_numbers(shown)
+        hidden = [row for row in rows if row["suppressed"] == "true"]
+        assert [row["by.platform"] for row in hidden] == ["android", "other"]
+        assert all(row["frequency"] == row["n"] == "" for row in hidden)
+    assert "=cmd|' /C" not in page.text and "=cmd|&#x27; /C calc&#x27;!A0" in page.text

@@ -1,0 +1,111 @@
+"""A breakdown (an estimate per slice of a metric's dimensions) as CSV, for ``deniable estimate
+--by ... --format csv`` and the dashboard's breakdown download alike (the same bytes).
+
+One row per slice and category (a numeric metric: per slice, its mean), each repeating what
+it is from, as every CSV of :mod:`.csvtext` does: the metric and range, the slice's value of
+each ``by`` dimension (columns ``by.<name>``), the ``where`` filter (``name:value`` joined by
+``;``), the simultaneous and the per-slice confidence, ``suppressed`` and ``note``, then the
+slice estimate's own columns (the estimate CSV's, without its metric and range). A suppressed
+slice is ONE row whose number cells are all empty: no estimate, no n, nothing to subtract.
+Cells pass through :func:`.csvtext.csv_cell`, so a label cannot become a formula.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .csvtext import (
+    CATEGORY_FIELDS,
+    MEAN_FIELDS,
+    MEAN_HOW,
+    RENAMED,
+    SHARES_HOW,
+    csv_text,
+    half_width,
+)
+
+SLICE_COLUMNS = ("confidence", "slice_confidence", "suppressed", "note")
+"""What every row says of its slice, after the range and the slice's values."""
+
+
+def _where_text(where: dict[str, str]) -> str:
+    """The ``where`` filter as ``platform:ios;country:fr`` (empty: none)."""
+    return ";".join(f"{name}:{value}" for name, value in where.items())
+
+
+def _layout(by: list[str], slices: list[dict[str, Any]]) -> tuple[bool, list[str], list[str]]:
+    """Whether the slices are means, the estimate fields every row repeats, and the value
+    columns (named as the estimate CSV names them)."""
+    numeric = any(row.get("estimate") and "mean" in row["estimate"] for row in slices)
+    how = [key for key in (MEAN_HOW if numeric else SHARES_HOW) if key != "confidence"]
+    keys = MEAN_FIELDS if numeric else CATEGORY_FIELDS
+    fields = [RENAMED.get(key, key) for key in keys] + (["margin"] if numeric else [])
+    return numeric, how, fields
+
+
+def _slice_rows(
+    document: dict[str, Any],
+    leading: list[Any],
+    slices: list[dict[str, Any]],
+    slice_confidence: float | None,
+    layout: tuple[bool, list[str], list[str]],
+) -> list[list[Any]]:
+    """The rows of ``slices``: ``leading`` cells, the slice's values and filter and what it
+    is, then a row per category (a mean: one), or one row without numbers if suppressed."""
+    numeric, how, fields = layout
+    by = list(document.get("by", []))
+    where = _where_text(document.get("where", {}))
+    rows = []
+    for row in slices:
+        values = [row["values"].get(name) for name in by]
+        slice_cells = [
+            document.get("confidence"),
+            None if row["suppressed"] else slice_confidence,
+            row["suppressed"],
+            row.get("note"),
+        ]
+        first = [*leading, *values, where, *slice_cells]
+        estimate = row.get("estimate")
+        if estimate is None:
+            rows.append([*first, *(None for _ in how), *(None for _ in fields)])
+            continue
+        made = [estimate.get(key) for key in how]
+        if numeric:
+            mean = estimate["mean"]
+            rows.append([*first, *made, *(mean.get(key) for key in MEAN_FIELDS), half_width(mean)])
+            continue
+        for category in estimate.get("estimates", []):
+            rows.append([*first, *made, *(category.get(key) for key in CATEGORY_FIELDS)])
+    return rows
+
+
+def _header(
+    leading: list[str], by: list[str], layout: tuple[bool, list[str], list[str]]
+) -> list[str]:
+    _, how, fields = layout
+    return [*leading, *(f"by.{name}" for name in by), "where", *SLICE_COLUMNS, *how, *fields]
+
+
+def breakdown_csv_text(document: dict[str, Any]) -> str:
+    """A breakdown document (``GET /v1/metrics/{name}/estimate?by=...``) as CSV text."""
+    slices = list(document.get("slices", []))
+    layout = _layout(list(document.get("by", [])), slices)
+    header = _header(["metric", "start", "end"], list(document.get("by", [])), layout)
+    leading = [document.get("metric"), document.get("start"), document.get("end")]
+    rows = _slice_rows(document, leading, slices, document.get("slice_confidence"), layout)
+    return csv_text(header, rows)
+
+
+def slice_series_csv_text(document: dict[str, Any]) -> str:
+    """A series by slice (``GET /v1/metrics/{name}/series?by=...``) as CSV text: the
+    breakdown CSV's rows for each period in turn, ``period`` in place of the range."""
+    points = list(document.get("series", []))
+    layout = _layout(
+        list(document.get("by", [])), [row for point in points for row in point["slices"]]
+    )
+    header = _header(["metric", "period"], list(document.get("by", [])), layout)
+    rows = []
+    for point in points:
+        leading = [document.get("metric"), point.get("period")]
+        rows += _slice_rows(document, leading, point["slices"], point["slice_confidence"], layout)
+    return csv_text(header, rows)
