@@ -145,10 +145,11 @@ def test_the_openapi_document_describes_every_estimate_shape(admin: httpx.Client
         "MeanSeries",
         "TextEstimate",
         "BreakdownEstimate",
+        "PeriodComparison",
     } <= names
     estimate = schema["paths"]["/v1/metrics/{name}/estimate"]["get"]
     ok = estimate["responses"]["200"]["content"]["application/json"]["schema"]
-    assert len(ok["anyOf"]) == 5
-    assert {"q", "candidates", "by", "where", "compare"} <= {
+    assert len(ok["anyOf"]) == 6
+    assert {"q", "candidates", "by", "where", "compare", "compare_to"} <= {
         parameter["name"] for parameter in estimate["parameters"]
     }
