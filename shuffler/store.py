@@ -22,6 +22,7 @@ acknowledged.
 from __future__ import annotations
 
 import json
+import random
 import secrets
 import sqlite3
 import threading
@@ -103,10 +104,16 @@ class Batch:
 
 
 class Store:
-    """The shuffler's SQLite file; every method is one transaction (thread-safe)."""
+    """The shuffler's SQLite file; every method is one transaction (thread-safe).
 
-    def __init__(self, path: Path) -> None:
+    ``rng`` draws each batch's order and, when more devices wait than a batch takes, which of
+    them it takes: the OS CSPRNG (``secrets.SystemRandom``) unless a test injects a seeded
+    generator to check the order's distribution reproducibly."""
+
+    def __init__(self, path: Path, rng: random.Random | None = None) -> None:
         self.path = path
+        self._rng = rng or _RANDOM
+        """The OS CSPRNG; a seeded generator for tests of the order's distribution only."""
         self._connection = sqlite3.connect(
             path, isolation_level=None, check_same_thread=False, timeout=30
         )
@@ -178,8 +185,8 @@ class Store:
                 return None
             chosen = list(one_each.values())
             if len(chosen) > max_batch:
-                chosen = _RANDOM.sample(chosen, max_batch)
-            _RANDOM.shuffle(chosen)
+                chosen = self._rng.sample(chosen, max_batch)
+            self._rng.shuffle(chosen)
             per_part = max(1, min(max_part, part_bytes // (longest + PART_OVERHEAD)))
             batch = Batch(
                 secrets.token_hex(16), key, len(chosen), -(-len(chosen) // per_part), per_part, 0
