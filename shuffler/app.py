@@ -60,8 +60,11 @@ def create_app(settings: ShufflerSettings | None = None, *, release: bool = True
 
     @app.get("/healthz")
     async def healthz(request: Request) -> dict[str, object]:
-        """Liveness, with how many reports wait in each state."""
-        counts = await run_in_threadpool(request.app.state.store.counts)
-        return {"status": "ok", **counts}
+        """Liveness, with how many reports are in each state and how many batch keys have
+        enough devices waiting for a batch (``ready``)."""
+        store = request.app.state.store
+        counts = await run_in_threadpool(store.counts)
+        ready = await run_in_threadpool(store.waiting_keys, settings.min_batch)
+        return {"status": "ok", **counts, "ready": len(ready)}
 
     return app
