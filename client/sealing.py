@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import json
 import math
@@ -96,6 +97,7 @@ def padded_size(spec: MetricSpec) -> int:
     return PAD_BLOCK * math.ceil(report_bound(spec) / PAD_BLOCK)
 
 
+@functools.lru_cache(maxsize=8)
 def key_id(public: bytes) -> str:
     """A public key's id: the first 16 hex digits of SHA-256 over its 32 raw bytes (so a
     served key can be checked against its id, and two keys never share one)."""
@@ -111,11 +113,6 @@ class Header:
     epsilon: float
     fingerprint: str
     key: str
-
-    @classmethod
-    def of(cls, spec: MetricSpec, key: str) -> Header:
-        """The header of a report of ``spec`` sealed under key ``key``."""
-        return cls(spec.name, spec.mechanism, spec.epsilon, spec.fingerprint, key)
 
     def info(self) -> bytes:
         """The HPKE ``info``: the format's version and every header field, joined by ``|``
@@ -135,6 +132,7 @@ class Header:
         return (self.metric, self.mechanism, float(self.epsilon), self.fingerprint)
 
 
+@functools.cache
 def _suite() -> Any:
     from cryptography.hazmat.primitives import hpke
 
@@ -154,19 +152,44 @@ def pad(text: str, size: int) -> bytes:
     return raw + PAD_BYTE * (size - len(raw))
 
 
-def seal(report: str, spec: MetricSpec, public: bytes) -> tuple[Header, bytes]:
-    """Seal one report text of ``spec`` to the collector's raw X25519 public key ``public``:
-    its header and the sealed bytes."""
+@dataclass(frozen=True)
+class Plan:
+    """What sealing a report of one metric needs, worked out once per spec (its fingerprint
+    and padded size each cost a canonical JSON)."""
+
+    metric: str
+    mechanism: str
+    epsilon: float
+    fingerprint: str
+    size: int
+
+    @classmethod
+    def of(cls, spec: MetricSpec) -> Plan:
+        """The plan of ``spec``."""
+        return cls(spec.name, spec.mechanism, spec.epsilon, spec.fingerprint, padded_size(spec))
+
+    def header(self, key: str) -> Header:
+        """The header of a report sealed under key ``key``."""
+        return Header(self.metric, self.mechanism, self.epsilon, self.fingerprint, key)
+
+
+@functools.lru_cache(maxsize=8)
+def _public_key(public: bytes) -> Any:
+    """The key object of raw X25519 bytes (parsed once per key)."""
     from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PublicKey
 
     if len(public) != PUBLIC_KEY_BYTES:
         raise SealingError("a sealing key is 32 raw X25519 bytes")
-    header = Header.of(spec, key_id(public))
-    sealed = _suite().encrypt(
-        pad(report, padded_size(spec)),
-        X25519PublicKey.from_public_bytes(public),
-        info=header.info(),
-    )
+    return X25519PublicKey.from_public_bytes(public)
+
+
+def seal(report: str, plan: Plan | MetricSpec, public: bytes) -> tuple[Header, bytes]:
+    """Seal one report text of a metric (its :class:`Plan`, or its spec) to the collector's
+    raw X25519 public key ``public``: its header and the sealed bytes."""
+    if isinstance(plan, MetricSpec):
+        plan = Plan.of(plan)
+    header = plan.header(key_id(public))
+    sealed = _suite().encrypt(pad(report, plan.size), _public_key(public), info=header.info())
     return header, sealed
 
 
@@ -193,9 +216,10 @@ def envelope_id(report_id: str) -> str:
     return hashlib.sha256(f"deniable.envelope.v1|{report_id}".encode()).hexdigest()[:32]
 
 
-def envelope(report: str, spec: MetricSpec, public: bytes) -> dict[str, Any]:
-    """The JSON object a device sends the shuffler for one report text of ``spec``."""
-    header, sealed = seal(report, spec, public)
+def envelope(report: str, plan: Plan | MetricSpec, public: bytes) -> dict[str, Any]:
+    """The JSON object a device sends the shuffler for one report text of a metric (its
+    :class:`Plan`, or its spec)."""
+    header, sealed = seal(report, plan, public)
     return {
         "id": envelope_id(json.loads(report)["id"]),
         "metric": header.metric,
