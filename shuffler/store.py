@@ -91,6 +91,16 @@ class Incoming:
     sealed: str
 
 
+@dataclass
+class _Upload:
+    """One upload's rows waiting for a group commit, and its outcome."""
+
+    rows: list[tuple[str, str, str, str, str]]
+    new: int = 0
+    done: bool = False
+    error: Exception | None = None
+
+
 @dataclass(frozen=True)
 class Batch:
     """A formed batch: its id, key, size, parts and how many parts were acknowledged."""
@@ -118,6 +128,8 @@ class Store:
             path, isolation_level=None, check_same_thread=False, timeout=30
         )
         self._lock = threading.Lock()
+        self._pending_lock = threading.Lock()
+        self._pending: list[_Upload] = []
         with self._lock:
             self._connection.execute("PRAGMA journal_mode=WAL")
             self._connection.execute("PRAGMA synchronous=FULL")
@@ -137,19 +149,49 @@ class Store:
 
     def receive(self, device: str, envelopes: Sequence[Incoming]) -> tuple[int, int]:
         """Store a device's sealed reports (durably, before this returns); (new, duplicates):
-        a report whose id is already stored, in any state, is a duplicate and changes nothing."""
+        a report whose id is already stored, in any state, is a duplicate and changes nothing.
+
+        Group commit: uploads that arrive while another commits wait for the write lock and
+        are then committed together by the first of them, one disk flush for all; each is
+        answered only after the commit that holds it."""
         rows = [
             (e.id, e.key.text(), device, e.sealing_key, e.sealed) for e in dict.fromkeys(envelopes)
         ]
-        with self._transaction() as connection:
-            before = connection.total_changes
-            connection.executemany(
-                "INSERT OR IGNORE INTO envelopes (id, batch_key, device, key, sealed)"
-                " VALUES (?, ?, ?, ?, ?)",
-                rows,
-            )
-            new = connection.total_changes - before
-        return new, len(envelopes) - new
+        job = _Upload(rows)
+        with self._pending_lock:
+            self._pending.append(job)
+        with self._lock:
+            if not job.done:
+                with self._pending_lock:
+                    group, self._pending = self._pending, []
+                self._commit(group)
+        if job.error is not None:
+            raise job.error
+        return job.new, len(envelopes) - job.new
+
+    def _commit(self, group: list[_Upload]) -> None:
+        """Insert every upload of ``group`` in one transaction (under the write lock)."""
+        connection = self._connection
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                for upload in group:
+                    before = connection.total_changes
+                    connection.executemany(
+                        "INSERT OR IGNORE INTO envelopes (id, batch_key, device, key, sealed)"
+                        " VALUES (?, ?, ?, ?, ?)",
+                        upload.rows,
+                    )
+                    upload.new = connection.total_changes - before
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+        except Exception as exc:
+            for upload in group:
+                upload.error = exc
+        for upload in group:
+            upload.done = True
 
     def waiting_keys(self, min_batch: int) -> list[BatchKey]:
         """The batch keys whose received reports come from at least ``min_batch`` devices."""

@@ -7,6 +7,7 @@ import random
 import secrets
 import sqlite3
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -146,3 +147,26 @@ def test_the_forwarded_order_is_independent_of_the_arrival_order(
 def test_the_store_draws_from_the_os_csprng_by_default(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
     assert isinstance(store._rng, random.SystemRandom)
+
+
+def test_concurrent_uploads_commit_in_groups_and_each_counts_its_own(memory_dir: Path) -> None:
+    store = Store(memory_dir / "s.db")
+    shared = [incoming(f"shared{i}") for i in range(10)]
+    results: list[tuple[int, int]] = []
+    lock = threading.Lock()
+
+    def device(n: int) -> None:
+        for round_ in range(20):
+            mine = [incoming(f"{n}-{round_}"), shared[round_ % 10]]
+            outcome = store.receive(f"{n:032x}", mine)
+            with lock:
+                results.append(outcome)
+
+    threads = [threading.Thread(target=device, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sum(new for new, _ in results) == 8 * 20 + 10
+    assert sum(dup for _, dup in results) == 8 * 20 - 10
+    assert store.counts()["received"] == 8 * 20 + 10
