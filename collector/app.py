@@ -175,8 +175,9 @@ SECURITY_SCHEMES = {
     "shufflerToken": {
         "type": "http",
         "scheme": "bearer",
-        "description": "The shuffler's token (DENIABLE_SHUFFLER_TOKEN), the only one"
-        " `POST /v1/shuffled` accepts; without it that route refuses every call.",
+        "description": "The shuffler's token (DENIABLE_SHUFFLER_TOKEN), sent as `Authorization:"
+        " Bearer <token>`: the only one `POST /v1/shuffled` accepts; without it that route"
+        " refuses every call.",
     },
 }
 """How each role's token is sent: all three as HTTP bearer tokens (:mod:`.auth`)."""

@@ -81,6 +81,7 @@ def shuffle(
             " DENIABLE_SHUFFLER_TOKEN, which alone may forward batches"
         )
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     uvicorn.run(
         create_app(settings),
         host=host,

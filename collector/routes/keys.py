@@ -20,12 +20,19 @@ router = APIRouter(tags=["reports"])
     operation_id="listKeys",
     summary="The public keys devices seal reports to",
     response_model=PublicKeys,
-    responses=problem_responses(503),
+    responses=problem_responses(404, 503),
 )
 async def get_keys(request: Request) -> JSONResponse:
-    """Every key that still opens reports (public halves only); devices seal to ``current``."""
+    """Every key that still opens reports (public halves only); devices seal to ``current``.
+    404 when the collector has no keys file; 503 when it cannot read it."""
     state = collector(request)
     settings = state.settings
+    if settings.sealing_keys_file is None:
+        raise Refused(
+            404,
+            "no_keys",
+            "this collector has no sealing keys (DENIABLE_SEALING_KEYS_FILE is not set)",
+        )
     try:
         keys = keyring_of(settings.sealing_keys_file, settings.sealing_key_grace_days)
         document = await run_in_threadpool(keys.public, state.clock())

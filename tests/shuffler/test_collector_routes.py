@@ -259,7 +259,7 @@ def test_keys_are_served_public_halves_only_and_refused_without_a_file(
     running = RunningCollector(collector_settings(f"sqlite:///{tmp_path}/c3.db")).start()
     try:
         answer = httpx.get(running.url + "/v1/keys", trust_env=False)
-        assert answer.status_code == 503
+        assert answer.status_code == 404
         assert "DENIABLE_SEALING_KEYS_FILE" in answer.json()["detail"]
     finally:
         running.stop()
