@@ -46,6 +46,11 @@ class ShufflerSettings(BaseSettings):
     """The largest upload body read (413 past it)."""
     body_timeout: float = Field(default=60.0, gt=0, le=3600)
     """Seconds an upload's body gets to arrive (408 past it)."""
+    header_timeout: float = Field(default=10.0, gt=0, le=600)
+    """Seconds a connection gets to send a request's headers (then it is closed), as the
+    collector's protocol enforces it."""
+    max_connections: int = Field(default=4096, ge=1, le=1_000_000)
+    """Open connections at most; one past it gets 503 and is closed."""
     part_bytes: int = Field(default=900_000, ge=10_000)
     """About the most bytes one forwarded part's body holds (the collector reads 1 MiB)."""
     max_part: int = Field(default=1000, ge=1)

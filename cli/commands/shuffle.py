@@ -59,6 +59,7 @@ def shuffle(
     import logging
 
     import uvicorn
+    from deniable.collector.serve import CollectorConfig, CollectorProtocol
     from deniable.shuffler import ShufflerSettings, create_app
 
     overrides: dict[str, Any] = {
@@ -82,13 +83,20 @@ def shuffle(
         )
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    uvicorn.run(
+    config = CollectorConfig(
         create_app(settings),
+        header_timeout=settings.header_timeout,
+        max_connections=settings.max_connections,
         host=host,
         port=port,
+        http=CollectorProtocol,
+        ws="none",
+        lifespan="on",
         access_log=False,
         proxy_headers=False,
         server_header=False,
         date_header=False,
         log_level=log_level,
+        timeout_graceful_shutdown=25,
     )
+    uvicorn.Server(config).run()
