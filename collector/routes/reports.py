@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -43,6 +44,7 @@ from .body import Refused, read_body
 from .common import json_body, problem_responses
 
 router = APIRouter(tags=["reports"])
+log = logging.getLogger("deniable.collector")
 
 
 def _field_reason(error: Any, depth: int = 2) -> str:
@@ -333,6 +335,14 @@ def ingest_shuffled(state: Collector, body: bytes) -> JSONResponse:
         refused += len(problems) + len(reports) - stored.accepted - stored.duplicates
     for metric, count in stored.accepted_by_metric.items():
         state.telemetry.accepted.labels(state.telemetry.metric_label(metric)).inc(count)
+    if refused:
+        log.warning(
+            "a shuffled batch of %s left out %d of %d sealed reports (not opened, of another"
+            " batch, or invalid); the batch's recorded n counts them",
+            state.telemetry.metric_label(part.metric),
+            refused,
+            len(part.envelopes),
+        )
     return JSONResponse(
         status_code=202,
         content={"accepted": stored.accepted, "duplicates": stored.duplicates, "refused": refused},
