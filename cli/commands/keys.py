@@ -34,13 +34,24 @@ def _now() -> dt.datetime:
 def keys() -> None:
     """The X25519 keys devices seal reports to when they send through a shuffler. The
     collector serves the public half of the current key at GET /v1/keys and opens reports
-    with every key still in its grace period."""
+    with every key still in its grace period.
+
+    \b
+    Examples:
+      deniable keys generate --file /etc/deniable/keys.json
+      deniable keys rotate --file /etc/deniable/keys.json
+    """
 
 
 @keys.command(short_help="Create the keys file with a first key.")
 @KEYS_FILE
 def generate(path: Path) -> None:
-    """Create the keys file (mode 0600) with one new key; refuses to replace a file."""
+    """Create the keys file (mode 0600) with one new key; refuses to replace a file.
+
+    \b
+    Example:
+      deniable keys generate --file /etc/deniable/keys.json
+    """
     from deniable.collector.sealingkeys import generate as make
 
     key = make(path, _now())
@@ -51,7 +62,12 @@ def generate(path: Path) -> None:
 @KEYS_FILE
 def rotate(path: Path) -> None:
     """Retire the current key (it still opens reports for the grace period) and make a new
-    current one; a running collector picks it up at its next request."""
+    current one; a running collector picks it up at its next request.
+
+    \b
+    Example:
+      deniable keys rotate --file /etc/deniable/keys.json
+    """
     from deniable.collector.sealingkeys import rotate as turn
 
     key = turn(path, _now())
@@ -62,7 +78,12 @@ def rotate(path: Path) -> None:
 @KEYS_FILE
 @GRACE
 def list_keys(path: Path, grace_days: int) -> None:
-    """Each key's id, creation and retirement times and state (current, retiring, retired)."""
+    """Each key's id, creation and retirement times and state (current, retiring, retired).
+
+    \b
+    Example:
+      deniable keys list --file /etc/deniable/keys.json --grace-days 30
+    """
     from deniable.collector.sealingkeys import read_keys
 
     now, grace = _now(), dt.timedelta(days=grace_days)
@@ -79,7 +100,12 @@ def list_keys(path: Path, grace_days: int) -> None:
 @GRACE
 def publish(path: Path, grace_days: int) -> None:
     """Print the public keys document (JSON) devices fetch: to pin it in an app, or to check
-    what the collector serves."""
+    what the collector serves.
+
+    \b
+    Example:
+      deniable keys publish --file /etc/deniable/keys.json > public-keys.json
+    """
     from deniable.collector.sealingkeys import public_document, read_keys
 
     document = public_document(read_keys(path), _now(), dt.timedelta(days=grace_days))
