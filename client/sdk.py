@@ -28,6 +28,8 @@ from .persister import Persister
 from .problems import Problems
 from .randomness import Randomness
 from .recorder import Recorder
+from .sealing import SEALED_PATH
+from .shuffling import SealingTransport, device_pseudonym
 from .spec import MetricSpec
 from .specsource import DEFAULT_MAX_EPSILON, SpecSource
 from .stats import ClientStats, Counters
@@ -97,6 +99,12 @@ class Client:
     schedule: :meth:`.Transport.backoff`). ``transport`` is an httpx transport passed to the
     ``httpx.Client`` inside, as httpx takes one (``httpx.MockTransport(handler)`` answers
     uploads with a function, for tests).
+
+    ``shuffler`` (a URL) sends reports through a shuffler (``deniable shuffle``) instead of
+    straight to the collector: each report sealed to the collector's public key
+    (``GET /v1/keys`` on ``collector_url``, which still serves the specs), so the shuffler
+    cannot read it and the collector cannot tell who sent it (:mod:`.shuffling`); budget,
+    queue and resends are unchanged.
 
     ``context`` holds this device's public attributes (``{"platform": "ios"}``): each report
     of a metric that declares dimensions carries their values **in the clear**, a value the
@@ -168,6 +176,7 @@ class Client:
         backoff_cap: float = BACKOFF_CAP,
         transport: httpx.BaseTransport | None = None,
         context: Mapping[str, str] | None = None,
+        shuffler: str | None = None,
     ) -> None:
         fetched_by = time.monotonic() + timeout if _is_real(timeout) else None
         _check_tuning(
@@ -192,6 +201,7 @@ class Client:
         counters = self._counters = Counters()
         problems = self._problems = Problems()
         self._refresh_lock = threading.Lock()
+        self._sealing: SealingTransport | None = None
         with contextlib.ExitStack() as undo:  # on failure, free the state_dir and connections
             self._transport = Transport(
                 [collector_url] if isinstance(collector_url, str) else list(collector_url),
@@ -228,7 +238,7 @@ class Client:
             undo.pop_all()
         self._uploader = Uploader(
             self._outbox,
-            self._transport,
+            self._upload_transport(shuffler, timeout, backoff_base, backoff_cap, transport),
             counters,
             problems,
             batch_size=batch_size,
@@ -248,6 +258,34 @@ class Client:
         if metrics is not None:  # compare the specs in code with the served ones, now
             threading.Thread(target=self._refresh_specs, name="deniable-specs", daemon=True).start()
         atexit.register(self._persister.persist)
+
+    def _upload_transport(
+        self,
+        shuffler: str | None,
+        timeout: float,
+        backoff_base: float,
+        backoff_cap: float,
+        transport: httpx.BaseTransport | None,
+    ) -> Transport | SealingTransport:
+        """Where uploads go: the collector, or (``shuffler``) sealed to the shuffler."""
+        if shuffler is None:
+            return self._transport
+        sealing = SealingTransport(
+            Transport(
+                [shuffler],
+                ingest_key=None,
+                timeout=timeout,
+                backoff_base=backoff_base,
+                backoff_cap=backoff_cap,
+                transport=transport,
+                upload_path=SEALED_PATH,
+            ),
+            self._transport,
+            lambda: self._recorder.metrics,
+            device_pseudonym(self._outbox.secret()),
+        )
+        self._sealing = sealing
+        return sealing
 
     def _start_background(self, persist_interval: float) -> tuple[threading.Thread, ...]:
         """Start the persister's and the uploader's threads (daemons: they never hold the
@@ -352,6 +390,8 @@ class Client:
         upload_thread.join(timeout=max(0.1, min(timeout, 1.0)))
         with self._uploader.paused(timeout=1.0):
             self._transport.close()
+            if self._sealing is not None:
+                self._sealing.close()
             self._outbox.close()
 
     def __enter__(self) -> Client:

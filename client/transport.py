@@ -229,6 +229,7 @@ class Transport:
         backoff_cap: float = BACKOFF_CAP,
         jitter: random.Random | None = None,
         transport: httpx.BaseTransport | None = None,
+        upload_path: str = REPORTS_PATH,
     ) -> None:
         if not urls:
             raise InvalidInput("at least one collector URL is needed")
@@ -239,6 +240,8 @@ class Transport:
             if not isinstance(url, str) or not url.startswith(("http://", "https://")):
                 raise InvalidInput("collector URLs must start with http:// or https://")
         self.urls = [base_url(u) for u in urls]
+        self.upload_path = upload_path
+        """Where :meth:`send` posts (the collector's reports route, or the shuffler's)."""
         self.fetch_failure = ""
         """Why the last ``GET /v1/metrics`` found no specs, naming the URLs it tried."""
         self._registry: dict[str, tuple[str, list[Any]]] = {}
@@ -281,7 +284,7 @@ class Transport:
             answer = exchange(
                 self._http,
                 "POST",
-                f"{url}{REPORTS_PATH}",
+                f"{url}{self.upload_path}",
                 seconds=timeout or self.timeout,
                 limit=MAX_UPLOAD_ANSWER_BYTES,
                 content=body,
@@ -400,6 +403,11 @@ class Transport:
         if etag:
             self._registry[url] = (etag, metrics)
         return metrics
+
+    def get(self, path: str, seconds: float, limit: int) -> Answer:
+        """``GET path`` from the current URL within ``seconds``, its answer capped at ``limit``
+        bytes (raises httpx errors, :class:`AnswerTooLarge`, :class:`DeadlineExceeded`)."""
+        return exchange(self._http, "GET", f"{self.url}{path}", seconds=seconds, limit=limit)
 
     def close(self) -> None:
         """Release the HTTP connections."""

@@ -26,13 +26,13 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import dashboard, exposition
-from .auth import ADMIN, INGEST, VIEWER
+from .auth import ADMIN, INGEST, SHUFFLER, VIEWER
 from .context import Clock, Collector, SpecCache, utc_now
 from .docspage import install_docs
 from .readgate import ReadGate
 from .redirects import RelativeRedirects
-from .routes import admin, estimates, metrics, privacy, reports
-from .schemas import ReportBatch
+from .routes import admin, estimates, keys, metrics, privacy, reports
+from .schemas import ReportBatch, ShuffledPart
 from .settings import Settings
 from .storage import migrate, open_database
 from .storage.writer import GroupWriter
@@ -172,6 +172,13 @@ SECURITY_SCHEMES = {
         " upload as `Authorization: Bearer <key>`; the admin token is accepted too. A collector"
         " without an ingest key takes uploads from anyone.",
     },
+    "shufflerToken": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "The shuffler's token (DENIABLE_SHUFFLER_TOKEN), sent as `Authorization:"
+        " Bearer <token>`: the only one `POST /v1/shuffled` accepts; without it that route"
+        " refuses every call.",
+    },
 }
 """How each role's token is sent: all three as HTTP bearer tokens (:mod:`.auth`)."""
 
@@ -179,11 +186,12 @@ ROLE_SECURITY: dict[Any, list[dict[str, list[str]]]] = {
     ADMIN: [{"adminToken": []}],
     VIEWER: [{"viewerToken": []}, {"adminToken": []}],
     INGEST: [{"ingestKey": []}, {"adminToken": []}],
+    SHUFFLER: [{"shufflerToken": []}],
 }
 """The tokens an operation accepts, by the role dependency its route declares (:mod:`.auth`)."""
 
 
-API_ROUTES = (reports, metrics, estimates, exposition, privacy, admin)
+API_ROUTES = (reports, keys, metrics, estimates, exposition, privacy, admin)
 """The route modules of the API, each with its ``router`` (the dashboard's is apart)."""
 
 
@@ -214,7 +222,8 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
             tags=TAGS,
         )
         _, defs = models_json_schema(
-            [(ReportBatch, "validation")], ref_template="#/components/schemas/{model}"
+            [(ReportBatch, "validation"), (ShuffledPart, "validation")],
+            ref_template="#/components/schemas/{model}",
         )
         components = schema.setdefault("components", {})
         components.setdefault("schemas", {}).update(defs["$defs"])

@@ -21,7 +21,7 @@ from fastapi import Depends, HTTPException, Request
 from .context import collector
 from .settings import Settings
 
-Role = Literal["admin", "viewer", "ingest"]
+Role = Literal["admin", "viewer", "ingest", "shuffler"]
 
 _SCHEME = "bearer "
 
@@ -74,6 +74,8 @@ def accepted_tokens(settings: Settings, role: Role) -> list[str]:
         return settings.admin_tokens()
     if role == "viewer":
         return settings.viewer_tokens()
+    if role == "shuffler":
+        return settings.shuffler_tokens()
     return settings.ingest_tokens()
 
 
@@ -87,8 +89,14 @@ def authorize(role: Role) -> Callable[[Request], Awaitable[None]]:
     async def check(request: Request) -> None:
         state = collector(request)
         settings = state.settings
+        accepted = accepted_tokens(settings, role)
+        if role == "shuffler" and not accepted:
+            raise HTTPException(
+                status_code=403,
+                detail="shuffled batches need DENIABLE_SHUFFLER_TOKEN set on the collector",
+            )
         try:
-            require(request, accepted_tokens(settings, role), role)
+            require(request, accepted, role)
         except HTTPException:
             if role == "ingest":
                 state.telemetry.batches_rejected.labels("unauthorized").inc()
@@ -108,3 +116,6 @@ VIEWER = Depends(authorize("viewer"))
 admin token."""
 INGEST = Depends(authorize("ingest"))
 """Declared by the upload route: the ingest key (or an admin token) when one is configured."""
+SHUFFLER = Depends(authorize("shuffler"))
+"""Declared by ``POST /v1/shuffled``: the shuffler's token alone (no admin token), and
+nothing when none is configured."""

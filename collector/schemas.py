@@ -273,3 +273,63 @@ class Health(BaseModel):
     """Liveness answer."""
 
     status: str
+
+
+HexId = Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")]
+"""A batch id: 32 lowercase hex digits."""
+KeyIdField = Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")]
+"""A sealing key's id: 16 lowercase hex digits."""
+
+MAX_SEALED_CHARS = 8192
+"""The longest ``sealed`` field read: base64 of the largest padded report (a 10,000-category
+oue metric with 8 dimensions seals to about 2,400 characters)."""
+
+
+class SealedReport(BaseModel):
+    """One sealed report as the shuffler forwards it: the key it is sealed to and its bytes."""
+
+    model_config = ConfigDict(extra="forbid")
+    key: KeyIdField
+    sealed: Annotated[str, Field(min_length=1, max_length=MAX_SEALED_CHARS)]
+
+
+class ShuffledPart(BaseModel):
+    """A part of a released batch (``POST /v1/shuffled``), in the batch's shuffled order.
+
+    ``batch`` names the batch (a part sent again, or its other parts, repeat it); ``n`` is the
+    batch's size, ``parts`` how many parts it is forwarded in; the batch's key is the header its
+    reports were sealed under."""
+
+    model_config = ConfigDict(extra="forbid")
+    batch: HexId
+    part: Annotated[StrictInt, Field(ge=0)]
+    parts: Annotated[StrictInt, Field(ge=1, le=1_000_000)]
+    n: Annotated[StrictInt, Field(ge=1, le=100_000_000)]
+    metric: MetricField
+    mechanism: Annotated[str, Field(min_length=1, max_length=16)]
+    epsilon: StrictFloat | StrictInt
+    fingerprint: Annotated[str, Field(min_length=16, max_length=16)]
+    envelopes: list[SealedReport]
+
+
+class ShuffledResult(BaseModel):
+    """A part's reports: stored (new), already stored (a part sent again), and refused (not
+    opened, or not valid for their metric: nobody could resend them better)."""
+
+    accepted: int
+    duplicates: int
+    refused: int
+
+
+class PublicKey(BaseModel):
+    """A sealing key devices may seal to (``current``: the one to use now)."""
+
+    id: str
+    public: str
+    current: bool
+
+
+class PublicKeys(BaseModel):
+    """``GET /v1/keys``: the collector's public sealing keys."""
+
+    keys: list[PublicKey]

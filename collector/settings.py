@@ -56,6 +56,7 @@ TOKEN_ROLES = {
     "admin": ("admin_token", "admin_token_previous"),
     "viewer": ("viewer_token",),
     "ingest": ("ingest_key", "ingest_key_previous"),
+    "shuffler": ("shuffler_token",),
 }
 """The settings each role's tokens live in; a value may serve one role only."""
 
@@ -83,6 +84,7 @@ TOKEN_FIELDS = (
     "viewer_token",
     "ingest_key",
     "ingest_key_previous",
+    "shuffler_token",
 )
 """The settings that hold secrets devices or operators present as bearer tokens."""
 
@@ -90,6 +92,7 @@ TOKEN_FILES = {
     "admin_token_file": "admin_token",
     "viewer_token_file": "viewer_token",
     "ingest_key_file": "ingest_key",
+    "shuffler_token_file": "shuffler_token",
 }
 """Settings naming a file that holds a token (a mounted secret), and the token each fills."""
 
@@ -175,6 +178,20 @@ class Settings(BaseSettings):
     """Seconds a route gets to read a whole request body once the headers are in; then 408."""
     max_connections: int = Field(default=4096, ge=1, le=1_000_000)
     """Open connections per process; a connection past it gets 503 and is closed at once."""
+    shuffler_token: SecretStr | None = None
+    """Token the shuffler (``deniable shuffle``) forwards released batches with; the only one
+    ``POST /v1/shuffled`` accepts (none: that route refuses every call)."""
+    shuffler_token_file: Path | None = None
+    """File holding the shuffler token, e.g. a mounted secret (one trailing newline dropped)."""
+    sealing_keys_file: Path | None = None
+    """The collector's sealing keys (``deniable keys generate``; a JSON file of mode 0600):
+    its current public key is served at ``GET /v1/keys``, and its keys open sealed reports."""
+    sealing_key_grace_days: int = Field(default=30, ge=0, le=3650)
+    """Days a rotated-out sealing key still opens reports (sealed before the rotation and
+    still on their way through devices' queues and the shuffler)."""
+    shuffle_min_batch: int = Field(default=1, ge=1)
+    """The smallest shuffled batch ``POST /v1/shuffled`` accepts (set it to the shuffler's
+    ``min_batch``: a smaller batch is refused 422, whoever sent it)."""
     prometheus_metric_labels: bool = False
     """Label ``/metrics`` counts by metric name (off: one ``all`` label; the endpoint is open)."""
 
@@ -281,6 +298,11 @@ class Settings(BaseSettings):
         """Tokens accepted for uploads: the ingest keys or the admin tokens; empty when open."""
         keys = _present(self.ingest_secret(), _secret(self.ingest_key_previous))
         return [] if not keys else [*keys, *self.admin_tokens()]
+
+    def shuffler_tokens(self) -> list[str]:
+        """The token ``POST /v1/shuffled`` accepts (empty: none is configured, and the route
+        refuses every call)."""
+        return _present(_secret(self.shuffler_token), None)
 
     def admin_secret(self) -> str | None:
         """The admin token, or None when admin calls are open (loopback development only)."""

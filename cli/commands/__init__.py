@@ -5,12 +5,14 @@ from .dashboard import dashboard
 from .demo import demo
 from .estimate import estimate, series
 from .export import export
+from .keys import keys
 from .metrics import metrics
 from .migrate import migrate
 from .plan import plan
 from .privacy import privacy
 from .retention import retention
 from .serve import serve
+from .shuffle import shuffle
 from .simulate import simulate
 
 COMMANDS = (
@@ -27,6 +29,8 @@ COMMANDS = (
     export,
     retention,
     audit,
+    keys,
+    shuffle,
 )
 """Every subcommand of the ``deniable`` group."""
 
@@ -37,6 +41,7 @@ __all__ = [
     "demo",
     "estimate",
     "export",
+    "keys",
     "metrics",
     "migrate",
     "plan",
@@ -44,5 +49,6 @@ __all__ = [
     "retention",
     "series",
     "serve",
+    "shuffle",
     "simulate",
 ]

@@ -1,4 +1,6 @@
 """``POST /v1/reports``: validate a batch whole, then store it in one durable transaction.
+``POST /v1/shuffled``: the same ingestion for a part of a batch the shuffler released, its
+sealed reports opened first and the invalid ones left out (nobody could send them better).
 
 The ingest key is checked first; the body is then read with a byte budget and a deadline
 (413 before it is read whole, 408 if it trickles), parsed by the wire schema (400 for
@@ -8,7 +10,9 @@ Nothing of a refused batch is stored.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -18,17 +22,29 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from ..auth import INGEST
+from ..auth import INGEST, SHUFFLER
 from ..context import Collector, collector
-from ..schemas import BATCH_PARSER, REPORT_PARSER, BatchRefused, IngestResult, ReportIn
+from ..schemas import (
+    BATCH_PARSER,
+    REPORT_PARSER,
+    BatchRefused,
+    IngestResult,
+    ReportIn,
+    ShuffledPart,
+    ShuffledResult,
+)
+from ..sealingkeys import KeyFileError, KeyRing, keyring_of
 from ..storage.ingest import StoredBatch, prepare_batch
 from ..storage.queries import SpecChanged
+from ..storage.shuffled import ShuffledBatch, record_batch
 from ..telemetry import Telemetry
+from ..unsealing import open_part
 from ..validation import UNKNOWN_METRIC_LABEL, PeriodWindow, ReportProblem, validate_reports
 from .body import Refused, read_body
 from .common import json_body, problem_responses
 
 router = APIRouter(tags=["reports"])
+log = logging.getLogger("deniable.collector")
 
 
 def _field_reason(error: Any, depth: int = 2) -> str:
@@ -244,6 +260,133 @@ async def post_reports(request: Request) -> JSONResponse:
     try:
         body = await read_body(request, settings.max_body_bytes, settings.body_timeout)
         return await run_in_threadpool(ingest, state, body)
+    except Refused as exc:
+        state.telemetry.batches_rejected.labels(exc.code).inc()
+        raise
+
+
+def _keyring(state: Collector) -> KeyRing:
+    """The collector's sealing keys; 503 naming the setting when none are configured."""
+    try:
+        return keyring_of(state.settings.sealing_keys_file, state.settings.sealing_key_grace_days)
+    except KeyFileError as exc:
+        raise Refused(503, "no_keys", str(exc)) from None
+
+
+def _parse_part(state: Collector, body: bytes) -> ShuffledPart:
+    """The part a body holds; 400/422 naming the problem, 413 past ``max_batch`` reports."""
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError):
+        raise Refused(400, "malformed_json", "request body is not valid JSON") from None
+    envelopes = document.get("envelopes") if type(document) is dict else None
+    limit = state.settings.max_batch
+    if type(envelopes) is list and len(envelopes) > limit:
+        raise Refused(
+            413, "too_many", f"a part holds at most {limit} sealed reports (DENIABLE_MAX_BATCH)"
+        )
+    try:
+        part = ShuffledPart.model_validate(document)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        where = ".".join(str(item) for item in first["loc"]) or "body"
+        raise Refused(422, "schema", f"{where}: {first['msg']}") from None
+    minimum = state.settings.shuffle_min_batch
+    if part.n < minimum:
+        raise Refused(
+            422,
+            "small_batch",
+            f"a shuffled batch holds at least {minimum} reports (DENIABLE_SHUFFLE_MIN_BATCH);"
+            f" this one holds {part.n}",
+        )
+    if part.part >= part.parts or len(part.envelopes) > part.n:
+        raise Refused(422, "schema", "part must be below parts, and envelopes at most n")
+    return part
+
+
+def ingest_shuffled(state: Collector, body: bytes) -> JSONResponse:
+    """Record the batch (once), open its part's sealed reports and store the valid ones,
+    dated by the batch's release day: the reports of a batch share one day, in shuffled order."""
+    part = _parse_part(state, body)
+    keys = _keyring(state)
+    now = state.clock()
+    header = ShuffledBatch(
+        part.batch,
+        part.metric,
+        part.mechanism,
+        float(part.epsilon),
+        part.fingerprint,
+        part.n,
+        now,
+    )
+    batch = record_batch(state.database, header)
+    if (batch.metric, batch.fingerprint, batch.n) != (header.metric, header.fingerprint, header.n):
+        raise Refused(422, "batch_reused", f"batch {part.batch} was recorded with another header")
+    try:
+        opened = open_part(part, state.specs.cached(part.metric), keys, now)
+    except KeyFileError as exc:
+        raise Refused(503, "no_keys", str(exc)) from None
+    refused = opened.refused
+    stored = StoredBatch()
+    if opened.items:
+        body = json.dumps({"reports": opened.items}, separators=(",", ":")).encode()
+        reports, problems = parse_batch(body, len(opened.items), state.specs.cached)
+        stored = _store_valid(state, reports, batch.released_at.date())
+        refused += len(problems) + len(reports) - stored.accepted - stored.duplicates
+    for metric, count in stored.accepted_by_metric.items():
+        state.telemetry.accepted.labels(state.telemetry.metric_label(metric)).inc(count)
+    if refused:
+        log.warning(
+            "a shuffled batch of %s left out %d of %d sealed reports (not opened, of another"
+            " batch, or invalid); the batch's recorded n counts them",
+            state.telemetry.metric_label(part.metric),
+            refused,
+            len(part.envelopes),
+        )
+    return JSONResponse(
+        status_code=202,
+        content={"accepted": stored.accepted, "duplicates": stored.duplicates, "refused": refused},
+    )
+
+
+def _store_valid(
+    state: Collector, reports: list[tuple[int, ReportIn]], day: dt.date
+) -> StoredBatch:
+    """Store the valid ones of ``reports`` (the others are left out), received on ``day``."""
+    for _ in range(SPEC_ATTEMPTS):
+        window = PeriodWindow(state.today(), state.settings.retention_days)
+        valid, _problems, specs = validate_reports(
+            reports, state.specs.cached, window, state.specs.archived
+        )
+        if not valid:
+            return StoredBatch()
+        try:
+            return state.writer.store(
+                prepare_batch(valid, specs, day, dialect=state.database.dialect)
+            )
+        except SpecChanged as exc:
+            state.specs.forget(exc.metrics)
+    raise Refused(503, "registry_changed", "the metric registry kept changing; retry the part")
+
+
+@router.post(
+    "/v1/shuffled",
+    dependencies=[SHUFFLER],
+    operation_id="uploadShuffled",
+    summary="Forward a part of a released shuffled batch (the shuffler only)",
+    status_code=202,
+    response_model=ShuffledResult,
+    responses=problem_responses(400, 401, 403, 408, 413, 422, 503),
+    openapi_extra=json_body({"$ref": "#/components/schemas/ShuffledPart"}),
+)
+async def post_shuffled(request: Request) -> JSONResponse:
+    """Open a part of a shuffled batch and store its reports; 202 after the durable commit.
+    Idempotent: a part sent again stores nothing new."""
+    state = collector(request)
+    settings = state.settings
+    try:
+        body = await read_body(request, settings.max_body_bytes, settings.body_timeout)
+        return await run_in_threadpool(ingest_shuffled, state, body)
     except Refused as exc:
         state.telemetry.batches_rejected.labels(exc.code).inc()
         raise

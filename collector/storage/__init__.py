@@ -8,13 +8,16 @@ migrations modules are private to the collector.
 from .engine import Database, open_database
 from .migrator import migrate
 from .queries import count_reports, load_spec, read_reports, read_sums, report_pages
+from .shuffled import ShuffledBatch, read_batches
 
 __all__ = [
     "Database",
+    "ShuffledBatch",
     "count_reports",
     "load_spec",
     "migrate",
     "open_database",
+    "read_batches",
     "read_reports",
     "read_sums",
     "report_pages",

@@ -178,3 +178,18 @@ cell_support = Table(
     Column("support", BigInteger, nullable=False),
 )
 """C_v per cell: how many reports of (metric, period, cell) support category v (absent: 0)."""
+
+shuffled_batches = Table(
+    "shuffled_batches",
+    metadata,
+    Column("batch", String(32), primary_key=True),
+    Column("metric", String(64), nullable=False),
+    Column("mechanism", String(16), nullable=False),
+    Column("epsilon", Double, nullable=False),
+    Column("fingerprint", String(16), nullable=False),
+    Column("n", BigInteger, nullable=False),
+    Column("released_at", DateTime(timezone=True), nullable=False),
+)
+"""One row per batch the shuffler released (``POST /v1/shuffled``), written once by its first
+part: its key, ``n`` sealed reports (distinct devices) and when the collector first saw it.
+The accountant reads batch sizes here; the batch's reports carry its day as ``received``."""

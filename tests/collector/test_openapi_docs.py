@@ -68,7 +68,7 @@ def test_every_operation_has_a_tag_a_chosen_id_and_a_summary(document: dict[str,
 
 def test_the_security_schemes_say_how_each_token_is_sent(document: dict[str, Any]) -> None:
     schemes = document["components"]["securitySchemes"]
-    assert set(schemes) == {"viewerToken", "adminToken", "ingestKey"}
+    assert set(schemes) == {"viewerToken", "adminToken", "ingestKey", "shufflerToken"}
     for scheme in schemes.values():
         assert {k: scheme[k] for k in BEARER} == BEARER and "Authorization: Bearer" in scheme[
             "description"
@@ -78,6 +78,7 @@ def test_the_security_schemes_say_how_each_token_is_sent(document: dict[str, Any
     assert security["getEstimate"] == security["getSeries"] == viewer
     assert security["getPrivacyAccount"] == viewer
     assert security["registerMetric"] == security["exportReports"] == [{"adminToken": []}]
+    assert security["uploadShuffled"] == [{"shufflerToken": []}]
     assert security["uploadReports"] == [{"ingestKey": []}, {"adminToken": []}]
     assert security["listMetrics"] is None and security["checkLiveness"] is None
 

@@ -1,0 +1,73 @@
+"""The shuffler's background work: form batches that are ready, wait a random delay, forward.
+
+One thread, started with the app: first it finishes the batches a previous run formed but did
+not forward whole (a crash, a collector that was down), then it looks every
+``check_interval`` seconds for batch keys with reports of at least ``min_batch`` devices,
+forms each batch (one transaction) and forwards it after a uniformly random delay in
+[0, ``max_delay``] from the OS CSPRNG. Batches are released whole and never as a stream.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import threading
+
+from .forwarder import Forwarder
+from .settings import ShufflerSettings
+from .store import Store
+
+log = logging.getLogger("deniable.shuffler")
+
+_RANDOM = secrets.SystemRandom()
+
+
+class Releaser:
+    """Forms and forwards batches in a background thread until stopped."""
+
+    def __init__(self, store: Store, settings: ShufflerSettings) -> None:
+        self.store = store
+        self.settings = settings
+        self.forwarder = Forwarder(
+            store, settings.collector_url, settings.token_secret(), settings.retry_cap
+        )
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="deniable-releaser", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        self.forwarder.close()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.round()
+            except Exception as exc:
+                log.error("release round failed (%s); trying again", type(exc).__name__)
+            self._stop.wait(self.settings.check_interval)
+
+    def round(self) -> None:
+        """Finish unfinished batches, then form and forward every batch that is ready."""
+        settings = self.settings
+        for batch in self.store.unfinished():
+            if not self.forwarder.forward(batch, self._stop):
+                return
+        for key in self.store.waiting_keys(settings.min_batch):
+            while not self._stop.is_set():
+                batch = self.store.form_batch(
+                    key,
+                    settings.min_batch,
+                    settings.max_batch,
+                    settings.max_part,
+                    settings.part_bytes,
+                )
+                if batch is None:
+                    break
+                if self._stop.wait(_RANDOM.uniform(0, settings.max_delay)):
+                    return
+                if not self.forwarder.forward(batch, self._stop):
+                    return

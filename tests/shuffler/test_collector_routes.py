@@ -1,0 +1,265 @@
+"""The collector's side of the shuffler: ``GET /v1/keys`` and ``POST /v1/shuffled`` (the
+shuffler's token alone, idempotent by report id, batches below the minimum refused, sealed
+reports that do not open or do not belong left out and counted), and key rotation."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import secrets
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from deniable.client import MetricSpec
+from deniable.client.sealing import envelope, public_key_of
+from deniable.client.wire import report_text
+from deniable.collector.sealingkeys import generate, rotate
+from deniable.collector.storage import open_database, read_batches
+from deniable.collector.storage.tables import id_text
+from sqlalchemy import text
+
+from testkit import ADMIN_TOKEN, INGEST_KEY, RunningCollector, collector_settings, unique_name
+from testkit.metrics import register
+from testkit.shuffler_process import SHUFFLER_TOKEN
+
+MIN_BATCH = 3
+
+
+@pytest.fixture
+def keys_file(tmp_path: Path) -> Path:
+    path = tmp_path / "keys.json"
+    generate(path, dt.datetime.now(dt.UTC))
+    return path
+
+
+@pytest.fixture
+def server(tmp_path: Path, keys_file: Path) -> Iterator[RunningCollector]:
+    settings = collector_settings(
+        f"sqlite:///{tmp_path}/c.db",
+        shuffler_token=SHUFFLER_TOKEN,
+        sealing_keys_file=keys_file,
+        shuffle_min_batch=MIN_BATCH,
+    )
+    running = RunningCollector(settings).start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def spec(server: RunningCollector) -> MetricSpec:
+    with server.client(ADMIN_TOKEN) as admin:
+        return register(
+            admin, MetricSpec.categorical(unique_name("sh"), ["a", "b", "c"], epsilon=1.0)
+        )
+
+
+def current_key(server: RunningCollector) -> bytes:
+    served = httpx.get(server.url + "/v1/keys", trust_env=False).json()["keys"]
+    (entry,) = [k for k in served if k["current"]]
+    return public_key_of(entry)[1]
+
+
+def sealed_reports(
+    server: RunningCollector, spec: MetricSpec, count: int, public: bytes | None = None
+) -> tuple[list[str], list[dict[str, str]]]:
+    """``count`` reports of ``spec`` for today, sealed; (report ids, forwarded envelopes)."""
+    public = public or current_key(server)
+    period = server.clock().date().isoformat()
+    ids, envelopes = [], []
+    for i in range(count):
+        report_id = str(uuid.uuid4())
+        sealed = envelope(
+            report_text(report_id, spec.name, spec.fingerprint, period, i % 3), spec, public
+        )
+        ids.append(report_id)
+        envelopes.append({"key": sealed["key"], "sealed": sealed["sealed"]})
+    return ids, envelopes
+
+
+def part(spec: MetricSpec, envelopes: list[Any], **changes: Any) -> dict[str, Any]:
+    body = {
+        "batch": secrets.token_hex(16),
+        "part": 0,
+        "parts": 1,
+        "n": len(envelopes),
+        "metric": spec.name,
+        "mechanism": spec.mechanism,
+        "epsilon": spec.epsilon,
+        "fingerprint": spec.fingerprint,
+        "envelopes": envelopes,
+    }
+    return {**body, **changes}
+
+
+def forward(
+    server: RunningCollector, body: Any, token: str | None = SHUFFLER_TOKEN
+) -> httpx.Response:
+    with server.client(token) as client:
+        if isinstance(body, bytes):
+            return client.post("/v1/shuffled", content=body)
+        return client.post("/v1/shuffled", json=body)
+
+
+def stored_rows(server: RunningCollector, metric: str) -> list[tuple[Any, ...]]:
+    database = open_database(server.settings.database_url)
+    try:
+        with database.reader.connect() as connection:
+            rows = connection.execute(
+                text("SELECT id, received FROM reports WHERE metric = :m"), {"m": metric}
+            )
+            return [(id_text(r[0]) if isinstance(r[0], bytes) else str(r[0]), r[1]) for r in rows]
+    finally:
+        database.dispose()
+
+
+def test_a_part_is_stored_once_and_its_batch_recorded(
+    server: RunningCollector, spec: MetricSpec
+) -> None:
+    ids, envelopes = sealed_reports(server, spec, 5)
+    body = part(spec, envelopes)
+    first = forward(server, body)
+    assert first.status_code == 202, first.text
+    assert first.json() == {"accepted": 5, "duplicates": 0, "refused": 0}
+    again = forward(server, body)
+    assert again.json() == {"accepted": 0, "duplicates": 5, "refused": 0}
+    rows = stored_rows(server, spec.name)
+    assert sorted(str(row[0]) for row in rows) == sorted(ids)
+    assert len({row[1] for row in rows}) == 1  # one day for the whole batch
+    database = open_database(server.settings.database_url)
+    (batch,) = read_batches(database, spec.name)
+    database.dispose()
+    assert (batch.batch, batch.n, batch.fingerprint, batch.mechanism) == (
+        body["batch"],
+        5,
+        spec.fingerprint,
+        spec.mechanism,
+    )
+
+
+def test_only_the_shuffler_token_forwards(server: RunningCollector, spec: MetricSpec) -> None:
+    _, envelopes = sealed_reports(server, spec, 3)
+    for token in (None, ADMIN_TOKEN, INGEST_KEY, "x" * 20):
+        answer = forward(server, part(spec, envelopes), token)
+        assert answer.status_code == 401, (token, answer.text)
+    assert stored_rows(server, spec.name) == []
+
+
+def test_without_a_shuffler_token_the_route_refuses_everyone(
+    tmp_path: Path, keys_file: Path
+) -> None:
+    running = RunningCollector(
+        collector_settings(f"sqlite:///{tmp_path}/c2.db", sealing_keys_file=keys_file)
+    ).start()
+    try:
+        answer = forward(running, {"batch": "x"}, ADMIN_TOKEN)
+        assert answer.status_code == 403
+        assert "DENIABLE_SHUFFLER_TOKEN" in answer.json()["detail"]
+    finally:
+        running.stop()
+
+
+def test_a_batch_below_the_minimum_is_refused_whole(
+    server: RunningCollector, spec: MetricSpec
+) -> None:
+    _, envelopes = sealed_reports(server, spec, 2)
+    answer = forward(server, part(spec, envelopes))
+    assert answer.status_code == 422
+    assert "DENIABLE_SHUFFLE_MIN_BATCH" in answer.json()["detail"]
+    assert stored_rows(server, spec.name) == []
+    database = open_database(server.settings.database_url)
+    assert read_batches(database, spec.name) == []
+    database.dispose()
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "named"),
+    [
+        (b"{not json", 400, "not valid JSON"),
+        ({"batch": "nothex"}, 422, "batch"),
+        ("wrong_fingerprint_type", 422, "fingerprint"),
+        ("part_past_parts", 422, "part must be below parts"),
+        ("too_many", 413, "DENIABLE_MAX_BATCH"),
+        ("extra_field", 422, "device: Extra inputs"),
+    ],
+)
+def test_a_malformed_part_is_refused_naming_the_problem(
+    server: RunningCollector, spec: MetricSpec, body: Any, status: int, named: str
+) -> None:
+    _, envelopes = sealed_reports(server, spec, 3)
+    good = part(spec, envelopes)
+    bodies = {
+        "wrong_fingerprint_type": {**good, "fingerprint": 12},
+        "part_past_parts": {**good, "part": 1},
+        "too_many": {**good, "n": 2000, "envelopes": envelopes * 400},
+        "extra_field": {**good, "device": "d" * 32},
+    }
+    if isinstance(body, dict):
+        body = {**good, **body}
+    answer = forward(server, bodies.get(body, body) if isinstance(body, str) else body)
+    assert answer.status_code == status, answer.text
+    assert named in json.dumps(answer.json()["detail"])
+    assert stored_rows(server, spec.name) == []
+
+
+def test_sealed_reports_that_do_not_open_or_belong_are_left_out_and_counted(
+    server: RunningCollector, spec: MetricSpec
+) -> None:
+    ids, envelopes = sealed_reports(server, spec, 4)
+    public = current_key(server)
+    period = server.clock().date().isoformat()
+    with server.client(ADMIN_TOKEN) as admin:
+        other = register(
+            admin, MetricSpec.categorical(unique_name("sh"), ["a", "b", "c"], epsilon=1.0)
+        )
+    foreign = envelope(
+        report_text(str(uuid.uuid4()), other.name, other.fingerprint, period, 0), other, public
+    )
+    out_of_range = envelope(
+        report_text(str(uuid.uuid4()), spec.name, spec.fingerprint, period, 7), spec, public
+    )
+    garbage = base64.b64encode(secrets.token_bytes(240)).decode()
+    bad = [
+        {"key": foreign["key"], "sealed": foreign["sealed"]},  # another batch's report
+        {"key": out_of_range["key"], "sealed": out_of_range["sealed"]},  # payload 7 of k = 3
+        {"key": envelopes[0]["key"], "sealed": garbage},
+        {"key": "0" * 16, "sealed": envelopes[1]["sealed"]},  # an unknown key id
+    ]
+    answer = forward(server, part(spec, envelopes + bad))
+    assert answer.status_code == 202, answer.text
+    assert answer.json() == {"accepted": 4, "duplicates": 0, "refused": 4}
+    assert sorted(str(row[0]) for row in stored_rows(server, spec.name)) == sorted(ids)
+
+
+def test_a_rotated_key_opens_reports_for_its_grace_period(
+    server: RunningCollector, spec: MetricSpec, keys_file: Path
+) -> None:
+    old = current_key(server)
+    _, before = sealed_reports(server, spec, 3, old)
+    rotate(keys_file, dt.datetime.now(dt.UTC))
+    served = httpx.get(server.url + "/v1/keys", trust_env=False).json()["keys"]
+    assert [k["current"] for k in served] == [False, True]
+    new = current_key(server)
+    assert new != old
+    _, after = sealed_reports(server, spec, 3, new)
+    answer = forward(server, part(spec, before + after))
+    assert answer.json() == {"accepted": 6, "duplicates": 0, "refused": 0}
+
+
+def test_keys_are_served_public_halves_only_and_refused_without_a_file(
+    server: RunningCollector, tmp_path: Path
+) -> None:
+    served = httpx.get(server.url + "/v1/keys", trust_env=False).json()
+    assert set(served["keys"][0]) == {"id", "public", "current"}
+    assert "private" not in json.dumps(served)
+    running = RunningCollector(collector_settings(f"sqlite:///{tmp_path}/c3.db")).start()
+    try:
+        answer = httpx.get(running.url + "/v1/keys", trust_env=False)
+        assert answer.status_code == 404
+        assert "DENIABLE_SEALING_KEYS_FILE" in answer.json()["detail"]
+    finally:
+        running.stop()

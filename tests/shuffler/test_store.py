@@ -1,0 +1,172 @@
+"""The shuffler's store: durable states, one report per device per batch, no batch below
+min_batch, and a forwarded order independent of the arrival order."""
+
+from __future__ import annotations
+
+import random
+import secrets
+import sqlite3
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from deniable.shuffler.store import BatchKey, Incoming, Store
+from scipy import stats
+
+
+@pytest.fixture
+def memory_dir(tmp_path: Path) -> Iterator[Path]:
+    """A directory in memory when the machine has one (/dev/shm): thousands of durable
+    commits there cost no disk flush."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir():
+        yield tmp_path
+        return
+    with tempfile.TemporaryDirectory(dir=shm) as directory:
+        yield Path(directory)
+
+
+KEY = BatchKey("browser", "krr", 1.0, "0123456789abcdef")
+
+
+def incoming(label: str, key: BatchKey = KEY) -> Incoming:
+    """An envelope whose ciphertext is ``label`` (so its forwarded place can be read back)."""
+    return Incoming(secrets.token_hex(16), key, "fedcba9876543210", label)
+
+
+def test_a_resent_report_is_stored_once_in_every_state(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    first = incoming("a")
+    assert store.receive("d" * 32, [first, first]) == (1, 1)
+    assert store.receive("d" * 32, [first]) == (0, 1)
+    others = [incoming(str(i)) for i in range(2)]
+    for i, envelope in enumerate(others):
+        store.receive(f"{i:032x}", [envelope])
+    batch = store.form_batch(KEY, 3, 10, 1000, 900_000)
+    assert batch is not None and batch.n == 3
+    assert store.receive("d" * 32, [first]) == (0, 1)
+    store.acknowledged(batch, 0)
+    assert store.receive("e" * 32, [first]) == (0, 1)
+    assert store.counts() == {"received": 0, "batched": 0, "forwarded": 3, "batches": 1}
+
+
+def test_a_batch_takes_one_report_per_device_and_waits_for_min_batch(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    store.receive("a" * 32, [incoming(f"a{i}") for i in range(5)])
+    store.receive("b" * 32, [incoming(f"b{i}") for i in range(5)])
+    store.receive(
+        "c" * 32, [incoming("c0"), incoming("c1", BatchKey("other", "krr", 1.0, "0" * 16))]
+    )
+    assert store.waiting_keys(3) == [KEY]
+    assert store.form_batch(KEY, 4, 100, 1000, 900_000) is None
+    batch = store.form_batch(KEY, 3, 100, 1000, 900_000)
+    assert batch is not None and batch.n == 3
+    members = [sealed for _, sealed in store.part(batch, 0)]
+    assert sorted(label[0] for label in members) == ["a", "b", "c"]
+    assert store.form_batch(KEY, 3, 100, 1000, 900_000) is None  # c has nothing left
+    assert store.waiting_keys(3) == []
+    raw = sqlite3.connect(tmp_path / "s.db")
+    devices = raw.execute("SELECT device FROM envelopes WHERE batch IS NOT NULL").fetchall()
+    assert devices == [(None,)] * 3  # a batched report is linked to no device any more
+    columns = {row[1] for row in raw.execute("PRAGMA table_info(envelopes)")}
+    assert columns == {"id", "batch_key", "device", "key", "sealed", "batch", "position"}
+
+
+def test_a_batch_is_forwarded_in_parts_that_resume_after_the_last_acknowledged(
+    tmp_path: Path,
+) -> None:
+    store = Store(tmp_path / "s.db")
+    for i in range(25):
+        store.receive(f"{i:032x}", [incoming(f"{i:04d}")])
+    batch = store.form_batch(KEY, 20, 100, 10, 900_000)
+    assert batch is not None and (batch.n, batch.parts, batch.per_part) == (25, 3, 10)
+    parts = [store.part(batch, p) for p in range(3)]
+    assert [len(p) for p in parts] == [10, 10, 5]
+    store.acknowledged(batch, 0)
+    reopened = Store(tmp_path / "s.db")
+    (left,) = reopened.unfinished()
+    assert left.forwarded == 1
+    assert reopened.part(left, 1) == parts[1]
+    assert reopened.counts()["forwarded"] == 10
+
+
+def test_max_batch_caps_a_batch_and_the_rest_wait(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    for i in range(30):
+        store.receive(f"{i:032x}", [incoming(str(i))])
+    batch = store.form_batch(KEY, 10, 12, 1000, 900_000)
+    assert batch is not None and batch.n == 12
+    assert store.counts()["received"] == 18
+
+
+def contingency(store: Store, batches: int, size: int, *, shuffle: bool) -> np.ndarray:
+    """counts[r, p]: how often the report that arrived r-th left at place p."""
+    counts = np.zeros((size, size), dtype=np.int64)
+    for _ in range(batches):
+        for rank in range(size):
+            store.receive(secrets.token_hex(16), [incoming(str(rank))])
+        batch = store.form_batch(KEY, size, size, 1000, 900_000)
+        assert batch is not None
+        order = [int(sealed) for _, sealed in store.part(batch, 0)]
+        if not shuffle:
+            order = sorted(order)
+        for place, rank in enumerate(order):
+            counts[rank, place] += 1
+        store.acknowledged(batch, 0)
+    return counts
+
+
+ALPHA = 1e-4
+"""The permutation test's false alarm rate (seeded, so it runs the same every time)."""
+
+
+@pytest.mark.parametrize("shuffle", [True, False], ids=["shuffled", "arrival-order-control"])
+def test_the_forwarded_order_is_independent_of_the_arrival_order(
+    tmp_path: Path, shuffle: bool
+) -> None:
+    """Chi-square test of independence between arrival rank and forwarded place over 300
+    batches of 8 (expected count 37.5 per cell). The control, reading the batch back in arrival
+    order, must be rejected: the test can fail."""
+    store = Store(tmp_path / "s.db", rng=random.Random(29))
+    counts = contingency(store, 300, 8, shuffle=shuffle)
+    statistic, p_value, _, _ = stats.chi2_contingency(counts)
+    assert (p_value > ALPHA) == shuffle, (statistic, p_value)
+    if shuffle:
+        ranks = np.repeat(np.arange(8), 8)
+        places = np.tile(np.arange(8), 8)
+        rho = np.corrcoef(
+            ranks,
+            places,
+        )[0, 1]
+        assert rho == pytest.approx(0.0, abs=1e-12)  # the design itself is balanced
+
+
+def test_the_store_draws_from_the_os_csprng_by_default(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    assert isinstance(store._rng, random.SystemRandom)
+
+
+def test_concurrent_uploads_commit_in_groups_and_each_counts_its_own(memory_dir: Path) -> None:
+    store = Store(memory_dir / "s.db")
+    shared = [incoming(f"shared{i}") for i in range(10)]
+    results: list[tuple[int, int]] = []
+    lock = threading.Lock()
+
+    def device(n: int) -> None:
+        for round_ in range(20):
+            mine = [incoming(f"{n}-{round_}"), shared[round_ % 10]]
+            outcome = store.receive(f"{n:032x}", mine)
+            with lock:
+                results.append(outcome)
+
+    threads = [threading.Thread(target=device, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sum(new for new, _ in results) == 8 * 20 + 10
+    assert sum(dup for _, dup in results) == 8 * 20 - 10
+    assert store.counts()["received"] == 8 * 20 + 10
