@@ -52,6 +52,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import sqlite
 
 from .engine import Database
+from .partitions import with_partitions
 from .queries import check_fingerprints
 from .tables import (
     cell_counts,
@@ -909,6 +910,15 @@ def _expected_fingerprints(batches: Sequence[PreparedBatch]) -> dict[str, set[st
 
 
 def store_batches(database: Database, batches: Sequence[PreparedBatch]) -> list[StoredBatch]:
+    """Store several prepared batches in one committed transaction; one result per batch,
+    once the partitions of their periods exist (PostgreSQL, :mod:`.partitions`)."""
+    if database.dialect != "postgresql":
+        return _store_group(database, batches)
+    labels = {row[2] for batch in batches for row in batch.rows}
+    return with_partitions(database, labels, lambda: _store_group(database, batches))
+
+
+def _store_group(database: Database, batches: Sequence[PreparedBatch]) -> list[StoredBatch]:
     """Store several prepared batches in one committed transaction; one result per batch.
 
     Raises :class:`.queries.SpecChanged` (nothing stored) if a metric of the group is no
