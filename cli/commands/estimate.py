@@ -144,6 +144,26 @@ def fetch_document(
     help="Keep only this value of a dimension, e.g. platform:ios (repeatable).",
 )
 @from_file_options
+@click.option(
+    "--from-archive",
+    "from_archive",
+    metavar="URL",
+    help="Re-analyse the Parquet archive that `retention --archive-to URL` wrote (a directory,"
+    " file://, s3://...) instead of asking the collector; default range: every archived period.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["duckdb", "dask"]),
+    default="duckdb",
+    show_default=True,
+    help="With --from-archive: DuckDB in this process, or a Dask cluster (deniable[dask]).",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="With --engine dask: the Dask scheduler, e.g. tcp://scheduler:8786 (default: a local"
+    " cluster on this machine).",
+)
 @format_option()
 @pass_global_options
 def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -> None:
@@ -170,11 +190,22 @@ def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -
       deniable estimate search_term --candidate "dark mode" --candidate "font size"
       deniable estimate dark_mode --by platform
       deniable estimate dark_mode --by platform --where country:fr
+      deniable estimate browser --from-archive s3://telemetry-archive/deniable --start 2026-01-01
 
     With --by or --where, one estimate per slice of the metric's dimensions, every interval
     holding at once; a slice with too few reports says "suppressed" and shows no number.
     """
     by, where = query.pop("by"), query.pop("where")
+    archive, engine, scheduler = (
+        query.pop("from_archive"),
+        query.pop("engine"),
+        query.pop("scheduler"),
+    )
+    if archive is not None:
+        estimate_from_archive(archive, name, fmt, engine, scheduler, list(by), list(where), query)
+        return
+    if engine != "duckdb" or scheduler is not None:
+        raise InvalidInput("--engine and --scheduler go with --from-archive")
     if by or where:
         if query["from_file"] is not None:
             raise InvalidInput(
@@ -187,6 +218,42 @@ def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -
         print_breakdown(document, fmt)
         return
     document = fetch_document(global_options, "estimate", name, **query)
+    print_estimate(document, fmt)
+
+
+def estimate_from_archive(
+    url: str,
+    name: str,
+    fmt: str,
+    engine: str,
+    scheduler: str | None,
+    by: list[str],
+    where: list[str],
+    query: dict[str, Any],
+) -> None:
+    """Print the estimate (or breakdown) of ``name`` re-analysed from the archive at ``url``."""
+    from ..fromarchive import archive_document
+
+    if query.pop("from_file") is not None or query.pop("spec_file") is not None:
+        raise InvalidInput("give --from-archive or --from-file, not both")
+    if (by or where) and fmt == "csv":
+        raise InvalidInput("--by and --where print a table or JSON (--format json), not CSV")
+    start, end, last = query.pop("start"), query.pop("end"), query.pop("last")
+    document = archive_document(
+        url,
+        name,
+        start=start,
+        end=end,
+        last=last,
+        engine=engine,
+        scheduler=scheduler,
+        by=by,
+        where=where,
+        **query,
+    )
+    if by or where:
+        print_breakdown(document, fmt)
+        return
     print_estimate(document, fmt)
 
 

@@ -226,7 +226,35 @@ def breakdown(
 ) -> dict[str, Any]:
     """The breakdown document of ``spec`` over the periods ``labels`` (bounded by the caller),
     with the difference between the two ``compare`` slices if asked."""
-    cells = read_cells(state.database, spec, labels)
+    return breakdown_of_cells(
+        read_cells(state.database, spec, labels),
+        spec,
+        labels,
+        by,
+        where,
+        minimum=state.settings.min_slice_reports,
+        confidence=confidence,
+        method=method,
+        pooling=pooling,
+        compare=compare,
+    )
+
+
+def breakdown_of_cells(
+    cells: dict[str, CellStats],
+    spec: MetricSpec,
+    labels: list[str],
+    by: list[str],
+    where: dict[str, str],
+    *,
+    minimum: int,
+    confidence: float,
+    method: str,
+    pooling: str,
+    compare: tuple[str, str] | None = None,
+) -> dict[str, Any]:
+    """The breakdown document from each cell's statistics (the collector's, or an archive's
+    re-analysed), slices of fewer than ``minimum`` reports suppressed."""
     wanted = _slices(spec, by)
     grouped: dict[tuple[str, ...], list[CellStats]] = {
         tuple(values.values()): [] for values in wanted
@@ -237,7 +265,6 @@ def breakdown(
             grouped[tuple(values[name] for name in by)].append(stats)
     k = spec.k
     sums = {key: _sum_cells(chosen, len(labels), k) for key, chosen in grouped.items()}
-    minimum = state.settings.min_slice_reports
     shown = [key for key, stats in sums.items() if int(stats.n.sum()) >= minimum]
     level = 1 - (1 - confidence) / max(1, len(shown))
     first, last = labels[0], labels[-1]

@@ -71,8 +71,20 @@ _known: dict[str, set[str]] = {}
 _known_lock = threading.Lock()
 
 
+def is_partitioned(connection: Connection) -> bool:
+    """Whether ``reports`` is the partitioned table (PostgreSQL, migrated to 0010)."""
+    kind = connection.execute(
+        text("SELECT relkind FROM pg_class WHERE oid = to_regclass('reports')")
+    ).scalar_one_or_none()
+    return kind == "p"
+
+
 def _create(connection: Connection, labels: Iterable[str]) -> None:
+    """Create the missing partitions of ``labels``, unless ``reports`` is not partitioned (a
+    database not yet migrated to 0010 takes every period as it is)."""
     connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PARTITION_LOCK_KEY})
+    if not is_partitioned(connection):
+        return
     for label in sorted(labels):
         connection.exec_driver_sql(
             f'CREATE TABLE IF NOT EXISTS "{partition_name(label)}"'

@@ -21,7 +21,13 @@ from sqlalchemy import delete, func, select, tuple_
 
 from .archive import Archive, ArchivedPeriod, ArchiveMismatch
 from .engine import Database
-from .partitions import create_partitions, drop_partition, forget_partitions, list_partitions
+from .partitions import (
+    create_partitions,
+    drop_partition,
+    forget_partitions,
+    is_partitioned,
+    list_partitions,
+)
 from .tables import period_counts, reports
 
 DELETE_BATCH = 5000
@@ -72,7 +78,10 @@ def retain(
     before ``before``."""
     by_name = {spec.name: spec for spec in specs}
     if database.dialect == "postgresql":
-        return _drop_partitions(database, by_name, before, archive, progress)
+        with database.writer.connect() as connection:
+            partitioned = is_partitioned(connection)
+        if partitioned:
+            return _drop_partitions(database, by_name, before, archive, progress)
     run = RetentionRun()
     for spec in by_name.values():
         cut = period_label(spec.period, before)
@@ -123,7 +132,7 @@ def _stored_periods(database: Database, metric: str, cut: str) -> list[str]:
 
 
 def _delete_batches(database: Database, spec: MetricSpec, cut: str, batch_size: int) -> int:
-    """SQLite: delete ``spec``'s reports of periods before ``cut``, ``batch_size`` a time."""
+    """SQLite (and a PostgreSQL database not yet partitioned): delete ``spec``'s reports of periods before ``cut``, ``batch_size`` a time."""
     deleted = 0
     key = (reports.c.metric, reports.c.period, reports.c.id)
     victims = select(*key).where(reports.c.metric == spec.name, reports.c.period < cut)
