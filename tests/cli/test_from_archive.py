@@ -7,7 +7,6 @@ import datetime as dt
 import json
 import math
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,13 +50,9 @@ def _payloads(spec: MetricSpec, n: int, seed: int) -> list[Any]:
     return [spec.randomizer.randomize((i * i) % spec.k, rng) for i in range(n)]
 
 
-@pytest.fixture(scope="module")
-def archived(
-    databases: DatabaseFactory, backend: str, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[dict[str, Any], Path]]:
-    """Reports of every SPECS metric stored, their online estimates taken from a real
-    collector, then archived and dropped: (online documents by query, archive directory)."""
-    url = databases.new(backend)
+def build_archive(url: str, root: Path) -> tuple[dict[str, Any], Path]:
+    """Reports of every SPECS metric stored at ``url``, their online estimates taken from a
+    real collector, then archived to ``root`` and dropped: (online documents by query, root)."""
     migrate(url)
     database = open_database(url)
     try:
@@ -76,14 +71,21 @@ def archived(
                     )
                     store_batches(database, [prepared])
         online = _online(url)
-        root = tmp_path_factory.mktemp("archive")
         run = retain(database, SPECS, dt.date(2026, 7, 1), archive=Archive(str(root)))
         assert run.deleted == 6 * 3 * PER_PERIOD + 3000
         for spec in SPECS:
             assert count_reports(database, spec.name, start=None, end=None) == 0
     finally:
         database.dispose()
-    yield online, root
+    return online, root
+
+
+@pytest.fixture(scope="module")
+def archived(
+    databases: DatabaseFactory, backend: str, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[dict[str, Any], Path]:
+    """The archive built on ``backend`` and the online documents (:func:`build_archive`)."""
+    return build_archive(databases.new(backend), tmp_path_factory.mktemp("archive"))
 
 
 QUERIES: dict[str, dict[str, Any]] = {
