@@ -100,8 +100,9 @@ def archive_expired(
     """Archive, verify and drop the raw reports of periods before ``before`` (default and
     latest allowed: today minus ``retention_days``); the run's document."""
     from deniable.collector.storage import open_database
+    from deniable.collector.storage.partitions import create_ahead
     from deniable.collector.storage.queries import list_specs
-    from deniable.collector.storage.retention import create_ahead, retain
+    from deniable.collector.storage.retention import retain
 
     today = dt.datetime.now(dt.UTC).date()
     cutoff = today - dt.timedelta(days=retention_days)
@@ -127,7 +128,7 @@ def archive_expired(
         try:
             specs = list_specs(database)
             run = retain(database, specs, before, archive=archive, progress=show)
-            create_ahead(database, specs, today)
+            create_ahead(database, today)
         finally:
             database.dispose()
     if fmt != "json":

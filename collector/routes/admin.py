@@ -19,8 +19,9 @@ from ..auth import ADMIN
 from ..context import collector
 from ..numbers import NumberRule, query_number
 from ..schemas import Health, Payload, RetentionResult
+from ..storage.partitions import create_ahead
 from ..storage.queries import check_ready, list_specs, read_reports
-from ..storage.retention import create_ahead, purge_before
+from ..storage.retention import purge_before
 from ..telemetry import CONTENT_TYPE
 from .common import (
     MetricPeriodsQuery,
@@ -153,7 +154,7 @@ def post_retention(
         )
     specs = list_specs(state.database)
     deleted = purge_before(state.database, specs, before)
-    create_ahead(state.database, specs, state.today())
+    create_ahead(state.database, state.today())
     return {"before": before.isoformat(), "deleted": deleted}
 
 

@@ -52,7 +52,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import sqlite
 
 from .engine import Database
-from .partitions import with_partitions
+from .partitions import one_partition, with_partitions
 from .queries import check_fingerprints
 from .tables import (
     cell_counts,
@@ -814,7 +814,10 @@ def _joined(values: Sequence[Any], sep: str = _SEP) -> str:
 
 
 def _pg_store(
-    connection: Connection, batches: Sequence[PreparedBatch], ordered: list[InsertRow]
+    connection: Connection,
+    database: Database,
+    batches: Sequence[PreparedBatch],
+    ordered: list[InsertRow],
 ) -> set[ReportKey] | None:
     """Insert the group's distinct reports and, if all are new, their counts (one statement).
 
@@ -855,7 +858,7 @@ def _pg_store(
             u_totals=_joined(u_totals, ","),
             u_squares=_joined(u_squares, ","),
         )
-    n, new_keys = connection.execute(statement, params).one()
+    n, new_keys = connection.execute(one_partition(database, statement, periods), params).one()
     return None if n == total else {tuple(key.split(_SEP)) for key in new_keys or ()}  # type: ignore[misc]
 
 
@@ -881,7 +884,7 @@ def _insert(
     elif not ordered:
         new_keys = set()
     else:
-        pg_new = _pg_store(connection, batches, ordered)
+        pg_new = _pg_store(connection, database, batches, ordered)
         if pg_new is None:
             return None, True
         new_keys = pg_new

@@ -18,13 +18,14 @@ SQLite has no partitions: every function here is for PostgreSQL only.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import threading
-from collections.abc import Callable, Iterable
-from typing import TypeVar
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
 
+from deniable.client.spec import next_period, period_label
 from sqlalchemy import Connection, text
-from sqlalchemy.exc import DBAPIError
 
 from .engine import Database
 
@@ -68,6 +69,9 @@ def include_name(name: str | None, type_: str, parent_names: object) -> bool:
 
 
 _known: dict[str, set[str]] = {}
+_partitioned: dict[str, bool] = {}
+"""Whether each database's ``reports`` was partitioned when this process last made sure of
+its partitions."""
 _known_lock = threading.Lock()
 
 
@@ -79,17 +83,18 @@ def is_partitioned(connection: Connection) -> bool:
     return kind == "p"
 
 
-def _create(connection: Connection, labels: Iterable[str]) -> None:
+def _create(connection: Connection, labels: Iterable[str]) -> bool:
     """Create the missing partitions of ``labels``, unless ``reports`` is not partitioned (a
-    database not yet migrated to 0010 takes every period as it is)."""
+    database not yet migrated to 0010 takes every period as it is); whether it is."""
     connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PARTITION_LOCK_KEY})
     if not is_partitioned(connection):
-        return
+        return False
     for label in sorted(labels):
         connection.exec_driver_sql(
             f'CREATE TABLE IF NOT EXISTS "{partition_name(label)}"'
             f" PARTITION OF reports FOR VALUES IN ('{label}')"
         )
+    return True
 
 
 def ensure_partitions(database: Database, labels: Iterable[str]) -> None:
@@ -107,36 +112,46 @@ def ensure_partitions(database: Database, labels: Iterable[str]) -> None:
     if not missing:
         return
     with database.writer.begin() as connection:
-        _create(connection, missing)
+        partitioned = _create(connection, missing)
     with _known_lock:
         _known.setdefault(database.url, set()).update(missing)
+        _partitioned[database.url] = partitioned
 
 
 def forget_partitions(database: Database) -> None:
     """Forget which partitions this process made sure of (they may have been dropped)."""
     with _known_lock:
         _known.pop(database.url, None)
+        _partitioned.pop(database.url, None)
 
 
-def missing_partition(error: BaseException) -> bool:
-    """Whether ``error`` is PostgreSQL refusing a row no partition accepts."""
-    cause = getattr(error, "orig", None)
-    return (
-        isinstance(error, DBAPIError)
-        and getattr(cause, "sqlstate", None) == NO_PARTITION
-        and "no partition" in str(cause)
-    )
+UNDEFINED_TABLE = "42P01"
+"""PostgreSQL's SQLSTATE for a table that does not exist (a partition inserted into directly)."""
+
+
+def missing_partition(error: BaseException | None) -> bool:
+    """Whether ``error`` (or the driver error it was raised from) is PostgreSQL refusing a row
+    no partition accepts, or naming a partition that does not exist."""
+    while error is not None:
+        cause = getattr(error, "orig", None) or error
+        state = getattr(cause, "sqlstate", None)
+        if (state == NO_PARTITION and "no partition" in str(cause)) or (
+            state == UNDEFINED_TABLE and PARTITION_PREFIX in str(cause)
+        ):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 def with_partitions(database: Database, labels: Iterable[str], work: Callable[[], T]) -> T:
     """Run ``work`` (which inserts reports of ``labels``) once their partitions exist; if a
-    partition was missing all the same, create it and run ``work`` once more (the failed
-    transaction stored nothing)."""
+    partition was missing all the same (dropped behind this process's back), make it and run
+    ``work`` once more (the failed transaction stored nothing)."""
     wanted = set(labels)
     ensure_partitions(database, wanted)
     try:
         return work()
-    except DBAPIError as error:
+    except Exception as error:
         if not missing_partition(error):
             raise
     forget_partitions(database)
@@ -175,3 +190,48 @@ def create_partitions(connection: Connection, labels: Iterable[str]) -> None:
     """Create the partitions of ``labels`` that do not exist yet, in the caller's transaction
     (migrations, and the maintenance step that creates the coming periods ahead)."""
     _create(connection, labels)
+
+
+_TARGET = "INSERT INTO reports ("
+_direct: dict[tuple[int, str], Any] = {}
+
+
+def one_partition(database: Database, statement: Any, periods: Sequence[str]) -> Any:
+    """``statement`` (an ingest ``text()`` inserting ``INTO reports``) inserting straight into
+    the partition of its one period when every row has that period (the usual group): the
+    partition's own key holds the same exactly-once, and the statement skips routing each
+    row through the parent; several periods: ``statement`` itself."""
+    first = periods[0]
+    with _known_lock:
+        partitioned = _partitioned.get(database.url, False)
+    if not partitioned or any(label != first for label in periods):
+        return statement
+    key = (id(statement), first)
+    direct = _direct.get(key)
+    if direct is None:
+        direct = statement.__class__(
+            statement.text.replace(_TARGET, f'INSERT INTO "{partition_name(first)}" (', 1)
+        )
+        if len(_direct) > 10_000:
+            _direct.clear()
+        _direct[key] = direct
+    return direct
+
+
+AHEAD_KINDS = ("day", "week", "month")
+
+
+def create_ahead(database: Database, today: dt.date) -> list[str]:
+    """PostgreSQL: create the partitions of the current and the next period of every kind
+    (at start-up and on every retention run), so the first report of a period finds its
+    partition made; their labels (none on SQLite or an unpartitioned table)."""
+    if database.dialect != "postgresql":
+        return []
+    labels = set()
+    for kind in AHEAD_KINDS:
+        current = period_label(kind, today)
+        labels.update((current, next_period(kind, current)))
+    with database.writer.begin() as connection:
+        if not _create(connection, labels):
+            return []
+    return sorted(labels)

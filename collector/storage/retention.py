@@ -16,13 +16,12 @@ import datetime as dt
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from deniable.client.spec import MetricSpec, next_period, period_label
+from deniable.client.spec import MetricSpec, period_label
 from sqlalchemy import delete, func, select, tuple_
 
 from .archive import Archive, ArchivedPeriod, ArchiveMismatch
 from .engine import Database
 from .partitions import (
-    create_partitions,
     drop_partition,
     forget_partitions,
     is_partitioned,
@@ -181,17 +180,3 @@ def _drop_partitions(
         run.deleted += sum(n for _, n in counts)
     forget_partitions(database)
     return run
-
-
-def create_ahead(database: Database, specs: Iterable[MetricSpec], today: dt.date) -> list[str]:
-    """PostgreSQL: create the partitions of the current and the next period of every kind
-    the metrics use (so the first report of a period finds its partition); their labels."""
-    if database.dialect != "postgresql":
-        return []
-    labels = set()
-    for kind in {spec.period for spec in specs}:
-        current = period_label(kind, today)
-        labels.update((current, next_period(kind, current)))
-    with database.writer.begin() as connection:
-        create_partitions(connection, labels)
-    return sorted(labels)

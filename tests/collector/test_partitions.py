@@ -15,9 +15,9 @@ from deniable.collector import migrate
 from deniable.collector.storage import count_reports, open_database, report_pages
 from deniable.collector.storage.engine import Database
 from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_batches
-from deniable.collector.storage.partitions import list_partitions, partition_name
+from deniable.collector.storage.partitions import create_ahead, list_partitions, partition_name
 from deniable.collector.storage.queries import read_counts, register_spec
-from deniable.collector.storage.retention import create_ahead, purge_before
+from deniable.collector.storage.retention import purge_before
 from sqlalchemy import event, text
 
 from testkit import DatabaseFactory
@@ -83,6 +83,11 @@ def test_a_partition_dropped_underneath_is_made_again_without_losing_the_batch(
         connection.exec_driver_sql(f'DROP TABLE "{partition_name(DAYS[-1])}"')
     assert _store(filled, _batch(SPEC, DAYS[-1], 5, 1)) == (5, 0)
     assert DAYS[-1] in _partitions(filled)
+    with filled.writer.begin() as connection:
+        connection.exec_driver_sql(f'DROP TABLE "{partition_name(DAYS[-2])}"')
+    two_periods = _batch(SPEC, DAYS[-2], 3, 2) + _batch(SPEC, DAYS[-1], 4, 3)
+    assert _store(filled, two_periods) == (7, 0)
+    assert DAYS[-2] in _partitions(filled)
 
 
 def test_retention_drops_old_periods_and_keeps_their_counts(filled: Database, backend: str) -> None:
@@ -101,11 +106,11 @@ def test_retention_drops_old_periods_and_keeps_their_counts(filled: Database, ba
 
 
 def test_create_ahead_makes_the_current_and_next_periods(filled: Database, backend: str) -> None:
-    made = create_ahead(filled, [SPEC, WEEKLY], dt.date(2026, 11, 25))
+    made = create_ahead(filled, dt.date(2026, 11, 25))
     if backend != "postgresql":
         assert made == []
         return
-    assert made == ["2026-11-25", "2026-11-26", "2026-W48", "2026-W49"]
+    assert made == ["2026-11", "2026-11-25", "2026-11-26", "2026-12", "2026-W48", "2026-W49"]
     assert set(made) <= set(_partitions(filled))
 
 
