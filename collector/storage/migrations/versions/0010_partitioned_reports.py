@@ -6,8 +6,8 @@ the old table and gives the new one its name and key (``pk_reports`` on (metric,
 id), so ``ON CONFLICT`` exactly-once is unchanged). It runs in the migration's one
 transaction, which holds the old table exclusively while it copies: collectors wait (their
 uploads are retried by the SDK), so stop them or expect a pause of about the copy time
-(docs/operations.md, "Partitioning an existing database": measured 1 M reports in about
-10 s on a 2-core machine). The downgrade copies back into one unpartitioned table.
+(docs/operations.md, "Partitioning an existing database": 19 s for 1 million reports on a
+shared 2-core machine, bench/partitioning.py --migrate). The downgrade copies back into one unpartitioned table.
 SQLite has no partitions and is left as it is, both ways.
 
 Revision ID: 0010
