@@ -82,6 +82,7 @@ def retention(
 def _open_archive(url: str) -> Any:
     """The archive at ``url``; a one-line error naming the extra a missing package is in."""
     try:
+        import pyarrow.parquet  # noqa: F401
         from deniable.collector.storage.archive import Archive
 
         return Archive(url)
