@@ -35,6 +35,7 @@ from .routes import admin, estimates, keys, metrics, privacy, reports
 from .schemas import ReportBatch, ShuffledPart
 from .settings import Settings
 from .storage import migrate, open_database
+from .storage.partitions import create_ahead
 from .storage.writer import GroupWriter
 from .telemetry import Telemetry
 
@@ -291,9 +292,11 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        database = open_database(settings.database_url, pool_size=settings.pool_size)
         if settings.migrate_on_start:
             await run_in_threadpool(migrate, settings.database_url)
-        database = open_database(settings.database_url, pool_size=settings.pool_size)
+            today = (clock or utc_now)().date()
+            await run_in_threadpool(create_ahead, database, today)
         app.state.collector = Collector(
             settings=settings,
             database=database,

@@ -152,6 +152,26 @@ def fetch_document(
     " (previous: as many periods just before the range).",
 )
 @from_file_options
+@click.option(
+    "--from-archive",
+    "from_archive",
+    metavar="URL",
+    help="Re-analyse the Parquet archive that `retention --archive-to URL` wrote (a directory,"
+    " file://, s3://...) instead of asking the collector; default range: every archived period.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["duckdb", "dask"]),
+    default="duckdb",
+    show_default=True,
+    help="With --from-archive: DuckDB in this process, or a Dask cluster (deniable[dask]).",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="With --engine dask: the Dask scheduler, e.g. tcp://scheduler:8786 (default: a local"
+    " cluster on this machine).",
+)
 @format_option()
 @pass_global_options
 def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -> None:
@@ -180,6 +200,7 @@ def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -
       deniable estimate dark_mode --by platform --where country:fr
       deniable estimate dark_mode --last 7 --compare-to previous
       deniable estimate load_ms --start 2026-11-16 --end 2026-11-22 --compare-to 2026-11-09..2026-11-15
+      deniable estimate browser --from-archive s3://telemetry-archive/deniable --start 2026-01-01
 
     With --by or --where, one estimate per slice of the metric's dimensions, every interval
     holding at once; a slice with too few reports says "suppressed" and shows no number (in
@@ -187,6 +208,20 @@ def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -
     With --compare-to, the change from that window: higher, lower, or no detectable change.
     """
     by, where, compare_to = query.pop("by"), query.pop("where"), query.pop("compare_to")
+    archive, engine, scheduler = (
+        query.pop("from_archive"),
+        query.pop("engine"),
+        query.pop("scheduler"),
+    )
+    if archive is not None:
+        if compare_to is not None:
+            raise InvalidInput(
+                "--compare-to reads the collector's counts; leave out --from-archive"
+            )
+        estimate_from_archive(archive, name, fmt, engine, scheduler, list(by), list(where), query)
+        return
+    if engine != "duckdb" or scheduler is not None:
+        raise InvalidInput("--engine and --scheduler go with --from-archive")
     if compare_to is not None:
         if query["from_file"] is not None:
             raise InvalidInput("--compare-to reads the collector's counts; leave out --from-file")
@@ -210,6 +245,42 @@ def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -
         print_breakdown(document, fmt)
         return
     document = fetch_document(global_options, "estimate", name, **query)
+    print_estimate(document, fmt)
+
+
+def estimate_from_archive(
+    url: str,
+    name: str,
+    fmt: str,
+    engine: str,
+    scheduler: str | None,
+    by: list[str],
+    where: list[str],
+    query: dict[str, Any],
+) -> None:
+    """Print the estimate (or breakdown) of ``name`` re-analysed from the archive at ``url``."""
+    from ..fromarchive import archive_document
+
+    if query.pop("from_file") is not None or query.pop("spec_file") is not None:
+        raise InvalidInput("give --from-archive or --from-file, not both")
+    if (by or where) and fmt == "csv":
+        raise InvalidInput("--by and --where print a table or JSON (--format json), not CSV")
+    start, end, last = query.pop("start"), query.pop("end"), query.pop("last")
+    document = archive_document(
+        url,
+        name,
+        start=start,
+        end=end,
+        last=last,
+        engine=engine,
+        scheduler=scheduler,
+        by=by,
+        where=where,
+        **query,
+    )
+    if by or where:
+        print_breakdown(document, fmt)
+        return
     print_estimate(document, fmt)
 
 

@@ -19,6 +19,7 @@ from ..auth import ADMIN
 from ..context import collector
 from ..numbers import NumberRule, query_number
 from ..schemas import Health, Payload, RetentionResult
+from ..storage.partitions import create_ahead
 from ..storage.queries import check_ready, list_specs, read_reports
 from ..storage.retention import purge_before
 from ..telemetry import CONTENT_TYPE
@@ -151,7 +152,9 @@ def post_retention(
             detail=f"before must be on or before {cutoff.isoformat()} (today minus the"
             f" {state.settings.retention_days}-day retention window): later periods still accept reports",
         )
-    deleted = purge_before(state.database, list_specs(state.database), before)
+    specs = list_specs(state.database)
+    deleted = purge_before(state.database, specs, before)
+    create_ahead(state.database, state.today())
     return {"before": before.isoformat(), "deleted": deleted}
 
 

@@ -208,18 +208,21 @@ def _sum_cells(chosen: list[CellStats], periods: int, k: int) -> CellStats:
 
 
 def slice_stats(
-    state: Collector,
+    state: Collector, spec: MetricSpec, labels: list[str], by: list[str], where: dict[str, str]
+) -> dict[tuple[str, ...], CellStats]:
+    """Each slice's statistics over the periods ``labels``, read from the collector's cells."""
+    return group_cells(read_cells(state.database, spec, labels), spec, labels, by, where)
+
+
+def group_cells(
+    cells: dict[str, CellStats],
     spec: MetricSpec,
     labels: list[str],
     by: list[str],
     where: dict[str, str],
-    cells: dict[str, CellStats] | None = None,
 ) -> dict[tuple[str, ...], CellStats]:
     """Each slice's statistics over the periods ``labels`` (keyed by its ``by`` values, every
-    slice present, in :func:`slice_values` order): the sums of the cells ``where`` keeps
-    (``cells``, those periods' cells, are read unless the caller has them already)."""
-    if cells is None:
-        cells = read_cells(state.database, spec, labels)
+    slice present, in :func:`slice_values` order): the sums of the cells ``where`` keeps."""
     grouped: dict[tuple[str, ...], list[CellStats]] = {
         tuple(values.values()): [] for values in slice_values(spec, by)
     }
@@ -246,9 +249,37 @@ def breakdown(
     """The breakdown document of ``spec`` over the periods ``labels`` (bounded by the caller),
     with the difference between the two ``compare`` slices if asked; ``cells`` are those
     periods' cells if the caller has read them already."""
+    return breakdown_of_cells(
+        read_cells(state.database, spec, labels) if cells is None else cells,
+        spec,
+        labels,
+        by,
+        where,
+        minimum=state.settings.min_slice_reports,
+        confidence=confidence,
+        method=method,
+        pooling=pooling,
+        compare=compare,
+    )
+
+
+def breakdown_of_cells(
+    cells: dict[str, CellStats],
+    spec: MetricSpec,
+    labels: list[str],
+    by: list[str],
+    where: dict[str, str],
+    *,
+    minimum: int,
+    confidence: float,
+    method: str,
+    pooling: str,
+    compare: tuple[str, str] | None = None,
+) -> dict[str, Any]:
+    """The breakdown document from each cell's statistics (the collector's, or an archive's
+    re-analysed), slices of fewer than ``minimum`` reports suppressed."""
     wanted = slice_values(spec, by)
-    sums = slice_stats(state, spec, labels, by, where, cells)
-    minimum = state.settings.min_slice_reports
+    sums = group_cells(cells, spec, labels, by, where)
     shown = [key for key, stats in sums.items() if int(stats.n.sum()) >= minimum]
     level = 1 - (1 - confidence) / max(1, len(shown))
     first, last = labels[0], labels[-1]

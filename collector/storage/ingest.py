@@ -52,6 +52,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects import sqlite
 
 from .engine import Database
+from .partitions import one_partition, with_partitions
 from .queries import check_fingerprints
 from .tables import (
     cell_counts,
@@ -813,7 +814,10 @@ def _joined(values: Sequence[Any], sep: str = _SEP) -> str:
 
 
 def _pg_store(
-    connection: Connection, batches: Sequence[PreparedBatch], ordered: list[InsertRow]
+    connection: Connection,
+    database: Database,
+    batches: Sequence[PreparedBatch],
+    ordered: list[InsertRow],
 ) -> set[ReportKey] | None:
     """Insert the group's distinct reports and, if all are new, their counts (one statement).
 
@@ -854,7 +858,7 @@ def _pg_store(
             u_totals=_joined(u_totals, ","),
             u_squares=_joined(u_squares, ","),
         )
-    n, new_keys = connection.execute(statement, params).one()
+    n, new_keys = connection.execute(one_partition(database, statement, periods), params).one()
     return None if n == total else {tuple(key.split(_SEP)) for key in new_keys or ()}  # type: ignore[misc]
 
 
@@ -880,7 +884,7 @@ def _insert(
     elif not ordered:
         new_keys = set()
     else:
-        pg_new = _pg_store(connection, batches, ordered)
+        pg_new = _pg_store(connection, database, batches, ordered)
         if pg_new is None:
             return None, True
         new_keys = pg_new
@@ -909,6 +913,15 @@ def _expected_fingerprints(batches: Sequence[PreparedBatch]) -> dict[str, set[st
 
 
 def store_batches(database: Database, batches: Sequence[PreparedBatch]) -> list[StoredBatch]:
+    """Store several prepared batches in one committed transaction; one result per batch,
+    once the partitions of their periods exist (PostgreSQL, :mod:`.partitions`)."""
+    if database.dialect != "postgresql":
+        return _store_group(database, batches)
+    labels = {row[2] for batch in batches for row in batch.rows}
+    return with_partitions(database, labels, lambda: _store_group(database, batches))
+
+
+def _store_group(database: Database, batches: Sequence[PreparedBatch]) -> list[StoredBatch]:
     """Store several prepared batches in one committed transaction; one result per batch.
 
     Raises :class:`.queries.SpecChanged` (nothing stored) if a metric of the group is no

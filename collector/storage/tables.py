@@ -110,6 +110,7 @@ reports = Table(
     Column("received", Date, nullable=False),
     PrimaryKeyConstraint("metric", "period", "id"),
     sqlite_with_rowid=False,
+    postgresql_partition_by="LIST (period)",
 )
 """Raw randomized reports, append-only, unique by (metric, period, id) (the idempotency key).
 
@@ -118,6 +119,10 @@ ingestion touches that day's pages, not pages all over an index of every stored 
 SQLite the table is the key's B-tree, ``WITHOUT ROWID``). Export pages walk a period in id
 order through it: a seek per page, never a sort, and an order that says nothing about when
 or with what a report arrived.
+
+On PostgreSQL the table is partitioned by period label, one partition per label
+(:mod:`.partitions`, migration 0010): the key includes the partition key, retention drops
+whole partitions, and a statement bounded to some periods reads only their partitions.
 """
 
 period_counts = Table(

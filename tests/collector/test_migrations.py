@@ -22,6 +22,7 @@ from deniable.collector.storage.ingest import (
     store_batches,
 )
 from deniable.collector.storage.migrator import alembic_config, run_locked
+from deniable.collector.storage.partitions import include_name
 from deniable.collector.storage.queries import register_spec
 from deniable.collector.storage.tables import metadata, reports
 from sqlalchemy import Connection, create_engine, inspect, select, text
@@ -62,7 +63,8 @@ def assert_schema_is_the_tables(url: str) -> None:
     engine = create_engine(normalize_url(url))
     try:
         with engine.connect() as connection:
-            assert compare_metadata(MigrationContext.configure(connection), metadata) == []
+            context = MigrationContext.configure(connection, opts={"include_name": include_name})
+            assert compare_metadata(context, metadata) == []
     finally:
         engine.dispose()
 

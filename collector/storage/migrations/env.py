@@ -6,13 +6,19 @@ import os
 
 from alembic import context
 from deniable.collector.storage.engine import normalize_url
+from deniable.collector.storage.partitions import include_name
 from deniable.collector.storage.tables import metadata
 
 config = context.config
 
 
 def _run(connection: object) -> None:
-    context.configure(connection=connection, target_metadata=metadata, render_as_batch=True)
+    context.configure(
+        connection=connection,
+        target_metadata=metadata,
+        render_as_batch=True,
+        include_name=include_name,
+    )
     with context.begin_transaction():
         context.run_migrations()
 

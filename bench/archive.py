@@ -1,0 +1,292 @@
+"""The Parquet archive: how fast retention archives, how small it is, how fast it re-analyses.
+
+1. Archive: ``--db-reports`` krr reports over 10 days in a scratch PostgreSQL database
+   (bulk-loaded), archived and dropped by ``retain(..., archive=...)``: reports/s, Parquet
+   bytes per report against PostgreSQL's.
+2. Re-analysis over synthetic archive files written in the archive's own layout (pinned
+   schema, zstd): ``--reports`` krr reports (k = 20, 40 dimension cells) over 10 periods,
+   ``--oue-reports`` oue reports (k = 20), and ``--text-reports`` text reports in one
+   period; per engine (DuckDB embedded, Dask on a LocalCluster of 2 workers) the seconds for
+   the counts, one breakdown (counts per cell), the oue counts and scoring 1,000 candidate
+   strings (aggregate first: the period's sketch counts, then the scorer).
+
+Run: ``.venv/bin/python -m bench.archive [--reports 10000000] [--db-reports 1000000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import datetime as dt
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from testkit import fresh_database, postgres_problem
+
+PERIODS = [f"2026-06-{d:02d}" for d in range(1, 11)]
+CELLS = [f"p{i},v{j}" for i in range(8) for j in range(5)]
+
+
+def _specs() -> dict[str, Any]:
+    from deniable.client import MetricSpec
+
+    categories = [f"c{i}" for i in range(20)]
+    return {
+        "krr": MetricSpec.categorical(
+            "bench_krr",
+            categories,
+            epsilon=2.0,
+            mechanism="krr",
+            dimensions={
+                "platform": [f"p{i}" for i in range(7)],
+                "version": ["v0", "v1", "v2", "v3"],
+            },
+        ),
+        "oue": MetricSpec.categorical("bench_oue", categories, epsilon=1.0, mechanism="oue"),
+        "text": MetricSpec.text("bench_text", max_length=8, epsilon=4.0),
+    }
+
+
+def archive_run(reports: int) -> dict[str, Any]:
+    """Archive ``reports`` krr reports from PostgreSQL: seconds, rates and bytes per report."""
+    from deniable.collector import migrate
+    from deniable.collector.storage import open_database
+    from deniable.collector.storage.archive import Archive
+    from deniable.collector.storage.partitions import create_partitions
+    from deniable.collector.storage.queries import register_spec
+    from deniable.collector.storage.retention import retain
+
+    spec = _specs()["oue"]
+    with fresh_database("bench_archive") as url, tempfile.TemporaryDirectory() as folder:
+        migrate(url)
+        database = open_database(url)
+        try:
+            register_spec(database, spec, dt.datetime.now(dt.UTC))
+            with database.writer.begin() as connection:
+                create_partitions(connection, PERIODS)
+                connection.exec_driver_sql(
+                    "INSERT INTO reports (id, metric, period, payload, received)"
+                    " SELECT gen_random_uuid(), 'bench_oue',"
+                    " to_char(date '2026-06-01' + (i %% 10), 'YYYY-MM-DD'),"
+                    " '\"' || encode(substring(uuid_send(gen_random_uuid()) from 1 for 2)"
+                    " || '\\x0a'::bytea, 'base64') || '\"', date '2026-06-11'"
+                    " FROM generate_series(1, %(n)s) i",
+                    {"n": reports},
+                )
+            with database.writer.connect() as connection:
+                connection.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql(
+                    "VACUUM ANALYZE reports"
+                )
+                pg_bytes = int(
+                    connection.exec_driver_sql(
+                        "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c"
+                        " WHERE c.relname LIKE 'reports_p_%%'"
+                    ).scalar()
+                )
+            began = time.perf_counter()
+            run = retain(database, [spec], dt.date(2026, 7, 1), archive=Archive(folder))
+            seconds = time.perf_counter() - began
+        finally:
+            database.dispose()
+        parquet = sum(path.stat().st_size for path in Path(folder).rglob("*.parquet"))
+    return {
+        "reports": run.deleted,
+        "seconds": seconds,
+        "reports/s": run.deleted / seconds,
+        "Parquet B/report": parquet / run.deleted,
+        "PostgreSQL B/report": pg_bytes / run.deleted,
+    }
+
+
+def _write(root: Path, spec: Any, period: str, payloads: Any, cells: Any | None) -> None:
+    """One archive file of ``payloads`` (an Arrow string array of payload JSON text)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from deniable.client.spec import canonical_json
+    from deniable.estimators.archivefiles import (
+        COMPRESSION,
+        FILE_NAME,
+        arrow_schema,
+        partition_dir,
+    )
+
+    n = len(payloads)
+    schema = arrow_schema(cells is not None, canonical_json(spec.to_dict()))
+    ids = np.sort(np.frombuffer(os.urandom(16 * n), dtype="S16")).tobytes()
+    arrays = [
+        pa.FixedSizeBinaryArray.from_buffers(pa.binary(16), n, [None, pa.py_buffer(ids)]),
+        payloads,
+        pa.array(np.full(n, np.datetime64("2026-06-11", "D")), pa.date32()),
+    ]
+    if cells is not None:
+        arrays.append(cells)
+    directory = Path(partition_dir(str(root), spec.name, period))
+    directory.mkdir(parents=True, exist_ok=True)
+    pq.write_table(
+        pa.Table.from_arrays(arrays, schema=schema),
+        directory / FILE_NAME,
+        compression=COMPRESSION,
+        row_group_size=50_000,
+    )
+
+
+def synthesize(root: Path, reports: int, oue_reports: int, text_reports: int) -> None:
+    """Write the synthetic archive (seeded numpy draws; payloads shaped as the product's)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from deniable.client import SeededRandomness
+
+    specs = _specs()
+    rng = np.random.default_rng(1)
+    per = reports // len(PERIODS)
+    for period in PERIODS:
+        index = pa.array(rng.integers(0, 20, per))
+        cells = pa.DictionaryArray.from_arrays(
+            pa.array(rng.integers(0, len(CELLS), per), pa.int32()), pa.array(CELLS)
+        ).cast(pa.string())
+        _write(root, specs["krr"], period, pc.cast(index, pa.string()), cells)
+    per = oue_reports // len(PERIODS)
+    for period in PERIODS:
+        raw = rng.integers(0, 256, (per, 3), dtype=np.uint8)
+        raw[:, 2] &= 0x0F
+        encoded = base64.b64encode(raw.tobytes())
+        texts = [f'"{encoded[4 * i : 4 * i + 4].decode()}"' for i in range(per)]
+        _write(root, specs["oue"], period, pa.array(texts, pa.string()), None)
+    sketch = specs["text"].text_randomizer
+    seeded = SeededRandomness(3)
+    words = [f"w{i}" for i in range(300)]
+    from deniable.client.wire import payload_text
+
+    texts = [
+        payload_text(
+            sketch.randomize(
+                sketch.encode(words[int(rng.zipf(1.3)) % 300]), 1 + i % sketch.levels, seeded
+            )
+        )
+        for i in range(text_reports)
+    ]
+    _write(root, specs["text"], PERIODS[-1], pa.array(texts, pa.string()), None)
+
+
+def reanalysis(root: Path, engine: str, scheduler: str | None) -> list[dict[str, Any]]:
+    """Seconds per re-analysis on ``engine``."""
+    from deniable.estimators.archivecounts import archive_counts
+    from deniable.estimators.archivedask import dask_counts
+    from deniable.estimators.heavyhitters import text_document
+
+    specs = _specs()
+
+    def counts(spec: Any, periods: list[str], by_cell: bool = False) -> Any:
+        if engine == "dask":
+            return dask_counts(str(root), spec, periods, by_cell, scheduler)
+        return archive_counts(str(root), spec, periods, by_cell)
+
+    rows = []
+    for what, spec, periods, by_cell in (
+        ("krr counts", specs["krr"], PERIODS, False),
+        ("krr breakdown (40 cells)", specs["krr"], PERIODS, True),
+        ("oue counts", specs["oue"], PERIODS, False),
+    ):
+        began = time.perf_counter()
+        files = counts(spec, periods, by_cell)
+        seconds = time.perf_counter() - began
+        n = sum(f.whole.n for f in files)
+        rows.append(
+            {
+                "engine": engine,
+                "what": what,
+                "reports": n,
+                "seconds": seconds,
+                "reports/s": n / seconds,
+            }
+        )
+    began = time.perf_counter()
+    [found] = counts(specs["text"], PERIODS[-1:])
+    candidates = [f"w{i}" for i in range(1000)]
+    text_document(
+        "bench_text",
+        PERIODS[-1],
+        specs["text"].text_randomizer,
+        found.whole.support,
+        candidates=candidates,
+    )
+    seconds = time.perf_counter() - began
+    rows.append(
+        {
+            "engine": engine,
+            "what": "text: 1,000 candidates",
+            "reports": found.whole.n,
+            "seconds": seconds,
+            "reports/s": found.whole.n / seconds,
+        }
+    )
+    return rows
+
+
+def _print(title: str, rows: list[dict[str, Any]]) -> None:
+    print(f"\n{title}")
+    header = list(rows[0])
+    cells = [header] + [
+        [
+            f"{v:,.3f}"
+            if isinstance(v, float) and v < 1000
+            else f"{v:,.0f}"
+            if isinstance(v, float)
+            else f"{v:,}"
+            if isinstance(v, int)
+            else str(v)
+            for v in row.values()
+        ]
+        for row in rows
+    ]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    for j, row in enumerate(cells):
+        print("  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)))
+        if j == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--db-reports", type=int, default=1_000_000)
+    parser.add_argument("--reports", type=int, default=10_000_000)
+    parser.add_argument("--oue-reports", type=int, default=2_000_000)
+    parser.add_argument("--text-reports", type=int, default=100_000)
+    args = parser.parse_args()
+    if args.db_reports:
+        problem = postgres_problem()
+        if problem:
+            raise SystemExit(f"PostgreSQL is needed for the archive run: {problem}")
+        _print("archive (PostgreSQL -> Parquet, verified, dropped)", [archive_run(args.db_reports)])
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+        began = time.perf_counter()
+        synthesize(root, args.reports, args.oue_reports, args.text_reports)
+        size = sum(p.stat().st_size for p in root.rglob("*.parquet"))
+        print(
+            f"\nsynthetic archive: {args.reports:,} krr (with cells) + {args.oue_reports:,} oue +"
+            f" {args.text_reports:,} text reports, {size / 2**20:,.1f} MiB,"
+            f" written in {time.perf_counter() - began:,.1f} s"
+        )
+        rows = reanalysis(root, "duckdb", None)
+        from dask.distributed import LocalCluster
+
+        began = time.perf_counter()
+        cluster = LocalCluster(
+            n_workers=2, threads_per_worker=1, dashboard_address=":0", silence_logs=True
+        )
+        print(f"Dask LocalCluster (2 workers) started in {time.perf_counter() - began:,.1f} s")
+        try:
+            rows += reanalysis(root, "dask", cluster.scheduler_address)
+        finally:
+            cluster.close()
+        _print("re-analysis over the archive", rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,261 @@
+"""Counts from the Parquet archive of raw reports, the same counts the collector keeps online.
+
+Re-analysis aggregates first: each (metric, period) file is reduced to the counts an estimate
+reads (n and the support count per category; a numeric metric's n, sum of y and sum of y^2; a
+text metric's sketch counts per (level, row, cell) and its (level, row) tallies), per cell too
+when the file carries cells, and the estimators then run on those counts exactly as on the
+collector's (so the answers are the same). A file is read by DuckDB (embedded, no server):
+brr/krr and numeric files are aggregated in SQL; oue, olh and text payloads are decoded by
+DuckDB's JSON and base64 functions and counted by the product's own numpy kernels
+(:mod:`.support`), never by evaluating a hash per candidate string.
+
+:func:`archive_counts` runs the files one after the other in this process (DuckDB uses every
+core on each); :mod:`.archivedask` maps :func:`file_counts` over the files on a Dask cluster.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from deniable.client.errors import InvalidInput
+from deniable.client.mechanisms import KRR, NUMERIC_MECHANISMS, OLH, OUE
+from deniable.client.spec import MetricSpec
+
+from .archivefiles import FILE_NAME, SPEC_KEY, open_archive, partition_dir
+from .support import olh_support, oue_bits
+
+ENGINES = ("duckdb", "dask")
+"""The engines re-analysis runs on: DuckDB embedded (default), Dask on a cluster."""
+
+
+@dataclass
+class CellCounts:
+    """One cell's (or a whole period's) counts: n, support per category (or sketch cell),
+    and a numeric metric's sums of y and y^2."""
+
+    n: int = 0
+    support: np.ndarray | None = None
+    total: float = 0.0
+    total_squares: float = 0.0
+
+    def add(self, other: CellCounts) -> None:
+        """Add ``other``'s counts to these."""
+        self.n += other.n
+        if other.support is not None:
+            self.support = (
+                other.support.copy() if self.support is None else self.support + other.support
+            )
+        self.total += other.total
+        self.total_squares += other.total_squares
+
+
+@dataclass
+class FileCounts:
+    """One file's counts: its period, the whole period's, and each cell's (if it has cells)."""
+
+    period: str
+    whole: CellCounts
+    cells: dict[str, CellCounts] = field(default_factory=dict)
+
+
+def count_width(spec: MetricSpec) -> int:
+    """The counts one period keeps: categories, or a text metric's sketch cells and tallies."""
+    return spec.text_randomizer.cell_count if spec.type == "text" else spec.k
+
+
+def archive_files(url: str, metric: str, periods: Sequence[str]) -> list[tuple[str, str]]:
+    """(period, path) of each archived file of ``metric`` among ``periods``, by period."""
+    fs, root = open_archive(url)
+    found = []
+    for period in periods:
+        path = f"{partition_dir(root, metric, period)}/{FILE_NAME}"
+        if fs.exists(path):
+            found.append((period, path))
+    return found
+
+
+def archived_periods(url: str, metric: str) -> list[str]:
+    """Every period of ``metric`` the archive at ``url`` holds, sorted."""
+    fs, root = open_archive(url)
+    prefix = f"{root}/metric={metric}/period="
+    return sorted(
+        path.removeprefix(prefix).split("/")[0] for path in fs.glob(f"{prefix}*/{FILE_NAME}")
+    )
+
+
+def archived_spec(url: str, metric: str) -> dict[str, Any]:
+    """The spec (JSON) the newest archived file of ``metric`` carries; InvalidInput if none."""
+    import pyarrow.parquet as pq
+
+    periods = archived_periods(url, metric)
+    if not periods:
+        raise InvalidInput(f"the archive at {url} holds no reports of metric {metric!r}")
+    fs, root = open_archive(url)
+    path = f"{partition_dir(root, metric, periods[-1])}/{FILE_NAME}"
+    with fs.open(path, "rb") as handle:
+        metadata = pq.ParquetFile(handle).schema_arrow.metadata or {}
+    raw = metadata.get(SPEC_KEY.encode())
+    if raw is None:
+        raise InvalidInput(f"{path} carries no metric spec")
+    return json.loads(raw)
+
+
+def _connect(url: str) -> tuple[Any, Callable[[str], str]]:
+    """A DuckDB connection that can read the archive's files, and how to name a path to it."""
+    import duckdb
+
+    fs, _ = open_archive(url)
+    connection = duckdb.connect()
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    if protocol in ("file", "local"):
+        return connection, lambda path: path
+    connection.register_filesystem(fs)
+    return connection, lambda path: f"{protocol}://{path}"
+
+
+def _text_column(array: Any) -> np.ndarray:
+    """The (m, length) ASCII codes of an Arrow string array of equal-length strings."""
+    import pyarrow as pa
+
+    array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    if len(array) == 0:
+        return np.zeros((0, 0), dtype=np.uint8)
+    offsets = np.frombuffer(array.buffers()[1], dtype=np.int32)[
+        array.offset : array.offset + len(array) + 1
+    ]
+    data = np.frombuffer(array.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
+    widths = np.diff(offsets)
+    if (widths != widths[0]).any():
+        raise InvalidInput("archived payloads of one metric differ in length")
+    return data.reshape(len(array), int(widths[0]))
+
+
+SUPPORT_CELLS = 1 << 22
+"""Reports times categories decoded at once (the support matrix of a batch stays ~4 MB)."""
+
+
+def _batch_counts(spec: MetricSpec, batch: Any) -> dict[str, tuple[int, np.ndarray]]:
+    """An Arrow batch's reports and counts, by its ``cell_key`` column's values."""
+    keys = batch.column("cell_key").to_numpy(zero_copy_only=False)
+    if spec.type == "text":
+        sketch = spec.text_randomizer
+        width = count_width(spec)
+        bits = oue_bits(_text_column(batch.column("bits")), sketch.cells)
+        levels = batch.column("l").to_numpy().astype(np.int64)
+        rows = batch.column("r").to_numpy().astype(np.int64)
+        base = ((levels - 1) * sketch.rows + rows) * sketch.cells
+        tally = sketch.levels * sketch.rows * sketch.cells + (levels - 1) * sketch.rows + rows
+        report, cell = np.nonzero(bits)
+        counts = np.bincount(base[report] + cell, minlength=width)
+        counts += np.bincount(tally, minlength=width)
+        return {"": (len(levels), counts.astype(np.int64))}
+    mechanism = spec.randomizer
+    if isinstance(mechanism, OUE):
+        support = oue_bits(_text_column(batch.column("bits")), mechanism.k)
+    elif isinstance(mechanism, OLH):
+        columns = [batch.column(c).to_numpy().astype(np.int64) for c in ("a", "b", "y")]
+        support = olh_support(mechanism, *columns)
+    else:
+        raise TypeError(f"no kernel for {spec.mechanism}")
+    distinct = np.unique(keys).tolist()
+    if len(distinct) == 1:
+        return {distinct[0]: (len(keys), support.sum(axis=0, dtype=np.int64))}
+    return {
+        cell: (int((keys == cell).sum()), support[keys == cell].sum(axis=0, dtype=np.int64))
+        for cell in distinct
+    }
+
+
+def _projection(spec: MetricSpec) -> str:
+    """The DuckDB select list decoding a file's payloads for the kernels."""
+    if spec.type == "text":
+        return (
+            "json_extract_string(payload, '$.b') AS bits,"
+            " CAST(json_extract(payload, '$.l') AS BIGINT) AS l,"
+            " CAST(json_extract(payload, '$.r') AS BIGINT) AS r"
+        )
+    if spec.mechanism == "oue":
+        return "json_extract_string(payload, '$') AS bits"
+    return ", ".join(f"CAST(json_extract(payload, '$.{c}') AS BIGINT) AS {c}" for c in "aby")
+
+
+def _has_cell(connection: Any, source: str) -> bool:
+    names = [row[0] for row in connection.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
+    return "cell" in names
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def file_counts(
+    url: str, spec: MetricSpec, period: str, path: str, by_cell: bool = False
+) -> FileCounts:
+    """The counts of one archived file (one metric and period), per cell too if asked and the
+    file has cells. Opens its own DuckDB connection (so Dask workers can call it)."""
+    connection, name = _connect(url)
+    try:
+        source = f"read_parquet({_quote(name(path))})"
+        cells = by_cell and _has_cell(connection, source)
+        key = "cell" if cells else "''"
+        result = FileCounts(period, CellCounts())
+        groups: dict[str, CellCounts] = {}
+        if spec.type == "numeric":
+            rows = connection.execute(
+                f"SELECT {key}, count(*), sum(CAST(payload AS DOUBLE)),"
+                f" sum(CAST(payload AS DOUBLE) * CAST(payload AS DOUBLE))"
+                f" FROM {source} GROUP BY 1"
+            ).fetchall()
+            for cell, n, total, squares in rows:
+                groups[cell] = CellCounts(int(n), None, float(total), float(squares))
+        elif spec.type != "text" and isinstance(spec.randomizer, KRR):
+            width = spec.k
+            rows = connection.execute(
+                f"SELECT {key}, CAST(payload AS BIGINT), count(*) FROM {source} GROUP BY 1, 2"
+            ).fetchall()
+            for cell, index, n in rows:
+                counts = groups.setdefault(cell, CellCounts(0, np.zeros(width, dtype=np.int64)))
+                counts.n += int(n)
+                counts.support[int(index)] += int(n)  # type: ignore[index]
+        else:
+            width = count_width(spec)
+            batch_rows = max(1024, SUPPORT_CELLS // width)
+            relation = connection.sql(
+                f"SELECT {key} AS cell_key, {_projection(spec)} FROM {source}"
+            )
+            reader = (
+                relation.to_arrow_reader(batch_rows)
+                if hasattr(relation, "to_arrow_reader")
+                else relation.record_batch(batch_rows)
+            )
+            for batch in reader:
+                for cell, (n, counts_of) in _batch_counts(spec, batch).items():
+                    counts = groups.setdefault(cell, CellCounts(0, np.zeros(width, dtype=np.int64)))
+                    counts.n += n
+                    counts.support += counts_of  # type: ignore[operator]
+        for cell, counts in sorted(groups.items()):
+            result.whole.add(counts)
+            if cells:
+                result.cells[cell] = counts
+        if result.whole.support is None and spec.type != "numeric":
+            result.whole.support = np.zeros(count_width(spec), dtype=np.int64)
+        return result
+    finally:
+        connection.close()
+
+
+def archive_counts(
+    url: str, spec: MetricSpec, periods: Sequence[str], by_cell: bool = False
+) -> list[FileCounts]:
+    """The counts of each archived file of ``spec``'s metric among ``periods`` (DuckDB, one
+    file after the other); periods without a file are absent."""
+    if spec.mechanism not in (*NUMERIC_MECHANISMS, "brr", "krr", "oue", "olh", "pem"):
+        raise InvalidInput(f"no archive counts for mechanism {spec.mechanism}")
+    return [
+        file_counts(url, spec, period, path, by_cell)
+        for period, path in archive_files(url, spec.name, periods)
+    ]
