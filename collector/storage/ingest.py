@@ -270,9 +270,13 @@ def _cell_increments(
     counts: Counts = {}
     sums: Sums = {}
     for b, batch in enumerate(batches):
+        if new is None or new[b].all():
+            _add_counts(counts, batch.cell_counts)
+            _add_sums(sums, batch.cell_sums)
+            continue
         for metric, group in batch.cells.items():
-            mask = None if new is None else new[b][group.positions]
-            if mask is not None and not mask.any():
+            mask = new[b][group.positions]
+            if not mask.any():
                 continue
             if isinstance(group, NumericRows):
                 _add_sums(sums, group.sums(metric, mask))
@@ -411,6 +415,11 @@ class PreparedBatch:
     cells: dict[str, MetricRows | NumericRows] = field(default_factory=dict)
     """The rows of each metric with dimensions again, grouped by (period, cell) rather than
     by period: their "period" labels are ``period + _CELL + cell`` (see :func:`cell_rows`)."""
+    cell_counts: Counts = field(default_factory=dict)
+    """Their per-(period, cell) support sums if every report turns out new (like ``counts``:
+    summed in the request thread, so the writer only adds dicts)."""
+    cell_sums: Sums = field(default_factory=dict)
+    """The numeric metrics' per-(period, cell) sums, likewise."""
 
     @cached_property
     def sqlite_rows(self) -> dict[str, Any]:
@@ -465,6 +474,8 @@ def prepare_batch(
     counts: Counts = {}
     sums: Sums = {}
     cells: dict[str, MetricRows | NumericRows] = {}
+    cell_counts: Counts = {}
+    cell_sums: Sums = {}
     for metric, where in positions.items():
         spec = specs[metric]
         if spec.type == "numeric":
@@ -472,6 +483,7 @@ def prepare_batch(
             sums.update(numeric[metric].sums(metric))
             if spec.dimensions:
                 cells[metric] = cell_rows(batch, numeric[metric])
+                cell_sums.update(cells[metric].sums(metric))  # type: ignore[union-attr]
         elif spec.type == "text":
             metrics[metric] = text_rows(batch, where, spec)
             counts.update(metrics[metric].counts(metric))
@@ -480,11 +492,22 @@ def prepare_batch(
             counts.update(group.counts(metric))
             if spec.dimensions:
                 cells[metric] = cell_rows(batch, group)
+                cell_counts.update(cells[metric].counts(metric))  # type: ignore[union-attr]
     counts.update(_period_n(sums))
     per_metric = {metric: len(where) for metric, where in positions.items()}
     fingerprints = {metric: specs[metric].fingerprint for metric in positions}
     prepared = PreparedBatch(
-        list(batch), rows, metrics, counts, per_metric, fingerprints, numeric, sums, cells
+        list(batch),
+        rows,
+        metrics,
+        counts,
+        per_metric,
+        fingerprints,
+        numeric,
+        sums,
+        cells,
+        cell_counts,
+        cell_sums,
     )
     if dialect == "sqlite":
         _ = prepared.sqlite_rows
