@@ -388,6 +388,13 @@ zeros past its end. (A numeric metric's support is empty: with one row, the whol
 parameter is empty, ``unnest`` pads it with NULL and ``coalesce`` makes it ``{}``.)"""
 
 
+def _period_n_only(counts: Counts) -> Counts:
+    """``counts`` without their support: a metric with dimensions keeps its support in its
+    cells alone (``support_counts`` would repeat their sum, one more row per category and
+    period for every group to lock), its totals being the sum of its cells."""
+    return {key: (n, _NO_SUPPORT) for key, (n, _) in counts.items()}
+
+
 def _period_n(sums: Sums) -> Counts:
     """The period counts of numeric sums (no support: a numeric metric has no categories)."""
     return {key: (n, _NO_SUPPORT) for key, (n, _, _) in sums.items()}
@@ -489,7 +496,8 @@ def prepare_batch(
             counts.update(metrics[metric].counts(metric))
         else:
             group = metrics[metric] = metric_rows(batch, where, spec)
-            counts.update(group.counts(metric))
+            totals = group.counts(metric)
+            counts.update(_period_n_only(totals) if spec.dimensions else totals)
             if spec.dimensions:
                 cells[metric] = cell_rows(batch, group)
                 cell_counts.update(cells[metric].counts(metric))  # type: ignore[union-attr]
@@ -554,7 +562,8 @@ def _count_rows(
         for metric, group in batch.metrics.items():
             mask = is_new[group.positions]
             if mask.any():
-                _add_counts(total, group.counts(metric, mask))
+                more = group.counts(metric, mask)
+                _add_counts(total, _period_n_only(more) if metric in batch.cells else more)
         for metric, values in batch.numeric.items():
             mask = is_new[values.positions]
             if mask.any():

@@ -254,11 +254,17 @@ def read_counts(
 
     Periods without reports get n = 0 and zero counts. Raises :class:`SpecChanged` if the
     metric is no longer registered with ``spec``: counts made under another spec never meet
-    this spec's estimator.
+    this spec's estimator. A metric with dimensions keeps its support in its cells only, so
+    its totals are the sum of its cells (one row per cell and period, its k counts packed).
     """
     k = count_width(spec)
     n = np.zeros(len(periods), dtype=np.int64)
     counts = np.zeros((len(periods), k), dtype=np.int64)
+    if spec.dimensions and spec.type != "numeric":
+        for stats in read_cells(database, spec, periods).values():
+            n += stats.n
+            counts += stats.counts
+        return n, counts
     if not periods:
         return n, counts
     position = {label: i for i, label in enumerate(periods)}

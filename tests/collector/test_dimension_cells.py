@@ -1,7 +1,7 @@
 """The cell counts of metrics with dimensions: migration 0007 leaves the totals alone, 0008
 packs 0007's per-category ``cell_support`` rows into one row per cell losslessly both ways,
 and ingestion counts each new report once in its cell (a resent one nowhere), one row per
-touched cell, with the raw report keeping its cell, which the export (API, CLI file) gives
+touched cell, the metric's totals being the sum of its cells, with the raw report keeping its cell, which the export (API, CLI file) gives
 back as the report's dims."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from deniable.collector import migrate
 from deniable.collector.storage import open_database
 from deniable.collector.storage.engine import normalize_url
 from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_batches
-from deniable.collector.storage.queries import read_cells, register_spec
+from deniable.collector.storage.queries import read_cells, read_counts, register_spec
 from deniable.estimators import support_matrix
 from sqlalchemy import create_engine, text
 
@@ -223,6 +223,14 @@ def test_each_new_report_counts_once_in_its_cell_and_its_raw_report_keeps_it(
     assert _rows(url, text("SELECT n FROM period_counts WHERE metric = 'split' ORDER BY period"))[
         -1
     ] == (6,)
+    assert _rows(url, text("SELECT count(*) FROM support_counts WHERE metric = 'split'")) == [(0,)]
+    database = open_database(url)
+    try:
+        n, counts = read_counts(database, split, [EARLIER, PERIOD])
+    finally:
+        database.dispose()
+    assert n.tolist() == [sum(cell[0][i] for cell in expected.values()) for i in (0, 1)]
+    assert counts.tolist() == np.sum([cell[1] for cell in expected.values()], axis=0).tolist()
     stored_cells = _rows(url, text("SELECT metric, cell FROM reports ORDER BY metric, cell"))
     assert stored_cells == sorted([(r.metric, r.cell) for r in [*kept, *numbers]] + [("plain", "")])
 
