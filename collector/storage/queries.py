@@ -3,7 +3,8 @@ of raw reports for export.
 
 An estimate reads ``period_counts`` and ``support_counts`` only: at most k rows per period,
 so its cost does not grow with the number of stored reports; a numeric metric's estimate
-reads ``numeric_sums``, one row per period.
+reads ``numeric_sums``, one row per period; a metric with dimensions reads ``cell_counts``,
+one row per cell and period (its support packed in it).
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The collector's tables: metric registry, raw reports, and the counts estimates read.
 
 Raw reports hold no IP address and no header: only the report's own fields and the day it
-arrived. ``period_counts``, ``support_counts`` and (numeric metrics) ``numeric_sums`` are kept
-up to date in the same transaction as the report inserts, so an estimate reads at most k
-counts, or one row of sums, per period.
+arrived. ``period_counts``, ``support_counts`` (``cell_counts`` instead for a metric with
+dimensions) and (numeric metrics) ``numeric_sums`` are kept up to date in the same transaction
+as the report inserts, so an estimate reads at most k counts, or one row of sums, per period
+(a metric with dimensions: one packed row per cell and period).
 
 A report id is stored as its 16 bytes (SQLite) or a native ``uuid`` (PostgreSQL), not as 36
 characters of text: the two indexes every insert updates at a random place are then much
@@ -228,6 +229,7 @@ joined by commas: ``ios,2.1``) received per period, its support per category pac
 value (``support[v]`` = C_v; categories past the end count 0; empty for a numeric metric)
 and for a numeric metric their sums of y and y^2 (0 for the others). One row per (metric,
 period, cell), its counts added in place, so a batch writes one row per cell it touches,
-not one per cell and category. Any breakdown is a sum of cells. A metric without dimensions
-has no rows here: its one cell is the whole of ``period_counts``, ``support_counts`` and
-``numeric_sums``, which every report still counts in."""
+not one per cell and category. Any breakdown is a sum of cells, and so are the metric's
+support totals: it has no ``support_counts`` rows (its reports still count in
+``period_counts`` and ``numeric_sums``). A metric without dimensions has no rows here: its one
+cell is the whole of ``period_counts``, ``support_counts`` and ``numeric_sums``."""

@@ -154,6 +154,17 @@ def test_migration_0008_packs_the_cell_support_losslessly_both_ways(
         " VALUES (:id, 'mean', :p, '0.5', :r)",
         [{"id": str(uuid.uuid4()), "p": PERIOD, "r": TEST_NOW.date()}],
     )
+    totals_0007 = [("split", PERIOD, 0, 7), ("split", PERIOD, 1, 5), ("split", PERIOD, 2, 4)]
+    totals_0007 += [("split", EARLIER, 0, 1), ("plain", PERIOD, 1, 3)]
+    _execute(
+        url,
+        "INSERT INTO support_counts (metric, period, category, support) VALUES (:m, :p, :v, :s)",
+        [dict(zip(("m", "p", "v", "s"), row, strict=True)) for row in totals_0007],
+    )
+    support_totals = text(
+        "SELECT metric, period, category, support FROM support_counts"
+        " ORDER BY metric, period, category"
+    )
     counts_0007 = text(
         "SELECT metric, period, cell, n, total, total_squares FROM cell_counts"
         " ORDER BY metric, period, cell"
@@ -171,6 +182,7 @@ def test_migration_0008_packs_the_cell_support_losslessly_both_ways(
     }
     assert _cells(url, mean, [PERIOD]) == {"ios": ([2], [0.25])}
     assert _rows(url, text("SELECT cell FROM reports")) == [("",)]
+    assert _rows(url, support_totals) == [("plain", PERIOD, 1, 3)]
 
     _downgrade(url, "0007")
     support_0007 = text(
@@ -178,6 +190,7 @@ def test_migration_0008_packs_the_cell_support_losslessly_both_ways(
         " ORDER BY metric, period, cell, category"
     )
     assert _rows(url, support_0007) == sorted(SUPPORT_0007)
+    assert _rows(url, support_totals) == sorted(totals_0007)
     assert _rows(url, counts_0007) == before
     migrate(url)
     assert _cells(url, split, [EARLIER, PERIOD])["ios"] == ([0, 9], [[0, 0, 0], [7, 0, 4]])

@@ -7,8 +7,10 @@ k = 100 metric with 40 cells touched 4,000 of them, and ingestion with 2 dimensi
 upsert adds in place (SQLite: little-endian int64 bytes added by ``deniable_add_counts``;
 PostgreSQL: ``bigint[]``). The upgrade packs every ``cell_support`` row into its cell's
 vector (as long as its largest category + 1: categories past the end count 0) and drops
-the table; the downgrade writes one ``cell_support`` row per nonzero count back. Both are
-lossless. Collectors of the previous release write ``cell_support``: stop them first.
+the table; the downgrade writes one ``cell_support`` row per nonzero count back. A metric
+with dimensions now keeps no ``support_counts`` rows (its totals are the sum of its cells):
+the upgrade deletes them (0007 wrote them equal to that sum) and the downgrade writes the sums
+back. Both are lossless. Collectors of the previous release write ``cell_support``: stop them first.
 
 ``reports.cell`` is the report's cell text (``''`` for metrics without dimensions and for
 every report stored before this revision, whose cell was never kept): added with a constant
@@ -33,7 +35,12 @@ down_revision = "0007"
 branch_labels = None
 depends_on = None
 
-_KEY = ("metric", "period", "cell")
+_HAS_CELLS = (
+    "EXISTS (SELECT 1 FROM cell_counts c"
+    " WHERE c.metric = support_counts.metric AND c.period = support_counts.period)"
+)
+"""The ``support_counts`` rows of a (metric, period) that has cells: from this revision on, a
+metric with dimensions keeps its support in its cells only (its totals are their sum)."""
 
 
 def _sqlite() -> bool:
@@ -108,6 +115,7 @@ def upgrade() -> None:
     with op.batch_alter_table("cell_counts") as batch:
         batch.alter_column("support", existing_type=_SUPPORT_TYPE, nullable=False)
     op.drop_table("cell_support")
+    op.execute(f"DELETE FROM support_counts WHERE {_HAS_CELLS}")
 
 
 def downgrade() -> None:
@@ -140,6 +148,12 @@ def downgrade() -> None:
         ]
     if rows:
         bind.execute(sa.insert(_cell_support), rows)
+    op.execute(f"DELETE FROM support_counts WHERE {_HAS_CELLS}")
+    op.execute(
+        "INSERT INTO support_counts (metric, period, category, support)"
+        " SELECT metric, period, category, sum(support) FROM cell_support"
+        " GROUP BY metric, period, category"
+    )
     with op.batch_alter_table("cell_counts") as batch:
         batch.drop_column("support")
     if _sqlite():
