@@ -128,7 +128,7 @@ def test_migrations_match_the_tables_and_are_idempotent(
         with engine.connect() as conn:
             assert compare_metadata(MigrationContext.configure(conn), metadata) == []
             assert (
-                conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == "0007"
+                conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == "0008"
             )
     finally:
         engine.dispose()
