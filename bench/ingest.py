@@ -22,7 +22,8 @@ ingestion rows with a run without it (issue 27's target: within 20%).
 It also prints the CPU share of the collector processes and of this client process while
 ingesting (both share the machine's cores). Run:
 ``.venv/bin/python -m bench.ingest [--backend sqlite|postgresql|both] [--ingest-only] [--big]
-[--dimensions]``.
+[--dimensions] [--one-period] [--ratio ROUNDS]``; ``--ratio 3`` alternates runs without and
+with dimensions three times per backend and prints the median ratio.
 """
 
 from __future__ import annotations
@@ -257,8 +258,9 @@ def seed_directly(database_url: str, spec: MetricSpec, labels: Sequence[str], ex
         database.dispose()
 
 
-def run_backend(backend: str, args: argparse.Namespace, rows: list[list[str]]) -> None:
-    """Benchmark one backend and append its table rows."""
+def run_backend(backend: str, args: argparse.Namespace, rows: list[list[str]]) -> float:
+    """Benchmark one backend and append its table rows; the first timed ingestion's
+    reports/s."""
     with tempfile.TemporaryDirectory(prefix="deniable-bench-") as tmp:
         directory = Path(tmp)
         workers = args.workers or (1 if backend == "sqlite" else 2)
@@ -283,9 +285,9 @@ def run_backend(backend: str, args: argparse.Namespace, rows: list[list[str]]) -
             )
             sent_to = labels[-1:] if args.one_period else labels
             bodies = build_bodies(spec, sent_to, total, seed=1)
-            stored = timed_ingest(collector, bodies, args, rows, backend, workers, stored=0)
+            stored, rate = timed_ingest(collector, bodies, args, rows, backend, workers, stored=0)
             if args.ingest_only:
-                return
+                return rate
             rest = bodies[stored // BATCH :]
             print(f"[{backend}] topping up to 1,000,000 stored reports through the API ...")
             more, _, _, _ = load(collector.url, rest, args.threads, 3600)
@@ -293,7 +295,7 @@ def run_backend(backend: str, args: argparse.Namespace, rows: list[list[str]]) -
             estimates(collector.url, spec, labels, rows, backend, stored)
             export(collector.url, spec, rows, backend, stored)
             if not args.big:
-                return
+                return rate
             for target in BIG_CURVE:
                 extra = max(0, target - stored)
                 print(f"[{backend}] seeding {extra:,} more reports directly in the database ...")
@@ -301,9 +303,10 @@ def run_backend(backend: str, args: argparse.Namespace, rows: list[list[str]]) -
                 stored += extra
                 for sent_to in (labels[-1:], labels):
                     fresh = build_bodies(spec, sent_to, int(args.seconds * 400), seed=len(rows))
-                    stored = timed_ingest(collector, fresh, args, rows, backend, workers, stored)
+                    stored, _ = timed_ingest(collector, fresh, args, rows, backend, workers, stored)
             estimates(collector.url, spec, labels, rows, backend, stored, seeded=True)
             export(collector.url, spec, rows, backend, stored)
+            return rate
 
 
 BIG_CURVE = (1_000_000, 3_000_000, 10_000_000)
@@ -326,9 +329,10 @@ def timed_ingest(
     backend: str,
     workers: int,
     stored: int,
-) -> int:
+) -> tuple[int, float]:
     """Post ``bodies`` for ``args.seconds`` with ``stored`` reports already in the database,
-    append the throughput and CPU rows, and return the number stored afterwards."""
+    append the throughput and CPU rows, and return the number stored afterwards and the
+    reports/s."""
     print(
         f"[{backend}] sustained ingestion for up to {args.seconds:g} s, {args.threads} client"
         f" threads, {stored:,} reports stored ..."
@@ -358,7 +362,7 @@ def timed_ingest(
             f"of {cores} cores; server {server_cpu / accepted * 1e6:.1f} us/report",
         ]
     )
-    return stored + accepted
+    return stored + accepted, accepted / wall
 
 
 def estimates(
@@ -467,11 +471,46 @@ def main() -> None:
         action="store_true",
         help="the metric declares 2 dimensions (40 cells) and every report carries them",
     )
+    parser.add_argument(
+        "--ratio",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="time ingestion (only) without and with --dimensions alternately, ROUNDS times"
+        " per backend, and print the median ratio (alternating keeps the ratio fair on a"
+        " machine whose load changes)",
+    )
     args = parser.parse_args()
     rows: list[list[str]] = []
-    for backend in ("sqlite", "postgresql") if args.backend == "both" else (args.backend,):
+    backends = ("sqlite", "postgresql") if args.backend == "both" else (args.backend,)
+    if args.ratio:
+        ratio_rows = [compare_dimensions(backend, args, rows) for backend in backends]
+        print_table(rows)
+        print_table(ratio_rows)
+        return
+    for backend in backends:
         run_backend(backend, args, rows)
     print_table(rows)
+
+
+def compare_dimensions(backend: str, args: argparse.Namespace, rows: list[list[str]]) -> list[str]:
+    """Ingestion without and with 2 dimensions, alternately ``args.ratio`` times on
+    ``backend``: the table row of the median reports/s of each and their ratio."""
+    args.ingest_only = True
+    rates: dict[bool, list[float]] = {False: [], True: []}
+    for _ in range(args.ratio):
+        for dimensions in (False, True):
+            args.dimensions = dimensions
+            rates[dimensions].append(run_backend(backend, args, rows))
+    without, with_ = (statistics.median(rates[d]) for d in (False, True))
+    spread = "current period" if args.one_period else f"{DAYS} periods"
+    return [
+        backend,
+        f"ingest with 2 dimensions / without, {spread}",
+        f"{with_ / without:.2f}x",
+        f"median of {args.ratio}: {with_:,.0f} / {without:,.0f} reports/s",
+        "each pair run back to back",
+    ]
 
 
 if __name__ == "__main__":

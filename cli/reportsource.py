@@ -74,7 +74,8 @@ class DatabaseSource:
                 self.database, self.spec.name, start=start, end=end, size=size
             ):
                 yield [
-                    (report_id, period, json.loads(payload)) for report_id, period, payload in rows
+                    (report_id, period, json.loads(payload), self.spec.dims_of(cell))
+                    for report_id, period, payload, cell in rows
                 ]
 
     def close(self) -> None:
@@ -86,7 +87,7 @@ class HttpSource:
     """Pages through the collector's admin export endpoint.
 
     ``GET /v1/admin/metrics/{name}/reports?start&end&limit&after`` answers
-    ``{"reports": [{"id", "period", "payload"}, ...], "next": cursor-or-null}`` in (period, id)
+    ``{"reports": [{"id", "period", "payload", "dims"}, ...], "next": cursor-or-null}`` in (period, id)
     order; ``after`` is the previous page's ``next``.
     """
 
@@ -123,7 +124,9 @@ class HttpSource:
                     " reading its database directly",
                     missing.status,
                 ) from None
-            rows = [(r["id"], r["period"], r["payload"]) for r in body.get("reports", [])]
+            rows = [
+                (r["id"], r["period"], r["payload"], r.get("dims")) for r in body.get("reports", [])
+            ]
             if rows:
                 yield rows
             cursor = body.get("next")

@@ -691,6 +691,14 @@ class MetricSpec:
             parts.append(value)
         return ",".join(parts)
 
+    def dims_of(self, cell: str) -> dict[str, str] | None:
+        """The dimension values a stored cell text stands for (the inverse of
+        :meth:`cell_of`); None for ``""`` (no dimensions, or a report stored before cells
+        were kept)."""
+        if not cell or not self.dimensions:
+            return None
+        return dict(zip((name for name, _ in self.dimensions), cell.split(","), strict=True))
+
     def period_of(self, moment: dt.datetime | dt.date) -> str:
         """The period label containing ``moment`` (UTC for datetimes)."""
         return period_label(self.period, moment)

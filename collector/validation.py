@@ -200,6 +200,9 @@ def validate_reports(
     parsers: dict[str, PayloadParse] = {}
     valid: list[ValidReport] = []
     problems: list[ReportProblem] = []
+    # Each (metric, dims as sent) already found valid, and its cell: a batch's reports mostly
+    # repeat a few devices' contexts, so each is checked once.
+    cells: dict[tuple[str, tuple[tuple[str, str], ...]], str] = {}
     for index, report in reports:
         name = report["metric"]
         if name not in specs:
@@ -255,11 +258,18 @@ def validate_reports(
                 continue
         cell = ""
         if spec.dimensions or "dims" in report:
-            try:
-                cell = spec.cell_of(report.get("dims"))
-            except ValueError as exc:
-                problems.append(ReportProblem(index, name, "dims", str(exc)))
-                continue
+            dims = report.get("dims")
+            known = (name, tuple(dims.items())) if dims else None
+            found = cells.get(known) if known else None
+            if found is None:
+                try:
+                    found = spec.cell_of(dims)
+                except ValueError as exc:
+                    problems.append(ReportProblem(index, name, "dims", str(exc)))
+                    continue
+                if known:
+                    cells[known] = found
+            cell = found
         valid.append(ValidReport(report["id"], name, report["period"], payload, cell))
     used = {name: spec for name, spec in specs.items() if spec is not None}
     return valid, problems, used

@@ -45,6 +45,7 @@ from .documents import (
     histogram_series_document,
     mean_document,
     mean_series_document,
+    plain,
     quantile_bounds,
     series_document,
 )
@@ -190,6 +191,7 @@ __all__ = [
     "mean_reports_needed",
     "mean_series_document",
     "mechanism_sweep",
+    "plain",
     "privacy_document",
     "quantile_bounds",
     "quantile_intervals",

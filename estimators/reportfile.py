@@ -8,7 +8,9 @@ axis, not in value units; a float64 column holds every finite double exactly, an
 formats write the shortest text that reads back to the same double), ``payload`` String
 (base64) for oue, ``a``, ``b``, ``y`` Int64 for olh; brr/krr
 exports also name the randomized category their index stands for (``reported_category``,
-for other tools; the estimators read only the index). A Parquet
+for other tools; the estimators read only the index); a metric with dimensions adds one
+String column per dimension, ``dim_<name>`` (null for a report stored before the collector
+kept its dimensions). A Parquet
 file carries the metric's spec in its metadata (key :data:`SPEC_METADATA_KEY`); a CSV file
 needs the spec given beside it.
 
@@ -30,8 +32,12 @@ from deniable.client.spec import MetricSpec
 if TYPE_CHECKING:
     import polars as pl
 
-StoredReport = tuple[str, str, Any]
-"""One stored report as the collector pages it out: (id, period, payload as decoded JSON)."""
+StoredReport = tuple[str, str, Any] | tuple[str, str, Any, dict[str, str] | None]
+"""One stored report as the collector pages it out: (id, period, payload as decoded JSON) and,
+from the collector, its dimension values (None: none kept)."""
+
+DIMENSION_PREFIX = "dim_"
+"""An export's column of a dimension is named this and the dimension's name."""
 
 FileFormat = Literal["parquet", "csv"]
 """The two formats an export file comes in."""
@@ -91,6 +97,14 @@ def export_columns(mechanism: str) -> dict[str, Any]:
     return {**report_columns(mechanism), **named}
 
 
+def file_columns(spec: MetricSpec) -> dict[str, Any]:
+    """Every column of ``spec``'s export file: :func:`export_columns`, then one per dimension."""
+    import polars as pl
+
+    dimensions = {DIMENSION_PREFIX + name: pl.String for name, _ in spec.dimensions}
+    return {**export_columns(spec.mechanism), **dimensions}
+
+
 def frame_of(spec: MetricSpec, rows: Sequence[StoredReport]) -> pl.DataFrame:
     """The reports ``rows`` of metric ``spec`` as a frame; payloads are checked by the mechanism.
 
@@ -106,7 +120,7 @@ def frame_of(spec: MetricSpec, rows: Sequence[StoredReport]) -> pl.DataFrame:
         else spec.randomizer.parse_payload
     )
     payloads = []
-    for report_id, _, payload in rows:
+    for report_id, _, payload, *_ in rows:
         try:
             payloads.append(parse(payload))
         except ValueError as exc:
@@ -124,7 +138,10 @@ def frame_of(spec: MetricSpec, rows: Sequence[StoredReport]) -> pl.DataFrame:
         columns["payload"] = payloads
     if spec.mechanism in INDEX_MECHANISMS:
         columns[NAMED_COLUMN] = [spec.categories[index] for index in payloads]
-    return pl.DataFrame(columns, schema=export_columns(spec.mechanism))
+    kept = [(row[3] if len(row) > 3 else None) or {} for row in rows]
+    for name, _ in spec.dimensions:
+        columns[DIMENSION_PREFIX + name] = [dims.get(name) for dims in kept]
+    return pl.DataFrame(columns, schema=file_columns(spec))
 
 
 def write_report_file(
@@ -136,11 +153,7 @@ def write_report_file(
     """
     import polars as pl
 
-    frame = (
-        pl.concat(frames, how="vertical")
-        if frames
-        else pl.DataFrame(schema=export_columns(spec.mechanism))
-    )
+    frame = pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema=file_columns(spec))
     partial = path.with_name(path.name + ".partial")
     if fmt == "parquet":
         frame.write_parquet(partial, metadata={SPEC_METADATA_KEY: json.dumps(spec.to_dict())})

@@ -46,6 +46,9 @@ class ExportedReport(BaseModel):
     id: str
     period: str
     payload: Payload
+    dims: dict[str, str] | None = None
+    """Its dimension values, for a metric with dimensions (null for a report stored before
+    collectors kept them, and for a metric without)."""
 
 
 class ReportPage(BaseModel):
@@ -113,8 +116,13 @@ def get_reports(
     more = len(rows) > limit
     return {
         "reports": [
-            {"id": report_id, "period": period, "payload": parse_payload_text(payload)}
-            for report_id, period, payload in page
+            {
+                "id": report_id,
+                "period": period,
+                "payload": parse_payload_text(payload),
+                "dims": spec.dims_of(cell),
+            }
+            for report_id, period, payload, cell in page
         ],
         "next": encode_cursor(page[-1][1], page[-1][0]) if more else None,
     }

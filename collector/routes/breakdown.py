@@ -12,7 +12,7 @@ carries no number, not even its count (docs/privacy.md, "Dimensions").
 from __future__ import annotations
 
 import itertools
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,6 +27,7 @@ from deniable.estimators import (
     estimate,
     estimate_document,
     mean_document,
+    plain,
 )
 from deniable.estimators.differences import interval_difference, verdict
 from fastapi import HTTPException
@@ -324,7 +325,7 @@ def breakdown_of_cells(
     if compare is not None:
         named = {row.values[by[0]]: row for row in slices}
         comparison = compare_slices(named[compare[0]], named[compare[1]], confidence)
-    return asdict(
+    return plain(
         BreakdownEstimate(
             spec.name, first, last, by, where, confidence, level, minimum, slices, comparison
         )

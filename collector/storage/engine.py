@@ -33,6 +33,7 @@ from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import DBAPIError
 
 from ..settings import DEFAULT_POOL_SIZE
+from .tables import ADD_PACKED_SQL, add_packed
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 SQLITE_CACHE_KIB = 65_536
@@ -194,6 +195,7 @@ def _sqlite_engine(url: str, begin: str, pool_size: int) -> Engine:
         cursor.execute("PRAGMA synchronous=FULL")
         cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
         cursor.close()
+        dbapi_connection.create_function(ADD_PACKED_SQL, 2, add_packed, deterministic=True)
 
     @event.listens_for(engine, "begin")
     def _begin(connection: Any) -> None:

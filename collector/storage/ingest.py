@@ -55,10 +55,11 @@ from .engine import Database
 from .partitions import one_partition, with_partitions
 from .queries import check_fingerprints
 from .tables import (
+    ADD_PACKED_SQL,
     cell_counts,
-    cell_support,
     id_bytes,
     numeric_sums,
+    pack_counts,
     period_counts,
     reports,
     support_counts,
@@ -256,146 +257,143 @@ def cell_rows(
     return MetricRows(rows.positions, list(index), codes, rows.support)
 
 
-CellRow = tuple[str, str, str, int, float, float]
-"""A cell count increment: (metric, period, cell, n, sum of y, sum of y^2)."""
-CellSupportRow = tuple[str, str, str, int, int]
-"""A cell support increment: (metric, period, cell, category, support)."""
+CellRow = tuple[str, str, str, int, float, float, np.ndarray]
+"""A cell increment: (metric, period, cell, n, sum of y, sum of y^2, support per category;
+empty for a numeric metric)."""
 
 
 def _cell_increments(
     batches: Sequence[PreparedBatch], new: Sequence[np.ndarray] | None
-) -> tuple[list[CellRow], list[CellSupportRow]]:
-    """The cell counts and support of the new reports of metrics with dimensions, in sorted
-    key order (``new`` as in :func:`_count_rows`)."""
+) -> list[CellRow]:
+    """The cell increments of the new reports of metrics with dimensions, summed over the
+    whole group (one per touched (metric, period, cell)), in sorted key order (``new`` as in
+    :func:`_count_rows`)."""
     counts: Counts = {}
     sums: Sums = {}
     for b, batch in enumerate(batches):
+        if new is None or new[b].all():
+            _add_counts(counts, batch.cell_counts)
+            _add_sums(sums, batch.cell_sums)
+            continue
         for metric, group in batch.cells.items():
-            mask = None if new is None else new[b][group.positions]
-            if mask is not None and not mask.any():
+            mask = new[b][group.positions]
+            if not mask.any():
                 continue
             if isinstance(group, NumericRows):
                 _add_sums(sums, group.sums(metric, mask))
             else:
                 _add_counts(counts, group.counts(metric, mask))
-    cell_rows_out: list[CellRow] = []
-    support_rows: list[CellSupportRow] = []
-    for (metric, label), (n, support) in sorted(counts.items()):
+    rows: list[CellRow] = []
+    for (metric, label), (n, support) in counts.items():
         period, cell = label.split(_CELL)
-        cell_rows_out.append((metric, period, cell, n, 0.0, 0.0))
-        nonzero = np.flatnonzero(support)
-        support_rows += zip(
-            repeat(metric),
-            repeat(period),
-            repeat(cell),
-            nonzero.tolist(),
-            support[nonzero].tolist(),
-            strict=False,
-        )
-    for (metric, label), (n, y, y2) in sorted(sums.items()):
+        rows.append((metric, period, cell, n, 0.0, 0.0, support))
+    for (metric, label), (n, y, y2) in sums.items():
         period, cell = label.split(_CELL)
-        cell_rows_out.append((metric, period, cell, n, y, y2))
-    cell_rows_out.sort()
-    return cell_rows_out, support_rows
+        rows.append((metric, period, cell, n, y, y2, _NO_SUPPORT))
+    rows.sort(key=lambda row: row[:3])
+    return rows
 
 
 def _upsert_cells(
     connection: Connection, database: Database, batches: Sequence[PreparedBatch], new: Any
 ) -> None:
-    """Add the cell counts and support of the group's new reports (after every other count,
-    so the lock order stays reports, totals, cells); nothing for a group without metrics
-    with dimensions."""
+    """Add the cell counts and support of the group's new reports, one row per touched
+    (metric, period, cell) (after every other count, so the lock order stays reports,
+    totals, cells); nothing for a group without metrics with dimensions."""
     if not any(batch.cells for batch in batches):
         return
-    rows, support_rows = _cell_increments(batches, new)
-    if database.dialect == "sqlite":
-        if rows:
-            connection.execute(_SQLITE_CELL_UPSERT, {"rows": _dumps(rows)})
-        if support_rows:
-            connection.execute(_SQLITE_CELL_SUPPORT_UPSERT, {"rows": _dumps(support_rows)})
+    rows = _cell_increments(batches, new)
+    if not rows:
         return
-    if rows:
-        m, p, c, n, y, y2 = zip(*rows, strict=True)
+    m, p, c, n, y, y2, support = zip(*rows, strict=True)
+    if database.dialect == "sqlite":
+        packed = [pack_counts(counts) for counts in support]
+        offsets = np.cumsum([0, *map(len, packed)]).tolist()
+        spans = [(offsets[i], len(blob)) for i, blob in enumerate(packed)]
         connection.execute(
-            _PG_CELL_UPSERT,
+            _SQLITE_CELL_UPSERT,
             {
-                "sep": _SEP,
-                "metrics": _joined(m),
-                "periods": _joined(p),
-                "cells": _joined(c),
-                "counts": _joined(n, ","),
-                "totals": _joined(y, ","),
-                "squares": _joined(y2, ","),
+                "rows": _dumps([(*row[:6], *span) for row, span in zip(rows, spans, strict=True)]),
+                "support": b"".join(packed),
             },
         )
-    if support_rows:
-        m, p, c, v, k = zip(*support_rows, strict=True)
-        connection.execute(
-            _PG_CELL_SUPPORT_UPSERT,
-            {
-                "sep": _SEP,
-                "metrics": _joined(m),
-                "periods": _joined(p),
-                "cells": _joined(c),
-                "categories": _joined(v, ","),
-                "counts": _joined(k, ","),
-            },
-        )
+        return
+    connection.execute(
+        _PG_CELL_UPSERT,
+        {
+            "sep": _SEP,
+            "metrics": _joined(m),
+            "periods": _joined(p),
+            "cells": _joined(c),
+            "counts": _joined(n, ","),
+            "totals": _joined(y, ","),
+            "squares": _joined(y2, ","),
+            "support": _SEP.join(",".join(map(str, counts.tolist())) for counts in support),
+        },
+    )
 
 
-def _sqlite_cell_statements() -> tuple[Any, Any]:
-    """SQLite: the cell-count and cell-support upserts, each fed one JSON text (as
-    :func:`_sqlite_statements`: one call into SQLite for thousands of rows)."""
-    columns = ["metric", "period", "cell", "n", "total", "total_squares"]
-    stmt = sqlite.insert(cell_counts).from_select(columns, _json_source(6))
-    counts = stmt.on_conflict_do_update(
+def _sqlite_cell_upsert() -> Any:
+    """SQLite: the cell upsert, fed one JSON text of (metric, period, cell, n, y, y2, offset,
+    length) rows and one blob of every row's packed support (cut out by offset and length,
+    like the report ids of :func:`_json_source`; an empty blob cuts to NULL, read as no
+    bytes): one call into SQLite per group; the packed support is added in place by ``deniable_add_counts`` (:func:`.tables.add_packed`)."""
+    each = func.json_each(bindparam("rows", type_=Text)).table_valued("value", "key")
+    values = [func.json_extract(each.c.value, literal_column(f"'$[{i}]'")) for i in range(6)]
+    offset, length = (func.json_extract(each.c.value, literal_column(f"'$[{i}]'")) for i in (6, 7))
+    packed = bindparam("support", type_=LargeBinary)
+    support = func.coalesce(func.substr(packed, offset + 1, length), literal_column("x''"))
+    source = select(*values, support).select_from(each)
+    stmt = sqlite.insert(cell_counts).from_select(
+        ["metric", "period", "cell", "n", "total", "total_squares", "support"],
+        source.where(true()),
+    )
+    return stmt.on_conflict_do_update(
         index_elements=["metric", "period", "cell"],
         set_={
             "n": cell_counts.c.n + stmt.excluded.n,
             "total": cell_counts.c.total + stmt.excluded.total,
             "total_squares": cell_counts.c.total_squares + stmt.excluded.total_squares,
+            "support": getattr(func, ADD_PACKED_SQL)(
+                cell_counts.c.support, stmt.excluded.support, type_=LargeBinary
+            ),
         },
     )
-    s_stmt = sqlite.insert(cell_support).from_select(
-        ["metric", "period", "cell", "category", "support"], _json_source(5)
-    )
-    support = s_stmt.on_conflict_do_update(
-        index_elements=["metric", "period", "cell", "category"],
-        set_={"support": cell_support.c.support + s_stmt.excluded.support},
-    )
-    return counts, support
 
 
 _PG_CELL_UPSERT = text("""
-INSERT INTO cell_counts AS t (metric, period, cell, n, total, total_squares)
-SELECT * FROM unnest(
+INSERT INTO cell_counts AS t (metric, period, cell, n, total, total_squares, support)
+SELECT m, p, c, n, y, y2, coalesce(string_to_array(s, ','), '{}')::bigint[] FROM unnest(
     string_to_array(:metrics, :sep),
     string_to_array(:periods, :sep),
     string_to_array(:cells, :sep),
     string_to_array(:counts, ',')::bigint[],
     string_to_array(:totals, ',')::float8[],
-    string_to_array(:squares, ',')::float8[]
-)
+    string_to_array(:squares, ',')::float8[],
+    string_to_array(:support, :sep)
+) AS u(m, p, c, n, y, y2, s)
 ON CONFLICT (metric, period, cell) DO UPDATE SET
     n = t.n + excluded.n,
     total = t.total + excluded.total,
-    total_squares = t.total_squares + excluded.total_squares
+    total_squares = t.total_squares + excluded.total_squares,
+    support = ARRAY(
+        SELECT coalesce(a, 0) + coalesce(b, 0)
+        FROM unnest(t.support, excluded.support) WITH ORDINALITY AS v(a, b, i)
+        ORDER BY i
+    )
 """)
-"""PostgreSQL: the cell counts as one statement, each column one text parameter (as
-:data:`_PG_STORE`), rows in sorted key order."""
+"""PostgreSQL: the cell upsert as one statement, each column one text parameter (as
+:data:`_PG_STORE`; a row's support is its counts joined by commas), rows in sorted key
+order; the support array is added category by category in place, the shorter one read as
+zeros past its end. (A numeric metric's support is empty: with one row, the whole
+parameter is empty, ``unnest`` pads it with NULL and ``coalesce`` makes it ``{}``.)"""
 
-_PG_CELL_SUPPORT_UPSERT = text("""
-INSERT INTO cell_support AS t (metric, period, cell, category, support)
-SELECT * FROM unnest(
-    string_to_array(:metrics, :sep),
-    string_to_array(:periods, :sep),
-    string_to_array(:cells, :sep),
-    string_to_array(:categories, ',')::int[],
-    string_to_array(:counts, ',')::bigint[]
-)
-ON CONFLICT (metric, period, cell, category) DO UPDATE SET support = t.support + excluded.support
-""")
-"""PostgreSQL: the cell support as one statement, like :data:`_PG_CELL_UPSERT`."""
+
+def _period_n_only(counts: Counts) -> Counts:
+    """``counts`` without their support: a metric with dimensions keeps its support in its
+    cells alone (``support_counts`` would repeat their sum, one more row per category and
+    period for every group to lock), its totals being the sum of its cells."""
+    return {key: (n, _NO_SUPPORT) for key, (n, _) in counts.items()}
 
 
 def _period_n(sums: Sums) -> Counts:
@@ -407,7 +405,7 @@ def _period_n(sums: Sums) -> Counts:
 class PreparedBatch:
     """A validated batch ready to store, with everything the writer needs precomputed.
 
-    ``rows`` are insert tuples (id, metric, period, payload, received as ISO text);
+    ``rows`` are insert tuples (id, metric, period, payload, received as ISO text, cell);
     ``counts`` the period and support sums and ``sums`` the numeric metrics' sums if every
     report turns out new (the usual case); ``metrics`` and ``numeric`` the rows of the
     frequency-oracle and the numeric metrics; ``fingerprints`` the spec fingerprint each
@@ -425,6 +423,11 @@ class PreparedBatch:
     cells: dict[str, MetricRows | NumericRows] = field(default_factory=dict)
     """The rows of each metric with dimensions again, grouped by (period, cell) rather than
     by period: their "period" labels are ``period + _CELL + cell`` (see :func:`cell_rows`)."""
+    cell_counts: Counts = field(default_factory=dict)
+    """Their per-(period, cell) support sums if every report turns out new (like ``counts``:
+    summed in the request thread, so the writer only adds dicts)."""
+    cell_sums: Sums = field(default_factory=dict)
+    """The numeric metrics' per-(period, cell) sums, likewise."""
 
     @cached_property
     def sqlite_rows(self) -> dict[str, Any]:
@@ -441,11 +444,11 @@ def _dumps(rows: Sequence[Any]) -> str:
     return json.dumps(rows, separators=(",", ":"))
 
 
-InsertRow = tuple[str, str, str, str, str]
-"""A report as inserted: (id, metric, period, payload JSON, received as ISO text)."""
+InsertRow = tuple[str, str, str, str, str, str]
+"""A report as inserted: (id, metric, period, payload JSON, received as ISO text, cell)."""
 
 _COLUMNS = [column.name for column in reports.columns]
-if _COLUMNS != ["id", "metric", "period", "payload", "received"]:
+if _COLUMNS != ["id", "metric", "period", "payload", "received", "cell"]:
     raise RuntimeError(f"reports columns changed ({_COLUMNS}); update InsertRow")
 
 
@@ -470,7 +473,7 @@ def prepare_batch(
     dialect never needs them (None: built on first use).
     """
     day = received.isoformat()
-    rows = [(r.id, r.metric, r.period, payload_text(r.payload), day) for r in batch]
+    rows = [(r.id, r.metric, r.period, payload_text(r.payload), day, r.cell) for r in batch]
     positions: dict[str, list[int]] = defaultdict(list)
     for i, report in enumerate(batch):
         positions[report.metric].append(i)
@@ -479,6 +482,8 @@ def prepare_batch(
     counts: Counts = {}
     sums: Sums = {}
     cells: dict[str, MetricRows | NumericRows] = {}
+    cell_counts: Counts = {}
+    cell_sums: Sums = {}
     for metric, where in positions.items():
         spec = specs[metric]
         if spec.type == "numeric":
@@ -486,19 +491,32 @@ def prepare_batch(
             sums.update(numeric[metric].sums(metric))
             if spec.dimensions:
                 cells[metric] = cell_rows(batch, numeric[metric])
+                cell_sums.update(cells[metric].sums(metric))  # type: ignore[union-attr]
         elif spec.type == "text":
             metrics[metric] = text_rows(batch, where, spec)
             counts.update(metrics[metric].counts(metric))
         else:
             group = metrics[metric] = metric_rows(batch, where, spec)
-            counts.update(group.counts(metric))
+            totals = group.counts(metric)
+            counts.update(_period_n_only(totals) if spec.dimensions else totals)
             if spec.dimensions:
                 cells[metric] = cell_rows(batch, group)
+                cell_counts.update(cells[metric].counts(metric))  # type: ignore[union-attr]
     counts.update(_period_n(sums))
     per_metric = {metric: len(where) for metric, where in positions.items()}
     fingerprints = {metric: specs[metric].fingerprint for metric in positions}
     prepared = PreparedBatch(
-        list(batch), rows, metrics, counts, per_metric, fingerprints, numeric, sums, cells
+        list(batch),
+        rows,
+        metrics,
+        counts,
+        per_metric,
+        fingerprints,
+        numeric,
+        sums,
+        cells,
+        cell_counts,
+        cell_sums,
     )
     if dialect == "sqlite":
         _ = prepared.sqlite_rows
@@ -545,7 +563,8 @@ def _count_rows(
         for metric, group in batch.metrics.items():
             mask = is_new[group.positions]
             if mask.any():
-                _add_counts(total, group.counts(metric, mask))
+                more = group.counts(metric, mask)
+                _add_counts(total, _period_n_only(more) if metric in batch.cells else more)
         for metric, values in batch.numeric.items():
             mask = is_new[values.positions]
             if mask.any():
@@ -604,7 +623,7 @@ def _sqlite_statements() -> tuple[Any, Any, Any]:
 
 
 _SQLITE_INSERT, _SQLITE_N_UPSERT, _SQLITE_SUPPORT_UPSERT = _sqlite_statements()
-_SQLITE_CELL_UPSERT, _SQLITE_CELL_SUPPORT_UPSERT = _sqlite_cell_statements()
+_SQLITE_CELL_UPSERT = _sqlite_cell_upsert()
 
 
 def _upsert_sums(connection: Connection, database: Database, sum_rows: list[SumRow]) -> None:
@@ -729,14 +748,15 @@ _SEP = "\x1f"
 
 _PG_STATEMENT = """
 WITH new AS (
-    INSERT INTO reports (id, metric, period, payload, received)
-    SELECT * FROM unnest(
+    INSERT INTO reports (id, metric, period, payload, received, cell)
+    SELECT i, m, p, v, r, coalesce(c, '') FROM unnest(
         string_to_array(:ids, ',')::uuid[],
         string_to_array(:metrics, :sep),
         string_to_array(:periods, :sep),
         string_to_array(:payloads, :sep),
-        string_to_array(:received, ',')::date[]
-    )
+        string_to_array(:received, ',')::date[],
+        string_to_array(:cells, :sep)
+    ) AS u(i, m, p, v, r, c)
     ON CONFLICT (metric, period, id) DO NOTHING
     RETURNING metric, period, id
 ), tally AS (
@@ -826,7 +846,7 @@ def _pg_store(
     """
     total = sum(len(batch.rows) for batch in batches)
     n_rows, support_rows, sum_rows = _count_rows(batches, None)
-    ids, metrics, periods, payloads, received = zip(*ordered, strict=True)
+    ids, metrics, periods, payloads, received, cells = zip(*ordered, strict=True)
     n_metrics, n_periods, n_counts = zip(*n_rows, strict=True) if n_rows else ((), (), ())
     s_metrics, s_periods, s_categories, s_counts = (
         zip(*support_rows, strict=True) if support_rows else ((), (), (), ())
@@ -839,6 +859,7 @@ def _pg_store(
         "periods": _joined(periods),
         "payloads": _joined(payloads),
         "received": _joined(received, ","),
+        "cells": _joined(cells),
         "n_metrics": _joined(n_metrics),
         "n_periods": _joined(n_periods),
         "n_counts": _joined(n_counts, ","),

@@ -3,7 +3,8 @@ of raw reports for export.
 
 An estimate reads ``period_counts`` and ``support_counts`` only: at most k rows per period,
 so its cost does not grow with the number of stored reports; a numeric metric's estimate
-reads ``numeric_sums``, one row per period.
+reads ``numeric_sums``, one row per period; a metric with dimensions reads ``cell_counts``,
+one row per cell and period (its support packed in it).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from sqlalchemy import Connection, bindparam, func, select, update
 from .engine import Database
 from .tables import (
     cell_counts,
-    cell_support,
     metrics,
     numeric_sums,
     period_counts,
@@ -255,11 +255,17 @@ def read_counts(
 
     Periods without reports get n = 0 and zero counts. Raises :class:`SpecChanged` if the
     metric is no longer registered with ``spec``: counts made under another spec never meet
-    this spec's estimator.
+    this spec's estimator. A metric with dimensions keeps its support in its cells only, so
+    its totals are the sum of its cells (one row per cell and period, its k counts packed).
     """
     k = count_width(spec)
     n = np.zeros(len(periods), dtype=np.int64)
     counts = np.zeros((len(periods), k), dtype=np.int64)
+    if spec.dimensions and spec.type != "numeric":
+        for stats in read_cells(database, spec, periods).values():
+            n += stats.n
+            counts += stats.counts
+        return n, counts
     if not periods:
         return n, counts
     position = {label: i for i, label in enumerate(periods)}
@@ -316,9 +322,10 @@ def read_cells(
     """Each cell's statistics of ``spec`` (a metric with dimensions) over ``periods`` (sorted
     labels), by cell text; a cell without reports is absent.
 
-    One statement (the fingerprint, the cell counts and their support from one snapshot,
-    like :func:`read_counts`); :class:`SpecChanged` if the metric is no longer registered
-    with ``spec``. It reads at most cells × periods × k rows, bounded by the caller.
+    One statement (the fingerprint and the cell rows from one snapshot, like
+    :func:`read_counts`); :class:`SpecChanged` if the metric is no longer registered with
+    ``spec``. It reads one row per cell and period (its support packed in it), at most
+    cells × periods rows, bounded by the caller.
     """
     k = spec.k
     found: dict[str, CellStats] = {}
@@ -330,11 +337,6 @@ def read_cells(
         (cell_counts.c.metric == metrics.c.name)
         & (cell_counts.c.period >= periods[0])
         & (cell_counts.c.period <= periods[-1]),
-    ).outerjoin(
-        cell_support,
-        (cell_support.c.metric == cell_counts.c.metric)
-        & (cell_support.c.period == cell_counts.c.period)
-        & (cell_support.c.cell == cell_counts.c.cell),
     )
     query = (
         select(
@@ -344,16 +346,13 @@ def read_cells(
             cell_counts.c.n,
             cell_counts.c.total,
             cell_counts.c.total_squares,
-            cell_support.c.category,
-            cell_support.c.support,
+            cell_counts.c.support,
         )
         .select_from(joined)
         .where(metrics.c.name == spec.name)
     )
     size = len(periods)
-    for _, period, cell, n, total, squares, category, support in _rows_of_current_spec(
-        database, spec, query
-    ):
+    for _, period, cell, n, total, squares, support in _rows_of_current_spec(database, spec, query):
         i = position.get(period)
         if i is None:
             continue
@@ -366,8 +365,8 @@ def read_cells(
                 np.zeros(size),
             )
         stats.n[i], stats.total[i], stats.total_squares[i] = n, total, squares
-        if category is not None and 0 <= category < k:
-            stats.counts[i, category] = support
+        width = min(k, len(support))
+        stats.counts[i, :width] = support[:width]
     return found
 
 
@@ -441,31 +440,32 @@ def read_reports(
     end: str | None,
     after: tuple[str, str] | None,
     limit: int,
-) -> list[tuple[str, str, str]]:
-    """Up to ``limit`` raw reports (id, period, payload JSON) of ``metric``, in (period, id) order.
+) -> list[tuple[str, str, str, str]]:
+    """Up to ``limit`` raw reports (id, period, payload JSON, cell) of ``metric``, in (period,
+    id) order; ``cell`` is the report's stored cell text (``""``: none).
 
     ``start``/``end`` bound the period labels (None: unbounded); ``after`` is the (period, id)
     of the last report already read. The rest of that period and the later periods are two
     seeks into the (metric, period, id) index, so a page costs the same however deep it is.
     """
-    query = select(reports.c.id, reports.c.period, reports.c.payload).where(
+    query = select(reports.c.id, reports.c.period, reports.c.payload, reports.c.cell).where(
         reports.c.metric == metric
     )
     if start is not None:
         query = query.where(reports.c.period >= start)
     if end is not None:
         query = query.where(reports.c.period <= end)
-    rows: list[tuple[str, str, str]] = []
+    rows: list[tuple[str, str, str, str]] = []
     with database.reader.connect() as connection:
         if after is not None:
             period, report_id = after
             same = query.where(reports.c.period == period, reports.c.id > report_id)
             same = same.order_by(reports.c.id).limit(limit)
-            rows += [(row.id, row.period, row.payload) for row in connection.execute(same)]
+            rows += [tuple(row) for row in connection.execute(same)]
             query = query.where(reports.c.period > period)
         if len(rows) < limit:
             query = query.order_by(reports.c.period, reports.c.id).limit(limit - len(rows))
-            rows += [(row.id, row.period, row.payload) for row in connection.execute(query)]
+            rows += [tuple(row) for row in connection.execute(query)]
     return rows
 
 
@@ -483,8 +483,8 @@ def count_reports(database: Database, metric: str, *, start: str | None, end: st
 
 def report_pages(
     database: Database, metric: str, *, start: str | None, end: str | None, size: int
-) -> Iterator[list[tuple[str, str, str]]]:
-    """Every raw report (id, period, payload JSON) of ``metric`` in ``start``..``end``, in
+) -> Iterator[list[tuple[str, str, str, str]]]:
+    """Every raw report (id, period, payload JSON, cell) of ``metric`` in ``start``..``end``, in
     (period, id) order, ``size`` at a time (:func:`read_reports` pages, so memory stays one
     page however many reports there are)."""
     after: tuple[str, str] | None = None

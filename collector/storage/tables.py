@@ -1,9 +1,10 @@
 """The collector's tables: metric registry, raw reports, and the counts estimates read.
 
 Raw reports hold no IP address and no header: only the report's own fields and the day it
-arrived. ``period_counts``, ``support_counts`` and (numeric metrics) ``numeric_sums`` are kept
-up to date in the same transaction as the report inserts, so an estimate reads at most k
-counts, or one row of sums, per period.
+arrived. ``period_counts``, ``support_counts`` (``cell_counts`` instead for a metric with
+dimensions) and (numeric metrics) ``numeric_sums`` are kept up to date in the same transaction
+as the report inserts, so an estimate reads at most k counts, or one row of sums, per period
+(a metric with dimensions: one packed row per cell and period).
 
 A report id is stored as its 16 bytes (SQLite) or a native ``uuid`` (PostgreSQL), not as 36
 characters of text: the two indexes every insert updates at a random place are then much
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from sqlalchemy import (
     BigInteger,
     Column,
@@ -81,6 +83,62 @@ class ReportId(TypeDecorator[str]):
         return id_text(value)
 
 
+COUNT_BYTES = np.dtype("<i8")
+"""How packed counts are laid out: little-endian signed 64-bit integers, one per category."""
+
+
+def pack_counts(counts: np.ndarray) -> bytes:
+    """``counts`` (int64 per category) as the bytes SQLite stores."""
+    return np.ascontiguousarray(counts, dtype=COUNT_BYTES).tobytes()
+
+
+def unpack_counts(raw: bytes | None) -> np.ndarray:
+    """The int64 counts of packed bytes (empty for None or no bytes)."""
+    return np.frombuffer(raw or b"", dtype=COUNT_BYTES).astype(np.int64)
+
+
+def add_packed(first: bytes | None, second: bytes | None) -> bytes:
+    """SQLite's ``deniable_add_counts``: two packed count vectors added category by category,
+    the shorter one read as zeros past its end (an upsert adds a batch's counts in place)."""
+    a, b = unpack_counts(first), unpack_counts(second)
+    if len(a) < len(b):
+        a, b = b, a
+    total = a.copy()
+    total[: len(b)] += b
+    return pack_counts(total)
+
+
+ADD_PACKED_SQL = "deniable_add_counts"
+"""The SQL name of :func:`add_packed`, registered on every SQLite connection (engine)."""
+
+
+class PackedCounts(TypeDecorator[np.ndarray]):
+    """A vector of counts per category: an int64 numpy array in Python; packed little-endian
+    bytes on SQLite (:func:`pack_counts`), a ``bigint[]`` on PostgreSQL."""
+
+    impl = LargeBinary
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
+        if dialect.name == "postgresql":
+            return dialect.type_descriptor(postgresql.ARRAY(BigInteger))
+        return dialect.type_descriptor(LargeBinary())
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
+        if value is None:
+            return None
+        if dialect.name == "postgresql":
+            return [int(x) for x in value]
+        return pack_counts(np.asarray(value))
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> np.ndarray | None:
+        if value is None:
+            return None
+        if dialect.name == "postgresql":
+            return np.asarray(value, dtype=np.int64)
+        return unpack_counts(value)
+
+
 metrics = Table(
     "metrics",
     metadata,
@@ -108,6 +166,7 @@ reports = Table(
     Column("period", String(10), nullable=False),
     Column("payload", Text, nullable=False),
     Column("received", Date, nullable=False),
+    Column("cell", String(300), nullable=False, server_default=""),
     PrimaryKeyConstraint("metric", "period", "id"),
     sqlite_with_rowid=False,
     postgresql_partition_by="LIST (period)",
@@ -118,7 +177,9 @@ The key is the one index: a new report lands in its own period's part of it, so 
 ingestion touches that day's pages, not pages all over an index of every stored id (on
 SQLite the table is the key's B-tree, ``WITHOUT ROWID``). Export pages walk a period in id
 order through it: a seek per page, never a sort, and an order that says nothing about when
-or with what a report arrived.
+or with what a report arrived. ``cell`` is the report's dimension values as its metric's
+``cell_counts`` key them (``""``: a metric without dimensions, or a report stored before
+migration 0008), so an export can still break the reports down.
 
 On PostgreSQL the table is partitioned by period label, one partition per label
 (:mod:`.partitions`, migration 0010): the key includes the partition key, retention drops
@@ -166,23 +227,17 @@ cell_counts = Table(
     Column("n", BigInteger, nullable=False),
     Column("total", Double, nullable=False),
     Column("total_squares", Double, nullable=False),
+    Column("support", PackedCounts, nullable=False),
 )
 """A metric with dimensions: how many reports each cell (its dimension values in name order,
-joined by commas: ``ios,2.1``) received per period, and for a numeric metric their sums of y
-and y^2 (0 for the others). Any breakdown is a sum of cells. A metric without dimensions has
-no rows here: its one cell is the whole of ``period_counts``, ``support_counts`` and
-``numeric_sums``, which every report still counts in."""
-
-cell_support = Table(
-    "cell_support",
-    metadata,
-    Column("metric", String(64), primary_key=True),
-    Column("period", String(10), primary_key=True),
-    Column("cell", String(300), primary_key=True),
-    Column("category", Integer, primary_key=True, autoincrement=False),
-    Column("support", BigInteger, nullable=False),
-)
-"""C_v per cell: how many reports of (metric, period, cell) support category v (absent: 0)."""
+joined by commas: ``ios,2.1``) received per period, its support per category packed in one
+value (``support[v]`` = C_v; categories past the end count 0; empty for a numeric metric)
+and for a numeric metric their sums of y and y^2 (0 for the others). One row per (metric,
+period, cell), its counts added in place, so a batch writes one row per cell it touches,
+not one per cell and category. Any breakdown is a sum of cells, and so are the metric's
+support totals: it has no ``support_counts`` rows (its reports still count in
+``period_counts`` and ``numeric_sums``). A metric without dimensions has no rows here: its one
+cell is the whole of ``period_counts``, ``support_counts`` and ``numeric_sums``."""
 
 shuffled_batches = Table(
     "shuffled_batches",

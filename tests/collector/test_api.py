@@ -636,7 +636,7 @@ def test_no_header_or_address_reaches_the_database_or_logs(
     engine = create_engine(normalize_url(collector.settings.database_url))
     try:
         columns = {c["name"] for c in inspect(engine).get_columns("reports")}
-        assert columns == {"id", "metric", "period", "payload", "received"}
+        assert columns == {"id", "metric", "period", "payload", "received", "cell"}
         with engine.connect() as conn:
             for table in ("reports", "metrics", "period_counts", "support_counts"):
                 dump = json.dumps(

@@ -77,7 +77,10 @@ def _store(admin: httpx.Client, uploader: httpx.Client) -> tuple[MetricSpec, lis
 
 def _expected(reports: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ordered = sorted(reports, key=lambda r: (r["period"], r["id"]))
-    return [{"id": r["id"], "period": r["period"], "payload": r["payload"]} for r in ordered]
+    return [
+        {"id": r["id"], "period": r["period"], "payload": r["payload"], "dims": None}
+        for r in ordered
+    ]
 
 
 @pytest.mark.parametrize("limit", [1, 37, 301, 50_000])

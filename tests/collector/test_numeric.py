@@ -203,7 +203,7 @@ def test_numeric_reports_are_stored_with_their_exact_sums(
         )
         by_id = {r["id"]: r["payload"] for r in reports}
         assert len(stored) == len(reports)
-        for report_id, _, text in stored:
+        for report_id, _, text, _ in stored:
             assert text == repr(float(by_id[report_id]))
             assert json.loads(text) == by_id[report_id]
 

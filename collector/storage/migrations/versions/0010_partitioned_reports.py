@@ -25,10 +25,10 @@ down_revision = "0009"
 branch_labels = None
 depends_on = None
 
-_COLUMNS = "id, metric, period, payload, received"
+_COLUMNS = "id, metric, period, payload, received, cell"
 _DEFINITION = (
     "id uuid NOT NULL, metric varchar(64) NOT NULL, period varchar(10) NOT NULL,"
-    " payload text NOT NULL, received date NOT NULL"
+    " payload text NOT NULL, received date NOT NULL, cell varchar(300) DEFAULT '' NOT NULL"
 )
 
 
