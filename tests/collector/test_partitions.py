@@ -95,7 +95,7 @@ def test_retention_drops_old_periods_and_keeps_their_counts(filled: Database, ba
     counts_before = read_counts(filled, SPEC, DAYS)
     deleted = purge_before(filled, [SPEC, WEEKLY], before)
     assert deleted == 3 * PER_DAY + PER_DAY  # three old days and week 31
-    kept = {period for _, period, _ in _all_reports(filled, SPEC.name)}
+    kept = {period for _, period, *_ in _all_reports(filled, SPEC.name)}
     assert kept == {"2026-11-20", "2026-11-21"}
     assert count_reports(filled, WEEKLY.name, start=None, end=None) == PER_DAY
     n, counts = read_counts(filled, SPEC, DAYS)
