@@ -98,6 +98,25 @@ def shuffled_table(shuffled: dict[str, Any]) -> Any:
     return table
 
 
+def released_note(shuffled: dict[str, Any]) -> str:
+    """Which released batches the table lists, and each metric's weakest, which covers all of
+    them (empty unless the batches are released ones)."""
+    if shuffled["source"] != "released":
+        return ""
+    listed, total = len(shuffled["batches"]), shuffled.get("batch_count", 0)
+    head = (
+        f"the {listed:,} most recent of {total:,} released batches; "
+        if listed < total
+        else f"{total:,} released batches; "
+    )
+    weakest = "; ".join(
+        f"{m['metric']}: central ε ≤ {m['central_epsilon']:.4g} (smallest batch"
+        f" {m['smallest_batch']:,} of {m['batches']:,})"
+        for m in shuffled["metrics"]
+    )
+    return head + "per metric, the weakest, which holds for every batch: " + weakest
+
+
 def account_table(document: dict[str, Any]) -> Any:
     """The account as a table: one row per metric, then the totals."""
     from rich.table import Table
@@ -230,6 +249,9 @@ def privacy(
     shuffled = document.get("shuffled") or {"batches": [], "statement": ""}
     if shuffled["batches"]:
         out.print(shuffled_table(shuffled))
+        note = released_note(shuffled)
+        if note:
+            out.print(note, highlight=False)
     else:
         out.print(shuffled["statement"], highlight=False)
     out.print()

@@ -772,11 +772,27 @@ def _shuffled_section(shuffled: dict[str, Any]) -> str:
     lead = (
         "Assumed batch size: what the account would be" if shuffled["source"] == "assumed" else ""
     )
+    weakest = ""
+    if shuffled["source"] == "released":
+        listed, total = len(shuffled["batches"]), shuffled["batch_count"]
+        which = f"The {listed:,} most recent of {total:,} batches" if listed < total else "All"
+        weakest = (
+            f'<p id="shuffled-weakest" class="meta">{which} released batches are listed; per'
+            " metric, the weakest, which holds for every batch: "
+            + "; ".join(
+                f"{e(m['metric'])}: central ε ≤ {m['central_epsilon']:.4g} (smallest batch"
+                f" {m['smallest_batch']:,} of {m['batches']:,})"
+                for m in shuffled["metrics"]
+            )
+            + ".</p>"
+        )
     return (
         "<h2>Through a shuffler</h2>"
         f'<p class="meta">{e(lead)}{" — " if lead else ""}the central ε holds against whoever'
         " sees only the released batches; against the shuffler, or the shuffler and the"
-        " collector together, only the local ε holds.</p>" + table("shuffled", headers, rows)
+        " collector together, only the local ε holds.</p>"
+        + weakest
+        + table("shuffled", headers, rows)
     )
 
 
