@@ -185,14 +185,14 @@ def account_table(document: dict[str, Any]) -> Any:
     "--shuffle-batch",
     type=click.IntRange(2, MAX_BATCH),
     metavar="N",
-    help="Assume a shuffler releasing batches of N devices: add each metric's central ε"
-    " against an analyst.",
+    help="Assume a shuffler releasing batches of N devices: each metric's central ε against an"
+    " analyst at N, in place of the batches a shuffler released.",
 )
 @click.option(
     "--shuffle-delta",
     type=click.FloatRange(MIN_DELTA, MAX_DELTA),
     metavar="D",
-    help="The δ of that central guarantee (default 1e-6).",
+    help="The δ of the central guarantee, released or assumed batches (default 1e-6).",
 )
 @format_option("table", "json")
 @pass_global_options
@@ -217,9 +217,11 @@ def privacy(
     without it, no ε does). A lifetime cap stops each metric at lifetime_epsilon. A warning
     says when a device's 30-day total exceeds the warning level (docs/privacy.md).
 
-    Through a shuffler (batches it released, or --shuffle-batch N assumed for every metric),
-    each batch also has a central (ε, δ) against an analyst who sees only released batches;
-    against the shuffler, or the shuffler and the collector together, only the local ε holds.
+    Through a shuffler (the batches it released, or --shuffle-batch N assumed for every
+    metric), each batch also has a central (ε, δ) against an analyst who sees only released
+    batches; against the shuffler, or the shuffler and the collector together, only the local
+    ε holds. Per metric, the smallest released batch's ε holds for all of its batches; the 20
+    most recent are listed.
 
     \b
     Examples:

@@ -820,7 +820,7 @@ def privacy_page(
         f"{layer_options}</select></label>"
         '<label>lifetime ε cap (empty: none)<input name="lifetime_epsilon" type="number"'
         f' min="0" step="any" value="{e(values["lifetime_epsilon"])}"></label>'
-        '<label>shuffler batch size (empty: none)<input name="shuffle_batch" type="number"'
+        '<label>shuffler batch size (empty: the released batches)<input name="shuffle_batch" type="number"'
         f' min="2" step="1" value="{e(values.get("shuffle_batch", ""))}"></label>'
         '<button type="submit">Account</button></form>'
     )

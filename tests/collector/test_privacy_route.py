@@ -301,7 +301,10 @@ def test_a_bad_shuffle_query_is_a_422_naming_it(
     assert named in response.text
 
 
-def test_many_released_batches_give_a_bounded_account(databases: DatabaseFactory) -> None:
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_many_released_batches_give_a_bounded_account(
+    databases: DatabaseFactory, backend: str
+) -> None:
     """Thousands of stored batches: the account lists only the most recent LISTED_BATCHES,
     counts all of them, and each metric's weakest is its smallest batch's bound (eps being
     non-increasing in n, it holds for every batch); shuffle_batch still replaces them."""
@@ -312,7 +315,8 @@ def test_many_released_batches_give_a_bounded_account(databases: DatabaseFactory
     from deniable.estimators.shuffling import central_guarantee
     from deniable.estimators.shufflingaccount import LISTED_BATCHES, ShuffledBatch
 
-    running = start(databases)
+    settings = collector_settings(databases.new(backend), viewer_token=VIEWER_TOKEN)
+    running = RunningCollector(settings).start()
     spec = SPECS[1]
     with running.client(ADMIN_TOKEN) as admin:
         register(admin, spec)
