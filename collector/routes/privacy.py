@@ -167,8 +167,8 @@ def _shuffled(
     distinct batch among the :data:`LISTED_BATCHES` most recent, whatever the number stored."""
     if shuffle_batch is not None:
         return shuffle_section(specs, assumed_batches(specs, shuffle_batch, delta), "assumed")
-    groups = batch_groups(database, delta)
-    if not groups:
-        return shuffle_section(specs, [], "none")
     recent = recent_batches(database, LISTED_BATCHES, delta)
+    if not recent:
+        return shuffle_section(specs, [], "none")
+    groups = batch_groups(database, delta)  # read after: it covers every batch listed
     return shuffle_section(specs, recent, "released", groups)
