@@ -110,8 +110,8 @@ def released_note(shuffled: dict[str, Any]) -> str:
         else f"{total:,} released batches; "
     )
     weakest = "; ".join(
-        f"{m['metric']}: central ε ≤ {m['central_epsilon']:.4g} (smallest batch"
-        f" {m['smallest_batch']:,} of {m['batches']:,})"
+        f"{m['metric']}: central ε ≤ {m['central_epsilon']:.4g} ({m['batches']:,} batches,"
+        f" the smallest of {m['smallest_batch']:,} devices)"
         for m in shuffled["metrics"]
     )
     return head + "per metric, the weakest, which holds for every batch: " + weakest

@@ -780,8 +780,8 @@ def _shuffled_section(shuffled: dict[str, Any]) -> str:
             f'<p id="shuffled-weakest" class="meta">{which} released batches are listed; per'
             " metric, the weakest, which holds for every batch: "
             + "; ".join(
-                f"{e(m['metric'])}: central ε ≤ {m['central_epsilon']:.4g} (smallest batch"
-                f" {m['smallest_batch']:,} of {m['batches']:,})"
+                f"{e(m['metric'])}: central ε ≤ {m['central_epsilon']:.4g} ({m['batches']:,} batches,"
+                f" the smallest of {m['smallest_batch']:,} devices)"
                 for m in shuffled["metrics"]
             )
             + ".</p>"
