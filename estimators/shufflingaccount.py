@@ -2,9 +2,17 @@
 against an analyst beside the local one against the shuffler.
 
 Its input is a plain record, :class:`ShuffledBatch` (metric, mechanism, local eps, n distinct
-devices, delta), so that it does not depend on where batches are kept: the collector passes
-the batches it received from the shuffler, or, to plan, one assumed batch size for every
-metric (``GET /v1/privacy?shuffle_batch=N``). The bound for each batch is the one valid for the
+devices, delta; the collector's ``shuffled_batches`` rows are this type too), so that it does not
+depend on where batches are kept: the collector passes the batches it received from the
+shuffler, or, to plan, one assumed batch size for every metric
+(``GET /v1/privacy?shuffle_batch=N``).
+
+Bounded work: the central eps is non-increasing in n, so the released batches of one metric
+under one (mechanism, local eps) are all covered by the bound of the smallest of them. A
+:class:`BatchGroup` carries that smallest batch and the group's count (the collector reads the
+groups in one SQL aggregate); the section computes one bound per group, plus one per batch it
+lists individually (at most :data:`LISTED_BATCHES`, the most recent), each distinct
+(metric, mechanism, eps0, n, delta) once. The bound for each batch is the one valid for the
 metric's mechanism (:func:`~.shuffling.central_guarantee`, chosen from the mechanism object);
 a batch of a metric not among the specs gets FMT21's bound, valid for every eps0-LDP
 randomizer. The accountant's limits and its result type live here, without numpy, so that the
@@ -13,8 +21,9 @@ CLI and the API can state them before any computation (:mod:`.shuffling` imports
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+import datetime as dt
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from deniable.client.errors import InvalidInput
@@ -37,6 +46,10 @@ MAX_BATCH = 1_000_000
 """The largest batch the accountant computes for (its work grows as sqrt(n): about 0.2 s of CPU
 at this size), and the largest ``shuffle_batch`` asked. A released batch above it is counted
 at this size: eps never grows with n, so the figure stays a valid bound (slightly loose)."""
+
+LISTED_BATCHES = 20
+"""How many released batches the account lists one by one (the most recent); every batch,
+listed or not, is covered by its metric's weakest (:class:`ShuffledMetric`)."""
 
 MIN_DELTA = 1e-12
 """The smallest delta asked for: below it the binomial tails sum near float resolution."""
@@ -86,8 +99,9 @@ def check_batch(n: int, delta: float) -> None:
 class ShuffledBatch:
     """One batch of reports a shuffler released to the collector: ``n`` reports of
     ``metric`` from ``n`` distinct devices, each ``epsilon``-LDP under ``mechanism``, and the
-    ``delta`` the shuffler publishes with it; ``batch`` names it (the shuffler's id, or
-    None)."""
+    ``delta`` the account states for it; ``batch`` names it (the shuffler's id, or None). As
+    the collector records it, also its spec ``fingerprint`` and ``released_at`` (when the
+    collector first saw it); an assumed batch has neither."""
 
     metric: str
     mechanism: str
@@ -95,6 +109,32 @@ class ShuffledBatch:
     n: int
     delta: float = DEFAULT_DELTA
     batch: str | None = None
+    fingerprint: str = ""
+    released_at: dt.datetime | None = None
+
+
+@dataclass(frozen=True)
+class BatchGroup:
+    """The released batches of one metric under one (mechanism, local eps): how many
+    (``batches``), and the ``smallest``, whose central eps holds for every one of them."""
+
+    smallest: ShuffledBatch
+    batches: int
+
+
+def group_batches(batches: Iterable[ShuffledBatch]) -> list[BatchGroup]:
+    """``batches`` grouped by (metric, mechanism, local eps, delta), each group with its smallest
+    batch, in the order groups first appear (the collector does the same in SQL)."""
+    groups: dict[tuple[str, str, float, float], BatchGroup] = {}
+    for batch in batches:
+        key = (batch.metric, batch.mechanism, batch.epsilon, batch.delta)
+        group = groups.get(key)
+        if group is None:
+            groups[key] = BatchGroup(batch, 1)
+        else:
+            smallest = batch if batch.n < group.smallest.n else group.smallest
+            groups[key] = BatchGroup(smallest, group.batches + 1)
+    return list(groups.values())
 
 
 @dataclass(frozen=True)
@@ -116,8 +156,9 @@ class ShuffledBatchRow:
 
 @dataclass(frozen=True)
 class ShuffledMetric:
-    """A metric's weakest batch: the largest central eps among its batches (its smallest
-    batch), which holds for every batch of it."""
+    """A metric's weakest batch: the largest central eps among its batches (the smallest
+    batch of each (mechanism, local eps)), which holds for every batch of it; ``batches``
+    counts all of them, listed or not."""
 
     metric: str
     batches: int
@@ -132,10 +173,12 @@ class ShuffledMetric:
 class ShuffleSection:
     """The account's section on the shuffler: where the batches come from (``released``:
     received from the shuffler; ``assumed``: one batch size asked for every metric; ``none``:
-    no shuffled batch), each batch's guarantees, each metric's weakest, and what they mean in
-    words."""
+    no shuffled batch), the guarantees of the batches listed (released: the most recent
+    :data:`LISTED_BATCHES`), ``batch_count`` (all of them), each metric's weakest (covering every
+    batch, listed or not), and what they mean in words."""
 
     source: Source
+    batch_count: int = 0
     batches: list[ShuffledBatchRow] = field(default_factory=list)
     metrics: list[ShuffledMetric] = field(default_factory=list)
     statement: str = ""
@@ -190,19 +233,22 @@ def assumed_batches(
     return [ShuffledBatch(s.name, s.mechanism, s.epsilon, n, delta) for s in specs]
 
 
-def _weakest(rows: list[ShuffledBatchRow]) -> list[ShuffledMetric]:
-    """Per metric, the batch with the largest central eps, in the order metrics first appear."""
-    by_metric: dict[str, list[ShuffledBatchRow]] = {}
-    for row in rows:
-        by_metric.setdefault(row.metric, []).append(row)
+def _weakest(
+    groups: list[BatchGroup], row_of: Callable[[ShuffledBatch], ShuffledBatchRow]
+) -> list[ShuffledMetric]:
+    """Per metric, the group whose smallest batch has the largest central eps, in the order
+    metrics first appear; its count is every batch of the metric."""
+    by_metric: dict[str, list[tuple[BatchGroup, ShuffledBatchRow]]] = {}
+    for group in groups:
+        by_metric.setdefault(group.smallest.metric, []).append((group, row_of(group.smallest)))
     weakest = []
-    for metric, batches in by_metric.items():
-        worst = max(batches, key=lambda r: (r.central_epsilon / r.local_epsilon, -r.n))
+    for metric, pairs in by_metric.items():
+        worst = max((row for _, row in pairs), key=lambda r: (r.central_epsilon, -r.n))
         weakest.append(
             ShuffledMetric(
                 metric=metric,
-                batches=len(batches),
-                smallest_batch=min(r.n for r in batches),
+                batches=sum(group.batches for group, _ in pairs),
+                smallest_batch=min(row.n for _, row in pairs),
                 local_epsilon=worst.local_epsilon,
                 delta=worst.delta,
                 central_epsilon=worst.central_epsilon,
@@ -272,17 +318,35 @@ def shuffle_statement(source: Source, metrics: list[ShuffledMetric]) -> str:
 
 
 def shuffle_section(
-    specs: Iterable[MetricSpec], batches: Iterable[ShuffledBatch], source: Source
+    specs: Iterable[MetricSpec],
+    batches: Iterable[ShuffledBatch],
+    source: Source,
+    groups: list[BatchGroup] | None = None,
 ) -> ShuffleSection:
-    """The shuffled section of the privacy account for ``batches`` (``source`` says whether
-    they were released or assumed), the bound of each from its metric's spec in ``specs``."""
+    """The shuffled section of the privacy account for ``batches``, each listed (``source``
+    says whether they were released or assumed), the bound of each from its metric's spec in
+    ``specs``. ``groups`` summarize every batch when ``batches`` lists only some (the
+    collector's most recent); by default ``batches`` are all. Each distinct batch key is
+    computed once: the work is one bound per group and per listed batch."""
     by_name = {spec.name: spec for spec in specs}
-    rows = [batch_row(batch, by_name) for batch in batches]
-    if not rows:
+    listed = list(batches)
+    if groups is None:
+        groups = group_batches(listed)
+    cache: dict[tuple[str, str, float, int, float], ShuffledBatchRow] = {}
+
+    def row_of(batch: ShuffledBatch) -> ShuffledBatchRow:
+        key = (batch.metric, batch.mechanism, batch.epsilon, batch.n, batch.delta)
+        if key not in cache:
+            cache[key] = batch_row(replace(batch, batch=None), by_name)
+        return replace(cache[key], batch=batch.batch)
+
+    metrics = _weakest(groups, row_of)
+    rows = [row_of(batch) for batch in listed]
+    if not metrics:
         source = "none"
-    metrics = _weakest(rows)
     return ShuffleSection(
         source=source,
+        batch_count=sum(m.batches for m in metrics),
         batches=rows,
         metrics=metrics,
         statement=shuffle_statement(source, metrics),

@@ -98,6 +98,25 @@ def shuffled_table(shuffled: dict[str, Any]) -> Any:
     return table
 
 
+def released_note(shuffled: dict[str, Any]) -> str:
+    """Which released batches the table lists, and each metric's weakest, which covers all of
+    them (empty unless the batches are released ones)."""
+    if shuffled["source"] != "released":
+        return ""
+    listed, total = len(shuffled["batches"]), shuffled.get("batch_count", 0)
+    head = (
+        f"the {listed:,} most recent of {total:,} released batches; "
+        if listed < total
+        else f"{total:,} released batches; "
+    )
+    weakest = "; ".join(
+        f"{m['metric']}: central ε ≤ {m['central_epsilon']:.4g} ({m['batches']:,} batches,"
+        f" the smallest of {m['smallest_batch']:,} devices)"
+        for m in shuffled["metrics"]
+    )
+    return head + "per metric, the weakest, which holds for every batch: " + weakest
+
+
 def account_table(document: dict[str, Any]) -> Any:
     """The account as a table: one row per metric, then the totals."""
     from rich.table import Table
@@ -166,14 +185,14 @@ def account_table(document: dict[str, Any]) -> Any:
     "--shuffle-batch",
     type=click.IntRange(2, MAX_BATCH),
     metavar="N",
-    help="Assume a shuffler releasing batches of N devices: add each metric's central ε"
-    " against an analyst.",
+    help="Assume a shuffler releasing batches of N devices: each metric's central ε against an"
+    " analyst at N, in place of the batches a shuffler released.",
 )
 @click.option(
     "--shuffle-delta",
     type=click.FloatRange(MIN_DELTA, MAX_DELTA),
     metavar="D",
-    help="The δ of that central guarantee (default 1e-6).",
+    help="The δ of the central guarantee, released or assumed batches (default 1e-6).",
 )
 @format_option("table", "json")
 @pass_global_options
@@ -198,9 +217,11 @@ def privacy(
     without it, no ε does). A lifetime cap stops each metric at lifetime_epsilon. A warning
     says when a device's 30-day total exceeds the warning level (docs/privacy.md).
 
-    Through a shuffler (batches it released, or --shuffle-batch N assumed for every metric),
-    each batch also has a central (ε, δ) against an analyst who sees only released batches;
-    against the shuffler, or the shuffler and the collector together, only the local ε holds.
+    Through a shuffler (the batches it released, or --shuffle-batch N assumed for every
+    metric), each batch also has a central (ε, δ) against an analyst who sees only released
+    batches; against the shuffler, or the shuffler and the collector together, only the local
+    ε holds. Per metric, the smallest released batch's ε holds for all of its batches; the 20
+    most recent are listed.
 
     \b
     Examples:
@@ -230,6 +251,9 @@ def privacy(
     shuffled = document.get("shuffled") or {"batches": [], "statement": ""}
     if shuffled["batches"]:
         out.print(shuffled_table(shuffled))
+        note = released_note(shuffled)
+        if note:
+            out.print(note, highlight=False)
     else:
         out.print(shuffled["statement"], highlight=False)
     out.print()

@@ -772,11 +772,27 @@ def _shuffled_section(shuffled: dict[str, Any]) -> str:
     lead = (
         "Assumed batch size: what the account would be" if shuffled["source"] == "assumed" else ""
     )
+    weakest = ""
+    if shuffled["source"] == "released":
+        listed, total = len(shuffled["batches"]), shuffled["batch_count"]
+        which = f"The {listed:,} most recent of {total:,} batches" if listed < total else "All"
+        weakest = (
+            f'<p id="shuffled-weakest" class="meta">{which} released batches are listed; per'
+            " metric, the weakest, which holds for every batch: "
+            + "; ".join(
+                f"{e(m['metric'])}: central ε ≤ {m['central_epsilon']:.4g} ({m['batches']:,} batches,"
+                f" the smallest of {m['smallest_batch']:,} devices)"
+                for m in shuffled["metrics"]
+            )
+            + ".</p>"
+        )
     return (
         "<h2>Through a shuffler</h2>"
         f'<p class="meta">{e(lead)}{" — " if lead else ""}the central ε holds against whoever'
         " sees only the released batches; against the shuffler, or the shuffler and the"
-        " collector together, only the local ε holds.</p>" + table("shuffled", headers, rows)
+        " collector together, only the local ε holds.</p>"
+        + weakest
+        + table("shuffled", headers, rows)
     )
 
 
@@ -804,7 +820,7 @@ def privacy_page(
         f"{layer_options}</select></label>"
         '<label>lifetime ε cap (empty: none)<input name="lifetime_epsilon" type="number"'
         f' min="0" step="any" value="{e(values["lifetime_epsilon"])}"></label>'
-        '<label>shuffler batch size (empty: none)<input name="shuffle_batch" type="number"'
+        '<label>shuffler batch size (empty: the released batches)<input name="shuffle_batch" type="number"'
         f' min="2" step="1" value="{e(values.get("shuffle_batch", ""))}"></label>'
         '<button type="submit">Account</button></form>'
     )

@@ -14,9 +14,11 @@ from deniable.client.spec import METRIC_NAME, MetricSpec
 from deniable.estimators.privacy import PrivacyDocument, privacy_document
 from deniable.estimators.shufflingaccount import (
     DEFAULT_DELTA,
+    LISTED_BATCHES,
     MAX_BATCH,
     MAX_DELTA,
     MIN_DELTA,
+    ShuffleSection,
     assumed_batches,
     shuffle_section,
 )
@@ -25,7 +27,9 @@ from fastapi import APIRouter, HTTPException, Query, Request
 from ..auth import VIEWER
 from ..context import collector
 from ..numbers import NumberRule, query_number
+from ..storage.engine import Database
 from ..storage.queries import list_specs
+from ..storage.shuffled import batch_groups, recent_batches
 from .common import problem_responses
 
 router = APIRouter(tags=["privacy"])
@@ -52,12 +56,14 @@ ShuffleBatchQuery = Annotated[
     SHUFFLE_BATCH_RULE.validator(),
     SHUFFLE_BATCH_RULE.query(
         "a shuffler's batch size (distinct devices) to assume for every metric: the account"
-        " adds the central ε against an analyst per metric (default: none; batches a"
-        " shuffler released are shown without it)"
+        " adds the central ε against an analyst per metric, in place of the batches a"
+        " shuffler released (default: none; the released batches, if any, are shown)"
     ),
 ]
 ShuffleDeltaQuery = query_number(
-    SHUFFLE_DELTA_RULE, float, "the δ of the central guarantee for shuffle_batch"
+    SHUFFLE_DELTA_RULE,
+    float,
+    "the δ of the central guarantee, for the released batches or shuffle_batch",
 )
 
 ReportsQuery = query_number(
@@ -134,9 +140,11 @@ def get_privacy(
     over its lifetime over any two histories of its values (null: unbounded), and what a
     memoized metric reveals per value, per registered metric and in total, with warnings and
     a statement an app can publish. The query gives the SDK settings (default: the SDK's
-    defaults). ``shuffled`` gives, per batch a shuffler released (or, with ``shuffle_batch``,
-    per metric at that assumed batch size), the central (ε, δ) against an analyst and the
-    local ε that alone holds against the shuffler or a shuffler and collector together."""
+    defaults). ``shuffled`` gives the central (ε, δ) against an analyst and the local ε that
+    alone holds against the shuffler or a shuffler and collector together: for the batches a
+    shuffler released (source ``released``: per metric the weakest, which covers every batch,
+    and the most recent batches one by one), or, with ``shuffle_batch``, per metric at that
+    assumed batch size (source ``assumed``)."""
     database = collector(request).database
     specs = list_specs(database, archived=False)
     settings = DeviceSettings(
@@ -145,6 +153,22 @@ def get_privacy(
         lifetime_epsilon,
         ratio_setting(instantaneous_ratio),
     )
-    batches = [] if shuffle_batch is None else assumed_batches(specs, shuffle_batch, shuffle_delta)
-    shuffled = shuffle_section(specs, batches, "assumed" if batches else "none")
-    return privacy_document(specs, settings, shuffled)
+    return privacy_document(
+        specs, settings, _shuffled(database, specs, shuffle_batch, shuffle_delta)
+    )
+
+
+def _shuffled(
+    database: Database, specs: list[MetricSpec], shuffle_batch: int | None, delta: float
+) -> ShuffleSection:
+    """The account's shuffler section: the assumed batch size if one is asked, else the
+    released batches. Bounded work: one bound per (metric, mechanism, local eps) at its smallest
+    batch (eps is non-increasing in n, so it covers every batch of the group) and one per
+    distinct batch among the :data:`LISTED_BATCHES` most recent, whatever the number stored."""
+    if shuffle_batch is not None:
+        return shuffle_section(specs, assumed_batches(specs, shuffle_batch, delta), "assumed")
+    recent = recent_batches(database, LISTED_BATCHES, delta)
+    if not recent:
+        return shuffle_section(specs, [], "none")
+    groups = batch_groups(database, delta)  # read after: it covers every batch listed
+    return shuffle_section(specs, recent, "released", groups)

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from deniable.client.spec import MetricSpec
+from deniable.estimators.shufflingaccount import ShuffledBatch
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
@@ -36,7 +37,7 @@ from ..schemas import (
 from ..sealingkeys import KeyFileError, KeyRing, keyring_of
 from ..storage.ingest import StoredBatch, prepare_batch
 from ..storage.queries import SpecChanged
-from ..storage.shuffled import ShuffledBatch, record_batch
+from ..storage.shuffled import record_batch
 from ..telemetry import Telemetry
 from ..unsealing import open_part
 from ..validation import UNKNOWN_METRIC_LABEL, PeriodWindow, ReportProblem, validate_reports
@@ -311,13 +312,13 @@ def ingest_shuffled(state: Collector, body: bytes) -> JSONResponse:
     keys = _keyring(state)
     now = state.clock()
     header = ShuffledBatch(
-        part.batch,
-        part.metric,
-        part.mechanism,
-        float(part.epsilon),
-        part.fingerprint,
-        part.n,
-        now,
+        metric=part.metric,
+        mechanism=part.mechanism,
+        epsilon=float(part.epsilon),
+        n=part.n,
+        batch=part.batch,
+        fingerprint=part.fingerprint,
+        released_at=now,
     )
     batch = record_batch(state.database, header)
     if (batch.metric, batch.fingerprint, batch.n) != (header.metric, header.fingerprint, header.n):
@@ -331,7 +332,7 @@ def ingest_shuffled(state: Collector, body: bytes) -> JSONResponse:
     if opened.items:
         body = json.dumps({"reports": opened.items}, separators=(",", ":")).encode()
         reports, problems = parse_batch(body, len(opened.items), state.specs.cached)
-        stored = _store_valid(state, reports, batch.released_at.date())
+        stored = _store_valid(state, reports, (batch.released_at or now).date())
         refused += len(problems) + len(reports) - stored.accepted - stored.duplicates
     for metric, count in stored.accepted_by_metric.items():
         state.telemetry.accepted.labels(state.telemetry.metric_label(metric)).inc(count)

@@ -8,11 +8,11 @@ migrations modules are private to the collector.
 from .engine import Database, open_database
 from .migrator import migrate
 from .queries import count_reports, load_spec, read_reports, read_sums, report_pages
-from .shuffled import ShuffledBatch, read_batches
+from .shuffled import batch_groups, read_batches, recent_batches
 
 __all__ = [
     "Database",
-    "ShuffledBatch",
+    "batch_groups",
     "count_reports",
     "load_spec",
     "migrate",
@@ -20,5 +20,6 @@ __all__ = [
     "read_batches",
     "read_reports",
     "read_sums",
+    "recent_batches",
     "report_pages",
 ]

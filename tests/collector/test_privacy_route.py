@@ -299,3 +299,69 @@ def test_a_bad_shuffle_query_is_a_422_naming_it(
         response = viewer.get("/v1/privacy", params=params)
     assert response.status_code == 422
     assert named in response.text
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_many_released_batches_give_a_bounded_account(
+    databases: DatabaseFactory, backend: str
+) -> None:
+    """Thousands of stored batches: the account lists only the most recent LISTED_BATCHES,
+    counts all of them, and each metric's weakest is its smallest batch's bound (eps being
+    non-increasing in n, it holds for every batch); shuffle_batch still replaces them."""
+    import datetime as dt
+
+    from deniable.collector.storage import open_database
+    from deniable.collector.storage.shuffled import record_batch
+    from deniable.estimators.shuffling import central_guarantee
+    from deniable.estimators.shufflingaccount import LISTED_BATCHES, ShuffledBatch
+
+    settings = collector_settings(databases.new(backend), viewer_token=VIEWER_TOKEN)
+    running = RunningCollector(settings).start()
+    spec = SPECS[1]
+    with running.client(ADMIN_TOKEN) as admin:
+        register(admin, spec)
+    total = 1_200
+    start_time = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    database = open_database(running.settings.database_url)
+    try:
+        for i in range(total):
+            record_batch(
+                database,
+                ShuffledBatch(
+                    metric=spec.name,
+                    mechanism=spec.mechanism,
+                    epsilon=spec.epsilon,
+                    n=1_000 + (i * 7919) % 5_000,  # distinct sizes, smallest (1,000) first
+                    batch=f"b{i:05d}",
+                    fingerprint="f" * 16,
+                    released_at=start_time + dt.timedelta(minutes=i),
+                ),
+            )
+    finally:
+        database.dispose()
+    try:
+        with running.client(VIEWER_TOKEN) as viewer:
+            shuffled = viewer.get("/v1/privacy").json()["shuffled"]
+            assumed = viewer.get("/v1/privacy", params={"shuffle_batch": 100}).json()["shuffled"]
+        with httpx.Client(base_url=running.url, trust_env=False, timeout=30) as browser:
+            signed = browser.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN})
+            assert signed.status_code == 303, signed.text
+            page = browser.get("/dashboard/privacy").text
+    finally:
+        running.stop()
+    assert shuffled["source"] == "released" and shuffled["batch_count"] == total
+    assert [row["batch"] for row in shuffled["batches"]] == [
+        f"b{i:05d}" for i in range(total - LISTED_BATCHES, total)
+    ]
+    for row in shuffled["batches"]:
+        expected = central_guarantee(spec.randomizer, row["n"], row["delta"])
+        assert row["central_epsilon"] == expected.epsilon
+    (weakest,) = shuffled["metrics"]
+    assert (weakest["batches"], weakest["smallest_batch"]) == (total, 1_000)
+    assert weakest["central_epsilon"] == central_guarantee(spec.randomizer, 1_000).epsilon
+    assert all(row["central_epsilon"] <= weakest["central_epsilon"] for row in shuffled["batches"])
+    assert assumed["source"] == "assumed" and [r["n"] for r in assumed["batches"]] == [100]
+    assert '<table id="shuffled"' in page and '<p id="shuffled-weakest"' in page
+    listed = page.split('<table id="shuffled"', 1)[1].split("</table>", 1)[0]
+    assert listed.count('<tr data-metric="browser">') == LISTED_BATCHES
+    assert f"The {LISTED_BATCHES:,} most recent of {total:,} batches" in page

@@ -89,3 +89,24 @@ def test_a_batch_above_the_limit_is_counted_at_the_limit() -> None:
     row = shuffle_section(SPECS, [big], "released").batches[0]
     assert row.n == 3 * MAX_BATCH
     assert row.central_epsilon == strong_clone_epsilon(4.0, MAX_BATCH)
+
+
+def test_groups_cover_batches_not_listed() -> None:
+    """Given the groups (every batch) and a few listed batches, each metric's weakest is the
+    bound of its group's smallest batch, over both local eps, counting every batch."""
+    from deniable.estimators.shufflingaccount import BatchGroup, group_batches
+
+    groups = [
+        BatchGroup(ShuffledBatch("dark_mode", "brr", 4.0, 5_000), 900),
+        BatchGroup(ShuffledBatch("dark_mode", "brr", 2.0, 1_000), 100),
+    ]
+    listed = [ShuffledBatch("dark_mode", "brr", 4.0, 80_000, batch="last")]
+    section = shuffle_section(SPECS, listed, "released", groups)
+    (weakest,) = section.metrics
+    assert section.batch_count == weakest.batches == 1_000
+    assert weakest.smallest_batch == 1_000
+    worst = max(strong_clone_epsilon(4.0, 5_000), strong_clone_epsilon(2.0, 1_000))
+    assert weakest.central_epsilon == worst
+    assert [row.batch for row in section.batches] == ["last"]
+    everything = [ShuffledBatch("dark_mode", "brr", 4.0, n) for n in (9, 7, 8)]
+    assert group_batches(everything) == [BatchGroup(everything[1], 3)]

@@ -40,7 +40,8 @@ def test_nothing_at_the_collector_links_a_report_to_its_device(tmp_path: Path) -
         collector_log = pipeline.collector.log_tail(100_000)
     finally:
         pipeline.stop()
-    assert result.stored == DEVICES * 3
+    # every report stored or still waiting for min_batch devices (how many wait: timing)
+    assert result.stored + result.waiting == DEVICES * 3 and result.stored >= 4
 
     pseudonyms = []
     for i in range(DEVICES):
