@@ -47,6 +47,10 @@ ENGINE_OPTIONS: dict[str, Any] = {"hide_parameters": True, "logging_name": LOGGI
 """Every engine's options: parameters (report ids, payloads) never appear in a log line or in
 an error's text, which the server's logs may quote."""
 
+APPLICATION_NAME = "deniable-collector"
+"""The ``application_name`` a PostgreSQL connection of the collector carries (unless the URL
+names another), so an operator or a test can tell its connections in ``pg_stat_activity``."""
+
 UNDEFINED_TABLE = "42P01"
 """PostgreSQL's SQLSTATE for a table that does not exist."""
 
@@ -270,8 +274,14 @@ def open_database(database_url: str, pool_size: int = DEFAULT_POOL_SIZE) -> Data
         _refuse_missing_schema(reader)
         file = SQLiteFile(path) if path and path != ":memory:" else None
         return Database(url, writer, reader, WriterLock(lock_path), file)
+    named = {} if "application_name=" in url else {"application_name": APPLICATION_NAME}
     engine = create_engine(
-        url, pool_size=pool_size, max_overflow=0, pool_pre_ping=True, **ENGINE_OPTIONS
+        url,
+        pool_size=pool_size,
+        max_overflow=0,
+        pool_pre_ping=True,
+        connect_args=named,
+        **ENGINE_OPTIONS,
     )
     _refuse_missing_schema(engine)
     return Database(url, engine, engine)

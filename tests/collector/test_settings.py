@@ -19,6 +19,7 @@ from deniable.client import MetricSpec
 from deniable.collector import Settings
 from deniable.collector.serve import settings_environment
 from deniable.collector.storage import open_database
+from deniable.collector.storage.engine import APPLICATION_NAME
 from pydantic import ValidationError
 from sqlalchemy import text
 
@@ -120,17 +121,18 @@ def test_worker_environment_reproduces_the_new_settings() -> None:
 
 
 def _connections_to(database_url: str) -> int:
-    """Client connections open to the database of ``database_url``, other than the one asking.
+    """The collector's connections open to the database of ``database_url``.
 
-    Only client backends count: an autovacuum worker analysing the freshly written tables also
-    shows in pg_stat_activity under the database's name, and is none of the collector's.
+    Only those its engine names (``APPLICATION_NAME``) count: an autovacuum worker analysing
+    the freshly written tables also shows in pg_stat_activity under the database's name, and
+    is none of the collector's.
     """
     name = database_url.rsplit("/", 1)[1]
     with psycopg.connect(database_url, autocommit=True) as conn:
         row = conn.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = %s"
-            " AND backend_type = 'client backend' AND pid <> pg_backend_pid()",
-            (name,),
+            " AND application_name = %s AND pid <> pg_backend_pid()",
+            (name, APPLICATION_NAME),
         ).fetchone()
     assert row is not None
     return int(row[0])
