@@ -12,7 +12,9 @@ requests:
 - ``GET .../estimate?by=app_version&where=platform:ios``: 10 slices of one platform;
 - ``GET .../estimate`` (no breakdown) for comparison.
 
-and prints p50 and p95 per query. A breakdown reads one ``cell_counts`` row per cell and
+and prints p50 and p95 per query; on PostgreSQL once as loaded and once more after a
+``VACUUM ANALYZE`` (the dead row versions the load's upserts left cleaned, as autovacuum
+keeps them under a steady stream). A breakdown reads one ``cell_counts`` row per cell and
 period (its k support counts packed in it), so its cost is cells × periods, not reports.
 
     .venv/bin/python -m bench.breakdown_speed [--backend sqlite|postgresql|both]
@@ -29,6 +31,7 @@ from pathlib import Path
 
 import httpx
 from deniable.client import MetricSpec
+from sqlalchemy import create_engine, text
 
 from bench.ingest import BATCH, DIMENSIONS, K, build_bodies, load, percentile, print_table
 from testkit import (
@@ -73,6 +76,18 @@ def latency(
     return percentile(timings, 0.5), percentile(timings, 0.95), slices
 
 
+def vacuum(url: str) -> None:
+    """VACUUM ANALYZE the PostgreSQL database at ``url``: right after the load, every cell row
+    has been rewritten by thousands of upserts, and a read walks their dead versions until
+    autovacuum (which a steady stream of reports keeps up with) has cleaned them."""
+    engine = create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as connection:
+            connection.execute(text("VACUUM ANALYZE"))
+    finally:
+        engine.dispose()
+
+
 def run_backend(backend: str, args: argparse.Namespace, rows: list[list[str]]) -> None:
     """Fill one backend with the reports, time the queries, append the table rows."""
     with tempfile.TemporaryDirectory(prefix="deniable-bench-") as tmp:
@@ -101,18 +116,24 @@ def run_backend(backend: str, args: argparse.Namespace, rows: list[list[str]]) -
             stored, wall, _, _ = load(collector.url, bodies, 24, 3600)
             if stored != count * BATCH:
                 raise RuntimeError(f"stored {stored:,} reports, not {count * BATCH:,}")
-            for what, params in QUERIES.items():
-                p50, p95, slices = latency(collector.url, spec.name, params, args.repeats)
-                rows.append(
-                    [
-                        backend,
-                        what,
-                        f"p50 {p50 * 1000:.1f} ms",
-                        f"p95 {p95 * 1000:.1f} ms",
-                        f"{stored:,} stored over {PERIODS} periods ({stored / wall:,.0f}"
-                        f" reports/s); {slices} slice(s)",
-                    ]
-                )
+            states = ["as loaded"]
+            if backend == "postgresql":
+                states.append("after VACUUM")
+            for state in states:
+                if state == "after VACUUM":
+                    vacuum(url)
+                for what, params in QUERIES.items():
+                    p50, p95, slices = latency(collector.url, spec.name, params, args.repeats)
+                    rows.append(
+                        [
+                            backend,
+                            f"{what}, {state}",
+                            f"p50 {p50 * 1000:.1f} ms",
+                            f"p95 {p95 * 1000:.1f} ms",
+                            f"{stored:,} stored over {PERIODS} periods ({stored / wall:,.0f}"
+                            f" reports/s); {slices} slice(s)",
+                        ]
+                    )
 
 
 def main() -> None:

@@ -186,11 +186,10 @@ def plain(value: Any) -> Any:
         if not is_dataclass(value) or isinstance(value, type):
             return value
         names = _FIELD_NAMES[kind] = tuple(item.name for item in fields(value))
-    return {name: _plain_item(getattr(value, name)) for name in names}
-
-
-def _plain_item(item: Any) -> Any:
-    return item if type(item) in _LEAVES else plain(item)
+    return {
+        name: item if type(item := getattr(value, name)) in _LEAVES else plain(item)
+        for name in names
+    }
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}

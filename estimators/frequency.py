@@ -128,24 +128,27 @@ def finish(
     low, high = intervals_for(header, pooled, point)
     shown = np.clip(point, low, high)
     unbiased = pooled.estimate
-    se: list[float | None] = [float(s) for s in pooled.std_error]
+    se: list[float | None] = pooled.std_error.tolist()
     if header["method"] != "unbiased":
         se = [None] * len(se)
     total = int(pooled.total)
     margin = (pooled.high - pooled.low) / 2.0
     below = int((shown < margin).sum())
+    # whole arrays to Python floats at once (.tolist() gives exactly float(x) per element)
+    columns = zip(
+        categories,
+        shown.tolist(),
+        se,
+        low.tolist(),
+        high.tolist(),
+        (shown * total).tolist(),
+        unbiased.tolist(),
+        ((unbiased < 0.0) | (unbiased > 1.0)).tolist(),
+        strict=True,
+    )
     rows = [
-        CategoryEstimate(
-            category=str(c),
-            frequency=float(shown[i]),
-            std_error=se[i],
-            ci_low=float(low[i]),
-            ci_high=float(high[i]),
-            count=float(shown[i] * total),
-            unbiased=float(unbiased[i]),
-            clipped=bool(unbiased[i] < 0.0 or unbiased[i] > 1.0),
-        )
-        for i, c in enumerate(categories)
+        CategoryEstimate(str(c), f, s, lo, hi, count, u, clipped)
+        for c, f, s, lo, hi, count, u, clipped in columns
     ]
     return Estimate(
         n=total,

@@ -325,8 +325,19 @@ def breakdown_of_cells(
     if compare is not None:
         named = {row.values[by[0]]: row for row in slices}
         comparison = compare_slices(named[compare[0]], named[compare[1]], confidence)
-    return plain(
+    document = plain(
         BreakdownEstimate(
-            spec.name, first, last, by, where, confidence, level, minimum, slices, comparison
+            spec.name, first, last, by, where, confidence, level, minimum, [], comparison
         )
     )
+    # each slice's estimate is a document already: not walked again (it cost as much as making it)
+    document["slices"] = [
+        {
+            "values": row.values,
+            "suppressed": row.suppressed,
+            "note": row.note,
+            "estimate": row.estimate,
+        }
+        for row in slices
+    ]
+    return document
