@@ -39,7 +39,11 @@ def _spec() -> Any:
 
 def _prepare(url: str, revision: str, rows: int) -> Any:
     """Migrate ``url`` to ``revision``, register the metric, bulk-load ``rows`` reports over
-    DAYS days (SQL, not the write path: only their presence matters); the open Database."""
+    DAYS days (SQL, not the write path: only their presence matters); the open Database.
+
+    The rows are generated day after day, as reports arrive: each day's random ids go into a
+    small part of the key's B-tree that stays cached, so 10 million load in about a minute
+    or two rather than thrashing one index (twice as fast as interleaving the days at 1M)."""
     from deniable.collector import migrate
     from deniable.collector.storage import open_database
     from deniable.collector.storage.partitions import create_partitions
@@ -55,7 +59,8 @@ def _prepare(url: str, revision: str, rows: int) -> Any:
             connection.exec_driver_sql(
                 "INSERT INTO reports (id, metric, period, payload, received)"
                 " SELECT gen_random_uuid(), 'bench_parts',"
-                f" to_char(date '{FIRST_DAY.isoformat()}'+ (i %% {DAYS}), 'YYYY-MM-DD'),"
+                f" to_char(date '{FIRST_DAY.isoformat()}' + ((i - 1)::bigint * {DAYS} / %(rows)s)::int,"
+                " 'YYYY-MM-DD'),"
                 " '\"AAAA\"', current_date FROM generate_series(1, %(rows)s) i",
                 {"rows": rows},
             )
@@ -150,12 +155,18 @@ def retention(rows: int) -> list[dict[str, Any]]:
                             " WHERE c.relname LIKE 'reports%%'"
                         ).scalar()
                     )
+                    stored = int(
+                        connection.exec_driver_sql(
+                            "SELECT count(*) FROM reports WHERE period = %(label)s",
+                            {"label": label},
+                        ).scalar()
+                    )
                 began = time.perf_counter()
                 deleted = 0
                 if name == "drop partition":
                     with database.writing() as connection:
                         drop_partition(connection, label)
-                    deleted = rows // DAYS
+                    deleted = stored
                 else:
                     key = (reports.c.metric, reports.c.period, reports.c.id)
                     victims = select(*key).where(reports.c.period == label)
