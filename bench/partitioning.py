@@ -1,6 +1,6 @@
 """Raw reports partitioned by period against one unpartitioned table, on PostgreSQL.
 
-Three figures, each on two scratch databases (migration head: partitioned; 0007: not):
+Three figures, each on two scratch databases (migration head: partitioned; 0009: not):
 
 - ingestion through the product's write path (``store_batches``, 1,000-report batches of
   one period, an oue metric with k = 20), on fresh databases and on databases already holding
