@@ -47,9 +47,19 @@ export interface ClientOptions {
    * declares dimensions carries their values in the clear, an unlisted (or missing) one as
    * `other`. Never put a secret here; change it with setContext. */
   context?: Record<string, string>;
+  /** A shuffler's base URL: reports go there sealed, with `sealing` (docs/sdk-js.md). */
+  shuffler?: string;
+  /** Sealing for `shuffler`: `sealing` from "deniable/shuffle". */
+  sealing?: Sealing;
   /** The clock (tests). */
   now?: () => Date;
 }
+
+/** Posts one batch (its body in `init`, its report texts in `batch`) as fetch does: the
+ * collector's answers, or answers like them. */
+export type Post = (url: string, init: RequestInit, batch: string[]) => Promise<Response>;
+/** What "deniable/shuffle" gives a Client: the Post that seals to a shuffler. */
+export type Sealing = (options: ClientOptions, secret: string, specs: ReadonlyMap<string, MetricSpec>) => Post;
 
 /** The client's counters, named as Python's ClientStats. */
 export interface ClientStats {
@@ -96,12 +106,13 @@ type Sent = { kind: "ok"; duplicates: number } | { kind: "drop"; indices: number
 
 export class Client {
   readonly url: string;
-  readonly #options: Required<Omit<ClientOptions, "ingestKey" | "metrics" | "storage" | "memoize" | "instantaneousRatio" | "lifetimeEpsilon" | "context" | "text">> & Pick<ClientOptions, "ingestKey">;
+  readonly #options: Required<Omit<ClientOptions, "ingestKey" | "metrics" | "storage" | "memoize" | "instantaneousRatio" | "lifetimeEpsilon" | "context" | "text" | "shuffler" | "sealing">> & Pick<ClientOptions, "ingestKey">;
   readonly #memoize: boolean | string[];
   readonly #ratio: number | null;
   readonly #lifetime: number | null;
   readonly #plans = new Map<string, MemoPlan>();
   readonly #text?: TextFactory;
+  #seal?: Post;
   #context: Record<string, string> = {};
   readonly #storage: StateStorage;
   readonly #state: State;
@@ -159,6 +170,8 @@ export class Client {
     this.#storage = options.storage ?? defaultStorage();
     this.#state = this.#loadState();
     this.#inCode = options.metrics !== undefined;
+    // A shuffler without sealing throws here (a TypeError), sealing without a shuffler in sealing.
+    if (options.shuffler ?? options.sealing) this.#seal = (options.sealing as Sealing)(options, this.#state.secret, this.#specs);
     this.#specsKnown = this.#inCode || this.#state.etag !== null || Object.keys(this.#state.specs).length > 0;
     if (options.metrics !== undefined) {
       for (const data of options.metrics) {
@@ -496,7 +509,7 @@ export class Client {
     let answer: Response;
     let body: string;
     try {
-      answer = await fetch(`${this.url}${REPORTS_PATH}`, { method: "POST", headers, body: batchBody(batch), keepalive, signal: AbortSignal.timeout(this.#options.timeout) });
+      answer = await (this.#seal ?? fetch)(`${this.url}${REPORTS_PATH}`, { method: "POST", headers, body: batchBody(batch), keepalive, signal: AbortSignal.timeout(this.#options.timeout) }, batch);
       body = await boundedText(answer, MAX_ANSWER_BYTES);
     } catch (exc) {
       return retry(null, (exc as Error).message);
@@ -600,7 +613,7 @@ export class Client {
 const retry = (status: number | null, reason: string, retryAfter: number | null = null): Sent => ({ kind: "retry", status, reason, retryAfter });
 
 /** An answer's body as text, refused (and the rest not read) past `limit` bytes. */
-async function boundedText(answer: Response, limit: number): Promise<string> {
+export async function boundedText(answer: Response, limit: number): Promise<string> {
   const reader = answer.body?.getReader();
   const decoder = new TextDecoder();
   let text = "";
