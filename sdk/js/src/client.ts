@@ -106,7 +106,7 @@ type Sent = { kind: "ok"; duplicates: number } | { kind: "drop"; indices: number
 
 export class Client {
   readonly url: string;
-  readonly #options: Required<Omit<ClientOptions, "ingestKey" | "metrics" | "storage" | "memoize" | "instantaneousRatio" | "lifetimeEpsilon" | "context" | "text" | "shuffler" | "sealing">> & Pick<ClientOptions, "ingestKey">;
+  readonly #options: Required<Omit<ClientOptions, "ingestKey" | "metrics" | "storage" | "memoize" | "instantaneousRatio" | "lifetimeEpsilon" | "context" | "text" | "shuffler" | "sealing" | "url">> & Pick<ClientOptions, "ingestKey">;
   readonly #memoize: boolean | string[];
   readonly #ratio: number | null;
   readonly #lifetime: number | null;
@@ -143,16 +143,15 @@ export class Client {
   constructor(options: ClientOptions) {
     this.url = checkUrl(options.url);
     this.#options = {
-      url: this.url,
       ingestKey: options.ingestKey,
       maxEpsilon: positive(options.maxEpsilon ?? 4, "maxEpsilon"),
-      maxReportsPerPeriod: count(options.maxReportsPerPeriod ?? 1, "maxReportsPerPeriod", 1),
-      batchSize: Math.min(1000, count(options.batchSize ?? 500, "batchSize", 1)),
-      maxQueue: count(options.maxQueue ?? 10000, "maxQueue", 1),
-      flushInterval: count(options.flushInterval ?? 30000, "flushInterval", 0),
-      refreshInterval: count(options.refreshInterval ?? 3600000, "refreshInterval", 0),
-      maxBackoff: count(options.maxBackoff ?? 600000, "maxBackoff", 0),
-      timeout: count(options.timeout ?? 30000, "timeout", 1),
+      maxReportsPerPeriod: count(options, "maxReportsPerPeriod", 1, 1),
+      batchSize: Math.min(1000, count(options, "batchSize", 500, 1)),
+      maxQueue: count(options, "maxQueue", 10000, 1),
+      flushInterval: count(options, "flushInterval", 30000, 0),
+      refreshInterval: count(options, "refreshInterval", 3600000, 0),
+      maxBackoff: count(options, "maxBackoff", 600000, 0),
+      timeout: count(options, "timeout", 30000, 1),
       now: options.now ?? (() => new Date()),
     };
     this.#batchCap = this.#options.batchSize;
@@ -281,7 +280,7 @@ export class Client {
       this.#counters.unknown_metric++;
       return false;
     }
-    const prepared = spec.type === "numeric" ? spec.scale(value) : spec.textRandomizer ? padded(spec, value) : spec.indexOf(value);
+    const prepared = spec.type === "numeric" ? spec.scale(value) : spec.text ? padded(spec, value) : spec.indexOf(value);
     this.#counters.recorded++;
     const period = this.#period(spec);
     const key = `${name}|${period}`;
@@ -342,7 +341,7 @@ export class Client {
 
   /** A fresh randomized answer of the metric's own mechanism. */
   #fresh(spec: MetricSpec, prepared: number | Uint8Array): Payload {
-    const { numericRandomizer: numeric, textRandomizer: text } = spec;
+    const { numericRandomizer: numeric, text: text } = spec;
     if (text) return text.randomize(prepared as Uint8Array, this.#level(spec, text.levels), systemRandomness);
     return (numeric ?? (spec.randomizer as NonNullable<MetricSpec["randomizer"]>)).randomize(prepared as number, systemRandomness);
   }
@@ -632,7 +631,7 @@ export async function boundedText(answer: Response, limit: number): Promise<stri
 /** A text metric's value as its padded bytes; InvalidInput names the metric, never the value. */
 function padded(spec: MetricSpec, value: unknown): Uint8Array {
   try {
-    return (spec.textRandomizer as NonNullable<MetricSpec["textRandomizer"]>).encode(value);
+    return (spec.text as NonNullable<MetricSpec["text"]>).encode(value);
   } catch (exc) {
     throw new InvalidInput(`metric ${spec.name}: ${(exc as Error).message}`);
   }
@@ -652,7 +651,9 @@ function positive(x: unknown, name: string): number {
   return x;
 }
 
-function count(x: unknown, name: string, least: number): number {
+/** options[name] (or `fallback`), an integer >= least. */
+function count(options: ClientOptions, name: keyof ClientOptions, fallback: number, least: number): number {
+  const x = options[name] ?? fallback;
   if (!Number.isInteger(x) || (x as number) < least) throw new InvalidInput(`${name} must be an integer >= ${least}`);
   return x as number;
 }
