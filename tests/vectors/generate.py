@@ -16,6 +16,7 @@ import random
 from pathlib import Path
 from typing import Any
 
+from deniable.client import sealing
 from deniable.client.mechanisms import (
     NUMERIC_GRID,
     OLH,
@@ -26,6 +27,7 @@ from deniable.client.mechanisms import (
     make_mechanism,
     make_numeric_mechanism,
 )
+from deniable.client.shuffling import device_pseudonym
 from deniable.client.spec import MetricSpec
 from deniable.client.wire import batch_body, dims_text, payload_text, report_text
 
@@ -531,6 +533,34 @@ def build() -> dict[str, Any]:
         "batch_body": body,
         "dimension_values": dimension_values,
         "text": text,
+        "sealing": _sealing_vectors(),
+    }
+
+
+def _sealing_vectors() -> dict[str, Any]:
+    """What a device seals through a shuffler that does not depend on randomness: each spec's
+    padded and sealed sizes and HPKE info, a key's id, an envelope id, a device pseudonym (the
+    sealed bytes themselves are random: the JS tests open theirs with the collector's code)."""
+    key = bytes(range(32))
+    sizes = []
+    for data in SPECS:
+        spec = MetricSpec.from_dict(data)
+        sizes.append(
+            {
+                "metric": spec.name,
+                "report_bound": sealing.report_bound(spec),
+                "padded_size": sealing.padded_size(spec),
+                "sealed_size": sealing.sealed_size(spec),
+                "info": sealing.Plan.of(spec).header(sealing.key_id(key)).info().decode(),
+            }
+        )
+    report_id = "6f1c2a3b-4d5e-4f60-8a7b-9c0d1e2f3a4b"
+    secret = bytes(range(100, 132))
+    return {
+        "sizes": sizes,
+        "key": {"public": base64.b64encode(key).decode(), "id": sealing.key_id(key)},
+        "envelope_id": {"report_id": report_id, "id": sealing.envelope_id(report_id)},
+        "pseudonym": {"secret": secret.hex(), "device": device_pseudonym(secret)},
     }
 
 

@@ -47,9 +47,19 @@ export interface ClientOptions {
    * declares dimensions carries their values in the clear, an unlisted (or missing) one as
    * `other`. Never put a secret here; change it with setContext. */
   context?: Record<string, string>;
+  /** A shuffler's base URL: reports go there sealed, with `sealing` (docs/sdk-js.md). */
+  shuffler?: string;
+  /** Sealing for `shuffler`: `sealing` from "deniable/shuffle". */
+  sealing?: Sealing;
   /** The clock (tests). */
   now?: () => Date;
 }
+
+/** Posts one batch (its body in `init`, its report texts in `batch`) as fetch does: the
+ * collector's answers, or answers like them. */
+export type Post = (url: string, init: RequestInit, batch: string[]) => Promise<Response>;
+/** What "deniable/shuffle" gives a Client: the Post that seals to a shuffler. */
+export type Sealing = (options: ClientOptions, secret: string, specs: ReadonlyMap<string, MetricSpec>) => Post;
 
 /** The client's counters, named as Python's ClientStats. */
 export interface ClientStats {
@@ -96,12 +106,13 @@ type Sent = { kind: "ok"; duplicates: number } | { kind: "drop"; indices: number
 
 export class Client {
   readonly url: string;
-  readonly #options: Required<Omit<ClientOptions, "ingestKey" | "metrics" | "storage" | "memoize" | "instantaneousRatio" | "lifetimeEpsilon" | "context" | "text">> & Pick<ClientOptions, "ingestKey">;
+  readonly #options: Required<Omit<ClientOptions, "ingestKey" | "metrics" | "storage" | "memoize" | "instantaneousRatio" | "lifetimeEpsilon" | "context" | "text" | "shuffler" | "sealing" | "url">> & Pick<ClientOptions, "ingestKey">;
   readonly #memoize: boolean | string[];
   readonly #ratio: number | null;
   readonly #lifetime: number | null;
   readonly #plans = new Map<string, MemoPlan>();
   readonly #text?: TextFactory;
+  #seal?: Post;
   #context: Record<string, string> = {};
   readonly #storage: StateStorage;
   readonly #state: State;
@@ -132,16 +143,15 @@ export class Client {
   constructor(options: ClientOptions) {
     this.url = checkUrl(options.url);
     this.#options = {
-      url: this.url,
       ingestKey: options.ingestKey,
       maxEpsilon: positive(options.maxEpsilon ?? 4, "maxEpsilon"),
-      maxReportsPerPeriod: count(options.maxReportsPerPeriod ?? 1, "maxReportsPerPeriod", 1),
-      batchSize: Math.min(1000, count(options.batchSize ?? 500, "batchSize", 1)),
-      maxQueue: count(options.maxQueue ?? 10000, "maxQueue", 1),
-      flushInterval: count(options.flushInterval ?? 30000, "flushInterval", 0),
-      refreshInterval: count(options.refreshInterval ?? 3600000, "refreshInterval", 0),
-      maxBackoff: count(options.maxBackoff ?? 600000, "maxBackoff", 0),
-      timeout: count(options.timeout ?? 30000, "timeout", 1),
+      maxReportsPerPeriod: count(options, "maxReportsPerPeriod", 1, 1),
+      batchSize: Math.min(1000, count(options, "batchSize", 500, 1)),
+      maxQueue: count(options, "maxQueue", 10000, 1),
+      flushInterval: count(options, "flushInterval", 30000, 0),
+      refreshInterval: count(options, "refreshInterval", 3600000, 0),
+      maxBackoff: count(options, "maxBackoff", 600000, 0),
+      timeout: count(options, "timeout", 30000, 1),
       now: options.now ?? (() => new Date()),
     };
     this.#batchCap = this.#options.batchSize;
@@ -159,6 +169,8 @@ export class Client {
     this.#storage = options.storage ?? defaultStorage();
     this.#state = this.#loadState();
     this.#inCode = options.metrics !== undefined;
+    // A shuffler without sealing throws here (a TypeError), sealing without a shuffler in sealing.
+    if (options.shuffler ?? options.sealing) this.#seal = (options.sealing as Sealing)(options, this.#state.secret, this.#specs);
     this.#specsKnown = this.#inCode || this.#state.etag !== null || Object.keys(this.#state.specs).length > 0;
     if (options.metrics !== undefined) {
       for (const data of options.metrics) {
@@ -268,7 +280,7 @@ export class Client {
       this.#counters.unknown_metric++;
       return false;
     }
-    const prepared = spec.type === "numeric" ? spec.scale(value) : spec.textRandomizer ? padded(spec, value) : spec.indexOf(value);
+    const prepared = spec.type === "numeric" ? spec.scale(value) : spec.text ? padded(spec, value) : spec.indexOf(value);
     this.#counters.recorded++;
     const period = this.#period(spec);
     const key = `${name}|${period}`;
@@ -329,7 +341,7 @@ export class Client {
 
   /** A fresh randomized answer of the metric's own mechanism. */
   #fresh(spec: MetricSpec, prepared: number | Uint8Array): Payload {
-    const { numericRandomizer: numeric, textRandomizer: text } = spec;
+    const { numericRandomizer: numeric, text: text } = spec;
     if (text) return text.randomize(prepared as Uint8Array, this.#level(spec, text.levels), systemRandomness);
     return (numeric ?? (spec.randomizer as NonNullable<MetricSpec["randomizer"]>)).randomize(prepared as number, systemRandomness);
   }
@@ -496,7 +508,7 @@ export class Client {
     let answer: Response;
     let body: string;
     try {
-      answer = await fetch(`${this.url}${REPORTS_PATH}`, { method: "POST", headers, body: batchBody(batch), keepalive, signal: AbortSignal.timeout(this.#options.timeout) });
+      answer = await (this.#seal ?? fetch)(`${this.url}${REPORTS_PATH}`, { method: "POST", headers, body: batchBody(batch), keepalive, signal: AbortSignal.timeout(this.#options.timeout) }, batch);
       body = await boundedText(answer, MAX_ANSWER_BYTES);
     } catch (exc) {
       return retry(null, (exc as Error).message);
@@ -600,7 +612,7 @@ export class Client {
 const retry = (status: number | null, reason: string, retryAfter: number | null = null): Sent => ({ kind: "retry", status, reason, retryAfter });
 
 /** An answer's body as text, refused (and the rest not read) past `limit` bytes. */
-async function boundedText(answer: Response, limit: number): Promise<string> {
+export async function boundedText(answer: Response, limit: number): Promise<string> {
   const reader = answer.body?.getReader();
   const decoder = new TextDecoder();
   let text = "";
@@ -619,7 +631,7 @@ async function boundedText(answer: Response, limit: number): Promise<string> {
 /** A text metric's value as its padded bytes; InvalidInput names the metric, never the value. */
 function padded(spec: MetricSpec, value: unknown): Uint8Array {
   try {
-    return (spec.textRandomizer as NonNullable<MetricSpec["textRandomizer"]>).encode(value);
+    return (spec.text as NonNullable<MetricSpec["text"]>).encode(value);
   } catch (exc) {
     throw new InvalidInput(`metric ${spec.name}: ${(exc as Error).message}`);
   }
@@ -639,7 +651,9 @@ function positive(x: unknown, name: string): number {
   return x;
 }
 
-function count(x: unknown, name: string, least: number): number {
+/** options[name] (or `fallback`), an integer >= least. */
+function count(options: ClientOptions, name: keyof ClientOptions, fallback: number, least: number): number {
+  const x = options[name] ?? fallback;
   if (!Number.isInteger(x) || (x as number) < least) throw new InvalidInput(`${name} must be an integer >= ${least}`);
   return x as number;
 }

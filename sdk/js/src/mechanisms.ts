@@ -107,18 +107,18 @@ export class OUE implements Mechanism {
   readonly epsilon: number;
   readonly p = 0.5;
   readonly q: number;
-  readonly nBytes: number;
+  readonly bytes: number;
   constructor(readonly k: number, epsilon: number) {
     checkK(k, MAX_CATEGORIES, "oue");
     this.epsilon = checkEpsilon(epsilon);
     this.q = 1 / (Math.exp(this.epsilon) + 1);
-    this.nBytes = (k + 7) >> 3;
+    this.bytes = (k + 7) >> 3;
   }
   get pStar(): number { return this.p; }
   get qStar(): number { return this.q; }
   randomize(value: number, rng: Randomness = systemRandomness): string {
     checkIndex(value, this.k);
-    const bits = new Uint8Array(this.nBytes);
+    const bits = new Uint8Array(this.bytes);
     for (let v = 0; v < this.k; v++) {
       if (rng.random() < (v === value ? this.p : this.q)) bits[v >> 3] |= 1 << (v & 7);
     }
@@ -283,25 +283,25 @@ export class Hybrid implements NumericMechanism {
   readonly name = "hybrid";
   readonly epsilon: number;
   readonly duchi: Duchi;
-  readonly piecewise: Piecewise;
-  readonly pmProbability: number;
+  readonly pm: Piecewise;
+  readonly beta: number;
   readonly bound: number;
   constructor(epsilon: number) {
     this.epsilon = checkEpsilon(epsilon);
     this.duchi = new Duchi(this.epsilon);
-    this.piecewise = new Piecewise(this.epsilon);
+    this.pm = new Piecewise(this.epsilon);
     const above = this.epsilon > HYBRID_THRESHOLD;
-    this.pmProbability = above ? 1 - Math.exp(-this.epsilon / 2) : 0;
-    this.bound = above ? this.piecewise.bound : this.duchi.bound;
+    this.beta = above ? 1 - Math.exp(-this.epsilon / 2) : 0;
+    this.bound = above ? this.pm.bound : this.duchi.bound;
   }
   variance(t: number): number {
-    const beta = this.pmProbability;
-    return beta * (this.piecewise.variance(t) + t * t) + (1 - beta) * this.duchi.bound ** 2 - t * t;
+    const beta = this.beta;
+    return beta * (this.pm.variance(t) + t * t) + (1 - beta) * this.duchi.bound ** 2 - t * t;
   }
   get worstCaseVariance(): number { return Math.max(this.variance(0), this.variance(1)); }
   randomize(t: number, rng: Randomness = systemRandomness): number {
     checkT(t);
-    if (rng.random() < this.pmProbability) return this.piecewise.randomize(t, rng);
+    if (rng.random() < this.beta) return this.pm.randomize(t, rng);
     return this.duchi.randomize(t, rng);
   }
 }

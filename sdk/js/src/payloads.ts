@@ -40,7 +40,7 @@ function parseDuchi(m: Duchi, payload: unknown): number {
 /** A numeric payload as the collector accepts it, or an Error naming the problem. */
 export function parseNumericPayload(m: NumericMechanism, payload: unknown): number {
   if (m instanceof Duchi) return parseDuchi(m, payload);
-  if (m instanceof Hybrid && m.pmProbability === 0) return parseDuchi(m.duchi, payload);
+  if (m instanceof Hybrid && m.beta === 0) return parseDuchi(m.duchi, payload);
   return parseNumber(payload, m.bound);
 }
 
@@ -56,7 +56,7 @@ export function parsePayload(m: Mechanism, payload: unknown): Payload {
     if (typeof payload !== "string") throw new Error("payload must be a base64 string");
     const raw = fromBase64(payload);
     if (raw === null) throw new Error("payload is not valid standard base64");
-    if (raw.length !== m.nBytes) throw new Error(`payload must encode exactly ${m.nBytes} bytes for k=${m.k}`);
+    if (raw.length !== m.bytes) throw new Error(`payload must encode exactly ${m.bytes} bytes for k=${m.k}`);
     if (m.k % 8 && raw[raw.length - 1] >> (m.k % 8)) throw new Error(`payload sets bits past k=${m.k}`);
     return toBase64(raw);
   }

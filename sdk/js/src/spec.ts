@@ -93,7 +93,7 @@ export class MetricSpec {
   readonly dimensions: ReadonlyArray<readonly [string, readonly string[]]>;
   readonly randomizer?: Mechanism;
   readonly numericRandomizer?: NumericMechanism;
-  readonly textRandomizer?: TextRandomizer;
+  readonly text?: TextRandomizer;
   readonly fingerprint: string;
 
   private constructor(data: SpecData, text?: TextFactory) {
@@ -123,7 +123,7 @@ export class MetricSpec {
       this.categories = [];
       this.epsilon = randomizer.epsilon;
       this.mechanism = randomizer.name;
-      this.textRandomizer = randomizer;
+      this.text = randomizer;
     } else if (type === "numeric") {
       if (data.categories !== undefined || data.edges !== undefined) bad("a numeric metric has no categories or edges");
       const lower = finite(data.lower, `metric ${name}: lower`);
@@ -169,7 +169,7 @@ export class MetricSpec {
       this.mechanism = randomizer.name;
       this.randomizer = randomizer;
     }
-    this.fingerprint = sha256Hex(new TextEncoder().encode(canonicalJson(this.fingerprintFields()))).slice(0, 16);
+    this.fingerprint = sha256Hex(new TextEncoder().encode(canonicalJson(this.#fields()))).slice(0, 16);
     Object.freeze(this);
   }
 
@@ -184,7 +184,7 @@ export class MetricSpec {
   get k(): number { return this.categories.length; }
 
   /** The fields the fingerprint covers. */
-  fingerprintFields(): Record<string, unknown> {
+  #fields(): Record<string, unknown> {
     const fields: Record<string, unknown> = {
       name: this.name, type: this.type, epsilon: this.epsilon, mechanism: this.mechanism, period: this.period,
     };
@@ -198,7 +198,7 @@ export class MetricSpec {
 
   /** The JSON form, with the fingerprint. */
   toDict(): SpecData {
-    return { ...this.fingerprintFields(), fingerprint: this.fingerprint } as SpecData;
+    return { ...this.#fields(), fingerprint: this.fingerprint } as SpecData;
   }
 
   /** The category index of a recorded value (InvalidInput names the metric, never the value). */
@@ -208,7 +208,7 @@ export class MetricSpec {
       throw new InvalidInput(`metric ${this.name}: expects a boolean`);
     }
     if (this.type === "histogram") {
-      const x = this.finiteValue(value);
+      const x = this.#finite(value);
       const edges = this.edges as number[];
       let i = 0;
       while (i < edges.length && edges[i] <= x) i++;
@@ -226,13 +226,13 @@ export class MetricSpec {
 
   /** A numeric metric's value clamped to [lower, upper] and mapped to t in [-1, 1]. */
   scale(value: unknown): number {
-    const x = this.finiteValue(value);
+    const x = this.#finite(value);
     const lower = this.lower as number, upper = this.upper as number;
     const clamped = Math.min(Math.max(x, lower), upper);
     return Math.max(-1, Math.min(1, ((clamped - lower) / (upper - lower)) * 2 - 1));
   }
 
-  private finiteValue(value: unknown): number {
+  #finite(value: unknown): number {
     if (typeof value !== "number") throw new InvalidInput(`metric ${this.name}: expects a number`);
     if (!Number.isFinite(value)) throw new InvalidInput(`metric ${this.name}: expects a finite number`);
     return value;
