@@ -62,17 +62,10 @@ class ArchivedPeriod:
     kept: bool
 
 
-def _has_cell() -> bool:
-    """Whether raw reports carry their dimension cell (a later schema adds ``cell``)."""
-    return "cell" in reports.c
-
-
 def _pages(database: Database, metric: str, period: str) -> Iterator[list[Any]]:
     """The reports of (metric, period) in id order, a page at a time: (id, payload,
-    received[, cell]), one index range seek per page (one partition on PostgreSQL)."""
-    columns = [reports.c.id, reports.c.payload, reports.c.received]
-    if _has_cell():
-        columns.append(reports.c.cell)
+    received, cell), one index range seek per page (one partition on PostgreSQL)."""
+    columns = [reports.c.id, reports.c.payload, reports.c.received, reports.c.cell]
     base = select(*columns).where(reports.c.metric == metric, reports.c.period == period)
     after: str | None = None
     while True:
@@ -85,11 +78,11 @@ def _pages(database: Database, metric: str, period: str) -> Iterator[list[Any]]:
         after = rows[-1][0]
 
 
-def _columns(rows: list[Any]) -> tuple[list[bytes], list[str], list[dt.date], list[str] | None]:
+def _columns(rows: list[Any]) -> tuple[list[bytes], list[str], list[dt.date], list[str]]:
     ids = [id_bytes(row[0]) for row in rows]
     payloads = [row[1] for row in rows]
     received = [row[2] for row in rows]
-    cells = [row[3] for row in rows] if _has_cell() else None
+    cells = [row[3] for row in rows]
     return ids, payloads, received, cells
 
 
@@ -120,7 +113,7 @@ class Archive:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        schema = arrow_schema(_has_cell(), canonical_json(spec.to_dict()))
+        schema = arrow_schema(True, canonical_json(spec.to_dict()))
         partial = path + ".partial"
         digest = Digest()
         with (
@@ -134,9 +127,8 @@ class Archive:
                     pa.array(ids, pa.binary(16)),
                     pa.array(payloads, pa.string()),
                     pa.array(received, pa.date32()),
+                    pa.array(cells, pa.string()),
                 ]
-                if cells is not None:
-                    arrays.append(pa.array(cells, pa.string()))
                 writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
         self.fs.mv(partial, path)
         return digest
