@@ -24,21 +24,7 @@ from deniable.estimators.shuffling import (
     strong_clone_epsilon,
 )
 
-REFERENCE = [
-    (1, 10**4, "0.2333", "0.0556", "0.0432", "0.0357"),
-    (1, 10**5, "0.0753", "0.0162", "0.0124", "0.0101"),
-    (1, 10**6, "0.0238", "0.0046", "0.0035", "0.0028"),
-    (2, 10**5, "0.1906", "0.0473", "0.0332", "0.0247"),
-    (4, 10**4, "invalid", "0.6253", "0.4108", "0.3146"),
-    (4, 10**5, "0.5378", "0.1770", "0.1182", "0.0847"),
-    (4, 10**6, "0.2016", "0.0518", "0.0343", "0.0240"),
-    (8, 10**5, "invalid", "2.357", "1.1766", "1.0101"),
-    (8, 10**6, "1.0029", "0.4616", "0.3037", "0.2250"),
-]
-"""§12's rows: eps0, n, FMT21 closed form, FMT21 numerical (step 1), strong clone, lower bound."""
-
-KRR_REFERENCE = [(10, 1, 10**4, "0.0233"), (10, 4, 10**5, "0.1099"), (100, 4, 10**5, "0.0684")]
-KRR_REFERENCE += [(100, 4, 10**6, "0.0198")]
+from testkit.shuffle_reference import KRR_REFERENCE, REFERENCE
 
 
 def cold(call):
@@ -59,7 +45,7 @@ def main() -> None:
     for eps0, n, cf, num, sc, lb in REFERENCE:
         closed = fmt21_closed_form_epsilon(eps0, n)
         cells = [
-            f"{'invalid' if closed is None else f'{closed:.4f}'} / {cf}",
+            f"{'invalid' if closed is None else f'{closed:.4f}'} / {cf or 'invalid'}",
             f"{fmt21_numerical_epsilon(eps0, n, apple_stop=True):.4f} / {num}",
             f"{fmt21_numerical_epsilon(eps0, n):.4f} / —",
             f"{strong_clone_epsilon(eps0, n):.4f} / {sc}",

@@ -32,22 +32,7 @@ from deniable.estimators.shuffling import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-# §12's table (delta 1e-6) as printed: eps0, n, FMT21 closed form ("invalid": None),
-# FMT21 numerical at step 1, strong clone, exact lower bound.
-REFERENCE = [
-    (1, 10**4, "0.2333", "0.0556", "0.0432", "0.0357"),
-    (1, 10**5, "0.0753", "0.0162", "0.0124", "0.0101"),
-    (1, 10**6, "0.0238", "0.0046", "0.0035", "0.0028"),
-    (2, 10**5, "0.1906", "0.0473", "0.0332", "0.0247"),
-    (4, 10**4, None, "0.6253", "0.4108", "0.3146"),
-    (4, 10**5, "0.5378", "0.1770", "0.1182", "0.0847"),
-    (4, 10**6, "0.2016", "0.0518", "0.0343", "0.0240"),
-    (8, 10**5, None, "2.357", "1.1766", "1.0101"),
-    (8, 10**6, "1.0029", "0.4616", "0.3037", "0.2250"),
-]
-
-KRR_REFERENCE = [(10, 1, 10**4, "0.0233"), (10, 4, 10**5, "0.1099"), (100, 4, 10**5, "0.0684")]
-KRR_REFERENCE += [(100, 4, 10**6, "0.0198")]
+from testkit.shuffle_reference import KRR_REFERENCE, REFERENCE
 
 
 def agrees(value: float, printed: str) -> bool:
