@@ -25,14 +25,16 @@ their hockey-stick divergence, summed over C ~ Bin(n - 1, clone probability) but
 :data:`TAIL_MASS` at each end (that mass charged in full); eps is bisected on a fixed grid. Adding a device adds a clone with some probability, which the
 analyst could simulate, so delta, and eps, never grow with n.
 
-Apple's ml-shuffling-amplification code computes the same divergence per C (at step 1, where
-its ``deltaqadd`` defect, which ignores an interval's lower end, has no effect) but visits C
-from n/2 outward and stops as soon as the mass not yet visited is below the delta so far,
-charging that mass in full. ``fmt21_numerical_epsilon(..., apple_stop=True)`` reproduces that
-rule, and with it Apple's figures (eps0 4, n 1e5, delta 1e-6: 0.1767; STATS.md §12's 0.1770
-is Apple's own 10-halving bisection, rounded up). The rule over-charges by up to the delta itself and makes
-eps grow with n at places (eps0 0.1: n 139 -> 140), so the guarantee is the full sum (0.1698
-there): the same bound, tighter, and monotone.
+Apple's ml-shuffling-amplification code (its current version, of September 2021) computes
+the same divergence per C but visits C from its expected value outward (the first group
+holding two counts, charged at the larger of their divergences, where its ``deltaqadd``
+defect would otherwise ignore the lower one) and stops as soon as the mass not yet visited
+is below the delta so far, charging that mass in full. ``fmt21_numerical_epsilon(...,
+apple_stop=True)`` follows that rule and reproduces STATS.md section 12's FMT21num column to
+every printed digit (eps0 4, n 1e5, delta 1e-6: 0.1770). (Its first version, of 2020, visited
+C from n/2 outward, which gives 0.1767 there.) The rule over-charges by up to the delta itself
+and makes eps grow with n at places (eps0 0.05: n 35 -> 36), so the guarantee is the full
+sum (0.1698 there): the same bound, tighter, and monotone.
 
 When a bound is no better than eps0 the guarantee is eps0 with bound ``none``. The exact lower
 bound (:func:`lower_bound_epsilon`: shuffled binary RR, every other device at 0) and FMT21's
@@ -99,15 +101,17 @@ def _window(m: int, p: float) -> tuple[np.ndarray, float]:
     return np.arange(low, high + 1, dtype=np.float64), outside
 
 
-def _visit_order(c: np.ndarray, n: int) -> np.ndarray:
-    """The positions of clone counts ``c`` in FMT21's visiting order: n/2 first (n even), then
-    alternately one above and one below, moving outward."""
-    h = n // 2
-    if n % 2 == 0:
-        position = np.where(c == h, 0, np.where(c > h, 2 * (c - h) - 1, 2 * (h - c)))
-    else:
-        position = np.where(c > h, 2 * (c - h - 1), 2 * (h - c) + 1)
-    return np.argsort(position, kind="stable")
+def _apple_groups(c: np.ndarray, n: int, clone: float) -> tuple[np.ndarray, np.ndarray]:
+    """The clone counts ``c`` in the order Apple's ``deltacomp`` (its current version, step 1)
+    visits them, and each one's group: from ce = ceil((n - 1) * clone), the expected count,
+    outward; ce and ce + 1 form the first group (charged together at the larger of their two
+    divergences), then ce - 1, ce + 2, ce - 2, ... one at a time."""
+    ce = math.ceil((n - 1) * clone)
+    position = np.where(c >= ce + 1, 2 * (c - ce) - 1, 2 * (ce - c))
+    position = np.where(c == ce, 0, position)
+    order = np.argsort(position, kind="stable")
+    _, group = np.unique(np.maximum(position[order] - 1, 0), return_inverse=True)
+    return order, group  # ce and ce + 1 share group 0; groups numbered 0, 1, ... in order
 
 
 class _PairModel:
@@ -125,7 +129,8 @@ class _PairModel:
         if silent == 0.0:
             c, outside = _window(m, clone)
             if apple_stop:
-                c = c[_visit_order(c, n)]
+                order, groups = _apple_groups(c, n, clone)
+                c = c[order]
             weight = stats.binom.pmf(c, m, clone)
             heavy = np.full_like(c, odds)
         else:
@@ -140,6 +145,7 @@ class _PairModel:
             c = t - 1
             heavy = (out / 2 + into * odds) / weight
         self.c = c
+        self.groups = groups if apple_stop and silent == 0.0 else np.arange(len(c))
         self.weight = weight
         self.heavy = heavy  # P(a) = heavy * B_c(a - 1) + (1 - heavy) * B_c(a); Q swaps them
         self.leftover = outside
@@ -156,11 +162,15 @@ class _PairModel:
         above = stats.binom.sf(first - 1, self.c, 0.5)  # P[B_c >= first]
         above_prev = above + stats.binom.pmf(first - 1, self.c, 0.5)  # P[B_c >= first - 1]
         gap = heavy * above_prev + light * above - ee * (light * above_prev + heavy * above)
-        terms = self.weight * np.where(ok, np.maximum(gap, 0.0), 0.0)
+        divergence = np.where(ok, np.maximum(gap, 0.0), 0.0)
         if not self.apple_stop:
-            return float(terms.sum()) + self.leftover
-        spent = np.concatenate([[0.0], np.cumsum(terms)])
-        covered = np.concatenate([[0.0], np.cumsum(self.weight)])
+            return float((self.weight * divergence).sum()) + self.leftover
+        size = int(self.groups[-1]) + 1
+        mass = np.bincount(self.groups, weights=self.weight, minlength=size)
+        worst = np.full(size, -np.inf)
+        np.maximum.at(worst, self.groups, divergence)
+        spent = np.concatenate([[0.0], np.cumsum(mass * worst)])
+        covered = np.concatenate([[0.0], np.cumsum(mass)])
         stop = np.flatnonzero(1.0 - covered[:-1] < spent[:-1])
         if stop.size:
             return float(spent[stop[0]] + 1.0 - covered[stop[0]])
