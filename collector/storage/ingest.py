@@ -57,6 +57,7 @@ from .queries import check_fingerprints
 from .tables import (
     ADD_PACKED_SQL,
     cell_counts,
+    decimal_counts,
     id_bytes,
     numeric_sums,
     pack_counts,
@@ -328,7 +329,7 @@ def _upsert_cells(
             "counts": _joined(n, ","),
             "totals": _joined(y, ","),
             "squares": _joined(y2, ","),
-            "support": _SEP.join(",".join(map(str, counts.tolist())) for counts in support),
+            "support": ",".join(decimal_counts(support)),
         },
     )
 
@@ -363,30 +364,25 @@ def _sqlite_cell_upsert() -> Any:
 
 _PG_CELL_UPSERT = text("""
 INSERT INTO cell_counts AS t (metric, period, cell, n, total, total_squares, support)
-SELECT m, p, c, n, y, y2, coalesce(string_to_array(s, ','), '{}')::bigint[] FROM unnest(
+SELECT * FROM unnest(
     string_to_array(:metrics, :sep),
     string_to_array(:periods, :sep),
     string_to_array(:cells, :sep),
     string_to_array(:counts, ',')::bigint[],
     string_to_array(:totals, ',')::float8[],
     string_to_array(:squares, ',')::float8[],
-    string_to_array(:support, :sep)
-) AS u(m, p, c, n, y, y2, s)
+    string_to_array(:support, ',')::numeric[]
+)
 ON CONFLICT (metric, period, cell) DO UPDATE SET
     n = t.n + excluded.n,
     total = t.total + excluded.total,
     total_squares = t.total_squares + excluded.total_squares,
-    support = ARRAY(
-        SELECT coalesce(a, 0) + coalesce(b, 0)
-        FROM unnest(t.support, excluded.support) WITH ORDINALITY AS v(a, b, i)
-        ORDER BY i
-    )
+    support = t.support + excluded.support
 """)
 """PostgreSQL: the cell upsert as one statement, each column one text parameter (as
-:data:`_PG_STORE`; a row's support is its counts joined by commas), rows in sorted key
-order; the support array is added category by category in place, the shorter one read as
-zeros past its end. (A numeric metric's support is empty: with one row, the whole
-parameter is empty, ``unnest`` pads it with NULL and ``coalesce`` makes it ``{}``.)"""
+:data:`_PG_STORE`; a row's support is its packed ``numeric``, :func:`.tables.decimal_counts`),
+rows in sorted key order; adding two packed vectors is one numeric addition (a numeric
+metric's support is 0)."""
 
 
 def _period_n_only(counts: Counts) -> Counts:

@@ -1,0 +1,101 @@
+"""PostgreSQL packs a cell's support vector into one ``numeric`` (migration 0013): the text
+encoding round-trips every vector a row can hold, migration 0013 converts stored vectors
+both ways without loss, and the CHECK on n refuses a row that could carry one count into the
+next."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sqlalchemy.exc
+from deniable.client import MetricSpec
+from deniable.collector import migrate
+from deniable.collector.storage.tables import COUNT_LIMIT, counts_of_decimal, decimal_counts
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+from sqlalchemy import text
+
+from testkit import TEST_NOW, DatabaseFactory
+from tests.collector.test_dimension_cells import PLATFORMS, _cells, _execute, _register
+from tests.collector.test_migrations import _downgrade, _rows
+
+PERIOD = TEST_NOW.date().isoformat()
+
+
+def _padded(counts: np.ndarray, width: int) -> list[int]:
+    out = np.zeros(width, dtype=np.int64)
+    out[: len(counts)] = counts
+    return out.tolist()
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        arrays(np.int64, st.integers(0, 40), elements=st.integers(0, COUNT_LIMIT - 1)),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_decimal_counts_round_trip(vectors: list[np.ndarray]) -> None:
+    for vector, packed in zip(vectors, decimal_counts(vectors), strict=True):
+        back = counts_of_decimal(str(int(packed)))
+        width = max(len(vector), len(back))
+        assert _padded(back, width) == _padded(vector, width)
+
+
+def test_decimal_counts_add_as_vectors_when_added_as_numbers() -> None:
+    first, second = np.array([3, 0, COUNT_LIMIT // 2]), np.array([COUNT_LIMIT // 2 - 1, 7])
+    a, b = decimal_counts([first, second])
+    assert counts_of_decimal(str(int(a) + int(b))).tolist() == [
+        3 + COUNT_LIMIT // 2 - 1,
+        7,
+        COUNT_LIMIT // 2,
+    ]
+
+
+def test_migration_0013_converts_the_packed_vectors_both_ways(databases: DatabaseFactory) -> None:
+    url = databases.new("postgresql")
+    migrate(url, "0010")
+    split = MetricSpec.categorical(
+        "split", ["a", "b", "c"], epsilon=1.0, mechanism="oue", dimensions=PLATFORMS
+    )
+    mean = MetricSpec.numeric("mean", lower=0.0, upper=1.0, epsilon=1.0, dimensions=PLATFORMS)
+    _register(url, split, mean)
+    big = COUNT_LIMIT - 1
+    rows = [
+        ("split", "ios", big, f"{{{big},0,{big - 1}}}"),
+        ("split", "android", 5, "{0,5}"),
+        ("mean", "ios", 2, "{}"),
+    ]
+    _execute(
+        url,
+        "INSERT INTO cell_counts (metric, period, cell, n, total, total_squares, support)"
+        " VALUES (:m, :p, :c, :n, 0, 0, CAST(:s AS bigint[]))",
+        [{"m": m, "p": PERIOD, "c": c, "n": n, "s": s} for m, c, n, s in rows],
+    )
+    before = _rows(url, text("SELECT metric, cell, support FROM cell_counts ORDER BY metric, cell"))
+    migrate(url)
+    assert _cells(url, split, [PERIOD]) == {
+        "ios": ([big], [[big, 0, big - 1]]),
+        "android": ([5], [[0, 5, 0]]),
+    }
+    assert _rows(url, text("SELECT support::text FROM cell_counts WHERE metric = 'mean'")) == [
+        ("0",)
+    ]
+    _downgrade(url, "0010")
+    assert _rows(
+        url, text("SELECT metric, cell, support FROM cell_counts ORDER BY metric, cell")
+    ) == (before)
+
+
+def test_postgresql_refuses_a_cell_row_whose_counts_could_carry(databases: DatabaseFactory):
+    url = databases.new("postgresql")
+    migrate(url)
+    with pytest.raises(sqlalchemy.exc.IntegrityError, match="ck_cell_counts_n_packable"):
+        _execute(
+            url,
+            "INSERT INTO cell_counts (metric, period, cell, n, total, total_squares, support)"
+            " VALUES ('m', :p, 'ios', :n, 0, 0, 0)",
+            [{"p": PERIOD, "n": COUNT_LIMIT}],
+        )
