@@ -83,7 +83,10 @@ def test_migration_0013_converts_the_packed_vectors_both_ways(databases: Databas
     assert _rows(url, text("SELECT support::text FROM cell_counts WHERE metric = 'mean'")) == [
         ("0",)
     ]
+    options = text("SELECT reloptions FROM pg_class WHERE relname = 'cell_counts'")
+    assert _rows(url, options) == [(["fillfactor=50"],)]
     _downgrade(url, "0010")
+    assert _rows(url, options) == [(None,)]
     assert _rows(
         url, text("SELECT metric, cell, support FROM cell_counts ORDER BY metric, cell")
     ) == (before)

@@ -9,7 +9,12 @@ the addition is one numeric ``+``, done in C. A CHECK keeps each row's n below 1
 count (at most n) ever carries into the next. The upgrade converts every row in place
 (a new column filled from the old, then swapped); the downgrade unpacks each value back into
 an array as long as its highest nonzero count (categories past the end count 0, as before).
-SQLite stores packed bytes added by a registered function and is left as it is, both ways.
+The table also gets ``fillfactor = 50``: every group rewrites each cell row it touches, and
+with full pages no new version fit beside the old one, so no update was HOT (0 of 67,080
+while loading 1 million reports over 7 days and 40 cells): the table grew to 51 MB for 280
+live rows and a breakdown walked the dead versions until a VACUUM. With room on each page
+97% of the updates are HOT and pruned in place (1.4 MB). SQLite stores packed bytes added by
+a registered function and is left as it is, both ways.
 
 Revision ID: 0013
 Revises: 0010
@@ -27,6 +32,7 @@ depends_on = None
 
 _DIGITS = 13
 _CHECK = "ck_cell_counts_n_packable"
+_FILL = 50
 _UNIT = f"power(10::numeric, {_DIGITS})"
 
 
@@ -44,7 +50,8 @@ def _swap(definition: str, fill: str) -> None:
 
 
 def upgrade() -> None:
-    """Pack every ``bigint[]`` into its ``numeric``; add the CHECK on n."""
+    """Pack every ``bigint[]`` into its ``numeric``; add the CHECK on n; leave room on each
+    page for a row's next version."""
     if not _postgresql():
         return
     _swap(
@@ -53,12 +60,15 @@ def upgrade() -> None:
         " FROM unnest(support) WITH ORDINALITY AS v(a, i))",
     )
     op.execute(f"ALTER TABLE cell_counts ADD CONSTRAINT {_CHECK} CHECK (n < {10**_DIGITS})")
+    op.execute(f"ALTER TABLE cell_counts SET (fillfactor = {_FILL})")
 
 
 def downgrade() -> None:
-    """Unpack every ``numeric`` into a ``bigint[]`` (``{}`` for 0); drop the CHECK."""
+    """Unpack every ``numeric`` into a ``bigint[]`` (``{}`` for 0); drop the CHECK and the
+    fillfactor."""
     if not _postgresql():
         return
+    op.execute("ALTER TABLE cell_counts RESET (fillfactor)")
     op.execute(f"ALTER TABLE cell_counts DROP CONSTRAINT {_CHECK}")
     _swap(
         "bigint[]",
