@@ -310,7 +310,7 @@ def _parse_part(state: Collector, body: bytes) -> ShuffledPart:
 def ingest_shuffled(state: Collector, body: bytes) -> JSONResponse:
     """Record the batch (once), open its part's sealed reports and store the valid ones,
     dated by the batch's release day: the reports of a batch share one day, in shuffled order.
-    Then record how many the part refused (once: a part sent again after a lost answer
+    Then record how many the part refused, if any (once: a part sent again after a lost answer
     recounts the same reports), which the account leaves out of the batch's n."""
     part = _parse_part(state, body)
     keys = _keyring(state)
@@ -338,7 +338,8 @@ def ingest_shuffled(state: Collector, body: bytes) -> JSONResponse:
         reports, problems = parse_batch(body, len(opened.items), state.specs.cached)
         stored = _store_valid(state, reports, (batch.released_at or now).date())
         refused += len(problems) + len(reports) - stored.accepted - stored.duplicates
-    record_part(state.database, part.batch, part.part, refused)
+    if refused:
+        record_part(state.database, part.batch, part.part, refused)
     for metric, count in stored.accepted_by_metric.items():
         state.telemetry.accepted.labels(state.telemetry.metric_label(metric)).inc(count)
     if refused:

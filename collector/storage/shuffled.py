@@ -1,9 +1,10 @@
 """Released shuffled batches: recorded once by their first part, read by the accountant.
 
 A row is the accountant's own record, :class:`~deniable.estimators.shufflingaccount.ShuffledBatch`
-(one source of truth for what a batch is). Each part ingested records how many of its sealed
-reports the collector refused (:func:`record_part`, once per (batch, part): a part sent again
-records nothing), and a batch is read at its accounted n, the n its shuffler stated less the
+(one source of truth for what a batch is). Each part ingested with refusals records how many
+of its sealed reports the collector refused (:func:`record_part`, once per (batch, part): a part
+sent again records nothing; a part without refusals writes no row, so the table stays as small
+as the refusals are rare), and a batch is read at its accounted n, the n its shuffler stated less the
 refused reports of its parts, which hide nobody. The account reads bounded summaries, never
 every row: :func:`batch_groups` (per metric and (mechanism, local eps): the count, the
 smallest accounted batch and how many fall below the minimum, one SQL aggregate) and
@@ -15,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 
 from deniable.estimators.shufflingaccount import DEFAULT_DELTA, BatchGroup, ShuffledBatch
-from sqlalchemy import ColumnElement, Select, case, func, select
+from sqlalchemy import ColumnElement, case, func, select
 
 from .engine import Database
 from .tables import shuffled_batches, shuffled_parts
@@ -52,17 +53,12 @@ def record_part(database: Database, batch: str, part: int, refused: int) -> None
         connection.execute(database.insert(shuffled_parts).values(row).on_conflict_do_nothing())
 
 
-def _refused() -> ColumnElement[int]:
-    """The refused reports of the batch of the enclosing row (0 if none): a sum over its parts,
-    read through the parts' key."""
+def _refused(batch: ColumnElement[str]) -> ColumnElement[int]:
+    """The refused reports of the batch named by the enclosing row's ``batch`` column (0 if
+    none): a sum over its parts, read through the parts' key."""
     p = shuffled_parts.c
-    total = select(func.sum(p.refused)).where(p.batch == shuffled_batches.c.batch)
-    return func.coalesce(total.scalar_subquery(), 0)
-
-
-def _batches() -> Select[tuple[object, ...]]:
-    """Every column of ``shuffled_batches`` and ``refused``, the refused reports of each."""
-    return select(shuffled_batches, _refused().label("refused"))
+    total = select(func.sum(p.refused)).where(p.batch == batch)
+    return func.coalesce(total.scalar_subquery(), 0).label("refused")
 
 
 def _batch(row: object, delta: float) -> ShuffledBatch:
@@ -92,7 +88,9 @@ def read_batches(
     """Every recorded batch (of ``metric``, if given), oldest first, at its accounted n: for
     tests and tools that want them all (the account reads :func:`batch_groups` and
     :func:`recent_batches`)."""
-    query = _batches().order_by(shuffled_batches.c.released_at, shuffled_batches.c.batch)
+    query = select(shuffled_batches, _refused(shuffled_batches.c.batch)).order_by(
+        shuffled_batches.c.released_at, shuffled_batches.c.batch
+    )
     if metric is not None:
         query = query.where(shuffled_batches.c.metric == metric)
     with database.reader.connect() as connection:
@@ -103,14 +101,13 @@ def recent_batches(
     database: Database, limit: int, delta: float = DEFAULT_DELTA
 ) -> list[ShuffledBatch]:
     """The ``limit`` most recently released batches, oldest of them first, at their accounted n
-    (the refused reports summed for these rows only)."""
-    query = (
-        _batches()
-        .order_by(shuffled_batches.c.released_at.desc(), shuffled_batches.c.batch.desc())
-        .limit(limit)
-    )
+    (the refused reports summed for these rows only, after the limit)."""
+    c = shuffled_batches.c
+    recent = select(shuffled_batches).order_by(c.released_at.desc(), c.batch.desc()).limit(limit)
+    rows = recent.subquery()
+    query = select(rows, _refused(rows.c.batch)).order_by(rows.c.released_at, rows.c.batch)
     with database.reader.connect() as connection:
-        return [_batch(row, delta) for row in connection.execute(query)][::-1]
+        return [_batch(row, delta) for row in connection.execute(query)]
 
 
 def batch_groups(

@@ -261,7 +261,7 @@ shuffled_parts = Table(
     Column("part", Integer, primary_key=True),
     Column("refused", BigInteger, nullable=False),
 )
-"""One row per part of a released batch the collector ingested, written once (a part sent
-again changes nothing): how many of its sealed reports the collector refused (not opened, of
+"""One row per part of a released batch in which the collector refused sealed reports, written
+once (a part sent again changes nothing; a part without refusals has no row): how many it refused (not opened, of
 another batch, invalid). They give no cover, so the accountant counts a batch at its ``n``
 less the sum of its parts' ``refused``."""

@@ -147,13 +147,17 @@ def test_a_part_is_stored_once_and_its_batch_recorded(
     assert len({row[1] for row in rows}) == 1  # one day for the whole batch
     database = open_database(server.settings.database_url)
     (batch,) = read_batches(database, spec.name)
+    with database.reader.connect() as connection:
+        parts = connection.execute(text("SELECT count(*) FROM shuffled_parts")).scalar_one()
     database.dispose()
-    assert (batch.batch, batch.n, batch.fingerprint, batch.mechanism) == (
+    assert (batch.batch, batch.n, batch.refused, batch.fingerprint, batch.mechanism) == (
         body["batch"],
         5,
+        0,
         spec.fingerprint,
         spec.mechanism,
     )
+    assert parts == 0  # a part without refusals writes no row
 
 
 def test_only_the_shuffler_token_forwards(server: RunningCollector, spec: MetricSpec) -> None:
