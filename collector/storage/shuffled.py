@@ -2,11 +2,11 @@
 
 A row is the accountant's own record, :class:`~deniable.estimators.shufflingaccount.ShuffledBatch`
 (one source of truth for what a batch is). Each part ingested with refusals records how many
-of its sealed reports the collector refused (:func:`record_part`, once per (batch, part): a part
-sent again records nothing; a part without refusals writes no row, so the table stays as small
-as the refusals are rare), and a batch is read at its accounted n, the n its shuffler stated less the
-refused reports of its parts, which hide nobody. The account reads bounded summaries, never
-every row: :func:`batch_groups` (per metric and (mechanism, local eps): the count, the
+of its sealed reports the collector refused (:func:`record_part`, once per (batch, part): a
+part sent again records nothing; a part without refusals writes no row, so the table stays as
+small as refusals are rare), and a batch is read at its accounted n, the n its shuffler stated
+less the refused reports of its parts, which hide nobody. The account reads bounded summaries,
+never every row: :func:`batch_groups` (per metric and (mechanism, local eps): the count, the
 smallest accounted batch and how many fall below the minimum, one SQL aggregate) and
 :func:`recent_batches` (the most recent few).
 """

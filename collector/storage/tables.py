@@ -262,6 +262,6 @@ shuffled_parts = Table(
     Column("refused", BigInteger, nullable=False),
 )
 """One row per part of a released batch in which the collector refused sealed reports, written
-once (a part sent again changes nothing; a part without refusals has no row): how many it refused (not opened, of
-another batch, invalid). They give no cover, so the accountant counts a batch at its ``n``
-less the sum of its parts' ``refused``."""
+once (a part sent again changes nothing; a part without refusals has no row): how many it
+refused (not opened, of another batch, invalid). They give no cover, so the accountant counts
+a batch at its ``n`` less the sum of its parts' ``refused``."""
