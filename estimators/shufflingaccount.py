@@ -7,6 +7,11 @@ depend on where batches are kept: the collector passes the batches it received f
 shuffler, or, to plan, one assumed batch size for every metric
 (``GET /v1/privacy?shuffle_batch=N``).
 
+A batch counts the devices whose reports the collector took: its ``n`` leaves out the sealed
+reports the collector refused (not opened, of another batch, invalid), which hide nobody. A
+batch left with fewer than the collector's minimum is still counted, at the devices it holds
+(the local eps where that gives no amplification), and the section says so.
+
 Bounded work: the central eps is non-increasing in n, so the released batches of one metric
 under one (mechanism, local eps) are all covered by the bound of the smallest of them. A
 :class:`BatchGroup` carries that smallest batch and the group's count (the collector reads the
@@ -22,9 +27,9 @@ CLI and the API can state them before any computation (:mod:`.shuffling` imports
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Any, Literal
 
 from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import (
@@ -101,7 +106,9 @@ class ShuffledBatch:
     ``metric`` from ``n`` distinct devices, each ``epsilon``-LDP under ``mechanism``, and the
     ``delta`` the account states for it; ``batch`` names it (the shuffler's id, or None). As
     the collector records it, also its spec ``fingerprint`` and ``released_at`` (when the
-    collector first saw it); an assumed batch has neither."""
+    collector first saw it); an assumed batch has neither. ``refused``: how many of its sealed
+    reports the collector refused, already left out of ``n`` (the shuffler stated
+    ``n + refused``)."""
 
     metric: str
     mechanism: str
@@ -111,29 +118,41 @@ class ShuffledBatch:
     batch: str | None = None
     fingerprint: str = ""
     released_at: dt.datetime | None = None
+    refused: int = 0
 
 
 @dataclass(frozen=True)
 class BatchGroup:
     """The released batches of one metric under one (mechanism, local eps): how many
-    (``batches``), and the ``smallest``, whose central eps holds for every one of them."""
+    (``batches``), the ``smallest``, whose central eps holds for every one of them, and how
+    many count fewer devices than the collector's minimum (``below_minimum``)."""
 
     smallest: ShuffledBatch
     batches: int
+    below_minimum: int = 0
 
 
-def group_batches(batches: Iterable[ShuffledBatch]) -> list[BatchGroup]:
+def _below(batch: ShuffledBatch, min_batch: int | None) -> bool:
+    """Whether ``batch`` counts fewer devices than ``min_batch`` (None: no minimum)."""
+    return min_batch is not None and batch.n < min_batch
+
+
+def group_batches(
+    batches: Iterable[ShuffledBatch], min_batch: int | None = None
+) -> list[BatchGroup]:
     """``batches`` grouped by (metric, mechanism, local eps, delta), each group with its smallest
-    batch, in the order groups first appear (the collector does the same in SQL)."""
+    batch and how many fall below ``min_batch``, in the order groups first appear (the
+    collector does the same in SQL)."""
     groups: dict[tuple[str, str, float, float], BatchGroup] = {}
     for batch in batches:
         key = (batch.metric, batch.mechanism, batch.epsilon, batch.delta)
+        below = int(_below(batch, min_batch))
         group = groups.get(key)
         if group is None:
-            groups[key] = BatchGroup(batch, 1)
+            groups[key] = BatchGroup(batch, 1, below)
         else:
             smallest = batch if batch.n < group.smallest.n else group.smallest
-            groups[key] = BatchGroup(smallest, group.batches + 1)
+            groups[key] = BatchGroup(smallest, group.batches + 1, group.below_minimum + below)
     return list(groups.values())
 
 
@@ -141,7 +160,9 @@ def group_batches(batches: Iterable[ShuffledBatch]) -> list[BatchGroup]:
 class ShuffledBatchRow:
     """A batch and its guarantees: against an analyst who sees only released batches
     (``central_epsilon``, ``delta``, by ``bound``), and against the shuffler, alone or with the
-    collector (``local_epsilon``)."""
+    collector (``local_epsilon``). ``n`` counts the devices whose reports the collector took,
+    ``refused`` the sealed reports it refused; ``below_minimum``: ``n`` is below the
+    collector's minimum batch, and the guarantee is the one of those ``n`` devices."""
 
     metric: str
     mechanism: str
@@ -152,13 +173,16 @@ class ShuffledBatchRow:
     central_epsilon: float
     bound: Bound
     bound_name: str
+    refused: int = 0
+    below_minimum: bool = False
 
 
 @dataclass(frozen=True)
 class ShuffledMetric:
     """A metric's weakest batch: the largest central eps among its batches (the smallest
     batch of each (mechanism, local eps)), which holds for every batch of it; ``batches``
-    counts all of them, listed or not."""
+    counts all of them, listed or not, ``below_minimum`` those that count fewer devices than
+    the collector's minimum."""
 
     metric: str
     batches: int
@@ -167,6 +191,7 @@ class ShuffledMetric:
     delta: float
     central_epsilon: float
     bound: Bound
+    below_minimum: int = 0
 
 
 @dataclass(frozen=True)
@@ -175,13 +200,15 @@ class ShuffleSection:
     received from the shuffler; ``assumed``: one batch size asked for every metric; ``none``:
     no shuffled batch), the guarantees of the batches listed (released: the most recent
     :data:`LISTED_BATCHES`), ``batch_count`` (all of them), each metric's weakest (covering every
-    batch, listed or not), and what they mean in words."""
+    batch, listed or not), the collector's ``min_batch`` (released batches; None otherwise)
+    and what they mean in words."""
 
     source: Source
     batch_count: int = 0
     batches: list[ShuffledBatchRow] = field(default_factory=list)
     metrics: list[ShuffledMetric] = field(default_factory=list)
     statement: str = ""
+    min_batch: int | None = None
 
 
 def _mechanism(
@@ -200,18 +227,23 @@ def _mechanism(
     return make_numeric_mechanism("duchi", check_epsilon(batch.epsilon))
 
 
-def batch_row(batch: ShuffledBatch, specs: dict[str, MetricSpec]) -> ShuffledBatchRow:
-    """``batch`` with its central guarantee (InvalidInput for a size below 1 or a delta out of
-    range; a batch above :data:`MAX_BATCH` is counted at that size)."""
+def batch_row(
+    batch: ShuffledBatch, specs: dict[str, MetricSpec], min_batch: int | None = None
+) -> ShuffledBatchRow:
+    """``batch`` with its central guarantee (InvalidInput for a negative size or a delta out of
+    range; a batch above :data:`MAX_BATCH` is counted at that size; a released batch of 0,
+    every report refused, hides nobody: its local eps), flagged if below ``min_batch``."""
     from .shuffling import central_guarantee  # numpy and scipy: loaded when a batch is counted
 
-    if batch.n < 1:
-        check_batch(batch.n, batch.delta)
-    counted = min(batch.n, MAX_BATCH)  # eps is non-increasing in n: still a valid bound
-    check_batch(counted, batch.delta)
-    guarantee = central_guarantee(
-        _mechanism(batch, specs), counted, batch.delta, local_epsilon=batch.epsilon
-    )
+    if batch.n == 0:  # every sealed report refused: nothing to hide among
+        check_batch(1, batch.delta)
+        guarantee = CentralGuarantee(0, batch.epsilon, batch.delta, batch.epsilon, "none")
+    else:
+        counted = min(batch.n, MAX_BATCH)  # eps is non-increasing in n: still a valid bound
+        check_batch(counted, batch.delta)
+        guarantee = central_guarantee(
+            _mechanism(batch, specs), counted, batch.delta, local_epsilon=batch.epsilon
+        )
     return ShuffledBatchRow(
         metric=batch.metric,
         mechanism=batch.mechanism,
@@ -222,6 +254,8 @@ def batch_row(batch: ShuffledBatch, specs: dict[str, MetricSpec]) -> ShuffledBat
         central_epsilon=guarantee.epsilon,
         bound=guarantee.bound,
         bound_name=BOUND_NAMES[guarantee.bound],
+        refused=batch.refused,
+        below_minimum=_below(batch, min_batch),
     )
 
 
@@ -253,9 +287,24 @@ def _weakest(
                 delta=worst.delta,
                 central_epsilon=worst.central_epsilon,
                 bound=worst.bound,
+                below_minimum=sum(group.below_minimum for group, _ in pairs),
             )
         )
     return weakest
+
+
+def devices_text(n: int, refused: int = 0, below_minimum: bool = False) -> str:
+    """A batch's size as tables show it: its accounted devices, the refused reports left out
+    and whether that is below the collector's minimum (``1,000 (3 refused, below minimum)``)."""
+    notes = [f"{refused:,} refused"] * (refused > 0) + ["below minimum"] * below_minimum
+    return f"{n:,}" + (f" ({', '.join(notes)})" if notes else "")
+
+
+def below_note(metric: Mapping[str, Any]) -> str:
+    """A metric's batches below the collector's minimum, as notes after its weakest show them
+    (``, 2 below the minimum``; "" if none), ``metric`` a :class:`ShuffledMetric` as JSON."""
+    below = int(metric.get("below_minimum") or 0)
+    return f", {below:,} below the minimum" if below else ""
 
 
 def _figure(x: float) -> str:
@@ -263,8 +312,27 @@ def _figure(x: float) -> str:
     return f"{x:.4g}"
 
 
-def shuffle_statement(source: Source, metrics: list[ShuffledMetric]) -> str:
-    """The section in plain words: which guarantee holds against whom."""
+def _below_text(metrics: list[ShuffledMetric], min_batch: int | None) -> str:
+    """The sentence on batches left below the collector's minimum ("" if none)."""
+    below = [m for m in metrics if m.below_minimum]
+    if min_batch is None or not below:
+        return ""
+    count = sum(m.below_minimum for m in below)
+    which = ", ".join(f"{m.metric} ({m.below_minimum:,})" for m in below)
+    return (
+        f"{count:,} {'batch holds' if count == 1 else 'batches hold'} fewer than the minimum of"
+        f" {min_batch:,} devices once the sealed reports the collector refused are left out"
+        f" ({which}): refused reports hide nobody, so such a batch is counted at the devices"
+        " it holds, its central ε at that size (the local ε where that gives nothing), and the"
+        " figures above include it."
+    )
+
+
+def shuffle_statement(
+    source: Source, metrics: list[ShuffledMetric], min_batch: int | None = None
+) -> str:
+    """The section in plain words: which guarantee holds against whom, and which batches fell
+    below ``min_batch`` (released batches) once refused reports are left out."""
     if source == "none" or not metrics:
         return (
             "No shuffled batches: reports go to the collector directly, and only each report's"
@@ -304,6 +372,7 @@ def shuffle_statement(source: Source, metrics: list[ShuffledMetric]) -> str:
     return " ".join(
         [
             opening,
+            *filter(None, [_below_text(metrics, min_batch)]),
             "This central guarantee is per batch: a device's reports in several batches add"
             " up, as local ε do.",
             "Against the shuffler itself, or the shuffler and the collector together, only"
@@ -322,23 +391,26 @@ def shuffle_section(
     batches: Iterable[ShuffledBatch],
     source: Source,
     groups: list[BatchGroup] | None = None,
+    min_batch: int | None = None,
 ) -> ShuffleSection:
     """The shuffled section of the privacy account for ``batches``, each listed (``source``
     says whether they were released or assumed), the bound of each from its metric's spec in
     ``specs``. ``groups`` summarize every batch when ``batches`` lists only some (the
-    collector's most recent); by default ``batches`` are all. Each distinct batch key is
-    computed once: the work is one bound per group and per listed batch."""
+    collector's most recent); by default ``batches`` are all. ``min_batch``: the collector's
+    minimum (released batches), below which a batch (counted without its refused reports) is
+    flagged and stated. Each distinct batch key is computed once: the work is one bound per
+    group and per listed batch."""
     by_name = {spec.name: spec for spec in specs}
     listed = list(batches)
     if groups is None:
-        groups = group_batches(listed)
+        groups = group_batches(listed, min_batch)
     cache: dict[tuple[str, str, float, int, float], ShuffledBatchRow] = {}
 
     def row_of(batch: ShuffledBatch) -> ShuffledBatchRow:
         key = (batch.metric, batch.mechanism, batch.epsilon, batch.n, batch.delta)
         if key not in cache:
-            cache[key] = batch_row(replace(batch, batch=None), by_name)
-        return replace(cache[key], batch=batch.batch)
+            cache[key] = batch_row(replace(batch, batch=None, refused=0), by_name, min_batch)
+        return replace(cache[key], batch=batch.batch, refused=batch.refused)
 
     metrics = _weakest(groups, row_of)
     rows = [row_of(batch) for batch in listed]
@@ -349,5 +421,6 @@ def shuffle_section(
         batch_count=sum(m.batches for m in metrics),
         batches=rows,
         metrics=metrics,
-        statement=shuffle_statement(source, metrics),
+        statement=shuffle_statement(source, metrics, min_batch),
+        min_batch=min_batch,
     )

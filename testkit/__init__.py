@@ -6,6 +6,7 @@
 - ``configuration``: the tokens (admin, ingest, viewer) and settings test collectors run with.
 - ``clock``: the settable server clock of in-process collectors.
 - ``collector_thread``: the collector in a thread of the test process (``RunningCollector``).
+- ``service_process``: a ``deniable`` service in a child process (launch, wait, signal, log).
 - ``collector_process``: the collector as a ``deniable serve`` child process.
 - ``cluster``: several collector processes on one database.
 - ``metrics``: metric names, registration and randomized reports through the API.

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from deniable.collector import Settings
 
-from .collector_process import DENIABLE, CollectorProcess
+from .collector_process import CollectorProcess
+from .service_process import DENIABLE
 
 MIGRATION_TIMEOUT = 60.0
 """Seconds one ``deniable migrate`` run may take."""

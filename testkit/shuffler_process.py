@@ -6,11 +6,6 @@ Configured as a deployment configures it: ``DENIABLE_SHUFFLER_*`` variables (the
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
-import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,16 +13,20 @@ from pathlib import Path
 import httpx
 from deniable.client import MetricSpec
 
-from .collector_process import DENIABLE, START_TIMEOUT
-from .ports import LOOPBACK, free_port, loopback_url
+from .ports import LOOPBACK
+from .service_process import ServiceProcess, inherited_environment
 
 SHUFFLER_TOKEN = "shuffler-token-for-tests-7c1d"
 """The token test shufflers forward with (the test collectors' DENIABLE_SHUFFLER_TOKEN)."""
 
 
-class ShufflerProcess:
+class ShufflerProcess(ServiceProcess):
     """One ``deniable shuffle`` process on a loopback port; start it again after a kill (on
-    the same port and store)."""
+    the same port and store, appending to the same log)."""
+
+    name = "shuffler"
+    append_log = True
+    keep_port = True
 
     def __init__(
         self,
@@ -39,97 +38,36 @@ class ShufflerProcess:
         max_delay: float = 0.0,
         settings: Mapping[str, str] | None = None,
     ) -> None:
+        super().__init__(log_dir)
         self.store = store
         self.collector_url = collector_url
-        self.log_dir = log_dir
         self.min_batch = min_batch
         self.max_delay = max_delay
         self.settings = dict(settings or {})
-        self.port = 0
-        self.log_path = log_dir / "shuffler.log"
-        self._process: subprocess.Popen[bytes] | None = None
 
-    @property
-    def url(self) -> str:
-        """The shuffler's base URL."""
-        return loopback_url(self.port)
-
-    @property
-    def process(self) -> subprocess.Popen[bytes]:
-        assert self._process is not None, "the shuffler was never launched"
-        return self._process
+    def arguments(self) -> list[str]:
+        """``shuffle`` on this port and store, forwarding to the collector."""
+        return [
+            "shuffle", "--host", LOOPBACK, "--port", str(self.port), "--store", str(self.store),
+            "--collector", self.collector_url, "--min-batch", str(self.min_batch),
+            "--max-delay", str(self.max_delay), "--log-level", "info",
+        ]  # fmt: skip
 
     def environment(self) -> dict[str, str]:
         """The child's environment: this one without ``DENIABLE_*``, plus its settings."""
-        inherited = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
         return {
-            **inherited,
+            **inherited_environment(),
             "DENIABLE_SHUFFLER_TOKEN": SHUFFLER_TOKEN,
             "DENIABLE_SHUFFLER_CHECK_INTERVAL": "0.2",
             "DENIABLE_SHUFFLER_RETRY_CAP": "1",
             **self.settings,
         }
 
-    def start(self, port: int | None = None) -> ShufflerProcess:
-        """Launch on ``port`` (the last one, else a free one) and wait for ``/healthz``."""
-        self.port = port or self.port or free_port()
-        self.log_path = self.log_dir / f"shuffler-{self.port}.log"
-        options = [
-            "--host", LOOPBACK, "--port", str(self.port), "--store", str(self.store),
-            "--collector", self.collector_url, "--min-batch", str(self.min_batch),
-            "--max-delay", str(self.max_delay), "--log-level", "info",
-        ]  # fmt: skip
-        with self.log_path.open("ab") as log:
-            self._process = subprocess.Popen(
-                [*DENIABLE, "shuffle", *options],
-                env=self.environment(),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        deadline = time.monotonic() + START_TIMEOUT
-        with httpx.Client(timeout=1.0, trust_env=False) as client:
-            while time.monotonic() < deadline and self.process.poll() is None:
-                with contextlib.suppress(httpx.HTTPError):
-                    if client.get(self.url + "/healthz").status_code == 200:
-                        return self
-                time.sleep(0.05)
-        self.stop()
-        raise RuntimeError(f"shuffler on port {self.port} did not start:\n{self.log_tail()}")
-
     def counts(self) -> dict[str, int]:
         """Reports received, batched and forwarded, and batches formed (``/healthz``)."""
         answer = httpx.get(self.url + "/healthz", timeout=10.0, trust_env=False)
         answer.raise_for_status()
         return {k: v for k, v in answer.json().items() if k != "status"}
-
-    def kill(self) -> None:
-        """SIGKILL it, as a crash would, and wait for it to be gone."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-        self.process.wait(timeout=30)
-
-    def stop(self, timeout: float = 15.0) -> int | None:
-        """SIGTERM, then SIGKILL if it has not exited within ``timeout``."""
-        if self._process is None:
-            return None
-        if self._process.poll() is None:
-            self._process.send_signal(signal.SIGTERM)
-        try:
-            return self._process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self._process.kill()
-            return self._process.wait()
-
-    def log_tail(self, lines: int = 30) -> str:
-        """The last lines it wrote."""
-        text = self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-        return "\n".join(text.splitlines()[-lines:])
-
-    def __enter__(self) -> ShufflerProcess:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
 
 class Pipeline:

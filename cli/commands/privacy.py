@@ -14,7 +14,13 @@ from typing import Any
 import click
 from deniable.client.account import MAX_LIFETIME_EPSILON
 from deniable.estimators.privacy import eps_text
-from deniable.estimators.shufflingaccount import MAX_BATCH, MAX_DELTA, MIN_DELTA
+from deniable.estimators.shufflingaccount import (
+    MAX_BATCH,
+    MAX_DELTA,
+    MIN_DELTA,
+    below_note,
+    devices_text,
+)
 
 from ..options import GlobalOptions, format_option, pass_global_options
 from ..render import console, print_json
@@ -89,7 +95,7 @@ def shuffled_table(shuffled: dict[str, Any]) -> Any:
         table.add_row(
             row["metric"],
             row["mechanism"],
-            f"{row['n']:,}",
+            devices_text(row["n"], row.get("refused", 0), row.get("below_minimum", False)),
             f"{row['delta']:g}",
             f"{row['central_epsilon']:.4g}",
             eps_text(row["local_epsilon"]),
@@ -111,7 +117,7 @@ def released_note(shuffled: dict[str, Any]) -> str:
     )
     weakest = "; ".join(
         f"{m['metric']}: central ε ≤ {m['central_epsilon']:.4g} ({m['batches']:,} batches,"
-        f" the smallest of {m['smallest_batch']:,} devices)"
+        f" the smallest of {m['smallest_batch']:,} devices{below_note(m)})"
         for m in shuffled["metrics"]
     )
     return head + "per metric, the weakest, which holds for every batch: " + weakest

@@ -18,6 +18,7 @@ from deniable.estimators import quantile_bounds
 from deniable.estimators.advisor import V_STAR_MEANING
 from deniable.estimators.documents import CLIPPED_MARKS, clipped_mark
 from deniable.estimators.privacy import PRIVACY_DOC
+from deniable.estimators.shufflingaccount import below_note, devices_text
 
 from ..routes.privacy import DEFAULT_RATIO
 from .charts import (
@@ -748,7 +749,7 @@ def _shuffled_section(shuffled: dict[str, Any]) -> str:
         + cells(
             [
                 row["mechanism"],
-                f"{row['n']:,}",
+                devices_text(row["n"], row["refused"], row["below_minimum"]),
                 f"{row['delta']:g}",
                 f"{row['central_epsilon']:.4g}",
                 f"{row['local_epsilon']:g}",
@@ -781,7 +782,7 @@ def _shuffled_section(shuffled: dict[str, Any]) -> str:
             " metric, the weakest, which holds for every batch: "
             + "; ".join(
                 f"{e(m['metric'])}: central ε ≤ {m['central_epsilon']:.4g} ({m['batches']:,} batches,"
-                f" the smallest of {m['smallest_batch']:,} devices)"
+                f" the smallest of {m['smallest_batch']:,} devices{below_note(m)})"
                 for m in shuffled["metrics"]
             )
             + ".</p>"

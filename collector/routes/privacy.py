@@ -145,7 +145,8 @@ def get_privacy(
     shuffler released (source ``released``: per metric the weakest, which covers every batch,
     and the most recent batches one by one), or, with ``shuffle_batch``, per metric at that
     assumed batch size (source ``assumed``)."""
-    database = collector(request).database
+    state = collector(request)
+    database = state.database
     specs = list_specs(database, archived=False)
     settings = DeviceSettings(
         max_reports_per_period,
@@ -153,22 +154,29 @@ def get_privacy(
         lifetime_epsilon,
         ratio_setting(instantaneous_ratio),
     )
+    min_batch = state.settings.shuffle_min_batch
     return privacy_document(
-        specs, settings, _shuffled(database, specs, shuffle_batch, shuffle_delta)
+        specs, settings, _shuffled(database, specs, shuffle_batch, shuffle_delta, min_batch)
     )
 
 
 def _shuffled(
-    database: Database, specs: list[MetricSpec], shuffle_batch: int | None, delta: float
+    database: Database,
+    specs: list[MetricSpec],
+    shuffle_batch: int | None,
+    delta: float,
+    min_batch: int,
 ) -> ShuffleSection:
     """The account's shuffler section: the assumed batch size if one is asked, else the
-    released batches. Bounded work: one bound per (metric, mechanism, local eps) at its smallest
-    batch (eps is non-increasing in n, so it covers every batch of the group) and one per
-    distinct batch among the :data:`LISTED_BATCHES` most recent, whatever the number stored."""
+    released batches, each at its accounted n (the reports the collector refused left out)
+    and flagged below ``min_batch``. Bounded work: one bound per (metric, mechanism, local eps)
+    at its smallest batch (eps is non-increasing in n, so it covers every batch of the group)
+    and one per distinct batch among the :data:`LISTED_BATCHES` most recent, whatever the
+    number stored."""
     if shuffle_batch is not None:
         return shuffle_section(specs, assumed_batches(specs, shuffle_batch, delta), "assumed")
     recent = recent_batches(database, LISTED_BATCHES, delta)
     if not recent:
         return shuffle_section(specs, [], "none")
-    groups = batch_groups(database, delta)  # read after: it covers every batch listed
-    return shuffle_section(specs, recent, "released", groups)
+    groups = batch_groups(database, delta, min_batch)  # read after: it covers every batch listed
+    return shuffle_section(specs, recent, "released", groups, min_batch)

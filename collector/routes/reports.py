@@ -1,6 +1,8 @@
 """``POST /v1/reports``: validate a batch whole, then store it in one durable transaction.
 ``POST /v1/shuffled``: the same ingestion for a part of a batch the shuffler released, its
-sealed reports opened first and the invalid ones left out (nobody could send them better).
+sealed reports opened first and the invalid ones left out (nobody could send them better),
+how many were refused recorded once per part: they hide nobody, so the account counts the
+batch without them.
 
 The ingest key is checked first; the body is then read with a byte budget and a deadline
 (413 before it is read whole, 408 if it trickles), parsed by the wire schema (400 for
@@ -37,7 +39,7 @@ from ..schemas import (
 from ..sealingkeys import KeyFileError, KeyRing, keyring_of
 from ..storage.ingest import StoredBatch, prepare_batch
 from ..storage.queries import SpecChanged
-from ..storage.shuffled import record_batch
+from ..storage.shuffled import record_batch, record_part
 from ..telemetry import Telemetry
 from ..unsealing import open_part
 from ..validation import UNKNOWN_METRIC_LABEL, PeriodWindow, ReportProblem, validate_reports
@@ -307,7 +309,9 @@ def _parse_part(state: Collector, body: bytes) -> ShuffledPart:
 
 def ingest_shuffled(state: Collector, body: bytes) -> JSONResponse:
     """Record the batch (once), open its part's sealed reports and store the valid ones,
-    dated by the batch's release day: the reports of a batch share one day, in shuffled order."""
+    dated by the batch's release day: the reports of a batch share one day, in shuffled order.
+    Then record how many the part refused, if any (once: a part sent again after a lost answer
+    recounts the same reports), which the account leaves out of the batch's n."""
     part = _parse_part(state, body)
     keys = _keyring(state)
     now = state.clock()
@@ -334,12 +338,14 @@ def ingest_shuffled(state: Collector, body: bytes) -> JSONResponse:
         reports, problems = parse_batch(body, len(opened.items), state.specs.cached)
         stored = _store_valid(state, reports, (batch.released_at or now).date())
         refused += len(problems) + len(reports) - stored.accepted - stored.duplicates
+    if refused:
+        record_part(state.database, part.batch, part.part, refused)
     for metric, count in stored.accepted_by_metric.items():
         state.telemetry.accepted.labels(state.telemetry.metric_label(metric)).inc(count)
     if refused:
         log.warning(
             "a shuffled batch of %s left out %d of %d sealed reports (not opened, of another"
-            " batch, or invalid); the batch's recorded n counts them",
+            " batch, or invalid); the account counts the batch without them",
             state.telemetry.metric_label(part.metric),
             refused,
             len(part.envelopes),

@@ -1,9 +1,14 @@
 """Released shuffled batches: recorded once by their first part, read by the accountant.
 
 A row is the accountant's own record, :class:`~deniable.estimators.shufflingaccount.ShuffledBatch`
-(one source of truth for what a batch is). The account reads bounded summaries, never every
-row: :func:`batch_groups` (per metric and (mechanism, local eps): the count and the smallest
-batch, one SQL aggregate) and :func:`recent_batches` (the most recent few).
+(one source of truth for what a batch is). Each part ingested with refusals records how many
+of its sealed reports the collector refused (:func:`record_part`, once per (batch, part): a
+part sent again records nothing; a part without refusals writes no row, so the table stays as
+small as refusals are rare), and a batch is read at its accounted n, the n its shuffler stated
+less the refused reports of its parts, which hide nobody. The account reads bounded summaries,
+never every row: :func:`batch_groups` (per metric and (mechanism, local eps): the count, the
+smallest accounted batch and how many fall below the minimum, one SQL aggregate) and
+:func:`recent_batches` (the most recent few).
 """
 
 from __future__ import annotations
@@ -11,10 +16,10 @@ from __future__ import annotations
 import datetime as dt
 
 from deniable.estimators.shufflingaccount import DEFAULT_DELTA, BatchGroup, ShuffledBatch
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, case, func, select
 
 from .engine import Database
-from .tables import shuffled_batches
+from .tables import shuffled_batches, shuffled_parts
 
 
 def record_batch(database: Database, batch: ShuffledBatch) -> ShuffledBatch:
@@ -40,30 +45,50 @@ def record_batch(database: Database, batch: ShuffledBatch) -> ShuffledBatch:
     return _batch(stored, DEFAULT_DELTA)
 
 
+def record_part(database: Database, batch: str, part: int, refused: int) -> None:
+    """Record that part ``part`` of ``batch`` had ``refused`` sealed reports refused, unless that
+    part is recorded already (sent again: its first count stands, nothing is subtracted twice)."""
+    row = {"batch": batch, "part": part, "refused": refused}
+    with database.writing() as connection:
+        connection.execute(database.insert(shuffled_parts).values(row).on_conflict_do_nothing())
+
+
+def _refused(batch: ColumnElement[str]) -> ColumnElement[int]:
+    """The refused reports of the batch named by the enclosing row's ``batch`` column (0 if
+    none): a sum over its parts, read through the parts' key."""
+    p = shuffled_parts.c
+    total = select(func.sum(p.refused)).where(p.batch == batch)
+    return func.coalesce(total.scalar_subquery(), 0).label("refused")
+
+
 def _batch(row: object, delta: float) -> ShuffledBatch:
-    """A stored row as the accountant's record, at the ``delta`` the account states."""
+    """A stored row as the accountant's record, at the ``delta`` the account states: ``n`` the
+    accounted devices (stated less refused), ``refused`` when the row carries it."""
     mapping = row._mapping  # type: ignore[attr-defined]
     released = mapping["released_at"]
     if released.tzinfo is None:
         released = released.replace(tzinfo=dt.UTC)
+    refused = int(mapping.get("refused") or 0)
     return ShuffledBatch(
         metric=mapping["metric"],
         mechanism=mapping["mechanism"],
         epsilon=float(mapping["epsilon"]),
-        n=int(mapping["n"]),
+        n=int(mapping["n"]) - refused,
         delta=delta,
         batch=mapping["batch"],
         fingerprint=mapping["fingerprint"],
         released_at=released,
+        refused=refused,
     )
 
 
 def read_batches(
     database: Database, metric: str | None = None, delta: float = DEFAULT_DELTA
 ) -> list[ShuffledBatch]:
-    """Every recorded batch (of ``metric``, if given), oldest first: for tests and tools
-    that want them all (the account reads :func:`batch_groups` and :func:`recent_batches`)."""
-    query = select(shuffled_batches).order_by(
+    """Every recorded batch (of ``metric``, if given), oldest first, at its accounted n: for
+    tests and tools that want them all (the account reads :func:`batch_groups` and
+    :func:`recent_batches`)."""
+    query = select(shuffled_batches, _refused(shuffled_batches.c.batch)).order_by(
         shuffled_batches.c.released_at, shuffled_batches.c.batch
     )
     if metric is not None:
@@ -75,31 +100,51 @@ def read_batches(
 def recent_batches(
     database: Database, limit: int, delta: float = DEFAULT_DELTA
 ) -> list[ShuffledBatch]:
-    """The ``limit`` most recently released batches, oldest of them first."""
-    query = (
-        select(shuffled_batches)
-        .order_by(shuffled_batches.c.released_at.desc(), shuffled_batches.c.batch.desc())
-        .limit(limit)
-    )
-    with database.reader.connect() as connection:
-        return [_batch(row, delta) for row in connection.execute(query)][::-1]
-
-
-def batch_groups(database: Database, delta: float = DEFAULT_DELTA) -> list[BatchGroup]:
-    """Per (metric, mechanism, local eps): how many batches were released and the smallest
-    (its central eps holds for all, eps being non-increasing in n), by metric name. One
-    aggregate: as many rows as distinct groups, however many batches."""
+    """The ``limit`` most recently released batches, oldest of them first, at their accounted n
+    (the refused reports summed for these rows only, after the limit)."""
     c = shuffled_batches.c
+    recent = select(shuffled_batches).order_by(c.released_at.desc(), c.batch.desc()).limit(limit)
+    rows = recent.subquery()
+    query = select(rows, _refused(rows.c.batch)).order_by(rows.c.released_at, rows.c.batch)
+    with database.reader.connect() as connection:
+        return [_batch(row, delta) for row in connection.execute(query)]
+
+
+def batch_groups(
+    database: Database, delta: float = DEFAULT_DELTA, min_batch: int = 0
+) -> list[BatchGroup]:
+    """Per (metric, mechanism, local eps): how many batches were released, the smallest at its
+    accounted n (its central eps holds for all, eps being non-increasing in n) and how many
+    count fewer than ``min_batch`` devices, by metric name. One aggregate over the batches
+    and their parts' refusals: as many rows as distinct groups, however many batches."""
+    p = shuffled_parts.c
+    refused = select(p.batch, func.sum(p.refused).label("refused")).group_by(p.batch).subquery()
+    c = shuffled_batches.c
+    counted = select(
+        c.metric,
+        c.mechanism,
+        c.epsilon,
+        (c.n - func.coalesce(refused.c.refused, 0)).label("n"),
+    ).select_from(shuffled_batches.outerjoin(refused, refused.c.batch == c.batch))
+    b = counted.subquery().c
     query = (
-        select(c.metric, c.mechanism, c.epsilon, func.min(c.n), func.count())
-        .group_by(c.metric, c.mechanism, c.epsilon)
-        .order_by(c.metric, c.mechanism, c.epsilon)
+        select(
+            b.metric,
+            b.mechanism,
+            b.epsilon,
+            func.min(b.n),
+            func.count(),
+            func.sum(case((b.n < min_batch, 1), else_=0)),
+        )
+        .group_by(b.metric, b.mechanism, b.epsilon)
+        .order_by(b.metric, b.mechanism, b.epsilon)
     )
     with database.reader.connect() as connection:
         return [
             BatchGroup(
                 ShuffledBatch(metric, mechanism, float(epsilon), int(smallest), delta),
                 int(count),
+                int(below),
             )
-            for metric, mechanism, epsilon, smallest, count in connection.execute(query)
+            for metric, mechanism, epsilon, smallest, count, below in connection.execute(query)
         ]

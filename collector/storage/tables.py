@@ -307,3 +307,15 @@ shuffled_batches = Table(
 """One row per batch the shuffler released (``POST /v1/shuffled``), written once by its first
 part: its key, ``n`` sealed reports (distinct devices) and when the collector first saw it.
 The accountant reads batch sizes here; the batch's reports carry its day as ``received``."""
+
+shuffled_parts = Table(
+    "shuffled_parts",
+    metadata,
+    Column("batch", String(32), primary_key=True),
+    Column("part", Integer, primary_key=True),
+    Column("refused", BigInteger, nullable=False),
+)
+"""One row per part of a released batch in which the collector refused sealed reports, written
+once (a part sent again changes nothing; a part without refusals has no row): how many it
+refused (not opened, of another batch, invalid). They give no cover, so the accountant counts
+a batch at its ``n`` less the sum of its parts' ``refused``."""

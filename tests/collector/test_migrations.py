@@ -13,7 +13,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from deniable.client import MetricSpec
 from deniable.collector import migrate
-from deniable.collector.storage import open_database, read_sums
+from deniable.collector.storage import open_database, read_batches, read_sums
 from deniable.collector.storage.engine import normalize_url
 from deniable.collector.storage.ingest import (
     ValidReport,
@@ -24,7 +24,9 @@ from deniable.collector.storage.ingest import (
 from deniable.collector.storage.migrator import alembic_config, run_locked
 from deniable.collector.storage.partitions import include_name
 from deniable.collector.storage.queries import register_spec
-from deniable.collector.storage.tables import metadata, reports
+from deniable.collector.storage.shuffled import record_part
+from deniable.collector.storage.tables import metadata, reports, shuffled_batches
+from deniable.estimators.shufflingaccount import ShuffledBatch
 from sqlalchemy import Connection, create_engine, inspect, select, text
 
 from testkit import (
@@ -264,3 +266,50 @@ def test_report_key_migration_keeps_every_report_and_exactly_once(
 
     _downgrade(url, "0004")
     assert len(_rows(url, everything)) == len(before) + 1
+
+
+def test_shuffled_parts_migration_adds_and_drops_its_table_only(
+    databases: DatabaseFactory, backend: str
+) -> None:
+    """0012 creates ``shuffled_parts`` beside a 0010 database's batches, untouched (counted at
+    their stated n, no refusal recorded); the downgrade drops it (the batches stay, at their
+    stated n again) and the upgrade makes it again, empty."""
+    url = databases.new(backend)
+    migrate(url, "0010")
+    released = dt.datetime(2026, 11, 26, 9, tzinfo=dt.UTC)
+    batch = ShuffledBatch("m", "krr", 2.0, 40, batch="a" * 32, fingerprint="f" * 16)
+    database = open_database(url)
+    try:
+        with database.writing() as connection:
+            connection.execute(
+                shuffled_batches.insert().values(
+                    batch=batch.batch,
+                    metric=batch.metric,
+                    mechanism=batch.mechanism,
+                    epsilon=batch.epsilon,
+                    fingerprint=batch.fingerprint,
+                    n=batch.n,
+                    released_at=released,
+                )
+            )
+    finally:
+        database.dispose()
+    assert "shuffled_parts" not in _tables(url)
+
+    migrate(url)
+    assert_schema_is_the_tables(url)
+    database = open_database(url)
+    try:
+        assert [(b.n, b.refused) for b in read_batches(database)] == [(40, 0)]
+        record_part(database, batch.batch or "", 0, 3)
+        record_part(database, batch.batch or "", 0, 3)
+        assert [(b.n, b.refused) for b in read_batches(database)] == [(37, 3)]
+    finally:
+        database.dispose()
+
+    _downgrade(url, "0010")
+    assert "shuffled_parts" not in _tables(url)
+    assert _rows(url, text("SELECT batch, n FROM shuffled_batches")) == [(batch.batch, 40)]
+    migrate(url)
+    assert_schema_is_the_tables(url)
+    assert _rows(url, text("SELECT batch FROM shuffled_parts")) == []

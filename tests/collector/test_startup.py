@@ -4,11 +4,9 @@ root redirects to the API docs."""
 
 from __future__ import annotations
 
-import os
 import re
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -24,12 +22,7 @@ from testkit import (
     collector_settings,
     free_port,
 )
-
-DENIABLE = (sys.executable, "-m", "deniable.cli.main")
-
-
-def clean_environment() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
+from testkit.service_process import DENIABLE, inherited_environment
 
 
 def test_a_port_in_use_fails_in_one_line_before_the_database_is_made(tmp_path: Path) -> None:
@@ -44,7 +37,7 @@ def test_a_port_in_use_fails_in_one_line_before_the_database_is_made(tmp_path: P
             capture_output=True,
             text=True,
             timeout=60,
-            env=clean_environment(),
+            env=inherited_environment(),
         )
     assert out.returncode == 1, out.stderr
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr

@@ -13,7 +13,14 @@ from deniable.estimators.shuffling import (
     krr_epsilon,
     strong_clone_epsilon,
 )
-from deniable.estimators.shufflingaccount import ShuffledBatch, assumed_batches, shuffle_section
+from deniable.estimators.shufflingaccount import (
+    BatchGroup,
+    ShuffledBatch,
+    assumed_batches,
+    devices_text,
+    group_batches,
+    shuffle_section,
+)
 
 SPECS = [
     MetricSpec.boolean("dark_mode", epsilon=4.0),
@@ -75,7 +82,7 @@ def test_a_tiny_batch_is_no_better_than_the_local_eps() -> None:
     assert "no lower than its local ε = 4" in section.statement
 
 
-@pytest.mark.parametrize(("n", "delta"), [(0, 1e-6), (100, 0.0), (100, 1.0)])
+@pytest.mark.parametrize(("n", "delta"), [(-1, 1e-6), (100, 0.0), (100, 1.0)])
 def test_out_of_range_batches_are_refused(n: int, delta: float) -> None:
     with pytest.raises(InvalidInput):
         shuffle_section(SPECS, [ShuffledBatch("dark_mode", "brr", 4.0, n, delta)], "released")
@@ -94,8 +101,6 @@ def test_a_batch_above_the_limit_is_counted_at_the_limit() -> None:
 def test_groups_cover_batches_not_listed() -> None:
     """Given the groups (every batch) and a few listed batches, each metric's weakest is the
     bound of its group's smallest batch, over both local eps, counting every batch."""
-    from deniable.estimators.shufflingaccount import BatchGroup, group_batches
-
     groups = [
         BatchGroup(ShuffledBatch("dark_mode", "brr", 4.0, 5_000), 900),
         BatchGroup(ShuffledBatch("dark_mode", "brr", 2.0, 1_000), 100),
@@ -110,3 +115,40 @@ def test_groups_cover_batches_not_listed() -> None:
     assert [row.batch for row in section.batches] == ["last"]
     everything = [ShuffledBatch("dark_mode", "brr", 4.0, n) for n in (9, 7, 8)]
     assert group_batches(everything) == [BatchGroup(everything[1], 3)]
+
+
+def test_a_batch_left_below_the_minimum_by_refused_reports_is_counted_and_stated() -> None:
+    """A batch counts the devices whose reports the collector took: one of 1,000 stated with
+    10 refused is counted at 990, below a minimum of 1,000, its eps computed at 990; one whose
+    every report was refused hides nobody (the local eps); the words say which and why."""
+    batches = [
+        ShuffledBatch("dark_mode", "brr", 4.0, 990, batch="a", refused=10),
+        ShuffledBatch("dark_mode", "brr", 4.0, 5_000, batch="b"),
+        ShuffledBatch("browser", "krr", 4.0, 0, batch="c", refused=7),
+    ]
+    section = shuffle_section(SPECS, batches, "released", min_batch=1_000)
+    rows = {row.batch: row for row in section.batches}
+    assert (rows["a"].n, rows["a"].refused, rows["a"].below_minimum) == (990, 10, True)
+    assert rows["a"].central_epsilon == strong_clone_epsilon(4.0, 990)
+    assert (rows["b"].refused, rows["b"].below_minimum) == (0, False)
+    assert (rows["c"].bound, rows["c"].central_epsilon, rows["c"].below_minimum) == (
+        "none",
+        4.0,
+        True,
+    )
+    weakest = {m.metric: m for m in section.metrics}
+    assert (weakest["dark_mode"].below_minimum, weakest["dark_mode"].smallest_batch) == (1, 990)
+    assert weakest["browser"].below_minimum == 1
+    assert section.min_batch == 1_000
+    assert "2 batches hold fewer than the minimum of 1,000 devices" in section.statement
+    assert "dark_mode (1), browser (1)" in section.statement
+    assert devices_text(990, 10, True) == "990 (10 refused, below minimum)"
+    assert devices_text(5_000) == "5,000"
+
+
+def test_without_a_minimum_or_below_it_nothing_is_flagged() -> None:
+    batches = [ShuffledBatch("dark_mode", "brr", 4.0, 990, batch="a", refused=10)]
+    assert "minimum" not in shuffle_section(SPECS, batches, "released").statement
+    assert not shuffle_section(SPECS, batches, "released", min_batch=990).batches[0].below_minimum
+    assert group_batches(batches, 991) == [BatchGroup(batches[0], 1, 1)]
+    assert group_batches(batches, 990) == [BatchGroup(batches[0], 1, 0)]

@@ -1,6 +1,7 @@
 """The collector's side of the shuffler: ``GET /v1/keys`` and ``POST /v1/shuffled`` (the
 shuffler's token alone, idempotent by report id, batches below the minimum refused, sealed
-reports that do not open or do not belong left out and counted), and key rotation."""
+reports that do not open or do not belong left out and counted, the batch accounted without
+them once however often a part is sent, on SQLite and PostgreSQL), and key rotation."""
 
 from __future__ import annotations
 
@@ -15,15 +16,29 @@ from typing import Any
 
 import httpx
 import pytest
+from click.testing import CliRunner
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from deniable.cli.main import cli
 from deniable.client import MetricSpec
 from deniable.client.sealing import envelope, public_key_of
 from deniable.client.wire import report_text
 from deniable.collector.sealingkeys import generate, rotate
 from deniable.collector.storage import open_database, read_batches
 from deniable.collector.storage.tables import id_text
+from deniable.estimators.shuffling import central_guarantee
+from deniable.estimators.shufflingaccount import DEFAULT_DELTA
 from sqlalchemy import text
 
-from testkit import ADMIN_TOKEN, INGEST_KEY, RunningCollector, collector_settings, unique_name
+from testkit import (
+    ADMIN_TOKEN,
+    INGEST_KEY,
+    VIEWER_TOKEN,
+    DatabaseFactory,
+    RunningCollector,
+    collector_settings,
+    unique_name,
+)
 from testkit.metrics import register
 from testkit.shuffler_process import SHUFFLER_TOKEN
 
@@ -132,13 +147,17 @@ def test_a_part_is_stored_once_and_its_batch_recorded(
     assert len({row[1] for row in rows}) == 1  # one day for the whole batch
     database = open_database(server.settings.database_url)
     (batch,) = read_batches(database, spec.name)
+    with database.reader.connect() as connection:
+        parts = connection.execute(text("SELECT count(*) FROM shuffled_parts")).scalar_one()
     database.dispose()
-    assert (batch.batch, batch.n, batch.fingerprint, batch.mechanism) == (
+    assert (batch.batch, batch.n, batch.refused, batch.fingerprint, batch.mechanism) == (
         body["batch"],
         5,
+        0,
         spec.fingerprint,
         spec.mechanism,
     )
+    assert parts == 0  # a part without refusals writes no row
 
 
 def test_only_the_shuffler_token_forwards(server: RunningCollector, spec: MetricSpec) -> None:
@@ -263,3 +282,128 @@ def test_keys_are_served_public_halves_only_and_refused_without_a_file(
         assert "DENIABLE_SEALING_KEYS_FILE" in answer.json()["detail"]
     finally:
         running.stop()
+
+
+@pytest.fixture
+def any_server(
+    backend: str, databases: DatabaseFactory, keys_file: Path
+) -> Iterator[RunningCollector]:
+    """The route's collector on each backend (SQLite, PostgreSQL)."""
+    settings = collector_settings(
+        databases.new(backend),
+        shuffler_token=SHUFFLER_TOKEN,
+        sealing_keys_file=keys_file,
+        shuffle_min_batch=MIN_BATCH,
+        viewer_token=VIEWER_TOKEN,
+    )
+    running = RunningCollector(settings).start()
+    yield running
+    running.stop()
+
+
+def invalid_envelopes(server: RunningCollector, spec: MetricSpec, k: int) -> list[dict[str, str]]:
+    """``k`` sealed reports of ``spec`` the collector must refuse: in turn, sealed to a key it
+    does not hold, and a payload out of range (7 of k = 3) sealed to its own key."""
+    stranger = (
+        X25519PrivateKey.generate()
+        .public_key()
+        .public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    )
+    period = server.clock().date().isoformat()
+    out = []
+    for i in range(k):
+        public = stranger if i % 2 == 0 else current_key(server)
+        payload = 0 if i % 2 == 0 else 7
+        text_ = report_text(str(uuid.uuid4()), spec.name, spec.fingerprint, period, payload)
+        sealed = envelope(text_, spec, public)
+        out.append({"key": sealed["key"], "sealed": sealed["sealed"]})
+    return out
+
+
+def account(server: RunningCollector) -> dict[str, Any]:
+    """The ``shuffled`` section of ``GET /v1/privacy``."""
+    with server.client(ADMIN_TOKEN) as admin:
+        answer = admin.get("/v1/privacy")
+    assert answer.status_code == 200, answer.text
+    return answer.json()["shuffled"]
+
+
+def batches_of(server: RunningCollector, spec: MetricSpec) -> list[tuple[int, int]]:
+    """(accounted n, refused) of each batch of ``spec`` recorded, oldest first."""
+    database = open_database(server.settings.database_url)
+    try:
+        return [(b.n, b.refused) for b in read_batches(database, spec.name)]
+    finally:
+        database.dispose()
+
+
+def test_refused_reports_lower_the_accounted_n_once_however_often_a_part_comes(
+    any_server: RunningCollector,
+) -> None:
+    """Two parts of one batch of n = 12: part 0 with 3 invalid sealed reports, part 1 with 2.
+    The batch is accounted at 12 - 5 = 7, each part sent again changing nothing, and the
+    account shows 7 with its central eps at 7 and the 5 refused."""
+    with any_server.client(ADMIN_TOKEN) as admin:
+        spec = register(
+            admin, MetricSpec.categorical(unique_name("acn"), ["a", "b", "c"], epsilon=2.0)
+        )
+    _, good = sealed_reports(any_server, spec, 7)
+    first = good[:4] + invalid_envelopes(any_server, spec, 3)
+    second = good[4:] + invalid_envelopes(any_server, spec, 2)
+    batch = secrets.token_hex(16)
+    parts = [
+        part(spec, envelopes, batch=batch, part=i, parts=2, n=12)
+        for i, envelopes in enumerate((first, second))
+    ]
+    assert forward(any_server, parts[0]).json() == {"accepted": 4, "duplicates": 0, "refused": 3}
+    assert batches_of(any_server, spec) == [(9, 3)]
+    assert forward(any_server, parts[0]).json() == {"accepted": 0, "duplicates": 4, "refused": 3}
+    assert batches_of(any_server, spec) == [(9, 3)]
+    for _ in range(2):
+        answer = forward(any_server, parts[1])
+        assert answer.status_code == 202 and answer.json()["refused"] == 2, answer.text
+        assert batches_of(any_server, spec) == [(7, 5)]
+
+    shuffled = account(any_server)
+    (row,) = [r for r in shuffled["batches"] if r["metric"] == spec.name]
+    assert (row["batch"], row["n"], row["refused"], row["below_minimum"]) == (batch, 7, 5, False)
+    assert row["central_epsilon"] == central_guarantee(spec.randomizer, 7, DEFAULT_DELTA).epsilon
+    (weakest,) = [m for m in shuffled["metrics"] if m["metric"] == spec.name]
+    assert (weakest["smallest_batch"], weakest["below_minimum"]) == (7, 0)
+
+
+def test_a_batch_left_below_the_minimum_is_stated_as_such(any_server: RunningCollector) -> None:
+    """n = 4 stated (the minimum is 3), 2 refused: the batch holds 2 devices, which the account
+    flags and states, its eps computed at 2."""
+    with any_server.client(ADMIN_TOKEN) as admin:
+        spec = register(
+            admin, MetricSpec.categorical(unique_name("acm"), ["a", "b", "c"], epsilon=2.0)
+        )
+    _, good = sealed_reports(any_server, spec, 2)
+    body = part(spec, good + invalid_envelopes(any_server, spec, 2))
+    assert forward(any_server, body).json()["refused"] == 2
+    assert batches_of(any_server, spec) == [(2, 2)]
+    shuffled = account(any_server)
+    (row,) = [r for r in shuffled["batches"] if r["metric"] == spec.name]
+    assert (row["n"], row["refused"], row["below_minimum"]) == (2, 2, True)
+    assert row["central_epsilon"] == central_guarantee(spec.randomizer, 2, DEFAULT_DELTA).epsilon
+    (weakest,) = [m for m in shuffled["metrics"] if m["metric"] == spec.name]
+    assert (weakest["smallest_batch"], weakest["below_minimum"]) == (2, 1)
+    assert shuffled["min_batch"] == MIN_BATCH
+    assert f"fewer than the minimum of {MIN_BATCH} devices" in shuffled["statement"]
+    assert f"{spec.name} (1)" in shuffled["statement"]
+
+    with httpx.Client(base_url=any_server.url, trust_env=False, timeout=30) as browser:
+        signed = browser.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN})
+        assert signed.status_code == 303, signed.text
+        page = browser.get("/dashboard/privacy").text
+    assert "<td>2 (2 refused, below minimum)</td>" in page.replace(' class="num"', "")
+    assert "1 below the minimum" in page
+    table = CliRunner().invoke(
+        cli,
+        ["--collector", any_server.url, "--token", ADMIN_TOKEN, "privacy"],
+        env={"COLUMNS": "250"},
+    )
+    assert table.exit_code == 0, table.output
+    assert "2 (2 refused, below minimum)" in table.output
+    assert "1 below the minimum" in table.output

@@ -106,11 +106,34 @@ export async function storedIds(url, name) {
   }
 }
 
+/** A collector and a shuffler forwarding to it (testkit's Pipeline, test/pipeline.py) with
+ * `specs` registered, sealing keys in `folder`/sealing-keys.json; the shuffler releases a batch
+ * once `minBatch` devices wait. Resolves to { collector, shuffler, admin_token, ingest_key, stop }. */
+export async function startPipeline(folder, minBatch, specs) {
+  const child = spawn(PYTHON, [join(ROOT, "sdk/js/test/pipeline.py"), folder, String(minBatch), JSON.stringify(specs)], {
+    cwd: ROOT, env: { ...process.env, PYTHONPATH: ROOT }, stdio: ["pipe", "pipe", "inherit"],
+  });
+  const line = await new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+      if (out.includes("\n")) resolve(out.split("\n")[0]);
+    });
+    child.once("exit", (code) => reject(new Error(`the pipeline exited (${code})`)));
+  });
+  const stop = async () => {
+    child.stdin.end();
+    await new Promise((r) => (child.exitCode !== null ? r() : child.once("exit", r)));
+  };
+  return { ...JSON.parse(line), stop };
+}
+
 /** A proxy to `target`: mode "up" forwards, "down" drops connections, "lose-ack" forwards and
  * then drops the answer, "hang" never answers, "huge" streams a spec list without end, a number
- * answers that status with a non-collector body. */
+ * answers that status with a non-collector body. Each forwarded request is kept in `requests`
+ * ({ method, path, body }); `rewrite(path, body)`, if set, replaces a forwarded answer's body. */
 export async function startProxy(target) {
-  const proxy = { mode: "up", statuses: [] };
+  const proxy = { mode: "up", statuses: [], requests: [], rewrite: null };
   const server = http.createServer(async (req, res) => {
     const chunks = [];
     for await (const chunk of req) chunks.push(chunk);
@@ -134,8 +157,11 @@ export async function startProxy(target) {
     delete headers.host;
     delete headers["content-length"];
     const answer = await fetch(`${target}${req.url}`, { method: req.method, headers, body: chunks.length ? Buffer.concat(chunks) : undefined });
-    const body = Buffer.from(await answer.arrayBuffer());
-    proxy.statuses.push(`${req.method} ${req.url.split("?")[0]} ${answer.status}`);
+    const path = req.url.split("?")[0];
+    let body = Buffer.from(await answer.arrayBuffer());
+    if (proxy.rewrite !== null) body = Buffer.from(proxy.rewrite(path, body.toString("utf8")));
+    proxy.statuses.push(`${req.method} ${path} ${answer.status}`);
+    proxy.requests.push({ method: req.method, path, body: Buffer.concat(chunks).toString("utf8") });
     if (proxy.mode === "lose-ack") { req.socket.destroy(); return; }
     const out = {};
     for (const [k, v] of answer.headers) if (!["content-length", "transfer-encoding", "connection", "content-encoding"].includes(k)) out[k] = v;

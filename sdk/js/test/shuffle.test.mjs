@@ -2,7 +2,6 @@
 // through a real shuffler to a real collector, which opens them with its own code
 // (collector/unsealing.py) and stores exactly the reports recorded, a resend only once.
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,7 +9,7 @@ import { after, before, test } from "node:test";
 import { Client, MemoryStorage, MetricSpec } from "../dist/index.js";
 import { pem } from "../dist/text.js";
 import { devicePseudonym, envelopeId, keyId, paddedSize, reportBound, seal, sealedSize, sealing, sealingInfo } from "../dist/shuffle.js";
-import { PYTHON, ROOT, startProxy } from "./collector.mjs";
+import { startPipeline, startProxy } from "./collector.mjs";
 
 const vectors = JSON.parse(readFileSync(new URL("../../../tests/vectors/wire.json", import.meta.url), "utf8"));
 const specs = new Map(vectors.specs.map(({ input }) => [input.name, MetricSpec.fromDict(input, pem)]));
@@ -58,25 +57,11 @@ let folder;
 
 before(async () => {
   folder = mkdtempSync(join(tmpdir(), "deniable-js-shuffle-"));
-  const child = spawn(PYTHON, [join(ROOT, "sdk/js/test/pipeline.py"), folder, String(DEVICES), JSON.stringify(METRICS)], {
-    cwd: ROOT, env: { ...process.env, PYTHONPATH: ROOT }, stdio: ["pipe", "pipe", "inherit"],
-  });
-  const line = await new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout.on("data", (chunk) => {
-      out += chunk;
-      if (out.includes("\n")) resolve(out.split("\n")[0]);
-    });
-    child.once("exit", (code) => reject(new Error(`the pipeline exited (${code})`)));
-  });
-  pipeline = { ...JSON.parse(line), child };
+  pipeline = await startPipeline(folder, DEVICES, METRICS);
 });
 
 after(async () => {
-  if (pipeline) {
-    pipeline.child.stdin.end();
-    await new Promise((r) => (pipeline.child.exitCode !== null ? r() : pipeline.child.once("exit", r)));
-  }
+  if (pipeline) await pipeline.stop();
   rmSync(folder, { recursive: true, force: true });
 });
 

@@ -17,7 +17,7 @@ live rows and a breakdown walked the dead versions until a VACUUM. With room on 
 a registered function and is left as it is, both ways.
 
 Revision ID: 0013
-Revises: 0010
+Revises: 0012
 Create Date: 2026-11-26
 """
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "0013"
-down_revision = "0010"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
