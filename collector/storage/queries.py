@@ -29,6 +29,7 @@ from .tables import (
     period_counts,
     reports,
     support_counts,
+    text_cell_counts,
 )
 
 
@@ -261,6 +262,8 @@ def read_counts(
     k = count_width(spec)
     n = np.zeros(len(periods), dtype=np.int64)
     counts = np.zeros((len(periods), k), dtype=np.int64)
+    if spec.dimensions and spec.type == "text":
+        return _text_totals(database, spec, periods)
     if spec.dimensions and spec.type != "numeric":
         for stats in read_cells(database, spec, periods).values():
             n += stats.n
@@ -367,6 +370,80 @@ def read_cells(
         stats.n[i], stats.total[i], stats.total_squares[i] = n, total, squares
         width = min(k, len(support))
         stats.counts[i, :width] = support[:width]
+    return found
+
+
+def _text_cells_query(spec: MetricSpec, periods: Sequence[str], *columns: Any) -> Any:
+    """The metric's fingerprint beside ``columns`` of its ``text_cell_counts`` rows in the
+    periods ``periods`` (sorted labels; outer-joined, so a metric without rows still gives
+    its fingerprint)."""
+    joined = metrics.outerjoin(
+        text_cell_counts,
+        (text_cell_counts.c.metric == metrics.c.name)
+        & (text_cell_counts.c.period >= periods[0])
+        & (text_cell_counts.c.period <= periods[-1]),
+    )
+    return (
+        select(metrics.c.fingerprint, *columns)
+        .select_from(joined)
+        .where(metrics.c.name == spec.name)
+    )
+
+
+def _text_totals(
+    database: Database, spec: MetricSpec, periods: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`read_counts` of a text metric with dimensions: its cells' sketch counts summed
+    in the database (one row per nonzero count and period), n from its tallies."""
+    sketch = spec.text_randomizer
+    counts = np.zeros((len(periods), sketch.cell_count), dtype=np.int64)
+    if not periods:
+        return np.zeros(0, dtype=np.int64), counts
+    position = {label: i for i, label in enumerate(periods)}
+    period, category = text_cell_counts.c.period, text_cell_counts.c.category
+    query = _text_cells_query(
+        spec, periods, period, category, func.sum(text_cell_counts.c.support).label("support")
+    ).group_by(metrics.c.fingerprint, period, category)
+    for _, label, index, support in _rows_of_current_spec(database, spec, query):
+        i = position.get(label)
+        if i is not None and index is not None and 0 <= index < sketch.cell_count:
+            counts[i, index] = support
+    tallies = sketch.levels * sketch.rows * sketch.cells
+    return counts[:, tallies:].sum(axis=1), counts
+
+
+def read_text_cells(
+    database: Database, spec: MetricSpec, periods: Sequence[str]
+) -> dict[str, CellStats]:
+    """Each cell's sketch counts of ``spec`` (a text metric with dimensions) over ``periods``
+    (sorted labels), by cell text, as :class:`CellStats` whose ``counts`` are the sketch's
+    (periods × its count width) and ``n`` the sum of its tallies; a cell without reports is
+    absent. One statement (fingerprint and rows from one snapshot); it reads one row per
+    nonzero count, at most cells × periods × the sketch's counts, bounded by the caller."""
+    sketch = spec.text_randomizer
+    width, size = sketch.cell_count, len(periods)
+    found: dict[str, CellStats] = {}
+    if not periods:
+        return found
+    position = {label: i for i, label in enumerate(periods)}
+    c = text_cell_counts.c
+    query = _text_cells_query(spec, periods, c.period, c.cell, c.category, c.support)
+    for _, label, cell, index, support in _rows_of_current_spec(database, spec, query):
+        i = position.get(label)
+        if i is None or index is None or not 0 <= index < width:
+            continue
+        stats = found.get(cell)
+        if stats is None:
+            stats = found[cell] = CellStats(
+                np.zeros(size, dtype=np.int64),
+                np.zeros((size, width), dtype=np.int64),
+                np.zeros(size),
+                np.zeros(size),
+            )
+        stats.counts[i, index] = support
+    tallies = sketch.levels * sketch.rows * sketch.cells
+    for stats in found.values():
+        stats.n[:] = stats.counts[:, tallies:].sum(axis=1)
     return found
 
 

@@ -4,7 +4,8 @@ Raw reports hold no IP address and no header: only the report's own fields and t
 arrived. ``period_counts``, ``support_counts`` (``cell_counts`` instead for a metric with
 dimensions) and (numeric metrics) ``numeric_sums`` are kept up to date in the same transaction
 as the report inserts, so an estimate reads at most k counts, or one row of sums, per period
-(a metric with dimensions: one packed row per cell and period).
+(a metric with dimensions: one packed row per cell and period; a text metric with dimensions:
+its nonzero sketch counts per cell, ``text_cell_counts``).
 
 A report id is stored as its 16 bytes (SQLite) or a native ``uuid`` (PostgreSQL), not as 36
 characters of text: the two indexes every insert updates at a random place are then much
@@ -238,6 +239,24 @@ not one per cell and category. Any breakdown is a sum of cells, and so are the m
 support totals: it has no ``support_counts`` rows (its reports still count in
 ``period_counts`` and ``numeric_sums``). A metric without dimensions has no rows here: its one
 cell is the whole of ``period_counts``, ``support_counts`` and ``numeric_sums``."""
+
+text_cell_counts = Table(
+    "text_cell_counts",
+    metadata,
+    Column("metric", String(64), primary_key=True),
+    Column("period", String(10), primary_key=True),
+    Column("cell", String(300), primary_key=True),
+    Column("category", Integer, primary_key=True, autoincrement=False),
+    Column("support", BigInteger, nullable=False),
+)
+"""A text metric with dimensions: its sketch counts per (period, cell), sparse like
+``support_counts`` (a row per nonzero count; ``category`` the flat index of a (level, row,
+cell) sum or a (level, row) tally, :class:`~deniable.client.mechanisms.PrefixSketch`), so a
+report adds one to the same rows it would without dimensions, keyed by its cell as well. A
+cell's n is the sum of its tallies. Such a metric keeps no ``support_counts`` rows (its totals
+are the sum of its cells) and no ``cell_counts`` rows (a packed row of a whole sketch,
+16,400 counts per byte of ``max_length``, would be rewritten by every report); its reports
+still count in ``period_counts``. Migration 0011."""
 
 shuffled_batches = Table(
     "shuffled_batches",

@@ -130,7 +130,7 @@ def test_migrations_match_the_tables_and_are_idempotent(
             context = MigrationContext.configure(conn, opts={"include_name": include_name})
             assert compare_metadata(context, metadata) == []
             assert (
-                conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == "0010"
+                conn.execute(text("SELECT version_num FROM alembic_version")).scalar_one() == "0011"
             )
     finally:
         engine.dispose()
