@@ -1,0 +1,177 @@
+"""Text metrics with dimensions: what keeping their sketch counts per cell costs.
+
+    python -m bench.text_cells [--reports 20000] [--cells 1 4 15] [--backend both]
+                               [--groups 10 100 1000] [--epsilon 4]
+
+An 8-byte text metric (eps 4 unless ``--epsilon``): reports drawn once through the real
+randomizer and reused, stored in process through ``prepare_batch`` / ``store_batches`` in
+groups of 1,000 (one committed group each, as the writer commits them), spread uniformly over
+C cells (C = 1: the metric without dimensions), each cell taking runs of 8 reports, one per
+prefix level, so that every cell sees every level. Per backend and C: reports stored per second,
+the count rows one period keeps, and one period's breakdown by the dimension (read every cell,
+sum each slice, decode it) in milliseconds (the decoder's one-off set-up done before).
+
+Then the counts write alone on SQLite (no report insert), by group size, for the two layouts:
+``sparse`` (``text_cell_counts``: the upsert ingestion runs) and ``packed``, the other layout
+emulated: a row per (period, cell) holding the whole sketch packed, as ``cell_counts`` keeps a
+categorical metric's support, each group upserting one 131,200-count blob per cell it
+touches, added in place by ``deniable_add_counts`` (the very statement shape of the cell
+upsert). A collector commits groups of whatever arrived together: small ones at low traffic.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+from deniable.client import MetricSpec, SeededRandomness
+from deniable.collector import migrate
+from deniable.collector.storage import open_database
+from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_batches
+from deniable.collector.storage.queries import read_counts, read_text_cells, register_spec
+from deniable.collector.storage.tables import ADD_PACKED_SQL, pack_counts
+from deniable.collector.storage.textcells import text_cell_rows, upsert_text_cells
+from deniable.estimators.heavyhitters import text_document
+from deniable.estimators.support import text_support
+from sqlalchemy import text
+
+from testkit import scratch_database
+
+PERIOD = "2026-11-26"
+GROUP = 1_000
+LAYOUTS = ("sparse", "packed")
+WORDS = ("search", "settings", "help", "wifi")
+
+
+def draw(spec: MetricSpec, count: int, seed: int) -> list[dict[str, object]]:
+    """``count`` payloads through the real randomizer: a few common strings, the rest unique."""
+    rng, sketch = SeededRandomness(seed), spec.text_randomizer
+    payloads = []
+    for i in range(count):
+        value = WORDS[i % len(WORDS)] if i % 3 else f"u{i:07d}"
+        payloads.append(sketch.randomize(sketch.encode(value), 1 + i % sketch.levels, rng))
+    return payloads
+
+
+def cells_of(count: int) -> tuple[dict[str, list[str]], list[str]]:
+    """A dimension making ``count`` cells (its values + other) and its cell texts."""
+    if count == 1:
+        return {}, [""]
+    values = [f"v{i}" for i in range(count - 1)]
+    return {"d": values}, [*values, "other"]
+
+
+def run(url: str, payloads: list[dict[str, object]], count: int, epsilon: float) -> list[str]:
+    """Store every payload spread over ``count`` cells; the table row."""
+    dimensions, cells = cells_of(count)
+    spec = MetricSpec.text(f"t{count}", max_length=8, epsilon=epsilon, dimensions=dimensions)
+    migrate(url)
+    database = open_database(url)
+    try:
+        register_spec(database, spec, dt.datetime.now(dt.UTC))
+        reports = [
+            ValidReport(str(uuid.uuid4()), spec.name, PERIOD, p, cells[(i // 8) % len(cells)])
+            for i, p in enumerate(payloads)
+        ]
+        day = dt.date.fromisoformat(PERIOD)
+        began = time.perf_counter()
+        for start in range(0, len(reports), GROUP):
+            batch = prepare_batch(reports[start : start + GROUP], {spec.name: spec}, day)
+            store_batches(database, [batch])
+        rate = len(reports) / (time.perf_counter() - began)
+        table = "text_cell_counts" if dimensions else "support_counts"
+        with database.reader.connect() as connection:
+            rows = connection.execute(
+                text(f"SELECT count(*) FROM {table} WHERE metric = :m"), {"m": spec.name}
+            ).scalar_one()
+        began = time.perf_counter()
+        if dimensions:
+            for stats in read_text_cells(database, spec, [PERIOD]).values():
+                text_document(spec.name, PERIOD, spec.text_randomizer, stats.counts[0])
+        else:
+            _, counts = read_counts(database, spec, [PERIOD])
+            text_document(spec.name, PERIOD, spec.text_randomizer, counts[0])
+        read_ms = 1000 * (time.perf_counter() - began)
+    finally:
+        database.dispose()
+    return [f"{count}", f"{rate:,.0f}", f"{rows:,}", f"{read_ms:,.0f}"]
+
+
+def counts_only(
+    directory: Path, payloads: list[dict[str, object]], count: int, group: int, layout: str
+) -> float:
+    """Reports per second of the counts write alone on SQLite, in groups of ``group`` reports
+    spread over ``count`` cells: ``sparse`` (``text_cell_counts``, :mod:`.textcells`'s upsert)
+    or ``packed`` (a whole-sketch blob per touched cell, added in place)."""
+    sketch = MetricSpec.text("packed", max_length=8, epsilon=4).text_randomizer
+    url = f"sqlite:///{directory}/{layout}{count}-{group}.db"
+    migrate(url)
+    database = open_database(url)
+    statement = text(
+        "INSERT INTO cell_counts (metric, period, cell, n, total, total_squares, support)"
+        " VALUES ('packed', :p, :c, :n, 0, 0, :s) ON CONFLICT (metric, period, cell) DO UPDATE"
+        f" SET n = n + excluded.n, support = {ADD_PACKED_SQL}(support, excluded.support)"
+    )
+    try:
+        began = time.perf_counter()
+        for start in range(0, len(payloads), group):
+            chunk = payloads[start : start + group]
+            indexes = text_support(sketch, chunk)  # type: ignore[arg-type]
+            cells = [f"c{(i // 8) % count}" for i in range(start, start + len(chunk))]
+            if layout == "sparse":
+                keys = [(PERIOD, cell) for cell in cells]
+                rows = text_cell_rows(keys, np.arange(len(chunk)), indexes, sketch.cell_count)
+                with database.writing() as connection:
+                    upsert_text_cells(
+                        connection, database, [({"m": rows}, rows.increments("m"))], None
+                    )
+                continue
+            blobs = []
+            for cell in sorted(set(cells)):
+                chosen = [found for found, c in zip(indexes, cells, strict=True) if c == cell]
+                sums = np.bincount(np.concatenate(chosen), minlength=sketch.cell_count)
+                blobs.append({"p": PERIOD, "c": cell, "n": len(chosen), "s": pack_counts(sums)})
+            with database.writing() as connection:
+                connection.execute(statement, blobs)
+        return len(payloads) / (time.perf_counter() - began)
+    finally:
+        database.dispose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reports", type=int, default=20_000)
+    parser.add_argument("--cells", type=int, nargs="+", default=[1, 4, 15])
+    parser.add_argument("--epsilon", type=float, default=4.0)
+    parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
+    parser.add_argument("--groups", type=int, nargs="+", default=[10, 100, 1_000])
+    args = parser.parse_args()
+    spec = MetricSpec.text("draw", max_length=8, epsilon=args.epsilon)
+    payloads = draw(spec, args.reports, seed=27)
+    sketch = spec.text_randomizer
+    text_document("warm", PERIOD, sketch, np.zeros(sketch.cell_count))  # hash tables, once
+    backends = ["sqlite", "postgresql"] if args.backend == "both" else [args.backend]
+    print(f"{args.reports:,} reports, 8-byte strings, eps {args.epsilon:g}, groups of {GROUP:,}")
+    print("backend     | cells | reports/s | count rows | breakdown ms")
+    with tempfile.TemporaryDirectory() as folder:
+        directory = Path(folder)
+        for backend in backends:
+            for count in args.cells:
+                with scratch_database(backend, directory, f"bench_text_{count}") as url:
+                    row = run(url, payloads, count, args.epsilon)
+                print(f"{backend:<11} | " + " | ".join(row))
+        cells = max(args.cells)
+        print(f"counts write alone, SQLite, {cells} cells: reports/s by group size")
+        print("group | sparse | packed")
+        for group in args.groups:
+            rates = [counts_only(directory, payloads, cells, group, layout) for layout in LAYOUTS]
+            print(f"{group:,} | " + " | ".join(f"{rate:,.0f}" for rate in rates))
+
+
+if __name__ == "__main__":
+    main()
