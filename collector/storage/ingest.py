@@ -18,7 +18,9 @@ three, and new reports land in their period's part of the key, not all over one 
 metrics (shared, by name), then reports, then period counts, then support counts, so
 concurrent writers on PostgreSQL never deadlock. Numeric sums are upserted last, after the
 support counts, and only by a group that holds numeric reports: a group of categorical reports
-runs exactly the statements it ran before numeric metrics existed.
+runs exactly the statements it ran before numeric metrics existed. The cells of metrics with
+dimensions come last, ``cell_counts`` then a text metric's ``text_cell_counts``
+(:mod:`.textcells`).
 """
 
 from __future__ import annotations
@@ -546,8 +548,7 @@ def _text_cells(
     """A text metric with dimensions: its rows by (period, cell) for ``text_cell_counts``;
     its rows by period go in ``metrics`` and their period n (no support) in ``counts``."""
     rows = metrics[spec.name] = text_rows(batch, where, spec)
-    period_n = {key: (n, _NO_SUPPORT) for key, (n, _) in _text_n(rows, spec.name).items()}
-    counts.update(period_n)
+    counts.update(_text_n(rows, spec.name))
     keys = [(batch[i].period, batch[i].cell) for i in where]
     return text_cell_rows(keys, rows.positions, rows.indexes, rows.size)
 

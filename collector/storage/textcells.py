@@ -150,30 +150,23 @@ def upsert_text_cells(
                 add_sparse(total, rows.increments(metric, mask))
     if not total:
         return
-    keys = sorted(total)
+    rows = [
+        (*key, category, count)
+        for key in sorted(total)
+        for category, count in zip(*(a.tolist() for a in total[key]), strict=True)
+    ]
     if database.dialect == "sqlite":
-        rows = [
-            [*key, category, count]
-            for key in keys
-            for category, count in zip(*(a.tolist() for a in total[key]), strict=True)
-        ]
         connection.execute(_SQLITE_UPSERT, {"rows": json.dumps(rows, separators=(",", ":"))})
         return
-    sizes = [len(total[key][0]) for key in keys]
+    metrics, periods, cells, categories, counts = zip(*rows, strict=True)
     connection.execute(
         _PG_UPSERT,
         {
             "sep": _SEP,
-            "metrics": _SEP.join(
-                m for (m, _, _), size in zip(keys, sizes, strict=True) for _ in range(size)
-            ),
-            "periods": _SEP.join(
-                p for (_, p, _), size in zip(keys, sizes, strict=True) for _ in range(size)
-            ),
-            "cells": _SEP.join(
-                c for (_, _, c), size in zip(keys, sizes, strict=True) for _ in range(size)
-            ),
-            "categories": ",".join(str(v) for key in keys for v in total[key][0].tolist()),
-            "counts": ",".join(str(v) for key in keys for v in total[key][1].tolist()),
+            "metrics": _SEP.join(metrics),
+            "periods": _SEP.join(periods),
+            "cells": _SEP.join(cells),
+            "categories": ",".join(map(str, categories)),
+            "counts": ",".join(map(str, counts)),
         },
     )
