@@ -6,26 +6,31 @@
 An 8-byte text metric (eps 4 unless ``--epsilon``): reports drawn once through the real
 randomizer and reused, stored in process through ``prepare_batch`` / ``store_batches`` in
 groups of 1,000 (one committed group each, as the writer commits them), each in a cell drawn
-uniformly (seeded) among C cells (C = 1: the metric without dimensions). Per backend and C: reports stored per second,
-the count rows one period keeps, and one period's breakdown by the dimension (read every cell,
+uniformly (seeded) among C cells (C = 1: the metric without dimensions). Per backend and C:
+reports stored per second, the count rows one period keeps, and one period's breakdown by the dimension (read every cell,
 sum each slice, decode it) in milliseconds (the decoder's one-off set-up done before).
 
-Then the counts write alone on SQLite (no report insert), by group size, for the two layouts:
-``sparse`` (``text_cell_counts``: the upsert ingestion runs) and ``packed``, the other layout
-emulated: a row per (period, cell) holding the whole sketch packed, as ``cell_counts`` keeps a
-categorical metric's support, each group upserting one 131,200-count blob per cell it
-touches, added in place by ``deniable_add_counts`` (the very statement shape of the cell
-upsert). A collector commits groups of whatever arrived together: small ones at low traffic.
+Then the counts write alone on SQLite (no report insert), by group size, for three layouts:
+``chunked`` (``text_cell_counts`` as built: a row per (period, cell, level, row) holding that
+sketch row's 1,024 sums and its tally, 8 KB, of which a report touches exactly one; the
+collector's own upsert); ``sparse`` (a row per nonzero count, as ``support_counts`` keeps a
+text metric without dimensions, with a cell column; the same JSON upsert shape) and
+``packed`` (a row per (period, cell) holding the whole sketch, as ``cell_counts`` keeps a
+categorical metric's support: one 131,200-count blob per touched cell added in place by
+``deniable_add_counts``). A collector commits groups of whatever arrived together: small ones
+at low traffic, so the small groups matter.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from deniable.client import MetricSpec, SeededRandomness
@@ -43,7 +48,7 @@ from testkit import scratch_database
 
 PERIOD = "2026-11-26"
 GROUP = 1_000
-LAYOUTS = ("sparse", "packed")
+LAYOUTS = ("chunked", "sparse", "packed")
 WORDS = ("search", "settings", "help", "wifi")
 
 
@@ -106,21 +111,36 @@ def run(url: str, payloads: list[dict[str, object]], count: int, epsilon: float)
     return [f"{count}", f"{rate:,.0f}", f"{rows:,}", f"{read_ms:,.0f}"]
 
 
+_SPARSE_TABLE = (
+    "CREATE TABLE IF NOT EXISTS sparse_counts (metric TEXT, period TEXT, cell TEXT,"
+    " category INTEGER, support INTEGER NOT NULL, PRIMARY KEY (metric, period, cell, category))"
+)
+_SPARSE_UPSERT = (
+    "INSERT INTO sparse_counts SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'),"
+    " json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]')"
+    " FROM json_each(:rows) WHERE 1"
+    " ON CONFLICT (metric, period, cell, category) DO UPDATE SET support = support + excluded.support"
+)
+_PACKED_UPSERT = (
+    "INSERT INTO cell_counts (metric, period, cell, n, total, total_squares, support)"
+    " VALUES ('packed', :p, :c, :n, 0, 0, :s) ON CONFLICT (metric, period, cell) DO UPDATE"
+    f" SET n = n + excluded.n, support = {ADD_PACKED_SQL}(support, excluded.support)"
+)
+
+
 def counts_only(
     directory: Path, payloads: list[dict[str, object]], count: int, group: int, layout: str
 ) -> float:
     """Reports per second of the counts write alone on SQLite, in groups of ``group`` reports
-    spread over ``count`` cells: ``sparse`` (``text_cell_counts``, :mod:`.textcells`'s upsert)
-    or ``packed`` (a whole-sketch blob per touched cell, added in place)."""
+    spread over ``count`` cells: ``chunked`` (``text_cell_counts``: :mod:`.textcells`'s own
+    upsert), ``sparse`` (a row per nonzero count, as ``support_counts`` with a cell column, its
+    JSON upsert) or ``packed`` (a whole-sketch blob per touched cell, added in place)."""
     sketch = MetricSpec.text("packed", max_length=8, epsilon=4).text_randomizer
     url = f"sqlite:///{directory}/{layout}{count}-{group}.db"
     migrate(url)
     database = open_database(url)
-    statement = text(
-        "INSERT INTO cell_counts (metric, period, cell, n, total, total_squares, support)"
-        " VALUES ('packed', :p, :c, :n, 0, 0, :s) ON CONFLICT (metric, period, cell) DO UPDATE"
-        f" SET n = n + excluded.n, support = {ADD_PACKED_SQL}(support, excluded.support)"
-    )
+    with database.writing() as connection:
+        connection.execute(text(_SPARSE_TABLE))
     chosen = spread(len(payloads), count)
     try:
         began = time.perf_counter()
@@ -128,24 +148,44 @@ def counts_only(
             chunk = payloads[start : start + group]
             indexes = text_support(sketch, chunk)  # type: ignore[arg-type]
             cells = [f"c{c}" for c in chosen[start : start + len(chunk)]]
-            if layout == "sparse":
+            if layout == "chunked":
                 keys = [(PERIOD, cell) for cell in cells]
-                rows = text_cell_rows(keys, np.arange(len(chunk)), indexes, sketch.cell_count)
+                rows = text_cell_rows(
+                    keys, np.arange(len(chunk)), indexes, sketch.cells, sketch.cell_count
+                )
                 with database.writing() as connection:
                     upsert_text_cells(
                         connection, database, [({"m": rows}, rows.increments("m"))], None
                     )
-                continue
-            blobs = []
-            for cell in sorted(set(cells)):
-                chosen = [found for found, c in zip(indexes, cells, strict=True) if c == cell]
-                sums = np.bincount(np.concatenate(chosen), minlength=sketch.cell_count)
-                blobs.append({"p": PERIOD, "c": cell, "n": len(chosen), "s": pack_counts(sums)})
-            with database.writing() as connection:
-                connection.execute(statement, blobs)
+            elif layout == "sparse":
+                with database.writing() as connection:
+                    connection.execute(text(_SPARSE_UPSERT), {"rows": _sparse_rows(indexes, cells)})
+            else:
+                with database.writing() as connection:
+                    connection.execute(text(_PACKED_UPSERT), _packed_rows(sketch, indexes, cells))
         return len(payloads) / (time.perf_counter() - began)
     finally:
         database.dispose()
+
+
+def _sparse_rows(indexes: list[np.ndarray], cells: list[str]) -> str:
+    """The sparse layout's rows of a group as the JSON its upsert reads: per (cell, count
+    index) its sum, in key order."""
+    sums: dict[tuple[str, int], int] = {}
+    for found, cell in zip(indexes, cells, strict=True):
+        for index in found.tolist():
+            sums[(cell, index)] = sums.get((cell, index), 0) + 1
+    return json.dumps([["m", PERIOD, c, v, n] for (c, v), n in sorted(sums.items())])
+
+
+def _packed_rows(sketch: Any, indexes: list[np.ndarray], cells: list[str]) -> list[dict[str, Any]]:
+    """The packed layout's rows of a group: per touched cell its whole sketch's sums."""
+    rows = []
+    for cell in sorted(set(cells)):
+        mine = [found for found, c in zip(indexes, cells, strict=True) if c == cell]
+        sums = np.bincount(np.concatenate(mine), minlength=sketch.cell_count)
+        rows.append({"p": PERIOD, "c": cell, "n": len(mine), "s": pack_counts(sums)})
+    return rows
 
 
 def main() -> None:
@@ -173,7 +213,7 @@ def main() -> None:
                 print(f"{backend:<11} | " + " | ".join(row))
         cells = max(args.cells)
         print(f"counts write alone, SQLite, {cells} cells: reports/s by group size")
-        print("group | sparse | packed")
+        print("group | " + " | ".join(LAYOUTS))
         for group in args.groups:
             rates = [counts_only(directory, payloads, cells, group, layout) for layout in LAYOUTS]
             print(f"{group:,} | " + " | ".join(f"{rate:,.0f}" for rate in rates))

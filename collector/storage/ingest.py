@@ -66,7 +66,7 @@ from .tables import (
     reports,
     support_counts,
 )
-from .textcells import SparseCounts, TextCellRows, text_cell_rows, upsert_text_cells
+from .textcells import ChunkCounts, TextCellRows, text_cell_rows, upsert_text_cells
 
 
 @dataclass(frozen=True)
@@ -434,8 +434,8 @@ class PreparedBatch:
     text_cells: dict[str, TextCellRows] = field(default_factory=dict)
     """The rows of each text metric with dimensions grouped by (period, cell)
     (:mod:`.textcells`); such a metric's ``counts`` hold its period n only."""
-    text_cell_counts: SparseCounts = field(default_factory=dict)
-    """Their sparse sketch counts per (period, cell) if every report turns out new."""
+    text_cell_counts: ChunkCounts = field(default_factory=dict)
+    """Their sketch counts per (period, cell, sketch row) if every report turns out new."""
 
     @cached_property
     def sqlite_rows(self) -> dict[str, Any]:
@@ -493,7 +493,7 @@ def prepare_batch(
     cell_counts: Counts = {}
     cell_sums: Sums = {}
     text_cells: dict[str, TextCellRows] = {}
-    text_cell_counts: SparseCounts = {}
+    text_cell_counts: ChunkCounts = {}
     for metric, where in positions.items():
         spec = specs[metric]
         if spec.type == "numeric":
@@ -550,7 +550,8 @@ def _text_cells(
     rows = metrics[spec.name] = text_rows(batch, where, spec)
     counts.update(_text_n(rows, spec.name))
     keys = [(batch[i].period, batch[i].cell) for i in where]
-    return text_cell_rows(keys, rows.positions, rows.indexes, rows.size)
+    sketch = spec.text_randomizer
+    return text_cell_rows(keys, rows.positions, rows.indexes, sketch.cells, rows.size)
 
 
 def _text_n(rows: TextRows, metric: str, mask: np.ndarray | None = None) -> Counts:

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from deniable.client.mechanisms import PrefixSketch
 from deniable.client.spec import MetricSpec, canonical_json
 from deniable.estimators import PeriodSums
 from deniable.estimators.documents import MetricAbout
-from sqlalchemy import Connection, Text, bindparam, cast, func, literal, select, true, update
+from sqlalchemy import Connection, bindparam, func, select, update
 
 from .engine import Database
 from .tables import (
@@ -373,55 +374,49 @@ def read_cells(
     return found
 
 
-def _pairs(database: Database, category: Any, value: Any) -> Any:
-    """An aggregate of ``category,value`` pairs joined by commas in one text (``group_concat``
-    on SQLite, ``string_agg`` on PostgreSQL): a cell's sparse counts come back as one value,
-    not one row each, which is what reading them costs (a fetched row per count took about
-    10 us of CPU; the text is parsed by numpy in one call)."""
-    pair = cast(category, Text) + literal(",") + cast(value, Text)
-    if database.dialect == "sqlite":
-        return func.group_concat(pair, literal(","))
-    return func.string_agg(pair, literal(","))
+def _chunk_rows(
+    database: Database, spec: MetricSpec, periods: Sequence[str]
+) -> Iterator[tuple[int, str, int, np.ndarray]]:
+    """(period position, cell, chunk, packed counts) of every ``text_cell_counts`` row of
+    ``spec`` in ``periods`` (sorted labels), read in one statement beside the fingerprint
+    (:class:`SpecChanged` if it is not ``spec``'s): at most cells × sketch rows per period."""
+    c = text_cell_counts.c
+    joined = metrics.outerjoin(
+        text_cell_counts,
+        (c.metric == metrics.c.name) & (c.period >= periods[0]) & (c.period <= periods[-1]),
+    )
+    query = (
+        select(metrics.c.fingerprint, c.period, c.cell, c.chunk, c.counts)
+        .select_from(joined)
+        .where(metrics.c.name == spec.name)
+    )
+    position = {label: i for i, label in enumerate(periods)}
+    for _, label, cell, chunk, counts in _rows_of_current_spec(database, spec, query):
+        if label in position and counts is not None:
+            yield position[label], cell, chunk, counts
 
 
-def _scatter(pairs: str | None, into: np.ndarray) -> None:
-    """Set ``into[category] = value`` for each pair of a :func:`_pairs` text (indexes past its
-    end, or negative, left out)."""
-    if not pairs:
+def _place(sketch: PrefixSketch, into: np.ndarray, chunk: int, counts: np.ndarray) -> None:
+    """Add one sketch row's packed counts (its cells, then its tally) into a period's flat
+    count vector (:class:`~deniable.client.mechanisms.PrefixSketch`'s indexes)."""
+    chunks = sketch.levels * sketch.rows
+    if not 0 <= chunk < chunks or len(counts) != sketch.cells + 1:
         return
-    values = np.fromstring(pairs, dtype=np.int64, sep=",").reshape(-1, 2)
-    kept = (values[:, 0] >= 0) & (values[:, 0] < len(into))
-    into[values[kept, 0]] = values[kept, 1]
+    into[chunk * sketch.cells : (chunk + 1) * sketch.cells] += counts[:-1]
+    into[chunks * sketch.cells + chunk] += counts[-1]
 
 
 def _text_totals(
     database: Database, spec: MetricSpec, periods: Sequence[str]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`read_counts` of a text metric with dimensions: its cells' sketch counts summed
-    in the database per (period, count), each period's sums back as one text of pairs; n from
-    its tallies. One statement, so one snapshot (the fingerprint beside the counts)."""
+    """:func:`read_counts` of a text metric with dimensions: the sum of its cells' sketch
+    counts per period, n from its tallies."""
     sketch = spec.text_randomizer
     counts = np.zeros((len(periods), sketch.cell_count), dtype=np.int64)
     if not periods:
         return np.zeros(0, dtype=np.int64), counts
-    c = text_cell_counts.c
-    summed = (
-        select(c.period, c.category, func.sum(c.support).label("total"))
-        .where(c.metric == spec.name, c.period >= periods[0], c.period <= periods[-1])
-        .group_by(c.period, c.category)
-        .subquery()
-    )
-    pairs = _pairs(database, summed.c.category, summed.c.total)
-    query = (
-        select(metrics.c.fingerprint, summed.c.period, pairs.label("pairs"))
-        .select_from(metrics.outerjoin(summed, true()))
-        .where(metrics.c.name == spec.name)
-        .group_by(metrics.c.fingerprint, summed.c.period)
-    )
-    position = {label: i for i, label in enumerate(periods)}
-    for _, label, found in _rows_of_current_spec(database, spec, query):
-        if label in position:
-            _scatter(found, counts[position[label]])
+    for i, _, chunk, found in _chunk_rows(database, spec, periods):
+        _place(sketch, counts[i], chunk, found)
     tallies = sketch.levels * sketch.rows * sketch.cells
     return counts[:, tallies:].sum(axis=1), counts
 
@@ -432,29 +427,14 @@ def read_text_cells(
     """Each cell's sketch counts of ``spec`` (a text metric with dimensions) over ``periods``
     (sorted labels), by cell text, as :class:`CellStats` whose ``counts`` are the sketch's
     (periods × its count width) and ``n`` the sum of its tallies; a cell without reports is
-    absent. One statement (fingerprint and rows from one snapshot), one row per cell and
-    period (its nonzero counts as one text, :func:`_pairs`): at most cells × periods × the
-    sketch's counts are read, bounded by the caller."""
+    absent. One statement (fingerprint and rows from one snapshot), one row per cell, period
+    and sketch row: at most cells × periods × the sketch's counts, bounded by the caller."""
     sketch = spec.text_randomizer
     width, size = sketch.cell_count, len(periods)
     found: dict[str, CellStats] = {}
     if not periods:
         return found
-    c = text_cell_counts.c
-    joined = metrics.outerjoin(
-        text_cell_counts,
-        (c.metric == metrics.c.name) & (c.period >= periods[0]) & (c.period <= periods[-1]),
-    )
-    query = (
-        select(metrics.c.fingerprint, c.period, c.cell, _pairs(database, c.category, c.support))
-        .select_from(joined)
-        .where(metrics.c.name == spec.name)
-        .group_by(metrics.c.fingerprint, c.period, c.cell)
-    )
-    position = {label: i for i, label in enumerate(periods)}
-    for _, label, cell, pairs in _rows_of_current_spec(database, spec, query):
-        if label not in position:
-            continue
+    for i, cell, chunk, counts in _chunk_rows(database, spec, periods):
         stats = found.get(cell)
         if stats is None:
             stats = found[cell] = CellStats(
@@ -463,7 +443,7 @@ def read_text_cells(
                 np.zeros(size),
                 np.zeros(size),
             )
-        _scatter(pairs, stats.counts[position[label]])
+        _place(sketch, stats.counts[i], chunk, counts)
     tallies = sketch.levels * sketch.rows * sketch.cells
     for stats in found.values():
         stats.n[:] = stats.counts[:, tallies:].sum(axis=1)

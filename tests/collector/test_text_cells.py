@@ -59,12 +59,15 @@ def _reports(spec: MetricSpec, count: int, seed: int) -> list[ValidReport]:
     return reports
 
 
-def _expected(spec: MetricSpec, stored: list[ValidReport]) -> Counter[tuple[str, str, int]]:
-    """(period, cell, count index) -> count of the distinct ``stored`` reports."""
-    expected: Counter[tuple[str, str, int]] = Counter()
+def _expected(spec: MetricSpec, stored: list[ValidReport]) -> dict[tuple[str, str], np.ndarray]:
+    """(period, cell) -> the sketch counts of the distinct ``stored`` reports."""
+    expected: dict[tuple[str, str], np.ndarray] = {}
     indexes = text_support(spec.text_randomizer, [r.payload for r in stored])  # type: ignore[misc]
     for report, found in zip(stored, indexes, strict=True):
-        expected.update((report.period, report.cell, int(v)) for v in found)
+        counts = expected.setdefault(
+            (report.period, report.cell), np.zeros(spec.text_randomizer.cell_count, np.int64)
+        )
+        counts[found] += 1
     return expected
 
 
@@ -95,14 +98,23 @@ def test_sketch_counts_per_cell_count_each_new_report_once(
         )
         assert [(r.accepted, r.duplicates) for r in results] == [(40, 30), (20, 30)]
         distinct = first + fresh
-        rows = _rows(
-            url,
-            text(
-                "SELECT period, cell, category, support FROM text_cell_counts WHERE metric = :m"
-            ).bindparams(m=spec.name),
-        )
-        assert {(p, c, v): s for p, c, v, s in rows} == dict(_expected(spec, distinct))
-        assert all(s > 0 for *_, s in rows)
+        labels = [EARLIER, PERIOD]
+        expected = _expected(spec, distinct)
+        cells = read_text_cells(database, spec, labels)
+        assert set(cells) == set(CELLS)
+        for cell, stats in cells.items():
+            for i, label in enumerate(labels):
+                assert np.array_equal(stats.counts[i], expected[(label, cell)]), (cell, label)
+        touched = {
+            (r.period, r.cell, int(found[-1]) - 3 * 16 * 1024)
+            for r, found in zip(
+                distinct,
+                text_support(spec.text_randomizer, [r.payload for r in distinct]),  # type: ignore[misc]
+                strict=True,
+            )
+        }
+        query = text("SELECT period, cell, chunk FROM text_cell_counts WHERE metric = :m")
+        assert set(_rows(url, query.bindparams(m=spec.name))) == touched
         for table in ("support_counts", "cell_counts"):
             query = text(f"SELECT count(*) FROM {table} WHERE metric = :m").bindparams(m=spec.name)
             assert _rows(url, query) == [(0,)]
@@ -112,9 +124,6 @@ def test_sketch_counts_per_cell_count_each_new_report_once(
         )
         assert dict(n) == dict(Counter(r.period for r in distinct))
 
-        labels = [EARLIER, PERIOD]
-        cells = read_text_cells(database, spec, labels)
-        assert set(cells) == set(CELLS)
         for cell, stats in cells.items():
             assert stats.n.tolist() == [
                 sum(r.cell == cell and r.period == label for r in distinct) for label in labels

@@ -1,10 +1,10 @@
 """Text metrics with dimensions: their sketch counts per cell (``text_cell_counts``).
 
-One row per nonzero count of a (metric, period, cell), as ``support_counts`` keeps a text
-metric's counts without a cell: a report adds one to as many rows as before (its set sketch
-bits and its (level, row) tally), each keyed by its cell too. Existing databases hold no text
-metric with dimensions (the previous release refuses their specs), so the table starts empty
-and every stored count stays where it is. Collectors of the previous release ignore it.
+One row per (metric, period, cell, sketch row): the sketch row's 1,024 cell sums and its
+report tally packed (little-endian int64 bytes on SQLite, ``bigint[]`` on PostgreSQL, as
+``cell_counts.support``), added in place; a report adds to exactly one. Existing databases hold
+no text metric with dimensions (the previous release refuses their specs), so the table starts
+empty and every stored count stays where it is. Collectors of the previous release ignore it.
 
 The downgrade drops the table, and refuses (changing nothing) while a text metric with
 dimensions is registered: the previous release cannot read that spec, and its counts would be
@@ -21,11 +21,16 @@ import json
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import postgresql
 
 revision = "0011"
 down_revision = "0010"
 branch_labels = None
 depends_on = None
+
+
+_COUNTS_TYPE = sa.LargeBinary().with_variant(postgresql.ARRAY(sa.BigInteger()), "postgresql")
+"""A packed vector of counts, as ``tables.PackedCounts`` stores it on each engine."""
 
 
 def upgrade() -> None:
@@ -35,9 +40,9 @@ def upgrade() -> None:
         sa.Column("metric", sa.String(64), nullable=False),
         sa.Column("period", sa.String(10), nullable=False),
         sa.Column("cell", sa.String(300), nullable=False),
-        sa.Column("category", sa.Integer, nullable=False, autoincrement=False),
-        sa.Column("support", sa.BigInteger, nullable=False),
-        sa.PrimaryKeyConstraint("metric", "period", "cell", "category", name="pk_text_cell_counts"),
+        sa.Column("chunk", sa.Integer, nullable=False, autoincrement=False),
+        sa.Column("counts", _COUNTS_TYPE, nullable=False),
+        sa.PrimaryKeyConstraint("metric", "period", "cell", "chunk", name="pk_text_cell_counts"),
     )
 
 
