@@ -10,7 +10,8 @@ uniformly (seeded) among C cells (C = 1: the metric without dimensions). Per bac
 reports stored per second, the count rows one period keeps, and one period's breakdown by the dimension (read every cell,
 sum each slice, decode it) in milliseconds (the decoder's one-off set-up done before).
 
-Then the counts write alone on SQLite (no report insert), by group size, for three layouts:
+Then the counts write alone on SQLite (``--counts-backend postgresql``: PostgreSQL, without
+``packed``; no report insert), by group size, for three layouts:
 ``chunked`` (``text_cell_counts`` as built: a row per (period, cell, level, row) holding that
 sketch row's 1,024 sums and its tally, 8 KB, of which a report touches exactly one; the
 collector's own upsert); ``sparse`` (a row per nonzero count, as ``support_counts`` keeps a
@@ -113,13 +114,19 @@ def run(url: str, payloads: list[dict[str, object]], count: int, epsilon: float)
 
 _SPARSE_TABLE = (
     "CREATE TABLE IF NOT EXISTS sparse_counts (metric TEXT, period TEXT, cell TEXT,"
-    " category INTEGER, support INTEGER NOT NULL, PRIMARY KEY (metric, period, cell, category))"
+    " category INTEGER, support BIGINT NOT NULL, PRIMARY KEY (metric, period, cell, category))"
 )
 _SPARSE_UPSERT = (
     "INSERT INTO sparse_counts SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'),"
     " json_extract(value, '$[2]'), json_extract(value, '$[3]'), json_extract(value, '$[4]')"
     " FROM json_each(:rows) WHERE 1"
     " ON CONFLICT (metric, period, cell, category) DO UPDATE SET support = support + excluded.support"
+)
+_PG_SPARSE_UPSERT = (
+    "INSERT INTO sparse_counts AS t SELECT * FROM unnest(string_to_array(:m, ','),"
+    " string_to_array(:p, ','), string_to_array(:c, ','), string_to_array(:v, ',')::int[],"
+    " string_to_array(:n, ',')::bigint[])"
+    " ON CONFLICT (metric, period, cell, category) DO UPDATE SET support = t.support + excluded.support"
 )
 _PACKED_UPSERT = (
     "INSERT INTO cell_counts (metric, period, cell, n, total, total_squares, support)"
@@ -129,14 +136,14 @@ _PACKED_UPSERT = (
 
 
 def counts_only(
-    directory: Path, payloads: list[dict[str, object]], count: int, group: int, layout: str
+    url: str, payloads: list[dict[str, object]], count: int, group: int, layout: str
 ) -> float:
-    """Reports per second of the counts write alone on SQLite, in groups of ``group`` reports
+    """Reports per second of the counts write alone at ``url``, in groups of ``group`` reports
     spread over ``count`` cells: ``chunked`` (``text_cell_counts``: :mod:`.textcells`'s own
     upsert), ``sparse`` (a row per nonzero count, as ``support_counts`` with a cell column, its
-    JSON upsert) or ``packed`` (a whole-sketch blob per touched cell, added in place)."""
+    JSON upsert; PostgreSQL: unnest) or ``packed`` (a whole-sketch blob per touched cell,
+    added in place; SQLite only)."""
     sketch = MetricSpec.text("packed", max_length=8, epsilon=4).text_randomizer
-    url = f"sqlite:///{directory}/{layout}{count}-{group}.db"
     migrate(url)
     database = open_database(url)
     with database.writing() as connection:
@@ -156,6 +163,13 @@ def counts_only(
                 with database.writing() as connection:
                     upsert_text_cells(
                         connection, database, [({"m": rows}, rows.increments("m"))], None
+                    )
+            elif layout == "sparse" and database.dialect == "postgresql":
+                rows = json.loads(_sparse_rows(indexes, cells))
+                columns = [",".join(str(row[i]) for row in rows) for i in range(5)]
+                with database.writing() as connection:
+                    connection.execute(
+                        text(_PG_SPARSE_UPSERT), dict(zip("mpcvn", columns, strict=True))
                     )
             elif layout == "sparse":
                 with database.writing() as connection:
@@ -196,6 +210,7 @@ def main() -> None:
     parser.add_argument("--backend", choices=["sqlite", "postgresql", "both"], default="both")
     parser.add_argument("--groups", type=int, nargs="+", default=[10, 100, 1_000])
     parser.add_argument("--counts-only", action="store_true", help="only the layouts' counts write")
+    parser.add_argument("--counts-backend", choices=["sqlite", "postgresql"], default="sqlite")
     args = parser.parse_args()
     spec = MetricSpec.text("draw", max_length=8, epsilon=args.epsilon)
     payloads = draw(spec, args.reports, seed=27)
@@ -212,11 +227,17 @@ def main() -> None:
                     row = run(url, payloads, count, args.epsilon)
                 print(f"{backend:<11} | " + " | ".join(row))
         cells = max(args.cells)
-        print(f"counts write alone, SQLite, {cells} cells: reports/s by group size")
-        print("group | " + " | ".join(LAYOUTS))
-        for group in args.groups:
-            rates = [counts_only(directory, payloads, cells, group, layout) for layout in LAYOUTS]
-            print(f"{group:,} | " + " | ".join(f"{rate:,.0f}" for rate in rates))
+        for backend in [args.counts_backend]:
+            layouts = LAYOUTS if backend == "sqlite" else LAYOUTS[:2]
+            print(f"counts write alone, {backend}, {cells} cells: reports/s by group size")
+            print("group | " + " | ".join(layouts))
+            for group in args.groups:
+                rates = []
+                for layout in layouts:
+                    name = f"bench_text_{layout}_{group}"
+                    with scratch_database(backend, directory, name) as url:
+                        rates.append(counts_only(url, payloads, cells, group, layout))
+                print(f"{group:,} | " + " | ".join(f"{rate:,.0f}" for rate in rates))
 
 
 if __name__ == "__main__":

@@ -147,8 +147,9 @@ MAX_CELLS = 1000
 MAX_TEXT_CELLS = 50
 """The most cells a text metric's dimensions may make. Its heavy hitters are decoded per slice
 from the slice's own sketch, whose floor grows as 1/sqrt(its reports): a slice of 1/50 of the
-reports has a floor about 7 times the whole population's (4.2% where the whole finds 0.59%,
-8-byte strings at eps 4, 1e6 reports), so finer cells find next to nothing."""
+reports has a floor over 7 times the whole population's (4.5% where the whole finds 0.59%,
+8-byte strings at eps 4, 1e6 reports; 4.9% at the alpha a 50-slice breakdown gives each), so
+finer cells find next to nothing."""
 MAX_TEXT_CELL_COUNTS = 2_000_000
 """The most sketch counts a text metric with dimensions keeps per period over all its cells
 (cells × levels × 16 × 1,025): the counts a breakdown of every cell of one period reads stay
