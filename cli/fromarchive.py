@@ -168,16 +168,15 @@ def _breakdown(
     from deniable.collector.routes.breakdown import breakdown_of_cells, parse_by, parse_where
     from deniable.collector.settings import Settings
     from deniable.collector.storage.queries import CellStats
+    from deniable.estimators.archivecounts import count_width
     from fastapi import HTTPException
 
-    if spec.type == "text":
-        raise InvalidInput("--by and --where are not for text metrics")
     if any(not found.cells for found in files.values()):
         raise InvalidInput(
             f"the archive of {spec.name} holds no dimension cells: breakdowns read them from"
             " the collector's counts (leave out --from-archive)"
         )
-    size, k = len(labels), spec.k
+    size, k = len(labels), count_width(spec)
     cells: dict[str, CellStats] = {}
     for i, label in enumerate(labels):
         found = files.get(label)
@@ -205,7 +204,8 @@ def _breakdown(
             minimum=Settings().min_slice_reports,
             confidence=chosen["confidence"],
             method=chosen.get("method") or "unbiased",
-            pooling=chosen["pooling"],
+            pooling=chosen.get("pooling", "overlap-safe"),
+            candidates=chosen.get("candidates"),
         )
     except HTTPException as exc:
         raise InvalidInput(str(exc.detail)) from None

@@ -139,7 +139,9 @@ SUPPORT_CELLS = 1 << 22
 
 
 def _batch_counts(spec: MetricSpec, batch: Any) -> dict[str, tuple[int, np.ndarray]]:
-    """An Arrow batch's reports and counts, by its ``cell_key`` column's values."""
+    """An Arrow batch's reports and counts, by its ``cell_key`` column's values (a text
+    metric's: its sketch counts per cell, each cell a whole sketch; the spec bounds cells ×
+    sketch counts)."""
     keys = batch.column("cell_key").to_numpy(zero_copy_only=False)
     if spec.type == "text":
         sketch = spec.text_randomizer
@@ -149,10 +151,15 @@ def _batch_counts(spec: MetricSpec, batch: Any) -> dict[str, tuple[int, np.ndarr
         rows = batch.column("r").to_numpy().astype(np.int64)
         base = ((levels - 1) * sketch.rows + rows) * sketch.cells
         tally = sketch.levels * sketch.rows * sketch.cells + (levels - 1) * sketch.rows + rows
+        names, code = np.unique(keys, return_inverse=True)
+        code = code.astype(np.int64) * width
         report, cell = np.nonzero(bits)
-        counts = np.bincount(base[report] + cell, minlength=width)
-        counts += np.bincount(tally, minlength=width)
-        return {"": (len(levels), counts.astype(np.int64))}
+        size = len(names) * width
+        counts = np.bincount(code[report] + base[report] + cell, minlength=size)
+        counts += np.bincount(code + tally, minlength=size)
+        shaped = counts.astype(np.int64).reshape(len(names), width)
+        reports = np.bincount(code // width, minlength=len(names))
+        return {str(name): (int(reports[j]), shaped[j]) for j, name in enumerate(names.tolist())}
     mechanism = spec.randomizer
     if isinstance(mechanism, OUE):
         support = oue_bits(_text_column(batch.column("bits")), mechanism.k)

@@ -579,13 +579,18 @@ def text_document(
     *,
     confidence: float = 0.95,
     candidates: list[str] | None = None,
+    alpha: float = ALPHA,
 ) -> dict[str, object]:
-    """The estimate document of a text metric's period (discovery, or candidate mode)."""
+    """The estimate document of a text metric's period (discovery, or candidate mode);
+    ``alpha`` the run's family-wise probability of returning a string absent from the batch
+    (a breakdown's slices share :data:`ALPHA` among them)."""
     if candidates is not None:
-        hitters, stated = score_candidates(sketch, counts, candidates, confidence=confidence)
+        hitters, stated = score_candidates(
+            sketch, counts, candidates, confidence=confidence, alpha=alpha
+        )
         mode, cap_bound, tested = "candidates", False, len(hitters)
     else:
-        found = discover(sketch, counts, confidence=confidence)
+        found = discover(sketch, counts, confidence=confidence, alpha=alpha)
         hitters, stated, cap_bound, tested = (
             found.hitters,
             found.floor,

@@ -1,7 +1,8 @@
 """A breakdown (an estimate per slice of a metric's dimensions) as CSV, for ``deniable estimate
 --by ... --format csv`` and the dashboard's breakdown download alike (the same bytes).
 
-One row per slice and category (a numeric metric: per slice, its mean), each repeating what
+One row per slice and category (a numeric metric: per slice, its mean; a text metric: per
+slice and string listed, with the slice's n, mode and floor T95), each repeating what
 it is from, as every CSV of :mod:`.csvtext` does: the metric and range, the slice's value of
 each ``by`` dimension (columns ``by.<name>``), the ``where`` filter (``name:value`` joined by
 ``;``), the simultaneous and the per-slice confidence, ``suppressed`` and ``note``, then the
@@ -27,20 +28,40 @@ from .csvtext import (
 SLICE_COLUMNS = ("confidence", "slice_confidence", "suppressed", "note")
 """What every row says of its slice, after the range and the slice's values."""
 
+TEXT_HOW = ("n", "mode", "cap_bound", "floor_t95")
+"""What every row of a text metric's slice repeats: its reports, discovery or candidates,
+whether the survivor cap bound, and its floor T95."""
+TEXT_FIELDS = ("value", "share", "ci_low", "ci_high", "reports", "truncated", "detected")
+"""A text metric's row per string of a slice (a shown slice that found none: one row, these
+cells empty)."""
+
+Layout = tuple[str, list[str], list[str]]
+"""The slices' kind (``shares``, ``mean`` or ``text``), the estimate fields every row repeats,
+and the value columns."""
+
 
 def _where_text(where: dict[str, str]) -> str:
     """The ``where`` filter as ``platform:ios;country:fr`` (empty: none)."""
     return ";".join(f"{name}:{value}" for name, value in where.items())
 
 
-def _layout(by: list[str], slices: list[dict[str, Any]]) -> tuple[bool, list[str], list[str]]:
-    """Whether the slices are means, the estimate fields every row repeats, and the value
-    columns (named as the estimate CSV names them)."""
+def _layout(by: list[str], slices: list[dict[str, Any]]) -> Layout:
+    """The slices' kind, the estimate fields every row repeats, and the value columns (named
+    as the estimate CSV names them)."""
+    if any(row.get("estimate") and "strings" in row["estimate"] for row in slices):
+        return "text", list(TEXT_HOW), list(TEXT_FIELDS)
     numeric = any(row.get("estimate") and "mean" in row["estimate"] for row in slices)
     how = [key for key in (MEAN_HOW if numeric else SHARES_HOW) if key != "confidence"]
     keys = MEAN_FIELDS if numeric else CATEGORY_FIELDS
     fields = [RENAMED.get(key, key) for key in keys] + (["margin"] if numeric else [])
-    return numeric, how, fields
+    return "mean" if numeric else "shares", how, fields
+
+
+def _text_rows(first: list[Any], estimate: dict[str, Any]) -> list[list[Any]]:
+    """A shown text slice's rows: one per string listed (one without strings if none)."""
+    made = [*(estimate.get(key) for key in TEXT_HOW[:-1]), estimate["floor"]["t95"]]
+    strings = estimate.get("strings") or [{}]
+    return [[*first, *made, *(row.get(key) for key in TEXT_FIELDS)] for row in strings]
 
 
 def _slice_rows(
@@ -48,11 +69,11 @@ def _slice_rows(
     leading: list[Any],
     slices: list[dict[str, Any]],
     slice_confidence: float | None,
-    layout: tuple[bool, list[str], list[str]],
+    layout: Layout,
 ) -> list[list[Any]]:
     """The rows of ``slices``: ``leading`` cells, the slice's values and filter and what it
     is, then a row per category (a mean: one), or one row without numbers if suppressed."""
-    numeric, how, fields = layout
+    kind, how, fields = layout
     by = list(document.get("by", []))
     where = _where_text(document.get("where", {}))
     rows = []
@@ -69,8 +90,11 @@ def _slice_rows(
         if estimate is None:
             rows.append([*first, *(None for _ in how), *(None for _ in fields)])
             continue
+        if kind == "text":
+            rows += _text_rows(first, estimate)
+            continue
         made = [estimate.get(key) for key in how]
-        if numeric:
+        if kind == "mean":
             mean = estimate["mean"]
             rows.append([*first, *made, *(mean.get(key) for key in MEAN_FIELDS), half_width(mean)])
             continue
@@ -79,9 +103,7 @@ def _slice_rows(
     return rows
 
 
-def _header(
-    leading: list[str], by: list[str], layout: tuple[bool, list[str], list[str]]
-) -> list[str]:
+def _header(leading: list[str], by: list[str], layout: Layout) -> list[str]:
     _, how, fields = layout
     return [*leading, *(f"by.{name}" for name in by), "where", *SLICE_COLUMNS, *how, *fields]
 

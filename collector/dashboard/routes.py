@@ -249,7 +249,8 @@ def metric(name: str, request: Request) -> Response:
             from .textpage import text_document, text_page
 
             document = text_document(request, spec, request.query_params.get("end") or None)
-            return html(text_page(spec, document))
+            entry = breakdownpage.entry_card(spec, page_query(request, spec))
+            return html(text_page(spec, document, entry))
         spec, query, estimate, series = documents(request, name)
         over_time = ""
         if spec.type == "histogram":
@@ -262,10 +263,8 @@ def metric(name: str, request: Request) -> Response:
 
 
 def breakdown_read(request: Request, name: str) -> tuple[Any, dict[str, Any]]:
-    """The metric and the page's choices for its breakdown (text metrics have none: 422)."""
+    """The metric and the page's choices for its breakdown."""
     _, spec = find_spec(request, name)
-    if spec.type == "text":
-        raise HTTPException(422, f"metric {spec.name} is text: it has no dimensions")
     return spec, page_query(request, spec)
 
 
@@ -276,6 +275,10 @@ def breakdown(name: str, request: Request) -> Response:
         return to_sign_in()
     try:
         spec, query = breakdown_read(request, name)
+        if spec.type == "text":
+            from .textslices import page as text_slices
+
+            return html(text_slices(spec, request, query))
         return html(breakdownpage.page(spec, request, query))
     except HTTPException as exc:
         return html(pages.error_page(exc.status_code, str(exc.detail)), exc.status_code)
@@ -289,7 +292,12 @@ def breakdown_csv(name: str, request: Request) -> Response:
     try:
         spec, query = breakdown_read(request, name)
         by, where = breakdownpage.chosen(request, spec)
-        found = breakdownpage.document(request, spec, query, by, where)
+        if spec.type == "text":
+            from .textslices import document as text_slices
+
+            found = text_slices(request, spec, by, where)
+        else:
+            found = breakdownpage.document(request, spec, query, by, where)
     except HTTPException as exc:
         return html(pages.error_page(exc.status_code, str(exc.detail)), exc.status_code)
     return csv_response(breakdown_csv_text(found), f"{spec.name}-breakdown.csv")

@@ -41,8 +41,9 @@ def _shares(row: dict[str, Any]) -> tuple[float, float, float]:
     return row["share"], row["ci_low"], row["ci_high"]
 
 
-def text_page(spec: MetricSpec, document: dict[str, Any]) -> str:
-    """The whole page: what the floor means, the ranked chart and its table view."""
+def text_page(spec: MetricSpec, document: dict[str, Any], entry: str = "") -> str:
+    """The whole page: what the floor means, the ranked chart and its table view; ``entry``
+    the breakdown card of a metric with dimensions."""
     floor = document["floor"]
     t95 = "none: no string can be found" if floor["t95"] >= 1 else pct(floor["t95"])
     note = (
@@ -63,5 +64,6 @@ def text_page(spec: MetricSpec, document: dict[str, Any]) -> str:
         f" · {e(spec.domain)}</p>{note}{ranked_chart(document)}"
         + table("text-table", ["string", "share", "low", "high"], rows)
         + "</section>"
+        + entry
     )
     return layout(spec.name, body)

@@ -30,10 +30,11 @@ from deniable.estimators import (
     plain,
 )
 from deniable.estimators.differences import interval_difference, verdict
+from deniable.estimators.heavyhitters import ALPHA, TextEstimate, text_document
 from fastapi import HTTPException
 
 from ..context import Collector
-from ..storage.queries import CellStats, read_cells
+from ..storage.queries import CellStats, count_width, read_cells, read_text_cells
 
 MAX_BY = 2
 """The most dimensions one breakdown splits by."""
@@ -46,7 +47,7 @@ class SliceEstimate:
     values: dict[str, str]
     suppressed: bool
     note: str | None
-    estimate: MeanRangeEstimate | HistogramEstimate | RangeEstimate | None
+    estimate: MeanRangeEstimate | HistogramEstimate | RangeEstimate | TextEstimate | None
 
 
 @dataclass(frozen=True)
@@ -212,7 +213,14 @@ def slice_stats(
     state: Collector, spec: MetricSpec, labels: list[str], by: list[str], where: dict[str, str]
 ) -> dict[tuple[str, ...], CellStats]:
     """Each slice's statistics over the periods ``labels``, read from the collector's cells."""
-    return group_cells(read_cells(state.database, spec, labels), spec, labels, by, where)
+    return group_cells(stored_cells(state, spec, labels), spec, labels, by, where)
+
+
+def stored_cells(state: Collector, spec: MetricSpec, labels: list[str]) -> dict[str, CellStats]:
+    """The collector's cells of ``spec`` over ``labels``: packed rows, or a text metric's
+    sparse sketch counts (each cell's whole sketch per period)."""
+    read = read_text_cells if spec.type == "text" else read_cells
+    return read(state.database, spec, labels)
 
 
 def group_cells(
@@ -231,7 +239,8 @@ def group_cells(
         values = _cell_values(spec, cell)
         if all(values[name] == value for name, value in where.items()):
             grouped[tuple(values[name] for name in by)].append(stats)
-    return {key: _sum_cells(chosen, len(labels), spec.k) for key, chosen in grouped.items()}
+    width = count_width(spec)
+    return {key: _sum_cells(chosen, len(labels), width) for key, chosen in grouped.items()}
 
 
 def breakdown(
@@ -246,12 +255,13 @@ def breakdown(
     pooling: str,
     compare: tuple[str, str] | None = None,
     cells: dict[str, CellStats] | None = None,
+    candidates: list[str] | None = None,
 ) -> dict[str, Any]:
     """The breakdown document of ``spec`` over the periods ``labels`` (bounded by the caller),
     with the difference between the two ``compare`` slices if asked; ``cells`` are those
     periods' cells if the caller has read them already."""
     return breakdown_of_cells(
-        read_cells(state.database, spec, labels) if cells is None else cells,
+        stored_cells(state, spec, labels) if cells is None else cells,
         spec,
         labels,
         by,
@@ -261,6 +271,30 @@ def breakdown(
         method=method,
         pooling=pooling,
         compare=compare,
+        candidates=candidates,
+    )
+
+
+def _text_slice(
+    spec: MetricSpec,
+    label: str,
+    stats: CellStats,
+    level: float,
+    shown: int,
+    candidates: list[str] | None,
+) -> dict[str, Any]:
+    """One slice of a text metric: its heavy hitters decoded from its summed cell counts in
+    the one period ``label``, intervals at the slice's ``level``. Discovery runs at alpha /
+    ``shown``, so with probability >= 1 - alpha no shown slice lists a string absent from it;
+    its floor (tau and T95) is stated at that alpha, as the whole population's is at alpha."""
+    return text_document(
+        spec.name,
+        label,
+        spec.text_randomizer,
+        stats.counts[0],
+        confidence=level,
+        candidates=candidates,
+        alpha=ALPHA / max(1, shown),
     )
 
 
@@ -276,9 +310,12 @@ def breakdown_of_cells(
     method: str,
     pooling: str,
     compare: tuple[str, str] | None = None,
+    candidates: list[str] | None = None,
 ) -> dict[str, Any]:
     """The breakdown document from each cell's statistics (the collector's, or an archive's
-    re-analysed), slices of fewer than ``minimum`` reports suppressed."""
+    re-analysed), slices of fewer than ``minimum`` reports suppressed. A text metric's slices
+    are each one period's heavy hitters (``labels`` one label; ``candidates`` scored instead
+    if given), each run at alpha / (slices shown): :func:`_text_slice`."""
     wanted = slice_values(spec, by)
     sums = group_cells(cells, spec, labels, by, where)
     shown = [key for key, stats in sums.items() if int(stats.n.sum()) >= minimum]
@@ -293,7 +330,9 @@ def breakdown_of_cells(
             continue
         stats = sums[key]
         try:
-            if spec.type == "numeric":
+            if spec.type == "text":
+                document = _text_slice(spec, first, stats, level, len(shown), candidates)
+            elif spec.type == "numeric":
                 periods = [
                     PeriodSums(
                         label, int(stats.n[i]), float(stats.total[i]), float(stats.total_squares[i])

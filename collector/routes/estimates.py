@@ -8,6 +8,7 @@ documents carry its mean (from :func:`read_sums`), a histogram's add quantile in
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -308,6 +309,16 @@ def get_estimate(
             state, spec, labels, by, where, options, pooling, compare_to, compare, q
         )
     if by is not None or where is not None or compare is not None:
+        if spec.type == "text":
+            checked_quantiles(spec, q)
+            if compare is not None:
+                raise HTTPException(
+                    status_code=422,
+                    detail=f"compare is for shares and means; {spec.name} is a text metric"
+                    " (its slices list their own strings: compare them side by side)",
+                )
+            document = text_breakdown(state, spec, read, labels, by, where, options, candidates)
+            return about(state, spec, document)
         return sliced_estimate(state, spec, labels, by, where, options, pooling, compare)
     if spec.type == "text":
         checked_quantiles(spec, q)
@@ -468,22 +479,8 @@ def text_estimate(
     options: EstimateOptions,
     candidates: list[str] | None,
 ) -> dict[str, Any]:
-    """A text metric's heavy hitters over one period (the end period unless ``start`` is
-    given and equal): its floor holds for one batch of independent reports, and one device
-    reports in many periods, so a range is refused rather than pooled."""
-    if read.start is not None and len(labels) > 1:
-        raise HTTPException(
-            status_code=422,
-            detail=f"metric {spec.name} is text: its estimate covers one period (its detection"
-            " floor holds for one batch); give start equal to end, or end alone",
-        )
-    if options.method is not None and options.method != "unbiased":
-        raise HTTPException(
-            status_code=422,
-            detail=f"metric {spec.name} is text: method has no meaning for it (its shares are"
-            " the debiased sketch estimates)",
-        )
-    label = labels[-1]
+    """A text metric's heavy hitters over one period (:func:`text_period`)."""
+    label = text_period(spec, read, labels, options)
     check_cells(
         spec, 1, state.settings.max_estimate_cells, "the estimate", "DENIABLE_MAX_ESTIMATE_CELLS"
     )
@@ -499,6 +496,67 @@ def text_estimate(
         )
     except InvalidInput as exc:
         raise refused(spec, exc) from None
+
+
+def text_period(
+    spec: MetricSpec, read: MetricPeriods, labels: list[str], options: EstimateOptions
+) -> str:
+    """The one period a text metric's estimate covers (the end period unless ``start`` is
+    given and equal): its floor holds for one batch of independent reports, and one device
+    reports in many periods, so a range is refused rather than pooled; so is a method."""
+    if read.start is not None and len(labels) > 1:
+        raise HTTPException(
+            status_code=422,
+            detail=f"metric {spec.name} is text: its estimate covers one period (its detection"
+            " floor holds for one batch); give start equal to end, or end alone",
+        )
+    if options.method is not None and options.method != "unbiased":
+        raise HTTPException(
+            status_code=422,
+            detail=f"metric {spec.name} is text: method has no meaning for it (its shares are"
+            " the debiased sketch estimates)",
+        )
+    return labels[-1]
+
+
+def text_breakdown(
+    state: Collector,
+    spec: MetricSpec,
+    read: MetricPeriods,
+    labels: list[str],
+    by: list[str] | None,
+    where: list[str] | None,
+    options: EstimateOptions,
+    candidates: list[str] | None,
+) -> dict[str, Any]:
+    """A text metric's heavy hitters per slice of its dimensions in one period
+    (:func:`text_period`), each slice decoded from its summed cell counts (:mod:`.breakdown`).
+
+    Work is bounded before it starts: every cell of the metric is read, each a whole sketch,
+    so its cells × 1 period × its sketch's counts must be within the estimate cells limit
+    (the spec keeps it within the default); decoding is per slice, each bounded by the sketch
+    and the survivor cap."""
+    label = text_period(spec, read, labels, options)
+    dims, kept = parse_by(spec, by), parse_where(spec, where)
+    cells, width = math.prod(len(v) + 1 for _, v in spec.dimensions), count_width(spec)
+    limit = state.settings.max_estimate_cells
+    if cells * width > limit:
+        raise HTTPException(
+            status_code=422,
+            detail=f"the breakdown would read {cells:,} cells × 1 period × {width:,} sketch"
+            f" counts, more than the limit of {limit:,} cells (DENIABLE_MAX_ESTIMATE_CELLS)",
+        )
+    return breakdown(
+        state,
+        spec,
+        [label],
+        dims,
+        kept,
+        confidence=options.confidence,
+        method="unbiased",
+        pooling="overlap-safe",
+        candidates=candidates,
+    )
 
 
 def text_series(

@@ -60,7 +60,11 @@ def slice_series(
     """The series by slice of ``spec`` over ``labels``; 422 naming the problem (a bad ``by`` or
     ``where``, or past ``DENIABLE_MAX_SERIES_CELLS``)."""
     if spec.type == "text":
-        raise HTTPException(422, f"metric {spec.name} is text: it has no dimensions")
+        raise HTTPException(
+            422,
+            f"metric {spec.name} is text: a series by slice is not built for it; ask the"
+            " estimate by slice (by, where) of each period",
+        )
     dims, kept = parse_by(spec, by), parse_where(spec, where)
     slices = slice_count(spec, dims)
     k = 1 if spec.type == "numeric" else spec.k

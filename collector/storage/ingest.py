@@ -18,7 +18,9 @@ three, and new reports land in their period's part of the key, not all over one 
 metrics (shared, by name), then reports, then period counts, then support counts, so
 concurrent writers on PostgreSQL never deadlock. Numeric sums are upserted last, after the
 support counts, and only by a group that holds numeric reports: a group of categorical reports
-runs exactly the statements it ran before numeric metrics existed.
+runs exactly the statements it ran before numeric metrics existed. The cells of metrics with
+dimensions come last, ``cell_counts`` then a text metric's ``text_cell_counts``
+(:mod:`.textcells`).
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ from .tables import (
     reports,
     support_counts,
 )
+from .textcells import ChunkCounts, TextCellRows, text_cell_rows, upsert_text_cells
 
 
 @dataclass(frozen=True)
@@ -424,6 +427,11 @@ class PreparedBatch:
     summed in the request thread, so the writer only adds dicts)."""
     cell_sums: Sums = field(default_factory=dict)
     """The numeric metrics' per-(period, cell) sums, likewise."""
+    text_cells: dict[str, TextCellRows] = field(default_factory=dict)
+    """The rows of each text metric with dimensions grouped by (period, cell)
+    (:mod:`.textcells`); such a metric's ``counts`` hold its period n only."""
+    text_cell_counts: ChunkCounts = field(default_factory=dict)
+    """Their sketch counts per (period, cell, sketch row) if every report turns out new."""
 
     @cached_property
     def sqlite_rows(self) -> dict[str, Any]:
@@ -480,6 +488,8 @@ def prepare_batch(
     cells: dict[str, MetricRows | NumericRows] = {}
     cell_counts: Counts = {}
     cell_sums: Sums = {}
+    text_cells: dict[str, TextCellRows] = {}
+    text_cell_counts: ChunkCounts = {}
     for metric, where in positions.items():
         spec = specs[metric]
         if spec.type == "numeric":
@@ -488,6 +498,9 @@ def prepare_batch(
             if spec.dimensions:
                 cells[metric] = cell_rows(batch, numeric[metric])
                 cell_sums.update(cells[metric].sums(metric))  # type: ignore[union-attr]
+        elif spec.type == "text" and spec.dimensions:
+            text_cells[metric] = _text_cells(batch, where, spec, metrics, counts)
+            text_cell_counts.update(text_cells[metric].increments(metric))
         elif spec.type == "text":
             metrics[metric] = text_rows(batch, where, spec)
             counts.update(metrics[metric].counts(metric))
@@ -513,10 +526,35 @@ def prepare_batch(
         cells,
         cell_counts,
         cell_sums,
+        text_cells,
+        text_cell_counts,
     )
     if dialect == "sqlite":
         _ = prepared.sqlite_rows
     return prepared
+
+
+def _text_cells(
+    batch: Sequence[ValidReport],
+    where: list[int],
+    spec: MetricSpec,
+    metrics: dict[str, MetricRows | TextRows],
+    counts: Counts,
+) -> TextCellRows:
+    """A text metric with dimensions: its rows by (period, cell) for ``text_cell_counts``;
+    its rows by period go in ``metrics`` and their period n (no support) in ``counts``."""
+    rows = metrics[spec.name] = text_rows(batch, where, spec)
+    counts.update(_text_n(rows, spec.name))
+    keys = [(batch[i].period, batch[i].cell) for i in where]
+    sketch = spec.text_randomizer
+    return text_cell_rows(keys, rows.positions, rows.indexes, sketch.cells, rows.size)
+
+
+def _text_n(rows: TextRows, metric: str, mask: np.ndarray | None = None) -> Counts:
+    """The reports per period of a text metric's rows ``mask`` selects (no counts summed)."""
+    codes = rows.codes if mask is None else rows.codes[mask]
+    n = np.bincount(codes, minlength=len(rows.periods))
+    return {(metric, rows.periods[c]): (int(n[c]), _NO_SUPPORT) for c in np.flatnonzero(n)}
 
 
 def _add_counts(total: Counts, more: Counts) -> None:
@@ -558,7 +596,9 @@ def _count_rows(
             continue
         for metric, group in batch.metrics.items():
             mask = is_new[group.positions]
-            if mask.any():
+            if mask.any() and metric in batch.text_cells:
+                _add_counts(total, _text_n(group, metric, mask))  # type: ignore[arg-type]
+            elif mask.any():
                 more = group.counts(metric, mask)
                 _add_counts(total, _period_n_only(more) if metric in batch.cells else more)
         for metric, values in batch.numeric.items():
@@ -952,6 +992,8 @@ def _store_group(database: Database, batches: Sequence[PreparedBatch]) -> list[S
             _upsert_counts(connection, database, n_rows, support_rows)
             _upsert_sums(connection, database, sum_rows)
         _upsert_cells(connection, database, batches, new)
+        text_cells = [(batch.text_cells, batch.text_cell_counts) for batch in batches]
+        upsert_text_cells(connection, database, text_cells, new)
     if new is None:
         return [StoredBatch(len(batch.rows), 0, dict(batch.per_metric), {}) for batch in batches]
     results = []

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from deniable.client.mechanisms import PrefixSketch
 from deniable.client.spec import MetricSpec, canonical_json
 from deniable.estimators import PeriodSums
 from deniable.estimators.documents import MetricAbout
@@ -29,6 +30,7 @@ from .tables import (
     period_counts,
     reports,
     support_counts,
+    text_cell_counts,
 )
 
 
@@ -261,6 +263,8 @@ def read_counts(
     k = count_width(spec)
     n = np.zeros(len(periods), dtype=np.int64)
     counts = np.zeros((len(periods), k), dtype=np.int64)
+    if spec.dimensions and spec.type == "text":
+        return _text_totals(database, spec, periods)
     if spec.dimensions and spec.type != "numeric":
         for stats in read_cells(database, spec, periods).values():
             n += stats.n
@@ -367,6 +371,84 @@ def read_cells(
         stats.n[i], stats.total[i], stats.total_squares[i] = n, total, squares
         width = min(k, len(support))
         stats.counts[i, :width] = support[:width]
+    return found
+
+
+def _chunk_rows(
+    database: Database, spec: MetricSpec, periods: Sequence[str]
+) -> Iterator[tuple[int, str, int, np.ndarray]]:
+    """(period position, cell, chunk, packed counts) of every ``text_cell_counts`` row of
+    ``spec`` in ``periods`` (sorted labels), read in one statement beside the fingerprint
+    (:class:`SpecChanged` if it is not ``spec``'s): at most cells × sketch rows per period."""
+    c = text_cell_counts.c
+    joined = metrics.outerjoin(
+        text_cell_counts,
+        (c.metric == metrics.c.name) & (c.period >= periods[0]) & (c.period <= periods[-1]),
+    )
+    query = (
+        select(metrics.c.fingerprint, c.period, c.cell, c.chunk, c.counts)
+        .select_from(joined)
+        .where(metrics.c.name == spec.name)
+    )
+    position = {label: i for i, label in enumerate(periods)}
+    for _, label, cell, chunk, counts in _rows_of_current_spec(database, spec, query):
+        if label in position and counts is not None:
+            yield position[label], cell, chunk, counts
+
+
+def _place(sketch: PrefixSketch, into: np.ndarray, chunk: int, counts: np.ndarray) -> None:
+    """Add one sketch row's packed counts (its cells, then its tally) into a period's flat
+    count vector (:class:`~deniable.client.mechanisms.PrefixSketch`'s indexes)."""
+    chunks = sketch.levels * sketch.rows
+    if not 0 <= chunk < chunks or len(counts) > sketch.cells + 1:
+        return
+    full = np.zeros(sketch.cells + 1, dtype=np.int64)
+    full[: len(counts)] = counts  # counts past a packed vector's end are 0
+    into[chunk * sketch.cells : (chunk + 1) * sketch.cells] += full[:-1]
+    into[chunks * sketch.cells + chunk] += full[-1]
+
+
+def _text_totals(
+    database: Database, spec: MetricSpec, periods: Sequence[str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`read_counts` of a text metric with dimensions: the sum of its cells' sketch
+    counts per period, n from its tallies."""
+    sketch = spec.text_randomizer
+    counts = np.zeros((len(periods), sketch.cell_count), dtype=np.int64)
+    if not periods:
+        return np.zeros(0, dtype=np.int64), counts
+    for i, _, chunk, found in _chunk_rows(database, spec, periods):
+        _place(sketch, counts[i], chunk, found)
+    tallies = sketch.levels * sketch.rows * sketch.cells
+    return counts[:, tallies:].sum(axis=1), counts
+
+
+def read_text_cells(
+    database: Database, spec: MetricSpec, periods: Sequence[str]
+) -> dict[str, CellStats]:
+    """Each cell's sketch counts of ``spec`` (a text metric with dimensions) over ``periods``
+    (sorted labels), by cell text, as :class:`CellStats` whose ``counts`` are the sketch's
+    (periods × its count width) and ``n`` the sum of its tallies; a cell without reports is
+    absent. One statement (fingerprint and rows from one snapshot), one row per cell, period
+    and sketch row: at most cells × periods × the sketch's counts, bounded by the caller."""
+    sketch = spec.text_randomizer
+    width, size = sketch.cell_count, len(periods)
+    found: dict[str, CellStats] = {}
+    if not periods:
+        return found
+    for i, cell, chunk, counts in _chunk_rows(database, spec, periods):
+        stats = found.get(cell)
+        if stats is None:
+            stats = found[cell] = CellStats(
+                np.zeros(size, dtype=np.int64),
+                np.zeros((size, width), dtype=np.int64),
+                np.zeros(size),
+                np.zeros(size),
+            )
+        _place(sketch, stats.counts[i], chunk, counts)
+    tallies = sketch.levels * sketch.rows * sketch.cells
+    for stats in found.values():
+        stats.n[:] = stats.counts[:, tallies:].sum(axis=1)
     return found
 
 

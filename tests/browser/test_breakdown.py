@@ -64,6 +64,10 @@ EARLIER = {"ios": (300, 0.3), "android": (150, 0.6), "web": (20, 0.5)}
 THEMES = ("light", "dark", "high contrast", "system default (follows the OS)")
 THEME_SHARES = {"ios": (0.2, 0.3, 0.1, 0.4), "android": (0.5, 0.2, 0.05, 0.25), "web": (0.25,) * 4}
 SUPPRESSED = "suppressed, fewer than 100 reports"
+SEARCHES = {"ios": ("cat", 600), "android": ("dog", 400), "web": ("cat", 40)}
+"""platform: (the string half its devices search for, devices); the rest search unique ones."""
+PER_CLIENT = 40
+"""Devices one SDK client stands for in the text metric (each client pins one prefix level)."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,13 @@ def fleet(browser_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
             times = np.clip(rng.normal(middle, 80, 300), 0, 1000).tolist()
             state = directory / f"n{seed}"
             report_from_devices(server.url, load, platform, times, state, 30 + seed)
+        search = register_text(server.url)
+        for seed, (platform, (common, n)) in enumerate(SEARCHES.items()):
+            values = [common if i % 2 else f"{platform[0]}{i:02x}"[:3] for i in range(n)]
+            for start in range(0, n, PER_CLIENT):
+                state = directory / f"s{seed}-{start}"
+                chunk = values[start : start + PER_CLIENT]
+                report_from_devices(server.url, search, platform, chunk, state, 100 * seed + start)
         for seed, (platform, (n, share)) in enumerate(EARLIER.items()):
             values = (rng.random(n) < share).tolist()
             state = directory / f"e{seed}"
@@ -154,6 +165,13 @@ def fleet(browser_ready: None, tmp_path_factory: pytest.TempPathFactory) -> Iter
             total = DARK[platform][0] * truth[platform] + sum(values)
             truth[platform] = total / (DARK[platform][0] + n)
         yield Fleet(server.url, dark, theme, truth)
+
+
+def register_text(url: str) -> MetricSpec:
+    """The text metric with the two dimensions (12 cells of 4-byte strings' sketches)."""
+    with authorized_client(url, ADMIN_TOKEN) as admin:
+        spec = MetricSpec.text("search_by_platform", max_length=4, epsilon=4, dimensions=DIMENSIONS)
+        return register(admin, spec)
 
 
 def open_signed_in(driver: WebDriver, fleet: Fleet, url: str) -> None:
@@ -244,6 +262,38 @@ def browser_cookies(driver: WebDriver) -> dict[str, str]:
     return {cookie["name"]: cookie["value"] for cookie in cookies}
 
 
+def test_a_text_metric_breaks_down_into_each_slice_strings_and_no_number_for_a_small_one(
+    driver: WebDriver, fleet: Fleet
+) -> None:
+    open_signed_in(driver, fleet, f"{fleet.url}/dashboard/metrics/search_by_platform")
+    picker = driver.find_element(By.CSS_SELECTOR, "section#breakdown-entry form#breakdown-picker")
+    Select(picker.find_element(By.CSS_SELECTOR, 'select[name="by"]')).select_by_value("platform")
+    submit_form(driver, picker)
+    assert "/breakdown" in driver.current_url
+    figures = driver.find_elements(By.CSS_SELECTOR, "#breakdown-multiples figure.slice")
+    assert [f.get_attribute("data-slice") for f in figures] == ["ios", "android"]
+    for figure in figures:
+        platform = figure.get_attribute("data-slice")
+        common, devices = SEARCHES[platform]
+        labels = [
+            bar.get_attribute("data-category")
+            for bar in figure.find_elements(By.CSS_SELECTOR, "rect.bar")
+        ]
+        assert common in labels, (platform, labels)
+        assert f"n = {devices:,} reports" in figure.text
+    note = driver.find_element(By.CSS_SELECTOR, "#suppressed-slices")
+    assert note.text == "Suppressed, fewer than 100 reports: web, other."
+    rows = driver.find_elements(By.CSS_SELECTOR, "table#breakdown-table tr.suppressed")
+    assert [row.get_attribute("data-slice") for row in rows] == ["web", "other"]
+    for row in rows:
+        assert digits_besides_the_minimum(row.text) == [], row.text
+    href = driver.find_element(By.CSS_SELECTOR, "a#breakdown-csv").get_attribute("href")
+    with httpx.Client(cookies=browser_cookies(driver), trust_env=False) as client:
+        download = client.get(urljoin(fleet.url + "/", href))
+    assert download.status_code == 200
+    check_csv(download.text)
+
+
 def test_a_suppressed_slice_shows_no_number_in_the_api_or_the_cli(fleet: Fleet) -> None:
     name = fleet.dark.name
     with authorized_client(fleet.url, VIEWER_TOKEN) as viewer:
@@ -278,6 +328,12 @@ BREAKDOWN_PAGES = {
         {"by": "platform", "first": "ios", "second": "android"},
     ),
     "breakdown-filtered": ("theme_by_platform/breakdown", {"where": "platform:ios"}),
+    "text-with-dimensions": ("search_by_platform", {}),
+    "breakdown-text": ("search_by_platform/breakdown", {"by": "platform"}),
+    "breakdown-text-two-dimensions": (
+        "search_by_platform/breakdown",
+        {"by": ["platform", "channel"]},
+    ),
     "breakdown-compared": (
         "dark_by_platform/breakdown",
         {"by": "platform", "first": "ios", "second": "android"},

@@ -223,6 +223,60 @@ def test_a_breakdown_from_an_archive_with_cells_is_the_online_one(
     assert_same(response.json(), offline)
 
 
+SLICED_TEXT = MetricSpec.text(
+    "arch_sliced_text", max_length=4, epsilon=4.0, dimensions={"platform": ["ios", "web"]}
+)
+
+
+def test_a_text_breakdown_from_an_archive_is_the_online_one(
+    databases: DatabaseFactory, tmp_path: Path
+) -> None:
+    """Each slice's heavy hitters re-analysed from the archive's per-cell sketch counts equal
+    the collector's (text_cell_counts), suppressed slice included."""
+    url = databases.new("sqlite")
+    migrate(url)
+    database = open_database(url)
+    sketch = SLICED_TEXT.text_randomizer
+    rng = SeededRandomness(11)
+    batch = [
+        ValidReport(
+            str(uuid.uuid4()),
+            SLICED_TEXT.name,
+            PERIODS[-1],
+            sketch.randomize(
+                sketch.encode(WORDS[i % 2] if i % 3 else f"u{i}"), 1 + (i // 3) % 4, rng
+            ),
+            "web" if i < 60 else ("ios" if i % 2 else "other"),
+        )
+        for i in range(1_250)
+    ]
+    try:
+        register_spec(database, SLICED_TEXT, dt.datetime.now(dt.UTC))
+        specs = {SLICED_TEXT.name: SLICED_TEXT}
+        store_batches(database, [prepare_batch(batch, specs, dt.date(2026, 6, 3))])
+        server = RunningCollector(collector_settings(url)).start()
+        try:
+            with server.client(ADMIN_TOKEN) as admin:
+                response = admin.get(
+                    f"/v1/metrics/{SLICED_TEXT.name}/estimate",
+                    params={"end": PERIODS[-1], "by": "platform"},
+                )
+        finally:
+            server.stop()
+        assert response.status_code == 200, response.text
+        run = retain(database, [SLICED_TEXT], dt.date(2026, 7, 1), archive=Archive(str(tmp_path)))
+        assert run.deleted == len(batch)
+    finally:
+        database.dispose()
+    online = response.json()
+    assert [s["suppressed"] for s in online["slices"]] == [False, True, False]
+    assert any(s["estimate"]["strings"] for s in online["slices"])
+    cli = ("estimate", SLICED_TEXT.name, "--by", "platform", "--end", PERIODS[-1])
+    result = run_cli(*cli, "--from-archive", str(tmp_path), "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert_same(online, json.loads(result.stdout))
+
+
 def test_a_metric_not_in_the_archive_is_one_line(archived: tuple[dict[str, Any], Path]) -> None:
     _, root = archived
     result = run_cli("estimate", "nowhere", "--from-archive", str(root))

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from deniable.client import Client
 from deniable.client.errors import SpecError
-from deniable.client.spec import MetricSpec
+from deniable.client.spec import MAX_TEXT_CELL_COUNTS, MAX_TEXT_CELLS, MetricSpec
 
 PLATFORMS = {"platform": ["ios", "android", "web"]}
 
@@ -37,11 +37,27 @@ def test_bad_dimensions_are_refused_naming_the_problem(dimensions: dict, problem
         MetricSpec.categorical("tab", ["a", "b"], epsilon=1.0, dimensions=dimensions)
 
 
-def test_text_metrics_refuse_dimensions() -> None:
-    with pytest.raises(SpecError, match="not supported for text metrics"):
-        MetricSpec.from_dict(
-            {"name": "q", "type": "text", "max_length": 8, "epsilon": 4, "dimensions": PLATFORMS}
+def test_text_metrics_take_dimensions_within_the_sketch_caps() -> None:
+    """A text metric's cells each keep a whole sketch: at most MAX_TEXT_CELLS cells and
+    MAX_TEXT_CELL_COUNTS counts (8-byte strings: 15 cells; 64-byte: none), naming both."""
+    spec = MetricSpec.text("q", max_length=8, epsilon=4, dimensions=PLATFORMS)
+    assert spec.to_dict()["dimensions"] == {k: list(v) for k, v in sorted(PLATFORMS.items())}
+    fifteen = {"a": ["x", "y"], "b": ["p", "q", "r", "s"]}
+    assert MetricSpec.text("q", max_length=8, epsilon=4, dimensions=fifteen).dimensions
+    with pytest.raises(SpecError, match=r"16 cells of 131,200 sketch counts each \(2,099,200\)"):
+        MetricSpec.text(
+            "q", max_length=8, epsilon=4, dimensions={"a": ["x", "y", "z"], **PLATFORMS}
         )
+    with pytest.raises(SpecError, match="at most 50 cells and 2,000,000 counts"):
+        MetricSpec.text(
+            "q", max_length=1, epsilon=4, dimensions={"a": [f"v{i}" for i in range(50)]}
+        )
+    with pytest.raises(SpecError, match="2 cells of 1,049,600"):
+        MetricSpec.text("q", max_length=64, epsilon=4, dimensions={"a": ["x"]})
+    assert MetricSpec.text(
+        "q", max_length=1, epsilon=4, dimensions={"a": [f"v{i}" for i in range(49)]}
+    ).dimensions
+    assert MAX_TEXT_CELLS == 50 and MAX_TEXT_CELL_COUNTS == 2_000_000
 
 
 def test_reports_carry_the_context_in_the_clear_and_unlisted_values_as_other(tmp_path) -> None:

@@ -35,7 +35,7 @@ def test_the_vectors_cover_dimensions_in_fingerprints_and_reports() -> None:
     with_dimensions = {
         e["resolved"]["type"] for e in stored["specs"] if "dimensions" in e["resolved"]
     }
-    assert with_dimensions == {"boolean", "categorical", "numeric", "histogram"}
+    assert with_dimensions == {"boolean", "categorical", "numeric", "histogram", "text"}
     assert any('"dims":' in report["text"] for report in stored["reports"])
     assert stored["dimension_values"]
     assert all(entry["text"].startswith(',"dims":{') for entry in stored["dimension_values"])

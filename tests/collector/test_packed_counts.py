@@ -1,6 +1,6 @@
 """PostgreSQL packs a cell's support vector into one ``numeric`` (migration 0013): the text
 encoding round-trips every vector a row can hold, migration 0013 converts stored vectors
-both ways without loss, and the CHECK on n refuses a row that could carry one count into the
+(cell support and text sketch rows) both ways without loss, and the CHECK on n refuses a row that could carry one count into the
 next."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def test_decimal_counts_add_as_vectors_when_added_as_numbers() -> None:
 
 def test_migration_0013_converts_the_packed_vectors_both_ways(databases: DatabaseFactory) -> None:
     url = databases.new("postgresql")
-    migrate(url, "0010")
+    migrate(url, "0012")
     split = MetricSpec.categorical(
         "split", ["a", "b", "c"], epsilon=1.0, mechanism="oue", dimensions=PLATFORMS
     )
@@ -74,7 +74,17 @@ def test_migration_0013_converts_the_packed_vectors_both_ways(databases: Databas
         " VALUES (:m, :p, :c, :n, 0, 0, CAST(:s AS bigint[]))",
         [{"m": m, "p": PERIOD, "c": c, "n": n, "s": s} for m, c, n, s in rows],
     )
+    tally = [0] * 1024 + [big]
+    tally[3] = big - 2
+    _execute(
+        url,
+        "INSERT INTO text_cell_counts (metric, period, cell, chunk, counts)"
+        " VALUES ('words', :p, 'ios', 5, CAST(:s AS bigint[]))",
+        [{"p": PERIOD, "s": "{" + ",".join(map(str, tally)) + "}"}],
+    )
+    sketch_rows = text("SELECT counts FROM text_cell_counts")
     before = _rows(url, text("SELECT metric, cell, support FROM cell_counts ORDER BY metric, cell"))
+    before_text = _rows(url, sketch_rows)
     migrate(url)
     assert _cells(url, split, [PERIOD]) == {
         "ios": ([big], [[big, 0, big - 1]]),
@@ -83,10 +93,13 @@ def test_migration_0013_converts_the_packed_vectors_both_ways(databases: Databas
     assert _rows(url, text("SELECT support::text FROM cell_counts WHERE metric = 'mean'")) == [
         ("0",)
     ]
+    (packed,) = _rows(url, text("SELECT counts::text FROM text_cell_counts"))[0]
+    assert counts_of_decimal(packed).tolist() == tally
     options = text("SELECT reloptions FROM pg_class WHERE relname = 'cell_counts'")
     assert _rows(url, options) == [(["fillfactor=50"],)]
-    _downgrade(url, "0010")
+    _downgrade(url, "0012")
     assert _rows(url, options) == [(None,)]
+    assert _rows(url, sketch_rows) == before_text
     assert _rows(
         url, text("SELECT metric, cell, support FROM cell_counts ORDER BY metric, cell")
     ) == (before)
@@ -101,4 +114,11 @@ def test_postgresql_refuses_a_cell_row_whose_counts_could_carry(databases: Datab
             "INSERT INTO cell_counts (metric, period, cell, n, total, total_squares, support)"
             " VALUES ('m', :p, 'ios', :n, 0, 0, 0)",
             [{"p": PERIOD, "n": COUNT_LIMIT}],
+        )
+    with pytest.raises(sqlalchemy.exc.IntegrityError, match="ck_text_cell_counts_tally_packable"):
+        _execute(
+            url,
+            "INSERT INTO text_cell_counts (metric, period, cell, chunk, counts)"
+            " VALUES ('m', :p, 'ios', 0, power(10::numeric, :digits))",
+            [{"p": PERIOD, "digits": 13 * 1025}],
         )

@@ -143,6 +143,27 @@ SPECS: list[dict[str, Any]] = [
     {"name": "search", "type": "text", "max_length": 8, "epsilon": 2},
     {"name": "search1", "type": "text", "max_length": 1, "epsilon": 0.5, "mechanism": "pem"},
     {"name": "search64", "type": "text", "max_length": 64, "epsilon": 4, "period": "week"},
+    {
+        "name": "search_by",
+        "type": "text",
+        "max_length": 8,
+        "epsilon": 4,
+        "dimensions": {"platform": ["web", "ios", "android"]},
+    },
+    {
+        "name": "search_at_the_count_cap",
+        "type": "text",
+        "max_length": 8,
+        "epsilon": 2,
+        "dimensions": {"b": ["p", "q", "r", "s"], "a": ["x", "y"]},
+    },
+    {
+        "name": "search_at_the_cell_cap",
+        "type": "text",
+        "max_length": 1,
+        "epsilon": 1,
+        "dimensions": {"a": [f"v{i}" for i in range(49)]},
+    },
 ]
 
 INVALID_SPECS: list[dict[str, Any]] = [
@@ -190,7 +211,22 @@ INVALID_SPECS: list[dict[str, Any]] = [
     {"name": "x", "type": "text", "max_length": 8, "epsilon": 21},
     {"name": "x", "type": "text", "max_length": 8, "epsilon": 1, "mechanism": "oue"},
     {"name": "x", "type": "text", "max_length": 8, "epsilon": 1, "categories": ["a", "b"]},
-    {"name": "x", "type": "text", "max_length": 8, "epsilon": 1, "dimensions": {"p": ["a"]}},
+    {
+        "name": "x",
+        "type": "text",
+        "max_length": 1,
+        "epsilon": 1,
+        "dimensions": {"a": [f"v{i}" for i in range(50)]},
+    },
+    {
+        "name": "x",
+        "type": "text",
+        "max_length": 8,
+        "epsilon": 1,
+        "dimensions": {"a": ["x", "y", "z"], "b": ["p", "q", "r"]},
+    },
+    {"name": "x", "type": "text", "max_length": 64, "epsilon": 1, "dimensions": {"a": ["x"]}},
+    {"name": "x", "type": "text", "max_length": 8, "epsilon": 1, "dimensions": {"p": []}},
     {"name": "x", "type": "boolean", "max_length": 8, "epsilon": 1},
 ]
 

@@ -15,6 +15,10 @@ export const TEXT_SEGMENT_BYTES = 1;
 export const TEXT_CELLS = 1024;
 /** R, the sketch rows per level. */
 export const TEXT_ROWS = 16;
+/** The most cells a text metric's dimensions may make (client/spec.py's MAX_TEXT_CELLS). */
+export const MAX_TEXT_CELLS = 50;
+/** The most sketch counts per period over a text metric's cells (MAX_TEXT_CELL_COUNTS there). */
+export const MAX_TEXT_CELL_COUNTS = 2_000_000;
 
 const TWO_POW_53 = 9007199254740992;
 let coefficients: [number[][], number[]] | null = null;
@@ -112,9 +116,14 @@ export function pem(data: SpecData): TextRandomizer {
   if (data.categories !== undefined || data.edges !== undefined || data.lower !== undefined || data.upper !== undefined) {
     throw new SpecError("a text metric has max_length only (no categories, edges, lower or upper)");
   }
-  if (data.dimensions !== undefined) throw new SpecError("dimensions are not supported for text metrics yet");
   if (data.max_length === undefined) throw new SpecError("a text metric needs max_length (UTF-8 bytes)");
   const mechanism = data.mechanism ?? "auto";
   if (mechanism !== "auto" && mechanism !== "pem") throw new SpecError("unknown mechanism; a text metric uses auto or pem");
-  return new PrefixSketch(data.max_length, data.epsilon);
+  const sketch = new PrefixSketch(data.max_length, data.epsilon);
+  const cells = Object.values(data.dimensions ?? {}).reduce((product, values) => product * (values.length + 1), 1);
+  const counts = cells * sketch.levels * TEXT_ROWS * (TEXT_CELLS + 1);
+  if (data.dimensions !== undefined && (cells > MAX_TEXT_CELLS || counts > MAX_TEXT_CELL_COUNTS)) {
+    throw new SpecError(`its dimensions make ${cells} cells (${counts} sketch counts); a text metric takes at most ${MAX_TEXT_CELLS} cells and ${MAX_TEXT_CELL_COUNTS} counts`);
+  }
+  return sketch;
 }

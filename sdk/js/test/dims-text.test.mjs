@@ -9,12 +9,13 @@ import { register, startCollector, storedIds } from "./collector.mjs";
 
 const DARK = { name: "dark_by", type: "boolean", epsilon: 1, mechanism: "brr", dimensions: { platform: ["web", "ios"], country: ["DE", "US"] } };
 const SEARCH = { name: "search", type: "text", max_length: 8, epsilon: 2 };
+const SEARCH_BY = { name: "search_by", type: "text", max_length: 4, epsilon: 4, dimensions: { platform: ["web", "ios"] } };
 
 let collector;
 
 before(async () => {
   collector = await startCollector();
-  for (const spec of [DARK, SEARCH]) await register(collector.url, spec);
+  for (const spec of [DARK, SEARCH, SEARCH_BY]) await register(collector.url, spec);
 });
 
 after(async () => {
@@ -84,6 +85,21 @@ test("text: the collector stores the pem reports, the level is pinned for good a
   assert.equal(again.stats().dropped_rejected, 0);
   await client.close();
   await again.close();
+});
+
+test("text with dimensions: pem reports carry the context's dims and the collector stores them", async () => {
+  const storage = new MemoryStorage();
+  const { client, record } = dailyClient({ storage, text: pem, context: { platform: "ios" } });
+  assert.equal(await client.refreshSpecs(), true);
+  for (const value of ["cat", "dog"]) assert.equal(record("search_by", value), true);
+  client.save();
+  const reports = queued(storage).filter((r) => r.metric === "search_by");
+  assert.deepEqual(reports.map((r) => r.dims), [{ platform: "ios" }, { platform: "ios" }]);
+  assert.ok(reports.every((r) => Object.keys(r).join() === "id,metric,fingerprint,period,payload,dims"));
+  assert.equal(await client.flush(), true);
+  assert.deepEqual((await storedIds(collector.url, "search_by")).sort(), reports.map((r) => r.id).sort());
+  assert.equal(client.stats().dropped_rejected, 0);
+  await client.close();
 });
 
 test("text: the level is uniform over 1..g across devices", () => {

@@ -5,7 +5,7 @@ Nothing else changes: collectors of the previous release ignore the table (and c
 at the n its shuffler stated), and batches recorded before it count no refusal.
 
 Revision ID: 0012
-Revises: 0010
+Revises: 0011
 Create Date: 2026-11-26
 """
 
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0012"
-down_revision = "0010"
+down_revision = "0011"
 branch_labels = None
 depends_on = None
 

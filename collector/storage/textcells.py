@@ -1,0 +1,210 @@
+"""A text metric with dimensions: its sketch counts per cell (``text_cell_counts``), one packed
+row per (period, cell, sketch row).
+
+A text report sets bits of one sketch row only, its (level, row), and adds one to that pair's
+tally (:class:`.ingest.TextRows`), so per cell the counts are kept by sketch row: the row's
+1,024 cell sums and its tally, packed in one value (``chunk`` = (level - 1) × 16 + row). A
+report adds to exactly one such row whatever its eps; a group of reports upserts one row per
+(period, cell, sketch row) it touches, each added in place (SQLite: ``deniable_add_counts``;
+PostgreSQL: one numeric addition, :data:`.tables.COUNT_DIGITS`). Measured against one row per
+nonzero count (a report's 19 set bits at eps 4, 277 at eps 1) and one packed row per cell (a
+whole sketch, 1 MB at 8 bytes, rewritten by every group touching the cell):
+``python -m bench.text_cells`` and docs/DESIGN.md, "Text metrics with dimensions".
+
+Ingestion only counts the reports the insert found new (the same masks as every other count),
+summed over the whole group per (metric, period, cell, chunk) and upserted in one statement in
+sorted key order after every other count, so the lock order stays reports, totals, cells, text
+cells. Reads are in :mod:`.queries` (``read_text_cells``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sqlalchemy import (
+    Connection,
+    LargeBinary,
+    Text,
+    bindparam,
+    func,
+    literal_column,
+    select,
+    text,
+    true,
+)
+from sqlalchemy.dialects import sqlite
+
+from .engine import Database
+from .tables import ADD_PACKED_SQL, decimal_counts, pack_counts, text_cell_counts
+
+ChunkKey = tuple[str, str, str, int]
+"""(metric, period, cell, chunk): one sketch row of one cell."""
+
+ChunkCounts = dict[ChunkKey, np.ndarray]
+"""Each touched sketch row's increments: its 1,024 cell sums, then its tally."""
+
+
+def chunk_width(cells: int) -> int:
+    """The counts one packed row holds: a sketch row's cells and its tally."""
+    return cells + 1
+
+
+@dataclass(frozen=True)
+class TextCellRows:
+    """One text metric's reports of a batch grouped by (period, cell): their positions in the
+    batch, each row's group (``codes`` into ``groups``), its count indexes (its set cells, then
+    its tally, as :func:`~deniable.estimators.support.text_support` gives them) and the
+    sketch's ``cells`` per row and ``width`` (all its counts)."""
+
+    positions: np.ndarray
+    groups: list[tuple[str, str]]
+    codes: np.ndarray
+    indexes: list[np.ndarray]
+    cells: int
+    width: int
+
+    def increments(self, metric: str, mask: np.ndarray | None = None) -> ChunkCounts:
+        """The increments per (period, cell, chunk) of the rows ``mask`` selects (all if
+        None): one ``bincount`` over every selected report's positions in its chunk."""
+        rows = np.arange(len(self.indexes)) if mask is None else np.flatnonzero(mask)
+        if not len(rows):
+            return {}
+        chunks = self.width // (self.cells + 1)
+        split = chunks * self.cells
+        sizes = np.fromiter((len(self.indexes[i]) for i in rows), dtype=np.int64, count=len(rows))
+        flat = np.concatenate([self.indexes[i] for i in rows]).astype(np.int64)
+        last = np.cumsum(sizes) - 1
+        chunk = flat[last] - split  # each report's tally is its last index
+        owner = np.repeat(np.arange(len(rows)), sizes)
+        place = flat - chunk[owner] * self.cells
+        place[last] = self.cells
+        keys, which = np.unique(self.codes[rows] * chunks + chunk, return_inverse=True)
+        size = chunk_width(self.cells)
+        sums = np.bincount(which[owner] * size + place, minlength=len(keys) * size)
+        shaped = sums.astype(np.int64).reshape(len(keys), size)
+        out: ChunkCounts = {}
+        for j, key in enumerate(keys.tolist()):
+            period, cell = self.groups[key // chunks]
+            out[(metric, period, cell, key % chunks)] = shaped[j]
+        return out
+
+
+def text_cell_rows(
+    keys: Sequence[tuple[str, str]],
+    positions: np.ndarray,
+    indexes: list[np.ndarray],
+    cells: int,
+    width: int,
+) -> TextCellRows:
+    """The rows at ``positions`` (each with its (period, cell) in ``keys`` and its count
+    ``indexes``; the sketch's ``cells`` per row and ``width`` counts) grouped by (period,
+    cell)."""
+    index: dict[tuple[str, str], int] = {}
+    codes = np.fromiter(
+        (index.setdefault(key, len(index)) for key in keys), dtype=np.int64, count=len(positions)
+    )
+    return TextCellRows(positions, list(index), codes, indexes, cells, width)
+
+
+def add_chunks(total: ChunkCounts, more: ChunkCounts) -> None:
+    """Add ``more`` into ``total``."""
+    for key, counts in more.items():
+        total[key] = total[key] + counts if key in total else counts
+
+
+def _sqlite_upsert() -> Any:
+    """SQLite: the upsert fed one JSON text of (metric, period, cell, chunk, offset, length)
+    rows and one blob of every row's packed counts (cut out by offset and length), added in
+    place by ``deniable_add_counts`` (:func:`.tables.add_packed`): one call into SQLite."""
+    each = func.json_each(bindparam("rows", type_=Text)).table_valued("value", "key")
+    values = [func.json_extract(each.c.value, literal_column(f"'$[{i}]'")) for i in range(4)]
+    offset, length = (func.json_extract(each.c.value, literal_column(f"'$[{i}]'")) for i in (4, 5))
+    packed = func.substr(bindparam("counts", type_=LargeBinary), offset + 1, length)
+    stmt = sqlite.insert(text_cell_counts).from_select(
+        ["metric", "period", "cell", "chunk", "counts"],
+        select(*values, packed).select_from(each).where(true()),
+    )
+    return stmt.on_conflict_do_update(
+        index_elements=["metric", "period", "cell", "chunk"],
+        set_={
+            "counts": getattr(func, ADD_PACKED_SQL)(
+                text_cell_counts.c.counts, stmt.excluded.counts, type_=LargeBinary
+            )
+        },
+    )
+
+
+_SQLITE_UPSERT = _sqlite_upsert()
+
+_SEP = "\x1f"
+"""Separates the values of a text column of the PostgreSQL statement (metric names, period
+labels and cell texts hold no control character)."""
+
+_PG_UPSERT = text("""
+INSERT INTO text_cell_counts AS t (metric, period, cell, chunk, counts)
+SELECT * FROM unnest(
+    string_to_array(:metrics, :sep),
+    string_to_array(:periods, :sep),
+    string_to_array(:cells, :sep),
+    string_to_array(:chunks, ',')::int[],
+    string_to_array(:counts, ',')::numeric[]
+)
+ON CONFLICT (metric, period, cell, chunk) DO UPDATE SET counts = t.counts + excluded.counts
+""")
+"""PostgreSQL: the upsert as one statement, each column one text parameter (as the ingest's
+``_PG_STORE``; a row's counts as its packed ``numeric``, :func:`.tables.decimal_counts`),
+rows distinct and in key order, each row's counts added in place by one numeric addition."""
+
+
+def upsert_text_cells(
+    connection: Connection,
+    database: Database,
+    prepared: Sequence[tuple[dict[str, TextCellRows], ChunkCounts]],
+    new: Sequence[np.ndarray] | None,
+) -> None:
+    """Add the text cell counts of the group's new reports: ``prepared`` holds each batch's
+    rows per text metric with dimensions and their increments if every report is new;
+    ``new`` each batch's mask of new reports (None: all are). Nothing for a group without
+    such metrics."""
+    total: ChunkCounts = {}
+    for b, (groups, all_new) in enumerate(prepared):
+        if not groups:
+            continue
+        if new is None or new[b].all():
+            add_chunks(total, all_new)
+            continue
+        for metric, rows in groups.items():
+            mask = new[b][rows.positions]
+            if mask.any():
+                add_chunks(total, rows.increments(metric, mask))
+    if not total:
+        return
+    keys = sorted(total)
+    if database.dialect == "sqlite":
+        packed = [pack_counts(total[key]) for key in keys]
+        offsets = np.cumsum([0, *map(len, packed)]).tolist()
+        rows = [
+            [*key, offsets[i], len(blob)]
+            for i, (key, blob) in enumerate(zip(keys, packed, strict=True))
+        ]
+        connection.execute(
+            _SQLITE_UPSERT,
+            {"rows": json.dumps(rows, separators=(",", ":")), "counts": b"".join(packed)},
+        )
+        return
+    metrics, periods, cells, chunks = zip(*keys, strict=True)
+    connection.execute(
+        _PG_UPSERT,
+        {
+            "sep": _SEP,
+            "metrics": _SEP.join(metrics),
+            "periods": _SEP.join(periods),
+            "cells": _SEP.join(cells),
+            "chunks": ",".join(map(str, chunks)),
+            "counts": ",".join(decimal_counts([total[key] for key in keys])),
+        },
+    )
