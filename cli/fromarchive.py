@@ -183,12 +183,7 @@ def _breakdown(
         for cell, counts in (found.cells if found else {}).items():
             stats = cells.get(cell)
             if stats is None:
-                stats = cells[cell] = CellStats(
-                    np.zeros(size, dtype=np.int64),
-                    np.zeros((size, k), dtype=np.int64),
-                    np.zeros(size),
-                    np.zeros(size),
-                )
+                stats = cells[cell] = CellStats.empty(size, k)
             stats.n[i] = counts.n
             if counts.support is not None:
                 stats.counts[i] = counts.support

@@ -16,6 +16,7 @@
 - ``transitions``: a randomizer's exact output distribution, read off its code.
 - ``windows``: two windows of periods from the same devices (memoized or not), as exact counts.
 - ``stub_collector``: a small collector-shaped HTTP server with fault injection (client tests).
+- ``documents``: every number a JSON document holds (suppression checks).
 - ``hostile_server``: a loopback server answering a byte a second, or without end (client tests).
 """
 

@@ -15,7 +15,6 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from deniable.client.errors import InvalidInput
 from deniable.client.spec import OTHER, MetricSpec
 from deniable.estimators import (
@@ -195,12 +194,7 @@ def _cell_values(spec: MetricSpec, cell: str) -> dict[str, str]:
 
 
 def _sum_cells(chosen: list[CellStats], periods: int, k: int) -> CellStats:
-    total = CellStats(
-        np.zeros(periods, dtype=np.int64),
-        np.zeros((periods, k), dtype=np.int64),
-        np.zeros(periods),
-        np.zeros(periods),
-    )
+    total = CellStats.empty(periods, k)
     for stats in chosen:
         total.n += stats.n
         total.counts += stats.counts

@@ -319,6 +319,16 @@ class CellStats:
     total: np.ndarray
     total_squares: np.ndarray
 
+    @classmethod
+    def empty(cls, periods: int, width: int) -> CellStats:
+        """No reports in any of ``periods`` periods, with ``width`` counts per period."""
+        return cls(
+            np.zeros(periods, dtype=np.int64),
+            np.zeros((periods, width), dtype=np.int64),
+            np.zeros(periods),
+            np.zeros(periods),
+        )
+
 
 def read_cells(
     database: Database, spec: MetricSpec, periods: Sequence[str]
@@ -362,12 +372,7 @@ def read_cells(
             continue
         stats = found.get(cell)
         if stats is None:
-            stats = found[cell] = CellStats(
-                np.zeros(size, dtype=np.int64),
-                np.zeros((size, k), dtype=np.int64),
-                np.zeros(size),
-                np.zeros(size),
-            )
+            stats = found[cell] = CellStats.empty(size, k)
         stats.n[i], stats.total[i], stats.total_squares[i] = n, total, squares
         width = min(k, len(support))
         stats.counts[i, :width] = support[:width]
@@ -439,12 +444,7 @@ def read_text_cells(
     for i, cell, chunk, counts in _chunk_rows(database, spec, periods):
         stats = found.get(cell)
         if stats is None:
-            stats = found[cell] = CellStats(
-                np.zeros(size, dtype=np.int64),
-                np.zeros((size, width), dtype=np.int64),
-                np.zeros(size),
-                np.zeros(size),
-            )
+            stats = found[cell] = CellStats.empty(size, width)
         _place(sketch, stats.counts[i], chunk, counts)
     tallies = sketch.levels * sketch.rows * sketch.cells
     for stats in found.values():

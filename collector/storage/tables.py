@@ -37,6 +37,8 @@ from sqlalchemy import (
     TypeDecorator,
 )
 from sqlalchemy.dialects import postgresql
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import GenericFunction
 from sqlalchemy.types import TypeEngine
 
 NAMING = {
@@ -158,11 +160,32 @@ def decimal_counts(vectors: Sequence[np.ndarray]) -> list[str]:
 
 
 def counts_of_decimal(text: str) -> np.ndarray:
-    """The int64 counts of a packed ``numeric``'s decimal text (:func:`decimal_counts`)."""
+    """The int64 counts of a packed ``numeric``'s decimal text (:func:`decimal_counts`; a
+    fraction, all zeros, is left out)."""
+    text = text.partition(".")[0]
     width = -(-len(text) // COUNT_DIGITS)
     digits = np.frombuffer(text.zfill(width * COUNT_DIGITS).encode("ascii"), dtype=np.uint8)
     counts = (digits.reshape(width, COUNT_DIGITS).astype(np.int64) - 48) @ _DIGIT_WEIGHTS
     return counts[::-1].copy()
+
+
+class packed_text(GenericFunction[Any]):
+    """A packed counts column as the driver should read it: its decimal text on PostgreSQL
+    (no ``Decimal`` of a 1,300-digit number is made only to be printed again), the column
+    itself elsewhere."""
+
+    inherit_cache = True
+    name = "deniable_packed_text"
+
+
+@compiles(packed_text)
+def _packed_as_stored(element: packed_text, compiler: Any, **kw: Any) -> str:
+    return str(compiler.process(element.clauses, **kw))
+
+
+@compiles(packed_text, "postgresql")
+def _packed_as_text(element: packed_text, compiler: Any, **kw: Any) -> str:
+    return f"CAST({compiler.process(element.clauses, **kw)} AS TEXT)"
 
 
 class PackedCounts(TypeDecorator[np.ndarray]):
@@ -185,12 +208,36 @@ class PackedCounts(TypeDecorator[np.ndarray]):
             return Decimal(decimal_counts([np.asarray(value, dtype=np.int64)])[0])
         return pack_counts(np.asarray(value))
 
+    def column_expression(self, column: Any) -> Any:
+        return packed_text(column, type_=_PackedRead())
+
     def process_result_value(self, value: Any, dialect: Dialect) -> np.ndarray | None:
-        if value is None:
-            return None
+        return _unpacked(value, dialect)
+
+
+class _PackedRead(TypeDecorator[np.ndarray]):
+    """How :class:`PackedCounts` is read (through :class:`packed_text`): packed bytes on
+    SQLite, the decimal text of the ``numeric`` on PostgreSQL."""
+
+    impl = LargeBinary
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name == "postgresql":
-            return counts_of_decimal(format(value, "f").partition(".")[0])
-        return unpack_counts(value)
+            return dialect.type_descriptor(Text())
+        return dialect.type_descriptor(LargeBinary())
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> np.ndarray | None:
+        return _unpacked(value, dialect)
+
+
+def _unpacked(value: Any, dialect: Dialect) -> np.ndarray | None:
+    """The counts of a packed value as the driver returned it (None stays None)."""
+    if value is None:
+        return None
+    if dialect.name == "postgresql":
+        return counts_of_decimal(value if isinstance(value, str) else format(value, "f"))
+    return unpack_counts(value)
 
 
 metrics = Table(

@@ -44,6 +44,7 @@ from testkit.browser import (
     submit_form,
 )
 from testkit.cli import run_cli
+from testkit.documents import numbers_in
 
 require_browser(browser_problem())  # before Selenium is imported: skip, or fail in CI
 
@@ -187,19 +188,6 @@ def open_signed_in(driver: WebDriver, fleet: Fleet, url: str) -> None:
 def digits_besides_the_minimum(text: str) -> list[str]:
     """Every number in ``text`` except the minimum the suppression note names."""
     return [n for n in re.findall(r"\d+(?:[.,]\d+)*", text) if n != "100"]
-
-
-def numbers_in(value: Any) -> list[float]:
-    """Every number anywhere in a JSON value (bools aside)."""
-    if isinstance(value, bool):
-        return []
-    if isinstance(value, int | float):
-        return [value]
-    if isinstance(value, dict):
-        return [x for v in value.values() for x in numbers_in(v)]
-    if isinstance(value, list):
-        return [x for v in value for x in numbers_in(v)]
-    return []
 
 
 def test_the_breakdown_page_draws_bars_per_slice_and_no_number_for_a_suppressed_one(

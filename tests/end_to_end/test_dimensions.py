@@ -30,6 +30,7 @@ from testkit import (
     unique_name,
 )
 from testkit.cli import run_cli
+from testkit.documents import numbers_in
 
 PLATFORMS = {"platform": ["ios", "android", "web"]}
 CONFIDENCE = 0.9999
@@ -76,19 +77,6 @@ def breakdown(admin: httpx.Client, name: str, **params: Any) -> dict[str, Any]:
     response = admin.get(f"/v1/metrics/{name}/estimate", params=params)
     assert response.status_code == 200, response.text
     return response.json()
-
-
-def numbers_in(value: Any) -> list[float]:
-    """Every number anywhere in a JSON value (bools aside)."""
-    if isinstance(value, bool):
-        return []
-    if isinstance(value, int | float):
-        return [value]
-    if isinstance(value, dict):
-        return [x for v in value.values() for x in numbers_in(v)]
-    if isinstance(value, list):
-        return [x for v in value for x in numbers_in(v)]
-    return []
 
 
 def test_each_slice_covers_its_truth_and_small_slices_show_no_number(

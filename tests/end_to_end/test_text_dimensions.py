@@ -36,6 +36,7 @@ from testkit import (
     unique_name,
 )
 from testkit.cli import run_cli
+from testkit.documents import numbers_in
 
 PER_CLIENT = 40
 MAX_LENGTH = 3
@@ -94,19 +95,6 @@ def deliver(collector: RunningCollector, spec: MetricSpec, folders: list[Path]) 
         device.close()
         duplicates += device.stats.duplicates
     return duplicates
-
-
-def numbers_in(value: Any) -> list[float]:
-    """Every number anywhere in a JSON value (bools aside)."""
-    if isinstance(value, bool):
-        return []
-    if isinstance(value, int | float):
-        return [value]
-    if isinstance(value, dict):
-        return [x for v in value.values() for x in numbers_in(v)]
-    if isinstance(value, list):
-        return [x for v in value for x in numbers_in(v)]
-    return []
 
 
 def test_each_slice_finds_its_strings_and_the_small_slice_shows_no_number(
