@@ -31,7 +31,7 @@ from .auth import VIEWER
 from .context import collector
 from .numbers import InvalidNumber, NumberRule
 from .routes.common import MetricPeriods, problem_responses
-from .routes.estimates import EstimateOptions, categories_of, get_estimate
+from .routes.estimates import EstimateOptions, categories_of, metric_estimate
 from .storage.queries import list_specs
 
 router = APIRouter(tags=["estimates"])
@@ -190,7 +190,7 @@ def export_page(request: Request, page: str | None) -> bytes:
     families.add("deniable_estimate_pages", [], len(bounds))
     for spec in specs[start:stop]:
         try:
-            document = get_estimate(
+            document = metric_estimate(
                 request,
                 MetricPeriods(name=spec.name),
                 EstimateOptions(),

@@ -20,7 +20,7 @@ from deniable.client.spec import OTHER, MetricSpec
 from fastapi import HTTPException, Request
 
 from ..routes.common import MetricPeriods
-from ..routes.estimates import EstimateOptions, get_estimate
+from ..routes.estimates import EstimateOptions, metric_estimate
 from . import slicediff, slicetrend
 from .charts import (
     ACCENT,
@@ -79,7 +79,7 @@ def document(
     method = query["method"]
     options = EstimateOptions(confidence=0.95, method=method, simultaneous=True)  # type: ignore[arg-type]
     read = MetricPeriods(name=spec.name, start=query["start"] or None, end=query["end"] or None)
-    return get_estimate(  # type: ignore[call-arg]
+    return metric_estimate(  # type: ignore[call-arg]
         request,
         read,
         options,

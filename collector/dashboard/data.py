@@ -21,7 +21,7 @@ from fastapi import HTTPException, Request
 from ..context import collector
 from ..numbers import NumberRule
 from ..routes.common import MetricPeriods
-from ..routes.estimates import EstimateOptions, categories_of, get_estimate, get_series
+from ..routes.estimates import EstimateOptions, categories_of, get_series, metric_estimate
 from ..routes.privacy import (
     DEFAULT_RATIO,
     LIFETIME_RULE,
@@ -73,7 +73,7 @@ def estimate(
     ``method`` is given); HTTPException as the API's."""
     options = EstimateOptions(confidence=confidence, method=method, simultaneous=True)  # type: ignore[arg-type]
     read = MetricPeriods(name=spec.name, start=start, end=end)
-    return get_estimate(request, read, options, pooling=pooling, q=None)  # type: ignore[arg-type]
+    return metric_estimate(request, read, options, pooling=pooling, q=None)  # type: ignore[arg-type]
 
 
 def series(
@@ -139,7 +139,7 @@ def change_now(
     options = EstimateOptions(confidence=0.95, method=None, simultaneous=True)
     read = MetricPeriods(name=spec.name, start=label, end=label)
     try:
-        document = get_estimate(
+        document = metric_estimate(
             request, read, options, pooling="overlap-safe", q=None, compare_to="previous"
         )  # type: ignore[arg-type]
     except HTTPException:

@@ -10,7 +10,7 @@ from deniable.client.spec import MetricSpec
 from fastapi import Request
 
 from ..routes.common import MetricPeriods
-from ..routes.estimates import EstimateOptions, get_estimate
+from ..routes.estimates import EstimateOptions, metric_estimate
 from .charts import Bar, bar_chart
 from .pages import cells, e, layout, pair, pct, table
 
@@ -19,7 +19,7 @@ def text_document(request: Request, spec: MetricSpec, end: str | None) -> dict[s
     """The API's estimate document of the period ``end`` (default: the current one)."""
     read = MetricPeriods(name=spec.name, start=None, end=end)
     options = EstimateOptions(confidence=0.95, method=None, simultaneous=True)
-    return get_estimate(request, read, options, pooling="overlap-safe", q=None)  # type: ignore[arg-type]
+    return metric_estimate(request, read, options, pooling="overlap-safe", q=None)  # type: ignore[arg-type]
 
 
 def ranked_chart(document: dict[str, Any]) -> str:

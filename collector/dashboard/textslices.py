@@ -16,7 +16,7 @@ from deniable.client.spec import MetricSpec
 from fastapi import Request
 
 from ..routes.common import MetricPeriods
-from ..routes.estimates import EstimateOptions, get_estimate
+from ..routes.estimates import EstimateOptions, metric_estimate
 from .breakdownpage import chosen, csv_href, selector, slice_name, suppressed_note
 from .charts import Bar, attr, bar_chart
 from .pages import breakable, cells, e, layout, metric_path, pair, pct, table
@@ -26,7 +26,7 @@ def document(request: Request, spec: MetricSpec, by: list[str], where: list[str]
     """The API's breakdown document of the period ``end`` of the page's query."""
     read = MetricPeriods(name=spec.name, start=None, end=request.query_params.get("end") or None)
     options = EstimateOptions(confidence=0.95, method=None, simultaneous=True)
-    return get_estimate(  # type: ignore[call-arg]
+    return metric_estimate(  # type: ignore[call-arg]
         request, read, options, pooling="overlap-safe", q=None, by=by or None, where=where
     )
 

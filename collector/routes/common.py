@@ -11,9 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
+import orjson
 from deniable.client.errors import InvalidInput
 from deniable.client.spec import MetricSpec, resolve_period
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.responses import JSONResponse
 
 from ..auth import ADMIN, VIEWER
 from ..context import Collector, collector
@@ -35,6 +37,16 @@ def json_body(schema: dict[str, Any]) -> dict[str, Any]:
 
 ERRORS = problem_responses(401, 403, 404, 422)
 """The error answers of a route that reads one metric (403: the viewer token on an admin one)."""
+
+
+class DocumentResponse(JSONResponse):
+    """A large estimate document as JSON, written by orjson: FastAPI's own path (validating
+    the document against the route's response model, then ``json.dumps``) took 18 ms of a
+    10-slice breakdown's 50 (234 KB). The model still describes the answer in the OpenAPI
+    schema, and the contract tests (schemathesis) hold the answers to it."""
+
+    def render(self, content: Any) -> bytes:
+        return orjson.dumps(content, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
 def metric_read(

@@ -61,7 +61,14 @@ from .breakdown import (
     slice_count,
 )
 from .changes import PeriodComparison, baseline_labels, period_comparison
-from .common import MetricPeriods, MetricPeriodsQuery, find_spec, metric_read, period_bounds
+from .common import (
+    DocumentResponse,
+    MetricPeriods,
+    MetricPeriodsQuery,
+    find_spec,
+    metric_read,
+    period_bounds,
+)
 from .sliceseries import SliceSeries, slice_series
 
 router = APIRouter(tags=["estimates"])
@@ -285,8 +292,31 @@ def get_estimate(
     where: Where = None,
     compare: Compare = None,
     compare_to: CompareTo = None,
+) -> DocumentResponse:
+    """The population estimate over the periods start..end (:func:`metric_estimate`),
+    written by :class:`~.common.DocumentResponse`."""
+    return DocumentResponse(
+        metric_estimate(
+            request, read, options, pooling, q, candidates, by, where, compare, compare_to
+        )
+    )
+
+
+def metric_estimate(
+    request: Request,
+    read: MetricPeriodsQuery,
+    options: EstimateOptionsQuery,
+    pooling: Pooling = "overlap-safe",
+    q: Quantiles = None,
+    candidates: Candidates = None,
+    by: By = None,
+    where: Where = None,
+    compare: Compare = None,
+    compare_to: CompareTo = None,
 ) -> dict[str, Any]:
-    """The population estimate over the periods start..end, pooled as ``pooling`` says: the
+    """The estimate document :func:`get_estimate` answers (the dashboard and the Prometheus
+    exposition read it too): the population estimate over the periods start..end, pooled as
+    ``pooling`` says: the
     shares of each category, a histogram's quantile intervals too, or a numeric metric's mean
     (its only method is unbiased; ``simultaneous`` changes nothing for one interval), or a
     text metric's heavy hitters over one period (``candidates`` to score given strings).
