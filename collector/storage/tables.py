@@ -149,7 +149,7 @@ def decimal_counts(vectors: Sequence[np.ndarray]) -> list[str]:
             continue
         counts = np.stack([vectors[i] for i in where]).astype(np.int64)[:, ::-1]
         digits = np.empty((len(where), width, COUNT_DIGITS), dtype=np.uint8)
-        digits[:, :, 0] = counts // 10**12 + 48
+        digits[:, :, 0] = counts // 10 ** (COUNT_DIGITS - 1) + 48
         for place in (1, 5, 9):  # the other twelve digits, four at a time
             group = counts // 10 ** (COUNT_DIGITS - 4 - place) % 10_000
             digits[:, :, place : place + 4] = _FOUR_DIGITS[group]

@@ -218,7 +218,10 @@ def test_a_wrong_ingest_key_keeps_the_reports_until_the_right_key_delivers_them_
             stale.close(timeout=0.2)
         stats = stale.stats
         assert (stats.queued, stats.delivered, stats.dropped_rejected) == (5, 0, 0)
-        assert stats.refused == stats.retries == stub.statuses.count(401) >= 3
+        # Every refusal the client saw is a 401 the stub sent, and is retried; the last
+        # exchange may be cut off by close() on a loaded machine (a timeout, not a refusal).
+        assert 3 <= stats.refused <= stub.statuses.count(401)
+        assert stats.refused <= stats.retries <= stats.refused + 1
         warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
         assert len(warnings) == 1 and "HTTP 401" in warnings[0].getMessage()
         assert "s3cret" not in caplog.text and "wrong ingest key" not in caplog.text
