@@ -31,10 +31,10 @@ holding two counts, charged at the larger of their divergences, where its ``delt
 defect would otherwise ignore the lower one) and stops as soon as the mass not yet visited
 is below the delta so far, charging that mass in full. ``fmt21_numerical_epsilon(...,
 apple_stop=True)`` follows that rule and reproduces STATS.md section 12's FMT21num column to
-every printed digit (eps0 4, n 1e5, delta 1e-6: 0.1770). (Its first version, of 2020, visited
-C from n/2 outward, which gives 0.1767 there.) The rule over-charges by up to the delta itself
-and makes eps grow with n at places (eps0 0.05: n 35 -> 36), so the guarantee is the full
-sum (0.1698 there): the same bound, tighter, and monotone.
+every printed digit (eps0 4, n 1e5, delta 1e-6: 0.1770). (Its first version, of April 2021,
+visited C from n/2 outward, which gives 0.1767 there.) The rule over-charges by up to the
+delta itself and makes eps grow with n at places (eps0 0.05: n 35 -> 36), so the guarantee
+is the full sum (0.1698 there): the same bound, tighter, and monotone.
 
 When a bound is no better than eps0 the guarantee is eps0 with bound ``none``. The exact lower
 bound (:func:`lower_bound_epsilon`: shuffled binary RR, every other device at 0) and FMT21's
