@@ -17,6 +17,7 @@ import numbers
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal
 
 from .errors import InvalidInput, SpecError
@@ -654,9 +655,10 @@ class MetricSpec:
             fields["dimensions"] = {name: list(values) for name, values in self.dimensions}
         return fields
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
-        """First 16 hex digits of SHA-256 over the canonical JSON of :meth:`fingerprint_fields`."""
+        """First 16 hex digits of SHA-256 over the canonical JSON of :meth:`fingerprint_fields`
+        (computed once: the collector checks it for every batch)."""
         canonical = canonical_json(self.fingerprint_fields()).encode("utf-8")
         return hashlib.sha256(canonical).hexdigest()[:16]
 

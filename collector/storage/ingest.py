@@ -116,7 +116,8 @@ def period_sums(codes: np.ndarray, support: np.ndarray) -> list[tuple[int, int, 
     order = np.argsort(codes, kind="stable")
     ordered = codes[order]
     starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
-    sums = np.add.reduceat(support[order], starts, axis=0, dtype=np.int64)
+    # Cast first: reduceat casting bool to int64 element by element is twice as slow.
+    sums = np.add.reduceat(support[order].astype(np.int64), starts, axis=0)
     rows = np.diff(np.append(starts, len(codes))).tolist()
     return [
         (code, n, sums[j])
@@ -246,19 +247,25 @@ def cell_rows(
     batch: Sequence[ValidReport], rows: MetricRows | NumericRows
 ) -> MetricRows | NumericRows:
     """``rows`` (one metric with dimensions) grouped by period and cell: the same positions
-    and support matrix or values, with ``period + _CELL + cell`` as each group's label."""
-    index: dict[str, int] = {}
-    codes = np.fromiter(
-        (
-            index.setdefault(batch[i].period + _CELL + batch[i].cell, len(index))
-            for i in rows.positions.tolist()
-        ),
+    and support matrix or values, with ``period + _CELL + cell`` as each group's label.
+
+    Each row's (period, cell) is one integer, its period code times the cells seen plus
+    its cell code, so only the distinct pairs build a label.
+    """
+    seen: dict[str, int] = {}
+    cell_codes = np.fromiter(
+        (seen.setdefault(batch[i].cell, len(seen)) for i in rows.positions.tolist()),
         dtype=np.int64,
         count=len(rows.positions),
     )
+    width = max(len(seen), 1)
+    pairs, codes = np.unique(rows.codes * width + cell_codes, return_inverse=True)
+    cells = list(seen)
+    labels = [rows.periods[p // width] + _CELL + cells[p % width] for p in pairs.tolist()]
+    codes = codes.reshape(-1)
     if isinstance(rows, NumericRows):
-        return NumericRows(rows.positions, list(index), codes, rows.values)
-    return MetricRows(rows.positions, list(index), codes, rows.support)
+        return NumericRows(rows.positions, labels, codes, rows.values)
+    return MetricRows(rows.positions, labels, codes, rows.support)
 
 
 CellRow = tuple[str, str, str, int, float, float, np.ndarray]
@@ -341,7 +348,8 @@ def _sqlite_cell_upsert() -> Any:
     """SQLite: the cell upsert, fed one JSON text of (metric, period, cell, n, y, y2, offset,
     length) rows and one blob of every row's packed support (cut out by offset and length,
     like the report ids of :func:`_json_source`; an empty blob cuts to NULL, read as no
-    bytes): one call into SQLite per group; the packed support is added in place by ``deniable_add_counts`` (:func:`.tables.add_packed`)."""
+    bytes): one call into SQLite per group; the packed support is added in place by
+    ``deniable_add_counts`` (:func:`.tables.add_packed`)."""
     each = func.json_each(bindparam("rows", type_=Text)).table_valued("value", "key")
     values = [func.json_extract(each.c.value, literal_column(f"'$[{i}]'")) for i in range(6)]
     offset, length = (func.json_extract(each.c.value, literal_column(f"'$[{i}]'")) for i in (6, 7))
@@ -386,13 +394,6 @@ ON CONFLICT (metric, period, cell) DO UPDATE SET
 :data:`_PG_STORE`; a row's support is its packed ``numeric``, :func:`.tables.decimal_counts`),
 rows in sorted key order; adding two packed vectors is one numeric addition (a numeric
 metric's support is 0)."""
-
-
-def _period_n_only(counts: Counts) -> Counts:
-    """``counts`` without their support: a metric with dimensions keeps its support in its
-    cells alone (``support_counts`` would repeat their sum, one more row per category and
-    period for every group to lock), its totals being the sum of its cells."""
-    return {key: (n, _NO_SUPPORT) for key, (n, _) in counts.items()}
 
 
 def _period_n(sums: Sums) -> Counts:
@@ -506,8 +507,9 @@ def prepare_batch(
             counts.update(metrics[metric].counts(metric))
         else:
             group = metrics[metric] = metric_rows(batch, where, spec)
-            totals = group.counts(metric)
-            counts.update(_period_n_only(totals) if spec.dimensions else totals)
+            counts.update(
+                _reports_per_period(group, metric) if spec.dimensions else group.counts(metric)
+            )
             if spec.dimensions:
                 cells[metric] = cell_rows(batch, group)
                 cell_counts.update(cells[metric].counts(metric))  # type: ignore[union-attr]
@@ -544,14 +546,19 @@ def _text_cells(
     """A text metric with dimensions: its rows by (period, cell) for ``text_cell_counts``;
     its rows by period go in ``metrics`` and their period n (no support) in ``counts``."""
     rows = metrics[spec.name] = text_rows(batch, where, spec)
-    counts.update(_text_n(rows, spec.name))
+    counts.update(_reports_per_period(rows, spec.name))
     keys = [(batch[i].period, batch[i].cell) for i in where]
     sketch = spec.text_randomizer
     return text_cell_rows(keys, rows.positions, rows.indexes, sketch.cells, rows.size)
 
 
-def _text_n(rows: TextRows, metric: str, mask: np.ndarray | None = None) -> Counts:
-    """The reports per period of a text metric's rows ``mask`` selects (no counts summed)."""
+def _reports_per_period(
+    rows: MetricRows | TextRows, metric: str, mask: np.ndarray | None = None
+) -> Counts:
+    """The reports per period of the rows ``mask`` selects, with no support summed: a metric
+    with dimensions keeps its support in its cells alone (``support_counts`` would repeat
+    their sum, one more row per category and period for every group to lock), its totals
+    being the sum of its cells."""
     codes = rows.codes if mask is None else rows.codes[mask]
     n = np.bincount(codes, minlength=len(rows.periods))
     return {(metric, rows.periods[c]): (int(n[c]), _NO_SUPPORT) for c in np.flatnonzero(n)}
@@ -596,11 +603,12 @@ def _count_rows(
             continue
         for metric, group in batch.metrics.items():
             mask = is_new[group.positions]
-            if mask.any() and metric in batch.text_cells:
-                _add_counts(total, _text_n(group, metric, mask))  # type: ignore[arg-type]
-            elif mask.any():
-                more = group.counts(metric, mask)
-                _add_counts(total, _period_n_only(more) if metric in batch.cells else more)
+            if not mask.any():
+                continue
+            if metric in batch.cells or metric in batch.text_cells:
+                _add_counts(total, _reports_per_period(group, metric, mask))
+            else:
+                _add_counts(total, group.counts(metric, mask))
         for metric, values in batch.numeric.items():
             mask = is_new[values.positions]
             if mask.any():

@@ -106,6 +106,9 @@ def unpack_counts(raw: bytes | None) -> np.ndarray:
 def add_packed(first: bytes | None, second: bytes | None) -> bytes:
     """SQLite's ``deniable_add_counts``: two packed count vectors added category by category,
     the shorter one read as zeros past its end (an upsert adds a batch's counts in place)."""
+    if first and second and len(first) == len(second):
+        added = np.frombuffer(first, dtype=COUNT_BYTES) + np.frombuffer(second, dtype=COUNT_BYTES)
+        return added.tobytes()
     a, b = unpack_counts(first), unpack_counts(second)
     if len(a) < len(b):
         a, b = b, a

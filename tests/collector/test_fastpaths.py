@@ -3,21 +3,30 @@
 ``canonical_check`` may only accept payloads that the mechanism's ``parse_payload`` returns
 unchanged, and the dict parser (``ReportIn``) must accept and refuse exactly what the
 documented ``Report`` model does, with the same error types and locations; the per-period
-sums a batch precomputes must equal summing its rows period by period.
+(and per-cell) sums a batch precomputes must equal summing its rows period by period; a body
+decoded by orjson must validate as its raw JSON does.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import math
 import string
 from typing import Any
 
 import numpy as np
+import orjson
 import pytest
 from deniable.client.mechanisms import make_mechanism, make_numeric_mechanism
-from deniable.collector.schemas import REPORT_PARSER, Report
-from deniable.collector.storage.ingest import MetricRows, NumericRows
+from deniable.collector.schemas import BATCH_PARSER, REPORT_PARSER, Report
+from deniable.collector.storage.ingest import (
+    _CELL,
+    MetricRows,
+    NumericRows,
+    ValidReport,
+    cell_rows,
+)
 from deniable.collector.validation import canonical_check
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -177,3 +186,58 @@ def test_numeric_sums_match_a_loop_over_periods(
             assert n == len(picked)
             assert total == pytest.approx(math.fsum(picked), rel=1e-12, abs=1e-12)
             assert squares == pytest.approx(math.fsum(y * y for y in picked), rel=1e-12, abs=1e-12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    items=st.lists(
+        st.one_of(reports, reports.map(lambda r: {**r, "dims": {"p": "ios"}})), max_size=4
+    )
+)
+def test_a_decoded_body_validates_as_its_raw_json(items: list[Any]) -> None:
+    """Ingestion validates what orjson decoded instead of parsing the body again
+    (``routes.reports.parse_batch``): for every body orjson takes, the outcome is the
+    schema's own ``validate_json`` of the raw body."""
+    body = json.dumps({"reports": items}).encode()
+    try:
+        decoded = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        assert any(
+            isinstance(v, float) and not math.isfinite(v) for item in items for v in item.values()
+        )
+        return
+    raw = _outcome(BATCH_PARSER.validate_json, body)
+    fast = _outcome(BATCH_PARSER.validate_python, decoded)
+    assert fast == raw
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=grouped_rows(), data=st.data())
+def test_cell_rows_group_by_period_and_cell(case: tuple[list[str], Any, Any], data: Any) -> None:
+    """``cell_rows`` (one integer per (period, cell)) sums the same rows as grouping by the
+    joined label, row by row."""
+    periods, support, _ = case
+    cells = data.draw(
+        st.lists(
+            st.sampled_from(["ios,1", "android,1", "web,2", "other,other"]),
+            min_size=len(periods),
+            max_size=len(periods),
+        ),
+        label="cells",
+    )
+    batch = [
+        ValidReport(str(i), "m", p, "", c)
+        for i, (p, c) in enumerate(zip(periods, cells, strict=True))
+    ]
+    index: dict[str, int] = {}
+    codes = np.array([index.setdefault(p, len(index)) for p in periods], dtype=np.int64)
+    grouped = cell_rows(batch, MetricRows(np.arange(len(periods)), list(index), codes, support))
+    expected: dict[tuple[str, str], tuple[int, list[int]]] = {}
+    for (period, cell), row in zip(
+        zip(periods, cells, strict=True), support.astype(int), strict=True
+    ):
+        label = period + _CELL + cell
+        n, sums = expected.get(("m", label), (0, [0] * support.shape[1]))
+        expected[("m", label)] = (n + 1, [a + b for a, b in zip(sums, row.tolist(), strict=True)])
+    got = {key: (n, sums.tolist()) for key, (n, sums) in grouped.counts("m").items()}  # type: ignore[union-attr]
+    assert got == expected
