@@ -32,9 +32,10 @@ def memory_dir(tmp_path: Path) -> Iterator[Path]:
 KEY = BatchKey("browser", "krr", 1.0, "0123456789abcdef")
 
 
-def incoming(label: str, key: BatchKey = KEY) -> Incoming:
-    """An envelope whose ciphertext is ``label`` (so its forwarded place can be read back)."""
-    return Incoming(secrets.token_hex(16), key, "fedcba9876543210", label)
+def incoming(label: str, key: BatchKey = KEY, envelope: str | None = None) -> Incoming:
+    """An envelope whose ciphertext is ``label`` (so its forwarded place can be read back),
+    with the id ``envelope`` (random if None)."""
+    return Incoming(envelope or secrets.token_hex(16), key, "fedcba9876543210", label)
 
 
 def test_a_resent_report_is_stored_once_in_every_state(tmp_path: Path) -> None:
@@ -103,11 +104,17 @@ def test_max_batch_caps_a_batch_and_the_rest_wait(tmp_path: Path) -> None:
 
 
 def contingency(store: Store, batches: int, size: int, *, shuffle: bool) -> np.ndarray:
-    """counts[r, p]: how often the report that arrived r-th left at place p."""
+    """counts[r, p]: how often the report that arrived r-th left at place p.
+
+    The device ids are drawn from a seeded generator too: the store reads a batch's waiting
+    reports in device order before shuffling them, so random ids would make the outcome
+    differ from run to run."""
+    ids = random.Random(size * batches)
     counts = np.zeros((size, size), dtype=np.int64)
     for _ in range(batches):
         for rank in range(size):
-            store.receive(secrets.token_hex(16), [incoming(str(rank))])
+            device = f"{ids.getrandbits(128):032x}"
+            store.receive(device, [incoming(str(rank), envelope=f"{ids.getrandbits(128):032x}")])
         batch = store.form_batch(KEY, size, size, 1000, 900_000)
         assert batch is not None
         order = [int(sealed) for _, sealed in store.part(batch, 0)]
