@@ -54,10 +54,10 @@ from sqlalchemy import (
 from sqlalchemy.dialects import sqlite
 
 from .engine import Database
+from .packedsums import plus_stored
 from .partitions import one_partition, with_partitions
 from .queries import check_fingerprints
 from .tables import (
-    ADD_PACKED_SQL,
     cell_counts,
     decimal_counts,
     id_bytes,
@@ -318,7 +318,13 @@ def _upsert_cells(
         return
     m, p, c, n, y, y2, support = zip(*rows, strict=True)
     if database.dialect == "sqlite":
-        packed = [pack_counts(counts) for counts in support]
+        packed = plus_stored(
+            connection,
+            cell_counts,
+            "support",
+            [row[:3] for row in rows],
+            [pack_counts(counts) for counts in support],
+        )
         offsets = np.cumsum([0, *map(len, packed)]).tolist()
         spans = [(offsets[i], len(blob)) for i, blob in enumerate(packed)]
         connection.execute(
@@ -348,8 +354,8 @@ def _sqlite_cell_upsert() -> Any:
     """SQLite: the cell upsert, fed one JSON text of (metric, period, cell, n, y, y2, offset,
     length) rows and one blob of every row's packed support (cut out by offset and length,
     like the report ids of :func:`_json_source`; an empty blob cuts to NULL, read as no
-    bytes): one call into SQLite per group; the packed support is added in place by
-    ``deniable_add_counts`` (:func:`.tables.add_packed`)."""
+    bytes): one call into SQLite per group. n and the sums are added in place; the support
+    written is already the sum with the stored one (:func:`.packedsums.plus_stored`)."""
     each = func.json_each(bindparam("rows", type_=Text)).table_valued("value", "key")
     values = [func.json_extract(each.c.value, literal_column(f"'$[{i}]'")) for i in range(6)]
     offset, length = (func.json_extract(each.c.value, literal_column(f"'$[{i}]'")) for i in (6, 7))
@@ -366,9 +372,7 @@ def _sqlite_cell_upsert() -> Any:
             "n": cell_counts.c.n + stmt.excluded.n,
             "total": cell_counts.c.total + stmt.excluded.total,
             "total_squares": cell_counts.c.total_squares + stmt.excluded.total_squares,
-            "support": getattr(func, ADD_PACKED_SQL)(
-                cell_counts.c.support, stmt.excluded.support, type_=LargeBinary
-            ),
+            "support": stmt.excluded.support,
         },
     )
 

@@ -104,8 +104,9 @@ def unpack_counts(raw: bytes | None) -> np.ndarray:
 
 
 def add_packed(first: bytes | None, second: bytes | None) -> bytes:
-    """SQLite's ``deniable_add_counts``: two packed count vectors added category by category,
-    the shorter one read as zeros past its end (an upsert adds a batch's counts in place)."""
+    """Two packed count vectors added category by category, the shorter one read as zeros
+    past its end (ingestion adds a group's counts to the stored ones, :mod:`.packedsums`;
+    also SQL's ``deniable_add_counts`` on SQLite connections)."""
     if first and second and len(first) == len(second):
         added = np.frombuffer(first, dtype=COUNT_BYTES) + np.frombuffer(second, dtype=COUNT_BYTES)
         return added.tobytes()

@@ -5,8 +5,8 @@ A text report sets bits of one sketch row only, its (level, row), and adds one t
 tally (:class:`.ingest.TextRows`), so per cell the counts are kept by sketch row: the row's
 1,024 cell sums and its tally, packed in one value (``chunk`` = (level - 1) × 16 + row). A
 report adds to exactly one such row whatever its eps; a group of reports upserts one row per
-(period, cell, sketch row) it touches, each added in place (SQLite: ``deniable_add_counts``;
-PostgreSQL: one numeric addition, :data:`.tables.COUNT_DIGITS`). Measured against one row per
+(period, cell, sketch row) it touches, each added in place (SQLite: the sums with the stored rows,
+:mod:`.packedsums`; PostgreSQL: one numeric addition, :data:`.tables.COUNT_DIGITS`). Measured against one row per
 nonzero count (a report's 19 set bits at eps 4, 277 at eps 1) and one packed row per cell (a
 whole sketch, 1 MB at 8 bytes, rewritten by every group touching the cell):
 ``python -m bench.text_cells`` and docs/DESIGN.md, "Text metrics with dimensions".
@@ -39,7 +39,8 @@ from sqlalchemy import (
 from sqlalchemy.dialects import sqlite
 
 from .engine import Database
-from .tables import ADD_PACKED_SQL, decimal_counts, pack_counts, text_cell_counts
+from .packedsums import plus_stored
+from .tables import decimal_counts, pack_counts, text_cell_counts
 
 ChunkKey = tuple[str, str, str, int]
 """(metric, period, cell, chunk): one sketch row of one cell."""
@@ -118,8 +119,9 @@ def add_chunks(total: ChunkCounts, more: ChunkCounts) -> None:
 
 def _sqlite_upsert() -> Any:
     """SQLite: the upsert fed one JSON text of (metric, period, cell, chunk, offset, length)
-    rows and one blob of every row's packed counts (cut out by offset and length), added in
-    place by ``deniable_add_counts`` (:func:`.tables.add_packed`): one call into SQLite."""
+    rows and one blob of every row's packed counts (cut out by offset and length), each
+    already the sum with the stored counts (:func:`.packedsums.plus_stored`): one call into
+    SQLite."""
     each = func.json_each(bindparam("rows", type_=Text)).table_valued("value", "key")
     values = [func.json_extract(each.c.value, literal_column(f"'$[{i}]'")) for i in range(4)]
     offset, length = (func.json_extract(each.c.value, literal_column(f"'$[{i}]'")) for i in (4, 5))
@@ -130,11 +132,7 @@ def _sqlite_upsert() -> Any:
     )
     return stmt.on_conflict_do_update(
         index_elements=["metric", "period", "cell", "chunk"],
-        set_={
-            "counts": getattr(func, ADD_PACKED_SQL)(
-                text_cell_counts.c.counts, stmt.excluded.counts, type_=LargeBinary
-            )
-        },
+        set_={"counts": stmt.excluded.counts},
     )
 
 
@@ -185,7 +183,9 @@ def upsert_text_cells(
         return
     keys = sorted(total)
     if database.dialect == "sqlite":
-        packed = [pack_counts(total[key]) for key in keys]
+        packed = plus_stored(
+            connection, text_cell_counts, "counts", keys, [pack_counts(total[key]) for key in keys]
+        )
         offsets = np.cumsum([0, *map(len, packed)]).tolist()
         rows = [
             [*key, offsets[i], len(blob)]
