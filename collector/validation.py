@@ -26,7 +26,7 @@ from deniable.client.mechanisms import (
 )
 from deniable.client.spec import MetricSpec, next_period, period_label, period_start
 
-from .schemas import ReportIn
+from .schemas import ReportIn, dims_problem
 from .storage.ingest import ValidReport
 
 UNKNOWN_METRIC_LABEL = "_unknown"
@@ -201,7 +201,8 @@ def validate_reports(
     valid: list[ValidReport] = []
     problems: list[ReportProblem] = []
     # Each (metric, dims as sent) already found valid, and its cell: a batch's reports mostly
-    # repeat a few devices' contexts, so each is checked once.
+    # repeat a few devices' contexts, so each is checked once (only valid ones are kept, all
+    # strings: a value equal to a kept one is the same string).
     cells: dict[tuple[str, tuple[tuple[str, str], ...]], str] = {}
     for index, report in reports:
         name = report["metric"]
@@ -259,16 +260,22 @@ def validate_reports(
         cell = ""
         if spec.dimensions or "dims" in report:
             dims = report.get("dims")
-            known = (name, tuple(dims.items())) if dims else None
-            found = cells.get(known) if known else None
+            try:
+                found = cells.get((name, tuple(dims.items())))
+            except (AttributeError, TypeError):  # not an object, or a value not a string
+                found = None
             if found is None:
-                try:
-                    found = spec.cell_of(dims)
-                except ValueError as exc:
-                    problems.append(ReportProblem(index, name, "dims", str(exc)))
+                reason = None if dims is None else dims_problem(dims)
+                if reason is None:
+                    try:
+                        found = spec.cell_of(dims)
+                    except ValueError as exc:
+                        reason = str(exc)
+                if reason is not None:
+                    problems.append(ReportProblem(index, name, "dims", reason))
                     continue
-                if known:
-                    cells[known] = found
+                if dims:
+                    cells[(name, tuple(dims.items()))] = found
             cell = found
         valid.append(ValidReport(report["id"], name, report["period"], payload, cell))
     used = {name: spec for name, spec in specs.items() if spec is not None}

@@ -30,6 +30,7 @@ from ..auth import INGEST, SHUFFLER
 from ..context import Collector, collector
 from ..schemas import (
     BATCH_PARSER,
+    DIMS_MAX,
     REPORT_PARSER,
     BatchRefused,
     IngestResult,
@@ -104,6 +105,9 @@ def _oversized(item: Any) -> str | None:
         return None
     if len(item) > MAX_REPORT_FIELDS:
         return f"a report has five fields; this one has {len(item)}"
+    dims = item.get("dims")
+    if type(dims) is dict and len(dims) > DIMS_MAX:
+        return f"dims hold at most {DIMS_MAX} values"
     payload = item.get("payload")
     if type(payload) is dict and len(payload) > MAX_PAYLOAD_FIELDS:
         return f"payload objects have at most {MAX_PAYLOAD_FIELDS} fields"

@@ -4,12 +4,14 @@
 unchanged, and the dict parser (``ReportIn``) must accept and refuse exactly what the
 documented ``Report`` model does, with the same error types and locations; the per-period
 (and per-cell) sums a batch precomputes must equal summing its rows period by period; a body
-decoded by orjson must validate as its raw JSON does.
+decoded by orjson must validate as its raw JSON does, and ingestion, which passes ``dims``
+through the parser, must still refuse every ``dims`` the documented model or the spec refuses.
 """
 
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import json
 import math
 import string
@@ -18,7 +20,9 @@ from typing import Any
 import numpy as np
 import orjson
 import pytest
+from deniable.client import MetricSpec
 from deniable.client.mechanisms import make_mechanism, make_numeric_mechanism
+from deniable.collector.routes.reports import parse_batch
 from deniable.collector.schemas import BATCH_PARSER, REPORT_PARSER, Report
 from deniable.collector.storage.ingest import (
     _CELL,
@@ -27,12 +31,12 @@ from deniable.collector.storage.ingest import (
     ValidReport,
     cell_rows,
 )
-from deniable.collector.validation import canonical_check
+from deniable.collector.validation import PeriodWindow, canonical_check, validate_reports
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from testkit import FastRandomness
+from testkit import FastRandomness, make_reports
 
 MECHANISMS = [make_mechanism(name, k, 1.0) for name, k in [("oue", 100), ("oue", 8), ("oue", 3)]]
 MECHANISMS += [make_mechanism("krr", 5, 1.0), make_mechanism("brr", 2, 1.0)]
@@ -241,3 +245,47 @@ def test_cell_rows_group_by_period_and_cell(case: tuple[list[str], Any, Any], da
         expected[("m", label)] = (n + 1, [a + b for a, b in zip(sums, row.tolist(), strict=True)])
     got = {key: (n, sums.tolist()) for key, (n, sums) in grouped.counts("m").items()}  # type: ignore[union-attr]
     assert got == expected
+
+
+_SOME_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=34)
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | _SOME_TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_SOME_TEXT, inner, max_size=3),
+    max_leaves=6,
+)
+_DIMS = st.one_of(
+    st.dictionaries(
+        st.sampled_from(["platform", "version", "p" * 33]),
+        st.sampled_from(["ios", "android", "other", "tizen", "i" * 33]) | _JSON_VALUES,
+        max_size=3,
+    ),
+    st.dictionaries(_SOME_TEXT, _SOME_TEXT, min_size=8, max_size=10),
+    _JSON_VALUES,
+)
+_WITH_DIMS = MetricSpec.boolean(
+    "with_dims", epsilon=1.0, dimensions={"platform": ["ios", "android"]}
+)
+_WITHOUT_DIMS = MetricSpec.boolean("without_dims", epsilon=1.0)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(dims=_DIMS, spec=st.sampled_from([_WITH_DIMS, _WITHOUT_DIMS]))
+def test_ingestion_accepts_the_dims_the_documented_model_and_the_spec_accept(
+    dims: Any, spec: MetricSpec
+) -> None:
+    """The parser passes ``dims`` through; validation must still accept a report exactly
+    when the documented model accepts it and its spec takes its values, naming the dims."""
+    today = dt.date.today()
+    report = {**make_reports(spec, [1], spec.period_of(today), seed=1)[0], "dims": dims}
+    try:
+        Report.model_validate(report)
+        spec.cell_of(dims)
+        expected = True
+    except (ValidationError, ValueError):
+        expected = False
+    lookup = {spec.name: spec}.get
+    body = json.dumps({"reports": [report]}).encode()
+    parsed, problems = parse_batch(body, 10, lookup)
+    valid, refused, _ = validate_reports(parsed, lookup, PeriodWindow(today, 30))
+    assert bool(valid) == expected, (problems, refused)
+    assert all("dims" in p.message for p in problems + refused)
