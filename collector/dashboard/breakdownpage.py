@@ -327,19 +327,27 @@ def suppressed_note(hidden: Sequence[tuple[str, str]]) -> str:
     return f'<p class="suppressed-note" id="suppressed-slices">{" ".join(lines)}</p>'
 
 
+def suppressed_row(name: str, note: str | None, columns: int) -> str:
+    """A suppressed slice's table row: its name with its note under it, in the first column
+    (on a narrow screen the other ``columns`` scroll sideways; the note must stay in view),
+    and no number."""
+    return (
+        f'<tr class="suppressed" data-slice="{attr(name)}"><th scope="row">{escape(name)}'
+        f'<span class="sub">{escape(note or "suppressed")}</span></th>'
+        f'<td colspan="{columns}"></td></tr>'
+    )
+
+
 def breakdown_table(spec: MetricSpec, document: dict[str, Any], shown: Sequence[str]) -> str:
     """The table view: a row per slice and category drawn (a mean: per slice); a suppressed
-    slice is one row with its note across the number columns."""
+    slice is one row, its note under its name (:func:`suppressed_row`)."""
     numeric = spec.type == "numeric"
     show = value_text if numeric else pct
     rows = []
     for row in document["slices"]:
         name = slice_name(row["values"], document["where"])
         if row["estimate"] is None:
-            rows.append(
-                f'<tr class="suppressed" data-slice="{attr(name)}"><th scope="row">'
-                f'{escape(name)}</th><td colspan="5">{escape(row["note"] or "")}</td></tr>'
-            )
+            rows.append(suppressed_row(name, row["note"], 5))
             continue
         n = f"{row['estimate']['n']:,}"
         for category, estimate, low, high in _rows(spec, row["estimate"], shown):

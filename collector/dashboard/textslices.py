@@ -17,7 +17,14 @@ from fastapi import Request
 
 from ..routes.common import MetricPeriods
 from ..routes.estimates import EstimateOptions, metric_estimate
-from .breakdownpage import chosen, csv_href, selector, slice_name, suppressed_note
+from .breakdownpage import (
+    chosen,
+    csv_href,
+    selector,
+    slice_name,
+    suppressed_note,
+    suppressed_row,
+)
 from .charts import Bar, attr, bar_chart
 from .pages import breakable, cells, e, layout, metric_path, pair, pct, table
 
@@ -67,10 +74,7 @@ def page(spec: MetricSpec, request: Request, query: dict[str, Any]) -> str:
         name = slice_name(row["values"], found["where"])
         if row["estimate"] is None:
             hidden.append((name, row["note"] or "suppressed"))
-            rows.append(
-                f'<tr class="suppressed" data-slice="{attr(name)}"><th scope="row">'
-                f'{escape(name)}</th><td colspan="5">{escape(row["note"] or "")}</td></tr>'
-            )
+            rows.append(suppressed_row(name, row["note"], 5))
             continue
         figures.append(_figure(i + 1, name, row["estimate"]))
         n = f"{row['estimate']['n']:,}"

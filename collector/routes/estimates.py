@@ -8,9 +8,11 @@ documents carry its mean (from :func:`read_sums`), a histogram's add quantile in
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, ParamSpec
 
 from deniable.client.errors import InvalidInput
 from deniable.client.spec import (
@@ -273,35 +275,6 @@ CompareTo = Annotated[
 ]
 
 
-@metric_read(
-    router,
-    "/v1/metrics/{name}/estimate",
-    AnyRangeEstimate | BreakdownEstimate | PeriodComparison,
-    operation_id="getEstimate",
-    summary="Estimate a metric over a range of periods",
-    viewer=True,
-)
-def get_estimate(
-    request: Request,
-    read: MetricPeriodsQuery,
-    options: EstimateOptionsQuery,
-    pooling: Pooling = "overlap-safe",
-    q: Quantiles = None,
-    candidates: Candidates = None,
-    by: By = None,
-    where: Where = None,
-    compare: Compare = None,
-    compare_to: CompareTo = None,
-) -> DocumentResponse:
-    """The population estimate over the periods start..end (:func:`metric_estimate`),
-    written by :class:`~.common.DocumentResponse`."""
-    return DocumentResponse(
-        metric_estimate(
-            request, read, options, pooling, q, candidates, by, where, compare, compare_to
-        )
-    )
-
-
 def metric_estimate(
     request: Request,
     read: MetricPeriodsQuery,
@@ -314,7 +287,7 @@ def metric_estimate(
     compare: Compare = None,
     compare_to: CompareTo = None,
 ) -> dict[str, Any]:
-    """The estimate document :func:`get_estimate` answers (the dashboard and the Prometheus
+    """The estimate document ``GET /v1/metrics/{name}/estimate`` answers (the dashboard and the Prometheus
     exposition read it too): the population estimate over the periods start..end, pooled as
     ``pooling`` says: the
     shares of each category, a histogram's quantile intervals too, or a numeric metric's mean
@@ -383,6 +356,39 @@ def metric_estimate(
         raise refused(spec, exc) from None
     document = histogram_document(spec.name, first, last, result, quantiles, spec.edges)  # type: ignore[arg-type]
     return about(state, spec, document)
+
+
+P = ParamSpec("P")
+
+
+def _answered(document: Callable[P, dict[str, Any]], doc: str) -> Callable[P, DocumentResponse]:
+    """A route taking ``document``'s parameters (FastAPI reads its signature through
+    ``__wrapped__``) and answering its document with :class:`~.common.DocumentResponse`;
+    ``doc`` is the route's own docstring."""
+
+    @functools.wraps(document)
+    def route(*args: P.args, **kwargs: P.kwargs) -> DocumentResponse:
+        return DocumentResponse(document(*args, **kwargs))
+
+    route.__doc__ = doc
+    route.__name__ = route.__qualname__ = "get_estimate"
+    return route
+
+
+get_estimate = metric_read(
+    router,
+    "/v1/metrics/{name}/estimate",
+    AnyRangeEstimate | BreakdownEstimate | PeriodComparison,
+    operation_id="getEstimate",
+    summary="Estimate a metric over a range of periods",
+    viewer=True,
+)(
+    _answered(
+        metric_estimate,
+        "The population estimate over the periods start..end (shares, a mean, quantiles or a"
+        " text metric's heavy hitters), per slice with by/where, or its change with compare_to.",
+    )
+)
 
 
 def sliced_estimate(

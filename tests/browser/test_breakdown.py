@@ -350,5 +350,23 @@ def test_breakdown_pages_render_cleanly_at_375_and_1280_px(
             assert overflow(driver) is None, (page, width, overflow(driver))
             problems = {kind: found for kind, found in layout_problems(driver).items() if found}
             assert problems == {}, (page, width)
+            notes = driver.execute_script(SUPPRESSED_NOTES)
+            assert [note for note in notes if note["right"] > note["view"]] == [], (page, width)
+            if page in SUPPRESSED_IN_TABLE:
+                assert notes and all(note["shown"] for note in notes), (page, width, notes)
     finally:
         set_viewport(driver, *WIDE)
+
+
+SUPPRESSED_NOTES = """
+return [...document.querySelectorAll('tr.suppressed .sub')].map(note => {
+  const box = note.getBoundingClientRect();
+  return {text: note.textContent, right: box.right, shown: box.width > 0,
+          view: document.documentElement.clientWidth};
+});
+"""
+"""Each suppressed row's note in a breakdown table: where its right edge is, and the view's."""
+
+SUPPRESSED_IN_TABLE = {"breakdown-text", "breakdown-categorical", "breakdown-boolean"}
+"""Pages whose table holds suppressed rows (web and other): their notes must be drawn, and at
+375 px inside the view, not past the edge where the table scrolls."""
