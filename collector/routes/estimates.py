@@ -287,12 +287,12 @@ def metric_estimate(
     compare: Compare = None,
     compare_to: CompareTo = None,
 ) -> dict[str, Any]:
-    """The estimate document ``GET /v1/metrics/{name}/estimate`` answers (the dashboard and the Prometheus
-    exposition read it too): the population estimate over the periods start..end, pooled as
-    ``pooling`` says: the
-    shares of each category, a histogram's quantile intervals too, or a numeric metric's mean
-    (its only method is unbiased; ``simultaneous`` changes nothing for one interval), or a
-    text metric's heavy hitters over one period (``candidates`` to score given strings).
+    """The estimate document ``GET /v1/metrics/{name}/estimate`` answers (the dashboard and
+    the Prometheus exposition read it too): the population estimate over the periods
+    start..end, pooled as ``pooling`` says: the shares of each category, a histogram's
+    quantile intervals too, or a numeric metric's mean (its only method is unbiased;
+    ``simultaneous`` changes nothing for one interval), or a text metric's heavy hitters over
+    one period (``candidates`` to score given strings).
     With ``by`` or ``where``, the estimate per slice of the metric's dimensions instead
     (shares or means; a histogram's slices give its buckets' shares, without quantiles).
     With ``compare_to``, the change from that window to this one instead (per slice with

@@ -1,10 +1,10 @@
 """SQLite: new packed count vectors plus the ones stored under the same keys, read in one
 statement, so an upsert can write the sums without calling Python once per row.
 
-SQLite cannot add two packed vectors itself. ``deniable_add_counts`` (:func:`.tables.add_packed`)
-does it inside the upsert, but SQLite calls it once per updated row, and each call must take
-the GIL back from the request threads: with dimensions a group updates hundreds of rows, and
-those waits were a tenth of ingestion's time. Here every stored vector of a group comes back
+SQLite cannot add two packed vectors itself. Calling ``deniable_add_counts``
+(:func:`.tables.add_packed`) inside the upsert would, but SQLite calls it once per updated
+row, and each call must take the GIL back from the request threads: with dimensions a group
+updates hundreds of rows, and those waits cost a tenth of ingestion's throughput. Here every stored vector of a group comes back
 concatenated in one row (``group_concat`` keeps a blob's bytes), with each one's place and
 length, and the additions are done here in one pass. The writer holds SQLite's only write
 lock (``BEGIN IMMEDIATE``) from this read to the upsert, so nothing changes in between.
