@@ -738,6 +738,18 @@ def _epsilon_text(value: float | None) -> str:
     return "unbounded" if value is None else f"{value:.3g}"
 
 
+def _batches_text(metric: dict[str, Any]) -> str:
+    """A metric's released batches as its weakest bound's note: ``1 batch of 7 devices`` or
+    ``3 batches, the smallest of 7 devices``, then those below the minimum."""
+    count, smallest = metric["batches"], metric["smallest_batch"]
+    size = (
+        f"1 batch of {smallest:,} devices"
+        if count == 1
+        else f"{count:,} batches, the smallest of {smallest:,} devices"
+    )
+    return size + below_note(metric)
+
+
 def _shuffled_section(shuffled: dict[str, Any]) -> str:
     """The account's shuffled batches: per batch the central ε against an analyst beside the
     local ε against the shuffler (``table#shuffled``), or one line saying there are none."""
@@ -776,22 +788,23 @@ def _shuffled_section(shuffled: dict[str, Any]) -> str:
     weakest = ""
     if shuffled["source"] == "released":
         listed, total = len(shuffled["batches"]), shuffled["batch_count"]
-        which = f"The {listed:,} most recent of {total:,} batches" if listed < total else "All"
+        which = f"The {listed:,} most recent of {total:,}" if listed < total else "All"
         weakest = (
             f'<p id="shuffled-weakest" class="meta">{which} released batches are listed; per'
             " metric, the weakest, which holds for every batch: "
             + "; ".join(
-                f"{e(m['metric'])}: central ε ≤ {m['central_epsilon']:.4g} ({m['batches']:,} batches,"
-                f" the smallest of {m['smallest_batch']:,} devices{below_note(m)})"
+                f"{e(m['metric'])}: central ε ≤ {m['central_epsilon']:.4g} ({_batches_text(m)})"
                 for m in shuffled["metrics"]
             )
             + ".</p>"
         )
+    holds = (
+        "the central ε holds against whoever sees only the released batches; against the"
+        " shuffler, or the shuffler and the collector together, only the local ε holds."
+    )
     return (
         "<h2>Through a shuffler</h2>"
-        f'<p class="meta">{e(lead)}{" — " if lead else ""}the central ε holds against whoever'
-        " sees only the released batches; against the shuffler, or the shuffler and the"
-        " collector together, only the local ε holds.</p>"
+        f'<p class="meta">{e(f"{lead} — {holds}" if lead else holds[0].upper() + holds[1:])}</p>'
         + weakest
         + table("shuffled", headers, rows)
     )

@@ -83,6 +83,7 @@ figure.slice { margin: 0; min-width: 0; display: grid; gap: 0.2rem; align-conten
 }
 .slice-name { color: var(--ink); font-weight: 600; white-space: nowrap; }
 tr.suppressed .sub { white-space: normal; }
+#shuffled thead th, #shuffled td:last-child { white-space: normal; }
 #breakdown-entry #breakdown-picker { border: 0; padding: 0; }
 .gaps { margin: 0; color: var(--muted); font-size: 0.875rem; }
 .key { margin: 0; font-size: 0.8rem; color: var(--muted); display: flex; align-items: center; gap: 0.4rem; }

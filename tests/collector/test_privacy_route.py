@@ -364,4 +364,5 @@ def test_many_released_batches_give_a_bounded_account(
     assert '<table id="shuffled"' in page and '<p id="shuffled-weakest"' in page
     listed = page.split('<table id="shuffled"', 1)[1].split("</table>", 1)[0]
     assert listed.count('<tr data-metric="browser">') == LISTED_BATCHES
-    assert f"The {LISTED_BATCHES:,} most recent of {total:,} batches" in page
+    assert f"The {LISTED_BATCHES:,} most recent of {total:,} released batches are listed" in page
+    assert f"({total:,} batches, the smallest of 1,000 devices)" in page

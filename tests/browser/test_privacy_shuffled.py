@@ -1,0 +1,128 @@
+"""The Privacy page with shuffled batches, as a viewer sees it in headless Chromium at 1280 and
+375 px: a batch whose refused sealed reports are left out of its n, and one left below the
+minimum batch size, each stated in its row, the weakest bound per metric above the table, the
+page clean (no console error, nothing from another origin, no sideways scroll), screenshotted
+to ``test-artifacts/screenshots/``."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from deniable.client import MetricSpec
+from deniable.collector.sealingkeys import generate
+
+from testkit import ADMIN_TOKEN, RunningCollector, collector_settings, unique_name
+from testkit.browser import (
+    NARROW,
+    VIEWER_TOKEN,
+    WIDE,
+    browser_problem,
+    console_errors,
+    foreign_urls,
+    full_page_screenshot,
+    overflow,
+    requested_urls,
+    require_browser,
+    set_viewport,
+    sign_in,
+)
+from testkit.metrics import register
+from testkit.shuffler_process import SHUFFLER_TOKEN
+from tests.shuffler.test_collector_routes import (
+    MIN_BATCH,
+    forward,
+    invalid_envelopes,
+    part,
+    sealed_reports,
+)
+
+require_browser(browser_problem())  # before Selenium is imported: skip, or fail in CI
+
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
+
+from .conftest import SCREENSHOTS  # noqa: E402
+from .test_dashboard import layout_problems  # noqa: E402
+
+pytestmark = pytest.mark.browser
+
+
+@pytest.fixture(scope="module")
+def shuffled(
+    browser_ready: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[RunningCollector, dict[str, MetricSpec]]]:
+    """A collector that took two shuffled batches: ``kept`` (n 12 stated, 5 sealed reports
+    refused: 7 devices) and ``small`` (n 4 stated, 2 refused: 2 devices, below the minimum
+    of 3)."""
+    directory = tmp_path_factory.mktemp("privacy-shuffled")
+    keys = Path(directory) / "keys.json"
+    generate(keys, dt.datetime.now(dt.UTC))
+    settings = collector_settings(
+        f"sqlite:///{directory}/collector.db",
+        shuffler_token=SHUFFLER_TOKEN,
+        sealing_keys_file=keys,
+        shuffle_min_batch=MIN_BATCH,
+        viewer_token=VIEWER_TOKEN,
+    )
+    server = RunningCollector(settings).start()
+    try:
+        specs = {}
+        with server.client(ADMIN_TOKEN) as admin:
+            for role in ("kept", "small"):
+                specs[role] = register(
+                    admin,
+                    MetricSpec.categorical(unique_name(role), ["a", "b", "c"], epsilon=2.0),
+                )
+        for role, good, bad in (("kept", 7, 5), ("small", 2, 2)):
+            spec = specs[role]
+            _, envelopes = sealed_reports(server, spec, good)
+            body = part(spec, envelopes + invalid_envelopes(server, spec, bad))
+            answer = forward(server, body)
+            assert answer.status_code == 202 and answer.json()["refused"] == bad, answer.text
+        yield server, specs
+    finally:
+        server.stop()
+
+
+def _rows(driver: WebDriver) -> dict[str, list[str]]:
+    """``table#shuffled``'s rows by metric: their cells' text."""
+    return {
+        row.get_attribute("data-metric"): [
+            cell.text for cell in row.find_elements(By.CSS_SELECTOR, "td")
+        ]
+        for row in driver.find_elements(By.CSS_SELECTOR, "table#shuffled tbody tr")
+    }
+
+
+def test_the_privacy_page_states_refused_and_below_minimum_batches(
+    driver: WebDriver, shuffled: tuple[RunningCollector, dict[str, MetricSpec]]
+) -> None:
+    server, specs = shuffled
+    try:
+        for width, height in (WIDE, NARROW):
+            set_viewport(driver, width, height)
+            driver.get(server.url + "/dashboard/")
+            if not driver.find_elements(By.CSS_SELECTOR, "table#metrics"):
+                sign_in(driver, server.url, VIEWER_TOKEN)
+            console_errors(driver)
+            requested_urls(driver)
+            driver.get(server.url + "/dashboard/privacy")
+            full_page_screenshot(driver, SCREENSHOTS / f"privacy-shuffled-{width}.png", width)
+            rows = _rows(driver)
+            assert rows[specs["kept"].name][1] == "7 (5 refused)", rows
+            assert rows[specs["small"].name][1] == "2 (2 refused, below minimum)", rows
+            weakest = driver.find_element(By.CSS_SELECTOR, "#shuffled-weakest").text
+            assert f"{specs['kept'].name}: central ε ≤" in weakest, weakest
+            assert "(1 batch of 7 devices)" in weakest, weakest
+            assert "(1 batch of 2 devices, 1 below the minimum)" in weakest, weakest
+            assert console_errors(driver) == [], width
+            assert foreign_urls(requested_urls(driver), server.url) == [], width
+            assert overflow(driver) is None, (width, overflow(driver))
+            problems: dict[str, Any] = {k: v for k, v in layout_problems(driver).items() if v}
+            assert problems == {}, width
+    finally:
+        set_viewport(driver, *WIDE)
