@@ -129,6 +129,16 @@ def sign_in(driver: WebDriver, base_url: str, token: str) -> None:
     _until_the_next_document(driver, button.click)
 
 
+def viewer_session(driver: WebDriver, base_url: str) -> None:
+    """Give ``driver`` a viewer session on the collector at ``base_url``: sign in unless the
+    overview already shows one."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(base_url + "/dashboard/")
+    if not driver.find_elements(By.CSS_SELECTOR, "table#metrics"):
+        sign_in(driver, base_url, VIEWER_TOKEN)
+
+
 def submit_form(driver: WebDriver, form: WebElement) -> None:
     """Submit ``form`` and return once the page it leads to has fully loaded, so nothing read
     afterwards is an element of the page being replaced."""

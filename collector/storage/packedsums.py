@@ -12,6 +12,7 @@ lock (``BEGIN IMMEDIATE``) from this read to the upsert, so nothing changes in b
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -33,6 +34,7 @@ from sqlalchemy import (
 from .tables import add_packed
 
 
+@functools.cache
 def _stored_query(table: Table, column: str) -> Any:
     """The one-row read of ``table``'s packed ``column`` at the keys of a JSON array of
     primary keys: every stored vector concatenated, and a JSON array of (key index, length)."""
@@ -50,9 +52,6 @@ def _stored_query(table: Table, column: str) -> Any:
     ).select_from(each.join(table, on))
 
 
-_QUERIES: dict[tuple[str, str], Any] = {}
-
-
 def plus_stored(
     connection: Connection,
     table: Table,
@@ -64,11 +63,8 @@ def plus_stored(
     vector stored in ``column`` under its key (itself where no row is stored yet)."""
     if not keys:
         return packed
-    query = _QUERIES.get((table.name, column))
-    if query is None:
-        query = _QUERIES[(table.name, column)] = _stored_query(table, column)
     blob, places = connection.execute(
-        query, {"keys": json.dumps(keys, separators=(",", ":"))}
+        _stored_query(table, column), {"keys": json.dumps(keys, separators=(",", ":"))}
     ).one()
     sums = list(packed)
     offset = 0

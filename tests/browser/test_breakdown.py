@@ -33,15 +33,11 @@ from testkit.browser import (
     VIEWER_TOKEN,
     WIDE,
     browser_problem,
-    console_errors,
-    foreign_urls,
     full_page_screenshot,
-    overflow,
-    requested_urls,
     require_browser,
     set_viewport,
-    sign_in,
     submit_form,
+    viewer_session,
 )
 from testkit.cli import run_cli
 from testkit.documents import numbers_in
@@ -53,7 +49,7 @@ from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 from selenium.webdriver.support.select import Select  # noqa: E402
 
 from .conftest import SCREENSHOTS, register  # noqa: E402
-from .test_dashboard import layout_problems  # noqa: E402
+from .test_dashboard import open_page, page_faults  # noqa: E402
 
 pytestmark = pytest.mark.browser
 
@@ -177,12 +173,8 @@ def register_text(url: str) -> MetricSpec:
 
 def open_signed_in(driver: WebDriver, fleet: Fleet, url: str) -> None:
     """Open ``url`` with a viewer session (signing in first if needed), logs drained."""
-    driver.get(fleet.url + "/dashboard/")
-    if not driver.find_elements(By.CSS_SELECTOR, "table#metrics"):
-        sign_in(driver, fleet.url, VIEWER_TOKEN)
-    console_errors(driver)
-    requested_urls(driver)
-    driver.get(url)
+    viewer_session(driver, fleet.url)
+    open_page(driver, url)
 
 
 def digits_besides_the_minimum(text: str) -> list[str]:
@@ -345,11 +337,7 @@ def test_breakdown_pages_render_cleanly_at_375_and_1280_px(
             set_viewport(driver, width, height)
             open_signed_in(driver, fleet, url)
             full_page_screenshot(driver, SCREENSHOTS / f"{page}-{width}.png", width)
-            assert console_errors(driver) == [], (page, width)
-            assert foreign_urls(requested_urls(driver), fleet.url) == [], (page, width)
-            assert overflow(driver) is None, (page, width, overflow(driver))
-            problems = {kind: found for kind, found in layout_problems(driver).items() if found}
-            assert problems == {}, (page, width)
+            assert page_faults(driver, fleet.url) == {}, (page, width)
             notes = driver.execute_script(SUPPRESSED_NOTES)
             assert [note for note in notes if note["right"] > note["view"]] == [], (page, width)
             if page in SUPPRESSED_IN_TABLE:

@@ -42,6 +42,7 @@ from testkit.browser import (
     set_viewport,
     sign_in,
     submit_form,
+    viewer_session,
 )
 
 require_browser(browser_problem())  # before Selenium is imported: skip, or fail in CI
@@ -66,9 +67,7 @@ def floats(element: Any, *names: str) -> tuple[float, ...]:
 
 def signed_in(driver: WebDriver, seeded: Seeded) -> WebDriver:
     """``driver`` with a viewer session on the collector (signing in if it has none)."""
-    driver.get(seeded.url + "/dashboard/")
-    if not driver.find_elements(By.CSS_SELECTOR, "table#metrics"):
-        sign_in(driver, seeded.url, VIEWER_TOKEN)
+    viewer_session(driver, seeded.url)
     return driver
 
 
@@ -282,6 +281,20 @@ def layout_problems(driver: WebDriver) -> dict[str, list[Any]]:
     }
 
 
+def page_faults(driver: WebDriver, origin: str, *, layout: bool = True) -> dict[str, Any]:
+    """What is wrong with the page just opened (with :func:`open_page`), by kind, only the
+    kinds found: console errors, requests outside ``origin``, a sideways scroll and, if
+    ``layout``, :func:`layout_problems`."""
+    found: dict[str, Any] = {
+        "console errors": console_errors(driver),
+        "requests outside the origin": foreign_urls(requested_urls(driver), origin),
+        "sideways scroll": overflow(driver),
+    }
+    if layout:
+        found.update(layout_problems(driver))
+    return {kind: what for kind, what in found.items() if what}
+
+
 @pytest.mark.parametrize(
     "page",
     [
@@ -314,12 +327,7 @@ def test_every_page_renders_cleanly_at_375_and_1280_px(
             assert rendered, "/docs drew no operation (its Swagger UI assets did not load)"
             if page != "docs":
                 assert urlsplit(driver.current_url).path == urlsplit(url).path
-            assert console_errors(driver) == [], (page, width)
-            assert foreign_urls(requested_urls(driver), origin) == [], (page, width)
-            assert overflow(driver) is None, (page, width, overflow(driver))
-            if page != "docs":
-                problems = {kind: found for kind, found in layout_problems(driver).items() if found}
-                assert problems == {}, (page, width)
+            assert page_faults(driver, origin, layout=page != "docs") == {}, (page, width)
     finally:
         set_viewport(driver, *WIDE)
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from deniable.client import MetricSpec
@@ -21,14 +20,10 @@ from testkit.browser import (
     VIEWER_TOKEN,
     WIDE,
     browser_problem,
-    console_errors,
-    foreign_urls,
     full_page_screenshot,
-    overflow,
-    requested_urls,
     require_browser,
     set_viewport,
-    sign_in,
+    viewer_session,
 )
 from testkit.metrics import register
 from testkit.shuffler_process import SHUFFLER_TOKEN
@@ -46,7 +41,7 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.remote.webdriver import WebDriver  # noqa: E402
 
 from .conftest import SCREENSHOTS  # noqa: E402
-from .test_dashboard import layout_problems  # noqa: E402
+from .test_dashboard import open_page, page_faults  # noqa: E402
 
 pytestmark = pytest.mark.browser
 
@@ -105,12 +100,8 @@ def test_the_privacy_page_states_refused_and_below_minimum_batches(
     try:
         for width, height in (WIDE, NARROW):
             set_viewport(driver, width, height)
-            driver.get(server.url + "/dashboard/")
-            if not driver.find_elements(By.CSS_SELECTOR, "table#metrics"):
-                sign_in(driver, server.url, VIEWER_TOKEN)
-            console_errors(driver)
-            requested_urls(driver)
-            driver.get(server.url + "/dashboard/privacy")
+            viewer_session(driver, server.url)
+            open_page(driver, server.url + "/dashboard/privacy")
             full_page_screenshot(driver, SCREENSHOTS / f"privacy-shuffled-{width}.png", width)
             rows = _rows(driver)
             assert rows[specs["kept"].name][1] == "7 (5 refused)", rows
@@ -119,10 +110,6 @@ def test_the_privacy_page_states_refused_and_below_minimum_batches(
             assert f"{specs['kept'].name}: central ε ≤" in weakest, weakest
             assert "(1 batch of 7 devices)" in weakest, weakest
             assert "(1 batch of 2 devices, 1 below the minimum)" in weakest, weakest
-            assert console_errors(driver) == [], width
-            assert foreign_urls(requested_urls(driver), server.url) == [], width
-            assert overflow(driver) is None, (width, overflow(driver))
-            problems: dict[str, Any] = {k: v for k, v in layout_problems(driver).items() if v}
-            assert problems == {}, width
+            assert page_faults(driver, server.url) == {}, width
     finally:
         set_viewport(driver, *WIDE)
