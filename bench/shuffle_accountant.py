@@ -3,7 +3,7 @@
 For each (eps0, n) at delta 1e-6: FMT21's closed form, FMT21's numerical bound with Apple's
 stopping rule (what §12's FMT21num column reports) and summed in full (the guarantee the
 product states), the strong clone, and the exact lower bound, each as ours / §12's. Then the
-k-RR bound at §12's k rows, and the seconds per call (cold: the cache cleared) for the bound
+k-RR pair-clone bound at §13's values, and the seconds per call (cold: the cache cleared) for the bound
 each mechanism gets, at n up to 1e6.
 
     .venv/bin/python -m bench.shuffle_accountant
@@ -53,7 +53,7 @@ def main() -> None:
         ]
         print(f"{eps0:>8} | {n:>8.0e} | " + " | ".join(f"{c:>24}" for c in cells))
     print()
-    print("k-RR (Wang et al.'s variation ratio), ours / §12's")
+    print("k-RR pair-clone bound, ours / §13's (bench.shuffle_exact: against the exact values)")
     for k, eps0, n, printed in KRR_REFERENCE:
         print(f"  k={k:<4} eps0={eps0} n={n:.0e}: {krr_epsilon(eps0, k, n):.4f} / {printed}")
     print()

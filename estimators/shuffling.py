@@ -6,14 +6,19 @@ reports of one device are (eps, delta)-DP with eps far below the local eps0 (sha
 section 12). Which bound is valid depends on the randomizer, and the choice comes from the
 mechanism's own object (:attr:`~deniable.client.mechanisms.Mechanism.pointwise_split`):
 
-- ``krr`` and ``brr`` (the pointwise split holds): the clone reduction computed exactly for
-  k-ary RR. Every other device's report lands on either of the two values x0, x1 in question
-  with probability q = 1/(e0 + k - 1) each (a "clone" with probability 2q); the target's report
-  falls outside the pair with probability (k - 2)q, which tells nothing, and inside it takes
-  x0 with odds e0 : 1. With k = 2 this is the strong-clone bound (Feldman, McMillan, Talwar,
-  SODA 2023, valid for RR after its erratum); for k > 2 it is the k-RR bound with Wang et al.'s
-  variation ratio beta = (e0 - 1)/(e0 + k - 1) (VLDB 2024). Bound name ``strong-clone`` or
-  ``krr-variation-ratio``.
+- ``brr`` (and ``krr`` with k = 2): the strong-clone bound (Feldman, McMillan, Talwar, SODA
+  2023, valid for RR after its erratum): every other device's report is, with probability
+  2/(e0 + 1), a clone (0 or 1 with probability 1/2 each). Bound name ``strong-clone``.
+- ``krr`` with k > 2: the pair-clone bound (docs/STATS.md "Shuffle amplification", shared
+  STATS.md section 13). The analyst is told whether the target's report fell in the pair
+  {x0, x1} of values in question: outside it (probability (k - 2)q, q = 1/(e0 + k - 1)) the two
+  batches are alike; inside it the report is x0 with odds e0 : 1 and every other device's
+  report is a clone with probability 2q. So delta(eps) <= (p + q) * delta_pair(eps), p + q =
+  (e0 + 1)/(e0 + k - 1). Bound name ``krr-pair-clone``; where FMT21's bound (valid for krr too)
+  is lower, the guarantee is FMT21's. (An earlier version merged "outside the pair with t
+  clones" with "inside with t - 1"; the analyst sees the other reports and tells them apart,
+  and its figures were below the exact value: 3.823 where one pair of batches needs 3.99996 at
+  k 3, eps0 4, n 100.)
 - every other randomizer (``oue``, ``olh``, ``pem``, ``duchi``, ``pm``, ``hybrid``): FMT21's
   numerical bound (Feldman, McMillan, Talwar, "Hiding Among the Clones", FOCS 2021), valid for
   every eps0-LDP randomizer: clones with probability e^-eps0. Bound name ``fmt21-numerical``.
@@ -22,8 +27,10 @@ All three share one computation (:class:`_PairModel`): given C clones, the count
 on x0 among the C + 1 is Bin(C, 1/2) plus the target's contribution, so the two neighbouring
 batches give two mixtures of binomials whose likelihood ratio is monotone in A; delta(eps) is
 their hockey-stick divergence, summed over C ~ Bin(n - 1, clone probability) but for
-:data:`TAIL_MASS` at each end (that mass charged in full); eps is bisected on a fixed grid. Adding a device adds a clone with some probability, which the
-analyst could simulate, so delta, and eps, never grow with n.
+:data:`TAIL_MASS` at each end (that mass charged in full), times the probability that the
+target's report is in the pair (1 but for k-RR with k > 2); eps is bisected on a fixed grid.
+Adding a device adds a clone with some probability, which the analyst could simulate, so
+delta, and eps, never grow with n.
 
 Apple's ml-shuffling-amplification code (its current version, of September 2021) computes
 the same divergence per C but visits C from its expected value outward (the first group
@@ -38,7 +45,8 @@ is the full sum (0.1698 there): the same bound, tighter, and monotone.
 
 When a bound is no better than eps0 the guarantee is eps0 with bound ``none``. The exact lower
 bound (:func:`lower_bound_epsilon`: shuffled binary RR, every other device at 0) and FMT21's
-closed form are here for tests and comparison tables only, never as a guarantee.
+closed form are here for tests and comparison tables only, never as a guarantee; the exact
+checks of every published bound are in tests/estimators/test_shuffle_exact.py.
 """
 
 from __future__ import annotations
@@ -116,38 +124,22 @@ def _apple_groups(c: np.ndarray, n: int, clone: float) -> tuple[np.ndarray, np.n
 
 class _PairModel:
     """The two neighbouring batches reduced to the count on x0 among the C clones and the
-    target: clones C ~ Bin(n - 1, ``clone``); the target's report is outside the pair with
-    probability ``silent`` and otherwise on x0 (under the first batch) with probability
-    e0/(e0 + 1). Its weights depend on eps0 and n only, so one model serves every bisection
-    step."""
+    target: clones C ~ Bin(n - 1, ``clone``); the target's report is on x0 (under the first
+    batch) with probability e0/(e0 + 1). Its weights depend on eps0 and n only, so one model
+    serves every bisection step."""
 
-    def __init__(self, n: int, eps0: float, clone: float, silent: float, apple_stop: bool):
+    def __init__(self, n: int, eps0: float, clone: float, apple_stop: bool):
         self.apple_stop = apple_stop
-        m = n - 1
-        odds = 1.0 / (1.0 + math.exp(-eps0))  # e0/(e0+1)
-        inside = 1.0 - silent
-        if silent == 0.0:
-            c, outside = _window(m, clone)
-            if apple_stop:
-                order, groups = _apple_groups(c, n, clone)
-                c = c[order]
-            weight = stats.binom.pmf(c, m, clone)
-            heavy = np.full_like(c, odds)
-        else:
-            t, outside = _window(m, clone)
-            t = np.unique(np.concatenate([t, t + 1]))
-            t = t[t >= 1]  # with no report in the pair both batches look the same
-            out = silent * stats.binom.pmf(t, m, clone)
-            into = inside * stats.binom.pmf(t - 1, m, clone)
-            weight = out + into
-            keep = weight > 0
-            t, out, into, weight = t[keep], out[keep], into[keep], weight[keep]
-            c = t - 1
-            heavy = (out / 2 + into * odds) / weight
+        c, outside = _window(n - 1, clone)
+        groups = np.arange(len(c))
+        if apple_stop:
+            order, groups = _apple_groups(c, n, clone)
+            c = c[order]
         self.c = c
-        self.groups = groups if apple_stop and silent == 0.0 else np.arange(len(c))
-        self.weight = weight
-        self.heavy = heavy  # P(a) = heavy * B_c(a - 1) + (1 - heavy) * B_c(a); Q swaps them
+        self.groups = groups
+        self.weight = stats.binom.pmf(c, n - 1, clone)
+        odds = 1.0 / (1.0 + math.exp(-eps0))  # e0/(e0+1)
+        self.heavy = np.full_like(c, odds)  # P(a) = heavy B_c(a - 1) + (1 - heavy) B_c(a); Q swaps
         self.leftover = outside
 
     def delta(self, eps: float) -> float:
@@ -199,25 +191,28 @@ def _check(eps0: float, n: int, delta: float) -> None:
 
 @lru_cache(maxsize=4096)
 def _pair_epsilon(
-    eps0: float, n: int, delta: float, clone: float, silent: float, apple_stop: bool
+    eps0: float, n: int, delta: float, clone: float, inside: float, apple_stop: bool
 ) -> float:
-    """eps of the pair model (cached: an account asks the same batches again and again)."""
+    """eps of the pair model whose target report is in the pair with probability ``inside``
+    (outside it the two batches are alike), cached: an account asks the same batches again
+    and again."""
     if n == 1:
         return eps0
-    model = _PairModel(n, eps0, clone, silent, apple_stop)
-    return _bisect(model.delta, delta, eps0)
+    model = _PairModel(n, eps0, clone, apple_stop)
+    return _bisect(lambda eps: inside * model.delta(eps), delta, eps0)
 
 
 def strong_clone_epsilon(eps0: float, n: int, delta: float = DEFAULT_DELTA) -> float:
     """The strong-clone bound for binary (and k-ary) randomized response: clones with
     probability 2/(e0 + 1). Valid only where the pointwise split holds (RR)."""
     _check(eps0, n, delta)
-    return _pair_epsilon(eps0, n, delta, 2.0 / (math.exp(eps0) + 1.0), 0.0, False)
+    return _pair_epsilon(eps0, n, delta, 2.0 / (math.exp(eps0) + 1.0), 1.0, False)
 
 
 def krr_epsilon(eps0: float, k: int, n: int, delta: float = DEFAULT_DELTA) -> float:
-    """The clone bound computed for k-ary RR with k categories: clones with probability
-    2/(e0 + k - 1), the target outside the pair with probability (k - 2)/(e0 + k - 1); k = 2 is
+    """The pair-clone bound for k-ary RR with k categories: the analyst told whether the
+    target's report is in the pair (probability p + q = (e0 + 1)/(e0 + k - 1)), inside it the
+    strong-clone divergence with clones of probability 2q = 2/(e0 + k - 1); k = 2 is
     :func:`strong_clone_epsilon`."""
     _check(eps0, n, delta)
     if isinstance(k, bool) or not isinstance(k, int) or k < 2:
@@ -225,7 +220,7 @@ def krr_epsilon(eps0: float, k: int, n: int, delta: float = DEFAULT_DELTA) -> fl
     if k == 2:
         return strong_clone_epsilon(eps0, n, delta)
     q = 1.0 / (math.exp(eps0) + k - 1)
-    return _pair_epsilon(eps0, n, delta, 2.0 * q, (k - 2) * q, False)
+    return _pair_epsilon(eps0, n, delta, 2.0 * q, (math.exp(eps0) + 1.0) * q, False)
 
 
 def fmt21_numerical_epsilon(
@@ -235,7 +230,7 @@ def fmt21_numerical_epsilon(
     e^-eps0, the divergence summed in full (``apple_stop``: with Apple's stopping rule, to
     reproduce its figures; looser, and not monotone in n)."""
     _check(eps0, n, delta)
-    return _pair_epsilon(eps0, n, delta, math.exp(-eps0), 0.0, apple_stop)
+    return _pair_epsilon(eps0, n, delta, math.exp(-eps0), 1.0, apple_stop)
 
 
 def fmt21_closed_form_epsilon(eps0: float, n: int, delta: float = DEFAULT_DELTA) -> float | None:
@@ -277,10 +272,11 @@ def lower_bound_epsilon(eps0: float, n: int, delta: float = DEFAULT_DELTA) -> fl
 
 
 def bound_for(mechanism: Mechanism | NumericMechanism | PrefixSketch) -> Bound:
-    """The bound valid for ``mechanism``, from its own parameters: the clone bound for RR
-    (strong clone at k = 2, the k-RR bound above), FMT21 numerical for everything else."""
+    """The bound computed for ``mechanism``, from its own parameters: strong clone for RR with
+    k = 2, the pair-clone bound for k-RR with k > 2 (FMT21's where that is lower: see
+    :func:`central_guarantee`), FMT21 numerical for everything else."""
     if mechanism.pointwise_split:
-        return "strong-clone" if mechanism.k == 2 else "krr-variation-ratio"  # type: ignore[union-attr]
+        return "strong-clone" if mechanism.k == 2 else "krr-pair-clone"  # type: ignore[union-attr]
     return "fmt21-numerical"
 
 
@@ -292,14 +288,20 @@ def central_guarantee(
 ) -> CentralGuarantee:
     """The central (eps, delta) of a batch of ``n`` reports of ``mechanism`` shuffled together,
     by the bound valid for it; eps0 is the mechanism's eps unless ``local_epsilon`` gives the
-    report's own (a memoized report's fresh layer composes to another eps). A bound no better
-    than eps0 gives eps0 and bound ``none``."""
+    report's own (a memoized report's fresh layer composes to another eps). k-RR with k > 2
+    gets the lower of the pair-clone bound and FMT21's (both valid for it; FMT21's is lower
+    at large k, where clones of a pair are rare). A bound no better than eps0 gives eps0 and
+    bound ``none``."""
     eps0 = mechanism.epsilon if local_epsilon is None else local_epsilon
     bound = bound_for(mechanism)
     if bound == "fmt21-numerical":
         eps = fmt21_numerical_epsilon(eps0, n, delta)
     else:
         eps = krr_epsilon(eps0, mechanism.k, n, delta)  # type: ignore[union-attr]
+    if bound == "krr-pair-clone":
+        generic = fmt21_numerical_epsilon(eps0, n, delta)
+        if generic < eps:
+            eps, bound = generic, "fmt21-numerical"
     if eps >= eps0 * (1 - NO_GAIN):
         return CentralGuarantee(n, eps0, delta, eps0, "none")
     return CentralGuarantee(n, eps0, delta, eps, bound)

@@ -62,11 +62,11 @@ MIN_DELTA = 1e-12
 MAX_DELTA = 0.1
 """The largest delta asked for: a guarantee failing with probability above 10% says little."""
 
-Bound = Literal["strong-clone", "krr-variation-ratio", "fmt21-numerical", "none"]
+Bound = Literal["strong-clone", "krr-pair-clone", "fmt21-numerical", "none"]
 
 BOUND_NAMES: dict[str, str] = {
     "strong-clone": "strong clone (FMT 2023, randomized response)",
-    "krr-variation-ratio": "k-RR clone bound (Wang et al. 2024, variation ratio)",
+    "krr-pair-clone": "k-RR pair-clone bound (the report in the pair or not, then strong clone)",
     "fmt21-numerical": "FMT21 numerical (hiding among the clones, any eps0-LDP randomizer)",
     "none": "no amplification at this batch size: the local eps",
 }

@@ -55,8 +55,19 @@ def test_the_closed_form_reproduces_the_table_and_its_invalid_regime(eps0, n, cf
 
 
 @pytest.mark.parametrize(("k", "eps0", "n", "printed"), KRR_REFERENCE)
-def test_the_krr_bound_reproduces_the_variation_ratio_values(k, eps0, n, printed) -> None:
+def test_the_krr_bound_reproduces_the_pair_clone_values(k, eps0, n, printed) -> None:
     assert agrees(krr_epsilon(eps0, k, n), printed)
+
+
+def test_the_krr_bound_is_the_strong_clone_divergence_scaled_by_the_pair_mass() -> None:
+    """delta(eps) = (p + q) * delta_pair(eps; clones 2q): at the bound's eps the scaled
+    divergence is within delta, a grid step below it is not."""
+    eps0, k, n = 2.0, 5, 300
+    q = 1 / (math.exp(eps0) + k - 1)
+    model = _PairModel(n, eps0, 2 * q, apple_stop=False)
+    eps = krr_epsilon(eps0, k, n)
+    scaled = (math.exp(eps0) + 1) * q
+    assert scaled * model.delta(eps) <= DEFAULT_DELTA < scaled * model.delta(eps - 1e-6)
 
 
 @pytest.mark.parametrize(("eps0", "n"), [(1, 10**4), (4, 10**5), (8, 10**6)])
@@ -79,7 +90,7 @@ APPLE_DELTAS = [
 
 @pytest.mark.parametrize(("n", "eps0", "eps", "delta"), APPLE_DELTAS)
 def test_apples_stopping_rule_gives_apples_delta(n: int, eps0: float, eps: float, delta: float):
-    model = _PairModel(n, eps0, math.exp(-eps0), 0.0, apple_stop=True)
+    model = _PairModel(n, eps0, math.exp(-eps0), apple_stop=True)
     assert model.delta(eps) == pytest.approx(delta, rel=1e-6)
 
 
@@ -162,7 +173,7 @@ def test_no_bound_is_below_the_exact_lower_bound(eps0: float, n: int, delta: flo
     [
         (BRR(2, 4.0), "strong-clone"),
         (KRR(2, 4.0), "strong-clone"),
-        (KRR(10, 4.0), "krr-variation-ratio"),
+        (KRR(5, 4.0), "krr-pair-clone"),
         (OUE(10, 4.0), "fmt21-numerical"),
         (OLH(10, 4.0), "fmt21-numerical"),
         (PrefixSketch(16, 4.0), "fmt21-numerical"),
@@ -177,7 +188,7 @@ def test_the_bound_comes_from_the_mechanism(mechanism, bound: str) -> None:
     assert guarantee.delta == DEFAULT_DELTA and guarantee.local_epsilon == 4.0
     expected = {
         "strong-clone": strong_clone_epsilon(4.0, 10**5),
-        "krr-variation-ratio": krr_epsilon(4.0, 10, 10**5),
+        "krr-pair-clone": krr_epsilon(4.0, 5, 10**5),
         "fmt21-numerical": fmt21_numerical_epsilon(4.0, 10**5),
     }[bound]
     assert guarantee.epsilon == expected
@@ -194,6 +205,16 @@ def test_no_amplification_gives_the_local_eps(eps0: float, n: int) -> None:
     guarantee = central_guarantee(OUE(4, eps0), n)
     assert guarantee.bound == "none" and not guarantee.amplified
     assert guarantee.epsilon == eps0
+
+
+@pytest.mark.parametrize(("k", "eps0", "n"), [(10, 1.0, 10**4), (100, 4.0, 10**5), (3, 0.5, 100)])
+def test_krr_takes_fmt21_where_that_is_lower(k: int, eps0: float, n: int) -> None:
+    """Both bounds hold for k-RR; at large k (or small eps0) clones of a pair are rare and
+    FMT21's is the lower."""
+    generic = fmt21_numerical_epsilon(eps0, n)
+    assert generic < krr_epsilon(eps0, k, n)
+    guarantee = central_guarantee(KRR(k, eps0), n)
+    assert (guarantee.epsilon, guarantee.bound) == (generic, "fmt21-numerical")
 
 
 def test_a_memoized_reports_own_eps_is_used_when_given() -> None:

@@ -47,7 +47,7 @@ def test_released_batches_get_their_mechanisms_bound_and_each_metric_its_weakest
     assert [row.bound for row in section.batches] == [
         "strong-clone",
         "strong-clone",
-        "krr-variation-ratio",
+        "krr-pair-clone",
         "fmt21-numerical",
     ]
     weakest = {m.metric: m for m in section.metrics}
