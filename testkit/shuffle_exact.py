@@ -192,18 +192,28 @@ def composition_pairs(k: int, eps0: float, n: int) -> Pair:
 
 
 def stacked_delta(pair: Pair, eps: float) -> float:
-    """The largest delta at ``eps`` over the stacked pairs of :func:`composition_pairs`, both
-    directions."""
+    """The largest delta at ``eps`` over stacked pairs (axis 0: :func:`composition_pairs`,
+    :func:`stack`), both directions."""
     first, second = pair
     ee = math.exp(eps)
-    one = np.maximum(first - ee * second, 0.0).sum(axis=(1, 2)).max()
-    two = np.maximum(second - ee * first, 0.0).sum(axis=(1, 2)).max()
+    axes = tuple(range(1, first.ndim))
+    one = np.maximum(first - ee * second, 0.0).sum(axis=axes).max()
+    two = np.maximum(second - ee * first, 0.0).sum(axis=axes).max()
     return float(max(one, two))
 
 
-def composition_epsilon(k: int, eps0: float, n: int, delta: float, steps: int = 40) -> float:
-    """The eps of the worst composition (:func:`composition_pairs`; bisected, the upper end)."""
-    pair = composition_pairs(k, eps0, n)
+def stack(pairs: Sequence[Pair]) -> Pair:
+    """One-dimensional pairs (:func:`brr_pairs`) padded with zeros and stacked on axis 0."""
+    size = max(max(len(p), len(q)) for p, q in pairs)
+
+    def pad(a: np.ndarray) -> np.ndarray:
+        return np.pad(a, (0, size - len(a)))
+
+    return np.stack([pad(p) for p, _ in pairs]), np.stack([pad(q) for _, q in pairs])
+
+
+def stacked_epsilon(pair: Pair, delta: float, eps0: float, steps: int = 40) -> float:
+    """The eps of the worst of stacked pairs (bisected, the upper end)."""
     low, high = 0.0, eps0
     for _ in range(steps):
         middle = (low + high) / 2
@@ -212,6 +222,11 @@ def composition_epsilon(k: int, eps0: float, n: int, delta: float, steps: int = 
         else:
             low = middle
     return high
+
+
+def composition_epsilon(k: int, eps0: float, n: int, delta: float, steps: int = 40) -> float:
+    """The eps of the worst composition (:func:`composition_pairs`; bisected, the upper end)."""
+    return stacked_epsilon(composition_pairs(k, eps0, n), delta, eps0, steps)
 
 
 def oue_pairs(eps0: float, n: int) -> list[Pair]:
