@@ -146,3 +146,18 @@ def test_pems_two_strings_never_share_a_cell_so_its_bits_are_oues() -> None:
         cut = sketch.prefix_length(level)
         for row in range(sketch.rows):
             assert sketch.cell(row, x0[:cut]) != sketch.cell(row, x1[:cut])
+
+
+@pytest.mark.parametrize("delta", [1e-3, 1e-2, 0.1])
+@pytest.mark.parametrize("n", [4, 8, 20])
+@pytest.mark.parametrize("eps0", [0.5, 1.0, 2.0])
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_large_deltas_hold_for_the_small_batches_they_amplify(k, eps0, n, delta) -> None:
+    """A large delta is what amplifies a batch of a few devices (the account may be asked
+    for one: tests/shuffler/test_privacy_released.py): there too every pair and, at k <= 3,
+    every composition is within it."""
+    eps = central_guarantee(BRR(2, eps0) if k == 2 else KRR(k, eps0), n, delta).epsilon
+    assert exact.hockey_stick(exact.krr_pairs(k, eps0, n), eps) <= delta + ROUNDING
+    if k <= 3:
+        pair = exact.composition_pairs(k, eps0, n)
+        assert exact.stacked_delta(pair, eps) <= delta + ROUNDING
