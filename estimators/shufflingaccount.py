@@ -48,8 +48,8 @@ DEFAULT_DELTA = 1e-6
 shuffler releases in practice, the usual choice in the literature and in §12's table."""
 
 MAX_BATCH = 1_000_000
-"""The largest batch the accountant computes for (its work grows as sqrt(n): about 0.2 s of CPU
-at this size), and the largest ``shuffle_batch`` asked. A released batch above it is counted
+"""The largest batch the accountant computes for (its work grows as sqrt(n): about 0.25 s of
+CPU at this size, krr 0.45 s), and the largest ``shuffle_batch`` asked. A released batch above it is counted
 at this size: eps never grows with n, so the figure stays a valid bound (slightly loose)."""
 
 LISTED_BATCHES = 20
