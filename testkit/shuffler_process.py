@@ -18,6 +18,8 @@ from .service_process import ServiceProcess, inherited_environment
 
 SHUFFLER_TOKEN = "shuffler-token-for-tests-7c1d"
 """The token test shufflers forward with (the test collectors' DENIABLE_SHUFFLER_TOKEN)."""
+SHUFFLER_UPLOAD_KEY = "shuffler-upload-key-for-tests-4e9a"
+"""The key test devices upload to test shufflers with (DENIABLE_SHUFFLER_UPLOAD_KEY)."""
 
 
 class ShufflerProcess(ServiceProcess):
@@ -58,7 +60,9 @@ class ShufflerProcess(ServiceProcess):
         return {
             **inherited_environment(),
             "DENIABLE_SHUFFLER_TOKEN": SHUFFLER_TOKEN,
+            "DENIABLE_SHUFFLER_UPLOAD_KEY": SHUFFLER_UPLOAD_KEY,
             "DENIABLE_SHUFFLER_CHECK_INTERVAL": "0.2",
+            "DENIABLE_SHUFFLER_KEYS_REFRESH": "0.2",
             "DENIABLE_SHUFFLER_RETRY_CAP": "1",
             **self.settings,
         }
