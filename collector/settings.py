@@ -7,6 +7,7 @@ factory, the ``serve`` helper and the CLI agree on names and defaults.
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from pathlib import Path
 from typing import Annotated, Any
@@ -361,9 +362,15 @@ ORIGIN = re.compile(r"https?://([a-z0-9.-]+|\[[0-9a-f:.]+\])(:[0-9]{1,5})?")
 
 
 def origins_of(value: Any, setting: str) -> list[str]:
-    """The allowed web origins of a setting: a comma-separated string or a list, each an exact
-    origin (``https://app.example:8443``); ValueError naming the setting and the bad entry."""
-    items = value.split(",") if isinstance(value, str) else value
+    """The allowed web origins of a setting: a comma-separated string, a JSON list or a list,
+    each an exact origin (``https://app.example:8443``); ValueError naming the setting and the
+    bad entry."""
+    items = value
+    if isinstance(value, str):
+        try:
+            items = json.loads(value) if value.lstrip().startswith("[") else value.split(",")
+        except ValueError:
+            raise ValueError(f"{setting} must be a comma-separated list of origins") from None
     if not isinstance(items, list | tuple):
         raise ValueError(f"{setting} must be a comma-separated list of origins")
     origins = []
