@@ -75,8 +75,9 @@ class ShufflerProcess(ServiceProcess):
 
 
 class Pipeline:
-    """A collector process (with sealing keys and the shuffler's token) and a shuffler process
-    forwarding to it, both on loopback; ``metrics`` registered."""
+    """A collector process (with sealing keys and the shuffler's token, and ``collector_env``'s
+    ``DENIABLE_*`` variables) and a shuffler process forwarding to it, both on loopback;
+    ``metrics`` registered."""
 
     def __init__(
         self,
@@ -86,6 +87,7 @@ class Pipeline:
         min_batch: int,
         max_delay: float = 0.0,
         shuffler_settings: Mapping[str, str] | None = None,
+        collector_env: Mapping[str, str] | None = None,
     ) -> None:
         from deniable.collector.sealingkeys import generate
 
@@ -103,6 +105,7 @@ class Pipeline:
                 shuffle_min_batch=min_batch,
             ),
             directory,
+            env=collector_env,
         )
         self.directory = directory
         self.min_batch = min_batch
