@@ -41,7 +41,7 @@ from deniable.client.spec import period_label
 from deniable.client.wire import report_text
 
 from testkit import ADMIN_TOKEN, INGEST_KEY, scratch_database, unique_name
-from testkit.shuffler_process import Pipeline
+from testkit.shuffler_process import SHUFFLER_UPLOAD_KEY, Pipeline
 
 THREADS = 4
 PER_UPLOAD = 1000
@@ -134,7 +134,7 @@ def measure(backend: str, min_batch: int) -> dict[str, float]:
         try:
             assert pipeline.shuffler is not None
             collector = pipeline.collector.url
-            keys = httpx.get(collector + "/v1/keys", trust_env=False).json()["keys"]
+            keys = httpx.get(pipeline.shuffler.url + "/v1/keys", trust_env=False).json()["keys"]
             public = public_key_of(next(k for k in keys if k["current"]))[1]
             texts = [
                 report_text(str(uuid.uuid4()), spec.name, spec.fingerprint, period, i % 4)
@@ -146,7 +146,7 @@ def measure(backend: str, min_batch: int) -> dict[str, float]:
             sealing = time.perf_counter() - began
             uploads = _uploads(sealed)
             first = time.perf_counter()
-            stored = _post_all(pipeline.shuffler.url + SEALED_PATH, uploads)
+            stored = _post_all(pipeline.shuffler.url + SEALED_PATH, uploads, SHUFFLER_UPLOAD_KEY)
             tail = _wait_for(lambda: _counted(collector, spec.name) >= min_batch)
             first_report = time.perf_counter() - first
             direct = _post_all(

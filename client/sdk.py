@@ -101,10 +101,12 @@ class Client:
     uploads with a function, for tests).
 
     ``shuffler`` (a URL) sends reports through a shuffler (``deniable shuffle``) instead of
-    straight to the collector: each report sealed to the collector's public key
-    (``GET /v1/keys`` on ``collector_url``, which still serves the specs), so the shuffler
-    cannot read it and the collector cannot tell who sent it (:mod:`.shuffling`); budget,
-    queue and resends are unchanged.
+    straight to the collector: each report sealed to the collector's public key as the shuffler
+    serves it (``GET /v1/keys`` on the shuffler, the same keys for every device; the collector
+    still serves the specs), so the shuffler cannot read it and the collector cannot tell who
+    sent it (:mod:`.shuffling`); ``shuffler_key`` is the shuffler's upload key
+    (``DENIABLE_SHUFFLER_UPLOAD_KEY``), sent to the shuffler only, as ``ingest_key`` goes to
+    the collector only. Budget, queue and resends are unchanged.
 
     ``context`` holds this device's public attributes (``{"platform": "ios"}``): each report
     of a metric that declares dimensions carries their values **in the clear**, a value the
@@ -177,6 +179,7 @@ class Client:
         transport: httpx.BaseTransport | None = None,
         context: Mapping[str, str] | None = None,
         shuffler: str | None = None,
+        shuffler_key: str | None = None,
     ) -> None:
         fetched_by = time.monotonic() + timeout if _is_real(timeout) else None
         _check_tuning(
@@ -238,7 +241,9 @@ class Client:
             undo.pop_all()
         self._uploader = Uploader(
             self._outbox,
-            self._upload_transport(shuffler, timeout, backoff_base, backoff_cap, transport),
+            self._upload_transport(
+                shuffler, shuffler_key, timeout, backoff_base, backoff_cap, transport
+            ),
             counters,
             problems,
             batch_size=batch_size,
@@ -262,6 +267,7 @@ class Client:
     def _upload_transport(
         self,
         shuffler: str | None,
+        shuffler_key: str | None,
         timeout: float,
         backoff_base: float,
         backoff_cap: float,
@@ -273,14 +279,13 @@ class Client:
         sealing = SealingTransport(
             Transport(
                 [shuffler],
-                ingest_key=None,
+                ingest_key=shuffler_key,
                 timeout=timeout,
                 backoff_base=backoff_base,
                 backoff_cap=backoff_cap,
                 transport=transport,
                 upload_path=SEALED_PATH,
             ),
-            self._transport,
             lambda: self._recorder.metrics,
             device_pseudonym(self._outbox.secret()),
         )

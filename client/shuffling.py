@@ -3,11 +3,15 @@ shuffler with this device's pseudonym, answered as the collector answers.
 
 :class:`SealingTransport` stands where the uploader's :class:`~.transport.Transport` stands
 (the same ``send``, ``backoff`` and ``timeout``), so the outbox, the budget, the 413 split,
-the 422 drops and the retries are unchanged. The collector's public key comes from
-``GET /v1/keys`` on the collector (the specs' URL), checked against its id (the SHA-256 of
-the key: a key re-served under another's id is refused) and kept; devices seal to the key the
-collector marks ``current``, and fetch again after :data:`KEY_REFRESH` seconds (a rotation).
-Until a key arrives, uploads wait and are retried like any failed attempt.
+the 422 drops and the retries are unchanged. The collector's public keys come from
+``GET /v1/keys`` on the shuffler, never on the collector: the shuffler fetches them from the
+collector and serves every device the same set, so a collector cannot hand each device a key
+of its own and tell the shuffled reports apart by the key that opens them (docs/security.md).
+Each key is checked against its id (the SHA-256 of the key: a key re-served under another's
+id is refused) and kept; devices seal to the key marked ``current``, and fetch again after
+:data:`KEY_REFRESH` seconds (a rotation) or at once when the shuffler answers 409 (it no
+longer takes that key). Until a key arrives, uploads wait and are retried like any failed
+attempt.
 
 The pseudonym (:func:`device_pseudonym`) goes to the shuffler only, which uses it to put at
 most one report per device in a batch and drops it once the report is batched; the collector
@@ -36,6 +40,8 @@ KEY_REFRESH = 600.0
 """Seconds a fetched key is used before the key list is fetched again."""
 MAX_KEYS_BYTES = 64 * 1024
 """The largest ``GET /v1/keys`` answer read."""
+KEY_REFUSED = 409
+"""The shuffler's answer to reports sealed to a key it does not serve (any more)."""
 _BODY_HEAD = b'{"reports":['
 _BODY_TAIL = b"]}"
 
@@ -47,17 +53,15 @@ def device_pseudonym(secret: bytes) -> str:
 
 
 class SealingTransport:
-    """Seals each batch to the collector's current key and posts it to the shuffler."""
+    """Seals each batch to the current key the shuffler serves and posts it to the shuffler."""
 
     def __init__(
         self,
         shuffler: Transport,
-        collector: Transport,
         specs: Callable[[], dict[str, MetricSpec]],
         device: str,
     ) -> None:
         self._shuffler = shuffler
-        self._collector = collector
         self._specs = specs
         self._device = device
         self._pinned: dict[str, bytes] = {}
@@ -83,13 +87,14 @@ class SealingTransport:
                 return self._current, self._pinned[self._current]
             why = self._fetch(seconds)
             if self._current is None:
-                return why or "the collector serves no current sealing key"
+                return why or "the shuffler serves no current sealing key"
             return self._current, self._pinned[self._current]
 
     def _fetch(self, seconds: float) -> str:
-        """Fetch ``GET /v1/keys`` and adopt its current key; why it failed ("" if it did not)."""
+        """Fetch ``GET /v1/keys`` from the shuffler and adopt its current key; why it failed
+        ("" if it did not)."""
         try:
-            answer = self._collector.get(KEYS_PATH, seconds, MAX_KEYS_BYTES)
+            answer = self._shuffler.get(KEYS_PATH, seconds, MAX_KEYS_BYTES)
             if answer.status != 200:
                 return f"GET {KEYS_PATH} answered HTTP {answer.status}"
             served = json.loads(answer.body)["keys"]
@@ -115,7 +120,7 @@ class SealingTransport:
         the shuffler; a report whose metric is no longer known is refused like a 422."""
         key = self._key(timeout or self.timeout)
         if isinstance(key, str):
-            return SendResult("retry", reason=key[:200], url=self._collector.url)
+            return SendResult("retry", reason=key[:200], url=self._shuffler.url)
         _, public = key
         texts = split_reports(body[len(_BODY_HEAD) : -len(_BODY_TAIL)].decode())
         specs = self._specs()
@@ -139,7 +144,11 @@ class SealingTransport:
                 url=self.url,
             )
         sealed = json.dumps({"device": self._device, "envelopes": envelopes}, separators=(",", ":"))
-        return self._shuffler.send(sealed.encode(), count, timeout)
+        result = self._shuffler.send(sealed.encode(), count, timeout)
+        if result.status == KEY_REFUSED:
+            with self._lock:
+                self._current = None  # the shuffler no longer takes it: fetch its keys again
+        return result
 
     def close(self) -> None:
         self._shuffler.close()

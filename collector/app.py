@@ -16,6 +16,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from deniable.client.errors import StorageUnavailable
+from deniable.client.sealing import KEYS_PATH
+from deniable.client.wire import METRICS_PATH, REPORTS_PATH
 from fastapi import FastAPI, Request
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, RedirectResponse
@@ -29,6 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from . import dashboard, exposition
 from .auth import ADMIN, INGEST, SHUFFLER, VIEWER
 from .context import Clock, Collector, SpecCache, utc_now
+from .crossorigin import DeviceCORS
 from .docspage import install_docs
 from .readgate import ReadGate
 from .redirects import RelativeRedirects
@@ -343,6 +346,10 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.add_middleware(dashboard.DashboardHeaders)
     app.add_middleware(RelativeRedirects)
     app.add_middleware(LatencyMiddleware, telemetry=telemetry)
+    if settings.cors_origins:
+        app.add_middleware(
+            DeviceCORS, origins=settings.cors_origins, paths=(METRICS_PATH, KEYS_PATH, REPORTS_PATH)
+        )
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     build_stack = app.build_middleware_stack
     app.build_middleware_stack = lambda: QuietFaults(build_stack())  # type: ignore[method-assign]

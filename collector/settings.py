@@ -7,12 +7,13 @@ factory, the ``serve`` helper and the CLI agree on names and defaults.
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite:///deniable.db"
 """An SQLite file in the working directory: zero set-up (WAL mode)."""
@@ -192,6 +193,10 @@ class Settings(BaseSettings):
     shuffle_min_batch: int = Field(default=1, ge=1)
     """The smallest shuffled batch ``POST /v1/shuffled`` accepts (set it to the shuffler's
     ``min_batch``: a smaller batch is refused 422, whoever sent it)."""
+    cors_origins: Annotated[list[str], NoDecode] = []
+    """Web origins (``https://app.example``, comma-separated) whose pages may call the device
+    routes (``GET /v1/metrics``, ``GET /v1/keys``, ``POST /v1/reports``) across origins; none
+    by default (a page then reaches the collector on its own origin)."""
     prometheus_metric_labels: bool = False
     """Label ``/metrics`` counts by metric name (off: one ``all`` label; the endpoint is open)."""
 
@@ -200,6 +205,11 @@ class Settings(BaseSettings):
     def _path_as_url(cls, value: str) -> str:
         """A plain file path (``./collector.db``) means an SQLite file: ``sqlite:///ABS_PATH``."""
         return database_url_of(value)
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _origins(cls, value: Any) -> list[str]:
+        return origins_of(value, "DENIABLE_CORS_ORIGINS")
 
     @model_validator(mode="before")
     @classmethod
@@ -345,6 +355,36 @@ def token_problem(token: str) -> str | None:
             f"repeats a few characters or runs through a sequence, like a placeholder: {generate}"
         )
     return None
+
+
+ORIGIN = re.compile(r"https?://([a-z0-9.-]+|\[[0-9a-f:.]+\])(:[0-9]{1,5})?")
+"""A web origin as a browser sends it: scheme, host, optional port; no path, no wildcard."""
+
+
+def origins_of(value: Any, setting: str) -> list[str]:
+    """The allowed web origins of a setting: a comma-separated string, a JSON list or a list,
+    each an exact origin (``https://app.example:8443``); ValueError naming the setting and the
+    bad entry."""
+    items = value
+    if isinstance(value, str):
+        try:
+            items = json.loads(value) if value.lstrip().startswith("[") else value.split(",")
+        except ValueError:
+            raise ValueError(f"{setting} must be a comma-separated list of origins") from None
+    if not isinstance(items, list | tuple):
+        raise ValueError(f"{setting} must be a comma-separated list of origins")
+    origins = []
+    for item in items:
+        text = str(item).strip().rstrip("/")
+        if not text:
+            continue
+        if not ORIGIN.fullmatch(text):
+            raise ValueError(
+                f"{setting}: {text[:80]!r} is not an origin (scheme://host[:port], lowercase,"
+                " no path or wildcard)"
+            )
+        origins.append(text)
+    return origins
 
 
 def _sequence(token: str) -> bool:

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from deniable.collector.settings import token_problem
+from deniable.collector.settings import origins_of, token_problem
 from pydantic import Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_MIN_BATCH = 1000
 """Reports from this many distinct devices, at least, make a batch by default."""
+
+SECRET_FILES = {"token_file": "token", "upload_key_file": "upload_key"}
+"""Settings naming a file that holds a secret (a mounted secret), and the secret each fills."""
 
 
 class ShufflerSettings(BaseSettings):
@@ -31,6 +34,23 @@ class ShufflerSettings(BaseSettings):
     """The collector's ``DENIABLE_SHUFFLER_TOKEN``, sent with every forwarded part."""
     token_file: Path | None = None
     """File holding the token, e.g. a mounted secret (one trailing newline dropped)."""
+    upload_key: SecretStr | None = None
+    """Key devices must send with ``POST /v1/sealed`` (``Authorization: Bearer``); it ships
+    in apps, so it must differ from ``token``. ``deniable shuffle`` refuses to start without
+    one."""
+    upload_key_previous: SecretStr | None = None
+    """The upload key being rotated out, still accepted beside the current one."""
+    upload_key_file: Path | None = None
+    """File holding the upload key, e.g. a mounted secret (one trailing newline dropped)."""
+    keys_refresh: float = Field(default=60.0, gt=0, le=86_400)
+    """Seconds between two fetches of the collector's ``GET /v1/keys``, the one key set this
+    shuffler serves every device at its own ``GET /v1/keys``."""
+    keys_keep: float = Field(default=3600.0, ge=0, le=30 * 86_400)
+    """Seconds a key id stays accepted after the shuffler last served it (a device seals to
+    the key it fetched up to the SDKs' 10-minute refresh before it sends)."""
+    cors_origins: Annotated[list[str], NoDecode] = []
+    """Web origins (comma-separated) whose pages may call ``GET /v1/keys`` and
+    ``POST /v1/sealed`` across origins; none by default."""
     min_batch: int = Field(default=DEFAULT_MIN_BATCH, ge=1, le=10_000_000)
     """A batch is released only once reports of this many distinct devices wait for it."""
     max_batch: int = Field(default=100_000, ge=1, le=10_000_000)
@@ -60,28 +80,51 @@ class ShufflerSettings(BaseSettings):
 
     @model_validator(mode="before")
     @classmethod
-    def _read_token_file(cls, data: Any) -> Any:
-        """Fill the token from its file (one trailing newline dropped)."""
-        if not isinstance(data, dict) or data.get("token_file") in (None, ""):
+    def _read_secret_files(cls, data: Any) -> Any:
+        """Fill the token and the upload key from their files (one trailing newline dropped)."""
+        if not isinstance(data, dict):
             return data
-        if data.get("token") not in (None, ""):
-            raise ValueError(
-                "DENIABLE_SHUFFLER_TOKEN and DENIABLE_SHUFFLER_TOKEN_FILE are both set"
-            )
-        try:
-            text = Path(data["token_file"]).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ValueError(
-                f"DENIABLE_SHUFFLER_TOKEN_FILE: cannot read it: {type(exc).__name__}"
-            ) from None
-        return {**data, "token": text.removesuffix("\n"), "token_file": None}
+        for file_field, field in SECRET_FILES.items():
+            if data.get(file_field) in (None, ""):
+                continue
+            file_name, name = f"DENIABLE_SHUFFLER_{file_field.upper()}", field.upper()
+            if data.get(field) not in (None, ""):
+                raise ValueError(f"DENIABLE_SHUFFLER_{name} and {file_name} are both set")
+            try:
+                text = Path(data[file_field]).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ValueError(f"{file_name}: cannot read it: {type(exc).__name__}") from None
+            data = {**data, field: text.removesuffix("\n"), file_field: None}
+        return data
 
-    @field_validator("token")
+    @field_validator("token", "upload_key", "upload_key_previous")
     @classmethod
-    def _strong_token(cls, value: SecretStr | None) -> SecretStr | None:
+    def _strong_token(cls, value: SecretStr | None, info: Any) -> SecretStr | None:
         if value is not None and (problem := token_problem(value.get_secret_value())):
-            raise ValueError(f"DENIABLE_SHUFFLER_TOKEN {problem}")
+            raise ValueError(f"DENIABLE_SHUFFLER_{info.field_name.upper()} {problem}")
         return value
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _origins(cls, value: Any) -> list[str]:
+        return origins_of(value, "DENIABLE_SHUFFLER_CORS_ORIGINS")
+
+    @model_validator(mode="after")
+    def _keys_differ(self) -> ShufflerSettings:
+        """The upload key ships in apps: equal to the token, every device could forward batches
+        to the collector; a previous key alone would leave uploads open."""
+        token, keys = self.token_secret(), self.upload_keys()
+        if token is not None and token in keys:
+            raise ValueError(
+                "DENIABLE_SHUFFLER_UPLOAD_KEY equals DENIABLE_SHUFFLER_TOKEN: each role needs its"
+                " own token, generate another one"
+            )
+        if self.upload_key_previous is not None and self.upload_key is None:
+            raise ValueError(
+                "DENIABLE_SHUFFLER_UPLOAD_KEY_PREVIOUS is set but DENIABLE_SHUFFLER_UPLOAD_KEY is"
+                " not: a rotation needs the new value as well"
+            )
+        return self
 
     @field_validator("collector_url")
     @classmethod
@@ -97,6 +140,13 @@ class ShufflerSettings(BaseSettings):
                 "DENIABLE_SHUFFLER_MAX_BATCH must be at least DENIABLE_SHUFFLER_MIN_BATCH"
             )
         return self
+
+    def upload_keys(self) -> list[str]:
+        """The keys ``POST /v1/sealed`` accepts (current, then previous); empty when open."""
+        keys = (self.upload_key, self.upload_key_previous)
+        return [
+            key.get_secret_value() for key in keys if key is not None and key.get_secret_value()
+        ]
 
     def token_secret(self) -> str | None:
         """The token, or None when none is set (forwarding is then refused by the collector)."""

@@ -62,23 +62,24 @@ _RANDOM = secrets.SystemRandom()
 
 @dataclass(frozen=True)
 class BatchKey:
-    """What reports are batched by, in the clear in each envelope's header."""
+    """What reports are batched by, in the clear in each envelope's header: the sealing key id
+    too, so a batch only holds reports sealed to one key (:mod:`.keyset`)."""
 
     metric: str
     mechanism: str
     epsilon: float
     fingerprint: str
+    sealing_key: str
 
     def text(self) -> str:
         """The key as stored (canonical JSON)."""
-        return json.dumps(
-            [self.metric, self.mechanism, self.epsilon, self.fingerprint], separators=(",", ":")
-        )
+        fields = [self.metric, self.mechanism, self.epsilon, self.fingerprint, self.sealing_key]
+        return json.dumps(fields, separators=(",", ":"))
 
     @classmethod
     def of_text(cls, text: str) -> BatchKey:
-        metric, mechanism, epsilon, fingerprint = json.loads(text)
-        return cls(metric, mechanism, float(epsilon), fingerprint)
+        metric, mechanism, epsilon, fingerprint, *sealing_key = json.loads(text)
+        return cls(metric, mechanism, float(epsilon), fingerprint, "".join(sealing_key))
 
 
 @dataclass(frozen=True)

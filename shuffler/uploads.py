@@ -96,7 +96,11 @@ def parse_upload(body: bytes, max_upload: int) -> tuple[str, list[Incoming]]:
         Incoming(
             item["id"],
             BatchKey(
-                item["metric"], item["mechanism"], float(item["epsilon"]), item["fingerprint"]
+                item["metric"],
+                item["mechanism"],
+                float(item["epsilon"]),
+                item["fingerprint"],
+                item["key"],
             ),
             item["key"],
             item["sealed"],

@@ -17,7 +17,7 @@ from deniable.collector.storage import open_database, read_batches
 from sqlalchemy import create_engine, text
 
 from .configuration import INGEST_KEY
-from .shuffler_process import Pipeline
+from .shuffler_process import SHUFFLER_UPLOAD_KEY, Pipeline
 
 
 @dataclass
@@ -122,6 +122,7 @@ def run_devices(
         Client(
             pipeline.collector.url,
             shuffler=pipeline.shuffler.url,
+            shuffler_key=SHUFFLER_UPLOAD_KEY,
             state_dir=directory / f"device-{i}",
             metrics=list(specs),
             ingest_key=INGEST_KEY,

@@ -18,6 +18,8 @@ from .service_process import ServiceProcess, inherited_environment
 
 SHUFFLER_TOKEN = "shuffler-token-for-tests-7c1d"
 """The token test shufflers forward with (the test collectors' DENIABLE_SHUFFLER_TOKEN)."""
+SHUFFLER_UPLOAD_KEY = "shuffler-upload-key-for-tests-4e9a"
+"""The key test devices upload to test shufflers with (DENIABLE_SHUFFLER_UPLOAD_KEY)."""
 
 
 class ShufflerProcess(ServiceProcess):
@@ -58,7 +60,9 @@ class ShufflerProcess(ServiceProcess):
         return {
             **inherited_environment(),
             "DENIABLE_SHUFFLER_TOKEN": SHUFFLER_TOKEN,
+            "DENIABLE_SHUFFLER_UPLOAD_KEY": SHUFFLER_UPLOAD_KEY,
             "DENIABLE_SHUFFLER_CHECK_INTERVAL": "0.2",
+            "DENIABLE_SHUFFLER_KEYS_REFRESH": "0.2",
             "DENIABLE_SHUFFLER_RETRY_CAP": "1",
             **self.settings,
         }
@@ -71,8 +75,9 @@ class ShufflerProcess(ServiceProcess):
 
 
 class Pipeline:
-    """A collector process (with sealing keys and the shuffler's token) and a shuffler process
-    forwarding to it, both on loopback; ``metrics`` registered."""
+    """A collector process (with sealing keys and the shuffler's token, and ``collector_env``'s
+    ``DENIABLE_*`` variables) and a shuffler process forwarding to it, both on loopback;
+    ``metrics`` registered."""
 
     def __init__(
         self,
@@ -82,6 +87,7 @@ class Pipeline:
         min_batch: int,
         max_delay: float = 0.0,
         shuffler_settings: Mapping[str, str] | None = None,
+        collector_env: Mapping[str, str] | None = None,
     ) -> None:
         from deniable.collector.sealingkeys import generate
 
@@ -99,6 +105,7 @@ class Pipeline:
                 shuffle_min_batch=min_batch,
             ),
             directory,
+            env=collector_env,
         )
         self.directory = directory
         self.min_batch = min_batch

@@ -49,11 +49,13 @@ def shuffle(
 
     Every setting is also DENIABLE_SHUFFLER_<NAME> (docs/operations.md, "The shuffler"); its
     token for the collector is DENIABLE_SHUFFLER_TOKEN (or _FILE), the collector's
-    DENIABLE_SHUFFLER_TOKEN.
+    DENIABLE_SHUFFLER_TOKEN; the key devices upload with is DENIABLE_SHUFFLER_UPLOAD_KEY (or
+    _FILE). Devices fetch the collector's public keys from the shuffler's GET /v1/keys.
 
     \b
     Examples:
-      DENIABLE_SHUFFLER_TOKEN_FILE=/run/secrets/shuffler deniable shuffle \\
+      DENIABLE_SHUFFLER_TOKEN_FILE=/run/secrets/shuffler \\
+      DENIABLE_SHUFFLER_UPLOAD_KEY_FILE=/run/secrets/shuffler-upload deniable shuffle \\
           --collector https://collector.internal --min-batch 1000
     """
     import logging
@@ -80,6 +82,12 @@ def shuffle(
         raise CliError(
             "the shuffler needs DENIABLE_SHUFFLER_TOKEN (or _FILE): the collector's"
             " DENIABLE_SHUFFLER_TOKEN, which alone may forward batches"
+        )
+    if not settings.upload_keys():
+        raise CliError(
+            "the shuffler needs DENIABLE_SHUFFLER_UPLOAD_KEY (or _FILE): the key devices send"
+            " with their sealed reports (Client(shuffler_key=...)); without one anyone could"
+            " fill its disk"
         )
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)

@@ -296,3 +296,16 @@ def test_token_rotation_accepts_both_then_only_the_new_one(
         after.stop()
     accepted_uploads = 4
     assert result["n"] == accepted_uploads * 10
+
+
+def test_cors_origins_are_exact_origins_and_none_by_default(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("DENIABLE_CORS_ORIGINS", raising=False)
+    assert Settings().cors_origins == []
+    monkeypatch.setenv("DENIABLE_CORS_ORIGINS", "https://app.example, http://localhost:3000/")
+    assert Settings().cors_origins == ["https://app.example", "http://localhost:3000"]
+    for bad in ("*", "https://app.example/page", "app.example", "https://*.example"):
+        monkeypatch.setenv("DENIABLE_CORS_ORIGINS", bad)
+        with pytest.raises(ValidationError, match=r"DENIABLE_CORS_ORIGINS: .* is not an origin"):
+            Settings()

@@ -1,5 +1,7 @@
-"""``Client(shuffler=URL)``: reports go sealed to the shuffler (specs and keys from the
-collector), and a key served under another key's id is refused: nothing is sent."""
+"""``Client(shuffler=URL)``: reports go sealed to the shuffler with its upload key (specs from
+the collector, keys from the shuffler only), a key served under another key's id is refused:
+nothing is sent, and a 409 from the shuffler (a key it no longer takes) makes the device fetch
+the shuffler's keys again and reseal."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from deniable.client import Client, MetricSpec
 from deniable.client.sealing import Header, decode_sealed, key_id, open_sealed, padded_size
 
 SPEC = MetricSpec.categorical("browser", ["a", "b", "c"], epsilon=1.0)
+UPLOAD_KEY = "shuffler-upload-key-in-the-app-3b7e"
 
 
 class Servers:
@@ -29,6 +32,17 @@ class Servers:
         self.served_id = served_id or key_id(public)
         self.uploads: list[dict[str, Any]] = []
         self.paths: list[str] = []
+        self.authorizations: list[str | None] = []
+        self.refuse_key: str | None = None
+        """Answer 409 to envelopes sealed to this key id, as a shuffler that dropped it."""
+
+    def rotate(self) -> None:
+        """Serve a new key from now on."""
+        self.private = X25519PrivateKey.generate()
+        self.public = self.private.public_key().public_bytes(
+            serialization.Encoding.Raw, serialization.PublicFormat.Raw
+        )
+        self.served_id = key_id(self.public)
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
         self.paths.append(f"{request.url.host}{request.url.path}")
@@ -42,6 +56,11 @@ class Servers:
             )
         if request.url.path == "/v1/sealed":
             body = json.loads(request.content)
+            self.authorizations.append(request.headers.get("authorization"))
+            if any(e["key"] == self.refuse_key for e in body["envelopes"]):
+                self.refuse_key = None
+                self.rotate()
+                return httpx.Response(409, json={"detail": "sealed to a key not served"})
             self.uploads.append(body)
             return httpx.Response(202, json={"accepted": len(body["envelopes"]), "duplicates": 0})
         return httpx.Response(404, json={"detail": "not found"})
@@ -51,6 +70,8 @@ def client(tmp_path: Path, servers: Servers) -> Client:
     return Client(
         "http://collector.test",
         shuffler="http://shuffler.test",
+        shuffler_key=UPLOAD_KEY,
+        ingest_key="ingest-key-for-the-collector-only",
         state_dir=tmp_path / "device",
         metrics=[SPEC],
         transport=httpx.MockTransport(servers),
@@ -80,7 +101,23 @@ def test_reports_go_sealed_to_the_shuffler_with_the_device_pseudonym(tmp_path: P
     assert report["metric"] == "browser" and report["fingerprint"] == SPEC.fingerprint
     assert sealed["id"] != report["id"]
     assert "collector.test/v1/reports" not in servers.paths
-    assert "collector.test/v1/keys" in servers.paths
+    assert "collector.test/v1/keys" not in servers.paths  # keys come from the shuffler only
+    assert "shuffler.test/v1/keys" in servers.paths
+    assert servers.authorizations == [f"Bearer {UPLOAD_KEY}"]
+
+
+def test_a_key_the_shuffler_refuses_is_fetched_again_and_the_report_resealed(
+    tmp_path: Path,
+) -> None:
+    servers = Servers()
+    servers.refuse_key = servers.served_id
+    with client(tmp_path, servers) as device:
+        assert device.record("browser", "b")
+        assert device.flush(timeout=10)
+        assert device.stats.delivered == 1
+    (upload,) = servers.uploads
+    assert upload["envelopes"][0]["key"] == servers.served_id
+    assert servers.paths.count("shuffler.test/v1/keys") == 2
 
 
 def test_a_key_served_under_another_id_is_refused_and_nothing_is_sent(tmp_path: Path) -> None:

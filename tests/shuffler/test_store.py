@@ -29,13 +29,13 @@ def memory_dir(tmp_path: Path) -> Iterator[Path]:
         yield Path(directory)
 
 
-KEY = BatchKey("browser", "krr", 1.0, "0123456789abcdef")
+KEY = BatchKey("browser", "krr", 1.0, "0123456789abcdef", "fedcba9876543210")
 
 
 def incoming(label: str, key: BatchKey = KEY, envelope: str | None = None) -> Incoming:
     """An envelope whose ciphertext is ``label`` (so its forwarded place can be read back),
     with the id ``envelope`` (random if None)."""
-    return Incoming(envelope or secrets.token_hex(16), key, "fedcba9876543210", label)
+    return Incoming(envelope or secrets.token_hex(16), key, key.sealing_key, label)
 
 
 def test_a_resent_report_is_stored_once_in_every_state(tmp_path: Path) -> None:
@@ -59,7 +59,8 @@ def test_a_batch_takes_one_report_per_device_and_waits_for_min_batch(tmp_path: P
     store.receive("a" * 32, [incoming(f"a{i}") for i in range(5)])
     store.receive("b" * 32, [incoming(f"b{i}") for i in range(5)])
     store.receive(
-        "c" * 32, [incoming("c0"), incoming("c1", BatchKey("other", "krr", 1.0, "0" * 16))]
+        "c" * 32,
+        [incoming("c0"), incoming("c1", BatchKey("other", "krr", 1.0, "0" * 16, "f" * 16))],
     )
     assert store.waiting_keys(3) == [KEY]
     assert store.form_batch(KEY, 4, 100, 1000, 900_000) is None

@@ -1,6 +1,7 @@
 """The shuffler's upload route on a real ``deniable shuffle`` process: bad input is a 4xx
 naming the problem (each bad envelope by index, as the collector names bad reports), bounded
-before any work, and nothing of a refused upload is stored."""
+before any work, and nothing of a refused upload is stored. Uploads need the shuffler's upload
+key, and envelopes sealed to a key the shuffler does not serve are refused."""
 
 from __future__ import annotations
 
@@ -12,22 +13,30 @@ from typing import Any
 import httpx
 import pytest
 
-from testkit import free_port, loopback_url
-from testkit.shuffler_process import ShufflerProcess
+from testkit.key_server import KeyServer
+from testkit.shuffler_process import SHUFFLER_UPLOAD_KEY, ShufflerProcess
+
+COLLECTOR = KeyServer([])
+"""Serves the shuffler one key (nothing is forwarded here: min_batch is never reached)."""
 
 
 @pytest.fixture(scope="module")
 def shuffler(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShufflerProcess]:
     directory = tmp_path_factory.mktemp("shuffler")
-    process = ShufflerProcess(
-        directory / "s.db",
-        loopback_url(free_port()),  # no collector: nothing is forwarded here
-        directory,
-        min_batch=1000,
-        settings={"DENIABLE_SHUFFLER_MAX_UPLOAD": "5", "DENIABLE_SHUFFLER_MAX_BODY_BYTES": "8192"},
-    )
-    with process:
-        yield process
+    with COLLECTOR:
+        process = ShufflerProcess(
+            directory / "s.db",
+            COLLECTOR.url,
+            directory,
+            min_batch=1000,
+            settings={
+                "DENIABLE_SHUFFLER_MAX_UPLOAD": "5",
+                "DENIABLE_SHUFFLER_MAX_BODY_BYTES": "8192",
+                "DENIABLE_SHUFFLER_KEYS_REFRESH": "60",
+            },
+        )
+        with process:
+            yield process
 
 
 def good(**changes: Any) -> dict[str, Any]:
@@ -37,14 +46,19 @@ def good(**changes: Any) -> dict[str, Any]:
         "mechanism": "krr",
         "epsilon": 1.0,
         "fingerprint": "0123456789abcdef",
-        "key": "fedcba9876543210",
+        "key": COLLECTOR.key_id,
         "sealed": base64.b64encode(secrets.token_bytes(240)).decode(),
     }
     return {**envelope, **changes}
 
 
-def post(shuffler: ShufflerProcess, body: Any) -> httpx.Response:
-    with httpx.Client(base_url=shuffler.url, trust_env=False, timeout=30) as client:
+def post(
+    shuffler: ShufflerProcess, body: Any, key: str | None = SHUFFLER_UPLOAD_KEY
+) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    with httpx.Client(
+        base_url=shuffler.url, trust_env=False, timeout=30, headers=headers
+    ) as client:
         if isinstance(body, bytes):
             return client.post("/v1/sealed", content=body)
         return client.post("/v1/sealed", json=body)
@@ -107,3 +121,29 @@ def test_its_answers_and_log_carry_no_server_header_and_no_address(
     assert "server" not in answer.headers and "date" not in answer.headers
     log = shuffler.log_tail(1000)
     assert "POST" not in log and "127.0.0.1:" not in log.replace(shuffler.url, "")
+
+
+@pytest.mark.parametrize("key", [None, "not-the-upload-key-8d2f1c"])
+def test_an_upload_without_the_upload_key_is_refused_401_before_its_body_is_read(
+    shuffler: ShufflerProcess, key: str | None
+) -> None:
+    before = shuffler.counts()["received"]
+    for body in ({"device": DEVICE, "envelopes": [good()]}, b"{oops"):
+        answer = post(shuffler, body, key=key)
+        assert answer.status_code == 401, answer.text
+        assert "upload key missing or wrong" in answer.json()["detail"]
+        assert answer.headers["www-authenticate"] == "Bearer"
+    assert shuffler.counts()["received"] == before
+
+
+def test_it_serves_the_collectors_keys_and_refuses_envelopes_sealed_to_any_other(
+    shuffler: ShufflerProcess,
+) -> None:
+    before = shuffler.counts()["received"]
+    served = httpx.get(shuffler.url + "/v1/keys", trust_env=False).json()
+    assert [(k["id"], k["current"]) for k in served["keys"]] == [(COLLECTOR.key_id, True)]
+    other = "0" * 16 if COLLECTOR.key_id != "0" * 16 else "1" * 16
+    answer = post(shuffler, {"device": DEVICE, "envelopes": [good(), good(key=other)]})
+    assert answer.status_code == 409, answer.text
+    assert f"sealed to key id {other}, which this shuffler does not serve" in answer.text
+    assert shuffler.counts()["received"] == before

@@ -51,6 +51,8 @@ export interface ClientOptions {
   shuffler?: string;
   /** Sealing for `shuffler`: `sealing` from "deniable/shuffle". */
   sealing?: Sealing;
+  /** The shuffler's upload key (its DENIABLE_SHUFFLER_UPLOAD_KEY), sent to the shuffler only. */
+  shufflerKey?: string;
   /** The clock (tests). */
   now?: () => Date;
 }
@@ -106,7 +108,7 @@ type Sent = { kind: "ok"; duplicates: number } | { kind: "drop"; indices: number
 
 export class Client {
   readonly url: string;
-  readonly #options: Required<Omit<ClientOptions, "ingestKey" | "metrics" | "storage" | "memoize" | "instantaneousRatio" | "lifetimeEpsilon" | "context" | "text" | "shuffler" | "sealing" | "url">> & Pick<ClientOptions, "ingestKey">;
+  readonly #options: Required<Omit<ClientOptions, "ingestKey" | "metrics" | "storage" | "memoize" | "instantaneousRatio" | "lifetimeEpsilon" | "context" | "text" | "shuffler" | "sealing" | "shufflerKey" | "url">> & Pick<ClientOptions, "ingestKey">;
   readonly #memoize: boolean | string[];
   readonly #ratio: number | null;
   readonly #lifetime: number | null;

@@ -1,8 +1,9 @@
 /** Uploads through a shuffler (`deniable/shuffle`), as deniable.client.sealing and .shuffling
  * do them (DESIGN.md "Shuffler"): each report padded to its metric's fixed size and sealed with
  * HPKE base mode (RFC 9180: DHKEM(X25519, HKDF-SHA256), HKDF-SHA256, ChaCha20-Poly1305) to the
- * collector's current key, its outer header bound as the HPKE info, then posted to the shuffler
- * with this device's pseudonym. The HPKE is @hpke/core and @hpke/chacha20poly1305, optional peer
+ * collector's current key as the shuffler serves it (GET /v1/keys on the shuffler, never on the
+ * collector: one key set for every device, docs/security.md), its outer header bound as the HPKE
+ * info, then posted to the shuffler with this device's pseudonym and the shuffler's upload key. The HPKE is @hpke/core and @hpke/chacha20poly1305, optional peer
  * dependencies needed by this entry only: `new Client({ url, shuffler: URL, sealing })`. */
 
 import { Chacha20Poly1305 } from "@hpke/chacha20poly1305";
@@ -16,8 +17,10 @@ import { reportText } from "./wire.js";
 
 /** Where a device posts its sealed reports (on the shuffler). */
 export const SEALED_PATH = "/v1/sealed";
-/** Where the collector serves its public sealing keys. */
+/** Where the shuffler serves the collector's public sealing keys. */
 export const KEYS_PATH = "/v1/keys";
+/** The shuffler's answer to reports sealed to a key it does not serve (any more). */
+export const KEY_REFUSED = 409;
 /** A metric's padded size is a multiple of this many bytes. */
 export const PAD_BLOCK = 64;
 /** The first field of the HPKE info: the envelope format's version. */
@@ -127,8 +130,9 @@ function publicKeyOf(entry: unknown): [string, Uint8Array] {
   return [id, raw];
 }
 
-/** The collector's sealing keys: fetched from GET /v1/keys, pinned by id for the client's life,
- * the current one used, fetched again after KEY_REFRESH (as the Python SealingTransport). */
+/** The collector's sealing keys as the shuffler serves them: fetched from the shuffler's
+ * GET /v1/keys, pinned by id for the client's life, the current one used, fetched again after
+ * KEY_REFRESH or once the shuffler refuses it (as the Python SealingTransport). */
 class Keys {
   readonly #pinned = new Map<string, Uint8Array>();
   #current: string | null = null;
@@ -140,9 +144,14 @@ class Keys {
   async current(): Promise<Uint8Array> {
     if (this.#current === null || Date.now() - this.#fetchedAt >= KEY_REFRESH) {
       const why = await this.#fetch();
-      if (this.#current === null) throw new Error(why || "the collector serves no current sealing key");
+      if (this.#current === null) throw new Error(why || "the shuffler serves no current sealing key");
     }
     return this.#pinned.get(this.#current) as Uint8Array;
+  }
+
+  /** Forget the current key (the shuffler no longer takes it): the next upload fetches again. */
+  forget(): void {
+    this.#current = null;
   }
 
   async #fetch(): Promise<string> {
@@ -178,12 +187,14 @@ class Keys {
 
 /** A Client's uploads through `options.shuffler`: pass `sealing` with `shuffler` to the Client.
  * Budget, queue and resends are the Client's, unchanged; the ingest key is not sent to the
- * shuffler; a report whose metric is no longer known is refused like a 422 (dropped). */
+ * shuffler, `shufflerKey` is; a report whose metric is no longer known is refused like a 422
+ * (dropped). */
 export const sealing: Sealing = (options, secret, specs): Post => {
   if (typeof options.shuffler !== "string" || !/^https?:\/\/[^/]/.test(options.shuffler)) throw new InvalidInput("shuffler must be an http(s) URL");
   const shuffler = options.shuffler.replace(/\/+$/, "").replace(/\/v1$/, "");
-  const collector = options.url.replace(/\/+$/, "").replace(/\/v1$/, "");
-  const keys = new Keys(collector, options.timeout ?? 30000);
+  const keys = new Keys(shuffler, options.timeout ?? 30000);
+  const headers: Record<string, string> = { "Content-Type": "application/json" };
+  if (options.shufflerKey !== undefined) headers.Authorization = `Bearer ${options.shufflerKey}`;
   const device = devicePseudonym(secret);
   return async (_url, init, batch) => {
     const publicKey = await keys.current();
@@ -206,9 +217,11 @@ export const sealing: Sealing = (options, secret, specs): Post => {
       return new Response(JSON.stringify({ detail }), { status: 422, headers: { "Content-Type": "application/json" } });
     }
     const body = JSON.stringify({ device, envelopes });
-    return fetch(`${shuffler}${SEALED_PATH}`, {
-      method: "POST", headers: { "Content-Type": "application/json" }, body,
+    const answer = await fetch(`${shuffler}${SEALED_PATH}`, {
+      method: "POST", headers, body,
       keepalive: (init.keepalive ?? false) && body.length < KEEPALIVE_BYTES, signal: init.signal,
     });
+    if (answer.status === KEY_REFUSED) keys.forget();
+    return answer;
   };
 };

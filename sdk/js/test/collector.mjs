@@ -129,9 +129,9 @@ export async function startPipeline(folder, minBatch, specs) {
 }
 
 /** A proxy to `target`: mode "up" forwards, "down" drops connections, "lose-ack" forwards and
- * then drops the answer, "hang" never answers, "huge" streams a spec list without end, a number
+ * then drops the answer to a POST (an upload's acknowledgement; a GET is answered), "hang" never answers, "huge" streams a spec list without end, a number
  * answers that status with a non-collector body. Each forwarded request is kept in `requests`
- * ({ method, path, body }); `rewrite(path, body)`, if set, replaces a forwarded answer's body. */
+ * ({ method, path, body, authorization }); `rewrite(path, body)`, if set, replaces a forwarded answer's body. */
 export async function startProxy(target) {
   const proxy = { mode: "up", statuses: [], requests: [], rewrite: null };
   const server = http.createServer(async (req, res) => {
@@ -161,8 +161,8 @@ export async function startProxy(target) {
     let body = Buffer.from(await answer.arrayBuffer());
     if (proxy.rewrite !== null) body = Buffer.from(proxy.rewrite(path, body.toString("utf8")));
     proxy.statuses.push(`${req.method} ${path} ${answer.status}`);
-    proxy.requests.push({ method: req.method, path, body: Buffer.concat(chunks).toString("utf8") });
-    if (proxy.mode === "lose-ack") { req.socket.destroy(); return; }
+    proxy.requests.push({ method: req.method, path, body: Buffer.concat(chunks).toString("utf8"), authorization: req.headers.authorization ?? null });
+    if (proxy.mode === "lose-ack" && req.method === "POST") { req.socket.destroy(); return; }
     const out = {};
     for (const [k, v] of answer.headers) if (!["content-length", "transfer-encoding", "connection", "content-encoding"].includes(k)) out[k] = v;
     res.writeHead(answer.status, out);

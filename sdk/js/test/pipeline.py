@@ -1,7 +1,8 @@
 """A collector and a shuffler for the node tests (testkit's ``Pipeline``, SQLite in a folder).
 
 Run by sdk/js/test/shuffle.test.mjs: ``python sdk/js/test/pipeline.py FOLDER MIN_BATCH SPECS_JSON``
-prints one JSON line ``{"collector", "shuffler", "admin_token", "ingest_key"}`` once both answer,
+prints one JSON line ``{"collector", "shuffler", "admin_token", "ingest_key", "shuffler_key"}``
+once both answer,
 then serves until its stdin closes, and stops both.
 """
 
@@ -14,7 +15,7 @@ from pathlib import Path
 from deniable.client import MetricSpec
 
 from testkit.configuration import ADMIN_TOKEN, INGEST_KEY
-from testkit.shuffler_process import Pipeline
+from testkit.shuffler_process import SHUFFLER_UPLOAD_KEY, Pipeline
 
 
 def main() -> None:
@@ -24,9 +25,12 @@ def main() -> None:
         pipeline.start([MetricSpec.from_dict(data) for data in specs])
         assert pipeline.shuffler is not None
         urls = {"collector": pipeline.collector.url, "shuffler": pipeline.shuffler.url}
-        print(
-            json.dumps({**urls, "admin_token": ADMIN_TOKEN, "ingest_key": INGEST_KEY}), flush=True
-        )
+        tokens = {
+            "admin_token": ADMIN_TOKEN,
+            "ingest_key": INGEST_KEY,
+            "shuffler_key": SHUFFLER_UPLOAD_KEY,
+        }
+        print(json.dumps({**urls, **tokens}), flush=True)
         sys.stdin.read()
     finally:
         pipeline.stop()

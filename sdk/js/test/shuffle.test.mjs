@@ -82,7 +82,7 @@ test("JS-sealed reports through a real shuffler: the collector opens and stores 
     for (let device = 0; device < DEVICES; device++) {
       const storage = new MemoryStorage();
       const client = new Client({
-        url: pipeline.collector, shuffler: device === 0 ? proxy.url : pipeline.shuffler, sealing, ingestKey: pipeline.ingest_key,
+        url: pipeline.collector, shuffler: device === 0 ? proxy.url : pipeline.shuffler, sealing, ingestKey: pipeline.ingest_key, shufflerKey: pipeline.shuffler_key,
         metrics: METRICS, storage, flushInterval: 0, refreshInterval: 0, context: { platform: "web" },
       });
       clients.push(client);
@@ -103,7 +103,9 @@ test("JS-sealed reports through a real shuffler: the collector opens and stores 
       assert.equal(await client.flush(), true);
       assert.deepEqual([client.stats().delivered, client.stats().duplicates, client.stats().queued], [2, 0, 0]);
     }
-    assert.ok(proxy.statuses.every((s) => s.startsWith("POST /v1/sealed 202")), proxy.statuses.join());
+    const posts = proxy.statuses.filter((s) => s.startsWith("POST"));
+    assert.ok(posts.length > 0 && posts.every((s) => s.startsWith("POST /v1/sealed 202")), proxy.statuses.join());
+    assert.ok(proxy.requests.filter((r) => r.method === "POST").every((r) => r.authorization === `Bearer ${pipeline.shuffler_key}`));
     // The shuffler releases a batch per metric once DEVICES devices wait; wait for the collector.
     const deadline = Date.now() + 120000;
     let got = new Map();
