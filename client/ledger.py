@@ -280,10 +280,10 @@ class Ledger:
     def refusal(self, metric: str, cost: ReportCost) -> str:
         """The rule that made :meth:`admit` refuse ``metric`` just now, in words (for the log)."""
         if self._over_lifetime(metric, cost):
-            reports = self._totals.get(metric, 0)
+            reports = self._totals.get(metric, 0) + 1
             return (
-                f"not sent: {reports + 1} reports would have epsilon"
-                f" {cost.histories(reports + 1):g} over any two histories, above the"
+                f"not sent: {reports} report{'s' if reports > 1 else ''} would have epsilon"
+                f" {cost.histories(reports):g} over any two histories, above the"
                 f" lifetime_epsilon of {self.lifetime_epsilon:g} on this device"
             )
         n = self.max_reports_per_period
