@@ -186,6 +186,8 @@ export class Client {
     if (options.metrics !== undefined) {
       for (const data of options.metrics) {
         const spec = MetricSpec.fromDict(data, this.#text);
+        // The app's own mistake, raised at once rather than sent (as Python's SpecError).
+        if (spec.epsilon > this.#options.maxEpsilon) throw new SpecError(`metric ${spec.name}: eps ${spec.epsilon} is above maxEpsilon ${this.#options.maxEpsilon}; pass a higher maxEpsilon to record it`);
         this.#specs.set(spec.name, spec);
       }
     } else {

@@ -53,3 +53,9 @@ test("a stored spec above maxEpsilon is kept but not used, and reported as a pro
     console.error = errors;
   }
 });
+
+test("a spec passed in code above maxEpsilon throws, as in Python", () => {
+  const loud = vectors.stored_specs[0].stored.find((data) => data.epsilon > 4);
+  assert.throws(() => new Client({ url: "http://127.0.0.1:9", storage: new MemoryStorage(), flushInterval: 0, refreshInterval: 0, metrics: [loud] }), /above maxEpsilon/);
+  void new Client({ url: "http://127.0.0.1:9", storage: new MemoryStorage(), flushInterval: 0, refreshInterval: 0, metrics: [loud], maxEpsilon: loud.epsilon }).close();
+});
