@@ -8,17 +8,25 @@ likelihood ratio between the reports of any two histories against the account's 
 reports (``per_period`` with T reports per period), and the largest between two constant
 histories against the permanent eps per value. tests/client/test_memo_layers.py runs the
 smaller rows as a test.
+
+A second table puts a lifetime cap on one report a day over T days: the whole output (which
+days send, how many, what) of every history, with the reports sent (the same for every
+history), the largest log-LR between any two histories, and the account's lifetime and 7-day
+figures (tests/client/test_memo_lifetime_exact.py runs these cases as a test); it alone:
+``.venv/bin/python -m bench.memo_enumeration lifetime``.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 import math
+import sys
 
 from deniable.client import MetricSpec
 from deniable.client.account import DeviceSettings, privacy_account
 
-from testkit.transitions import max_log_ratio, reports_of_history
+from testkit.transitions import max_log_ratio, outputs_over_days, reports_of_history
 
 
 def spec_for(k: int, epsilon: float) -> MetricSpec:
@@ -77,6 +85,54 @@ def main() -> None:
                 f"{text(r['account']):>8}  {text(r['max_lr_constant']):>12}  {text(r['per_value']):>9}"
             )
 
+    lifetime_table()
+
+
+def lifetime_row(k: int, ratio: float | None, cap: float, days: int) -> dict:
+    """One lifetime-cap row: reports sent, the exact largest log-LR of the whole output, and
+    the account's lifetime and 7-day figures."""
+    spec = spec_for(k, 1.0)
+    values = [False, True] if k == 2 else list(spec.categories)
+    settings = DeviceSettings(1, True, cap, ratio)
+    account = privacy_account([spec], settings).metrics[0]
+    outputs = [
+        outputs_over_days(spec, settings, [(v,) for v in history])
+        for history in itertools.product(values, repeat=days)
+    ]
+    sent = {sum(len(day) for day in output) for o in outputs for output in o}
+    largest = max(max_log_ratio(a, b) for a in outputs for b in outputs)
+    return {
+        "sent": sent,
+        "max_lr": largest,
+        "lifetime": account.lifetime,
+        "week": account.per_7_days,
+    }
+
+
+def lifetime_table() -> None:
+    """Print the lifetime-cap table."""
+    logging.getLogger("deniable.client").setLevel(logging.ERROR)
+    print()
+    print("k  memo       cap  T  reports sent  max log-LR  lifetime  per_7_days")
+    for k, ratio, cap, days in [
+        (2, 2.0, 1.0, 4),
+        (2, 2.0, 4.0, 4),
+        (2, 2.0, 6.0, 4),
+        (3, 2.0, 2.99, 4),
+        (3, 2.0, 4.0, 3),
+        (3, 2.0, 6.0, 3),
+        (3, None, 2.0, 3),
+    ]:
+        r = lifetime_row(k, ratio, cap, days)
+        memo = "permanent" if ratio is None else f"ratio {ratio:g}"
+        print(
+            f"{k:<2} {memo:<10} {cap:<4g} {days:<2} {sorted(r['sent'])!s:>12}  "
+            f"{text(r['max_lr']):>10}  {text(r['lifetime']):>8}  {text(r['week']):>10}"
+        )
+
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["lifetime"]:
+        lifetime_table()
+    else:
+        main()

@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from .errors import InvalidInput
-from .ledger import ReportCost, lifetime_reports, report_cost
+from .ledger import ReportCost, report_cost
 from .mechanisms import DEFAULT_INSTANTANEOUS_RATIO
 from .spec import PERIOD_KINDS, MetricSpec
 
@@ -147,8 +147,9 @@ class MetricAccount:
     ``permanent_epsilon``, what all reports of one unchanged value reveal, and
     ``per_value_lifetime``, that over every value it can ever report (``None``: unbounded);
     ``instantaneous_epsilon`` is the fresh layer each of its reports adds, and
-    ``change_shows`` says there is none: two reports then show whether the value changed,
-    and only the first report of a window has a finite bound. Unmemoized, the permanent
+    ``change_shows`` says there is none and a device can send two reports or more: they
+    then show whether the value changed, and only the first report of a window has a finite
+    bound (a lifetime cap admits one report at most there). Unmemoized, the permanent
     figures are ``None`` and ``per_value_lifetime`` is ``lifetime``.
     """
 
@@ -213,25 +214,23 @@ class _Rule:
 def _rule(spec: MetricSpec, settings: DeviceSettings) -> _Rule:
     """The ledger's rules for ``spec`` on a device with ``settings``.
 
-    Unmemoized, every admitted report counts eps and a lifetime cap L admits a report while
-    (counted + 1) eps <= L (:meth:`~.ledger.Ledger.admit`, with its slack). Memoized, the
-    ledger counts the permanent eps per distinct value ever reported (RAPPOR's permanent
-    answer), at most k for a metric with k categories or buckets (a numeric metric's values
-    are unbounded), and the lifetime cap applies to that count, assuming each record brings a
-    new value: the reports themselves are not capped (a device may repeat one value forever)
-    unless the cap admits at most one value, and over any two histories they add up as
-    :meth:`~.ledger.ReportCost.histories` says.
+    A lifetime cap L admits a report while the reports sent so far and this one stay within L
+    over any two histories (:meth:`~.ledger.ReportCost.within`, with its slack): n eps
+    unmemoized; memoized, eps for one report and n eps_inst from the second on (without the
+    fresh layer, one report at most). The cap counts reports, never distinct values, so
+    whether a report is sent depends on no value (:meth:`~.ledger.Ledger.admit`). A memoized
+    metric also counts its distinct values: at most k for a metric with k categories or
+    buckets (a numeric metric's values are unbounded), and never more than its reports.
     """
     cost, _ = report_cost(spec, settings.memoized(spec.name), settings.instantaneous_ratio)
     lifetime = settings.lifetime_epsilon
+    cap = None if lifetime is None else cost.lifetime_reports(lifetime)
     if not cost.memoized:
-        cap = None if lifetime is None else lifetime_reports(lifetime, spec.epsilon)
         return _Rule(cost, settings.max_reports_per_period, spec.period, cap, None)
-    caps = [] if spec.type in ("numeric", "text") else [spec.k]
-    if lifetime is not None:
-        caps.append(lifetime_reports(lifetime, cost.permanent_epsilon))
-    values = min(caps) if caps else None
-    cap = values if values is not None and values <= 1 else None  # the memo full at once
+    bounds = [] if spec.type in ("numeric", "text") else [spec.k]
+    if cap is not None:
+        bounds.append(cap)
+    values = min(bounds) if bounds else None
     return _Rule(cost, settings.max_reports_per_period, spec.period, cap, values)
 
 
@@ -243,7 +242,8 @@ def metric_account(spec: MetricSpec, settings: DeviceSettings = SDK_DEFAULTS) ->
     whole week's r reports in one day. Those n reports cost n eps unmemoized, and memoized
     n eps_inst (eps for a single report), or without the fresh layer an unbounded amount from
     the second report on (:meth:`~.ledger.ReportCost.histories`). Every window is capped by
-    the lifetime (see :func:`_rule`).
+    the lifetime cap's count of reports (see :func:`_rule`). Memoized, the per-value figure is
+    eps_perm per distinct value the device can report, and at most its lifetime figure.
     """
     rule = _rule(spec, settings)
     cost = rule.cost
@@ -252,6 +252,8 @@ def metric_account(spec: MetricSpec, settings: DeviceSettings = SDK_DEFAULTS) ->
     lifetime = None if rule.cap is None else cost.histories(rule.cap)
     if cost.memoized:
         per_value = None if rule.values is None else rule.values * cost.permanent_epsilon
+        if lifetime is not None:
+            per_value = lifetime if per_value is None else min(per_value, lifetime)
     else:
         per_value = lifetime
     return MetricAccount(
@@ -267,7 +269,9 @@ def metric_account(spec: MetricSpec, settings: DeviceSettings = SDK_DEFAULTS) ->
         instantaneous_epsilon=cost.instantaneous_epsilon,
         permanent_epsilon=cost.permanent_epsilon if cost.memoized else None,
         per_value_lifetime=per_value,
-        change_shows=cost.memoized and cost.instantaneous_epsilon is None,
+        change_shows=cost.memoized
+        and cost.instantaneous_epsilon is None
+        and (rule.cap is None or rule.cap > 1),
         **windows,
     )
 

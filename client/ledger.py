@@ -1,7 +1,9 @@
 """The on-device privacy ledger: per-period report budgets, lifetime eps caps and the memo.
 
 The ledger decides, before anything is randomized, whether a record may become a report.
-Its decisions depend only on counts it keeps (never on the value being recorded), and every
+Its decisions depend only on public facts, the period and how many reports of the metric were
+already sent (never on the value being recorded nor on how many distinct values were seen:
+whether a report is sent is itself an output, docs/STATS.md section 13), and every
 change it makes is collected as a delta that the outbox commits in the same SQLite
 transaction as the reports it admitted, so a crash can never grant a second report.
 """
@@ -91,6 +93,24 @@ class ReportCost:
         if self.instantaneous_epsilon is None:
             return math.inf
         return reports * self.instantaneous_epsilon
+
+    def within(self, reports: int, lifetime_epsilon: float) -> bool:
+        """Whether ``reports`` reports fit a lifetime cap over any two histories
+        (:meth:`histories`, with the float slack of :func:`within_lifetime`)."""
+        return self.histories(reports) <= lifetime_epsilon + _EPS_SLACK
+
+    def lifetime_reports(self, lifetime_epsilon: float) -> int:
+        """The most reports a lifetime cap admits: the largest n :meth:`within` allows, where
+        :meth:`Ledger.admit` stops. Fresh reports: :func:`lifetime_reports` at eps. Memoized:
+        none if one report (eps) does not fit, else n at eps_inst each once n >= 2 fit, else
+        one (without the fresh layer a second report is unbounded, so one at most)."""
+        if not self.memoized:
+            return lifetime_reports(lifetime_epsilon, self.epsilon)
+        if not self.within(1, lifetime_epsilon):
+            return 0
+        if self.instantaneous_epsilon is None:
+            return 1
+        return max(1, lifetime_reports(lifetime_epsilon, self.instantaneous_epsilon))
 
 
 def report_cost(
@@ -232,21 +252,19 @@ class Ledger:
         return level
 
     def _over_lifetime(self, metric: str, cost: ReportCost) -> bool:
-        """Whether one more report would pass the lifetime cap: counted per report at eps,
-        or for a memoized metric per distinct value at its permanent eps."""
+        """Whether one more report would take the metric past the lifetime cap over any two
+        histories (:meth:`ReportCost.within`), counted in reports sent, memoized or not."""
         if self.lifetime_epsilon is None:
             return False
-        if cost.memoized:
-            spent, epsilon = self._memo_sizes.get(metric, 0), cost.permanent_epsilon
-        else:
-            spent, epsilon = self._totals.get(metric, 0), cost.epsilon
-        return not within_lifetime(spent + 1, epsilon, self.lifetime_epsilon)
+        return not cost.within(self._totals.get(metric, 0) + 1, self.lifetime_epsilon)
 
     def admit(self, metric: str, period: str, cost: ReportCost) -> bool:
         """Whether one more report of ``metric`` fits the budget now; counts it if so.
 
-        For memoized metrics the lifetime cap is checked against the worst case (that
-        this record brings a new value), so the decision never depends on the value.
+        Both rules count reports already sent, in this period and in all: the decision
+        depends on the period and on those counts only, never on the value, nor (memoized)
+        on how many distinct values the memo holds. A cap counted per distinct value would
+        send fewer reports for a device whose value changed, which shows with certainty.
         """
         key = (metric, period)
         used = self._counts.get(key, 0)
@@ -262,9 +280,10 @@ class Ledger:
     def refusal(self, metric: str, cost: ReportCost) -> str:
         """The rule that made :meth:`admit` refuse ``metric`` just now, in words (for the log)."""
         if self._over_lifetime(metric, cost):
-            epsilon = cost.permanent_epsilon if cost.memoized else cost.epsilon
+            reports = self._totals.get(metric, 0) + 1
             return (
-                f"not sent: another report at epsilon {epsilon:g} would exceed the"
+                f"not sent: {reports} report{'s' if reports > 1 else ''} would have epsilon"
+                f" {cost.histories(reports):g} over any two histories, above the"
                 f" lifetime_epsilon of {self.lifetime_epsilon:g} on this device"
             )
         n = self.max_reports_per_period
@@ -300,9 +319,10 @@ class Ledger:
         """Epsilon spent by ``metric`` in ``period`` and over its lifetime, over any two
         histories (:meth:`ReportCost.histories`), and per value: without memoization every
         report costs eps; with it, a device reveals at most its permanent eps per distinct
-        value it ever reported, however many periods repeat it."""
+        value it ever reported, however many periods repeat it (and never more than its
+        total)."""
         total = cost.histories(self._totals.get(metric, 0))
-        per_value = self._memo_sizes.get(metric, 0) * cost.permanent_epsilon
+        per_value = min(self._memo_sizes.get(metric, 0) * cost.permanent_epsilon, total)
         return PrivacySpent(
             cost.histories(self._counts.get((metric, period), 0)),
             total,

@@ -201,15 +201,17 @@ class SpecSource:
                 )
         return list(specs)
 
-    def _within_ceiling(self, spec: MetricSpec) -> bool:
-        """Whether a spec that came from a collector is within ``max_epsilon``; refuses it if not."""
+    def _within_ceiling(self, spec: MetricSpec, stored: bool = False) -> bool:
+        """Whether a spec that came from a collector (``stored``: cached in ``state_dir`` by
+        an earlier run) is within ``max_epsilon``; refuses it if not."""
         if spec.epsilon <= self._max_epsilon:
             return True
-        self._refuse(spec, f"its epsilon is above max_epsilon {self._max_epsilon:g}")
+        self._refuse(spec, f"its epsilon is above max_epsilon {self._max_epsilon:g}", stored)
         return False
 
-    def _refuse(self, spec: MetricSpec, why: str) -> None:
-        """Refuse a served spec: count it and log at ERROR, once per name and fingerprint."""
+    def _refuse(self, spec: MetricSpec, why: str, stored: bool = False) -> None:
+        """Refuse a served (or ``stored``) spec: count it and log at ERROR, once per name and
+        fingerprint."""
         with self._counters.lock:
             key = (spec.name, spec.fingerprint)
             if key in self._refused:
@@ -217,7 +219,8 @@ class SpecSource:
             self._refused.add(key)
             self._counters.specs_refused += 1
         message = (
-            f"metric {spec.name}: refusing the spec the collector served (fingerprint"
+            f"metric {spec.name}: refusing the spec"
+            f" {'stored in state_dir' if stored else 'the collector served'} (fingerprint"
             f" {spec.fingerprint}, epsilon {spec.epsilon:g}): {why}"
         )
         self._problems.note(f"refused:{spec.name}:{spec.fingerprint}", message)
@@ -244,10 +247,11 @@ class SpecSource:
             )
         return fetched
 
-    def _accepted_within_ceiling(self) -> list[MetricSpec]:
+    def _accepted_within_ceiling(self, stored: bool = False) -> list[MetricSpec]:
         """The accepted specs that are within ``max_epsilon`` (the app may have lowered it
-        since a spec was cached)."""
-        return self._chosen([s for s in self._accepted.values() if self._within_ceiling(s)])
+        since a spec was cached). One above it stays accepted, so no other spec can take its
+        name, but is not recorded (``stored``: they were read from the cache)."""
+        return self._chosen([s for s in self._accepted.values() if self._within_ceiling(s, stored)])
 
     def _load_cached(self) -> list[MetricSpec] | None:
         """Accept the specs cached by an earlier run (so an app that starts offline still
@@ -260,7 +264,7 @@ class SpecSource:
             log.warning("the cached metric specs in %s are unreadable", self._path)
             return None
         self._accepted = {s.name: s for s in specs}
-        return self._accepted_within_ceiling()
+        return self._accepted_within_ceiling(stored=True)
 
     def _fetch(self, deadline: float | None) -> list[MetricSpec] | None:
         """Fetch the specs from the collector by ``deadline``, adopt new ones, cache them in

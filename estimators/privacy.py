@@ -189,7 +189,7 @@ def _over_30_days(account: PrivacyAccount) -> str:
 def _memo_and_lifetime(account: PrivacyAccount) -> list[str]:
     """The sentences on memoization (if on) and on the lifetime total."""
     sentences = []
-    layered = [m for m in account.metrics if m.memoized and not m.change_shows]
+    layered = [m for m in account.metrics if m.memoized and m.instantaneous_epsilon is not None]
     if layered:
         sentences.append(
             f"Memoized metrics ({_names(layered)}) keep one randomized answer per true value"
@@ -206,6 +206,17 @@ def _memo_and_lifetime(account: PrivacyAccount) -> list[str]:
             " every time for the same value: all their reports reveal at most ε "
             + _epsilons(m.permanent_epsilon for m in showing)
             + " per value, but whether the value changed shows, and no ε bounds that."
+        )
+    single = [
+        m
+        for m in account.metrics
+        if m.memoized and m.instantaneous_epsilon is None and not m.change_shows
+    ]
+    if single:
+        sentences.append(
+            f"Memoized metrics without a fresh layer ({_names(single)}) send at most one report"
+            " over a device's lifetime: the lifetime cap admits no second one, which would show"
+            " whether the value changed."
         )
     afresh = [m for m in account.metrics if account.settings.memoized(m.metric) and not m.memoized]
     if afresh:
@@ -224,16 +235,6 @@ def _memo_and_lifetime(account: PrivacyAccount) -> list[str]:
         sentences.append(
             f"Over a device's whole lifetime its reports together have ε at most"
             f" {eps_text(lifetime)}."
-        )
-    elif account.settings.lifetime_epsilon is not None and all(
-        m.lifetime is not None for m in account.metrics if not m.memoized
-    ):
-        per_value = account.totals.per_value_lifetime
-        sentences.append(
-            "The lifetime cap bounds memoized metrics per value only: over its whole lifetime"
-            " a device's reports of unchanging values reveal at most ε"
-            f" {'without bound' if per_value is None else eps_text(per_value)}, and the total"
-            " over changing values grows with every report."
         )
     else:
         sentences.append("No lifetime cap is set: the total grows with every period.")

@@ -238,3 +238,46 @@ def max_log_ratio(first: dict[Hashable, float], second: dict[Hashable, float]) -
         q = second.get(output, 0.0)
         worst = max(worst, math.inf if q == 0.0 else math.log(p / q))
     return worst
+
+
+def outputs_over_days(
+    spec: MetricSpec, settings: DeviceSettings, days: Sequence[Sequence[Any]]
+) -> dict[Hashable, float]:
+    """P(what a fresh device sends on each day | it records ``days[d]`` on day d), exactly.
+
+    A real Recorder and Ledger with all of ``settings`` (reports per period, memoization and
+    its fresh layer, the lifetime cap) record each day's values in turn on a clock that moves
+    one UTC day at a time; the output is, per day, the tuple of payloads sent (empty when the
+    ledger refused), so whether and how many reports go out is part of it.
+    """
+    start = dt.datetime(2026, 9, 1, tzinfo=dt.UTC)
+
+    def run(rng: Branching) -> tuple:
+        today = [start]
+        ledger = Ledger(
+            b"enumeration-secret".ljust(32, b"."),
+            max_reports_per_period=settings.max_reports_per_period,
+            lifetime_epsilon=settings.lifetime_epsilon,
+        )
+        recorder = Recorder(
+            ledger,
+            Counters(),
+            on_unknown=lambda name: None,
+            memoize=settings.memoize,
+            instantaneous_ratio=settings.instantaneous_ratio,
+            max_queue=sum(len(values) for values in days) + 1,
+            clock=lambda: today[0],
+            randomness=rng,  # type: ignore[arg-type]
+        )
+        recorder.install([spec])
+        sent = []
+        for index, values in enumerate(days):
+            today[0] = start + dt.timedelta(days=index)
+            for value in values:
+                recorder.record(spec.name, value)
+            sent.append(tuple(report[4] for report in recorder.pending))
+            recorder.pending.clear()
+        return tuple(sent)
+
+    with mock.patch.object(recorder_module, "_UUID_BLOCK", 1):
+        return explore_branches(run)

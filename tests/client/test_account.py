@@ -242,6 +242,28 @@ def test_lifetime_reports_is_where_the_ledger_stops(cap: float, epsilon: float) 
     assert admitted * epsilon <= cap + 1e-9 < (admitted + 1) * epsilon
 
 
+@pytest.mark.parametrize(
+    ("cap", "cost"),
+    [
+        (1.0, ReportCost(0.1)),
+        (0.5, ReportCost(1.0, True, 1.41, 2.0)),
+        (1.0, ReportCost(1.0, True, 1.41, 2.0)),
+        (3.99, ReportCost(1.0, True, 1.41, 2.0)),
+        (4.0, ReportCost(1.0, True, 1.41, 2.0)),
+        (10.0, ReportCost(1.0, True, 1.41, 2.0)),
+        (10.0, ReportCost(1.0, True, 1.0)),
+        (0.9, ReportCost(1.0, True, 1.0)),
+    ],
+)
+def test_a_costs_lifetime_reports_is_where_the_ledger_stops(cap: float, cost: ReportCost) -> None:
+    """Issue 37: memoized or not, the cap counts reports at their cost over any two histories,
+    and the ledger stops exactly where ReportCost.lifetime_reports says."""
+    ledger = Ledger(b"s", max_reports_per_period=1, lifetime_epsilon=cap)
+    admitted = sum(ledger.admit("m", f"p{i}", cost) for i in range(100))
+    assert admitted == cost.lifetime_reports(cap)
+    assert cost.histories(admitted) <= cap + 1e-9 < cost.histories(admitted + 1)
+
+
 def test_the_issue_example_two_daily_metrics_spend_sixty_over_thirty_days() -> None:
     """Issue 18: two daily metrics at eps 1 with the defaults spend 30 x 2 x 1 over 30 days."""
     specs = [MetricSpec.boolean("a", epsilon=1.0), MetricSpec.boolean("b", epsilon=1.0)]

@@ -248,30 +248,34 @@ def test_memo_is_per_value_and_keyed_by_hmac_not_by_the_value(tmp_path: Path) ->
 
 
 @pytest.mark.parametrize("ratio", [None, 2.0])
-def test_with_memoization_the_lifetime_cap_bounds_distinct_values_whatever_the_value(
+def test_with_memoization_the_lifetime_cap_counts_reports_whatever_the_values(
     tmp_path: Path, ratio: float | None
 ) -> None:
-    """The cap counts the permanent eps per distinct value: the metric's eps without the fresh
-    layer, the two layers' permanent eps with it."""
+    """Issue 37: the cap counts reports sent at their cost over any two histories (eps, then
+    eps_inst each from the second), never distinct values, so a device that changes value
+    sends exactly as many reports as one that does not. Without the fresh layer a second
+    report is unbounded: one report in all."""
     layers = two_layers(BOOL.randomizer, ratio) if ratio else None
-    per_value = layers.permanent_epsilon if layers else BOOL.epsilon
-    clock = Clock()
-    client = make_client(
-        f"http://127.0.0.1:{free_port()}",
-        tmp_path,
-        clock=clock,
-        memoize=True,
-        instantaneous_ratio=ratio,
-        lifetime_epsilon=2 * per_value,
-    )
-    sent = []
-    for value in [True] * 10 + [False] + [True, False]:
-        sent.append(client.record("dark_mode", value))
-        clock.advance()
-    assert sent == [True] * 11 + [False, False]
-    spent = client.privacy_spent()["dark_mode"]
-    assert spent.per_value_epsilon == pytest.approx(2 * per_value)
-    client.close(timeout=0.1)
+    cap = 3 * layers.instantaneous_epsilon if layers else 2 * BOOL.epsilon
+    expected = [True] * (3 if layers else 1) + [False] * (6 if layers else 8)
+    for name, values in (("same", [True] * 9), ("changing", [True, False, True] * 3)):
+        clock = Clock()
+        client = make_client(
+            f"http://127.0.0.1:{free_port()}",
+            tmp_path / name,
+            clock=clock,
+            memoize=True,
+            instantaneous_ratio=ratio,
+            lifetime_epsilon=cap,
+        )
+        sent = []
+        for value in values:
+            sent.append(client.record("dark_mode", value))
+            clock.advance()
+        assert sent == expected, name
+        spent = client.privacy_spent()["dark_mode"]
+        assert spent.total_epsilon <= cap + 1e-9
+        client.close(timeout=0.1)
 
 
 def test_record_is_thread_safe(collector: StubCollector, tmp_path: Path) -> None:

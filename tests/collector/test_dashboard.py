@@ -569,7 +569,8 @@ def test_the_privacy_page_shows_the_apis_account_and_refuses_bad_settings(seeded
     assert html.escape(document["statement"], quote=True) in page
     total = document["total"]
     assert f'<td class="num">{total["per_30_days"]:.3g}</td>' in page
-    assert total["lifetime"] is None  # memoized reports are not capped: per value only
+    assert total["lifetime"] is not None  # the cap counts memoized reports too (issue 37)
+    assert f'<td class="num">{total["lifetime"]:.3g}</td>' in page
     assert f'<td class="num">{total["per_value_lifetime"]:.3g}</td>' in page
     for response in bad:
         assert response.status_code == 422

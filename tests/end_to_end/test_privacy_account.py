@@ -132,9 +132,9 @@ def layers_of(spec: MetricSpec, settings: DeviceSettings) -> TwoLayers | None:
 def spent_by_the_rules(device: Device, first: dt.date) -> dict[str, float]:
     """What a full device must have spent on each metric over any two histories after DAYS
     days from ``first``: r reports in each period the days touch (their distinct labels),
-    capped by the lifetime cap, each at eps. Memoized in two layers, the device repeats one
-    value, so the lifetime cap counts one permanent answer (it stops the reports only if it
-    admits no second value), and n > 1 reports cost n eps_inst."""
+    capped by the lifetime cap, each at eps. Memoized in two layers, n > 1 reports cost
+    n eps_inst, and the lifetime cap counts reports at that cost (one report at eps, whatever
+    the values: issue 37)."""
     spent = {}
     cap = device.settings.lifetime_epsilon
     for spec in SPECS:
@@ -146,8 +146,11 @@ def spent_by_the_rules(device: Device, first: dt.date) -> dict[str, float]:
                 reports = min(reports, lifetime_reports(cap, spec.epsilon))
             spent[spec.name] = reports * spec.epsilon
             continue
-        if cap is not None and lifetime_reports(cap, layers.permanent_epsilon) <= 1:
-            reports = min(reports, lifetime_reports(cap, layers.permanent_epsilon))
+        if cap is not None:
+            one = spec.epsilon <= cap + 1e-9
+            reports = min(
+                reports, max(1, lifetime_reports(cap, layers.instantaneous_epsilon)) * one
+            )
         per_report = spec.epsilon if reports == 1 else layers.instantaneous_epsilon
         spent[spec.name] = reports * per_report
     return spent

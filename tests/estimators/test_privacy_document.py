@@ -35,19 +35,31 @@ def test_the_statement_for_the_defaults_says_the_figures_and_that_nothing_caps_t
     assert len(document.warnings) == 1 and "ε 180 over 30 days" in document.warnings[0]
 
 
-def test_with_memo_and_cap_the_statement_claims_no_lifetime_bound_over_changing_values() -> None:
-    """Issue 23: a memoized metric's reports are not capped, so no lifetime ε is claimed; the
-    cap bounds what the reports of unchanging values reveal, and the statement says so."""
-    settings = DeviceSettings(memoize=True, lifetime_epsilon=5.0)
+def test_with_memo_and_cap_the_statement_claims_the_capped_lifetime() -> None:
+    """Issue 37: the cap counts a memoized metric's reports (eps, then eps_inst each), so a
+    lifetime ε over any two histories is claimed, and the per-value figure stays below it."""
+    settings = DeviceSettings(memoize=True, lifetime_epsilon=10.0)
     document = privacy_document(DAILY, settings)
     account = privacy_account(DAILY, settings)
-    assert account.totals.lifetime is None
+    lifetime = account.totals.lifetime
+    assert lifetime == pytest.approx(len(DAILY) * 8.0)  # two reports at eps_inst 4 each
+    assert f"whole lifetime its reports together have ε at most {eps_text(lifetime)}" in (
+        document.statement
+    )
     per_value = account.totals.per_value_lifetime
-    assert per_value is not None and f"reveal at most ε {eps_text(per_value)}" in document.statement
-    assert "whole lifetime its reports together have" not in document.statement
+    assert per_value is not None and per_value <= lifetime
     assert "Memoized metrics (flag_0, flag_1, flag_2)" in document.statement
     assert "randomize it afresh for every report" in document.statement
-    assert document.warnings and "with the SDK defaults" in document.warnings[-1]
+
+
+def test_without_the_fresh_layer_a_cap_admits_one_report_and_no_change_shows() -> None:
+    settings = DeviceSettings(memoize=True, instantaneous_ratio=None, lifetime_epsilon=5.0)
+    document = privacy_document(DAILY, settings)
+    account = privacy_account(DAILY, settings)
+    assert account.totals.lifetime == pytest.approx(sum(s.epsilon for s in DAILY))
+    assert not any(m.change_shows for m in account.metrics)
+    assert "whether the value changed shows" not in document.statement
+    assert "one report over a device's lifetime" in document.statement
 
 
 def test_without_the_fresh_layer_the_statement_claims_no_finite_eps_over_30_days() -> None:

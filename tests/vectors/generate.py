@@ -13,10 +13,12 @@ import base64
 import datetime as dt
 import json
 import random
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from deniable.client import sealing
+from deniable.client.ledger import Ledger
 from deniable.client.mechanisms import (
     NUMERIC_GRID,
     OLH,
@@ -27,8 +29,12 @@ from deniable.client.mechanisms import (
     make_mechanism,
     make_numeric_mechanism,
 )
+from deniable.client.problems import Problems
+from deniable.client.recorder import Recorder
 from deniable.client.shuffling import device_pseudonym
 from deniable.client.spec import MetricSpec
+from deniable.client.specsource import SPECS_FILE, SpecSource
+from deniable.client.stats import Counters
 from deniable.client.wire import batch_body, dims_text, payload_text, report_text
 
 PATH = Path(__file__).with_name("wire.json")
@@ -570,6 +576,8 @@ def build() -> dict[str, Any]:
         "dimension_values": dimension_values,
         "text": text,
         "sealing": _sealing_vectors(),
+        "lifetime": _lifetime_vectors(),
+        "stored_specs": _stored_spec_vectors(),
     }
 
 
@@ -668,6 +676,94 @@ def _text_vectors() -> dict[str, Any]:
         "payloads": [{"max_length": 8, "epsilon": 1, "cases": payloads}],
         "draws": draws,
     }
+
+
+LIFETIME_CASES: list[dict[str, Any]] = [
+    {"memoize": False, "instantaneous_ratio": 2.0, "lifetime_epsilon": 2.5},
+    {"memoize": True, "instantaneous_ratio": 2.0, "lifetime_epsilon": 6.0},
+    {"memoize": True, "instantaneous_ratio": 2.0, "lifetime_epsilon": 3.0},
+    {"memoize": True, "instantaneous_ratio": 2.0, "lifetime_epsilon": 0.5},
+    {"memoize": True, "instantaneous_ratio": 3.0, "lifetime_epsilon": 7.0},
+    {"memoize": True, "instantaneous_ratio": None, "lifetime_epsilon": 3.0},
+    {"memoize": True, "instantaneous_ratio": 2.0, "lifetime_epsilon": 9.0, "per_period": 2},
+]
+"""Lifetime caps replayed by both SDKs on the daily krr metric "browser" (eps 1)."""
+
+LIFETIME_HISTORIES = [
+    ["chrome"] * 6,
+    ["chrome", "firefox", "safari", "other", "chrome", "firefox"],
+    ["chrome", "chrome", "safari", "chrome", "chrome", "chrome"],
+]
+"""Values recorded one a day (two a day with ``per_period`` 2): the same decisions for each."""
+
+
+def _lifetime_vectors() -> list[dict[str, Any]]:
+    """Which records a fresh device sends under a lifetime cap, one period a day, as the Python
+    client's Recorder and Ledger decide: the decisions depend on no value (issue 37)."""
+    spec = MetricSpec.from_dict(next(s for s in SPECS if s["name"] == "browser"))
+    start = dt.datetime(2026, 1, 1, 12, tzinfo=dt.UTC)
+    out = []
+    for case in LIFETIME_CASES:
+        per_period = case.get("per_period", 1)
+        for history in LIFETIME_HISTORIES:
+            now = [start]
+            ledger = Ledger(
+                bytes(32),
+                max_reports_per_period=per_period,
+                lifetime_epsilon=case["lifetime_epsilon"],
+            )
+            recorder = Recorder(
+                ledger,
+                Counters(),
+                on_unknown=lambda name: None,
+                memoize=case["memoize"],
+                instantaneous_ratio=case["instantaneous_ratio"],
+                max_queue=100,
+                clock=lambda now=now: now[0],
+            )
+            recorder.install([spec])
+            sent = []
+            for index, value in enumerate(history):
+                now[0] = start + dt.timedelta(days=index // per_period)
+                sent.append(recorder.record(spec.name, value))
+            out.append({**case, "per_period": per_period, "values": history, "sent": sent})
+    return out
+
+
+def _stored_spec_vectors() -> list[dict[str, Any]]:
+    """Specs a device stored earlier (Python's metrics.json, the JS state's specs), read at
+    start with a max_epsilon: those above it are kept (still pinned) but not used, and each is
+    reported as a problem (issue 37, item 10)."""
+    stored = [
+        {"name": "calm", "type": "boolean", "epsilon": 1.0, "mechanism": "brr", "period": "day"},
+        {"name": "loud", "type": "boolean", "epsilon": 20.0, "mechanism": "brr", "period": "day"},
+        {
+            "name": "choice",
+            "type": "categorical",
+            "categories": ["a", "b", "c"],
+            "epsilon": 4.5,
+            "mechanism": "krr",
+        },
+    ]
+    specs = [MetricSpec.from_dict(data) for data in stored]
+    out = []
+    for max_epsilon in (4.0, 5.0, 20.0):
+        with tempfile.TemporaryDirectory() as directory:
+            path = Path(directory)
+            (path / SPECS_FILE).write_text(json.dumps([s.to_dict() for s in specs]))
+            counters = Counters()
+            source = SpecSource(path, None, counters, Problems(), max_epsilon=max_epsilon)  # type: ignore[arg-type]
+            used = sorted(s.name for s in source.start(None))
+        out.append(
+            {
+                "max_epsilon": max_epsilon,
+                "stored": [s.to_dict() for s in specs],
+                "used": used,
+                "refused": sorted(s.name for s in specs if s.name not in used),
+                "specs_refused": counters.specs_refused,
+            }
+        )
+    return out
 
 
 def render() -> str:

@@ -18,8 +18,10 @@ export interface ClientOptions {
   metrics?: SpecData[];
   /** A served spec above this eps is refused (default 4). */
   maxEpsilon?: number;
-  /** The most eps one metric may spend on this device over its life (default: no cap):
-   * counted per report at eps, or for a memoized metric per distinct value at its permanent eps. */
+  /** The most eps one metric may spend on this device over its life, over any two histories
+   * of its values (default: no cap). It counts reports sent, never values: n reports cost
+   * n eps, or memoized eps for one and n eps_inst from the second (without the fresh layer,
+   * one report at most), so whether a report is sent never depends on a value. */
   lifetimeEpsilon?: number;
   /** Reports per metric per period (default 1). */
   maxReportsPerPeriod?: number;
@@ -57,6 +59,14 @@ export interface ClientOptions {
   now?: () => Date;
 }
 
+/** What n reports of a metric reveal over any two histories of its values (ReportCost.histories
+ * in Python): n eps afresh; memoized, eps for one report and n eps_inst from the second, or
+ * without the fresh layer no finite bound from the second (whether the value changed shows). */
+function reportsCost(plan: { memoized: boolean; layers: TwoLayers | null }, epsilon: number, n: number): number {
+  if (n <= 1 || !plan.memoized) return n * epsilon;
+  return plan.layers === null ? Number.POSITIVE_INFINITY : n * plan.layers.instantaneous.epsilon;
+}
+
 /** Posts one batch (its body in `init`, its report texts in `batch`) as fetch does: the
  * collector's answers, or answers like them. */
 export type Post = (url: string, init: RequestInit, batch: string[]) => Promise<Response>;
@@ -84,8 +94,6 @@ interface State {
   memo: Record<string, Payload>;
   /** Reports ever admitted per metric (for lifetimeEpsilon). */
   totals: Record<string, number>;
-  /** Memoized values per metric (for lifetimeEpsilon). */
-  memoSizes: Record<string, number>;
 }
 
 interface MemoPlan {
@@ -119,6 +127,9 @@ export class Client {
   readonly #storage: StateStorage;
   readonly #state: State;
   readonly #specs = new Map<string, MetricSpec>();
+  /** Specs accepted from a collector (stored or adopted), pinned by name; those above
+   * maxEpsilon are kept here but not in #specs (not recorded). */
+  readonly #accepted = new Map<string, MetricSpec>();
   readonly #inCode: boolean;
   readonly #counters: Record<Counter, number> = {
     recorded: 0, admitted: 0, over_budget: 0, unknown_metric: 0, delivered: 0, duplicates: 0, dropped_queue_full: 0,
@@ -177,16 +188,22 @@ export class Client {
     if (options.metrics !== undefined) {
       for (const data of options.metrics) {
         const spec = MetricSpec.fromDict(data, this.#text);
+        // The app's own mistake, raised at once rather than sent (as Python's SpecError).
+        if (spec.epsilon > this.#options.maxEpsilon) throw new SpecError(`metric ${spec.name}: eps ${spec.epsilon} is above maxEpsilon ${this.#options.maxEpsilon}; pass a higher maxEpsilon to record it`);
         this.#specs.set(spec.name, spec);
       }
     } else {
       for (const data of Object.values(this.#state.specs)) {
+        let spec: MetricSpec;
         try {
-          const spec = MetricSpec.fromDict(data, this.#text);
-          this.#specs.set(spec.name, spec);
+          spec = MetricSpec.fromDict(data, this.#text);
         } catch {
           delete this.#state.specs[data.name];
+          continue;
         }
+        // Kept (pinned) whatever its eps; recorded only within maxEpsilon, as a served one.
+        this.#accepted.set(spec.name, spec);
+        if (this.#withinCeiling(spec, "stored")) this.#specs.set(spec.name, spec);
       }
     }
     if (this.#options.flushInterval > 0) this.#every(this.#options.flushInterval, () => void this.#upload(false));
@@ -246,19 +263,30 @@ export class Client {
     return true;
   }
 
-  /** Adopt a served spec unless it would weaken privacy: above maxEpsilon, or unlike a pinned one. */
+  /** Adopt a served spec unless it would weaken privacy: above maxEpsilon, or unlike one this
+   * device accepted before (stored or adopted; one above maxEpsilon stays pinned, unused). */
   #adopt(spec: MetricSpec): void {
-    const pinned = this.#specs.get(spec.name);
-    if (pinned?.fingerprint === spec.fingerprint) return;
-    let why: string | null = null;
-    if (pinned !== undefined) why = `differs from the spec this device accepted`;
-    else if (spec.epsilon > this.#options.maxEpsilon) why = `eps ${spec.epsilon} is above maxEpsilon ${this.#options.maxEpsilon}`;
-    if (why === null) {
-      this.#specs.set(spec.name, spec);
-      this.#state.specs[spec.name] = spec.toDict();
+    const accepted = this.#accepted.get(spec.name);
+    if (accepted !== undefined) {
+      if (accepted.fingerprint !== spec.fingerprint) this.#refuse(spec, "served", "differs from the spec this device accepted");
       return;
     }
-    this.#once(`refused:${spec.name}|${spec.fingerprint}`, "specs_refused", `refused the served spec of metric ${spec.name} (${spec.fingerprint}): ${why}`);
+    if (!this.#withinCeiling(spec, "served")) return;
+    this.#accepted.set(spec.name, spec);
+    this.#specs.set(spec.name, spec);
+    this.#state.specs[spec.name] = spec.toDict();
+  }
+
+  /** Whether a spec from a collector (served now, or stored by an earlier run) is within
+   * maxEpsilon; refuses it (a problem, counted in specs_refused) if not. */
+  #withinCeiling(spec: MetricSpec, source: "served" | "stored"): boolean {
+    if (spec.epsilon <= this.#options.maxEpsilon) return true;
+    this.#refuse(spec, source, `eps ${spec.epsilon} is above maxEpsilon ${this.#options.maxEpsilon}`);
+    return false;
+  }
+
+  #refuse(spec: MetricSpec, source: "served" | "stored", why: string): void {
+    this.#once(`refused:${spec.name}|${spec.fingerprint}`, "specs_refused", `refused the ${source} spec of metric ${spec.name} (${spec.fingerprint}): ${why}`);
   }
 
   /** A problem a developer should see: counted, listed by problems() and logged with
@@ -315,19 +343,16 @@ export class Client {
     if (remembered === undefined) {
       remembered = plan.layers === null ? this.#fresh(spec, prepared) : plan.layers.permanent.randomize(prepared as number, systemRandomness);
       this.#state.memo[key] = remembered;
-      this.#state.memoSizes[spec.name] = (this.#state.memoSizes[spec.name] ?? 0) + 1;
     }
     return plan.layers === null ? remembered : plan.layers.instantaneous.randomize(remembered as number, systemRandomness);
   }
 
-  /** Whether one more report would pass lifetimeEpsilon; for a memoized metric checked against
-   * the worst case (a new value), so the decision never depends on the value. */
+  /** Whether one more report would take the metric past lifetimeEpsilon over any two histories,
+   * counted in reports sent (Python's Ledger.admit): the decision depends on no value, nor on
+   * how many distinct values the memo holds, since whether a report is sent is itself seen. */
   #overLifetime(spec: MetricSpec): boolean {
     if (this.#lifetime === null) return false;
-    const plan = this.#plan(spec);
-    const spent = plan.memoized ? this.#state.memoSizes[spec.name] ?? 0 : this.#state.totals[spec.name] ?? 0;
-    const epsilon = plan.layers !== null ? plan.layers.permanentEpsilon : spec.epsilon;
-    return (spent + 1) * epsilon > this.#lifetime + 1e-9;
+    return reportsCost(this.#plan(spec), spec.epsilon, (this.#state.totals[spec.name] ?? 0) + 1) > this.#lifetime + 1e-9;
   }
 
   #plan(spec: MetricSpec): MemoPlan {
@@ -572,7 +597,7 @@ export class Client {
 
   #loadState(): State {
     const secret = hex(systemRandomness.bytes(32));
-    const empty: State = { version: 1, specs: {}, etag: null, ledger: {}, queue: [], secret, memo: {}, totals: {}, memoSizes: {} };
+    const empty: State = { version: 1, specs: {}, etag: null, ledger: {}, queue: [], secret, memo: {}, totals: {} };
     const text = this.#storage.load();
     if (text === null) return empty;
     try {

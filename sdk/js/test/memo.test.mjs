@@ -78,14 +78,19 @@ test("a storage that cannot save (a full localStorage) is a problem, not an exce
   assert.equal(client.stats().queued, 1, "the report stays queued in memory");
 });
 
-test("lifetimeEpsilon: reports at eps while they fit; a memoized metric's distinct values at the permanent eps", () => {
+test("lifetimeEpsilon: reports while their eps over any two histories fits, whatever the values", () => {
   const fresh = dailyClient({ metrics: [BROWSER], lifetimeEpsilon: 2.5 });
   assert.deepEqual([1, 2, 3, 4].map(() => fresh.record("browser", "safari")), [true, true, false, false]);
   assert.equal(fresh.client.stats().over_budget, 2);
-  const memo = dailyClient({ metrics: [BROWSER], lifetimeEpsilon: 2.5, memoize: true, instantaneousRatio: null });
-  const recorded = ["chrome", "chrome", "safari", "chrome", "safari", "other", "chrome"].map((v) => memo.record("browser", v));
-  // Two values fit 2.5 at eps 1. The check assumes each record brings a new value (so that the
-  // decision never depends on the value): once two are memoized, even chrome is refused.
-  assert.deepEqual(recorded, [true, true, true, false, false, false, false]);
-  assert.equal(Object.keys(memo.state().memo).length, 2);
+  // Memoized with the fresh layer (eps_inst 2): one report costs 1, n >= 2 cost 2n; a cap of 6
+  // admits 3 reports, as many for a device whose value changes as for one whose value does not.
+  for (const values of [["chrome", "chrome", "chrome", "chrome", "chrome"], ["chrome", "safari", "other", "chrome", "firefox"]]) {
+    const memo = dailyClient({ metrics: [BROWSER], lifetimeEpsilon: 6, memoize: true });
+    assert.deepEqual(values.map((v) => memo.record("browser", v)), [true, true, true, false, false]);
+  }
+  // Without the fresh layer a second report shows whether the value changed: one report in all.
+  for (const values of [["chrome", "chrome", "chrome"], ["chrome", "safari", "chrome"]]) {
+    const memo = dailyClient({ metrics: [BROWSER], lifetimeEpsilon: 2.5, memoize: true, instantaneousRatio: null });
+    assert.deepEqual(values.map((v) => memo.record("browser", v)), [true, false, false]);
+  }
 });
