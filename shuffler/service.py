@@ -1,7 +1,8 @@
 """The shuffler's background work: form batches that are ready, wait a random delay, forward.
 
-One thread, started with the app: first it finishes the batches a previous run formed but did
-not forward whole (a crash, a collector that was down), then it looks every
+One thread, started with the app: each round it deletes the reports whose wait has expired
+(``max_wait_hours``), finishes the batches a previous run formed but did not forward whole (a
+crash, a collector that was down), then it looks every
 ``check_interval`` seconds for batch keys with reports of at least ``min_batch`` devices,
 forms each batch (one transaction) and forwards it after a uniformly random delay in
 [0, ``max_delay``] from the OS CSPRNG. Batches are released whole and never as a stream.
@@ -51,8 +52,13 @@ class Releaser:
             self._stop.wait(self.settings.check_interval)
 
     def round(self) -> None:
-        """Finish unfinished batches, then form and forward every batch that is ready."""
+        """Expire, finish unfinished batches, then form and forward every batch that is
+        ready."""
         settings = self.settings
+        self.store.settle()
+        expired = self.store.expire()
+        if expired:
+            log.info("deleted %d reports that waited past their expiry", expired)
         for batch in self.store.unfinished():
             if not self.forwarder.forward(batch, self._stop):
                 return

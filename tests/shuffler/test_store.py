@@ -73,7 +73,7 @@ def test_a_batch_takes_one_report_per_device_and_waits_for_min_batch(tmp_path: P
     devices = raw.execute("SELECT device FROM envelopes WHERE batch IS NOT NULL").fetchall()
     assert devices == [(None,)] * 3  # a batched report is linked to no device any more
     columns = {row[1] for row in raw.execute("PRAGMA table_info(envelopes)")}
-    assert columns == {"id", "batch_key", "device", "key", "sealed", "batch", "position"}
+    assert columns == {"id", "batch_key", "device", "key", "sealed", "expires", "batch", "position"}
 
 
 def test_a_batch_is_forwarded_in_parts_that_resume_after_the_last_acknowledged(
@@ -132,12 +132,12 @@ ALPHA = 1e-4
 
 @pytest.mark.parametrize("shuffle", [True, False], ids=["shuffled", "arrival-order-control"])
 def test_the_forwarded_order_is_independent_of_the_arrival_order(
-    tmp_path: Path, shuffle: bool
+    memory_dir: Path, shuffle: bool
 ) -> None:
     """Chi-square test of independence between arrival rank and forwarded place over 300
     batches of 8 (expected count 37.5 per cell). The control, reading the batch back in arrival
     order, must be rejected: the test can fail."""
-    store = Store(tmp_path / "s.db", rng=random.Random(29))
+    store = Store(memory_dir / "s.db", rng=random.Random(29))
     counts = contingency(store, 300, 8, shuffle=shuffle)
     statistic, p_value, _, _ = stats.chi2_contingency(counts)
     assert (p_value > ALPHA) == shuffle, (statistic, p_value)
