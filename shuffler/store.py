@@ -74,6 +74,10 @@ PART_OVERHEAD = 40
 HOUR = 3600
 """Expiry is kept in whole hours: the only time a row holds, and no finer than that."""
 
+WAL_LIMIT = 8 << 20
+"""Bytes the WAL is cut back to after SQLite's automatic checkpoints between batches (each
+batch truncates it to nothing)."""
+
 _RANDOM = secrets.SystemRandom()
 """The OS CSPRNG: a batch's order and which reports it takes."""
 
@@ -193,18 +197,17 @@ class Store:
             connection.execute("PRAGMA secure_delete=ON")
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=FULL")
+            connection.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
             _migrate(connection, self._expiry())
             connection.executescript(SCHEMA)
             self._settle()
             self._page_size = connection.execute("PRAGMA page_size").fetchone()[0]
 
-    def _hour(self, later: float = 0.0) -> int:
-        """The hour (since the epoch) ``later`` seconds from now, rounded up."""
-        return math.ceil((self._clock().timestamp() + later) / HOUR)
-
     def _expiry(self) -> int:
-        """The hour a row stamped now expires in."""
-        return self._hour(self.limits.max_wait_hours * HOUR)
+        """The hour (since the epoch) a row stamped now expires at: ``max_wait_hours`` from
+        now, rounded up, so it is kept at least that long and deleted within the hour after."""
+        later = self._clock().timestamp() + self.limits.max_wait_hours * HOUR
+        return math.ceil(later / HOUR)
 
     @contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -410,7 +413,7 @@ class Store:
         with self._transaction() as connection:
             deleted = connection.execute(
                 "DELETE FROM envelopes WHERE expires IS NOT NULL AND expires <= ?",
-                (self._hour(),),
+                (math.floor(self._clock().timestamp() / HOUR),),
             ).rowcount
         if deleted:
             self.settle_now()
