@@ -107,3 +107,11 @@ def test_its_answers_and_log_carry_no_server_header_and_no_address(
     assert "server" not in answer.headers and "date" not in answer.headers
     log = shuffler.log_tail(1000)
     assert "POST" not in log and "127.0.0.1:" not in log.replace(shuffler.url, "")
+
+
+def test_healthz_says_it_is_up_and_nothing_about_uploads(shuffler: ShufflerProcess) -> None:
+    """Any count of waiting reports, polled, would show each upload's arrival and size."""
+    health = httpx.get(shuffler.url + "/healthz", trust_env=False, timeout=10)
+    assert post(shuffler, {"device": DEVICE, "envelopes": [good()]}).status_code == 202
+    after = httpx.get(shuffler.url + "/healthz", trust_env=False, timeout=10)
+    assert health.json() == after.json() == {"status": "ok"}
