@@ -181,8 +181,8 @@ def generate(path: Path, now: dt.datetime) -> SealingKey:
 
 
 def rotate(path: Path, now: dt.datetime) -> SealingKey:
-    """Retire the current key (it still opens reports for the grace period) and add a new
-    current one; returns the new key."""
+    """Retire the current key (served for the grace period, opening what was sealed to it
+    while it stays in the file) and add a new current one; returns the new key."""
     keys = read_keys(path)
     retired = [
         k if k.retired_at is not None else SealingKey(k.id, k.public, k.private, k.created_at, now)
