@@ -63,7 +63,8 @@ class ShufflerSettings(BaseSettings):
     """The most bytes of pages in use in the store's file: an upload that would pass it is
     refused whole (507) until batches and expiry free room."""
     device_waiting: int = Field(default=1000, ge=1, le=1_000_000)
-    """The most reports one device pseudonym may have waiting for a batch (429 past it)."""
+    """The most reports one device pseudonym may have waiting for a batch (429 past it; at
+    least ``max_upload``, so a device with none waiting can always send its largest upload)."""
     max_wait_hours: int = Field(default=168, ge=1, le=24 * 366)
     """Hours a report waits for a batch before it is deleted unsent (the hour of arrival
     rounded up; deleted within the hour after); a forwarded report's id is kept as long, so
@@ -106,6 +107,11 @@ class ShufflerSettings(BaseSettings):
         if self.max_batch < self.min_batch:
             raise ValueError(
                 "DENIABLE_SHUFFLER_MAX_BATCH must be at least DENIABLE_SHUFFLER_MIN_BATCH"
+            )
+        if self.device_waiting < self.max_upload:
+            raise ValueError(
+                "DENIABLE_SHUFFLER_DEVICE_WAITING must be at least DENIABLE_SHUFFLER_MAX_UPLOAD"
+                " (else a device's largest upload could never be stored)"
             )
         return self
 

@@ -51,6 +51,7 @@ def shuffler(tmp_path: Path) -> Iterator[ShufflerProcess]:
         settings={
             "DENIABLE_SHUFFLER_MAX_BYTES": str(MAX_BYTES),
             "DENIABLE_SHUFFLER_DEVICE_WAITING": str(DEVICE_WAITING),
+            "DENIABLE_SHUFFLER_MAX_UPLOAD": str(DEVICE_WAITING),
         },
     )
     with process:
@@ -106,6 +107,7 @@ def test_waiting_reports_and_forwarded_ids_expire_durably_and_batched_ones_never
     forwarded = store.form_batch(KEY, 3, 3, 1000, 900_000)
     batched = store.form_batch(KEY, 3, 3, 1000, 900_000)
     assert forwarded is not None and batched is not None
+    gone = {sealed for _, sealed in store.part(forwarded, 0)}
     store.acknowledged(forwarded, 0)
     clock.now += dt.timedelta(hours=1)
     device = secrets.token_hex(16)
@@ -123,8 +125,14 @@ def test_waiting_reports_and_forwarded_ids_expire_durably_and_batched_ones_never
         assert device.encode() not in raw and b"junkjunk" not in raw, name
         for envelope in waiting:
             assert envelope.id.encode() not in raw, name
-    assert store.receive("e" * 32, [sent[0]]) == (1, 0)  # an expired id is new again
+    (resent,) = [e for e in sent if e.sealed == sorted(gone)[0]]
+    assert store.receive("e" * 32, [resent]) == (1, 0)  # an expired id is new again
     store.close()
+
+
+def test_a_pseudonyms_bound_below_the_largest_upload_is_refused_naming_both() -> None:
+    with pytest.raises(ValueError, match="DEVICE_WAITING must be at least .*MAX_UPLOAD"):
+        ShufflerSettings(device_waiting=10, max_upload=20)
 
 
 def test_the_releaser_expires_in_each_round(tmp_path: Path) -> None:
