@@ -131,7 +131,7 @@ def test_waiting_reports_and_forwarded_ids_expire_durably_and_batched_ones_never
 
 
 def test_a_pseudonyms_bound_below_the_largest_upload_is_refused_naming_both() -> None:
-    with pytest.raises(ValueError, match="DEVICE_WAITING must be at least .*MAX_UPLOAD"):
+    with pytest.raises(ValueError, match=r"DEVICE_WAITING must be at least .*MAX_UPLOAD"):
         ShufflerSettings(device_waiting=10, max_upload=20)
 
 
