@@ -148,5 +148,5 @@ def test_the_releaser_expires_in_each_round(tmp_path: Path) -> None:
         releaser.round()
         assert store.counts()["received"] == 0
     finally:
-        releaser.forwarder.close()
+        releaser.stop()
         store.close()
