@@ -4,8 +4,11 @@ collector reads (its current public key served to devices, its keys opening seal
 The file is ``{"keys": [{"id", "public", "private", "created_at", "retired_at"}]}``: raw X25519
 keys in standard base64, the id being the public key's (``client.sealing.key_id``), times in
 ISO 8601 UTC. The current key is the newest one not retired; a rotation retires it and adds a
-new one, and a retired key still opens reports for ``DENIABLE_SEALING_KEY_GRACE_DAYS`` after
-its retirement (reports sealed before it may still wait in devices' queues and the shuffler).
+new one. A retired key is still served (``GET /v1/keys``, not current) for
+``DENIABLE_SEALING_KEY_GRACE_DAYS`` after its retirement, and it opens the reports sealed to it
+for as long as it stays in the file: a report the shuffler acknowledged may wait for its batch
+longer than any grace period (up to the shuffler's ``MAX_WAIT_HOURS``, then its forwarding),
+and refusing it then would lose it.
 
 The file is written whole to a new file of mode 0600 and renamed into place, so a reader never
 sees half of it; one with any permission for the group or others is refused.
@@ -45,11 +48,13 @@ class SealingKey:
     retired_at: dt.datetime | None
 
     def opens_at(self, now: dt.datetime, grace: dt.timedelta) -> bool:
-        """Whether this key still opens reports at ``now``."""
+        """Whether this key is still served at ``now`` (current, or retired within the grace
+        period)."""
         return self.retired_at is None or now <= self.retired_at + grace
 
     def status(self, now: dt.datetime, grace: dt.timedelta) -> str:
-        """``current``, ``retiring`` (still opens reports) or ``retired``."""
+        """``current``, ``retiring`` (still served) or ``retired`` (no longer served; it still
+        opens the reports sealed to it while it is in the file)."""
         if self.retired_at is None:
             return "current"
         return "retiring" if self.opens_at(now, grace) else "retired"
@@ -176,8 +181,8 @@ def generate(path: Path, now: dt.datetime) -> SealingKey:
 
 
 def rotate(path: Path, now: dt.datetime) -> SealingKey:
-    """Retire the current key (it still opens reports for the grace period) and add a new
-    current one; returns the new key."""
+    """Retire the current key (served for the grace period, opening what was sealed to it
+    while it stays in the file) and add a new current one; returns the new key."""
     keys = read_keys(path)
     retired = [
         k if k.retired_at is not None else SealingKey(k.id, k.public, k.private, k.created_at, now)
@@ -199,8 +204,8 @@ def current_key(keys: list[SealingKey]) -> SealingKey:
 def public_document(
     keys: list[SealingKey], now: dt.datetime, grace: dt.timedelta
 ) -> dict[str, Any]:
-    """What ``GET /v1/keys`` serves: the keys that still open reports, public halves only,
-    the one devices seal to marked ``current``."""
+    """What ``GET /v1/keys`` serves: the current key and the keys retired within the grace
+    period, public halves only, the one devices seal to marked ``current``."""
     current = current_key(keys).id
     return {
         "keys": [
@@ -237,9 +242,11 @@ class KeyRing:
                 self._stamp = stamp
             return self._keys
 
-    def opener(self, now: dt.datetime) -> dict[str, X25519PrivateKey]:
-        """The private keys that open reports at ``now``, by id."""
-        return {key.id: key.private for key in self.keys() if key.opens_at(now, self.grace)}
+    def opener(self) -> dict[str, X25519PrivateKey]:
+        """The private keys that open reports, by id: every key of the file, retired ones
+        past their grace period included (the shuffler may still hold reports sealed to
+        them)."""
+        return {key.id: key.private for key in self.keys()}
 
     def public(self, now: dt.datetime) -> dict[str, Any]:
         """The ``GET /v1/keys`` document."""

@@ -188,8 +188,9 @@ class Settings(BaseSettings):
     """The collector's sealing keys (``deniable keys generate``; a JSON file of mode 0600):
     its current public key is served at ``GET /v1/keys``, and its keys open sealed reports."""
     sealing_key_grace_days: int = Field(default=30, ge=0, le=3650)
-    """Days a rotated-out sealing key still opens reports (sealed before the rotation and
-    still on their way through devices' queues and the shuffler)."""
+    """Days a rotated-out sealing key is still served at ``GET /v1/keys`` (not current); it
+    opens the reports sealed to it for as long as it is in the keys file, since the shuffler
+    may hold them longer than any grace period."""
     shuffle_min_batch: int = Field(default=1, ge=1)
     """The smallest shuffled batch ``POST /v1/shuffled`` accepts (set it to the shuffler's
     ``min_batch``: a smaller batch is refused 422, whoever sent it)."""

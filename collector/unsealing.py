@@ -1,14 +1,13 @@
 """Open a shuffled batch's sealed reports into the report objects ``POST /v1/reports`` takes.
 
 A sealed report opens only under its batch's header (metric, mechanism, eps, fingerprint, key
-id) with a key that still opens reports, to exactly its metric's padded size; inside is one
+id) with a key of the collector's file (a retired one too), to exactly its metric's padded size; inside is one
 report object of that same metric and fingerprint. Anything else is counted as refused and
 left out: the shuffler cannot read it and the device is gone, so nobody could send it better.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -29,14 +28,12 @@ class Opened:
     refused: int
 
 
-def open_part(
-    part: ShuffledPart, spec: MetricSpec | None, keys: KeyRing, now: dt.datetime
-) -> Opened:
+def open_part(part: ShuffledPart, spec: MetricSpec | None, keys: KeyRing) -> Opened:
     """Open every sealed report of ``part`` (``spec``: its metric as registered, None if not)."""
     if spec is None:
         return Opened([], len(part.envelopes))
     size = padded_size(spec)
-    openers = keys.opener(now)
+    openers = keys.opener()
     items: list[dict[str, Any]] = []
     for envelope in part.envelopes:
         private = openers.get(envelope.key)

@@ -2,13 +2,17 @@
 
 A part is ``POST /v1/shuffled`` with the batch's id, key and size and its sealed reports in the
 batch's shuffled order. Only the collector's acknowledgement (202 with its three counts) moves
-a part to forwarded; anything else (a network error, 5xx, a refusal) is retried with capped,
-jittered backoff, for as long as it takes. The collector dedupes a part sent again by the
-report ids inside, so a crash between its commit and our acknowledgement doubles nothing.
+a part to forwarded; anything else is retried, for as long as it takes: a network error, 5xx,
+401, 403, 408 or 429 (the collector or its configuration, the same for every batch) with
+capped, jittered backoff in place; a refusal of this batch (any other 4xx, e.g. a batch below
+the collector's minimum) in a later round, so one batch the collector refuses never holds up
+the others. The collector dedupes a part sent again by the report ids inside, so a crash
+between its commit and our acknowledgement doubles nothing.
 """
 
 from __future__ import annotations
 
+import enum
 import logging
 import secrets
 import threading
@@ -39,6 +43,21 @@ def part_body(batch: Batch, part: int, sealed: list[tuple[str, str]]) -> dict[st
     }
 
 
+class Outcome(enum.Enum):
+    """How forwarding a batch ended."""
+
+    DONE = "done"
+    """Every part acknowledged."""
+    STOPPED = "stopped"
+    """The shuffler is stopping."""
+    REFUSED = "refused"
+    """The collector refused a part of this batch: try it again in a later round."""
+
+
+_EVERY_BATCH = frozenset({401, 403, 408, 429})
+"""4xx answers about the collector or the shuffler's credentials, not about one batch."""
+
+
 def _acknowledged(answer: httpx.Response) -> bool:
     """Whether ``answer`` is the collector's acknowledgement of a part."""
     if answer.status_code != 202:
@@ -64,29 +83,43 @@ class Forwarder:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(headers=headers, timeout=60.0, trust_env=False)
 
-    def forward(self, batch: Batch, stop: threading.Event) -> bool:
-        """Forward ``batch``'s unacknowledged parts in order; False if ``stop`` came first."""
+    def forward(self, batch: Batch, stop: threading.Event) -> Outcome:
+        """Forward ``batch``'s unacknowledged parts in order, until all are acknowledged,
+        ``stop`` comes, or the collector refuses one of them."""
         for part in range(batch.forwarded, batch.parts):
             body = part_body(batch, part, self.store.part(batch, part))
             failures = 0
-            while not self._send(body):
+            while (sent := self._send(body)) is not Outcome.DONE:
+                if sent is Outcome.REFUSED:
+                    return Outcome.REFUSED
                 failures += 1
                 if stop.wait(_RANDOM.uniform(0, min(self.retry_cap, 0.1 * 2**failures))):
-                    return False
+                    return Outcome.STOPPED
             self.store.acknowledged(batch, part)
         log.info("released a batch of %d reports of %s", batch.n, batch.key.metric)
-        return True
+        return Outcome.DONE
 
-    def _send(self, body: dict[str, Any]) -> bool:
+    def _send(self, body: dict[str, Any]) -> Outcome | None:
+        """DONE if the part was acknowledged, REFUSED if the collector refused this batch,
+        None to retry it in place."""
         try:
             answer = self._http.post(self.url, json=body)
         except httpx.HTTPError as exc:
             log.warning("forwarding a part failed (%s); retrying", type(exc).__name__)
-            return False
+            return None
         if _acknowledged(answer):
-            return True
-        log.warning("the collector answered a part with HTTP %d; retrying", answer.status_code)
-        return False
+            return Outcome.DONE
+        status = answer.status_code
+        if 400 <= status < 500 and status not in _EVERY_BATCH:
+            log.warning(
+                "the collector refused a part of a batch of %s with HTTP %d; trying it again"
+                " in a later round",
+                body["metric"],
+                status,
+            )
+            return Outcome.REFUSED
+        log.warning("the collector answered a part with HTTP %d; retrying", status)
+        return None
 
     def close(self) -> None:
         self._http.close()

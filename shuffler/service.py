@@ -1,10 +1,12 @@
 """The shuffler's background work: form batches that are ready, wait a random delay, forward.
 
-One thread, started with the app: first it finishes the batches a previous run formed but did
-not forward whole (a crash, a collector that was down), then it looks every
-``check_interval`` seconds for batch keys with reports of at least ``min_batch`` devices,
-forms each batch (one transaction) and forwards it after a uniformly random delay in
-[0, ``max_delay``] from the OS CSPRNG. Batches are released whole and never as a stream.
+One thread, started with the app: each round it deletes the reports whose wait has expired
+(``max_wait_hours``), finishes the batches a previous run formed but did not forward whole (a
+crash, a collector that was down; one the collector refused waits a growing backoff and never
+holds up the others), then it looks every ``check_interval`` seconds for batch keys with
+reports of at least ``min_batch`` devices, forms each batch (one transaction) and forwards it
+after a uniformly random delay in [0, ``max_delay``] from the OS CSPRNG. Batches are released
+whole and never as a stream.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ from __future__ import annotations
 import logging
 import secrets
 import threading
+import time
 
-from .forwarder import Forwarder
+from .forwarder import Forwarder, Outcome
 from .settings import ShufflerSettings
-from .store import Store
+from .store import Batch, Store
 
 log = logging.getLogger("deniable.shuffler")
 
@@ -32,14 +35,29 @@ class Releaser:
             store, settings.collector_url, settings.token_secret(), settings.retry_cap
         )
         self._stop = threading.Event()
+        self._refused: dict[str, tuple[float, int]] = {}
+        """Batches the collector refused: when to try each again, and how often it refused."""
         self._thread = threading.Thread(target=self._run, name="deniable-releaser", daemon=True)
+
+    def _forward(self, batch: Batch) -> Outcome:
+        """Forward ``batch``; if the collector refuses it, try it again after a backoff that
+        doubles with each refusal up to ``retry_cap`` (other batches go on meanwhile)."""
+        outcome = self.forwarder.forward(batch, self._stop)
+        if outcome is Outcome.REFUSED:
+            refusals = self._refused.get(batch.id, (0.0, 0))[1] + 1
+            wait = _RANDOM.uniform(0, min(self.settings.retry_cap, 0.1 * 2**refusals))
+            self._refused[batch.id] = (time.monotonic() + wait, refusals)
+        else:
+            self._refused.pop(batch.id, None)
+        return outcome
 
     def start(self) -> None:
         self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=30)
+        if self._thread.is_alive():
+            self._thread.join(timeout=30)
         self.forwarder.close()
 
     def _run(self) -> None:
@@ -51,10 +69,17 @@ class Releaser:
             self._stop.wait(self.settings.check_interval)
 
     def round(self) -> None:
-        """Finish unfinished batches, then form and forward every batch that is ready."""
+        """Expire, finish unfinished batches, then form and forward every batch that is
+        ready."""
         settings = self.settings
+        self.store.settle()
+        expired = self.store.expire()
+        if expired:
+            log.info("deleted %d reports that waited past their expiry", expired)
         for batch in self.store.unfinished():
-            if not self.forwarder.forward(batch, self._stop):
+            if self._refused.get(batch.id, (0.0, 0))[0] > time.monotonic():
+                continue
+            if self._forward(batch) is Outcome.STOPPED:
                 return
         for key in self.store.waiting_keys(settings.min_batch):
             while not self._stop.is_set():
@@ -69,5 +94,5 @@ class Releaser:
                     break
                 if self._stop.wait(_RANDOM.uniform(0, settings.max_delay)):
                     return
-                if not self.forwarder.forward(batch, self._stop):
+                if self._forward(batch) is Outcome.STOPPED:
                     return

@@ -9,6 +9,8 @@ from deniable.collector.settings import origins_of, token_problem
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from .store import Limits
+
 DEFAULT_MIN_BATCH = 1000
 """Reports from this many distinct devices, at least, make a batch by default."""
 
@@ -77,6 +79,16 @@ class ShufflerSettings(BaseSettings):
     """The most sealed reports one forwarded part holds (the collector's DENIABLE_MAX_BATCH)."""
     retry_cap: float = Field(default=30.0, gt=0, le=3600)
     """The longest wait between two attempts to forward a part."""
+    max_bytes: int = Field(default=1 << 30, ge=1 << 20)
+    """The most bytes of pages in use in the store's file: an upload that would pass it is
+    refused whole (507) until batches and expiry free room."""
+    device_waiting: int = Field(default=1000, ge=1, le=1_000_000)
+    """The most reports one device pseudonym may have waiting for a batch (429 past it; at
+    least ``max_upload``, so a device with none waiting can always send its largest upload)."""
+    max_wait_hours: int = Field(default=168, ge=1, le=24 * 366)
+    """Hours a report waits for a batch before it is deleted unsent (the hour of arrival
+    rounded up; deleted within the hour after); a forwarded report's id is kept as long, so
+    a resend in that time is a duplicate."""
 
     @model_validator(mode="before")
     @classmethod
@@ -139,6 +151,11 @@ class ShufflerSettings(BaseSettings):
             raise ValueError(
                 "DENIABLE_SHUFFLER_MAX_BATCH must be at least DENIABLE_SHUFFLER_MIN_BATCH"
             )
+        if self.device_waiting < self.max_upload:
+            raise ValueError(
+                "DENIABLE_SHUFFLER_DEVICE_WAITING must be at least DENIABLE_SHUFFLER_MAX_UPLOAD"
+                " (else a device's largest upload could never be stored)"
+            )
         return self
 
     def upload_keys(self) -> list[str]:
@@ -147,6 +164,10 @@ class ShufflerSettings(BaseSettings):
         return [
             key.get_secret_value() for key in keys if key is not None and key.get_secret_value()
         ]
+
+    def limits(self) -> Limits:
+        """The store's bounds."""
+        return Limits(self.max_bytes, self.device_waiting, self.max_wait_hours)
 
     def token_secret(self) -> str | None:
         """The token, or None when none is set (forwarding is then refused by the collector)."""

@@ -6,11 +6,11 @@ Configured as a deployment configures it: ``DENIABLE_SHUFFLER_*`` variables (the
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-import httpx
 from deniable.client import MetricSpec
 
 from .ports import LOOPBACK
@@ -68,10 +68,17 @@ class ShufflerProcess(ServiceProcess):
         }
 
     def counts(self) -> dict[str, int]:
-        """Reports received, batched and forwarded, and batches formed (``/healthz``)."""
-        answer = httpx.get(self.url + "/healthz", timeout=10.0, trust_env=False)
-        answer.raise_for_status()
-        return {k: v for k, v in answer.json().items() if k != "status"}
+        """Reports received, batched and forwarded, batches formed, and batch keys ``ready``
+        (enough devices waiting), read from the store's file as its operator reads them
+        (``/healthz`` tells nobody)."""
+        from deniable.shuffler.store import counts_of, waiting_keys_of
+
+        connection = sqlite3.connect(f"file:{self.store}?mode=ro", uri=True, timeout=30)
+        try:
+            ready = len(waiting_keys_of(connection, self.min_batch))
+            return {**counts_of(connection), "ready": ready}
+        finally:
+            connection.close()
 
 
 class Pipeline:

@@ -22,7 +22,7 @@ GRACE = click.option(
     show_default=True,
     envvar="DENIABLE_SEALING_KEY_GRACE_DAYS",
     type=click.IntRange(0, 3650),
-    help="Days a retired key still opens reports (as the collector's setting).",
+    help="Days a retired key is still served (as the collector's setting).",
 )
 
 
@@ -33,8 +33,8 @@ def _now() -> dt.datetime:
 @click.group(short_help="Manage the collector's sealing keys.")
 def keys() -> None:
     """The X25519 keys devices seal reports to when they send through a shuffler. The
-    collector serves the public half of the current key at GET /v1/keys and opens reports
-    with every key still in its grace period.
+    collector serves the public half of the current key at GET /v1/keys (and of retired
+    keys within their grace period) and opens reports with every key in the file.
 
     \b
     Examples:
@@ -61,8 +61,9 @@ def generate(path: Path) -> None:
 @keys.command(short_help="Retire the current key and add a new one.")
 @KEYS_FILE
 def rotate(path: Path) -> None:
-    """Retire the current key (it still opens reports for the grace period) and make a new
-    current one; a running collector picks it up at its next request.
+    """Retire the current key (still served for the grace period, opening what was sealed to
+    it while it is in the file) and make a new current one; a running collector picks it up
+    at its next request.
 
     \b
     Example:

@@ -23,7 +23,8 @@ router = APIRouter(tags=["reports"])
     responses=problem_responses(404, 503),
 )
 async def get_keys(request: Request) -> JSONResponse:
-    """Every key that still opens reports (public halves only); devices seal to ``current``.
+    """The current key and those retired within the grace period (public halves only);
+    devices seal to ``current``.
     404 when the collector has no keys file; 503 when it cannot read it."""
     state = collector(request)
     settings = state.settings

@@ -364,7 +364,7 @@ def ingest_shuffled(state: Collector, body: bytes) -> JSONResponse:
         raise Refused(422, "batch_reused", f"batch {part.batch} was recorded with another header")
     try:
         with state.cpu_turn:
-            opened = open_part(part, state.specs.cached(part.metric), keys, now)
+            opened = open_part(part, state.specs.cached(part.metric), keys)
     except KeyFileError as exc:
         raise Refused(503, "no_keys", str(exc)) from None
     refused = opened.refused

@@ -269,6 +269,22 @@ def test_a_rotated_key_opens_reports_for_its_grace_period(
     assert answer.json() == {"accepted": 6, "duplicates": 0, "refused": 0}
 
 
+def test_reports_that_waited_past_their_keys_grace_period_are_not_lost(
+    server: RunningCollector, spec: MetricSpec, keys_file: Path
+) -> None:
+    """Reports the shuffler acknowledged, sealed to a key retired longer ago than the grace
+    period (30 days), waiting for their batch all that time: the collector still opens them;
+    the key is no longer served."""
+    old = current_key(server)
+    _, before = sealed_reports(server, spec, 3, old)
+    rotate(keys_file, server.clock() - dt.timedelta(days=31))
+    served = httpx.get(server.url + "/v1/keys", trust_env=False).json()["keys"]
+    assert [k["current"] for k in served] == [True]
+    _, after = sealed_reports(server, spec, 3, current_key(server))
+    answer = forward(server, part(spec, after + before))
+    assert answer.json() == {"accepted": 6, "duplicates": 0, "refused": 0}
+
+
 def test_keys_are_served_public_halves_only_and_refused_without_a_file(
     server: RunningCollector, tmp_path: Path
 ) -> None:

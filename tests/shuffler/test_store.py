@@ -6,28 +6,13 @@ from __future__ import annotations
 import random
 import secrets
 import sqlite3
-import tempfile
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 from deniable.shuffler.store import BatchKey, Incoming, Store
 from scipy import stats
-
-
-@pytest.fixture
-def memory_dir(tmp_path: Path) -> Iterator[Path]:
-    """A directory in memory when the machine has one (/dev/shm): thousands of durable
-    commits there cost no disk flush."""
-    shm = Path("/dev/shm")
-    if not shm.is_dir():
-        yield tmp_path
-        return
-    with tempfile.TemporaryDirectory(dir=shm) as directory:
-        yield Path(directory)
-
 
 KEY = BatchKey("browser", "krr", 1.0, "0123456789abcdef", "fedcba9876543210")
 
@@ -74,7 +59,7 @@ def test_a_batch_takes_one_report_per_device_and_waits_for_min_batch(tmp_path: P
     devices = raw.execute("SELECT device FROM envelopes WHERE batch IS NOT NULL").fetchall()
     assert devices == [(None,)] * 3  # a batched report is linked to no device any more
     columns = {row[1] for row in raw.execute("PRAGMA table_info(envelopes)")}
-    assert columns == {"id", "batch_key", "device", "key", "sealed", "batch", "position"}
+    assert columns == {"id", "batch_key", "device", "key", "sealed", "expires", "batch", "position"}
 
 
 def test_a_batch_is_forwarded_in_parts_that_resume_after_the_last_acknowledged(
@@ -133,12 +118,12 @@ ALPHA = 1e-4
 
 @pytest.mark.parametrize("shuffle", [True, False], ids=["shuffled", "arrival-order-control"])
 def test_the_forwarded_order_is_independent_of_the_arrival_order(
-    tmp_path: Path, shuffle: bool
+    memory_dir: Path, shuffle: bool
 ) -> None:
     """Chi-square test of independence between arrival rank and forwarded place over 300
     batches of 8 (expected count 37.5 per cell). The control, reading the batch back in arrival
     order, must be rejected: the test can fail."""
-    store = Store(tmp_path / "s.db", rng=random.Random(29))
+    store = Store(memory_dir / "s.db", rng=random.Random(29))
     counts = contingency(store, 300, 8, shuffle=shuffle)
     statistic, p_value, _, _ = stats.chi2_contingency(counts)
     assert (p_value > ALPHA) == shuffle, (statistic, p_value)
@@ -178,3 +163,30 @@ def test_concurrent_uploads_commit_in_groups_and_each_counts_its_own(memory_dir:
     assert sum(new for new, _ in results) == 8 * 20 + 10
     assert sum(dup for _, dup in results) == 8 * 20 - 10
     assert store.counts()["received"] == 8 * 20 + 10
+
+
+def test_a_file_of_the_first_layout_moves_to_the_hash_ordered_table(tmp_path: Path) -> None:
+    path = tmp_path / "first.db"
+    first = sqlite3.connect(path, isolation_level=None)
+    first.execute(
+        "CREATE TABLE envelopes (id TEXT PRIMARY KEY, batch_key TEXT NOT NULL, device TEXT,"
+        " key TEXT NOT NULL, sealed TEXT, batch TEXT, position INTEGER)"
+    )
+    first.executemany(
+        "INSERT INTO envelopes VALUES (?, ?, ?, 'fedcba9876543210', ?, ?, ?)",
+        [
+            ("a" * 32, KEY.text(), "d" * 32, "waiting", None, None),
+            ("b" * 32, KEY.text(), None, "batched", "x" * 32, 0),
+            ("c" * 32, KEY.text(), None, None, "y" * 32, 0),
+        ],
+    )
+    first.close()
+    store = Store(path)
+    assert store.counts() == {"received": 1, "batched": 1, "forwarded": 1, "batches": 0}
+    assert store.receive("e" * 32, [incoming("again", envelope="c" * 32)]) == (0, 1)
+    (sql,) = (
+        sqlite3.connect(path)
+        .execute("SELECT sql FROM sqlite_master WHERE name = 'envelopes'")
+        .fetchone()
+    )
+    assert "WITHOUT ROWID" in sql

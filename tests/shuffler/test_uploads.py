@@ -147,3 +147,11 @@ def test_it_serves_the_collectors_keys_and_refuses_envelopes_sealed_to_any_other
     assert answer.status_code == 409, answer.text
     assert f"sealed to key id {other}, which this shuffler does not serve" in answer.text
     assert shuffler.counts()["received"] == before
+
+
+def test_healthz_says_it_is_up_and_nothing_about_uploads(shuffler: ShufflerProcess) -> None:
+    """Any count of waiting reports, polled, would show each upload's arrival and size."""
+    health = httpx.get(shuffler.url + "/healthz", trust_env=False, timeout=10)
+    assert post(shuffler, {"device": DEVICE, "envelopes": [good()]}).status_code == 202
+    after = httpx.get(shuffler.url + "/healthz", trust_env=False, timeout=10)
+    assert health.json() == after.json() == {"status": "ok"}

@@ -119,7 +119,8 @@ test("JS-sealed reports through a real shuffler: the collector opens and stores 
       assert.deepEqual(got.get(id).dims, report.dims ?? null);
     }
     const health = await (await fetch(`${pipeline.shuffler}/healthz`)).json();
-    assert.deepEqual([health.received, health.forwarded], [0, recorded.size], JSON.stringify(health));
+    // Liveness only: counts, polled, would show each upload's arrival and size.
+    assert.deepEqual(health, { status: "ok" });
   } finally {
     for (const client of clients) await client.close(100);
     await proxy.close();
