@@ -21,9 +21,12 @@ pyarrow and fsspec are imported by the functions that need them (the ``archive``
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from deniable.client.errors import InvalidInput
 
 ARCHIVE_VERSION = "1"
 """The archive format version, in each file's metadata."""
@@ -56,6 +59,96 @@ def arrow_schema(with_cell: bool, spec_json: str | None = None) -> Any:
     if spec_json is not None:
         metadata[SPEC_KEY] = spec_json
     return pa.schema(fields, metadata=metadata)
+
+
+class EphemeralArchive(InvalidInput):
+    """An archive target on a filesystem that does not outlive the process (fsspec's
+    ``memory``, or a caching wrapper such as ``simplecache::``): reports archived there would
+    be verified, dropped from the database, and gone when the command exits."""
+
+
+class ArchiveLink(InvalidInput):
+    """A symbolic link where the archiver writes (a planted ``reports.parquet.partial``,
+    ``manifest.json``, or partition directory): writing through it would overwrite its target,
+    so nothing is written and nothing is dropped."""
+
+
+class ArchiveCorrupt(InvalidInput):
+    """An archived file that does not hold what its manifest says, or a row no honest device
+    sends (a payload out of range for its mechanism): re-analysis stops, naming the file (and
+    the row), rather than counting it."""
+
+
+EPHEMERAL_PROTOCOLS = frozenset({"memory", "simplecache", "filecache", "blockcache", "cached"})
+"""fsspec protocols whose files live in this process (memory) or in a local cache that is
+written back, if at all, on close (the caching wrappers): never an archive target."""
+
+
+def _layers(fs: Any) -> Iterator[Any]:
+    """``fs`` and every filesystem it wraps (``dir::``, caching wrappers: their ``fs``)."""
+    seen = 0
+    while fs is not None and seen < 16:
+        yield fs
+        fs, seen = getattr(fs, "fs", None), seen + 1
+
+
+def check_durable(fs: Any, url: str) -> None:
+    """Raise :class:`EphemeralArchive` unless ``fs`` (and everything it wraps) keeps its files
+    beyond this process."""
+    from fsspec.implementations.cached import CachingFileSystem
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    for layer in _layers(fs):
+        protocols = {layer.protocol} if isinstance(layer.protocol, str) else set(layer.protocol)
+        if isinstance(layer, MemoryFileSystem | CachingFileSystem) or (
+            protocols & EPHEMERAL_PROTOCOLS
+        ):
+            raise EphemeralArchive(
+                f"--archive-to {url}: {sorted(protocols)[0]}:// is not a durable store (memory, or a"
+                " cache in front of a store), so archived reports would be lost once they are"
+                " dropped; archive to a directory or an object store (s3://...)"
+            )
+
+
+def is_local(fs: Any) -> bool:
+    """Whether ``fs`` is the local filesystem (where links can be planted and refused)."""
+    from fsspec.implementations.local import LocalFileSystem
+
+    return isinstance(fs, LocalFileSystem)
+
+
+def refuse_links(fs: Any, root: str, path: str) -> None:
+    """Raise :class:`ArchiveLink` if ``path`` or a directory between ``root`` and it is a
+    symbolic link (local filesystems; an object store has no links). ``root`` itself may be
+    a link: an operator's choice, not a planted file."""
+    if not is_local(fs):
+        return
+    relative = os.path.relpath(path, root)
+    current = root
+    for part in relative.split(os.sep):
+        current = os.path.join(current, part)
+        if os.path.islink(current):
+            raise ArchiveLink(
+                f"{current} is a symbolic link: the archiver does not write through links;"
+                " remove it and run again (nothing was written or dropped)"
+            )
+
+
+def open_for_writing(fs: Any, path: str, mode: str = "wb") -> Any:
+    """``path`` opened for writing, truncated; on a local filesystem with ``O_NOFOLLOW``, so
+    a link planted after :func:`refuse_links` looked is refused, never written through."""
+    if not is_local(fs):
+        return fs.open(path, mode)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        descriptor = os.open(path, flags, 0o644)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise ArchiveLink(
+                f"{path} is a symbolic link: the archiver does not write through links"
+            ) from None
+        raise exc
+    return os.fdopen(descriptor, mode)
 
 
 def open_archive(url: str) -> tuple[Any, str]:
