@@ -21,6 +21,7 @@ pyarrow and fsspec are imported by the functions that need them (the ``archive``
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -225,3 +226,35 @@ def check_file(fs: Any, path: str) -> FileCheck:
             batch.column("id").to_pylist(), batch.column("payload").to_pylist(), received, cells
         )
     return FileCheck(digest.rows, digest.hexdigest())
+
+
+def verify_manifest(fs: Any, path: str, metric: str, period: str) -> bool:
+    """Check the archive file ``path`` against the ``manifest.json`` beside it: the metric,
+    the period, the row count and the checksum must all agree (:class:`ArchiveCorrupt`
+    otherwise, naming the file). False if the file has no manifest (the caller says so)."""
+    manifest = f"{path.rsplit('/', 1)[0]}/{MANIFEST_NAME}"
+    if not fs.exists(manifest):
+        return False
+    try:
+        with fs.open(manifest, "rb") as handle:
+            document = json.loads(handle.read(1 << 16))
+        expected = (document["metric"], document["period"], document["rows"], document["sha256"])
+        if not isinstance(expected[2], int) or not isinstance(expected[3], str):
+            raise TypeError("rows and sha256")
+    except (ValueError, KeyError, TypeError):
+        raise ArchiveCorrupt(f"{manifest} is not an archive manifest") from None
+    if expected[:2] != (metric, period):
+        raise ArchiveCorrupt(
+            f"{manifest} describes {expected[0]} {expected[1]}, not {metric} {period}"
+        )
+    try:
+        found = check_file(fs, path)
+    except (ValueError, KeyError, OSError) as exc:
+        raise ArchiveCorrupt(f"{path} cannot be read back: {exc}") from None
+    if (found.rows, found.sha256) != expected[2:]:
+        raise ArchiveCorrupt(
+            f"{path} does not match its manifest: {found.rows:,} row(s) with checksum"
+            f" {found.sha256[:12]}..., the manifest says {expected[2]:,} with"
+            f" {str(expected[3])[:12]}...: the file was altered after it was archived"
+        )
+    return True
