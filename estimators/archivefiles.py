@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from deniable.client.errors import InvalidInput
 
 ARCHIVE_VERSION = "1"
@@ -214,18 +215,39 @@ def file_batches(fs: Any, path: str, columns: Sequence[str] | None = None) -> It
         yield from pq.ParquetFile(handle).iter_batches(batch_size=READ_BATCH, columns=columns)
 
 
+def batch_rows(batch: Any) -> memoryview:
+    """The bytes :class:`Digest` hashes for an Arrow batch of an archive file, joined by
+    Arrow in C (no Python object per row): the same bytes as ``Digest.update`` of its
+    columns, a test holds them equal."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    separator, newline = pa.scalar(b"\x1f", pa.binary()), pa.scalar(b"\n", pa.binary())
+    parts = [
+        batch.column("id").cast(pa.binary()),
+        batch.column("payload").cast(pa.binary()),
+        separator,
+        batch.column("received").cast(pa.string()).cast(pa.binary()),
+    ]
+    if "cell" in batch.schema.names:
+        parts += [separator, batch.column("cell").cast(pa.binary())]
+    joined = pc.binary_join_element_wise(*parts, newline, pa.scalar(b"", pa.binary()))
+    if joined.null_count:
+        raise ValueError("an archive file has empty (null) values")
+    offsets = np.frombuffer(joined.buffers()[1], dtype=np.int32)
+    start, end = offsets[joined.offset], offsets[joined.offset + len(joined)]
+    return memoryview(joined.buffers()[2])[start:end]
+
+
 def check_file(fs: Any, path: str) -> FileCheck:
     """Read the archive file ``path`` back: its row count and checksum (ValueError, from
     pyarrow, if it is not a whole Parquet file)."""
-    digest = Digest()
+    digest = hashlib.sha256()
+    rows = 0
     for batch in file_batches(fs, path):
-        names = batch.schema.names
-        cells = batch.column("cell").to_pylist() if "cell" in names else None
-        received = [day.isoformat() for day in batch.column("received").to_pylist()]
-        digest.update(
-            batch.column("id").to_pylist(), batch.column("payload").to_pylist(), received, cells
-        )
-    return FileCheck(digest.rows, digest.hexdigest())
+        digest.update(batch_rows(batch))
+        rows += batch.num_rows
+    return FileCheck(rows, digest.hexdigest())
 
 
 def verify_manifest(fs: Any, path: str, metric: str, period: str) -> bool:

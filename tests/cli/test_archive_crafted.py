@@ -4,6 +4,7 @@ manifest and says loudly when a file has none."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from pathlib import Path
@@ -21,6 +22,7 @@ from deniable.estimators.archivefiles import (
     MANIFEST_NAME,
     Digest,
     arrow_schema,
+    batch_rows,
     partition_dir,
 )
 
@@ -172,3 +174,25 @@ def test_a_file_without_a_manifest_is_read_with_a_warning(tmp_path: Path) -> Non
     assert result.stderr.startswith(
         f"warning: the archive at {tmp_path} holds {spec.name} {PERIOD} without a manifest.json"
     )
+
+
+@pytest.mark.parametrize("with_cell", [False, True])
+def test_the_arrow_checksum_is_the_rows_checksum(with_cell: bool) -> None:
+    """check_file hashes rows joined by Arrow; they are the bytes Digest hashes row by row
+    (the archiver's database side), for any payload text, dates and cells, in any slice."""
+    rows = 300
+    ids = [uuid.UUID(int=(i * 7919) << 40).bytes for i in range(rows)]
+    payloads = [json.dumps({"b": "é" * (i % 5), "n": i}) for i in range(rows)]
+    days = [f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}" for i in range(rows)]
+    cells = [f"os=ü{i % 3},v={i}" for i in range(rows)] if with_cell else None
+    arrays = [
+        pa.array(ids, pa.binary(16)),
+        pa.array(payloads, pa.string()),
+        pa.array(days).cast(pa.date32()),
+    ]
+    if cells is not None:
+        arrays.append(pa.array(cells, pa.string()))
+    batch = pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(with_cell))
+    expected = Digest()
+    expected.update(ids[100:250], payloads[100:250], days[100:250], cells and cells[100:250])
+    assert hashlib.sha256(batch_rows(batch.slice(100, 150))).hexdigest() == expected.hexdigest()
