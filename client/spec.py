@@ -143,6 +143,13 @@ DIMENSION_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,31}")
 syntax ``where=platform:ios`` and the stored cell text use them)."""
 OTHER = "other"
 """The value every dimension has besides its listed ones: what an unlisted value is sent as."""
+MAX_DIMENSION_VALUES = 64
+"""The most values one dimension may list (``other`` besides). Dimensions travel in the clear,
+so each must be a coarse attribute that many devices share: platform, OS or app version,
+region, a product's main countries. At 10,000 devices, about the fewest an LDP estimate is
+worth making with, 65 values share them in groups of about 150 on average, above the 100
+reports below which a breakdown suppresses a slice; a longer list names groups too small to
+estimate and nearer to identifying a device (``user: u0000..u0998`` is an identifier)."""
 MAX_CELLS = 1000
 """The most cells a metric's dimensions may make: the product of (listed values + 1)."""
 MAX_TEXT_CELLS = 50
@@ -206,6 +213,12 @@ def check_dimensions(metric: str, dimensions: Any) -> Dimensions:
             )
         if len(set(values)) != len(values):
             raise SpecError(f"metric {metric}: dimension {name}'s values must be distinct")
+        if len(values) > MAX_DIMENSION_VALUES:
+            raise SpecError(
+                f"metric {metric}: dimension {name} lists {len(values):,} values; at most"
+                f" {MAX_DIMENSION_VALUES} are allowed: a dimension travels in the clear and must"
+                " be a coarse attribute many devices share, never an identifier (docs/privacy.md)"
+            )
         checked.append((name, tuple(values)))
     if len({name for name, _ in checked}) != len(checked):
         raise SpecError(f"metric {metric}: dimension names must be distinct")
