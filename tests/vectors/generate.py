@@ -212,7 +212,11 @@ INVALID_SPECS: list[dict[str, Any]] = [
         "name": "x",
         "type": "boolean",
         "epsilon": 1,
-        "dimensions": {"a": [f"v{i}" for i in range(9)], "b": [f"v{i}" for i in range(100)]},
+        "dimensions": {
+            "a": [f"v{i}" for i in range(9)],
+            "b": [f"v{i}" for i in range(9)],
+            "c": [f"v{i}" for i in range(10)],
+        },
     },
     {
         "name": "x",

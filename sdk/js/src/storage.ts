@@ -18,7 +18,7 @@ export class MemoryStorage implements StateStorage {
   save(text: string): void { this.text = text; }
   setAside(text: string): string {
     this.aside = text;
-    return "memory";
+    return "MemoryStorage.aside";
   }
 }
 

@@ -36,7 +36,7 @@ for (const [what, [text, why]] of Object.entries(BAD)) {
     assert.equal(client.record("dark_mode", true), true);
     await settle(); // the queued save runs
     const problem = client.problems().find((p) => p.startsWith("the saved state was unreadable"));
-    assert.equal(problem, `the saved state was unreadable (${why}); kept as memory; the client started afresh`);
+    assert.equal(problem, `the saved state was unreadable (${why}); kept as MemoryStorage.aside; the client started afresh`);
     assert.equal(storage.aside, text);
     const saved = JSON.parse(storage.load());
     assert.equal(saved.queue.length, 1);
