@@ -155,19 +155,19 @@ class Outbox:
             tables = {name for (name,) in self._db.execute("SELECT name FROM sqlite_master")}
             for name, query in checks.items():
                 if name in tables and self._db.execute(query).fetchone() is not None:
-                    return f"{'secret' if name == 'meta' else name} is malformed"
+                    return f"malformed {'secret' if name == 'meta' else name}"
             if "memo" not in tables:
                 return None
             for key, metric, payload in self._db.execute("SELECT key, metric, payload FROM memo"):
                 parsed = parse_payload_text(payload) if isinstance(payload, str) else None
                 if not (isinstance(key, str) and isinstance(metric, str) and parsed is not None):
-                    return "memo is malformed"
+                    return "malformed memo"
                 if key.startswith(PIN_PREFIX) and type(parsed) is not int:
-                    return "memo is malformed"
+                    return "malformed memo"
         except ValueError:
-            return "memo is malformed"
+            return "malformed memo"
         except sqlite3.DatabaseError as exc:
-            return f"it is not the client's SQLite database ({type(exc).__name__})"
+            return f"not the client's SQLite database ({type(exc).__name__})"
         return None
 
     def _set_aside(self, problem: str) -> None:

@@ -13,24 +13,24 @@ from deniable.client.outbox import DB_NAME
 from .test_state_dir import make_client
 
 CORRUPTIONS = {
-    "ledger count as text": ("UPDATE ledger SET count = 'oops'", "ledger is malformed"),
-    "negative ledger count": ("UPDATE ledger SET count = -3", "ledger is malformed"),
-    "secret as text": ("UPDATE meta SET value = 'x' WHERE key = 'secret'", "secret is malformed"),
+    "ledger count as text": ("UPDATE ledger SET count = 'oops'", "malformed ledger"),
+    "negative ledger count": ("UPDATE ledger SET count = -3", "malformed ledger"),
+    "secret as text": ("UPDATE meta SET value = 'x' WHERE key = 'secret'", "malformed secret"),
     "memo payload not JSON": (
         "INSERT INTO memo VALUES ('k', 'dark_mode', '{')",
-        "memo is malformed",
+        "malformed memo",
     ),
     "pin not a number": (
         "INSERT INTO memo VALUES ('pin:1', 'dark_mode', '\"x\"')",
-        "memo is malformed",
+        "malformed memo",
     ),
     "outbox reports as bytes": (
         "INSERT INTO outbox (count, reports) VALUES (1, X'07')",
-        "outbox is malformed",
+        "malformed outbox",
     ),
     "ledger of another shape": (
         "DROP TABLE ledger; CREATE TABLE ledger (x)",
-        "it is not the client's SQLite database (OperationalError)",
+        "not the client's SQLite database (OperationalError)",
     ),
 }
 
@@ -82,5 +82,5 @@ def test_a_file_that_is_not_a_database_is_set_aside(tmp_path: Path) -> None:
     for suffix in ("-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     path.write_bytes(b"not a database, just bytes " * 100)
-    why = "it is not the client's SQLite database (DatabaseError)"
+    why = "not the client's SQLite database (DatabaseError)"
     _reopened_without_raising(tmp_path, path.read_bytes(), why)

@@ -576,13 +576,13 @@ export class Client {
     const problem = stateProblem(text);
     if (problem !== null) {
       // Never thrown (a save in a microtask would crash the app): kept aside, reported, afresh.
-      let where = "not kept: its storage cannot keep it";
+      let where = "nowhere (its storage cannot keep it)";
       try {
-        if (this.#storage.setAside) where = `kept as ${this.#storage.setAside(text)}`;
+        where = this.#storage.setAside?.(text) ?? where;
       } catch (exc) {
-        where = `not kept: ${(exc as Error).name}`;
+        where = `nowhere (${(exc as Error).name})`;
       }
-      const message = `the saved state was unreadable (${problem}); ${where}; the client started afresh`;
+      const message = `the saved state was unreadable (${problem}); kept as ${where}; the client started afresh`;
       this.#problemMessages.set("state", message);
       console.error(`deniable: ${message}`);
       return empty;

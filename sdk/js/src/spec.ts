@@ -266,7 +266,7 @@ function checkDimensions(metric: string, raw: object): Array<[string, string[]]>
       throw new SpecError(`metric ${metric}: dimension ${name}: its name must match ${DIMENSION_NAME.source} and its values (distinct, not ${OTHER}) ${DIMENSION_VALUE.source}`);
     }
     if (values.length > MAX_DIMENSION_VALUES) {
-      throw new SpecError(`metric ${metric}: dimension ${name} lists ${values.length} values; at most ${MAX_DIMENSION_VALUES} are allowed: a dimension travels in the clear and must be a coarse attribute many devices share, never an identifier`);
+      throw new SpecError(`metric ${metric}: dimension ${name} lists ${values.length} values; at most ${MAX_DIMENSION_VALUES}`);
     }
     cells *= values.length + 1;
     return [name, Object.freeze([...values]) as string[]];

@@ -43,37 +43,31 @@ export function defaultStorage(): StateStorage {
   return new MemoryStorage();
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
-const isCount = (value: unknown): boolean => Number.isSafeInteger(value) && (value as number) >= 0;
-const allOf = (value: unknown, check: (item: unknown) => boolean): boolean =>
-  isRecord(value) && Object.values(value).every(check);
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v == "object" && v !== null && !Array.isArray(v);
+const counts = (v: unknown): boolean => isRecord(v) && Object.values(v).every((n) => Number.isSafeInteger(n) && (n as number) >= 0);
 
-/** The fields a saved state may hold and what each must be (a missing one takes its default). */
-const STATE_FIELDS: Record<string, (value: unknown) => boolean> = {
-  specs: (v) => allOf(v, isRecord),
-  etag: (v) => v === null || typeof v === "string",
-  ledger: (v) => allOf(v, isCount),
-  queue: (v) => Array.isArray(v) && v.every((item) => typeof item === "string"),
-  secret: (v) => typeof v === "string",
-  memo: (v) => allOf(v, (item) => item !== null && item !== undefined),
-  totals: (v) => allOf(v, isCount),
-  memoSizes: (v) => allOf(v, isCount),
+/** What each field of a saved state must be (a missing one takes its default). */
+const FIELDS: Record<string, (v: unknown) => boolean> = {
+  specs: isRecord,
+  etag: (v) => v === null || typeof v == "string",
+  ledger: counts,
+  queue: (v) => Array.isArray(v) && v.every((item) => typeof item == "string"),
+  secret: (v) => typeof v == "string",
+  memo: isRecord,
+  totals: counts,
+  memoSizes: counts,
 };
 
-/** Why the saved state `text` cannot be used as it is (null when it can): not JSON, another
- * version, or a field of the wrong shape, named (never its content). */
+/** Why the saved state `text` cannot be used (null when it can): not JSON, not version 1, or
+ * the fields of the wrong shape, named (never their content). */
 export function stateProblem(text: string): string | null {
   let state: unknown;
   try {
     state = JSON.parse(text);
   } catch {
-    return "it is not JSON";
+    return "not JSON";
   }
-  if (!isRecord(state)) return "it is not an object";
-  if (state.version !== 1) return "it is not version 1";
-  const bad = Object.entries(STATE_FIELDS)
-    .filter(([name, check]) => name in state && !check(state[name]))
-    .map(([name]) => name);
-  return bad.length > 0 ? `${bad.join(", ")} ${bad.length > 1 ? "are" : "is"} malformed` : null;
+  if (!isRecord(state) || state.version !== 1) return "not a version 1 state";
+  const bad = Object.keys(FIELDS).filter((name) => name in state && !FIELDS[name](state[name]));
+  return bad.length ? `malformed ${bad.join(", ")}` : null;
 }

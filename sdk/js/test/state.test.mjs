@@ -19,13 +19,13 @@ const settle = () => new Promise((resolve) => setTimeout(resolve, 20));
 const good = { version: 1, specs: {}, etag: null, ledger: {}, queue: [], secret: "ab".repeat(32), memo: {}, totals: {}, memoSizes: {} };
 
 const BAD = {
-  "ledger as a string": [JSON.stringify({ ...good, ledger: "oops" }), "ledger is malformed"],
-  "a ledger count as text": [JSON.stringify({ ...good, ledger: { "dark_mode|2026-01-01": "1" } }), "ledger is malformed"],
-  "queue as an object": [JSON.stringify({ ...good, queue: { a: 1 } }), "queue is malformed"],
-  "totals and specs wrong": [JSON.stringify({ ...good, totals: [1], specs: 3 }), "specs, totals are malformed"],
-  "not JSON": ['{"version": 1, "ledger": {', "it is not JSON"],
-  "not an object": ["[1, 2]", "it is not an object"],
-  "another version": [JSON.stringify({ ...good, version: 2 }), "it is not version 1"],
+  "ledger as a string": [JSON.stringify({ ...good, ledger: "oops" }), "malformed ledger"],
+  "a ledger count as text": [JSON.stringify({ ...good, ledger: { "dark_mode|2026-01-01": "1" } }), "malformed ledger"],
+  "queue as an object": [JSON.stringify({ ...good, queue: { a: 1 } }), "malformed queue"],
+  "totals and specs wrong": [JSON.stringify({ ...good, totals: [1], specs: 3 }), "malformed specs, totals"],
+  "not JSON": ['{"version": 1, "ledger": {', "not JSON"],
+  "not an object": ["[1, 2]", "not a version 1 state"],
+  "another version": [JSON.stringify({ ...good, version: 2 }), "not a version 1 state"],
 };
 
 for (const [what, [text, why]] of Object.entries(BAD)) {
