@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from deniable.client.outbox import DB_NAME
+from deniable.client.specsource import SPECS_FILE
 
 from .test_state_dir import make_client
 
@@ -84,3 +85,21 @@ def test_a_file_that_is_not_a_database_is_set_aside(tmp_path: Path) -> None:
     path.write_bytes(b"not a database, just bytes " * 100)
     why = "not the client's SQLite database (DatabaseError)"
     _reopened_without_raising(tmp_path, path.read_bytes(), why)
+
+
+def test_unreadable_cached_specs_are_set_aside_and_reported(tmp_path: Path) -> None:
+    """The specs an earlier run cached (served ones), unreadable: kept aside, reported."""
+    cached = tmp_path / SPECS_FILE
+    cached.write_text('{"metrics": [{"name": "x", "type": "boolean"')
+    original = cached.read_bytes()
+    client = make_client(tmp_path, metrics=None)
+    try:
+        aside = sorted(tmp_path.glob(f"{SPECS_FILE}.bad-*"))
+        assert len(aside) == 1
+        assert aside[0].read_bytes() == original
+        assert (
+            f"the saved metric specs were unreadable (JSONDecodeError); kept as {aside[0]};"
+            " the client fetches them afresh" in client.problems()
+        )
+    finally:
+        client.close(timeout=0.05)
