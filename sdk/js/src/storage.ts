@@ -48,7 +48,7 @@ const counts = (v: unknown): boolean => isRecord(v) && Object.values(v).every((n
 
 /** What each field of a saved state must be (a missing one takes its default). */
 const FIELDS: Record<string, (v: unknown) => boolean> = {
-  specs: isRecord,
+  specs: (v) => isRecord(v) && Object.values(v).every(isRecord),
   etag: (v) => v === null || typeof v == "string",
   ledger: counts,
   queue: (v) => Array.isArray(v) && v.every((item) => typeof item == "string"),

@@ -23,6 +23,7 @@ const BAD = {
   "a ledger count as text": [JSON.stringify({ ...good, ledger: { "dark_mode|2026-01-01": "1" } }), "malformed ledger"],
   "queue as an object": [JSON.stringify({ ...good, queue: { a: 1 } }), "malformed queue"],
   "totals and specs wrong": [JSON.stringify({ ...good, totals: [1], specs: 3 }), "malformed specs, totals"],
+  "a null spec": [JSON.stringify({ ...good, specs: { x: null } }), "malformed specs"],
   "not JSON": ['{"version": 1, "ledger": {', "not JSON"],
   "not an object": ["[1, 2]", "not a version 1 state"],
   "another version": [JSON.stringify({ ...good, version: 2 }), "not a version 1 state"],
