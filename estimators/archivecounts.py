@@ -224,8 +224,8 @@ def _invalid(mechanism: Any, text: str) -> str | None:
     """Why the stored payload ``text`` is not one ``mechanism`` accepts (None if it is)."""
     try:
         mechanism.parse_payload(json.loads(text))
-    except ValueError as exc:
-        return str(exc)
+    except (ValueError, TypeError, RecursionError) as exc:
+        return str(exc) if isinstance(exc, ValueError) else "not a JSON text"
     return None
 
 
@@ -247,6 +247,7 @@ def check_payloads(connection: Any, source: str, spec: MetricSpec, path: str) ->
     ).fetchone()
     if found is not None:
         row, text = found
+        text = "null" if text is None else text
         raise _refuse(path, int(row), text, _invalid(payload_mechanism(spec), text))
 
 

@@ -61,6 +61,8 @@ def write_file(root: Path, spec: MetricSpec, payloads: list[str], manifest: bool
     ids = sorted(uuid.UUID(int=i + 1).bytes for i in range(len(payloads)))
     received = [PERIOD] * len(payloads)
     schema = arrow_schema(False, canonical_json(spec.to_dict()))
+    if None in payloads:  # a crafter's schema: the archiver's says non-nullable
+        schema = schema.set(1, schema.field("payload").with_nullable(True))
     arrays = [
         pa.array(ids, pa.binary(16)),
         pa.array(payloads, pa.string()),
@@ -135,6 +137,16 @@ def test_a_payload_no_device_sends_is_refused_naming_the_file_and_the_row(
     assert len(line.splitlines()) == 1
     assert f"{path}: row {BAD_ROW + 1} holds a payload no device sends" in line
     assert "internal error" not in line
+
+
+def test_an_empty_payload_is_refused_naming_the_row(tmp_path: Path) -> None:
+    spec = SPECS["krr"]
+    payloads: list[Any] = _honest(spec)
+    payloads[BAD_ROW] = None
+    path = write_file(tmp_path, spec, payloads, manifest=False)
+    result = _estimate(spec, tmp_path)
+    assert result.exit_code == 1, result.output
+    assert f"{path}: row {BAD_ROW + 1} holds a payload no device sends ('null'" in result.stderr
 
 
 def test_a_file_altered_after_its_manifest_is_refused(tmp_path: Path) -> None:
