@@ -144,12 +144,12 @@ def open_for_writing(fs: Any, path: str, mode: str = "wb") -> Any:
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
     try:
         descriptor = os.open(path, flags, 0o644)
-    except OSError as exc:
+    except OSError:
         if os.path.islink(path):
             raise ArchiveLink(
                 f"{path} is a symbolic link: the archiver does not write through links"
             ) from None
-        raise exc
+        raise
     return os.fdopen(descriptor, mode)
 
 
@@ -234,6 +234,8 @@ def batch_rows(batch: Any) -> memoryview:
     joined = pc.binary_join_element_wise(*parts, newline, pa.scalar(b"", pa.binary()))
     if joined.null_count:
         raise ValueError("an archive file has empty (null) values")
+    if len(joined) == 0:
+        return memoryview(b"")
     offsets = np.frombuffer(joined.buffers()[1], dtype=np.int32)
     start, end = offsets[joined.offset], offsets[joined.offset + len(joined)]
     return memoryview(joined.buffers()[2])[start:end]
