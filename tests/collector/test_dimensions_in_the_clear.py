@@ -4,12 +4,18 @@ dashboard's privacy page show each metric's dimensions and how many values each 
 
 from __future__ import annotations
 
+import datetime as dt
 import html
 from collections.abc import Iterator
 
 import pytest
 from deniable.client import MetricSpec
-from deniable.client.spec import MAX_DIMENSION_VALUES
+from deniable.client.errors import SpecError
+from deniable.client.spec import MAX_DIMENSION_VALUES, registered_specs
+from deniable.client.specsource import verified_specs
+from deniable.collector import migrate
+from deniable.collector.storage import open_database
+from deniable.collector.storage.queries import register_spec
 
 from testkit import (
     ADMIN_TOKEN,
@@ -93,3 +99,35 @@ def test_the_privacy_account_and_page_show_the_dimensions_and_their_cardinality(
     assert '<td class="num">8</td>' in row
     assert 'data-metric="clear_plain"' not in section
     assert html.escape(statement, quote=True) in page
+
+
+def test_a_metric_registered_before_the_cap_stays_readable_but_devices_refuse_it(
+    databases: DatabaseFactory,
+) -> None:
+    """A spec a collector accepted before the cap existed (100 values): the collector still
+    lists it and accounts for it; a device refuses it when it is served."""
+    url = databases.new("sqlite")
+    migrate(url)
+    wide = {"name": "clear_old", "type": "boolean", "epsilon": 1.0}
+    wide["dimensions"] = {"version": [f"v{i}" for i in range(100)]}
+    with registered_specs():
+        old = MetricSpec.from_dict(wide)
+    with pytest.raises(SpecError, match="at most 64"):
+        MetricSpec.from_dict(wide)
+    database = open_database(url)
+    try:
+        register_spec(database, old, dt.datetime.now(dt.UTC))
+    finally:
+        database.dispose()
+    settings = collector_settings(url, viewer_token=VIEWER_TOKEN)
+    running = RunningCollector(settings).start()
+    try:
+        with running.client(VIEWER_TOKEN) as viewer:
+            served = viewer.get("/v1/metrics")
+            privacy = viewer.get("/v1/privacy")
+        assert served.status_code == 200, served.text
+        assert [m["name"] for m in served.json()["metrics"]] == ["clear_old"]
+        assert privacy.json()["in_the_clear"][0]["cells"] == 101
+        assert verified_specs(served.json()["metrics"]) == []  # a device ignores it
+    finally:
+        running.stop()
