@@ -104,14 +104,21 @@ def archive_run(reports: int) -> dict[str, Any]:
 
 
 def _write(root: Path, spec: Any, period: str, payloads: Any, cells: Any | None) -> None:
-    """One archive file of ``payloads`` (an Arrow string array of payload JSON text)."""
+    """One archive file of ``payloads`` (an Arrow string array of payload JSON text) and its
+    manifest, as the archiver writes them (so re-analysis pays for checking it)."""
+    import json
+
     import pyarrow as pa
     import pyarrow.parquet as pq
     from deniable.client.spec import canonical_json
     from deniable.estimators.archivefiles import (
+        ARCHIVE_VERSION,
         COMPRESSION,
         FILE_NAME,
+        MANIFEST_NAME,
         arrow_schema,
+        check_file,
+        open_archive,
         partition_dir,
     )
 
@@ -133,6 +140,11 @@ def _write(root: Path, spec: Any, period: str, payloads: Any, cells: Any | None)
         compression=COMPRESSION,
         row_group_size=50_000,
     )
+    fs, _ = open_archive(str(root))
+    found = check_file(fs, str(directory / FILE_NAME))
+    manifest = {"metric": spec.name, "period": period, "rows": found.rows}
+    manifest |= {"sha256": found.sha256, "version": ARCHIVE_VERSION}
+    (directory / MANIFEST_NAME).write_text(json.dumps(manifest, sort_keys=True))
 
 
 DRAWN_TEXT_REPORTS = 200_000

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import click
 import numpy as np
 from deniable.client.errors import InvalidInput
 from deniable.client.spec import MetricSpec, period_range
@@ -62,6 +63,17 @@ def _labels(
     return period_range(spec.period, start, end)
 
 
+def _warn_unverified(url: str, name: str, files: dict[str, Any]) -> None:
+    """Say on stderr, one line per file, which files had no manifest to be checked against."""
+    for period, found in sorted(files.items()):
+        if not found.verified:
+            click.echo(
+                f"warning: the archive at {url} holds {name} {period} without a manifest.json:"
+                " its rows were not checked against the archiver's checksum",
+                err=True,
+            )
+
+
 def archive_document(
     url: str,
     name: str,
@@ -101,6 +113,7 @@ def archive_document(
         labels = labels[-1:]
     sliced = bool(by or where)
     files = {found.period: found for found in _counts(url, spec, labels, sliced, engine, scheduler)}
+    _warn_unverified(url, name, files)
     first, last_label = labels[0], labels[-1]
     confidence = chosen["confidence"]
     if sliced:

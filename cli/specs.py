@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from deniable.client.errors import SpecError
-from deniable.client.spec import MetricSpec
+from deniable.client.spec import MetricSpec, registered_specs
 
 
 def spec_from_served(raw: Any) -> MetricSpec:
@@ -13,7 +13,8 @@ def spec_from_served(raw: Any) -> MetricSpec:
     absent); raises :class:`SpecError` for an invalid spec or one that does not match the
     fingerprint served with it."""
     try:
-        spec = MetricSpec.from_dict(raw)
+        with registered_specs():  # a registered spec, as the collector reads it
+            spec = MetricSpec.from_dict(raw)
     except (ValueError, TypeError) as exc:
         raise SpecError(f"the metric spec is not valid: {exc}") from None
     served = raw.get("fingerprint")

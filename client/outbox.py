@@ -18,6 +18,7 @@ the application's duty.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import os
 import secrets
 import sqlite3
@@ -27,7 +28,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .errors import DeniableError
-from .ledger import LedgerDelta
+from .ledger import PIN_PREFIX, LedgerDelta
 from .mechanisms import Payload
 from .wire import join_reports, parse_payload_text, payload_text, report_text, split_reports
 
@@ -122,6 +123,8 @@ class Outbox:
         """The chunks of the upload in flight (seq -> count), which no trim touches."""
         self._max_queue: int | None = None
         """The bound the last commit trimmed to (applied again when a flight lands)."""
+        self.set_aside: str | None = None
+        """Why the state found on opening was unreadable and where it was kept (or None)."""
         self._dir_lock = _lock_state_dir(state_dir)
         try:
             self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
@@ -129,10 +132,59 @@ class Outbox:
             self._release_dir()
             raise
         try:
+            problem = self._unreadable()
+            if problem is not None:
+                self._set_aside(problem)
             self._size = self._prepare()
         except BaseException:
             self.close()
             raise
+
+    def _unreadable(self) -> str | None:
+        """Why the state on disk cannot be used as it is (None if it can): not a SQLite
+        database, a table of another shape, or a value of the wrong type (named, never shown)."""
+        checks = {
+            "ledger": "SELECT 1 FROM ledger WHERE typeof(metric) != 'text'"
+            " OR typeof(period) != 'text' OR typeof(count) != 'integer' OR count < 0 LIMIT 1",
+            "outbox": "SELECT 1 FROM outbox WHERE typeof(seq) != 'integer'"
+            " OR typeof(count) != 'integer' OR count < 1 OR typeof(reports) != 'text' LIMIT 1",
+            "meta": "SELECT 1 FROM meta WHERE key = 'secret'"
+            " AND (typeof(value) != 'blob' OR length(value) != 32) LIMIT 1",
+        }
+        try:  # reads only: the state is kept aside exactly as it was found
+            tables = {name for (name,) in self._db.execute("SELECT name FROM sqlite_master")}
+            for name, query in checks.items():
+                if name in tables and self._db.execute(query).fetchone() is not None:
+                    return f"malformed {'secret' if name == 'meta' else name}"
+            if "memo" not in tables:
+                return None
+            for key, metric, payload in self._db.execute("SELECT key, metric, payload FROM memo"):
+                parsed = parse_payload_text(payload) if isinstance(payload, str) else None
+                if not (isinstance(key, str) and isinstance(metric, str) and parsed is not None):
+                    return "malformed memo"
+                if key.startswith(PIN_PREFIX) and type(parsed) is not int:
+                    return "malformed memo"
+        except ValueError:
+            return "malformed memo"
+        except sqlite3.DatabaseError as exc:
+            return f"not the client's SQLite database ({type(exc).__name__})"
+        return None
+
+    def _set_aside(self, problem: str) -> None:
+        """Move the unreadable database (and its WAL files) aside, byte for byte, and start
+        afresh: never thrown at the app, never deleted (the caller reports it)."""
+        self._db.close()
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        aside = self.path.with_name(f"{self.path.name}.bad-{stamp}")
+        for suffix in ("", "-wal", "-shm"):
+            source = Path(f"{self.path}{suffix}")
+            if source.exists():
+                os.replace(source, f"{aside}{suffix}")
+        self.set_aside = (
+            f"the saved state was unreadable ({problem}); kept as {aside};"
+            " the client started afresh"
+        )
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
 
     def _prepare(self) -> int:
         """Set the connection up, create the tables; returns how many reports are waiting."""

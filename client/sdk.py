@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import datetime as dt
+import logging
 import math
 import threading
 import time
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = ["DEFAULT_MAX_EPSILON", "Client", "ClientStats"]
+
+log = logging.getLogger("deniable.client")
 
 
 def _is_whole(value: object) -> bool:
@@ -217,6 +220,9 @@ class Client:
             undo.callback(self._transport.close)
             self._outbox = Outbox(state_dir)
             undo.callback(self._outbox.close)
+            if self._outbox.set_aside is not None:
+                problems.note("state", self._outbox.set_aside)
+                log.warning("%s", self._outbox.set_aside)
             ledger = Ledger(
                 self._outbox.secret(),
                 max_reports_per_period=max_reports_per_period,

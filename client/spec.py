@@ -8,6 +8,8 @@ made under different parameters.
 from __future__ import annotations
 
 import bisect
+import contextlib
+import contextvars
 import datetime as dt
 import hashlib
 import itertools
@@ -15,7 +17,7 @@ import json
 import math
 import numbers
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
@@ -143,6 +145,29 @@ DIMENSION_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.+-]{0,31}")
 syntax ``where=platform:ios`` and the stored cell text use them)."""
 OTHER = "other"
 """The value every dimension has besides its listed ones: what an unlisted value is sent as."""
+MAX_DIMENSION_VALUES = 64
+"""The most values one dimension may list (``other`` besides). Dimensions travel in the clear,
+so each must be a coarse attribute that many devices share: platform, OS or app version,
+region, a product's main countries. At 10,000 devices, about the fewest an LDP estimate is
+worth making with, 65 values share them in groups of about 150 on average, above the 100
+reports below which a breakdown suppresses a slice; a longer list names groups too small to
+estimate and nearer to identifying a device (``user: u0000..u0998`` is an identifier)."""
+_REGISTERED = contextvars.ContextVar("deniable_registered_spec", default=False)
+
+
+@contextlib.contextmanager
+def registered_specs() -> Iterator[None]:
+    """Inside the block, specs are read back from where they were registered (a collector's
+    database, its API to an analyst, an archive): :data:`MAX_DIMENSION_VALUES`, newer than
+    some of them, is not applied again, so what a collector accepted stays readable. A new
+    spec (registration, the SDKs' factories) and a spec served to a device are held to it."""
+    token = _REGISTERED.set(True)
+    try:
+        yield
+    finally:
+        _REGISTERED.reset(token)
+
+
 MAX_CELLS = 1000
 """The most cells a metric's dimensions may make: the product of (listed values + 1)."""
 MAX_TEXT_CELLS = 50
@@ -206,6 +231,12 @@ def check_dimensions(metric: str, dimensions: Any) -> Dimensions:
             )
         if len(set(values)) != len(values):
             raise SpecError(f"metric {metric}: dimension {name}'s values must be distinct")
+        if len(values) > MAX_DIMENSION_VALUES and not _REGISTERED.get():
+            raise SpecError(
+                f"metric {metric}: dimension {name} lists {len(values):,} values; at most"
+                f" {MAX_DIMENSION_VALUES} are allowed: a dimension travels in the clear and must"
+                " be a coarse attribute many devices share, never an identifier (docs/privacy.md)"
+            )
         checked.append((name, tuple(values)))
     if len({name for name, _ in checked}) != len(checked):
         raise SpecError(f"metric {metric}: dimension names must be distinct")

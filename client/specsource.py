@@ -260,8 +260,15 @@ class SpecSource:
             return None
         try:
             specs = verified_specs(json.loads(self._path.read_text()))
-        except (ValueError, TypeError, AttributeError):
-            log.warning("the cached metric specs in %s are unreadable", self._path)
+        except (ValueError, TypeError, AttributeError) as exc:
+            aside = self._path.with_name(f"{self._path.name}.bad-{int(time.time() * 1000)}")
+            os.replace(self._path, aside)
+            message = (
+                f"the saved metric specs were unreadable ({type(exc).__name__}); kept as"
+                f" {aside}; the client fetches them afresh"
+            )
+            log.warning("%s", message)
+            self._problems.note("specs-cache", message)
             return None
         self._accepted = {s.name: s for s in specs}
         return self._accepted_within_ceiling(stored=True)

@@ -22,10 +22,29 @@ from typing import Any
 
 import numpy as np
 from deniable.client.errors import InvalidInput
-from deniable.client.mechanisms import KRR, NUMERIC_MECHANISMS, OLH, OUE
+from deniable.client.mechanisms import (
+    KRR,
+    NUMERIC_MECHANISMS,
+    OLH,
+    OLH_PRIME,
+    OUE,
+    Duchi,
+    Hybrid,
+    Mechanism,
+    NumericMechanism,
+    PrefixSketch,
+)
 from deniable.client.spec import MetricSpec
 
-from .archivefiles import FILE_NAME, SPEC_KEY, open_archive, partition_dir
+from .archivefiles import (
+    FILE_NAME,
+    SPEC_KEY,
+    ArchiveCorrupt,
+    file_batches,
+    open_archive,
+    partition_dir,
+    verify_manifest,
+)
 from .support import olh_support, oue_bits
 
 ENGINES = ("duckdb", "dask")
@@ -60,6 +79,9 @@ class FileCounts:
     period: str
     whole: CellCounts
     cells: dict[str, CellCounts] = field(default_factory=dict)
+    verified: bool = True
+    """False if the file had no manifest, so its rows were not checked against the
+    archiver's checksum (the CLI says so)."""
 
 
 def count_width(spec: MetricSpec) -> int:
@@ -134,6 +156,115 @@ def _text_column(array: Any) -> np.ndarray:
     return data.reshape(len(array), int(widths[0]))
 
 
+INTEGER = "(0|[1-9][0-9]{0,9})"
+"""A JSON integer as the collector stores it (no sign, no leading zero, no exponent)."""
+NUMBER = "-?(0|[1-9][0-9]*)([.][0-9]+)?([eE][-+]?[0-9]+)?"
+"""A JSON number."""
+
+
+def _base64(n_bytes: int) -> str:
+    """A standard base64 text of exactly ``n_bytes`` bytes (padded), as a regex."""
+    length = -(-n_bytes // 3) * 4
+    pad = length // 4 * 3 - n_bytes
+    return f"[A-Za-z0-9+/]{{{length - pad}}}={{{pad}}}"
+
+
+def payload_mechanism(spec: MetricSpec) -> Mechanism | NumericMechanism | PrefixSketch:
+    """The mechanism whose ``parse_payload`` judges ``spec``'s payloads."""
+    if spec.type == "text":
+        return spec.text_randomizer
+    return spec.numeric_randomizer if spec.type == "numeric" else spec.randomizer
+
+
+def valid_payload_sql(spec: MetricSpec) -> str:
+    """A DuckDB condition true exactly for the stored payloads ``spec``'s mechanism accepts
+    (in the canonical form the collector stores), bar an OUE payload's bits past k, which
+    the kernel checks: every value in range, so no payload is counted as another (a krr
+    ``-1`` would otherwise index the last category)."""
+    mechanism = payload_mechanism(spec)
+
+    def within(key: str, low: int, high: int) -> str:
+        value = f"TRY_CAST(json_extract(payload, '$.{key}') AS BIGINT)"
+        return f"{value} BETWEEN {low} AND {high}"
+
+    if isinstance(mechanism, PrefixSketch):
+        shape = f'[{{]"b":"{_base64(mechanism.n_bytes)}","l":{INTEGER},"r":{INTEGER}[}}]'
+        ranges = [within("l", 1, mechanism.levels), within("r", 0, mechanism.rows - 1)]
+    elif isinstance(mechanism, NumericMechanism):
+        value, bound = "abs(TRY_CAST(payload AS DOUBLE))", float(mechanism.bound)
+        exact = isinstance(mechanism, Duchi) or (
+            isinstance(mechanism, Hybrid) and mechanism.pm_probability == 0.0
+        )
+        check = f"abs({value} - {bound!r})" if exact else value
+        limit = 1e-9 * bound if exact else bound * (1 + 1e-9)
+        shape, ranges = NUMBER, [f"isfinite({value}) AND {check} <= {limit!r}"]
+    elif isinstance(mechanism, OLH):
+        shape = f'[{{]"a":{INTEGER},"b":{INTEGER},"y":{INTEGER}[}}]'
+        ranges = [
+            within("a", 1, OLH_PRIME - 1),
+            within("b", 0, OLH_PRIME - 1),
+            within("y", 0, mechanism.g - 1),
+        ]
+    elif isinstance(mechanism, OUE):
+        shape, ranges = f'"{_base64(mechanism.n_bytes)}"', []
+    elif isinstance(mechanism, KRR):
+        shape, ranges = INTEGER, [f"TRY_CAST(payload AS BIGINT) < {mechanism.k}"]
+    else:
+        raise InvalidInput(f"no archive counts for mechanism {spec.mechanism}")
+    condition = " AND ".join([f"regexp_full_match(payload, {_quote(shape)})", *ranges])
+    return f"coalesce({condition}, false)"
+
+
+class _BitsPastK(Exception):
+    """An OUE payload sets bits past k (found by the kernel; the file is then scanned in
+    Python to name the row)."""
+
+
+def _invalid(mechanism: Any, text: str) -> str | None:
+    """Why the stored payload ``text`` is not one ``mechanism`` accepts (None if it is)."""
+    try:
+        mechanism.parse_payload(json.loads(text))
+    except (ValueError, TypeError, RecursionError) as exc:
+        return str(exc) if isinstance(exc, ValueError) else "not a JSON text"
+    return None
+
+
+def _refuse(path: str, row: int, text: str, reason: str | None) -> ArchiveCorrupt:
+    shown = text if len(text) <= 60 else text[:57] + "..."
+    because = reason or "not in the form the collector stores"
+    return ArchiveCorrupt(
+        f"{path}: row {row + 1:,} holds a payload no device sends ({shown!r}: {because});"
+        " the archive was altered or is not this metric's"
+    )
+
+
+def check_payloads(connection: Any, source: str, spec: MetricSpec, path: str) -> None:
+    """Raise :class:`ArchiveCorrupt` naming the file and the first row whose payload
+    ``spec``'s mechanism refuses (one DuckDB scan; nothing is counted before it passes)."""
+    found = connection.execute(
+        f"SELECT file_row_number, payload FROM {source}"
+        f" WHERE NOT {valid_payload_sql(spec)} ORDER BY 1 LIMIT 1"
+    ).fetchone()
+    if found is not None:
+        row, text = found
+        text = "null" if text is None else text
+        raise _refuse(path, int(row), text, _invalid(payload_mechanism(spec), text))
+
+
+def _first_invalid(fs: Any, spec: MetricSpec, path: str) -> ArchiveCorrupt:
+    """The refusal naming the first row of ``path`` its mechanism's ``parse_payload`` refuses
+    (a Python scan, run only once a kernel found such a row)."""
+    mechanism = payload_mechanism(spec)
+    row = 0
+    for batch in file_batches(fs, path, ["payload"]):
+        for text in batch.column("payload").to_pylist():
+            reason = _invalid(mechanism, text)
+            if reason is not None:
+                return _refuse(path, row, text, reason)
+            row += 1
+    return ArchiveCorrupt(f"{path} holds a payload no device sends")
+
+
 SUPPORT_CELLS = 1 << 22
 """Reports times categories decoded at once (the support matrix of a batch stays ~4 MB)."""
 
@@ -162,7 +293,10 @@ def _batch_counts(spec: MetricSpec, batch: Any) -> dict[str, tuple[int, np.ndarr
         return {str(name): (int(reports[j]), shaped[j]) for j, name in enumerate(names.tolist())}
     mechanism = spec.randomizer
     if isinstance(mechanism, OUE):
-        support = oue_bits(_text_column(batch.column("bits")), mechanism.k)
+        support = oue_bits(_text_column(batch.column("bits")), 8 * mechanism.n_bytes)
+        if support[:, mechanism.k :].any():
+            raise _BitsPastK
+        support = support[:, : mechanism.k]
     elif isinstance(mechanism, OLH):
         columns = [batch.column(c).to_numpy().astype(np.int64) for c in ("a", "b", "y")]
         support = olh_support(mechanism, *columns)
@@ -203,13 +337,22 @@ def file_counts(
     url: str, spec: MetricSpec, period: str, path: str, by_cell: bool = False
 ) -> FileCounts:
     """The counts of one archived file (one metric and period), per cell too if asked and the
-    file has cells. Opens its own DuckDB connection (so Dask workers can call it)."""
+    file has cells. Opens its own DuckDB connection (so Dask workers can call it).
+
+    The file is first checked against its manifest (rows and checksum, when it has one) and
+    its payloads against the metric's mechanism: :class:`.archivefiles.ArchiveCorrupt`, naming
+    the file and the row, rather than a count altered by a crafted row."""
+    fs, _ = open_archive(url)
+    verified = verify_manifest(fs, path, spec.name, period)
     connection, name = _connect(url)
     try:
         source = f"read_parquet({_quote(name(path))})"
+        check_payloads(
+            connection, f"read_parquet({_quote(name(path))}, file_row_number=true)", spec, path
+        )
         cells = by_cell and _has_cell(connection, source)
         key = "cell" if cells else "''"
-        result = FileCounts(period, CellCounts())
+        result = FileCounts(period, CellCounts(), verified=verified)
         groups: dict[str, CellCounts] = {}
         if spec.type == "numeric":
             rows = connection.execute(
@@ -239,11 +382,16 @@ def file_counts(
                 if hasattr(relation, "to_arrow_reader")
                 else relation.record_batch(batch_rows)
             )
-            for batch in reader:
-                for cell, (n, counts_of) in _batch_counts(spec, batch).items():
-                    counts = groups.setdefault(cell, CellCounts(0, np.zeros(width, dtype=np.int64)))
-                    counts.n += n
-                    counts.support += counts_of  # type: ignore[operator]
+            try:
+                for batch in reader:
+                    for cell, (n, counts_of) in _batch_counts(spec, batch).items():
+                        counts = groups.setdefault(
+                            cell, CellCounts(0, np.zeros(width, dtype=np.int64))
+                        )
+                        counts.n += n
+                        counts.support += counts_of  # type: ignore[operator]
+            except _BitsPastK:
+                raise _first_invalid(fs, spec, path) from None
         for cell, counts in sorted(groups.items()):
             result.whole.add(counts)
             if cells:

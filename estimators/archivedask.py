@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from deniable.client.spec import MetricSpec
+from deniable.client.spec import MetricSpec, registered_specs
 
 from .archivecounts import FileCounts, archive_files, file_counts
 
@@ -25,7 +25,9 @@ def _counts_of(
 ) -> FileCounts:
     """One file's counts on a worker (the spec travels as its JSON document: a spec holds
     cached mechanisms that do not pickle)."""
-    return file_counts(url, MetricSpec.from_dict(spec), period, path, by_cell)
+    with registered_specs():
+        archived = MetricSpec.from_dict(spec)
+    return file_counts(url, archived, period, path, by_cell)
 
 
 def dask_counts(

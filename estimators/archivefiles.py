@@ -21,9 +21,14 @@ pyarrow and fsspec are imported by the functions that need them (the ``archive``
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+from deniable.client.errors import InvalidInput
 
 ARCHIVE_VERSION = "1"
 """The archive format version, in each file's metadata."""
@@ -56,6 +61,96 @@ def arrow_schema(with_cell: bool, spec_json: str | None = None) -> Any:
     if spec_json is not None:
         metadata[SPEC_KEY] = spec_json
     return pa.schema(fields, metadata=metadata)
+
+
+class EphemeralArchive(InvalidInput):
+    """An archive target on a filesystem that does not outlive the process (fsspec's
+    ``memory``, or a caching wrapper such as ``simplecache::``): reports archived there would
+    be verified, dropped from the database, and gone when the command exits."""
+
+
+class ArchiveLink(InvalidInput):
+    """A symbolic link where the archiver writes (a planted ``reports.parquet.partial``,
+    ``manifest.json``, or partition directory): writing through it would overwrite its target,
+    so nothing is written and nothing is dropped."""
+
+
+class ArchiveCorrupt(InvalidInput):
+    """An archived file that does not hold what its manifest says, or a row no honest device
+    sends (a payload out of range for its mechanism): re-analysis stops, naming the file (and
+    the row), rather than counting it."""
+
+
+EPHEMERAL_PROTOCOLS = frozenset({"memory", "simplecache", "filecache", "blockcache", "cached"})
+"""fsspec protocols whose files live in this process (memory) or in a local cache that is
+written back, if at all, on close (the caching wrappers): never an archive target."""
+
+
+def _layers(fs: Any) -> Iterator[Any]:
+    """``fs`` and every filesystem it wraps (``dir::``, caching wrappers: their ``fs``)."""
+    seen = 0
+    while fs is not None and seen < 16:
+        yield fs
+        fs, seen = getattr(fs, "fs", None), seen + 1
+
+
+def check_durable(fs: Any, url: str) -> None:
+    """Raise :class:`EphemeralArchive` unless ``fs`` (and everything it wraps) keeps its files
+    beyond this process."""
+    from fsspec.implementations.cached import CachingFileSystem
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    for layer in _layers(fs):
+        protocols = {layer.protocol} if isinstance(layer.protocol, str) else set(layer.protocol)
+        if isinstance(layer, MemoryFileSystem | CachingFileSystem) or (
+            protocols & EPHEMERAL_PROTOCOLS
+        ):
+            raise EphemeralArchive(
+                f"--archive-to {url}: {sorted(protocols)[0]}:// is not a durable store (memory, or a"
+                " cache in front of a store), so archived reports would be lost once they are"
+                " dropped; archive to a directory or an object store (s3://...)"
+            )
+
+
+def is_local(fs: Any) -> bool:
+    """Whether ``fs`` is the local filesystem (where links can be planted and refused)."""
+    from fsspec.implementations.local import LocalFileSystem
+
+    return isinstance(fs, LocalFileSystem)
+
+
+def refuse_links(fs: Any, root: str, path: str) -> None:
+    """Raise :class:`ArchiveLink` if ``path`` or a directory between ``root`` and it is a
+    symbolic link (local filesystems; an object store has no links). ``root`` itself may be
+    a link: an operator's choice, not a planted file."""
+    if not is_local(fs):
+        return
+    relative = os.path.relpath(path, root)
+    current = root
+    for part in relative.split(os.sep):
+        current = os.path.join(current, part)
+        if os.path.islink(current):
+            raise ArchiveLink(
+                f"{current} is a symbolic link: the archiver does not write through links;"
+                " remove it and run again (nothing was written or dropped)"
+            )
+
+
+def open_for_writing(fs: Any, path: str, mode: str = "wb") -> Any:
+    """``path`` opened for writing, truncated; on a local filesystem with ``O_NOFOLLOW``, so
+    a link planted after :func:`refuse_links` looked is refused, never written through."""
+    if not is_local(fs):
+        return fs.open(path, mode)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        descriptor = os.open(path, flags, 0o644)
+    except OSError:
+        if os.path.islink(path):
+            raise ArchiveLink(
+                f"{path} is a symbolic link: the archiver does not write through links"
+            ) from None
+        raise
+    return os.fdopen(descriptor, mode)
 
 
 def open_archive(url: str) -> tuple[Any, str]:
@@ -120,15 +215,70 @@ def file_batches(fs: Any, path: str, columns: Sequence[str] | None = None) -> It
         yield from pq.ParquetFile(handle).iter_batches(batch_size=READ_BATCH, columns=columns)
 
 
+def batch_rows(batch: Any) -> memoryview:
+    """The bytes :class:`Digest` hashes for an Arrow batch of an archive file, joined by
+    Arrow in C (no Python object per row): the same bytes as ``Digest.update`` of its
+    columns, a test holds them equal."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    separator, newline = pa.scalar(b"\x1f", pa.binary()), pa.scalar(b"\n", pa.binary())
+    parts = [
+        batch.column("id").cast(pa.binary()),
+        batch.column("payload").cast(pa.binary()),
+        separator,
+        batch.column("received").cast(pa.string()).cast(pa.binary()),
+    ]
+    if "cell" in batch.schema.names:
+        parts += [separator, batch.column("cell").cast(pa.binary())]
+    joined = pc.binary_join_element_wise(*parts, newline, pa.scalar(b"", pa.binary()))
+    if joined.null_count:
+        raise ValueError("an archive file has empty (null) values")
+    if len(joined) == 0:
+        return memoryview(b"")
+    offsets = np.frombuffer(joined.buffers()[1], dtype=np.int32)
+    start, end = offsets[joined.offset], offsets[joined.offset + len(joined)]
+    return memoryview(joined.buffers()[2])[start:end]
+
+
 def check_file(fs: Any, path: str) -> FileCheck:
     """Read the archive file ``path`` back: its row count and checksum (ValueError, from
     pyarrow, if it is not a whole Parquet file)."""
-    digest = Digest()
+    digest = hashlib.sha256()
+    rows = 0
     for batch in file_batches(fs, path):
-        names = batch.schema.names
-        cells = batch.column("cell").to_pylist() if "cell" in names else None
-        received = [day.isoformat() for day in batch.column("received").to_pylist()]
-        digest.update(
-            batch.column("id").to_pylist(), batch.column("payload").to_pylist(), received, cells
+        digest.update(batch_rows(batch))
+        rows += batch.num_rows
+    return FileCheck(rows, digest.hexdigest())
+
+
+def verify_manifest(fs: Any, path: str, metric: str, period: str) -> bool:
+    """Check the archive file ``path`` against the ``manifest.json`` beside it: the metric,
+    the period, the row count and the checksum must all agree (:class:`ArchiveCorrupt`
+    otherwise, naming the file). False if the file has no manifest (the caller says so)."""
+    manifest = f"{path.rsplit('/', 1)[0]}/{MANIFEST_NAME}"
+    if not fs.exists(manifest):
+        return False
+    try:
+        with fs.open(manifest, "rb") as handle:
+            document = json.loads(handle.read(1 << 16))
+        expected = (document["metric"], document["period"], document["rows"], document["sha256"])
+        if not isinstance(expected[2], int) or not isinstance(expected[3], str):
+            raise TypeError("rows and sha256")
+    except (ValueError, KeyError, TypeError):
+        raise ArchiveCorrupt(f"{manifest} is not an archive manifest") from None
+    if expected[:2] != (metric, period):
+        raise ArchiveCorrupt(
+            f"{manifest} describes {expected[0]} {expected[1]}, not {metric} {period}"
         )
-    return FileCheck(digest.rows, digest.hexdigest())
+    try:
+        found = check_file(fs, path)
+    except (ValueError, KeyError, OSError) as exc:
+        raise ArchiveCorrupt(f"{path} cannot be read back: {exc}") from None
+    if (found.rows, found.sha256) != expected[2:]:
+        raise ArchiveCorrupt(
+            f"{path} does not match its manifest: {found.rows:,} row(s) with checksum"
+            f" {found.sha256[:12]}..., the manifest says {expected[2]:,} with"
+            f" {str(expected[3])[:12]}...: the file was altered after it was archived"
+        )
+    return True

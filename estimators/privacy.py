@@ -59,6 +59,36 @@ class PrivacySettings:
 
 
 @dataclass(frozen=True)
+class ClearDimension:
+    """One dimension a metric's reports carry in the clear: its name and how many values a
+    report can carry (the listed ones and ``other``)."""
+
+    name: str
+    values: int
+
+
+@dataclass(frozen=True)
+class ClearAttributes:
+    """What a metric's reports carry besides the randomized value, NOT randomized: its
+    dimensions and the cells they make together."""
+
+    metric: str
+    dimensions: list[ClearDimension]
+    cells: int
+
+
+def clear_attributes(specs: Iterable[MetricSpec]) -> list[ClearAttributes]:
+    """Each metric with dimensions, its dimensions' cardinalities and their product."""
+    found = []
+    for spec in specs:
+        if spec.dimensions:
+            dimensions = [ClearDimension(name, len(values) + 1) for name, values in spec.dimensions]
+            cells = math.prod(d.values for d in dimensions)
+            found.append(ClearAttributes(spec.name, dimensions, cells))
+    return found
+
+
+@dataclass(frozen=True)
 class PrivacyDocument:
     """One device's worst-case eps per metric and in total, the warnings and a statement an
     app can publish; ``shuffled``: the central guarantee of each shuffled batch against an
@@ -71,6 +101,8 @@ class PrivacyDocument:
     warnings: list[str]
     statement: str
     shuffled: ShuffleSection = field(default_factory=lambda: ShuffleSection(source="none"))
+    in_the_clear: list[ClearAttributes] = field(default_factory=list)
+    """Each metric's dimensions and their cardinality: sent in the clear, no ε covers them."""
 
 
 def eps_text(x: float) -> str:
@@ -299,21 +331,25 @@ def privacy_document(
             )
         ),
         shuffled=shuffled,
+        in_the_clear=clear_attributes(specs),
     )
 
 
 def dimensions_sentence(specs: Iterable[MetricSpec]) -> str:
     """What the statement says of dimensions: which metrics' reports carry which public
     attributes in the clear (empty if none declares any)."""
-    dimensioned = [spec for spec in specs if spec.dimensions]
+    dimensioned = clear_attributes(specs)
     if not dimensioned:
         return ""
-    names = sorted({name for spec in dimensioned for name, _ in spec.dimensions})
+    carried = "; ".join(
+        f"{metric.metric}: "
+        + ", ".join(f"{d.name} (one of {d.values:,} values)" for d in metric.dimensions)
+        for metric in dimensioned
+    )
     return (
-        f"Reports of {', '.join(spec.name for spec in dimensioned)} also carry the device's"
-        f" {', '.join(names)} in the clear, NOT randomized: coarse public attributes, each one"
-        " of a short published list or 'other', sent so that estimates can be broken down by"
-        " them; the ε figures do not cover them."
+        f"Some reports also carry attributes of the device in the clear, NOT randomized ({carried}):"
+        " coarse public attributes, each one of a short published list or 'other', sent so"
+        " that estimates can be broken down by them; the ε figures do not cover them."
     )
 
 

@@ -7,7 +7,7 @@ import datetime as dt
 from typing import Any
 
 import click
-from deniable.client.errors import InvalidInput
+from deniable.client.errors import DeniableError, InvalidInput
 
 from ..errors import storage_errors
 from ..options import DATE, GlobalOptions, format_option, pass_global_options
@@ -91,6 +91,8 @@ def _open_archive(url: str) -> Any:
             f"--archive-to {url} needs {exc.name or 'a package'}: pip install 'deniable[archive]'"
             " (and 'deniable[s3]' for s3:// URLs)"
         ) from None
+    except DeniableError:
+        raise
     except ValueError as exc:
         raise InvalidInput(f"--archive-to {url}: {exc}") from None
 

@@ -810,6 +810,33 @@ def _shuffled_section(shuffled: dict[str, Any]) -> str:
     )
 
 
+def _clear_section(metrics: list[dict[str, Any]]) -> str:
+    """The dimensions each metric's reports carry in the clear, and how many values each can
+    take: no ε covers them, so their cardinality is what bounds what they reveal."""
+    if not metrics:
+        return ""
+    rows = [
+        f'<tr data-metric="{e(m["metric"])}"><th scope="row">{breakable(m["metric"])}</th>'
+        + cells(
+            [
+                ", ".join(f"{d['name']} ({d['values']:,})" for d in m["dimensions"]),
+                f"{m['cells']:,}",
+            ],
+            first_is_header=False,
+            numeric_from=1,
+        )
+        + "</tr>"
+        for m in metrics
+    ]
+    return (
+        "<h2>In the clear</h2>"
+        '<p class="meta">Dimensions are sent as they are, NOT randomized, and no ε covers them:'
+        " each one of a published list or “other” (values per dimension, “other”"
+        " included, in brackets).</p>"
+        + table("in-the-clear", ("metric", "dimensions (values)", "cells"), rows, numeric_from=2)
+    )
+
+
 def privacy_page(
     values: dict[str, str], document: dict[str, Any] | None, problem: str | None
 ) -> str:
@@ -899,6 +926,7 @@ def privacy_page(
             + table("account", headers, rows)
             + warnings
             + _shuffled_section(document["shuffled"])
+            + _clear_section(document.get("in_the_clear") or [])
             + "<h2>In plain words</h2>"
             f'<blockquote id="statement">{e(document["statement"])}</blockquote>'
         )

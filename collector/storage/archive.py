@@ -32,9 +32,12 @@ from deniable.estimators.archivefiles import (
     MANIFEST_NAME,
     Digest,
     arrow_schema,
+    check_durable,
     check_file,
     open_archive,
+    open_for_writing,
     partition_dir,
+    refuse_links,
 )
 from sqlalchemy import select
 
@@ -96,11 +99,14 @@ def database_check(database: Database, metric: str, period: str) -> tuple[int, s
 
 
 class Archive:
-    """An archive target (a directory or an object store URL) that periods are written to."""
+    """An archive target (a directory or an object store URL) that periods are written to:
+    never one that does not outlive the process (:class:`.archivefiles.EphemeralArchive`),
+    never through a symbolic link (:class:`.archivefiles.ArchiveLink`)."""
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.fs, self.root = open_archive(url)
+        check_durable(self.fs, url)
 
     def _paths(self, metric: str, period: str) -> tuple[str, str, str]:
         directory = partition_dir(self.root, metric, period)
@@ -117,7 +123,7 @@ class Archive:
         partial = path + ".partial"
         digest = Digest()
         with (
-            self.fs.open(partial, "wb") as handle,
+            open_for_writing(self.fs, partial) as handle,
             pq.ParquetWriter(handle, schema, compression=COMPRESSION) as writer,
         ):
             for rows in _pages(database, spec.name, period):
@@ -146,7 +152,10 @@ class Archive:
         """Archive and verify the reports of (``spec``'s metric, ``period``); raise
         :class:`ArchiveMismatch` if the file read back differs from the database."""
         directory, path, manifest = self._paths(spec.name, period)
+        refuse_links(self.fs, self.root, directory)
         self.fs.makedirs(directory, exist_ok=True)
+        for name in (path, path + ".partial", manifest):
+            refuse_links(self.fs, self.root, name)
         kept = False
         if self.fs.exists(path):
             rows, sha256 = database_check(database, spec.name, period)
@@ -166,6 +175,6 @@ class Archive:
             "sha256": sha256,
             "version": ARCHIVE_VERSION,
         }
-        with self.fs.open(manifest, "w") as handle:
+        with open_for_writing(self.fs, manifest, "w") as handle:
             handle.write(json.dumps(document, sort_keys=True))
         return ArchivedPeriod(spec.name, period, rows, sha256, kept)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 from deniable.client.mechanisms import PrefixSketch
-from deniable.client.spec import MetricSpec, canonical_json
+from deniable.client.spec import MetricSpec, canonical_json, registered_specs
 from deniable.estimators import PeriodSums
 from deniable.estimators.documents import MetricAbout
 from sqlalchemy import Connection, bindparam, func, select, update
@@ -85,7 +85,9 @@ class SpecChanged(Exception):
 
 
 def _spec_from_row(spec_json: str) -> MetricSpec:
-    return MetricSpec.from_dict(json.loads(spec_json))
+    """A stored spec (one registered before a newer cap still reads: :func:`registered_specs`)."""
+    with registered_specs():
+        return MetricSpec.from_dict(json.loads(spec_json))
 
 
 def load_registration(database: Database, name: str) -> Registration | None:

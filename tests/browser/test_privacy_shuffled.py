@@ -72,6 +72,14 @@ def shuffled(
                     admin,
                     MetricSpec.categorical(unique_name(role), ["a", "b", "c"], epsilon=2.0),
                 )
+            specs["split"] = register(
+                admin,
+                MetricSpec.boolean(
+                    unique_name("split"),
+                    epsilon=1.0,
+                    dimensions={"platform": ["ios", "android", "web"], "tier": ["paid"]},
+                ),
+            )
         for role, good, bad in (("kept", 7, 5), ("small", 2, 2)):
             spec = specs[role]
             _, envelopes = sealed_reports(server, spec, good)
@@ -110,6 +118,13 @@ def test_the_privacy_page_states_refused_and_below_minimum_batches(
             assert f"{specs['kept'].name}: central ε ≤" in weakest, weakest
             assert "(1 batch of 7 devices)" in weakest, weakest
             assert "(1 batch of 2 devices, 1 below the minimum)" in weakest, weakest
+            clear = driver.find_element(
+                By.CSS_SELECTOR, f'table#in-the-clear tr[data-metric="{specs["split"].name}"]'
+            )
+            assert [c.text for c in clear.find_elements(By.CSS_SELECTOR, "td")] == [
+                "platform (4), tier (2)",
+                "8",
+            ]
             assert page_faults(driver, server.url) == {}, width
     finally:
         set_viewport(driver, *WIDE)

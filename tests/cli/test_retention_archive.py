@@ -18,11 +18,21 @@ import pytest
 from deniable.client import MetricSpec
 from deniable.collector import migrate
 from deniable.collector.storage import count_reports, open_database
+from deniable.collector.storage.archive import Archive
 from deniable.collector.storage.engine import Database, normalize_url
 from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_batches
 from deniable.collector.storage.queries import read_counts, register_spec
+from deniable.collector.storage.retention import retain
 from deniable.collector.storage.tables import id_text
-from deniable.estimators.archivefiles import FILE_NAME, MANIFEST_NAME, check_file, open_archive
+from deniable.estimators.archivefiles import (
+    FILE_NAME,
+    MANIFEST_NAME,
+    ArchiveLink,
+    EphemeralArchive,
+    check_file,
+    open_archive,
+    open_for_writing,
+)
 from sqlalchemy import create_engine, text
 
 from testkit import DatabaseFactory
@@ -193,3 +203,91 @@ def test_help_tells_it_apart_from_retiring_a_metric() -> None:
     result = run_cli("retention", "--help")
     assert "--archive-to" in result.stdout
     assert "deniable metrics archive" in result.stdout
+
+
+def _stored(url: str) -> int:
+    database = open_database(url)
+    try:
+        return count_reports(database, SPEC.name, start=None, end=None)
+    finally:
+        database.dispose()
+
+
+def test_a_memory_target_is_refused_before_anything_is_dropped(
+    filled: tuple[str, dict[str, set[str]]],
+) -> None:
+    """fsspec's memory filesystem dies with the command: archiving there and dropping would
+    lose every report, so the run stops, on one line, and the database keeps them all."""
+    url, _ = filled
+    result = run_cli("retention", "--archive-to", "memory://deniable", "--database", url)
+    assert result.exit_code != 0
+    assert "memory:// is not a durable store" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert _stored(url) == 5 * PER_PERIOD
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "memory://deniable",
+        "simplecache::memory://deniable",
+        "dir::memory://deniable",
+        "filecache::file://{root}",
+        "simplecache::file://{root}",
+        "blockcache::file://{root}",
+    ],
+)
+def test_targets_that_do_not_outlive_the_process_are_refused(target: str, tmp_path: Path) -> None:
+    url = target.format(root=tmp_path)
+    with pytest.raises(EphemeralArchive, match="is not a durable store"):
+        Archive(url)
+    assert not any(tmp_path.iterdir())
+
+
+def _plant(root: Path, kind: str, victim: Path) -> None:
+    """A symbolic link to ``victim`` where the archive of the first OLD period writes."""
+    directory = root / f"metric={SPEC.name}" / f"period={OLD[0]}"
+    if kind == "directory":
+        (root / f"metric={SPEC.name}").mkdir(parents=True)
+        directory.symlink_to(victim.parent, target_is_directory=True)
+        return
+    directory.mkdir(parents=True)
+    name = {"partial": FILE_NAME + ".partial", "file": FILE_NAME, "manifest": MANIFEST_NAME}
+    (directory / name[kind]).symlink_to(victim)
+
+
+@pytest.mark.parametrize("kind", ["partial", "file", "manifest", "directory"])
+def test_planted_links_are_refused_and_their_targets_kept(
+    filled: tuple[str, dict[str, set[str]]], tmp_path: Path, kind: str
+) -> None:
+    """A link planted as ``reports.parquet.partial``, ``reports.parquet``, ``manifest.json`` or
+    a partition directory is refused: its target keeps its bytes, nothing is dropped."""
+    url, _ = filled
+    victim = tmp_path / "elsewhere" / "precious.txt"
+    victim.parent.mkdir()
+    victim.write_text("not the archiver's to overwrite")
+    root = tmp_path / "archive"
+    _plant(root, kind, victim)
+    database = open_database(url)
+    try:
+        with pytest.raises(ArchiveLink, match="is a symbolic link"):
+            retain(database, [SPEC], dt.date.fromisoformat(BEFORE), archive=Archive(str(root)))
+    finally:
+        database.dispose()
+    assert victim.read_text() == "not the archiver's to overwrite"
+    assert sorted(p.name for p in victim.parent.iterdir()) == ["precious.txt"]
+    assert _stored(url) == 5 * PER_PERIOD
+
+
+def test_a_link_planted_after_the_check_is_not_written_through(tmp_path: Path) -> None:
+    """The files are opened with O_NOFOLLOW: a link that appears between the check and the
+    open is refused, its target untouched."""
+    victim = tmp_path / "precious.txt"
+    victim.write_text("kept")
+    link = tmp_path / "manifest.json"
+    link.symlink_to(victim)
+    fs, _ = open_archive(str(tmp_path))
+    with pytest.raises(ArchiveLink):
+        open_for_writing(fs, str(link), "w")
+    assert victim.read_text() == "kept"

@@ -8,7 +8,12 @@ import httpx
 import pytest
 from deniable.client import Client
 from deniable.client.errors import SpecError
-from deniable.client.spec import MAX_TEXT_CELL_COUNTS, MAX_TEXT_CELLS, MetricSpec
+from deniable.client.spec import (
+    MAX_DIMENSION_VALUES,
+    MAX_TEXT_CELL_COUNTS,
+    MAX_TEXT_CELLS,
+    MetricSpec,
+)
 
 PLATFORMS = {"platform": ["ios", "android", "web"]}
 
@@ -30,11 +35,18 @@ def test_dimensions_are_in_the_fingerprint_and_json_form() -> None:
         ({"Platform": ["ios"]}, "dimension name"),
         ({"platform": ["i,os"]}, "short ASCII"),
         ({"a": [str(i) for i in range(30)], "b": [str(i) for i in range(40)]}, "1,271 cells"),
+        ({"user": [f"u{i:04d}" for i in range(999)]}, "user lists 999 values; at most 64"),
+        ({"a": [f"v{i}" for i in range(65)]}, "a lists 65 values; at most 64"),
     ],
 )
 def test_bad_dimensions_are_refused_naming_the_problem(dimensions: dict, problem: str) -> None:
     with pytest.raises(SpecError, match=problem):
         MetricSpec.categorical("tab", ["a", "b"], epsilon=1.0, dimensions=dimensions)
+
+
+def test_a_dimension_at_the_value_cap_is_taken() -> None:
+    spec = MetricSpec.boolean("v", epsilon=1.0, dimensions={"a": [f"v{i}" for i in range(64)]})
+    assert len(spec.dimensions[0][1]) == MAX_DIMENSION_VALUES == 64
 
 
 def test_text_metrics_take_dimensions_within_the_sketch_caps() -> None:

@@ -6,7 +6,7 @@ import { DEFAULT_INSTANTANEOUS_RATIO, type Payload, SpecError, type TwoLayers, t
 import { hmacSha256Hex } from "./sha256.js";
 import { hex, systemRandomness, uuid4 } from "./random.js";
 import { InvalidInput, MetricSpec, type SpecData, type TextFactory } from "./spec.js";
-import { defaultStorage, type StateStorage } from "./storage.js";
+import { defaultStorage, type StateStorage, stateProblem } from "./storage.js";
 import { batchBody, METRICS_PATH, payloadText, REPORTS_PATH, reportText } from "./wire.js";
 
 export interface ClientOptions {
@@ -600,14 +600,22 @@ export class Client {
     const empty: State = { version: 1, specs: {}, etag: null, ledger: {}, queue: [], secret, memo: {}, totals: {} };
     const text = this.#storage.load();
     if (text === null) return empty;
-    try {
-      const state = JSON.parse(text) as State;
-      if (state.version !== 1 || !Array.isArray(state.queue)) return empty;
-      const loaded = { ...empty, ...state };
-      return /^[0-9a-f]{64}$/.test(loaded.secret) ? loaded : { ...loaded, secret: empty.secret, memo: {} };
-    } catch {
+    const problem = stateProblem(text);
+    if (problem !== null) {
+      // Never thrown (a save in a microtask would crash the app): kept aside, reported, afresh.
+      let where = "nowhere (its storage cannot keep it)";
+      try {
+        where = this.#storage.setAside?.(text) ?? where;
+      } catch (exc) {
+        where = `nowhere (${(exc as Error).name})`;
+      }
+      const message = `the saved state was unreadable (${problem}); kept as ${where}; the client started afresh`;
+      this.#problemMessages.set("state", message);
+      console.error(`deniable: ${message}`);
       return empty;
     }
+    const loaded = { ...empty, ...(JSON.parse(text) as State) };
+    return /^[0-9a-f]{64}$/.test(loaded.secret) ? loaded : { ...loaded, secret: empty.secret, memo: {} };
   }
 
   #scheduleSave(): void {

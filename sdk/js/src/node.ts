@@ -24,4 +24,14 @@ export class FileStorage implements StateStorage {
     writeFileSync(temporary, text, { mode: 0o600 });
     renameSync(temporary, this.path);
   }
+  /** The unreadable state file moved aside, byte for byte, to `path.bad-<milliseconds>`. */
+  setAside(text: string): string {
+    const aside = `${this.path}.bad-${Date.now()}`;
+    try {
+      renameSync(this.path, aside);
+    } catch {
+      writeFileSync(aside, text, { mode: 0o600 });
+    }
+    return aside;
+  }
 }

@@ -38,6 +38,10 @@ const DIMENSION_NAME = /^[a-z][a-z0-9_]{0,31}$/;
 const DIMENSION_VALUE = /^[A-Za-z0-9][A-Za-z0-9_.+-]{0,31}$/;
 /** The value every dimension has besides its listed ones: what an unlisted value is sent as. */
 export const OTHER = "other";
+/** The most values one dimension may list (`other` besides): dimensions travel in the clear,
+ * so each must be a coarse attribute many devices share (as the Python MAX_DIMENSION_VALUES;
+ * docs/privacy.md says why). */
+export const MAX_DIMENSION_VALUES = 64;
 /** The most cells a metric's dimensions may make: the product of (listed values + 1). */
 export const MAX_CELLS = 1000;
 
@@ -260,6 +264,9 @@ function checkDimensions(metric: string, raw: object): Array<[string, string[]]>
     if (!DIMENSION_NAME.test(name) || !Array.isArray(values) || !values.length || new Set(values).size < values.length
       || !values.every((v) => typeof v === "string" && DIMENSION_VALUE.test(v) && v !== OTHER)) {
       throw new SpecError(`metric ${metric}: dimension ${name}: its name must match ${DIMENSION_NAME.source} and its values (distinct, not ${OTHER}) ${DIMENSION_VALUE.source}`);
+    }
+    if (values.length > MAX_DIMENSION_VALUES) {
+      throw new SpecError(`metric ${metric}: dimension ${name} lists ${values.length} values; at most ${MAX_DIMENSION_VALUES}`);
     }
     cells *= values.length + 1;
     return [name, Object.freeze([...values]) as string[]];

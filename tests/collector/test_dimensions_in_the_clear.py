@@ -1,0 +1,133 @@
+"""Dimensions travel in the clear: a near-identifier (``user: u0000..u0998``) is refused at
+registration naming the per-dimension cap, and the privacy account, its statement and the
+dashboard's privacy page show each metric's dimensions and how many values each can take."""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+from collections.abc import Iterator
+
+import pytest
+from deniable.client import MetricSpec
+from deniable.client.errors import SpecError
+from deniable.client.spec import MAX_DIMENSION_VALUES, registered_specs
+from deniable.client.specsource import verified_specs
+from deniable.collector import migrate
+from deniable.collector.storage import open_database
+from deniable.collector.storage.queries import register_spec
+
+from testkit import (
+    ADMIN_TOKEN,
+    VIEWER_TOKEN,
+    DatabaseFactory,
+    RunningCollector,
+    collector_settings,
+    register,
+)
+
+SPLIT = MetricSpec.boolean(
+    "clear_dark", epsilon=1.0, dimensions={"platform": ["ios", "android", "web"], "tier": ["paid"]}
+)
+PLAIN = MetricSpec.boolean("clear_plain", epsilon=1.0)
+WIDEST = MetricSpec.categorical(
+    "clear_version",
+    ["a", "b"],
+    epsilon=1.0,
+    dimensions={"version": [f"v{i}" for i in range(MAX_DIMENSION_VALUES)]},
+)
+
+
+@pytest.fixture(scope="module")
+def server(databases: DatabaseFactory) -> Iterator[RunningCollector]:
+    settings = collector_settings(databases.new("sqlite"), viewer_token=VIEWER_TOKEN)
+    running = RunningCollector(settings).start()
+    try:
+        with running.client(ADMIN_TOKEN) as admin:
+            for spec in (SPLIT, PLAIN, WIDEST):
+                register(admin, spec)
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.mark.parametrize("values", [999, MAX_DIMENSION_VALUES + 1])
+def test_a_dimension_past_the_cap_is_refused_naming_it(
+    server: RunningCollector, values: int
+) -> None:
+    body = {
+        "name": f"clear_user_{values}",
+        "type": "boolean",
+        "epsilon": 1.0,
+        "dimensions": {"user": [f"u{i:04d}" for i in range(values)]},
+    }
+    with server.client(ADMIN_TOKEN) as admin:
+        response = admin.post("/v1/metrics", json=body)
+        listed = [m["name"] for m in admin.get("/v1/metrics").json()["metrics"]]
+    assert response.status_code == 422, response.text
+    assert (
+        f"dimension user lists {values:,} values; at most {MAX_DIMENSION_VALUES}" in response.text
+    )
+    assert body["name"] not in listed
+
+
+def test_the_privacy_account_and_page_show_the_dimensions_and_their_cardinality(
+    server: RunningCollector,
+) -> None:
+    with server.client(VIEWER_TOKEN) as viewer:
+        document = viewer.get("/v1/privacy").json()
+    clear = {m["metric"]: m for m in document["in_the_clear"]}
+    assert sorted(clear) == ["clear_dark", "clear_version"]
+    assert clear["clear_dark"]["dimensions"] == [
+        {"name": "platform", "values": 4},
+        {"name": "tier", "values": 2},
+    ]
+    assert clear["clear_dark"]["cells"] == 8
+    assert clear["clear_version"]["cells"] == MAX_DIMENSION_VALUES + 1
+    statement = document["statement"]
+    assert "clear_dark: platform (one of 4 values), tier (one of 2 values)" in statement
+    assert f"clear_version: version (one of {MAX_DIMENSION_VALUES + 1} values)" in statement
+    assert "clear_plain:" not in statement
+
+    with server.client(VIEWER_TOKEN) as viewer:
+        response = viewer.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN})
+        assert response.status_code == 303, response.text
+        page = viewer.get("/dashboard/privacy").text
+    section = page.split('<table id="in-the-clear">', 1)[1].split("</table>", 1)[0]
+    row = section.split('<tr data-metric="clear_dark">', 1)[1].split("</tr>", 1)[0]
+    assert "<td>platform (4), tier (2)</td>" in row
+    assert '<td class="num">8</td>' in row
+    assert 'data-metric="clear_plain"' not in section
+    assert html.escape(statement, quote=True) in page
+
+
+def test_a_metric_registered_before_the_cap_stays_readable_but_devices_refuse_it(
+    databases: DatabaseFactory,
+) -> None:
+    """A spec a collector accepted before the cap existed (100 values): the collector still
+    lists it and accounts for it; a device refuses it when it is served."""
+    url = databases.new("sqlite")
+    migrate(url)
+    wide = {"name": "clear_old", "type": "boolean", "epsilon": 1.0}
+    wide["dimensions"] = {"version": [f"v{i}" for i in range(100)]}
+    with registered_specs():
+        old = MetricSpec.from_dict(wide)
+    with pytest.raises(SpecError, match="at most 64"):
+        MetricSpec.from_dict(wide)
+    database = open_database(url)
+    try:
+        register_spec(database, old, dt.datetime.now(dt.UTC))
+    finally:
+        database.dispose()
+    settings = collector_settings(url, viewer_token=VIEWER_TOKEN)
+    running = RunningCollector(settings).start()
+    try:
+        with running.client(VIEWER_TOKEN) as viewer:
+            served = viewer.get("/v1/metrics")
+            privacy = viewer.get("/v1/privacy")
+        assert served.status_code == 200, served.text
+        assert [m["name"] for m in served.json()["metrics"]] == ["clear_old"]
+        assert privacy.json()["in_the_clear"][0]["cells"] == 101
+        assert verified_specs(served.json()["metrics"]) == []  # a device ignores it
+    finally:
+        running.stop()
