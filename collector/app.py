@@ -30,6 +30,7 @@ from . import dashboard, exposition
 from .auth import ADMIN, INGEST, SHUFFLER, VIEWER
 from .context import Clock, Collector, SpecCache, utc_now
 from .docspage import install_docs
+from .readcache import ReadCache
 from .readgate import ReadGate
 from .redirects import RelativeRedirects
 from .routes import admin, estimates, keys, metrics, privacy, reports
@@ -315,6 +316,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
             clock=clock or utc_now,
             specs=SpecCache(database),
             writer=GroupWriter(database),
+            read_cache=ReadCache(settings.read_cache_bytes),
         )
         tune_interpreter()
         try:

@@ -127,7 +127,7 @@ def archive_metric(
         .where(metrics.c.name == name, metrics.c.archived_at.is_(None))
         .values(archived_at=now)
     )
-    with database.writing() as connection:
+    with database.writing(changes=[name]) as connection:
         newly = connection.execute(archive).rowcount == 1
         query = select(metrics.c.archived_at).where(metrics.c.name == name)
         archived_at: dt.datetime | None = connection.execute(query).scalar_one_or_none()
@@ -225,7 +225,7 @@ def register_spec(
         .on_conflict_do_nothing(index_elements=["name"])
         .returning(metrics.c.name)
     )
-    with database.writing() as connection:
+    with database.writing(changes=[spec.name]) as connection:
         if connection.execute(stmt).first() is not None:
             return True
         query = select(metrics.c.spec, metrics.c.archived_at, *_ABOUT)
