@@ -9,26 +9,34 @@ concurrent copies (each client giving up after ``--client-timeout`` seconds), wh
 client uploads a small batch every 0.2 s. Each row
 says what the requests got, the collector's peak memory (the cgroup's high-water mark), the
 slowest of the other client's uploads during the round (the target is under 2 s) and whether
-the collector was still alive and healthy afterwards. Run (as root, for the cgroup):
+the collector was still alive and healthy afterwards. Issue 38's rows: 1,000 all-ones text
+reports (refused by the plausibility bound, while the other client's uploads go on), estimates
+of a 64-byte text metric holding 10,000 honest reports (one, then 4 at once), and a scrape
+every second of the text metric's page and a page of 25 metrics for 20 s while a viewer asks
+for another metric's estimate again and again (its p99, and the scrapes' median, which the
+read cache answers). Run (as root, for the cgroup):
 ``.venv/bin/python -m bench.resources [--backend sqlite|postgresql] [--copies 50]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import collections
 import concurrent.futures
 import contextlib
 import datetime as dt
+import itertools
 import os
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
-from deniable.client import MetricSpec
+from deniable.client import MetricSpec, SeededRandomness
 
 from testkit import (
     INGEST_KEY,
@@ -190,6 +198,175 @@ def hostile_requests(
     }
 
 
+TEXT_WORDS = 200
+"""Distinct strings the text metric's honest reports hold (Zipf-like shares)."""
+TEXT_REPORTS = 10_000
+"""Honest reports of the text metric (issue 38 measured 10,000 poisoned ones)."""
+SCRAPE_SECONDS = 20.0
+"""How long the scrape row scrapes every second."""
+
+
+def text_reports(spec: MetricSpec, period: str, count: int, seed: int) -> list[dict[str, object]]:
+    """``count`` honest reports of the text metric by its real randomizer (seeded)."""
+    sketch, rng = spec.text_randomizer, SeededRandomness(seed)
+    words = [f"search term number {i:03d} of the benchmark" for i in range(TEXT_WORDS)]
+    weights = [1 / (i + 1) for i in range(TEXT_WORDS)]
+    picker = random_choices(seed)
+    reports = []
+    for i in range(count):
+        word = picker(words, weights)
+        level = 1 + i % sketch.levels
+        payload = sketch.randomize(sketch.encode(word), level, rng)
+        reports.append(
+            {
+                "id": str(uuid.uuid4()),
+                "metric": spec.name,
+                "fingerprint": spec.fingerprint,
+                "period": period,
+                "payload": payload,
+            }
+        )
+    return reports
+
+
+def random_choices(seed: int) -> Callable[[list[str], list[float]], str]:
+    """A seeded weighted choice of one word (which word a device holds: not a privacy draw)."""
+    import random
+
+    rng = random.Random(seed)
+    return lambda words, weights: rng.choices(words, weights)[0]
+
+
+def poisoned_batch(spec: MetricSpec, period: str, count: int = 1000) -> bytes:
+    """``count`` all-ones reports of the text metric (issue 38's poison), as a request body."""
+    ones = base64.b64encode(b"\xff" * (spec.text_randomizer.cells // 8)).decode()
+    reports = [
+        {
+            "id": str(uuid.uuid4()),
+            "metric": spec.name,
+            "fingerprint": spec.fingerprint,
+            "period": period,
+            "payload": {"b": ones, "l": spec.text_randomizer.levels, "r": i % 16},
+        }
+        for i in range(count)
+    ]
+    return httpx.Request("POST", "http://x", json={"reports": reports}).content
+
+
+def text_requests(text: MetricSpec, today: dt.date) -> dict[str, tuple[str, Request, int]]:
+    """Issue 38's requests by name: (who sends it, how, the concurrent copies of its second row)."""
+    body = poisoned_batch(text, str(today))
+    levels = itertools.count(1)
+    return {
+        "poisoned text ingest, 1,000 all-ones": (
+            "ingest",
+            lambda c: c.post(
+                "/v1/reports", content=body, headers={"Content-Type": "application/json"}
+            ),
+            4,
+        ),
+        "text estimate, 64 bytes, 10,000 reports": (
+            "viewer",
+            lambda c: c.get(f"/v1/metrics/{text.name}/estimate"),
+            4,
+        ),
+        "the same, each at its own confidence (no cache)": (
+            "viewer",
+            lambda c: c.get(
+                f"/v1/metrics/{text.name}/estimate",
+                params={"confidence": f"0.9{next(levels):04d}"},
+            ),
+            4,
+        ),
+    }
+
+
+def scrape_row(
+    server: CollectorProcess,
+    cgroup: MemoryCgroup,
+    small: MetricSpec,
+    today: dt.date,
+    pages: list[int],
+    viewer_metric: MetricSpec,
+) -> list[str]:
+    """Scrape ``pages`` every second for :data:`SCRAPE_SECONDS` while a viewer asks for
+    ``viewer_metric``'s estimate again and again and the other client uploads."""
+    cgroup.peak_and_reset()
+    stop = threading.Event()
+    scrapes: list[tuple[int, float]] = []
+    views: list[tuple[int, float]] = []
+
+    def scraper() -> None:
+        with contextlib.closing(open_client(server.url, "viewer", 30.0)) as client:
+            while not stop.is_set():
+                tick = time.monotonic()
+                for page in pages:
+                    began = time.monotonic()
+                    got = client.get("/v1/estimates/metrics", params={"page": page})
+                    scrapes.append((got.status_code, time.monotonic() - began))
+                stop.wait(max(0.0, 1.0 - (time.monotonic() - tick)))
+
+    def viewer() -> None:
+        with contextlib.closing(open_client(server.url, "viewer", 30.0)) as client:
+            while not stop.is_set():
+                began = time.monotonic()
+                got = client.get(f"/v1/metrics/{viewer_metric.name}/estimate")
+                views.append((got.status_code, time.monotonic() - began))
+                stop.wait(0.05)
+
+    began = time.monotonic()
+    with Uploads(server.url, small, str(today)) as uploads:
+        threads = [threading.Thread(target=scraper), threading.Thread(target=viewer)]
+        for thread in threads:
+            thread.start()
+        time.sleep(SCRAPE_SECONDS)
+        stop.set()
+        for thread in threads:
+            thread.join()
+    took = time.monotonic() - began
+    alive = server.process.poll() is None and healthy(server.url)
+    statuses = collections.Counter(str(code) for code, _ in scrapes + views)
+    view_times = sorted(t for _, t in views)
+    scrape_times = sorted(t for _, t in scrapes)
+    p99 = view_times[min(len(view_times) - 1, int(0.99 * len(view_times)))] if views else nan
+    median = scrape_times[len(scrape_times) // 2] if scrapes else nan
+    return [
+        f"scrape pages {pages} every 1 s",
+        f"{len(scrapes)}+{len(views)}",
+        ", ".join(f"{k}×{v}" for k, v in sorted(statuses.items()))
+        + f"; viewer p99 {p99:.3f} s, scrape median {median:.3f} s",
+        f"{took:.1f}",
+        f"{cgroup.peak_and_reset() / 2**20:.0f}",
+        f"{max(uploads.latencies, default=nan):.2f}",
+        str(uploads.failures),
+        "yes" if alive else "NO",
+    ]
+
+
+nan = float("nan")
+
+
+def text_pages(url: str, names: set[str]) -> list[int]:
+    """The scrape pages that hold the metrics ``names`` (the first page with each)."""
+    found: list[int] = []
+    with contextlib.closing(open_client(url, "viewer", 120.0)) as client:
+        first = client.get("/v1/estimates/metrics").text
+        total = next(
+            int(float(line.split()[-1]))
+            for line in first.splitlines()
+            if line.startswith("deniable_estimate_pages")
+        )
+        for page in range(1, total + 1):
+            body = client.get("/v1/estimates/metrics", params={"page": page}).text
+            hit = {name for name in names if f'metric="{name}"' in body}
+            if hit:
+                found.append(page)
+                names = names - hit
+            if not names:
+                break
+    return found
+
+
 def open_client(url: str, who: str, timeout: float) -> httpx.Client:
     """A client holding the viewer token, the ingest key or a dashboard session."""
     if who == "session":
@@ -277,6 +454,7 @@ def run(args: argparse.Namespace) -> None:
     )
     numbers = MetricSpec.numeric("load_ms", lower=0, upper=1000, epsilon=1.0, mechanism="duchi")
     small = MetricSpec.boolean("other_app", epsilon=1.0)
+    text = MetricSpec.text("search_text", max_length=64, epsilon=4.0)
     extra = [
         MetricSpec.boolean(f"extra_{i:04d}", epsilon=1.0) for i in range(args.overview_metrics)
     ]
@@ -289,10 +467,26 @@ def run(args: argparse.Namespace) -> None:
         directory = Path(scratch)
         try:
             with collector(database_url, directory, cgroup) as server:
-                register_all(server.url, [big, numbers, small, *extra])
+                register_all(server.url, [big, numbers, small, text, *extra])
                 with contextlib.closing(open_client(server.url, "ingest", 30.0)) as ingest:
                     reports = make_numeric_reports(numbers, [500.0] * 30, str(today), seed=1)
                     ingest.post("/v1/reports", json={"reports": reports}).raise_for_status()
+                    words = text_reports(text, str(today), TEXT_REPORTS, seed=2)
+                    for start in range(0, len(words), 1000):
+                        batch = {"reports": words[start : start + 1000]}
+                        ingest.post("/v1/reports", json=batch).raise_for_status()
+            for name, (who, request, copies) in text_requests(text, today).items():
+                with collector(database_url, directory, cgroup) as server:
+                    for count in (1, copies):
+                        case = (name, who, request)
+                        rows.append(measure(server, cgroup, small, today, args, case, count))
+                        print(" | ".join(rows[-1]), flush=True)
+            with collector(database_url, directory, cgroup) as server:
+                pages = text_pages(server.url, {text.name, "extra_0000"})
+                rows.append(scrape_row(server, cgroup, small, today, pages, numbers))
+                print(" | ".join(rows[-1]), flush=True)
+            if args.only_text:
+                return finish(args, rows)
             for name, (who, request) in hostile_requests(big, numbers, today).items():
                 with collector(database_url, directory, cgroup) as server:
                     for copies in (1, args.copies):
@@ -306,6 +500,11 @@ def run(args: argparse.Namespace) -> None:
                             break
         finally:
             cgroup.remove()
+    finish(args, rows)
+
+
+def finish(args: argparse.Namespace, rows: list[list[str]]) -> None:
+    """Print the table and which rows missed their target."""
     header = [
         "request",
         "copies",
@@ -331,6 +530,9 @@ def main() -> None:
     parser.add_argument("--memory-mib", type=int, default=512)
     parser.add_argument("--client-timeout", type=float, default=30.0)
     parser.add_argument("--overview-metrics", type=int, default=1505)
+    parser.add_argument(
+        "--only-text", action="store_true", help="only issue 38's rows (text and scrape)"
+    )
     run(parser.parse_args())
 
 

@@ -225,7 +225,95 @@ class BRR(KRR):
         return super().check_value(value)
 
 
-class OUE(Mechanism):
+PLAUSIBLE_TAIL = 1e-9
+"""The probability, on each side, that an honest bit-vector report lies outside the range of
+set bits the collector accepts (:func:`plausible_set_bits`).
+
+An honest oue or text report sets each of its cells independently: its own cell with
+probability p = 1/2, every other with q = 1/(e^eps + 1). A payload far outside that law is
+no device's report, only a poisoner's: all ones makes every read of a 1024-cell text metric
+count every cell and decode invented strings (issue 38). At 1e-9 per side an honest report
+is refused about once in 500 million, and then only that report (a 422 names it, and the
+SDK drops only the named reports); a poisoner gets no more than an honest report's bits.
+"""
+
+
+@cache
+def plausible_set_bits(
+    cells: int, p: float, q: float, tail: float = PLAUSIBLE_TAIL
+) -> tuple[int, int]:
+    """(low, high): an honest report of ``cells`` bits sets fewer than ``low`` bits with
+    probability at most ``tail``, and more than ``high`` with probability at most ``tail``.
+
+    The count is S = B + X with B ~ Bernoulli(p) (its own cell) and X ~ Binomial(cells - 1, q)
+    (the others), computed exactly in log space; ``low`` is the largest and ``high`` the
+    smallest bound with its tail within ``tail``, so each is as tight as the law allows.
+    """
+    n = cells - 1
+    log_q, log_not_q = math.log(q), math.log1p(-q)
+    others = [
+        math.exp(
+            math.lgamma(n + 1)
+            - math.lgamma(j + 1)
+            - math.lgamma(n - j + 1)
+            + j * log_q
+            + (n - j) * log_not_q
+        )
+        for j in range(n + 1)
+    ]
+    law = [
+        (1 - p) * (others[s] if s <= n else 0.0) + p * (others[s - 1] if s >= 1 else 0.0)
+        for s in range(cells + 1)
+    ]
+    low, below = 0, 0.0
+    while below + law[low] <= tail:
+        below += law[low]
+        low += 1
+    high, above = cells, 0.0
+    while above + law[high] <= tail:
+        above += law[high]
+        high -= 1
+    return low, high
+
+
+class BitVectorPayload:
+    """What the mechanisms whose payload carries an OUE bit vector share (``oue``, the text
+    sketch's rows): how many bits a payload sets, and whether an honest device could have
+    sent it."""
+
+    p: float
+    q: float
+    epsilon: float
+    name: ClassVar[str]
+
+    @property
+    def vector_cells(self) -> int:
+        """The bits of one payload's vector."""
+        raise NotImplementedError
+
+    def vector_bytes(self, payload: Any) -> bytes:
+        """The raw bit vector of a valid payload."""
+        raise NotImplementedError
+
+    @property
+    def plausible_set_bits(self) -> tuple[int, int]:
+        """The fewest and most set bits an honest report has, but for :data:`PLAUSIBLE_TAIL`."""
+        return plausible_set_bits(self.vector_cells, self.p, self.q)
+
+    def implausible(self, payload: Any) -> str | None:
+        """None for a valid payload an honest device may send, else why no device sends it."""
+        bits = int.from_bytes(self.vector_bytes(payload), "little").bit_count()
+        low, high = self.plausible_set_bits
+        if low <= bits <= high:
+            return None
+        return (
+            f"payload sets {bits} of {self.vector_cells} bits; an honest {self.name} report at"
+            f" eps {self.epsilon:g} sets {low} to {high} (beyond them with probability below"
+            f" {PLAUSIBLE_TAIL:g} each side): refused as no device's report"
+        )
+
+
+class OUE(BitVectorPayload, Mechanism):
     """Optimized unary encoding: bit v is 1 w.p. 1/2 if v is the value, else q = 1/(e^eps+1)."""
 
     name = "oue"
@@ -261,6 +349,14 @@ class OUE(Mechanism):
     def supported(self, payload: Payload) -> list[int]:
         raw = base64.b64decode(payload)  # type: ignore[arg-type]
         return [v for v in range(self.k) if (raw[v >> 3] >> (v & 7)) & 1]
+
+    @property
+    def vector_cells(self) -> int:
+        """k: one bit per category."""
+        return self.k
+
+    def vector_bytes(self, payload: Any) -> bytes:
+        return base64.b64decode(payload)
 
 
 class OLH(Mechanism):
@@ -688,7 +784,7 @@ def _text_hash_coefficients() -> tuple[tuple[tuple[int, ...], ...], tuple[int, .
     return a, b
 
 
-class PrefixSketch:
+class PrefixSketch(BitVectorPayload):
     """``pem``: PEM prefix extension (Wang, Li & Jha, IEEE TDSC 2021) through OUE inside a sketch.
 
     A device's string is UTF-8, cut to ``max_length`` bytes at a character boundary and padded
@@ -826,6 +922,14 @@ class PrefixSketch:
                 f"payload b must encode exactly {self.n_bytes} bytes ({self.cells} cells)"
             )
         return {"b": base64.b64encode(raw).decode("ascii"), "l": level, "r": row}
+
+    @property
+    def vector_cells(self) -> int:
+        """m: one bit per cell of the report's row."""
+        return self.cells
+
+    def vector_bytes(self, payload: Any) -> bytes:
+        return base64.b64decode(payload["b"])
 
     def supported(self, payload: dict[str, Any]) -> list[int]:
         """The flat count indexes a (valid) payload adds one to: its set cells and its tally."""

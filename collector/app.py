@@ -33,6 +33,7 @@ from .auth import ADMIN, INGEST, SHUFFLER, VIEWER
 from .context import Clock, Collector, SpecCache, utc_now
 from .crossorigin import DeviceCORS
 from .docspage import install_docs
+from .readcache import ReadCache
 from .readgate import ReadGate
 from .redirects import RelativeRedirects
 from .routes import admin, estimates, keys, metrics, privacy, reports
@@ -256,8 +257,9 @@ def _to_dashboard() -> RedirectResponse:
 
 def _install_error_handlers(app: FastAPI) -> None:
     """Map errors to answers: database down or not migrated -> 503, a spec that changed in the
-    database -> 503 (retry), anything else -> 500. No log line quotes a driver's message
-    (it can hold report ids and payloads): only types, error codes, statements and frames."""
+    database -> 503 (retry), memory exhausted -> 503 with Retry-After, anything else -> 500.
+    No log line quotes a driver's message (it can hold report ids and payloads): only types,
+    error codes, statements and frames."""
     from .faults import redacted_traceback
     from .storage.queries import SpecChanged
 
@@ -292,6 +294,17 @@ def _install_error_handlers(app: FastAPI) -> None:
         )
         return JSONResponse(status_code=500, content={"detail": "internal server error"})
 
+    async def out_of_memory(request: Request, _exc: MemoryError) -> JSONResponse:
+        log.error("out of memory on %s %s: answered 503", request.method, request.url.path)
+        detail = (
+            "out of memory: the collector could not answer this request with the memory left"
+            " beside the others it is answering; retry shortly"
+        )
+        return JSONResponse(
+            status_code=503, content={"detail": detail}, headers={"Retry-After": "5"}
+        )
+
+    app.add_exception_handler(MemoryError, out_of_memory)  # type: ignore[arg-type]
     app.add_exception_handler(PoolTimeout, database_down)
     app.add_exception_handler(StorageUnavailable, storage_unavailable)  # type: ignore[arg-type]
     app.add_exception_handler(DBAPIError, database_fault)  # type: ignore[arg-type]
@@ -318,6 +331,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
             clock=clock or utc_now,
             specs=SpecCache(database),
             writer=GroupWriter(database),
+            read_cache=ReadCache(settings.read_cache_bytes),
         )
         tune_interpreter()
         try:
@@ -341,7 +355,10 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     app.add_api_route("/", _to_dashboard, include_in_schema=False)
     _install_error_handlers(app)
     app.add_middleware(
-        ReadGate, limit=settings.max_concurrent_reads, wait=settings.read_queue_timeout
+        ReadGate,
+        limit=settings.max_concurrent_reads,
+        wait=settings.read_queue_timeout,
+        per_group=settings.max_reads_per_metric,
     )
     app.add_middleware(dashboard.DashboardHeaders)
     app.add_middleware(RelativeRedirects)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from deniable.client.spec import METRIC_NAME, MetricSpec
 from fastapi import Request
 
+from .readcache import ReadCache
 from .settings import Settings
 from .storage import Database
 from .storage.queries import Registration, load_registration, spec_fingerprint
@@ -99,6 +100,8 @@ class Collector:
     clock: Clock
     specs: SpecCache
     writer: GroupWriter
+    read_cache: ReadCache = field(default_factory=lambda: ReadCache(0))
+    """Estimate documents by request and read version (:mod:`.readcache`)."""
     cpu_turn: threading.Semaphore = field(default_factory=threading.Semaphore)
     """Held by a request thread while it parses, validates or prepares a batch: one at a
     time. That work holds the GIL anyway, so taking turns costs it nothing; but with a

@@ -1,10 +1,15 @@
-"""At most a few heavy reads at once per process, so their bounded memory adds up to a bound.
+"""At most a few heavy reads at once per process, so their bounded memory adds up to a bound,
+and no one metric's reads take every turn.
 
 Each estimate, series, privacy account, estimates scrape or dashboard page is bounded on its own (the cells
 limits), but fifty at once are fifty times that: past the pod's memory. :class:`ReadGate` lets
-``max_concurrent_reads`` of them run at a time; the others wait their turn, and one that waits
-longer than ``read_queue_timeout`` seconds is answered 503 with ``Retry-After``. Uploads,
-registration, health checks and the SDK's spec list never wait here.
+``max_concurrent_reads`` of them run at a time, and at most ``max_reads_per_metric`` of one
+metric (or of one path that reads no single metric, such as the scrape or the overview); the
+others wait their turn, and one that waits longer than ``read_queue_timeout`` seconds is
+answered 503 with ``Retry-After``. A read waits for its metric's turn before it takes one of
+the process's, so reads queued behind one metric's expensive ones hold none: another metric's
+read is admitted as soon as a slot is free. Uploads, registration, health checks and the
+SDK's spec list never wait here.
 """
 
 from __future__ import annotations
@@ -33,14 +38,28 @@ def is_heavy_read(method: str, path: str) -> bool:
     return path.startswith("/dashboard") and path not in LIGHT_DASHBOARD_PATHS
 
 
-class ReadGate:
-    """Admit ``limit`` heavy reads at once; answer 503 to one kept waiting over ``wait`` s."""
+def read_group(path: str) -> str:
+    """What a heavy read is counted under: ``metric:NAME`` for a read of one metric (the API's
+    and the dashboard's), else its path."""
+    for prefix in ("/v1/metrics/", "/dashboard/metrics/"):
+        if path.startswith(prefix):
+            return "metric:" + path[len(prefix) :].split("/", 1)[0]
+    return path
 
-    def __init__(self, app: ASGIApp, *, limit: int, wait: float) -> None:
+
+class ReadGate:
+    """Admit ``limit`` heavy reads at once, at most ``per_group`` of one :func:`read_group`;
+    answer 503 to one kept waiting over ``wait`` s."""
+
+    def __init__(
+        self, app: ASGIApp, *, limit: int, wait: float, per_group: int | None = None
+    ) -> None:
         self.app = app
         self.limit = limit
+        self.per_group = min(limit, per_group or limit)
         self.wait = wait
         self._slots: asyncio.Semaphore | None = None
+        self._groups: dict[str, tuple[asyncio.Semaphore, list[int]]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not is_heavy_read(scope["method"], scope["path"]):
@@ -48,22 +67,47 @@ class ReadGate:
             return
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.limit)
+        group = read_group(scope["path"])
+        turn, users = self._groups.setdefault(group, (asyncio.Semaphore(self.per_group), [0]))
+        users[0] += 1
         try:
-            await asyncio.wait_for(self._slots.acquire(), self.wait)
-        except TimeoutError:
-            await self._busy(send)
-            return
-        try:
-            await self.app(scope, receive, send)
+            deadline = asyncio.get_running_loop().time() + self.wait
+            try:
+                await asyncio.wait_for(turn.acquire(), self.wait)
+            except TimeoutError:
+                await self._busy(send, group)
+                return
+            try:
+                left = max(0.05, deadline - asyncio.get_running_loop().time())
+                try:
+                    await asyncio.wait_for(self._slots.acquire(), left)
+                except TimeoutError:
+                    await self._busy(send, None)
+                    return
+                try:
+                    await self.app(scope, receive, send)
+                finally:
+                    self._slots.release()
+            finally:
+                turn.release()
         finally:
-            self._slots.release()
+            users[0] -= 1
+            if not users[0]:
+                del self._groups[group]
 
-    async def _busy(self, send: Send) -> None:
-        """503: the reads now running are at the limit; the message names the setting."""
-        detail = (
-            f"the collector is answering its limit of {self.limit} reads at once"
-            " (DENIABLE_MAX_CONCURRENT_READS); try again shortly"
-        )
+    async def _busy(self, send: Send, group: str | None) -> None:
+        """503: the reads now running are at a limit; the message names it and its setting."""
+        if group is None or self.per_group >= self.limit:
+            detail = (
+                f"the collector is answering its limit of {self.limit} reads at once"
+                " (DENIABLE_MAX_CONCURRENT_READS); try again shortly"
+            )
+        else:
+            what = group.removeprefix("metric:")
+            detail = (
+                f"the collector is answering its limit of {self.per_group} reads of {what} at"
+                " once (DENIABLE_MAX_READS_PER_METRIC); try again shortly"
+            )
         body = json.dumps({"detail": detail}).encode()
         headers = [
             (b"content-type", b"application/json"),

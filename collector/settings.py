@@ -168,6 +168,15 @@ class Settings(BaseSettings):
     max_concurrent_reads: int = Field(default=4, ge=1, le=256)
     """Estimates, series, privacy accounts and dashboard pages one process computes at once
     (collector/readgate.py): each is bounded, and this bounds their sum."""
+    max_reads_per_metric: int = Field(default=2, ge=1, le=256)
+    """Of those, the most that read one metric (or one path reading no single metric: the
+    scrape, the overview): one metric's expensive reads then leave the other slots to other
+    metrics' (collector/readgate.py). Above ``max_concurrent_reads`` it is that."""
+    read_cache_bytes: int = Field(default=32 << 20, ge=0, le=1 << 34)
+    """Bytes of estimate documents one process keeps to answer a repeated read (the
+    dashboard, the scrape and the CLI ask the same questions) until a write changes what it
+    read (collector/readcache.py); 0 keeps none. Keys, documents and a fixed allowance per
+    entry count; a document over an eighth of it is not kept."""
     read_queue_timeout: float = Field(default=10.0, gt=0, le=600)
     """Seconds a read waits for its turn before it is answered 503 with Retry-After."""
     shutdown_timeout: int = Field(default=DEFAULT_SHUTDOWN_TIMEOUT, ge=1, le=3600)

@@ -1,7 +1,8 @@
 """Check every report of a batch against its registered metric, collecting all problems.
 
 Structural checks (types, UUID form) come from :mod:`.schemas`; here: the metric exists and
-is not archived, the fingerprint matches, the payload lies in the mechanism's domain, and the period is a
+is not archived, the fingerprint matches, the payload lies in the mechanism's domain (and, for
+a bit vector, sets a number of bits an honest device may set), and the period is a
 well-formed label of the metric's kind inside the accepted window (not more than one period
 ahead of the server's clock, not older than the retention window).
 """
@@ -18,6 +19,7 @@ from typing import Any
 from deniable.client.mechanisms import (
     KRR,
     OUE,
+    BitVectorPayload,
     Duchi,
     Hybrid,
     Mechanism,
@@ -146,7 +148,10 @@ def canonical_check(mechanism: Mechanism | NumericMechanism | PrefixSketch) -> P
 PayloadParse = Callable[[Any], Any]
 """A mechanism's ``parse_payload``: the payload in canonical form, or ``ValueError`` saying why."""
 
-_DERIVED: dict[int, tuple[MetricSpec, str, PayloadCheck, PayloadParse]] = {}
+Plausibility = Callable[[Any], "str | None"]
+"""A bit-vector mechanism's ``implausible``: why no honest device sends a valid payload, or None."""
+
+_DERIVED: dict[int, tuple[MetricSpec, str, PayloadCheck, PayloadParse, Plausibility | None]] = {}
 _DERIVED_MAX = 10_000
 
 
@@ -158,9 +163,9 @@ def payload_mechanism(spec: MetricSpec) -> Mechanism | NumericMechanism | Prefix
     return spec.numeric_randomizer if spec.type == "numeric" else spec.randomizer
 
 
-def _derived(spec: MetricSpec) -> tuple[str, PayloadCheck, PayloadParse]:
-    """A spec's fingerprint, payload check and parser, computed once per spec object (specs
-    are frozen)."""
+def _derived(spec: MetricSpec) -> tuple[str, PayloadCheck, PayloadParse, Plausibility | None]:
+    """A spec's fingerprint, payload check, parser and plausibility check (bit vectors only),
+    computed once per spec object (specs are frozen)."""
     entry = _DERIVED.get(id(spec))
     if entry is None or entry[0] is not spec:
         if len(_DERIVED) >= _DERIVED_MAX:
@@ -171,8 +176,9 @@ def _derived(spec: MetricSpec) -> tuple[str, PayloadCheck, PayloadParse]:
             spec.fingerprint,
             canonical_check(mechanism),
             mechanism.parse_payload,
+            mechanism.implausible if isinstance(mechanism, BitVectorPayload) else None,
         )
-    return entry[1], entry[2], entry[3]
+    return entry[1], entry[2], entry[3], entry[4]
 
 
 ARCHIVED_REASON = "metric archived"
@@ -198,6 +204,7 @@ def validate_reports(
     fingerprints: dict[str, str] = {}
     checks: dict[str, PayloadCheck] = {}
     parsers: dict[str, PayloadParse] = {}
+    plausibility: dict[str, Plausibility | None] = {}
     valid: list[ValidReport] = []
     problems: list[ReportProblem] = []
     # Each (metric, dims as sent) already found valid, and its cell: a batch's reports mostly
@@ -209,7 +216,9 @@ def validate_reports(
         if name not in specs:
             specs[name] = found = lookup(name)
             if found is not None:
-                fingerprints[name], checks[name], parsers[name] = _derived(found)
+                fingerprints[name], checks[name], parsers[name], plausibility[name] = _derived(
+                    found
+                )
                 retired[name] = archived(name)
         spec = specs[name]
         if spec is None:
@@ -254,6 +263,16 @@ def validate_reports(
                 problems.append(
                     ReportProblem(
                         index, name, "payload", f"metric {name} ({spec.mechanism}): {exc}"
+                    )
+                )
+                continue
+        implausible = plausibility[name]
+        if implausible is not None:
+            reason = implausible(payload)
+            if reason is not None:
+                problems.append(
+                    ReportProblem(
+                        index, name, "implausible", f"metric {name} ({spec.mechanism}): {reason}"
                     )
                 )
                 continue

@@ -53,6 +53,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query, Request
 
 from ..context import Collector
 from ..numbers import NumberRule, query_number
+from ..readcache import cached_document
 from ..storage.queries import count_width, load_about, read_counts, read_sums
 from .breakdown import (
     BreakdownEstimate,
@@ -275,6 +276,7 @@ CompareTo = Annotated[
 ]
 
 
+@cached_document("estimate")
 def metric_estimate(
     request: Request,
     read: MetricPeriodsQuery,
@@ -620,6 +622,7 @@ def text_series(
     summary="Estimate each period of a range on its own",
     viewer=True,
 )
+@cached_document("series")
 def get_series(
     request: Request,
     read: MetricPeriodsQuery,

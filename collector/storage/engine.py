@@ -21,19 +21,20 @@ try:
     import fcntl
 except ImportError:  # Windows: writers rely on SQLite's busy timeout alone.
     fcntl = None  # type: ignore[assignment]
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from deniable.client.errors import StorageUnavailable
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event, inspect
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import DBAPIError
 
 from ..settings import DEFAULT_POOL_SIZE
 from .tables import ADD_PACKED_SQL, add_packed
+from .versions import advance
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 SQLITE_CACHE_KIB = 65_536
@@ -217,6 +218,7 @@ class Database:
     reader: Engine
     _write_lock: WriterLock | None = field(default=None, repr=False)
     sqlite_file: SQLiteFile | None = field(default=None, repr=False)
+    _versioned: bool = field(default=False, repr=False)
 
     @property
     def dialect(self) -> str:
@@ -224,8 +226,10 @@ class Database:
         return self.writer.dialect.name
 
     @contextmanager
-    def writing(self) -> Iterator[Connection]:
-        """A write transaction, committed on exit.
+    def writing(self, changes: Collection[str] | None = None) -> Iterator[Connection]:
+        """A write transaction, committed on exit, that advances the read versions of the
+        metrics ``changes`` names (None: of every metric) before it commits (:mod:`.versions`):
+        no write can leave a cached read current.
 
         On SQLite, writers first queue on a :class:`WriterLock`, and nothing is written once
         the database file was deleted or replaced (:class:`SQLiteFile`).
@@ -234,9 +238,21 @@ class Database:
         if self._write_lock is None:
             with self.writer.begin() as connection:
                 yield connection
+                if self.versioned(connection):
+                    advance(connection, changes)
             return
         with self._write_lock.held(), self.writer.begin() as connection:
             yield connection
+            if self.versioned(connection):
+                advance(connection, changes)
+
+    def versioned(self, connection: Connection) -> bool:
+        """Whether the schema keeps read versions (migration 0014): a collector may run
+        against a database a separate job has not migrated yet; it then caches no read.
+        Checked until it is found, then remembered."""
+        if not self._versioned:  # frozen: set once, from False to True
+            object.__setattr__(self, "_versioned", inspect(connection).has_table("read_versions"))
+        return self._versioned
 
     def check_file(self) -> None:
         """On SQLite, raise StorageUnavailable if the database file is gone (else nothing)."""

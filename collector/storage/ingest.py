@@ -996,8 +996,9 @@ def _store_group(database: Database, batches: Sequence[PreparedBatch]) -> list[S
     Raises :class:`.queries.SpecChanged` (nothing stored) if a metric of the group is no
     longer registered under the spec its reports were validated against.
     """
-    with database.writing() as connection:
-        check_fingerprints(connection, _expected_fingerprints(batches))
+    expected = _expected_fingerprints(batches)
+    with database.writing(changes=expected) as connection:
+        check_fingerprints(connection, expected)
         new, counted = _insert(connection, database, batches)
         if not counted:
             n_rows, support_rows, sum_rows = _count_rows(batches, new)

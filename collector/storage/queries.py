@@ -129,7 +129,7 @@ def archive_metric(
         .where(metrics.c.name == name, metrics.c.archived_at.is_(None))
         .values(archived_at=now)
     )
-    with database.writing() as connection:
+    with database.writing(changes=[name]) as connection:
         newly = connection.execute(archive).rowcount == 1
         query = select(metrics.c.archived_at).where(metrics.c.name == name)
         archived_at: dt.datetime | None = connection.execute(query).scalar_one_or_none()
@@ -227,7 +227,7 @@ def register_spec(
         .on_conflict_do_nothing(index_elements=["name"])
         .returning(metrics.c.name)
     )
-    with database.writing() as connection:
+    with database.writing(changes=[spec.name]) as connection:
         if connection.execute(stmt).first() is not None:
             return True
         query = select(metrics.c.spec, metrics.c.archived_at, *_ABOUT)
@@ -300,15 +300,40 @@ def read_counts(
         .select_from(joined)
         .where(metrics.c.name == spec.name)
     )
-    rows = _rows_of_current_spec(database, spec, query)
-    for _, period, value, category, support in rows:
-        i = position.get(period)
-        if i is None:
-            continue
-        n[i] = value
-        if category is not None and 0 <= category < k:
-            counts[i, category] = support
+    for rows in _chunks_of_current_spec(database, spec, query):
+        for _, period, value, category, support in rows:
+            i = position.get(period)
+            if i is None:
+                continue
+            n[i] = value
+            if category is not None and 0 <= category < k:
+                counts[i, category] = support
     return n, counts
+
+
+READ_CHUNK_ROWS = 10_000
+"""Rows of counts a read holds as Python objects at once (about 7 MB): the counts it returns
+are bounded (periods x k, the estimate cells limit), but a full text sketch is a million rows,
+and as one list of rows it took 400 MB beside its 8 MB of counts (issue 38)."""
+
+
+def _chunks_of_current_spec(
+    database: Database, spec: MetricSpec, query: Any
+) -> Iterator[Sequence[Any]]:
+    """The rows of ``query`` (as :func:`_rows_of_current_spec`'s), streamed in chunks of
+    :data:`READ_CHUNK_ROWS`: :class:`SpecChanged` before the first if the metric is no longer
+    registered with ``spec``."""
+    with database.reader.connect() as connection:
+        streamed = connection.execution_options(stream_results=True, yield_per=READ_CHUNK_ROWS)
+        checked = False
+        for rows in streamed.execute(query).partitions():
+            if not checked:
+                if rows[0].fingerprint != spec.fingerprint:
+                    raise SpecChanged([spec.name])
+                checked = True
+            yield rows
+        if not checked:
+            raise SpecChanged([spec.name])
 
 
 @dataclass

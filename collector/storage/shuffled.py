@@ -37,7 +37,7 @@ def record_batch(database: Database, batch: ShuffledBatch) -> ShuffledBatch:
         "n": batch.n,
         "released_at": batch.released_at,
     }
-    with database.writing() as connection:
+    with database.writing(changes=[batch.metric]) as connection:
         connection.execute(database.insert(shuffled_batches).values(row).on_conflict_do_nothing())
         stored = connection.execute(
             select(shuffled_batches).where(shuffled_batches.c.batch == batch.batch)

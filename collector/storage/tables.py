@@ -389,3 +389,17 @@ shuffled_parts = Table(
 once (a part sent again changes nothing; a part without refusals has no row): how many it
 refused (not opened, of another batch, invalid). They give no cover, so the accountant counts
 a batch at its ``n`` less the sum of its parts' ``refused``."""
+
+read_versions = Table(
+    "read_versions",
+    metadata,
+    Column("metric", String(64), primary_key=True),
+    Column("version", BigInteger, nullable=False),
+)
+"""How often what a read of each metric sees has changed: every write transaction adds one to
+the rows of the metrics it writes (ingestion, registration, archiving, a shuffled batch), or
+to the ``""`` row when it does not say which (retention, a shuffled part), in the same
+transaction. The read cache (collector/readcache.py) keys a document by its metric's and the
+``""`` row's versions, read from the database, so no process serves an answer made before a
+commit it can see. The ``""`` row starts at a random number (migration 0014), so a database
+dropped and made again never repeats an earlier one's versions."""

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from deniable.collector.readgate import ReadGate, is_heavy_read
+from deniable.collector.readgate import ReadGate, is_heavy_read, read_group
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
@@ -97,5 +97,85 @@ def test_the_collector_releases_its_one_slot_after_every_read(tmp_path: Path) ->
             statuses.append(client.get("/v1/privacy", params={"memoize": "maybe"}).status_code)
             statuses.append(client.get("/v1/privacy").status_code)
         assert statuses == [200, 200, 200, 422, 200]
+    finally:
+        collector.stop()
+
+
+def test_one_metrics_held_reads_leave_a_turn_for_another_metric() -> None:
+    """Three slots, two per metric: with two reads of m held and a third of m queued, a read of
+    n is admitted at once, and the queued m read is refused naming the per-metric setting
+    (issue 38: one metric's expensive reads must not starve the others)."""
+    release, entered = threading.Event(), threading.Semaphore(0)
+
+    def read(request: Request) -> PlainTextResponse:
+        if request.path_params["name"] == "m":
+            entered.release()
+            release.wait(30)
+        return PlainTextResponse(request.path_params["name"])
+
+    inner = Starlette(routes=[Route("/v1/metrics/{name}/estimate", read)])
+    gate = ReadGate(inner, limit=3, wait=0.3, per_group=2)
+    transport = httpx.ASGITransport(app=gate)
+
+    async def scenario() -> tuple[list[int], int, httpx.Response]:
+        async with httpx.AsyncClient(transport=transport, base_url="http://gate") as client:
+            held = [asyncio.create_task(client.get("/v1/metrics/m/estimate")) for _ in range(2)]
+            for _ in held:
+                await asyncio.to_thread(entered.acquire, True, 30)
+            queued = asyncio.create_task(client.get("/v1/metrics/m/estimate"))
+            other = await client.get("/v1/metrics/n/estimate")
+            refused = await queued
+            release.set()
+            return [(await task).status_code for task in held], other.status_code, refused
+
+    held, other, refused = asyncio.run(scenario())
+    assert held == [200, 200] and other == 200
+    assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+    assert "DENIABLE_MAX_READS_PER_METRIC" in refused.json()["detail"]
+    assert "reads of m at once" in refused.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("path", "group"),
+    [
+        ("/v1/metrics/load_ms/estimate", "metric:load_ms"),
+        ("/v1/metrics/load_ms/series", "metric:load_ms"),
+        ("/dashboard/metrics/load_ms/series.csv", "metric:load_ms"),
+        ("/v1/estimates/metrics", "/v1/estimates/metrics"),
+        ("/dashboard/", "/dashboard/"),
+    ],
+)
+def test_reads_are_counted_by_metric(path: str, group: str) -> None:
+    assert read_group(path) == group
+
+
+def test_memory_exhaustion_is_503_with_retry_after_never_500(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read that runs out of memory (simulated where the decode allocates: numpy raises a
+    MemoryError subclass there) answers 503 naming the reason, with Retry-After; the next read
+    answers as usual."""
+    import numpy as np
+    from deniable.client import MetricSpec
+    from deniable.collector.routes import estimates
+
+    from testkit import register
+
+    real = estimates.text_document
+
+    def exhausted(*args: object, **kwargs: object) -> dict[str, object]:
+        np.empty(1 << 62, dtype=np.uint8)  # numpy's own MemoryError, not one raised by hand
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    collector = RunningCollector(collector_settings(f"sqlite:///{tmp_path}/oom.db")).start()
+    try:
+        with collector.client(ADMIN_TOKEN) as client:
+            spec = register(client, MetricSpec.text("queries", max_length=4, epsilon=4))
+            monkeypatch.setattr(estimates, "text_document", exhausted)
+            answer = client.get(f"/v1/metrics/{spec.name}/estimate")
+            assert answer.status_code == 503, answer.text
+            assert answer.headers["retry-after"] == "5" and "out of memory" in answer.text
+            monkeypatch.setattr(estimates, "text_document", real)
+            assert client.get(f"/v1/metrics/{spec.name}/estimate").status_code == 200
     finally:
         collector.stop()

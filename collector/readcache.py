@@ -1,0 +1,134 @@
+"""Estimate documents cached by the request and the version of the counts they read.
+
+The dashboard, the Prometheus scrape and the CLI ask the same questions over unchanged counts;
+each answer is kept as its JSON bytes under a key of the document's kind, its arguments, the
+server's date and the metric's read version (:mod:`.storage.versions`), read from the database
+before the document is made. Every write transaction advances the versions of what it changes
+before it commits, so an entry is never served once a write it does not hold is visible, in
+this process or any other (replicas share the database, not the cache). A document read under
+version v holds at least what v holds; a reader that sees v again sees nothing newer.
+
+The cache is bounded in bytes (``read_cache_bytes``): each entry counts its key's and its
+document's bytes plus :data:`ENTRY_OVERHEAD`, the least recently used go first, and a document
+larger than an eighth of the bound is not kept.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Any, ParamSpec
+
+import orjson
+from fastapi import Request
+from pydantic import BaseModel
+
+from .storage.versions import read_version
+
+ENTRY_OVERHEAD = 320
+"""Bytes counted per entry beyond its key's and document's: the two bytes objects' headers
+(33 bytes each, and the allocator's rounding), its slots in the ordered dict's table and its
+linked-list node; measured at about 260 (tests/collector/test_read_cache.py)."""
+
+
+class ReadCache:
+    """Least recently used documents (JSON bytes) by key (bytes), at most ``limit`` bytes."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.size = 0
+        self.hits = 0
+        self.misses = 0
+        self._entries: OrderedDict[bytes, bytes] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, key: bytes) -> bytes | None:
+        """The document kept under ``key``, or None (counted as a hit or a miss)."""
+        with self._lock:
+            found = self._entries.get(key)
+            if found is None:
+                self.misses += 1
+                return None
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return found
+
+    def put(self, key: bytes, document: bytes) -> None:
+        """Keep copies of ``document`` and ``key``, dropping the least recently used past the
+        bound. Copies: orjson's bytes keep the buffer it grew them in (4 to 13 KiB for a few
+        hundred bytes), so kept as they are, the memory held was ten times the count."""
+        cost = len(key) + len(document) + ENTRY_OVERHEAD
+        if cost > self.limit // 8:
+            return
+        key, document = memoryview(key).tobytes(), memoryview(document).tobytes()
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self.size -= len(key) + len(old) + ENTRY_OVERHEAD
+            self._entries[key] = document
+            self.size += cost
+            while self.size > self.limit:
+                dropped, value = self._entries.popitem(last=False)
+                self.size -= len(dropped) + len(value) + ENTRY_OVERHEAD
+
+
+def _plain(value: Any) -> Any:
+    """An argument as JSON-able data for the key (dataclasses and models as their fields)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    return value
+
+
+P = ParamSpec("P")
+
+
+def cached_document(
+    kind: str,
+) -> Callable[[Callable[P, dict[str, Any]]], Callable[P, dict[str, Any]]]:
+    """Answer a document function ``(request, read, ...)`` of one metric (``read.name``) from
+    the collector's :class:`ReadCache`, keyed by ``kind``, its other arguments, the date and
+    the metric's read version; a document it raises for (an HTTP error) is not kept. Callers
+    get a fresh copy of the document each time, never the cached one."""
+
+    def wrap(document: Callable[P, dict[str, Any]]) -> Callable[P, dict[str, Any]]:
+        signature = inspect.signature(document)
+
+        @functools.wraps(document)
+        def cached(*args: P.args, **kwargs: P.kwargs) -> dict[str, Any]:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            request: Request = bound.arguments["request"]
+            state = request.app.state.collector
+            cache: ReadCache | None = getattr(state, "read_cache", None)
+            if cache is None or cache.limit == 0:
+                return document(*args, **kwargs)
+            metric = bound.arguments["read"].name
+            with state.database.reader.connect() as connection:
+                if not state.database.versioned(connection):
+                    return document(*args, **kwargs)
+                version = read_version(connection, metric)
+            arguments = {k: _plain(v) for k, v in bound.arguments.items() if k != "request"}
+            key = orjson.dumps([kind, state.today().isoformat(), version, arguments])
+            found = cache.get(key)
+            if found is not None:
+                return orjson.loads(found)
+            result = document(*args, **kwargs)
+            try:
+                rendered = orjson.dumps(result, option=orjson.OPT_SERIALIZE_NUMPY)
+            except orjson.JSONEncodeError:  # not JSON as it stands: answered, not kept
+                return result
+            cache.put(key, rendered)
+            return orjson.loads(rendered)
+
+        return cached
+
+    return wrap

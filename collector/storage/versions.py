@@ -1,0 +1,45 @@
+"""Read versions: what a write transaction changed, so a cached read knows whether it is current.
+
+Every write goes through :meth:`.engine.Database.writing`, which calls :func:`advance` in its
+transaction before the commit: the versions of the metrics it names, or the ``""`` row when it
+names none. :func:`read_version` is what the read cache keys a document by.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from sqlalchemy import Connection, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from .tables import read_versions
+
+ANY_METRIC = ""
+"""The row a write that names no metric advances; every read's key holds it too."""
+
+
+def advance(connection: Connection, metrics: Collection[str] | None) -> None:
+    """Add one to the version of each of ``metrics`` (in name order, so two writers lock the
+    rows in the same order), or to the ``""`` row's when ``metrics`` is None."""
+    if metrics is None:
+        bump = update(read_versions).where(read_versions.c.metric == ANY_METRIC)
+        if connection.execute(bump.values(version=read_versions.c.version + 1)).rowcount:
+            return
+        metrics = [ANY_METRIC]
+    module = postgresql if connection.dialect.name == "postgresql" else sqlite
+    for metric in sorted(set(metrics)):
+        stmt = module.insert(read_versions).values(metric=metric, version=1)
+        connection.execute(
+            stmt.on_conflict_do_update(
+                index_elements=["metric"], set_={"version": read_versions.c.version + 1}
+            )
+        )
+
+
+def read_version(connection: Connection, metric: str) -> tuple[int, int]:
+    """The ``""`` row's version and ``metric``'s (0 for a row not yet written)."""
+    query = select(read_versions.c.metric, read_versions.c.version).where(
+        read_versions.c.metric.in_([ANY_METRIC, metric])
+    )
+    found = {row.metric: row.version for row in connection.execute(query)}
+    return int(found.get(ANY_METRIC, 0)), int(found.get(metric, 0))
