@@ -7,10 +7,14 @@ depend on where batches are kept: the collector passes the batches it received f
 shuffler, or, to plan, one assumed batch size for every metric
 (``GET /v1/privacy?shuffle_batch=N``).
 
-A batch counts the devices whose reports the collector took: its ``n`` leaves out the sealed
-reports the collector refused (not opened, of another batch, invalid), which hide nobody. A
-batch left with fewer than the collector's minimum is still counted, at the devices it holds
-(the local eps where that gives no amplification), and the section says so.
+A batch counts the devices whose reports the collector took, never the size its shuffler
+stated: its ``n`` is the distinct reports the collector opened and stored from it (the sealed
+reports it refused, not opened, of another batch or invalid, hide nobody, and a report repeated
+counts once). A batch whose parts have not all arrived is counted at what arrived, which is
+what the collector saw (the reports of the arrived parts are themselves a shuffled batch: a
+random subset of the released one), and flagged incomplete. A batch left with fewer than the
+collector's minimum is still counted, at the devices it holds (the local eps where that gives
+no amplification), and the section says so.
 
 Bounded work: the central eps is non-increasing in n, so the released batches of one metric
 under one (mechanism, local eps) are all covered by the bound of the smallest of them. A
@@ -107,8 +111,9 @@ class ShuffledBatch:
     ``delta`` the account states for it; ``batch`` names it (the shuffler's id, or None). As
     the collector records it, also its spec ``fingerprint`` and ``released_at`` (when the
     collector first saw it); an assumed batch has neither. ``refused``: how many of its sealed
-    reports the collector refused, already left out of ``n`` (the shuffler stated
-    ``n + refused``)."""
+    reports the collector refused; ``declared``: the size its shuffler stated (0: not stated),
+    shown but never counted; ``incomplete``: not all of its parts have arrived (``n`` counts
+    what did)."""
 
     metric: str
     mechanism: str
@@ -119,17 +124,21 @@ class ShuffledBatch:
     fingerprint: str = ""
     released_at: dt.datetime | None = None
     refused: int = 0
+    declared: int = 0
+    incomplete: bool = False
 
 
 @dataclass(frozen=True)
 class BatchGroup:
     """The released batches of one metric under one (mechanism, local eps): how many
-    (``batches``), the ``smallest``, whose central eps holds for every one of them, and how
-    many count fewer devices than the collector's minimum (``below_minimum``)."""
+    (``batches``), the ``smallest``, whose central eps holds for every one of them, how
+    many count fewer devices than the collector's minimum (``below_minimum``) and how many
+    have parts missing (``incomplete``)."""
 
     smallest: ShuffledBatch
     batches: int
     below_minimum: int = 0
+    incomplete: int = 0
 
 
 def _below(batch: ShuffledBatch, min_batch: int | None) -> bool:
@@ -149,10 +158,15 @@ def group_batches(
         below = int(_below(batch, min_batch))
         group = groups.get(key)
         if group is None:
-            groups[key] = BatchGroup(batch, 1, below)
+            groups[key] = BatchGroup(batch, 1, below, int(batch.incomplete))
         else:
             smallest = batch if batch.n < group.smallest.n else group.smallest
-            groups[key] = BatchGroup(smallest, group.batches + 1, group.below_minimum + below)
+            groups[key] = BatchGroup(
+                smallest,
+                group.batches + 1,
+                group.below_minimum + below,
+                group.incomplete + int(batch.incomplete),
+            )
     return list(groups.values())
 
 
@@ -162,7 +176,9 @@ class ShuffledBatchRow:
     (``central_epsilon``, ``delta``, by ``bound``), and against the shuffler, alone or with the
     collector (``local_epsilon``). ``n`` counts the devices whose reports the collector took,
     ``refused`` the sealed reports it refused; ``below_minimum``: ``n`` is below the
-    collector's minimum batch, and the guarantee is the one of those ``n`` devices."""
+    collector's minimum batch, and the guarantee is the one of those ``n`` devices;
+    ``declared``: the size its shuffler stated (shown, not counted); ``incomplete``: parts of it
+    have not arrived, and ``n`` counts those that did."""
 
     metric: str
     mechanism: str
@@ -175,6 +191,8 @@ class ShuffledBatchRow:
     bound_name: str
     refused: int = 0
     below_minimum: bool = False
+    declared: int = 0
+    incomplete: bool = False
 
 
 @dataclass(frozen=True)
@@ -182,7 +200,7 @@ class ShuffledMetric:
     """A metric's weakest batch: the largest central eps among its batches (the smallest
     batch of each (mechanism, local eps)), which holds for every batch of it; ``batches``
     counts all of them, listed or not, ``below_minimum`` those that count fewer devices than
-    the collector's minimum."""
+    the collector's minimum and ``incomplete`` those with parts missing."""
 
     metric: str
     batches: int
@@ -192,6 +210,7 @@ class ShuffledMetric:
     central_epsilon: float
     bound: Bound
     below_minimum: int = 0
+    incomplete: int = 0
 
 
 @dataclass(frozen=True)
@@ -256,6 +275,8 @@ def batch_row(
         bound_name=BOUND_NAMES[guarantee.bound],
         refused=batch.refused,
         below_minimum=_below(batch, min_batch),
+        declared=batch.declared,
+        incomplete=batch.incomplete,
     )
 
 
@@ -288,23 +309,37 @@ def _weakest(
                 central_epsilon=worst.central_epsilon,
                 bound=worst.bound,
                 below_minimum=sum(group.below_minimum for group, _ in pairs),
+                incomplete=sum(group.incomplete for group, _ in pairs),
             )
         )
     return weakest
 
 
-def devices_text(n: int, refused: int = 0, below_minimum: bool = False) -> str:
-    """A batch's size as tables show it: its accounted devices, the refused reports left out
-    and whether that is below the collector's minimum (``1,000 (3 refused, below minimum)``)."""
-    notes = [f"{refused:,} refused"] * (refused > 0) + ["below minimum"] * below_minimum
+def devices_text(row: Mapping[str, Any]) -> str:
+    """A batch's size as tables show it, ``row`` a :class:`ShuffledBatchRow` as JSON: its
+    accounted devices, the refused reports left out, the size its shuffler stated when that is
+    not what arrived (repeats, missing parts or a false size), and whether it is incomplete or below the collector's minimum
+    (``2 (3 refused, 100,000,000 stated, incomplete, below minimum)``)."""
+    n, refused = int(row["n"]), int(row.get("refused") or 0)
+    declared = int(row.get("declared") or 0)
+    notes = (
+        [f"{refused:,} refused"] * (refused > 0)
+        + [f"{declared:,} stated"] * (declared > 0 and declared != n + refused)
+        + ["incomplete"] * bool(row.get("incomplete"))
+        + ["below minimum"] * bool(row.get("below_minimum"))
+    )
     return f"{n:,}" + (f" ({', '.join(notes)})" if notes else "")
 
 
 def below_note(metric: Mapping[str, Any]) -> str:
-    """A metric's batches below the collector's minimum, as notes after its weakest show them
-    (``, 2 below the minimum``; "" if none), ``metric`` a :class:`ShuffledMetric` as JSON."""
+    """A metric's batches below the collector's minimum or incomplete, as notes after its
+    weakest show them (``, 2 below the minimum, 1 incomplete``; "" if none), ``metric`` a
+    :class:`ShuffledMetric` as JSON."""
     below = int(metric.get("below_minimum") or 0)
-    return f", {below:,} below the minimum" if below else ""
+    incomplete = int(metric.get("incomplete") or 0)
+    return (f", {below:,} below the minimum" if below else "") + (
+        f", {incomplete:,} incomplete" if incomplete else ""
+    )
 
 
 def _figure(x: float) -> str:
@@ -325,6 +360,20 @@ def _below_text(metrics: list[ShuffledMetric], min_batch: int | None) -> str:
         f" ({which}): refused reports hide nobody, so such a batch is counted at the devices"
         " it holds, its central ε at that size (the local ε where that gives nothing), and the"
         " figures above include it."
+    )
+
+
+def _incomplete_text(metrics: list[ShuffledMetric]) -> str:
+    """The sentence on batches whose parts have not all arrived ("" if none)."""
+    unfinished = [m for m in metrics if m.incomplete]
+    if not unfinished:
+        return ""
+    count = sum(m.incomplete for m in unfinished)
+    which = ", ".join(f"{m.metric} ({m.incomplete:,})" for m in unfinished)
+    return (
+        f"{count:,} {'batch has' if count == 1 else 'batches have'} not arrived whole"
+        f" ({which}): such a batch is counted at the distinct reports that arrived, never at"
+        " the size its shuffler stated, and the figures above include it at that size."
     )
 
 
@@ -372,7 +421,7 @@ def shuffle_statement(
     return " ".join(
         [
             opening,
-            *filter(None, [_below_text(metrics, min_batch)]),
+            *filter(None, [_below_text(metrics, min_batch), _incomplete_text(metrics)]),
             "This central guarantee is per batch: a device's reports in several batches add"
             " up, as local ε do.",
             "Against the shuffler itself, or the shuffler and the collector together, only"
@@ -409,8 +458,15 @@ def shuffle_section(
     def row_of(batch: ShuffledBatch) -> ShuffledBatchRow:
         key = (batch.metric, batch.mechanism, batch.epsilon, batch.n, batch.delta)
         if key not in cache:
-            cache[key] = batch_row(replace(batch, batch=None, refused=0), by_name, min_batch)
-        return replace(cache[key], batch=batch.batch, refused=batch.refused)
+            plain = replace(batch, batch=None, refused=0, declared=0, incomplete=False)
+            cache[key] = batch_row(plain, by_name, min_batch)
+        return replace(
+            cache[key],
+            batch=batch.batch,
+            refused=batch.refused,
+            declared=batch.declared,
+            incomplete=batch.incomplete,
+        )
 
     metrics = _weakest(groups, row_of)
     rows = [row_of(batch) for batch in listed]

@@ -4,6 +4,8 @@ against whom."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import pytest
 from deniable.client import MetricSpec
 from deniable.client.errors import InvalidInput
@@ -142,8 +144,12 @@ def test_a_batch_left_below_the_minimum_by_refused_reports_is_counted_and_stated
     assert section.min_batch == 1_000
     assert "2 batches hold fewer than the minimum of 1,000 devices" in section.statement
     assert "dark_mode (1), browser (1)" in section.statement
-    assert devices_text(990, 10, True) == "990 (10 refused, below minimum)"
-    assert devices_text(5_000) == "5,000"
+    assert devices_text(asdict(rows["a"])) == "990 (10 refused, below minimum)"
+    assert devices_text({"n": 5_000}) == "5,000"
+    assert (
+        devices_text({"n": 2, "declared": 100_000_000, "incomplete": True})
+        == "2 (100,000,000 stated, incomplete)"
+    )
 
 
 def test_without_a_minimum_or_below_it_nothing_is_flagged() -> None:
