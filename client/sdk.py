@@ -104,7 +104,9 @@ class Client:
     straight to the collector: each report sealed to the collector's public key
     (``GET /v1/keys`` on ``collector_url``, which still serves the specs), so the shuffler
     cannot read it and the collector cannot tell who sent it (:mod:`.shuffling`); budget,
-    queue and resends are unchanged.
+    queue and resends are unchanged. A metric whose spec's delivery rule is ``shuffled`` is
+    recorded only with a shuffler: without one, ``record()`` returns ``False`` and
+    :meth:`problems` says why (the collector would refuse it directly).
 
     ``context`` holds this device's public attributes (``{"platform": "ios"}``): each report
     of a metric that declares dimensions carries their values **in the clear**, a value the
@@ -232,6 +234,8 @@ class Client:
                 max_queue=max_queue,
                 clock=clock,
                 randomness=randomness,
+                through_shuffler=shuffler is not None,
+                problems=problems,
             )
             self.set_context(context or {})
             self._recorder.install(self._specs.start(metrics, fetched_by))

@@ -133,12 +133,13 @@ class BatchGroup:
     """The released batches of one metric under one (mechanism, local eps): how many
     (``batches``), the ``smallest``, whose central eps holds for every one of them, how
     many count fewer devices than the collector's minimum (``below_minimum``) and how many
-    have parts missing (``incomplete``)."""
+    have parts missing (``incomplete``); ``reports``: the devices they count together."""
 
     smallest: ShuffledBatch
     batches: int
     below_minimum: int = 0
     incomplete: int = 0
+    reports: int = 0
 
 
 def _below(batch: ShuffledBatch, min_batch: int | None) -> bool:
@@ -158,7 +159,7 @@ def group_batches(
         below = int(_below(batch, min_batch))
         group = groups.get(key)
         if group is None:
-            groups[key] = BatchGroup(batch, 1, below, int(batch.incomplete))
+            groups[key] = BatchGroup(batch, 1, below, int(batch.incomplete), batch.n)
         else:
             smallest = batch if batch.n < group.smallest.n else group.smallest
             groups[key] = BatchGroup(
@@ -166,6 +167,7 @@ def group_batches(
                 group.batches + 1,
                 group.below_minimum + below,
                 group.incomplete + int(batch.incomplete),
+                group.reports + batch.n,
             )
     return list(groups.values())
 
@@ -200,7 +202,10 @@ class ShuffledMetric:
     """A metric's weakest batch: the largest central eps among its batches (the smallest
     batch of each (mechanism, local eps)), which holds for every batch of it; ``batches``
     counts all of them, listed or not, ``below_minimum`` those that count fewer devices than
-    the collector's minimum and ``incomplete`` those with parts missing."""
+    the collector's minimum and ``incomplete`` those with parts missing. ``delivery`` is the
+    metric's rule (``shuffled``: only through a shuffler); ``shuffled_reports`` counts the
+    reports its batches delivered and ``direct_reports`` those the collector received
+    otherwise (straight from devices; None: not known, as for an assumed batch size)."""
 
     metric: str
     batches: int
@@ -211,6 +216,9 @@ class ShuffledMetric:
     bound: Bound
     below_minimum: int = 0
     incomplete: int = 0
+    delivery: str = "direct"
+    shuffled_reports: int = 0
+    direct_reports: int | None = None
 
 
 @dataclass(frozen=True)
@@ -289,16 +297,23 @@ def assumed_batches(
 
 
 def _weakest(
-    groups: list[BatchGroup], row_of: Callable[[ShuffledBatch], ShuffledBatchRow]
+    groups: list[BatchGroup],
+    row_of: Callable[[ShuffledBatch], ShuffledBatchRow],
+    specs: Mapping[str, MetricSpec],
+    received: Mapping[str, int] | None,
 ) -> list[ShuffledMetric]:
     """Per metric, the group whose smallest batch has the largest central eps, in the order
-    metrics first appear; its count is every batch of the metric."""
+    metrics first appear; its count is every batch of the metric, and (``received``: every
+    distinct report the collector holds per metric) how many of its reports came directly."""
     by_metric: dict[str, list[tuple[BatchGroup, ShuffledBatchRow]]] = {}
     for group in groups:
         by_metric.setdefault(group.smallest.metric, []).append((group, row_of(group.smallest)))
     weakest = []
     for metric, pairs in by_metric.items():
         worst = max((row for _, row in pairs), key=lambda r: (r.central_epsilon, -r.n))
+        shuffled = sum(group.reports for group, _ in pairs)
+        spec = specs.get(metric)
+        direct = None if received is None else max(received.get(metric, 0) - shuffled, 0)
         weakest.append(
             ShuffledMetric(
                 metric=metric,
@@ -310,6 +325,9 @@ def _weakest(
                 bound=worst.bound,
                 below_minimum=sum(group.below_minimum for group, _ in pairs),
                 incomplete=sum(group.incomplete for group, _ in pairs),
+                delivery=spec.delivery if spec is not None else "direct",
+                shuffled_reports=shuffled,
+                direct_reports=direct,
             )
         )
     return weakest
@@ -377,11 +395,62 @@ def _incomplete_text(metrics: list[ShuffledMetric]) -> str:
     )
 
 
+def _metric_text(m: ShuffledMetric) -> str:
+    """One metric's part of the statement, true of what arrived: its central eps for the
+    reports its batches delivered, the share that came directly at the local eps."""
+    local = f"the local ε = {_figure(m.local_epsilon)}"
+    name = m.metric + (" (only through the shuffler)" if m.delivery == "shuffled" else "")
+    direct = m.direct_reports or 0
+    if m.direct_reports is not None and m.shuffled_reports == 0:
+        return f"{name}: none of its reports came through the shuffler, so only {local} holds"
+    if m.bound == "none":
+        central = f"no lower than {local}"
+    else:
+        central = f"ε = {_figure(m.central_epsilon)} with δ = {m.delta:g} instead of {local}"
+    if not direct:
+        return f"{name}: {central}"
+    total = m.shuffled_reports + direct
+    share = 100 * m.shuffled_reports / total
+    return (
+        f"{name}: {central} for the {share:.3g}% of its reports that came through the shuffler"
+        f" ({m.shuffled_reports:,} of {total:,}), while its other {direct:,} reports came to"
+        f" the collector directly and hold only {local}"
+    )
+
+
+def _unbatched_text(specs: Iterable[MetricSpec]) -> str:
+    """The sentences on metrics without a released batch ("" if none): a direct metric's
+    reports came directly; a shuffled-only one's can only come through the shuffler."""
+    direct = sorted(spec.name for spec in specs if spec.delivery != "shuffled")
+    waiting = sorted(spec.name for spec in specs if spec.delivery == "shuffled")
+    sentences = []
+    if direct:
+        one = len(direct) == 1
+        sentences.append(
+            f"{', '.join(direct)} {'has' if one else 'have'} no released batch:"
+            f" {'its' if one else 'their'} reports came to the collector directly and hold only"
+            f" {'its' if one else 'their'} local ε."
+        )
+    if waiting:
+        one = len(waiting) == 1
+        sentences.append(
+            f"{', '.join(waiting)} {'is' if one else 'are'} sent only through the shuffler and"
+            f" {'has' if one else 'have'} no released batch yet: the collector holds no report"
+            f" of {'it' if one else 'them'}."
+        )
+    return " ".join(sentences)
+
+
 def shuffle_statement(
-    source: Source, metrics: list[ShuffledMetric], min_batch: int | None = None
+    source: Source,
+    metrics: list[ShuffledMetric],
+    min_batch: int | None = None,
+    unshuffled: Iterable[MetricSpec] = (),
 ) -> str:
-    """The section in plain words: which guarantee holds against whom, and which batches fell
-    below ``min_batch`` (released batches) once refused reports are left out."""
+    """The section in plain words: which guarantee holds against whom, per metric for what
+    arrived through the shuffler and what came directly, which batches fell below
+    ``min_batch`` or are incomplete (released batches), and which metrics (``unshuffled``)
+    had no batch at all: a direct one's reports came directly, a shuffled-only one has none."""
     if source == "none" or not metrics:
         return (
             "No shuffled batches: reports go to the collector directly, and only each report's"
@@ -390,9 +459,9 @@ def shuffle_statement(
     lead = (
         "If reports passed through a shuffler releasing batches of"
         if source == "assumed"
-        else "Reports pass through a shuffler, a separate party that removes who sent each"
-        " report, when and from where, and releases them to the collector only as whole"
-        " batches in a random order; in the batches released so far, of"
+        else "Reports sent through a shuffler, a separate party that removes who sent each"
+        " report, when and from where, reach the collector only as whole batches in a random"
+        " order; in the batches released so far, of"
     )
     sizes = sorted({m.smallest_batch for m in metrics})
     size_text = (
@@ -400,28 +469,23 @@ def shuffle_statement(
         if len(sizes) == 1
         else f"{sizes[0]:,} to {sizes[-1]:,} devices (smallest per metric)"
     )
-    parts = []
-    for m in metrics:
-        if m.bound == "none":
-            parts.append(f"{m.metric}: no lower than its local ε = {_figure(m.local_epsilon)}")
-        else:
-            parts.append(
-                f"{m.metric}: ε = {_figure(m.central_epsilon)} with δ = {m.delta:g} instead of"
-                f" the local ε = {_figure(m.local_epsilon)}"
-            )
     against_analyst = (
         "against an analyst who sees only the released batches (the collector, its operator,"
         " or anyone who reads its data), one device's report in a batch is"
-        " (ε, δ)-differentially private with " + "; ".join(parts) + "."
+        " (ε, δ)-differentially private with " + "; ".join(map(_metric_text, metrics)) + "."
     )
     if source == "assumed":
         opening = f"{lead} {size_text}, then, " + against_analyst
     else:
         opening = f"{lead} {size_text}, " + against_analyst
+    direct_only = _unbatched_text(unshuffled) if source == "released" else ""
     return " ".join(
         [
             opening,
-            *filter(None, [_below_text(metrics, min_batch), _incomplete_text(metrics)]),
+            *filter(
+                None,
+                [direct_only, _below_text(metrics, min_batch), _incomplete_text(metrics)],
+            ),
             "This central guarantee is per batch: a device's reports in several batches add"
             " up, as local ε do.",
             "Against the shuffler itself, or the shuffler and the collector together, only"
@@ -441,14 +505,17 @@ def shuffle_section(
     source: Source,
     groups: list[BatchGroup] | None = None,
     min_batch: int | None = None,
+    received: Mapping[str, int] | None = None,
 ) -> ShuffleSection:
     """The shuffled section of the privacy account for ``batches``, each listed (``source``
     says whether they were released or assumed), the bound of each from its metric's spec in
     ``specs``. ``groups`` summarize every batch when ``batches`` lists only some (the
     collector's most recent); by default ``batches`` are all. ``min_batch``: the collector's
     minimum (released batches), below which a batch (counted without its refused reports) is
-    flagged and stated. Each distinct batch key is computed once: the work is one bound per
-    group and per listed batch."""
+    flagged and stated. ``received``: the distinct reports the collector holds per metric
+    (released batches), so that each metric's statement says what share came through the
+    shuffler. Each distinct batch key is computed once: the work is one bound per group and
+    per listed batch."""
     by_name = {spec.name: spec for spec in specs}
     listed = list(batches)
     if groups is None:
@@ -468,15 +535,17 @@ def shuffle_section(
             incomplete=batch.incomplete,
         )
 
-    metrics = _weakest(groups, row_of)
+    metrics = _weakest(groups, row_of, by_name, received)
     rows = [row_of(batch) for batch in listed]
     if not metrics:
         source = "none"
+    named = {m.metric for m in metrics}
+    unshuffled = [spec for name, spec in by_name.items() if name not in named]
     return ShuffleSection(
         source=source,
         batch_count=sum(m.batches for m in metrics),
         batches=rows,
         metrics=metrics,
-        statement=shuffle_statement(source, metrics, min_batch),
+        statement=shuffle_statement(source, metrics, min_batch, unshuffled),
         min_batch=min_batch,
     )

@@ -236,7 +236,7 @@ def ingest(state: Collector, body: bytes) -> JSONResponse:
         window = PeriodWindow(state.today(), state.settings.retention_days)
         with state.cpu_turn:
             valid, more_problems, specs = validate_reports(
-                reports, state.specs.cached, window, state.specs.archived
+                reports, state.specs.cached, window, state.specs.archived, direct=True
             )
         refused = sorted(problems + more_problems, key=lambda p: p.index)
         if refused:

@@ -20,7 +20,7 @@ from deniable.estimators.shufflingaccount import DEFAULT_DELTA, BatchGroup, Shuf
 from sqlalchemy import ColumnElement, case, func, select
 
 from .engine import Database
-from .tables import shuffled_batches, shuffled_parts
+from .tables import period_counts, shuffled_batches, shuffled_parts
 
 
 def record_batch(database: Database, batch: ShuffledBatch, parts: int) -> ShuffledBatch | None:
@@ -163,6 +163,7 @@ def batch_groups(
             func.count(),
             func.sum(case((b.n < min_batch, 1), else_=0)),
             func.sum(b.incomplete),
+            func.sum(b.n),
         )
         .group_by(b.metric, b.mechanism, b.epsilon)
         .order_by(b.metric, b.mechanism, b.epsilon)
@@ -174,8 +175,19 @@ def batch_groups(
                 int(count),
                 int(below),
                 int(unfinished),
+                int(reports),
             )
-            for metric, mechanism, epsilon, smallest, count, below, unfinished in (
+            for metric, mechanism, epsilon, smallest, count, below, unfinished, reports in (
                 connection.execute(query)
             )
         ]
+
+
+def reports_received(database: Database) -> dict[str, int]:
+    """The distinct reports the collector has received per metric, directly or through a
+    shuffler (``period_counts``, which retention leaves): with the reports batches counted,
+    how many came directly. One aggregate, one row per metric."""
+    c = period_counts.c
+    query = select(c.metric, func.sum(c.n)).group_by(c.metric)
+    with database.reader.connect() as connection:
+        return {metric: int(n) for metric, n in connection.execute(query)}
