@@ -1,6 +1,7 @@
 """A metric's delivery rule, end to end over the real HTTP API: the collector refuses a
 shuffled-only metric's direct upload (422 naming the rule), the Python SDK without a shuffler
-does not record it (a problem says why), and a deployment mixing a shuffled-only metric, a
+does not record it (a problem says why), ``deniable metrics create --delivery shuffled``
+registers the rule, and a deployment mixing a shuffled-only metric, a
 direct metric that also took a batch and a direct metric that took none publishes a statement
 true of each: the shuffler's central eps only for what came through it, the share that did."""
 
@@ -14,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
+from deniable.cli.main import cli
 from deniable.client import Client, MetricSpec
 from deniable.client.wire import report_text
 from deniable.collector.sealingkeys import generate
@@ -76,13 +79,19 @@ def stored(server: RunningCollector, spec: MetricSpec) -> int:
 def test_a_mixed_deployment_states_what_arrived_for_each_metric(
     server: RunningCollector, tmp_path: Path
 ) -> None:
+    only = MetricSpec.categorical(
+        unique_name("only"), ["a", "b", "c"], epsilon=2.0, delivery="shuffled"
+    )
+    created = CliRunner().invoke(
+        cli,
+        [
+            *("--collector", server.url, "--token", ADMIN_TOKEN, "metrics", "create", only.name),
+            *("--categories", "a,b,c", "--epsilon", "2", "--delivery", "shuffled"),
+        ],
+    )
+    assert created.exit_code == 0, created.output
+    assert only.fingerprint in created.output
     with server.client(ADMIN_TOKEN) as admin:
-        only = register(
-            admin,
-            MetricSpec.categorical(
-                unique_name("only"), ["a", "b", "c"], epsilon=2.0, delivery="shuffled"
-            ),
-        )
         mixed = register(
             admin, MetricSpec.categorical(unique_name("mix"), ["a", "b", "c"], epsilon=2.0)
         )
