@@ -2,8 +2,11 @@
 
 A part is ``POST /v1/shuffled`` with the batch's id, key and size and its sealed reports in the
 batch's shuffled order. Only the collector's acknowledgement (202 with its three counts) moves
-a part to forwarded; anything else (a network error, 5xx, a refusal) is retried with capped,
-jittered backoff, for as long as it takes. The collector dedupes a part sent again by the
+a part to forwarded; anything else (a network error, 5xx, 401, 403, 429) is retried with capped,
+jittered backoff, for as long as it takes. A refusal of the part itself (400, 413, 422: a header
+that is not its metric's registered spec, a metric not registered, a batch below the minimum)
+would be the same every time, so it is logged as an ERROR and the part dropped: one batch the
+collector will never take does not hold up every batch behind it. The collector dedupes a part sent again by the
 report ids inside, so a crash between its commit and our acknowledgement doubles nothing.
 """
 
@@ -22,6 +25,9 @@ from .store import Batch, Store
 log = logging.getLogger("deniable.shuffler")
 
 _RANDOM = secrets.SystemRandom()
+
+FINAL_REFUSALS = frozenset({400, 413, 422})
+"""The collector's answers that refuse a part for what it is: sent again, it is refused again."""
 
 
 def part_body(batch: Batch, part: int, sealed: list[tuple[str, str]]) -> dict[str, Any]:
@@ -69,7 +75,7 @@ class Forwarder:
         for part in range(batch.forwarded, batch.parts):
             body = part_body(batch, part, self.store.part(batch, part))
             failures = 0
-            while not self._send(body):
+            while not self._send(body, batch.key.metric):
                 failures += 1
                 if stop.wait(_RANDOM.uniform(0, min(self.retry_cap, 0.1 * 2**failures))):
                     return False
@@ -77,13 +83,24 @@ class Forwarder:
         log.info("released a batch of %d reports of %s", batch.n, batch.key.metric)
         return True
 
-    def _send(self, body: dict[str, Any]) -> bool:
+    def _send(self, body: dict[str, Any], metric: str) -> bool:
+        """Whether the part is done with: acknowledged, or refused for good (dropped)."""
         try:
             answer = self._http.post(self.url, json=body)
         except httpx.HTTPError as exc:
             log.warning("forwarding a part failed (%s); retrying", type(exc).__name__)
             return False
         if _acknowledged(answer):
+            return True
+        if answer.status_code in FINAL_REFUSALS:
+            log.error(
+                "the collector refused a part of a batch of %s for good (HTTP %d: %s); its %d"
+                " sealed reports are dropped",
+                metric,
+                answer.status_code,
+                answer.text[:300],
+                len(body["envelopes"]),
+            )
             return True
         log.warning("the collector answered a part with HTTP %d; retrying", answer.status_code)
         return False
