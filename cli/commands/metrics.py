@@ -253,6 +253,11 @@ def _spec_table(spec: dict[str, Any]) -> Any:
     table.add_row("epsilon", f"{spec.get('epsilon')}")
     table.add_row("mechanism", str(spec.get("mechanism")))
     table.add_row("period", str(spec.get("period")))
+    delivery = spec.get("delivery") or "direct"
+    table.add_row(
+        "delivery",
+        "shuffled (only through a shuffler)" if delivery == "shuffled" else delivery,
+    )
     table.add_row("fingerprint", str(spec.get("fingerprint")))
     for field in ABOUT_FIELDS:
         if spec.get(field):

@@ -91,6 +91,7 @@ def test_a_mixed_deployment_states_what_arrived_for_each_metric(
     )
     assert created.exit_code == 0, created.output
     assert only.fingerprint in created.output
+    assert "shuffled (only through a shuffler)" in created.output
     with server.client(ADMIN_TOKEN) as admin:
         mixed = register(
             admin, MetricSpec.categorical(unique_name("mix"), ["a", "b", "c"], epsilon=2.0)
