@@ -132,8 +132,10 @@ def test_a_mixed_deployment_states_what_arrived_for_each_metric(
     assert (stored(server, only), stored(server, plain)) == (100, 3)
 
     with server.client(VIEWER_TOKEN) as viewer:
-        shuffled = viewer.get("/v1/privacy").json()["shuffled"]
+        document = viewer.get("/v1/privacy").json()
+    shuffled = document["shuffled"]
     statement = shuffled["statement"]
+    assert statement in document["statement"]  # the statement an app publishes
     by_name = {m["metric"]: m for m in shuffled["metrics"]}
     assert (by_name[only.name]["shuffled_reports"], by_name[only.name]["direct_reports"]) == (
         100,
