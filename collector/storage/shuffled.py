@@ -46,8 +46,10 @@ def record_batch(database: Database, batch: ShuffledBatch, parts: int) -> Shuffl
         stored = connection.execute(
             select(shuffled_batches, *_parts(c.batch)).where(c.batch == batch.batch)
         ).one()
-    header = ("metric", "mechanism", "epsilon", "fingerprint", "n", "parts")
+    header = ("metric", "mechanism", "epsilon", "fingerprint", "n")
     if any(stored._mapping[name] != row[name] for name in header):
+        return None
+    if stored._mapping["parts"] not in (None, parts):  # None: recorded before 0014, resumed
         return None
     return _batch(stored, DEFAULT_DELTA)
 

@@ -491,3 +491,21 @@ def test_a_part_that_disagrees_with_the_spec_or_its_size_is_refused(
     assert named in answer.json()["detail"]
     assert stored_batches(any_server, spec) == []
     assert stored_rows(any_server, spec.name) == []
+
+
+def test_a_batch_id_reused_with_another_size_or_parts_is_refused(
+    server: RunningCollector, spec: MetricSpec
+) -> None:
+    """Once a batch is recorded, a part stating another n or another number of parts under its
+    id is refused (422), nothing of it stored: a batch's stated size cannot be changed later."""
+    _, envelopes = sealed_reports(server, spec, 6)
+    batch = secrets.token_hex(16)
+    first = part(spec, envelopes[:3], batch=batch, parts=2, n=6)
+    assert forward(server, first).status_code == 202
+    for changes in ({"parts": 3}, {"n": 7}):
+        body = part(spec, envelopes[3:], batch=batch, part=1, **{"parts": 2, "n": 6, **changes})
+        answer = forward(server, body)
+        assert answer.status_code == 422, answer.text
+        assert "recorded with another header" in answer.json()["detail"]
+    assert len(stored_rows(server, spec.name)) == 3
+    assert [(b.n, b.incomplete) for b in stored_batches(server, spec)] == [(3, True)]
