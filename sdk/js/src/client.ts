@@ -282,7 +282,11 @@ export class Client {
     }
     const prepared = spec.type === "numeric" ? spec.scale(value) : spec.text ? padded(spec, value) : spec.indexOf(value);
     this.#counters.recorded++;
-    if (spec.delivery === "shuffled" && this.#seal === undefined) return this.#undeliverable(name);
+    if (spec.delivery === "shuffled" && !this.#seal) {
+      // Shuffled-only without a shuffler: not recorded (nothing randomized, queued or spent).
+      this.#problemMessages.set(name + "!", `metric ${name} has delivery rule 'shuffled' and no shuffler; not recorded`);
+      return false;
+    }
     const period = this.#period(spec);
     const key = `${name}|${period}`;
     const spent = this.#state.ledger[key] ?? 0;
@@ -298,18 +302,6 @@ export class Client {
     this.#trim();
     this.#scheduleSave();
     return true;
-  }
-
-  /** False: metric `name` goes only through a shuffler and this client has none, so its value is
-   * not recorded (nothing randomized, queued or spent); a problem, logged once. */
-  #undeliverable(name: string): boolean {
-    const key = `delivery:${name}`;
-    if (!this.#problemMessages.has(key)) {
-      const message = `metric ${name} has delivery rule 'shuffled': its reports go only through a shuffler, and this client has none (pass shuffler and sealing); not recorded`;
-      this.#problemMessages.set(key, message);
-      console.error(`deniable: ${message}`);
-    }
-    return false;
   }
 
   /** A fresh randomized answer; for a memoized metric, its value's remembered permanent answer

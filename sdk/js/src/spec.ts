@@ -121,7 +121,7 @@ export class MetricSpec {
     if (!["day", "week", "month"].includes(period)) bad("period must be one of day, week, month");
     this.period = period;
     const delivery = data.delivery ?? "direct";
-    if (delivery !== "direct" && delivery !== "shuffled") bad("delivery must be one of direct, shuffled");
+    if (!["direct", "shuffled"].includes(delivery)) bad("delivery must be one of direct, shuffled");
     this.delivery = delivery;
     const mechanism = data.mechanism ?? "auto";
     if (typeof mechanism !== "string") bad("mechanism must be a name (a string)");
