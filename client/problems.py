@@ -28,6 +28,11 @@ class Problems:
         with self._lock:
             self._messages.pop(key, None)
 
+    def __contains__(self, key: object) -> bool:
+        """Whether the problem ``key`` holds now."""
+        with self._lock:
+            return key in self._messages
+
     def current(self) -> list[str]:
         """The messages of the problems that hold now."""
         with self._lock:

@@ -26,6 +26,7 @@ from .holding import HeldValue, Holding
 from .ledger import Ledger, LedgerDelta, PrivacySpent, ReportCost, report_cost
 from .mechanisms import DEFAULT_INSTANTANEOUS_RATIO, Payload, TwoLayers
 from .outbox import QueuedReport
+from .problems import Problems
 from .randomness import LocalRandomness, Randomness, ReportIds
 from .spec import PERIOD_KINDS, MetricSpec, period_label
 from .stats import Counters
@@ -132,7 +133,9 @@ class Recorder:
     ``memoize`` (``True`` or metric names) turns on RAPPOR's permanent randomized response,
     with its fresh layer at ``instantaneous_ratio`` x eps on every report (``None``: the
     permanent answer is sent as is; see :func:`~.ledger.report_cost`); ``clock`` replaces the
-    system's (simulated periods), ``randomness`` the OS CSPRNG.
+    system's (simulated periods), ``randomness`` the OS CSPRNG. ``through_shuffler``: uploads
+    go through a shuffler; without one, a metric whose delivery rule is ``shuffled`` is never
+    recorded (nothing randomized, queued or spent) and ``problems`` says why.
     """
 
     def __init__(
@@ -146,8 +149,12 @@ class Recorder:
         max_queue: int,
         clock: Callable[[], dt.datetime] | None = None,
         randomness: Randomness | None = None,
+        through_shuffler: bool = False,
+        problems: Problems | None = None,
     ) -> None:
         self._ledger = ledger
+        self._through_shuffler = through_shuffler
+        self._problems = problems or Problems()
         self._counters = counters
         self._lock = counters.lock
         self._on_unknown = on_unknown
@@ -264,7 +271,10 @@ class Recorder:
     ) -> bool:
         """Ask the ledger to admit a report of ``prepared`` (a category index or a numeric
         metric's t, see :meth:`_MetricState.prepare`) in ``period``; if it does, randomize
-        and queue it (under the lock). A refusal is logged once per metric and period."""
+        and queue it (under the lock). A refusal is logged once per metric and period; a
+        shuffled-only metric without a shuffler is never admitted (:meth:`_undeliverable`)."""
+        if state.spec.delivery == "shuffled" and not self._through_shuffler:
+            return self._undeliverable(metric)
         counters = self._counters
         if not self._ledger.admit(metric, period, state.cost):
             counters.over_budget += 1
@@ -285,6 +295,23 @@ class Recorder:
         pending.append((self._ids.take(), metric, state.fingerprint, period, payload, state.dims))
         counters.admitted += 1
         return True
+
+    def _undeliverable(self, metric: str) -> bool:
+        """``False``: ``metric`` reaches the collector only through a shuffler and this client
+        has none, so its value is not recorded; noted as a problem, logged once."""
+        key = f"delivery:{metric}"
+        if key not in self._problems:
+            log.warning(
+                "metric %s has delivery rule 'shuffled' and this client has no shuffler; not"
+                " recorded",
+                metric,
+            )
+        self._problems.note(
+            key,
+            f"metric {metric} has delivery rule 'shuffled': its reports go only through a"
+            " shuffler, and this client has none (pass shuffler=URL); not recorded",
+        )
+        return False
 
     def _randomized(
         self, metric: str, state: _MetricState, prepared: int | float | bytes

@@ -109,7 +109,9 @@ class Client:
     still serves the specs), so the shuffler cannot read it and the collector cannot tell who
     sent it (:mod:`.shuffling`); ``shuffler_key`` is the shuffler's upload key
     (``DENIABLE_SHUFFLER_UPLOAD_KEY``), sent to the shuffler only, as ``ingest_key`` goes to
-    the collector only. Budget, queue and resends are unchanged.
+    the collector only. Budget, queue and resends are unchanged. A metric whose spec's delivery rule is ``shuffled``
+    is recorded only with a shuffler: without one, ``record()`` returns ``False`` and
+    :meth:`problems` says why (the collector would refuse it directly).
 
     ``context`` holds this device's public attributes (``{"platform": "ios"}``): each report
     of a metric that declares dimensions carries their values **in the clear**, a value the
@@ -241,6 +243,8 @@ class Client:
                 max_queue=max_queue,
                 clock=clock,
                 randomness=randomness,
+                through_shuffler=shuffler is not None,
+                problems=problems,
             )
             self.set_context(context or {})
             self._recorder.install(self._specs.start(metrics, fetched_by))

@@ -39,6 +39,11 @@ from .mechanisms import (
 MetricType = Literal["boolean", "categorical", "numeric", "histogram", "text"]
 METRIC_TYPES: tuple[str, ...] = ("boolean", "categorical", "numeric", "histogram", "text")
 PeriodKind = Literal["day", "week", "month"]
+Delivery = Literal["direct", "shuffled"]
+DELIVERIES: tuple[str, ...] = ("direct", "shuffled")
+"""How a metric's reports may reach the collector: ``direct`` (straight to it, or through a
+shuffler if the device has one) or ``shuffled`` (only through a shuffler: the collector refuses
+direct uploads, and an SDK without a shuffler does not send them)."""
 
 BOOLEAN_CATEGORIES = ("false", "true")
 PERIOD_KINDS: tuple[str, ...] = ("day", "week", "month")
@@ -256,7 +261,8 @@ class MetricSpec:
     The domain is ``categories`` (boolean, categorical), ``lower`` and ``upper`` (numeric) or
     the bucket ``edges`` (histogram, whose categories are the bucket labels). Build one with
     :meth:`boolean`, :meth:`categorical`, :meth:`numeric` or :meth:`histogram`;
-    ``mechanism="auto"`` is resolved at once, so a spec is always resolved.
+    ``mechanism="auto"`` is resolved at once, so a spec is always resolved. ``delivery`` is
+    the metric's rule (:data:`DELIVERIES`), in the fingerprint when ``shuffled``.
     """
 
     name: str
@@ -270,6 +276,7 @@ class MetricSpec:
     edges: tuple[float, ...] | None = None
     max_length: int | None = None
     dimensions: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    delivery: Delivery = "direct"
     _randomizer: Mechanism | NumericMechanism | PrefixSketch = field(
         init=False, repr=False, compare=False
     )
@@ -289,6 +296,8 @@ class MetricSpec:
             raise SpecError(f"metric {self.name}: period must be one of day, week, month")
         if not isinstance(self.mechanism, str):
             raise SpecError(f"metric {self.name}: mechanism must be a name (a string)")
+        if self.delivery not in DELIVERIES:
+            raise SpecError(f"metric {self.name}: delivery must be one of direct, shuffled")
         object.__setattr__(self, "dimensions", check_dimensions(self.name, self.dimensions))
         if self.type == "numeric":
             self._resolve_numeric()
@@ -437,6 +446,7 @@ class MetricSpec:
         mechanism: str = "brr",
         period: PeriodKind = "day",
         dimensions: Mapping[str, Sequence[str]] | None = None,
+        delivery: Delivery = "direct",
     ) -> MetricSpec:
         """A yes/no metric; its categories are ``false`` and ``true``."""
         return cls(
@@ -447,6 +457,7 @@ class MetricSpec:
             mechanism,
             period,
             dimensions=_dims(dimensions),
+            delivery=delivery,
         )
 
     @classmethod
@@ -459,6 +470,7 @@ class MetricSpec:
         mechanism: str = "auto",
         period: PeriodKind = "day",
         dimensions: Mapping[str, Sequence[str]] | None = None,
+        delivery: Delivery = "direct",
     ) -> MetricSpec:
         """A metric over a fixed list of categories."""
         return cls(
@@ -469,6 +481,7 @@ class MetricSpec:
             mechanism,
             period,
             dimensions=_dims(dimensions),
+            delivery=delivery,
         )
 
     @classmethod
@@ -482,6 +495,7 @@ class MetricSpec:
         mechanism: str = "auto",
         period: PeriodKind = "day",
         dimensions: Mapping[str, Sequence[str]] | None = None,
+        delivery: Delivery = "direct",
     ) -> MetricSpec:
         """A number in [lower, upper] (values outside are clamped), for its mean."""
         return cls(
@@ -494,6 +508,7 @@ class MetricSpec:
             lower=lower,
             upper=upper,
             dimensions=_dims(dimensions),
+            delivery=delivery,
         )
 
     @classmethod
@@ -506,6 +521,7 @@ class MetricSpec:
         mechanism: str = "auto",
         period: PeriodKind = "day",
         dimensions: Mapping[str, Sequence[str]] | None = None,
+        delivery: Delivery = "direct",
     ) -> MetricSpec:
         """A number counted in the buckets between ``edges``, for its distribution."""
         return cls(
@@ -517,6 +533,7 @@ class MetricSpec:
             period,
             edges=tuple(edges),
             dimensions=_dims(dimensions),
+            delivery=delivery,
         )
 
     @classmethod
@@ -529,6 +546,7 @@ class MetricSpec:
         mechanism: str = "auto",
         period: PeriodKind = "day",
         dimensions: Mapping[str, Sequence[str]] | None = None,
+        delivery: Delivery = "direct",
     ) -> MetricSpec:
         """Any string (UTF-8, cut to ``max_length`` bytes), for the strings many devices hold;
         ``dimensions`` as for the other types, within :data:`MAX_TEXT_CELLS` cells and
@@ -542,6 +560,7 @@ class MetricSpec:
             period,
             max_length=max_length,
             dimensions=_dims(dimensions),
+            delivery=delivery,
         )
 
     @classmethod
@@ -575,6 +594,7 @@ class MetricSpec:
             edges=tuple(edges) if edges is not None else None,
             max_length=data.get("max_length"),
             dimensions=_dimensions_from_json(data.get("name"), data.get("dimensions", {})),
+            delivery=data.get("delivery", "direct"),
         )
         if labels and labels != spec.categories:
             raise SpecError(
@@ -684,6 +704,8 @@ class MetricSpec:
             fields["max_length"] = self.max_length
         if self.dimensions:
             fields["dimensions"] = {name: list(values) for name, values in self.dimensions}
+        if self.delivery != "direct":  # absent when direct: every older fingerprint is unchanged
+            fields["delivery"] = self.delivery
         return fields
 
     @cached_property

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any, NotRequired
 
-from deniable.client.spec import MetricType, PeriodKind
+from deniable.client.spec import Delivery, MetricType, PeriodKind
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -213,6 +213,12 @@ class MetricSpecIn(BaseModel):
         ' {name: [listed values]}, e.g. {"platform": ["ios", "android"]}; every dimension also'
         " has 'other'; at most 1,000 cells (the product of values + 1); not for text metrics",
     )
+    delivery: Delivery | None = Field(
+        default=None,
+        description="how reports may reach the collector: direct (default: straight to it, or"
+        " through a shuffler) or shuffled (only through a shuffler: direct uploads are refused"
+        " 422 and SDKs without a shuffler do not send them); in the fingerprint when shuffled",
+    )
     epsilon: float
     mechanism: str = Field(
         default="auto",
@@ -251,6 +257,9 @@ class MetricSpecOut(BaseModel):
     epsilon: float
     mechanism: str
     period: PeriodKind
+    delivery: Delivery | None = Field(
+        default=None, description="shuffled: only through a shuffler (absent: direct)"
+    )
     fingerprint: str
     unit: str | None = Field(
         default=None, description="numeric and histogram metrics: the unit of the values"

@@ -189,15 +189,26 @@ def _no_archive(_name: str) -> bool:
     return False
 
 
+def _shuffled_only(name: str) -> str:
+    """Why a direct report of a shuffled-only metric is refused."""
+    return (
+        f"metric {name} has delivery rule 'shuffled': its reports reach the collector only"
+        " through a shuffler, never uploaded directly"
+    )
+
+
 def validate_reports(
     reports: Sequence[tuple[int, ReportIn]],
     lookup: Callable[[str], MetricSpec | None],
     window: PeriodWindow,
     archived: Callable[[str], bool] = _no_archive,
+    direct: bool = False,
 ) -> tuple[list[ValidReport], list[ReportProblem], dict[str, MetricSpec]]:
     """Validate (index, report) pairs; return the valid reports, every problem, and the specs used.
 
     ``archived(name)`` says whether a registered metric is archived: its reports are refused.
+    ``direct``: the reports were uploaded straight to the collector, so those of a metric whose
+    delivery rule is ``shuffled`` are refused (its reports come only through a shuffler).
     """
     specs: dict[str, MetricSpec | None] = {}
     retired: dict[str, bool] = {}
@@ -250,6 +261,9 @@ def validate_reports(
                     f"fingerprint does not match metric {name}'s registered spec; fetch the spec again",
                 )
             )
+            continue
+        if direct and spec.delivery == "shuffled":
+            problems.append(ReportProblem(index, name, "delivery", _shuffled_only(name)))
             continue
         verdict = window.check(spec.period, report["period"])
         if verdict is not None:

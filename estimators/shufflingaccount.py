@@ -7,10 +7,14 @@ depend on where batches are kept: the collector passes the batches it received f
 shuffler, or, to plan, one assumed batch size for every metric
 (``GET /v1/privacy?shuffle_batch=N``).
 
-A batch counts the devices whose reports the collector took: its ``n`` leaves out the sealed
-reports the collector refused (not opened, of another batch, invalid), which hide nobody. A
-batch left with fewer than the collector's minimum is still counted, at the devices it holds
-(the local eps where that gives no amplification), and the section says so.
+A batch counts the devices whose reports the collector took, never the size its shuffler
+stated: its ``n`` is the distinct reports the collector opened and stored from it (the sealed
+reports it refused, not opened, of another batch or invalid, hide nobody, and a report repeated
+counts once). A batch whose parts have not all arrived is counted at what arrived, which is
+what the collector saw (the reports of the arrived parts are themselves a shuffled batch: a
+random subset of the released one), and flagged incomplete. A batch left with fewer than the
+collector's minimum is still counted, at the devices it holds (the local eps where that gives
+no amplification), and the section says so.
 
 Bounded work: the central eps is non-increasing in n, so the released batches of one metric
 under one (mechanism, local eps) are all covered by the bound of the smallest of them. A
@@ -107,8 +111,9 @@ class ShuffledBatch:
     ``delta`` the account states for it; ``batch`` names it (the shuffler's id, or None). As
     the collector records it, also its spec ``fingerprint`` and ``released_at`` (when the
     collector first saw it); an assumed batch has neither. ``refused``: how many of its sealed
-    reports the collector refused, already left out of ``n`` (the shuffler stated
-    ``n + refused``)."""
+    reports the collector refused; ``declared``: the size its shuffler stated (0: not stated),
+    shown but never counted; ``incomplete``: not all of its parts have arrived (``n`` counts
+    what did)."""
 
     metric: str
     mechanism: str
@@ -119,17 +124,22 @@ class ShuffledBatch:
     fingerprint: str = ""
     released_at: dt.datetime | None = None
     refused: int = 0
+    declared: int = 0
+    incomplete: bool = False
 
 
 @dataclass(frozen=True)
 class BatchGroup:
     """The released batches of one metric under one (mechanism, local eps): how many
-    (``batches``), the ``smallest``, whose central eps holds for every one of them, and how
-    many count fewer devices than the collector's minimum (``below_minimum``)."""
+    (``batches``), the ``smallest``, whose central eps holds for every one of them, how
+    many count fewer devices than the collector's minimum (``below_minimum``) and how many
+    have parts missing (``incomplete``); ``reports``: the devices they count together."""
 
     smallest: ShuffledBatch
     batches: int
     below_minimum: int = 0
+    incomplete: int = 0
+    reports: int = 0
 
 
 def _below(batch: ShuffledBatch, min_batch: int | None) -> bool:
@@ -149,10 +159,16 @@ def group_batches(
         below = int(_below(batch, min_batch))
         group = groups.get(key)
         if group is None:
-            groups[key] = BatchGroup(batch, 1, below)
+            groups[key] = BatchGroup(batch, 1, below, int(batch.incomplete), batch.n)
         else:
             smallest = batch if batch.n < group.smallest.n else group.smallest
-            groups[key] = BatchGroup(smallest, group.batches + 1, group.below_minimum + below)
+            groups[key] = BatchGroup(
+                smallest,
+                group.batches + 1,
+                group.below_minimum + below,
+                group.incomplete + int(batch.incomplete),
+                group.reports + batch.n,
+            )
     return list(groups.values())
 
 
@@ -162,7 +178,9 @@ class ShuffledBatchRow:
     (``central_epsilon``, ``delta``, by ``bound``), and against the shuffler, alone or with the
     collector (``local_epsilon``). ``n`` counts the devices whose reports the collector took,
     ``refused`` the sealed reports it refused; ``below_minimum``: ``n`` is below the
-    collector's minimum batch, and the guarantee is the one of those ``n`` devices."""
+    collector's minimum batch, and the guarantee is the one of those ``n`` devices;
+    ``declared``: the size its shuffler stated (shown, not counted); ``incomplete``: parts of it
+    have not arrived, and ``n`` counts those that did."""
 
     metric: str
     mechanism: str
@@ -175,6 +193,8 @@ class ShuffledBatchRow:
     bound_name: str
     refused: int = 0
     below_minimum: bool = False
+    declared: int = 0
+    incomplete: bool = False
 
 
 @dataclass(frozen=True)
@@ -182,7 +202,10 @@ class ShuffledMetric:
     """A metric's weakest batch: the largest central eps among its batches (the smallest
     batch of each (mechanism, local eps)), which holds for every batch of it; ``batches``
     counts all of them, listed or not, ``below_minimum`` those that count fewer devices than
-    the collector's minimum."""
+    the collector's minimum and ``incomplete`` those with parts missing. ``delivery`` is the
+    metric's rule (``shuffled``: only through a shuffler); ``shuffled_reports`` counts the
+    reports its batches delivered and ``direct_reports`` those the collector received
+    otherwise (straight from devices; None: not known, as for an assumed batch size)."""
 
     metric: str
     batches: int
@@ -192,6 +215,10 @@ class ShuffledMetric:
     central_epsilon: float
     bound: Bound
     below_minimum: int = 0
+    incomplete: int = 0
+    delivery: str = "direct"
+    shuffled_reports: int = 0
+    direct_reports: int | None = None
 
 
 @dataclass(frozen=True)
@@ -256,6 +283,8 @@ def batch_row(
         bound_name=BOUND_NAMES[guarantee.bound],
         refused=batch.refused,
         below_minimum=_below(batch, min_batch),
+        declared=batch.declared,
+        incomplete=batch.incomplete,
     )
 
 
@@ -268,16 +297,23 @@ def assumed_batches(
 
 
 def _weakest(
-    groups: list[BatchGroup], row_of: Callable[[ShuffledBatch], ShuffledBatchRow]
+    groups: list[BatchGroup],
+    row_of: Callable[[ShuffledBatch], ShuffledBatchRow],
+    specs: Mapping[str, MetricSpec],
+    received: Mapping[str, int] | None,
 ) -> list[ShuffledMetric]:
     """Per metric, the group whose smallest batch has the largest central eps, in the order
-    metrics first appear; its count is every batch of the metric."""
+    metrics first appear; its count is every batch of the metric, and (``received``: every
+    distinct report the collector holds per metric) how many of its reports came directly."""
     by_metric: dict[str, list[tuple[BatchGroup, ShuffledBatchRow]]] = {}
     for group in groups:
         by_metric.setdefault(group.smallest.metric, []).append((group, row_of(group.smallest)))
     weakest = []
     for metric, pairs in by_metric.items():
         worst = max((row for _, row in pairs), key=lambda r: (r.central_epsilon, -r.n))
+        shuffled = sum(group.reports for group, _ in pairs)
+        spec = specs.get(metric)
+        direct = None if received is None else max(received.get(metric, 0) - shuffled, 0)
         weakest.append(
             ShuffledMetric(
                 metric=metric,
@@ -288,23 +324,40 @@ def _weakest(
                 central_epsilon=worst.central_epsilon,
                 bound=worst.bound,
                 below_minimum=sum(group.below_minimum for group, _ in pairs),
+                incomplete=sum(group.incomplete for group, _ in pairs),
+                delivery=spec.delivery if spec is not None else "direct",
+                shuffled_reports=shuffled,
+                direct_reports=direct,
             )
         )
     return weakest
 
 
-def devices_text(n: int, refused: int = 0, below_minimum: bool = False) -> str:
-    """A batch's size as tables show it: its accounted devices, the refused reports left out
-    and whether that is below the collector's minimum (``1,000 (3 refused, below minimum)``)."""
-    notes = [f"{refused:,} refused"] * (refused > 0) + ["below minimum"] * below_minimum
+def devices_text(row: Mapping[str, Any]) -> str:
+    """A batch's size as tables show it, ``row`` a :class:`ShuffledBatchRow` as JSON: its
+    accounted devices, the refused reports left out, the size its shuffler stated when that is
+    not what arrived (repeats, missing parts or a false size), and whether it is incomplete or below the collector's minimum
+    (``2 (3 refused, 100,000,000 stated, incomplete, below minimum)``)."""
+    n, refused = int(row["n"]), int(row.get("refused") or 0)
+    declared = int(row.get("declared") or 0)
+    notes = (
+        [f"{refused:,} refused"] * (refused > 0)
+        + [f"{declared:,} stated"] * (declared > 0 and declared != n + refused)
+        + ["incomplete"] * bool(row.get("incomplete"))
+        + ["below minimum"] * bool(row.get("below_minimum"))
+    )
     return f"{n:,}" + (f" ({', '.join(notes)})" if notes else "")
 
 
 def below_note(metric: Mapping[str, Any]) -> str:
-    """A metric's batches below the collector's minimum, as notes after its weakest show them
-    (``, 2 below the minimum``; "" if none), ``metric`` a :class:`ShuffledMetric` as JSON."""
+    """A metric's batches below the collector's minimum or incomplete, as notes after its
+    weakest show them (``, 2 below the minimum, 1 incomplete``; "" if none), ``metric`` a
+    :class:`ShuffledMetric` as JSON."""
     below = int(metric.get("below_minimum") or 0)
-    return f", {below:,} below the minimum" if below else ""
+    incomplete = int(metric.get("incomplete") or 0)
+    return (f", {below:,} below the minimum" if below else "") + (
+        f", {incomplete:,} incomplete" if incomplete else ""
+    )
 
 
 def _figure(x: float) -> str:
@@ -328,11 +381,76 @@ def _below_text(metrics: list[ShuffledMetric], min_batch: int | None) -> str:
     )
 
 
+def _incomplete_text(metrics: list[ShuffledMetric]) -> str:
+    """The sentence on batches whose parts have not all arrived ("" if none)."""
+    unfinished = [m for m in metrics if m.incomplete]
+    if not unfinished:
+        return ""
+    count = sum(m.incomplete for m in unfinished)
+    which = ", ".join(f"{m.metric} ({m.incomplete:,})" for m in unfinished)
+    return (
+        f"{count:,} {'batch has' if count == 1 else 'batches have'} not arrived whole"
+        f" ({which}): such a batch is counted at the distinct reports that arrived, never at"
+        " the size its shuffler stated, and the figures above include it at that size."
+    )
+
+
+def _metric_text(m: ShuffledMetric) -> str:
+    """One metric's part of the statement, true of what arrived: its central eps for the
+    reports its batches delivered, the share that came directly at the local eps."""
+    local = f"the local ε = {_figure(m.local_epsilon)}"
+    name = m.metric + (" (only through the shuffler)" if m.delivery == "shuffled" else "")
+    direct = m.direct_reports or 0
+    if m.direct_reports is not None and m.shuffled_reports == 0:
+        return f"{name}: none of its reports came through the shuffler, so only {local} holds"
+    if m.bound == "none":
+        central = f"no lower than {local}"
+    else:
+        central = f"ε = {_figure(m.central_epsilon)} with δ = {m.delta:g} instead of {local}"
+    if not direct:
+        return f"{name}: {central}"
+    total = m.shuffled_reports + direct
+    share = 100 * m.shuffled_reports / total
+    return (
+        f"{name}: {central} for the {share:.3g}% of its reports that came through the shuffler"
+        f" ({m.shuffled_reports:,} of {total:,}), while its other {direct:,} reports came to"
+        f" the collector directly and hold only {local}"
+    )
+
+
+def _unbatched_text(specs: Iterable[MetricSpec]) -> str:
+    """The sentences on metrics without a released batch ("" if none): a direct metric's
+    reports came directly; a shuffled-only one's can only come through the shuffler."""
+    direct = sorted(spec.name for spec in specs if spec.delivery != "shuffled")
+    waiting = sorted(spec.name for spec in specs if spec.delivery == "shuffled")
+    sentences = []
+    if direct:
+        one = len(direct) == 1
+        sentences.append(
+            f"{', '.join(direct)} {'has' if one else 'have'} no released batch:"
+            f" {'its' if one else 'their'} reports came to the collector directly and hold only"
+            f" {'its' if one else 'their'} local ε."
+        )
+    if waiting:
+        one = len(waiting) == 1
+        sentences.append(
+            f"{', '.join(waiting)} {'is' if one else 'are'} sent only through the shuffler and"
+            f" {'has' if one else 'have'} no released batch yet: the collector holds no report"
+            f" of {'it' if one else 'them'}."
+        )
+    return " ".join(sentences)
+
+
 def shuffle_statement(
-    source: Source, metrics: list[ShuffledMetric], min_batch: int | None = None
+    source: Source,
+    metrics: list[ShuffledMetric],
+    min_batch: int | None = None,
+    unshuffled: Iterable[MetricSpec] = (),
 ) -> str:
-    """The section in plain words: which guarantee holds against whom, and which batches fell
-    below ``min_batch`` (released batches) once refused reports are left out."""
+    """The section in plain words: which guarantee holds against whom, per metric for what
+    arrived through the shuffler and what came directly, which batches fell below
+    ``min_batch`` or are incomplete (released batches), and which metrics (``unshuffled``)
+    had no batch at all: a direct one's reports came directly, a shuffled-only one has none."""
     if source == "none" or not metrics:
         return (
             "No shuffled batches: reports go to the collector directly, and only each report's"
@@ -341,9 +459,9 @@ def shuffle_statement(
     lead = (
         "If reports passed through a shuffler releasing batches of"
         if source == "assumed"
-        else "Reports pass through a shuffler, a separate party that removes who sent each"
-        " report, when and from where, and releases them to the collector only as whole"
-        " batches in a random order; in the batches released so far, of"
+        else "Reports sent through a shuffler, a separate party that removes who sent each"
+        " report, when and from where, reach the collector only as whole batches in a random"
+        " order; in the batches released so far, of"
     )
     sizes = sorted({m.smallest_batch for m in metrics})
     size_text = (
@@ -351,28 +469,23 @@ def shuffle_statement(
         if len(sizes) == 1
         else f"{sizes[0]:,} to {sizes[-1]:,} devices (smallest per metric)"
     )
-    parts = []
-    for m in metrics:
-        if m.bound == "none":
-            parts.append(f"{m.metric}: no lower than its local ε = {_figure(m.local_epsilon)}")
-        else:
-            parts.append(
-                f"{m.metric}: ε = {_figure(m.central_epsilon)} with δ = {m.delta:g} instead of"
-                f" the local ε = {_figure(m.local_epsilon)}"
-            )
     against_analyst = (
         "against an analyst who sees only the released batches (the collector, its operator,"
         " or anyone who reads its data), one device's report in a batch is"
-        " (ε, δ)-differentially private with " + "; ".join(parts) + "."
+        " (ε, δ)-differentially private with " + "; ".join(map(_metric_text, metrics)) + "."
     )
     if source == "assumed":
         opening = f"{lead} {size_text}, then, " + against_analyst
     else:
         opening = f"{lead} {size_text}, " + against_analyst
+    direct_only = _unbatched_text(unshuffled) if source == "released" else ""
     return " ".join(
         [
             opening,
-            *filter(None, [_below_text(metrics, min_batch)]),
+            *filter(
+                None,
+                [direct_only, _below_text(metrics, min_batch), _incomplete_text(metrics)],
+            ),
             "This central guarantee is per batch: a device's reports in several batches add"
             " up, as local ε do.",
             "Against the shuffler itself, or the shuffler and the collector together, only"
@@ -392,14 +505,17 @@ def shuffle_section(
     source: Source,
     groups: list[BatchGroup] | None = None,
     min_batch: int | None = None,
+    received: Mapping[str, int] | None = None,
 ) -> ShuffleSection:
     """The shuffled section of the privacy account for ``batches``, each listed (``source``
     says whether they were released or assumed), the bound of each from its metric's spec in
     ``specs``. ``groups`` summarize every batch when ``batches`` lists only some (the
     collector's most recent); by default ``batches`` are all. ``min_batch``: the collector's
     minimum (released batches), below which a batch (counted without its refused reports) is
-    flagged and stated. Each distinct batch key is computed once: the work is one bound per
-    group and per listed batch."""
+    flagged and stated. ``received``: the distinct reports the collector holds per metric
+    (released batches), so that each metric's statement says what share came through the
+    shuffler. Each distinct batch key is computed once: the work is one bound per group and
+    per listed batch."""
     by_name = {spec.name: spec for spec in specs}
     listed = list(batches)
     if groups is None:
@@ -409,18 +525,27 @@ def shuffle_section(
     def row_of(batch: ShuffledBatch) -> ShuffledBatchRow:
         key = (batch.metric, batch.mechanism, batch.epsilon, batch.n, batch.delta)
         if key not in cache:
-            cache[key] = batch_row(replace(batch, batch=None, refused=0), by_name, min_batch)
-        return replace(cache[key], batch=batch.batch, refused=batch.refused)
+            plain = replace(batch, batch=None, refused=0, declared=0, incomplete=False)
+            cache[key] = batch_row(plain, by_name, min_batch)
+        return replace(
+            cache[key],
+            batch=batch.batch,
+            refused=batch.refused,
+            declared=batch.declared,
+            incomplete=batch.incomplete,
+        )
 
-    metrics = _weakest(groups, row_of)
+    metrics = _weakest(groups, row_of, by_name, received)
     rows = [row_of(batch) for batch in listed]
     if not metrics:
         source = "none"
+    named = {m.metric for m in metrics}
+    unshuffled = [spec for name, spec in by_name.items() if name not in named]
     return ShuffleSection(
         source=source,
         batch_count=sum(m.batches for m in metrics),
         batches=rows,
         metrics=metrics,
-        statement=shuffle_statement(source, metrics, min_batch),
+        statement=shuffle_statement(source, metrics, min_batch, unshuffled),
         min_batch=min_batch,
     )

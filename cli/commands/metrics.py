@@ -253,6 +253,11 @@ def _spec_table(spec: dict[str, Any]) -> Any:
     table.add_row("epsilon", f"{spec.get('epsilon')}")
     table.add_row("mechanism", str(spec.get("mechanism")))
     table.add_row("period", str(spec.get("period")))
+    delivery = spec.get("delivery") or "direct"
+    table.add_row(
+        "delivery",
+        "shuffled (only through a shuffler)" if delivery == "shuffled" else delivery,
+    )
     table.add_row("fingerprint", str(spec.get("fingerprint")))
     for field in ABOUT_FIELDS:
         if spec.get(field):
@@ -330,6 +335,15 @@ def metrics() -> None:
 )
 @period_kind_option
 @click.option(
+    "--delivery",
+    type=click.Choice(("direct", "shuffled")),
+    default="direct",
+    show_default=True,
+    help="shuffled: reports reach the collector only through a shuffler (the collector refuses"
+    " direct uploads, SDKs without a shuffler do not send them), so the account can state the"
+    " shuffler's central ε for every report; direct: devices may also send straight to it.",
+)
+@click.option(
     "--unit",
     metavar="UNIT",
     help="A numeric or histogram metric's unit (ms, KB, °C), shown beside its numbers.",
@@ -358,6 +372,7 @@ def create(
     epsilon: float,
     mechanism: str,
     period: str,
+    delivery: str,
     unit: str | None,
     description: str | None,
     owner: str | None,
@@ -385,6 +400,7 @@ def create(
           --unit ms --description "Page load time" --owner web-team
       deniable metrics create load_hist --type histogram --edges 0,100,250,500,1000,5000 --epsilon 1
       deniable metrics create search_term --type text --max-length 16 --epsilon 4
+      deniable metrics create theme --categories light,dark --epsilon 2 --delivery shuffled
     """
     if kind == "text" or max_length is not None:
         given = categories is not None or boolean or (lower, upper, edges) != (None, None, None)
@@ -392,6 +408,8 @@ def create(
             raise click.UsageError("a text metric takes --type text --max-length L and no domain")
         body = {"name": name, "type": "text", "max_length": max_length, "epsilon": epsilon}
         body.update({"mechanism": mechanism, "period": period})
+        if delivery != "direct":
+            body["delivery"] = delivery
         spec = MetricSpec.from_dict(body)
         body.update(about_options("text", unit, description=description, owner=owner))
         _create_text(global_options, spec, body, accept_weak, fmt)
@@ -399,6 +417,8 @@ def create(
     body = spec_from_options(
         name, categories, boolean, epsilon, mechanism, period, kind, lower, upper, edges
     )
+    if delivery != "direct":
+        body["delivery"] = delivery
     spec = MetricSpec.from_dict(body)
     body.update(about_options(spec.type, unit, description=description, owner=owner))
     rows = margins(spec, DEFAULT_CONFIDENCE)

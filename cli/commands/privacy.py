@@ -95,7 +95,7 @@ def shuffled_table(shuffled: dict[str, Any]) -> Any:
         table.add_row(
             row["metric"],
             row["mechanism"],
-            devices_text(row["n"], row.get("refused", 0), row.get("below_minimum", False)),
+            devices_text(row),
             f"{row['delta']:g}",
             f"{row['central_epsilon']:.4g}",
             eps_text(row["local_epsilon"]),

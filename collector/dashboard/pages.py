@@ -761,7 +761,7 @@ def _shuffled_section(shuffled: dict[str, Any]) -> str:
         + cells(
             [
                 row["mechanism"],
-                devices_text(row["n"], row["refused"], row["below_minimum"]),
+                devices_text(row),
                 f"{row['delta']:g}",
                 f"{row['central_epsilon']:.4g}",
                 f"{row['local_epsilon']:g}",

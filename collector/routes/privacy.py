@@ -29,7 +29,7 @@ from ..context import collector
 from ..numbers import NumberRule, query_number
 from ..storage.engine import Database
 from ..storage.queries import list_specs
-from ..storage.shuffled import batch_groups, recent_batches
+from ..storage.shuffled import batch_groups, recent_batches, reports_received
 from .common import problem_responses
 
 router = APIRouter(tags=["privacy"])
@@ -179,4 +179,5 @@ def _shuffled(
     if not recent:
         return shuffle_section(specs, [], "none")
     groups = batch_groups(database, delta, min_batch)  # read after: it covers every batch listed
-    return shuffle_section(specs, recent, "released", groups, min_batch)
+    received = reports_received(database)  # after the groups: no batch counts more than this
+    return shuffle_section(specs, recent, "released", groups, min_batch, received)

@@ -236,7 +236,7 @@ def ingest(state: Collector, body: bytes) -> JSONResponse:
         window = PeriodWindow(state.today(), state.settings.retention_days)
         with state.cpu_turn:
             valid, more_problems, specs = validate_reports(
-                reports, state.specs.cached, window, state.specs.archived
+                reports, state.specs.cached, window, state.specs.archived, direct=True
             )
         refused = sorted(problems + more_problems, key=lambda p: p.index)
         if refused:
@@ -339,32 +339,72 @@ def _parse_part(state: Collector, body: bytes) -> ShuffledPart:
         )
     if part.part >= part.parts or len(part.envelopes) > part.n:
         raise Refused(422, "schema", "part must be below parts, and envelopes at most n")
+    if part.parts == 1 and len(part.envelopes) != part.n:
+        raise Refused(
+            422,
+            "short_batch",
+            f"a batch of one part carries its n = {part.n} sealed reports; this one carries"
+            f" {len(part.envelopes)}",
+        )
     return part
 
 
+def _registered_spec(state: Collector, part: ShuffledPart) -> MetricSpec:
+    """The spec ``part``'s metric is registered with now, if the part's header (mechanism, eps,
+    fingerprint) is that spec's; 422 naming the difference otherwise (a batch of an unknown
+    metric, or sealed under another spec, would be accounted at an eps nobody registered)."""
+    spec = state.specs.get(part.metric)
+    if spec is None:
+        raise Refused(422, "unknown_metric", f"metric {part.metric} is not registered")
+    stated = {
+        "mechanism": part.mechanism,
+        "epsilon": float(part.epsilon),
+        "fingerprint": part.fingerprint,
+    }
+    registered = {
+        "mechanism": spec.mechanism,
+        "epsilon": spec.epsilon,
+        "fingerprint": spec.fingerprint,
+    }
+    differ = [name for name in stated if stated[name] != registered[name]]
+    if differ:
+        detail = ", ".join(
+            f"{name} {stated[name]!r} (registered: {registered[name]!r})" for name in differ
+        )
+        raise Refused(
+            422,
+            "header_mismatch",
+            f"the batch's header disagrees with metric {part.metric}'s registered spec: {detail}",
+        )
+    return spec
+
+
 def ingest_shuffled(state: Collector, body: bytes) -> JSONResponse:
-    """Record the batch (once), open its part's sealed reports and store the valid ones,
-    dated by the batch's release day: the reports of a batch share one day, in shuffled order.
-    Then record how many the part refused, if any (once: a part sent again after a lost answer
-    recounts the same reports), which the account leaves out of the batch's n."""
+    """Check the part's header against its metric's registered spec, record the batch (once),
+    open the part's sealed reports and store the valid ones, dated by the batch's release day:
+    the reports of a batch share one day, in shuffled order. Then record the part (once: a part
+    sent again after a lost answer recounts nothing) with how many it refused and how many
+    distinct reports it stored anew, which the account counts as the batch's devices."""
     part = _parse_part(state, body)
+    spec = _registered_spec(state, part)
     keys = _keyring(state)
     now = state.clock()
     header = ShuffledBatch(
         metric=part.metric,
         mechanism=part.mechanism,
         epsilon=float(part.epsilon),
-        n=part.n,
+        n=0,
         batch=part.batch,
         fingerprint=part.fingerprint,
         released_at=now,
+        declared=part.n,
     )
-    batch = record_batch(state.database, header)
-    if (batch.metric, batch.fingerprint, batch.n) != (header.metric, header.fingerprint, header.n):
+    batch = record_batch(state.database, header, part.parts)
+    if batch is None:
         raise Refused(422, "batch_reused", f"batch {part.batch} was recorded with another header")
     try:
         with state.cpu_turn:
-            opened = open_part(part, state.specs.cached(part.metric), keys)
+            opened = open_part(part, spec, keys)
     except KeyFileError as exc:
         raise Refused(503, "no_keys", str(exc)) from None
     refused = opened.refused
@@ -375,8 +415,7 @@ def ingest_shuffled(state: Collector, body: bytes) -> JSONResponse:
             reports, problems = parse_batch(body, len(opened.items), state.specs.cached)
         stored = _store_valid(state, reports, (batch.released_at or now).date())
         refused += len(problems) + len(reports) - stored.accepted - stored.duplicates
-    if refused:
-        record_part(state.database, part.batch, part.part, refused)
+    record_part(state.database, part.batch, part.part, refused, stored.accepted)
     for metric, count in stored.accepted_by_metric.items():
         state.telemetry.accepted.labels(state.telemetry.metric_label(metric)).inc(count)
     if refused:

@@ -373,10 +373,14 @@ shuffled_batches = Table(
     Column("fingerprint", String(16), nullable=False),
     Column("n", BigInteger, nullable=False),
     Column("released_at", DateTime(timezone=True), nullable=False),
+    Column("parts", Integer, nullable=True),
 )
 """One row per batch the shuffler released (``POST /v1/shuffled``), written once by its first
-part: its key, ``n`` sealed reports (distinct devices) and when the collector first saw it.
-The accountant reads batch sizes here; the batch's reports carry its day as ``received``."""
+part: its key, the size ``n`` and number of ``parts`` its shuffler stated, and when the
+collector first saw it. The stated ``n`` is shown, never believed: the accountant counts the
+batch at its parts' ``counted`` (``shuffled_parts``), complete once every part has a row.
+``parts`` is null for a batch recorded before migration 0015, which counted nothing: such a
+batch is incomplete and counts no device. The batch's reports carry its day as ``received``."""
 
 shuffled_parts = Table(
     "shuffled_parts",
@@ -384,11 +388,14 @@ shuffled_parts = Table(
     Column("batch", String(32), primary_key=True),
     Column("part", Integer, primary_key=True),
     Column("refused", BigInteger, nullable=False),
+    Column("counted", BigInteger, nullable=False, server_default="0"),
 )
-"""One row per part of a released batch in which the collector refused sealed reports, written
-once (a part sent again changes nothing; a part without refusals has no row): how many it
-refused (not opened, of another batch, invalid). They give no cover, so the accountant counts
-a batch at its ``n`` less the sum of its parts' ``refused``."""
+"""One row per part of a released batch the collector ingested, written once (a part sent
+again changes nothing): how many of its sealed reports it refused (not opened, of another
+batch, invalid) and how many distinct reports it ``counted``: those it opened and stored
+anew, so a report repeated in the part, in another part or batch, or uploaded before, counts
+once, where it first arrived. The accountant counts a batch at the sum of its parts'
+``counted``. Rows from before migration 0015 (parts with refusals only) count 0."""
 
 read_versions = Table(
     "read_versions",

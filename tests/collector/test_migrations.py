@@ -296,16 +296,15 @@ def test_shuffled_parts_migration_adds_and_drops_its_table_only(
         database.dispose()
     assert "shuffled_parts" not in _tables(url)
 
-    migrate(url)
-    assert_schema_is_the_tables(url)
-    database = open_database(url)
+    migrate(url, "0012")
+    assert _rows(url, text("SELECT batch FROM shuffled_parts")) == []
+    parts_row = text("INSERT INTO shuffled_parts (batch, part, refused) VALUES (:b, 0, 3)")
+    engine = create_engine(normalize_url(url))
     try:
-        assert [(b.n, b.refused) for b in read_batches(database)] == [(40, 0)]
-        record_part(database, batch.batch or "", 0, 3)
-        record_part(database, batch.batch or "", 0, 3)
-        assert [(b.n, b.refused) for b in read_batches(database)] == [(37, 3)]
+        with engine.begin() as connection:
+            connection.execute(parts_row, {"b": batch.batch})
     finally:
-        database.dispose()
+        engine.dispose()
 
     _downgrade(url, "0010")
     assert "shuffled_parts" not in _tables(url)
@@ -313,3 +312,52 @@ def test_shuffled_parts_migration_adds_and_drops_its_table_only(
     migrate(url)
     assert_schema_is_the_tables(url)
     assert _rows(url, text("SELECT batch FROM shuffled_parts")) == []
+
+
+def test_counted_parts_migration_counts_old_batches_at_nothing_they_cannot_show(
+    databases: DatabaseFactory, backend: str
+) -> None:
+    """0015 adds each part's counted reports and each batch's stated parts: a batch recorded at
+    0013 (stated n = 40, a part with 3 refused) cannot show how many distinct reports it
+    delivered, so it counts 0 devices, incomplete, its stated 40 kept; parts recorded after
+    count. The downgrade drops both columns and keeps every row."""
+    url = databases.new(backend)
+    migrate(url, "0013")
+    engine = create_engine(normalize_url(url))
+    try:
+        with engine.begin() as connection:
+            connection.execute(
+                text(
+                    "INSERT INTO shuffled_batches (batch, metric, mechanism, epsilon, fingerprint,"
+                    " n, released_at) VALUES (:b, 'm', 'krr', 2.0, :f, 40, :t)"
+                ),
+                {"b": "a" * 32, "f": "f" * 16, "t": dt.datetime(2026, 11, 26, 9, tzinfo=dt.UTC)},
+            )
+            connection.execute(
+                text("INSERT INTO shuffled_parts (batch, part, refused) VALUES (:b, 0, 3)"),
+                {"b": "a" * 32},
+            )
+    finally:
+        engine.dispose()
+
+    migrate(url)
+    assert_schema_is_the_tables(url)
+    database = open_database(url)
+    try:
+        (old,) = read_batches(database)
+        assert (old.n, old.refused, old.declared, old.incomplete) == (0, 3, 40, True)
+        record_part(database, "a" * 32, 1, 0, 17)
+        record_part(database, "a" * 32, 1, 0, 99)  # sent again: its first count stands
+        (old,) = read_batches(database)
+        assert (old.n, old.refused, old.incomplete) == (17, 3, True)
+    finally:
+        database.dispose()
+
+    _downgrade(url, "0013")
+    assert _rows(url, text("SELECT batch, n FROM shuffled_batches")) == [("a" * 32, 40)]
+    assert _rows(url, text("SELECT part, refused FROM shuffled_parts ORDER BY part")) == [
+        (0, 3),
+        (1, 0),
+    ]
+    migrate(url)
+    assert_schema_is_the_tables(url)

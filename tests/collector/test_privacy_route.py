@@ -311,7 +311,7 @@ def test_many_released_batches_give_a_bounded_account(
     import datetime as dt
 
     from deniable.collector.storage import open_database
-    from deniable.collector.storage.shuffled import record_batch
+    from deniable.collector.storage.shuffled import record_batch, record_part
     from deniable.estimators.shuffling import central_guarantee
     from deniable.estimators.shufflingaccount import LISTED_BATCHES, ShuffledBatch
 
@@ -325,18 +325,22 @@ def test_many_released_batches_give_a_bounded_account(
     database = open_database(running.settings.database_url)
     try:
         for i in range(total):
+            size = 1_000 + (i * 7919) % 5_000  # distinct sizes, smallest (1,000) first
             record_batch(
                 database,
                 ShuffledBatch(
                     metric=spec.name,
                     mechanism=spec.mechanism,
                     epsilon=spec.epsilon,
-                    n=1_000 + (i * 7919) % 5_000,  # distinct sizes, smallest (1,000) first
+                    n=0,
                     batch=f"b{i:05d}",
                     fingerprint="f" * 16,
                     released_at=start_time + dt.timedelta(minutes=i),
+                    declared=size,
                 ),
+                parts=1,
             )
+            record_part(database, f"b{i:05d}", 0, 0, size)
     finally:
         database.dispose()
     try:

@@ -4,6 +4,8 @@ against whom."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import pytest
 from deniable.client import MetricSpec
 from deniable.client.errors import InvalidInput
@@ -79,7 +81,7 @@ def test_no_batches_say_so_and_leave_the_statement_alone() -> None:
 def test_a_tiny_batch_is_no_better_than_the_local_eps() -> None:
     section = shuffle_section(SPECS, [ShuffledBatch("country", "oue", 4.0, 2)], "released")
     assert section.batches[0].bound == "none" and section.batches[0].central_epsilon == 4.0
-    assert "no lower than its local ε = 4" in section.statement
+    assert "no lower than the local ε = 4" in section.statement
 
 
 @pytest.mark.parametrize(("n", "delta"), [(-1, 1e-6), (100, 0.0), (100, 1.0)])
@@ -114,7 +116,9 @@ def test_groups_cover_batches_not_listed() -> None:
     assert weakest.central_epsilon == worst
     assert [row.batch for row in section.batches] == ["last"]
     everything = [ShuffledBatch("dark_mode", "brr", 4.0, n) for n in (9, 7, 8)]
-    assert group_batches(everything) == [BatchGroup(everything[1], 3)]
+    assert group_batches(everything) == [
+        BatchGroup(everything[1], 3, reports=sum(b.n for b in everything))
+    ]
 
 
 def test_a_batch_left_below_the_minimum_by_refused_reports_is_counted_and_stated() -> None:
@@ -142,13 +146,63 @@ def test_a_batch_left_below_the_minimum_by_refused_reports_is_counted_and_stated
     assert section.min_batch == 1_000
     assert "2 batches hold fewer than the minimum of 1,000 devices" in section.statement
     assert "dark_mode (1), browser (1)" in section.statement
-    assert devices_text(990, 10, True) == "990 (10 refused, below minimum)"
-    assert devices_text(5_000) == "5,000"
+    assert devices_text(asdict(rows["a"])) == "990 (10 refused, below minimum)"
+    assert devices_text({"n": 5_000}) == "5,000"
+    assert (
+        devices_text({"n": 2, "declared": 100_000_000, "incomplete": True})
+        == "2 (100,000,000 stated, incomplete)"
+    )
 
 
 def test_without_a_minimum_or_below_it_nothing_is_flagged() -> None:
     batches = [ShuffledBatch("dark_mode", "brr", 4.0, 990, batch="a", refused=10)]
     assert "minimum" not in shuffle_section(SPECS, batches, "released").statement
     assert not shuffle_section(SPECS, batches, "released", min_batch=990).batches[0].below_minimum
-    assert group_batches(batches, 991) == [BatchGroup(batches[0], 1, 1)]
-    assert group_batches(batches, 990) == [BatchGroup(batches[0], 1, 0)]
+    assert group_batches(batches, 991) == [BatchGroup(batches[0], 1, 1, reports=990)]
+    assert group_batches(batches, 990) == [BatchGroup(batches[0], 1, 0, reports=990)]
+
+
+def test_the_statement_claims_the_shuffler_only_for_what_came_through_it() -> None:
+    """Per metric, from what arrived: a metric all of whose reports came in batches gets its
+    central eps; one that also took direct reports gets it for the share that came through,
+    the rest at the local eps; one whose batches delivered nothing claims nothing; a direct
+    metric without batches is said to have come directly, a shuffled-only one to hold none."""
+    specs = [
+        MetricSpec.boolean("all_in", epsilon=4.0, delivery="shuffled"),
+        MetricSpec.boolean("half", epsilon=4.0),
+        MetricSpec.boolean("empty", epsilon=4.0),
+        MetricSpec.boolean("plain", epsilon=4.0),
+        MetricSpec.boolean("waiting", epsilon=4.0, delivery="shuffled"),
+    ]
+    batches = [
+        ShuffledBatch("all_in", "brr", 4.0, 60_000, batch="a"),
+        ShuffledBatch("all_in", "brr", 4.0, 40_000, batch="b"),
+        ShuffledBatch("half", "brr", 4.0, 25_000, batch="c"),
+        ShuffledBatch("empty", "brr", 4.0, 0, batch="d", refused=9),
+    ]
+    received = {"all_in": 100_000, "half": 100_000, "empty": 30, "plain": 7}
+    section = shuffle_section(specs, batches, "released", received=received)
+    by_name = {m.metric: m for m in section.metrics}
+    assert {name: (m.shuffled_reports, m.direct_reports) for name, m in by_name.items()} == {
+        "empty": (0, 30),
+        "all_in": (100_000, 0),
+        "half": (25_000, 75_000),
+    }
+    statement = section.statement
+    at_40k = strong_clone_epsilon(4.0, 40_000)
+    at_25k = strong_clone_epsilon(4.0, 25_000)
+    assert at_40k < 4.0 and at_25k < 4.0  # amplified: a claim a direct report must not borrow
+    assert (
+        f"all_in (only through the shuffler): ε = {at_40k:.4g} with δ = 1e-06 instead of the"
+        " local ε = 4;" in statement
+    )
+    assert (
+        f"half: ε = {at_25k:.4g} with δ = 1e-06 instead of the local ε = 4 for the 25% of its"
+        " reports that came through the shuffler (25,000 of 100,000), while its other 75,000 reports"
+        " came to the collector directly and hold only the local ε = 4" in statement
+    )
+    assert "empty: none of its reports came through the shuffler" in statement
+    assert "plain has no released batch: its reports came to the collector directly" in statement
+    assert "waiting is sent only through the shuffler and has no released batch yet" in statement
+    assumed = shuffle_section(specs, assumed_batches(specs, 1_000), "assumed").statement
+    assert "came to the collector directly" not in assumed

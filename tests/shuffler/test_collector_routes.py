@@ -1,7 +1,9 @@
 """The collector's side of the shuffler: ``GET /v1/keys`` and ``POST /v1/shuffled`` (the
 shuffler's token alone, idempotent by report id, batches below the minimum refused, sealed
-reports that do not open or do not belong left out and counted, the batch accounted without
-them once however often a part is sent, on SQLite and PostgreSQL), and key rotation."""
+reports that do not open or do not belong left out and counted, the batch accounted at the
+distinct reports it delivered once however often a part is sent, never at its stated size,
+incomplete until every part arrived, headers that disagree with the registered spec refused,
+on SQLite and PostgreSQL), and key rotation."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from deniable.collector.sealingkeys import generate, rotate
 from deniable.collector.storage import open_database, read_batches
 from deniable.collector.storage.tables import id_text
 from deniable.estimators.shuffling import central_guarantee
-from deniable.estimators.shufflingaccount import DEFAULT_DELTA
+from deniable.estimators.shufflingaccount import DEFAULT_DELTA, ShuffledBatch
 from sqlalchemy import text
 
 from testkit import (
@@ -157,7 +159,8 @@ def test_a_part_is_stored_once_and_its_batch_recorded(
         spec.fingerprint,
         spec.mechanism,
     )
-    assert parts == 0  # a part without refusals writes no row
+    assert (batch.declared, batch.incomplete) == (5, False)
+    assert parts == 1  # the part, recorded once
 
 
 def test_only_the_shuffler_token_forwards(server: RunningCollector, spec: MetricSpec) -> None:
@@ -346,9 +349,14 @@ def account(server: RunningCollector) -> dict[str, Any]:
 
 def batches_of(server: RunningCollector, spec: MetricSpec) -> list[tuple[int, int]]:
     """(accounted n, refused) of each batch of ``spec`` recorded, oldest first."""
+    return [(b.n, b.refused) for b in stored_batches(server, spec)]
+
+
+def stored_batches(server: RunningCollector, spec: MetricSpec) -> list[ShuffledBatch]:
+    """Each batch of ``spec`` recorded, oldest first, as the accountant reads it."""
     database = open_database(server.settings.database_url)
     try:
-        return [(b.n, b.refused) for b in read_batches(database, spec.name)]
+        return read_batches(database, spec.name)
     finally:
         database.dispose()
 
@@ -356,9 +364,10 @@ def batches_of(server: RunningCollector, spec: MetricSpec) -> list[tuple[int, in
 def test_refused_reports_lower_the_accounted_n_once_however_often_a_part_comes(
     any_server: RunningCollector,
 ) -> None:
-    """Two parts of one batch of n = 12: part 0 with 3 invalid sealed reports, part 1 with 2.
-    The batch is accounted at 12 - 5 = 7, each part sent again changing nothing, and the
-    account shows 7 with its central eps at 7 and the 5 refused."""
+    """Two parts of one batch of n = 12: part 0 with 4 valid and 3 invalid sealed reports, part
+    1 with 3 and 2. The batch is accounted at the 4 reports of part 0 (incomplete), then at 7,
+    each part sent again changing nothing, and the account shows 7 with its central eps at 7
+    and the 5 refused."""
     with any_server.client(ADMIN_TOKEN) as admin:
         spec = register(
             admin, MetricSpec.categorical(unique_name("acn"), ["a", "b", "c"], epsilon=2.0)
@@ -372,13 +381,15 @@ def test_refused_reports_lower_the_accounted_n_once_however_often_a_part_comes(
         for i, envelopes in enumerate((first, second))
     ]
     assert forward(any_server, parts[0]).json() == {"accepted": 4, "duplicates": 0, "refused": 3}
-    assert batches_of(any_server, spec) == [(9, 3)]
+    assert batches_of(any_server, spec) == [(4, 3)]
+    assert stored_batches(any_server, spec)[0].incomplete
     assert forward(any_server, parts[0]).json() == {"accepted": 0, "duplicates": 4, "refused": 3}
-    assert batches_of(any_server, spec) == [(9, 3)]
+    assert batches_of(any_server, spec) == [(4, 3)]
     for _ in range(2):
         answer = forward(any_server, parts[1])
         assert answer.status_code == 202 and answer.json()["refused"] == 2, answer.text
         assert batches_of(any_server, spec) == [(7, 5)]
+        assert not stored_batches(any_server, spec)[0].incomplete
 
     shuffled = account(any_server)
     (row,) = [r for r in shuffled["batches"] if r["metric"] == spec.name]
@@ -423,3 +434,94 @@ def test_a_batch_left_below_the_minimum_is_stated_as_such(any_server: RunningCol
     assert table.exit_code == 0, table.output
     assert "2 (2 refused, below minimum)" in table.output
     assert "1 below the minimum" in table.output
+
+
+def test_a_batch_counts_the_distinct_reports_it_delivered_not_its_stated_size(
+    any_server: RunningCollector,
+) -> None:
+    """A part of a batch stating n = 100,000,000 in 2 parts carries 2 sealed reports: it is
+    accounted at 2 devices, incomplete and below the minimum, its central eps at 2 (the
+    stated size is shown as stated, and no statement counts 100,000,000 devices). One sealed
+    report repeated 5 times in a batch of n = 5 counts 1 device; a report uploaded directly
+    before, then delivered in a batch, counts in none."""
+    with any_server.client(ADMIN_TOKEN) as admin:
+        spec = register(
+            admin, MetricSpec.categorical(unique_name("dcl"), ["a", "b", "c"], epsilon=2.0)
+        )
+    _, two = sealed_reports(any_server, spec, 2)
+    huge = part(spec, two, parts=2, n=100_000_000)
+    assert forward(any_server, huge).json() == {"accepted": 2, "duplicates": 0, "refused": 0}
+    (batch,) = stored_batches(any_server, spec)
+    assert (batch.n, batch.declared, batch.incomplete) == (2, 100_000_000, True)
+    shuffled = account(any_server)
+    (row,) = [r for r in shuffled["batches"] if r["metric"] == spec.name]
+    assert (row["n"], row["declared"], row["incomplete"], row["below_minimum"]) == (
+        2,
+        100_000_000,
+        True,
+        True,
+    )
+    assert row["central_epsilon"] == central_guarantee(spec.randomizer, 2, DEFAULT_DELTA).epsilon
+    assert "100,000,000 devices" not in shuffled["statement"]
+    assert f"not arrived whole ({spec.name} (1))" in shuffled["statement"]
+
+    _, (one,) = sealed_reports(any_server, spec, 1)
+    repeated = part(spec, [one] * 5)
+    assert forward(any_server, repeated).json() == {"accepted": 1, "duplicates": 4, "refused": 0}
+    assert sorted(b.n for b in stored_batches(any_server, spec)) == [1, 2]
+
+    ids, envelopes = sealed_reports(any_server, spec, 3)
+    direct = report_text(
+        ids[0], spec.name, spec.fingerprint, any_server.clock().date().isoformat(), 0
+    )
+    with any_server.client(INGEST_KEY) as device:
+        sent = device.post("/v1/reports", json={"reports": [json.loads(direct)]})
+    assert sent.status_code == 202, sent.text
+    assert forward(any_server, part(spec, envelopes)).json()["accepted"] == 2
+    assert sorted(b.n for b in stored_batches(any_server, spec)) == [1, 2, 2]
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"epsilon": 0.5}, "epsilon 0.5 (registered: 2.0)"),
+        ({"mechanism": "oue"}, "mechanism 'oue' (registered: 'krr')"),
+        ({"fingerprint": "0" * 16}, "fingerprint '0000000000000000'"),
+        ({"metric": "never-registered"}, "metric never-registered is not registered"),
+        ({"n": 3}, "a batch of one part carries its n = 3 sealed reports; this one carries 1"),
+    ],
+)
+def test_a_part_that_disagrees_with_the_spec_or_its_size_is_refused(
+    any_server: RunningCollector, change: dict[str, Any], named: str
+) -> None:
+    """A header whose eps, mechanism or fingerprint is not the registered spec's, of a metric
+    not registered, or a one-part batch of n = the minimum carrying 1 report: 422 naming the
+    problem, and nothing recorded or stored."""
+    with any_server.client(ADMIN_TOKEN) as admin:
+        spec = register(
+            admin, MetricSpec.categorical(unique_name("hdr"), ["a", "b", "c"], epsilon=2.0)
+        )
+    _, envelopes = sealed_reports(any_server, spec, 1 if "n" in change else MIN_BATCH)
+    answer = forward(any_server, part(spec, envelopes, **change))
+    assert answer.status_code == 422, answer.text
+    assert named in answer.json()["detail"]
+    assert stored_batches(any_server, spec) == []
+    assert stored_rows(any_server, spec.name) == []
+
+
+def test_a_batch_id_reused_with_another_size_or_parts_is_refused(
+    server: RunningCollector, spec: MetricSpec
+) -> None:
+    """Once a batch is recorded, a part stating another n or another number of parts under its
+    id is refused (422), nothing of it stored: a batch's stated size cannot be changed later."""
+    _, envelopes = sealed_reports(server, spec, 6)
+    batch = secrets.token_hex(16)
+    first = part(spec, envelopes[:3], batch=batch, parts=2, n=6)
+    assert forward(server, first).status_code == 202
+    for changes in ({"parts": 3}, {"n": 7}):
+        body = part(spec, envelopes[3:], batch=batch, part=1, **{"parts": 2, "n": 6, **changes})
+        answer = forward(server, body)
+        assert answer.status_code == 422, answer.text
+        assert "recorded with another header" in answer.json()["detail"]
+    assert len(stored_rows(server, spec.name)) == 3
+    assert [(b.n, b.incomplete) for b in stored_batches(server, spec)] == [(3, True)]

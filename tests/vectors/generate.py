@@ -180,6 +180,14 @@ SPECS: list[dict[str, Any]] = [
         "epsilon": 1,
         "dimensions": {"a": [f"v{i}" for i in range(49)]},
     },
+    {
+        "name": "theme",
+        "type": "categorical",
+        "categories": ["light", "dark"],
+        "epsilon": 2,
+        "delivery": "shuffled",
+    },
+    {"name": "dark_mode_direct", "type": "boolean", "epsilon": 1, "delivery": "direct"},
 ]
 
 INVALID_SPECS: list[dict[str, Any]] = [
@@ -254,6 +262,8 @@ INVALID_SPECS: list[dict[str, Any]] = [
     {"name": "x", "type": "text", "max_length": 64, "epsilon": 1, "dimensions": {"a": ["x"]}},
     {"name": "x", "type": "text", "max_length": 8, "epsilon": 1, "dimensions": {"p": []}},
     {"name": "x", "type": "boolean", "max_length": 8, "epsilon": 1},
+    {"name": "x", "type": "boolean", "epsilon": 1, "delivery": "mixed"},
+    {"name": "x", "type": "boolean", "epsilon": 1, "delivery": True},
 ]
 
 CONTEXTS: list[dict[str, Any]] = [

@@ -312,6 +312,11 @@ export class Client {
     }
     const prepared = spec.type === "numeric" ? spec.scale(value) : spec.text ? padded(spec, value) : spec.indexOf(value);
     this.#counters.recorded++;
+    if (spec.delivery === "shuffled" && !this.#seal) {
+      // Shuffled-only without a shuffler: not recorded (nothing randomized, queued or spent).
+      this.#problemMessages.set(name + "!", `metric ${name} has delivery rule 'shuffled' and no shuffler; not recorded`);
+      return false;
+    }
     const period = this.#period(spec);
     const key = `${name}|${period}`;
     const spent = this.#state.ledger[key] ?? 0;

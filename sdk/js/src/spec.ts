@@ -9,6 +9,9 @@ import { sha256Hex } from "./sha256.js";
 
 export type MetricType = "boolean" | "categorical" | "numeric" | "histogram" | "text";
 export type PeriodKind = "day" | "week" | "month";
+/** How a metric's reports may reach the collector: `direct` (straight to it, or through a
+ * shuffler if the client has one) or `shuffled` (only through a shuffler). */
+export type Delivery = "direct" | "shuffled";
 
 /** A spec in the JSON form a collector serves (`fingerprint` ignored, null fields absent). */
 export interface SpecData {
@@ -23,6 +26,7 @@ export interface SpecData {
   edges?: number[];
   max_length?: number;
   dimensions?: Record<string, string[]>;
+  delivery?: Delivery;
   fingerprint?: string;
   [other: string]: unknown;
 }
@@ -95,6 +99,8 @@ export class MetricSpec {
   readonly maxLength?: number;
   /** (name, listed values) pairs, sorted by name. */
   readonly dimensions: ReadonlyArray<readonly [string, readonly string[]]>;
+  /** The delivery rule: `shuffled` metrics are sent only through a shuffler. */
+  readonly delivery: Delivery;
   readonly randomizer?: Mechanism;
   readonly numericRandomizer?: NumericMechanism;
   readonly text?: TextRandomizer;
@@ -118,6 +124,9 @@ export class MetricSpec {
     const period = data.period ?? "day";
     if (!["day", "week", "month"].includes(period)) bad("period must be one of day, week, month");
     this.period = period;
+    const delivery = data.delivery ?? "direct";
+    if (!["direct", "shuffled"].includes(delivery)) bad("delivery must be one of direct, shuffled");
+    this.delivery = delivery;
     const mechanism = data.mechanism ?? "auto";
     if (typeof mechanism !== "string") bad("mechanism must be a name (a string)");
     if (type === "text") {
@@ -197,6 +206,7 @@ export class MetricSpec {
     else if (this.type === "histogram") fields.edges = [...(this.edges as number[])];
     else if (this.type === "text") fields.max_length = this.maxLength;
     if (this.dimensions.length > 0) fields.dimensions = Object.fromEntries(this.dimensions);
+    if (this.delivery !== "direct") fields.delivery = this.delivery; // absent when direct: older fingerprints hold
     return fields;
   }
 

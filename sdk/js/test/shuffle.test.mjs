@@ -50,6 +50,7 @@ test("shuffler and sealing go together", () => {
 const METRICS = [
   { name: "browser", type: "categorical", categories: ["chrome", "firefox", "safari"], epsilon: 1, mechanism: "oue", dimensions: { platform: ["web", "ios"] } },
   { name: "load_ms", type: "numeric", lower: 0, upper: 1000, epsilon: 1 },
+  { name: "theme", type: "categorical", categories: ["light", "dark"], epsilon: 2, delivery: "shuffled" },
 ];
 const DEVICES = 3;
 let pipeline;
@@ -124,5 +125,31 @@ test("JS-sealed reports through a real shuffler: the collector opens and stores 
   } finally {
     for (const client of clients) await client.close(100);
     await proxy.close();
+  }
+});
+
+test("a shuffled-only metric: never sent without a shuffler (a problem says why), sent sealed with one", async () => {
+  const base = { url: pipeline.collector, ingestKey: pipeline.ingest_key, flushInterval: 0, refreshInterval: 0 };
+  const direct = new Client({ ...base, storage: new MemoryStorage() }); // specs from the collector
+  const sealed = new Client({ ...base, storage: new MemoryStorage(), shuffler: pipeline.shuffler, sealing });
+  try {
+    assert.equal(await direct.refreshSpecs(), true); // the served specs, the rule among them
+    assert.equal(direct.record("theme", "dark"), false);
+    assert.equal(direct.record("theme", "light"), false);
+    assert.equal(direct.record("browser", "safari"), true);
+    assert.equal(direct.stats().queued, 1);
+    assert.equal(await direct.flush(), true);
+    const problems = direct.problems();
+    assert.equal(problems.length, 1, problems.join());
+    assert.match(problems[0], /metric theme has delivery rule 'shuffled'/);
+    assert.equal((await stored("theme")).size, 0);
+
+    assert.equal(await sealed.refreshSpecs(), true);
+    assert.equal(sealed.record("theme", "dark"), true);
+    assert.equal(await sealed.flush(), true);
+    assert.deepEqual([sealed.stats().delivered, sealed.problems()], [1, []]);
+  } finally {
+    await direct.close(100);
+    await sealed.close(100);
   }
 });
