@@ -131,7 +131,7 @@ test("JS-sealed reports through a real shuffler: the collector opens and stores 
 test("a shuffled-only metric: never sent without a shuffler (a problem says why), sent sealed with one", async () => {
   const base = { url: pipeline.collector, ingestKey: pipeline.ingest_key, flushInterval: 0, refreshInterval: 0 };
   const direct = new Client({ ...base, storage: new MemoryStorage() }); // specs from the collector
-  const sealed = new Client({ ...base, storage: new MemoryStorage(), shuffler: pipeline.shuffler, sealing });
+  const sealed = new Client({ ...base, storage: new MemoryStorage(), shuffler: pipeline.shuffler, sealing, shufflerKey: pipeline.shuffler_key });
   try {
     assert.equal(await direct.refreshSpecs(), true); // the served specs, the rule among them
     assert.equal(direct.record("theme", "dark"), false);
