@@ -21,6 +21,7 @@ from deniable.client import MetricSpec
 
 from testkit import ADMIN_TOKEN, free_port
 from testkit.browser import browser_problem, require_browser
+from testkit.jsbundles import built_bundles
 from testkit.shuffler_process import SHUFFLER_UPLOAD_KEY, Pipeline
 from testkit.stub_collector import eventually
 
@@ -28,8 +29,6 @@ require_browser(browser_problem())  # before Selenium is imported: skip, or fail
 
 from .conftest import SCREENSHOTS  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
-DIST = ROOT / "sdk" / "js" / "dist"
 BUNDLES = ("deniable.min.js", "deniable-shuffle.min.js")
 PAGE = Path(__file__).with_name("pages") / "shuffled.html"
 DARK = MetricSpec.boolean("dark_mode", epsilon=1.0)
@@ -38,9 +37,9 @@ DARK = MetricSpec.boolean("dark_mode", epsilon=1.0)
 class Site:
     """A static server on loopback for the page and the two bundles (copied to a folder)."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, dist: Path) -> None:
         for name in BUNDLES:
-            (folder / name).write_bytes((DIST / name).read_bytes())
+            (folder / name).write_bytes((dist / name).read_bytes())
         (folder / "index.html").write_bytes(PAGE.read_bytes())
 
         class Quiet(SimpleHTTPRequestHandler):
@@ -64,10 +63,7 @@ class Site:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    missing = [name for name in BUNDLES if not (DIST / name).exists()]
-    if missing:
-        pytest.fail(f"{', '.join(missing)} not built: cd sdk/js && npm ci && npm run build")
-    served = Site(tmp_path_factory.mktemp("site"))
+    served = Site(tmp_path_factory.mktemp("site"), built_bundles(*BUNDLES))
     yield served
     served.close()
 
