@@ -593,10 +593,19 @@ def measure(
     return row
 
 
+def text_answer(url: str, text: MetricSpec) -> str:
+    """What the text metric's estimate says (after the round, not timed): how many strings it
+    returns and whether the decoder's cap bound."""
+    with contextlib.closing(open_client(url, "viewer", 120.0)) as client:
+        document = client.get(f"/v1/metrics/{text.name}/estimate").json()
+    bound = "yes" if document.get("cap_bound") else "no"
+    return f"{len(document.get('strings', []))} strings, cap bound {bound}"
+
+
 def check_text(row: Row, rows: list[Row]) -> None:
     """Issue 38's targets of a text row: poison refused (4xx), estimates answered (200), and
     the poisoned estimates no costlier than the honest uncached ones at as many copies."""
-    answers = {part.split("×")[0] for part in row.cells[2].split(", ")}
+    answers = {part.split("×")[0] for part in row.cells[2].split("; ")[0].split(", ")}
     if row.name == POISONED_INGEST:
         row.check(all(a.startswith("4") for a in answers), "poisoned ingest refused (4xx)")
         return
@@ -653,6 +662,9 @@ def run(args: argparse.Namespace) -> None:
                     for count in (1, copies):
                         case = (name, who, request)
                         rows.append(measure(server, cgroup, small, today, args, case, count))
+                        if name in (HONEST_UNCACHED, POISONED_ESTIMATES):
+                            metric = poisoned if name == POISONED_ESTIMATES else text
+                            rows[-1].cells[2] += "; " + text_answer(server.url, metric)
                         check_text(rows[-1], rows)
                         print(" | ".join(rows[-1].cells), flush=True)
             with collector(database_url, directory, cgroup) as server:
