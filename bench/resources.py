@@ -10,11 +10,16 @@ client uploads a small batch every 0.2 s. Each row
 says what the requests got, the collector's peak memory (the cgroup's high-water mark), the
 slowest of the other client's uploads during the round (the target is under 2 s) and whether
 the collector was still alive and healthy afterwards. Issue 38's rows: 1,000 all-ones text
-reports (refused by the plausibility bound, while the other client's uploads go on), estimates
-of a 64-byte text metric holding 10,000 honest reports (one, then 4 at once), and a scrape
-every second of the text metric's page and a page of 25 metrics for 20 s while a viewer asks
-for another metric's estimate again and again (its p99, and the scrapes' median, which the
-read cache answers). Run (as root, for the cgroup):
+reports (refused by the plausibility bound, while the other client's uploads go on);
+estimates of a 64-byte text metric holding 10,000 honest reports (one, then 4 at once; cached,
+then each at a confidence of its own so none is) and of one holding 10,000 reports at the
+bound's edge (each sets the most bits the bound lets through, all the same cells), which must
+cost at most what the honest uncached ones cost; and a scrape every second of every page of 25
+metrics (``--only-text``; the text metrics are on pages of their own) for 20 s while another
+viewer asks for the written-to metric's estimate at a new confidence each time (its p99, the
+scrapes' median and the share of their lookups the read cache answered, from ``/metrics``).
+Every row says which targets it missed: alive, no 5xx, the other client's uploads under 2 s
+and all taken, and the row's own. Run (as root, for the cgroup):
 ``.venv/bin/python -m bench.resources [--backend sqlite|postgresql] [--copies 50]``.
 """
 
@@ -25,6 +30,7 @@ import base64
 import collections
 import concurrent.futures
 import contextlib
+import dataclasses
 import datetime as dt
 import itertools
 import os
@@ -53,6 +59,39 @@ UPLOAD_EVERY = 0.2
 """Seconds between the other client's uploads."""
 UPLOAD_TARGET = 2.0
 """The slowest acceptable upload of the other client while the hostile requests run."""
+VIEWER_TARGET = 1.0
+"""The slowest acceptable p99 of another viewer's estimate while the scrape runs (issue 38)."""
+COST_TOLERANCE = 0.10
+"""How far over the honest estimates' peak memory the poisoned ones may go before the row
+misses its target (the cgroup's peak moves by a few MiB from run to run)."""
+TIME_TOLERANCE = 0.25
+"""The same for their duration: the machine the benchmark runs on is shared, so a round's
+seconds vary more than its memory."""
+
+
+@dataclasses.dataclass
+class Row:
+    """One row of the table, and the targets it missed (none: within target)."""
+
+    cells: list[str]
+    missed: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.cells[0]
+
+    @property
+    def seconds(self) -> float:
+        return float(self.cells[3])
+
+    @property
+    def peak_mib(self) -> float:
+        return float(self.cells[4])
+
+    def check(self, ok: bool, target: str) -> None:
+        """Record ``target`` as missed unless ``ok``."""
+        if not ok:
+            self.missed.append(target)
 
 
 class MemoryCgroup:
@@ -204,6 +243,8 @@ TEXT_REPORTS = 10_000
 """Honest reports of the text metric (issue 38 measured 10,000 poisoned ones)."""
 SCRAPE_SECONDS = 20.0
 """How long the scrape row scrapes every second."""
+SCRAPE_METRICS = 25
+"""Metrics registered with ``--only-text``, all scraped every second (issue 38's scrape)."""
 
 
 def text_reports(spec: MetricSpec, period: str, count: int, seed: int) -> list[dict[str, object]]:
@@ -253,12 +294,41 @@ def poisoned_batch(spec: MetricSpec, period: str, count: int = 1000) -> bytes:
     return httpx.Request("POST", "http://x", json={"reports": reports}).content
 
 
-def text_requests(text: MetricSpec, today: dt.date) -> dict[str, tuple[str, Request, int]]:
+def bound_poison(spec: MetricSpec, period: str, count: int) -> list[dict[str, object]]:
+    """``count`` reports of the text metric that set as many bits as the plausibility bound
+    lets through (``plausible_set_bits``' high end), all the same cells 0..high-1, over
+    every level and row: the heaviest poison an ingest key still gets stored."""
+    sketch = spec.text_randomizer
+    _, high = sketch.plausible_set_bits
+    bits = ((1 << high) - 1).to_bytes(sketch.cells // 8, "little")
+    ones = base64.b64encode(bits).decode()
+    return [
+        {
+            "id": str(uuid.uuid4()),
+            "metric": spec.name,
+            "fingerprint": spec.fingerprint,
+            "period": period,
+            "payload": {"b": ones, "l": 1 + i % sketch.levels, "r": i % sketch.rows},
+        }
+        for i in range(count)
+    ]
+
+
+HONEST_UNCACHED = "text estimates, each at its own confidence (no cache)"
+"""The row whose cost the poisoned estimates must not pass."""
+POISONED_ESTIMATES = "poisoned text estimates (at the bound), own confidence"
+POISONED_INGEST = "poisoned text ingest, 1,000 all-ones"
+
+
+def text_requests(
+    text: MetricSpec, poisoned: MetricSpec, today: dt.date
+) -> dict[str, tuple[str, Request, int]]:
     """Issue 38's requests by name: (who sends it, how, the concurrent copies of its second row)."""
     body = poisoned_batch(text, str(today))
     levels = itertools.count(1)
+    poisoned_levels = itertools.count(1)
     return {
-        "poisoned text ingest, 1,000 all-ones": (
+        POISONED_INGEST: (
             "ingest",
             lambda c: c.post(
                 "/v1/reports", content=body, headers={"Content-Type": "application/json"}
@@ -270,11 +340,19 @@ def text_requests(text: MetricSpec, today: dt.date) -> dict[str, tuple[str, Requ
             lambda c: c.get(f"/v1/metrics/{text.name}/estimate"),
             4,
         ),
-        "the same, each at its own confidence (no cache)": (
+        HONEST_UNCACHED: (
             "viewer",
             lambda c: c.get(
                 f"/v1/metrics/{text.name}/estimate",
                 params={"confidence": f"0.9{next(levels):04d}"},
+            ),
+            4,
+        ),
+        POISONED_ESTIMATES: (
+            "viewer",
+            lambda c: c.get(
+                f"/v1/metrics/{poisoned.name}/estimate",
+                params={"confidence": f"0.9{next(poisoned_levels):04d}"},
             ),
             4,
         ),
@@ -287,14 +365,17 @@ def scrape_row(
     small: MetricSpec,
     today: dt.date,
     pages: list[int],
-    viewer_metric: MetricSpec,
-) -> list[str]:
-    """Scrape ``pages`` every second for :data:`SCRAPE_SECONDS` while a viewer asks for
-    ``viewer_metric``'s estimate again and again and the other client uploads."""
+) -> Row:
+    """Scrape ``pages`` every second for :data:`SCRAPE_SECONDS` (after one warming scrape) while
+    a viewer asks for ``small``'s estimate again and again, each time at a confidence of its
+    own so that no answer comes from the cache, and the other client uploads to ``small``."""
+    scrape_all(server.url, pages)
+    before = cache_counts(server.url)
     cgroup.peak_and_reset()
     stop = threading.Event()
-    scrapes: list[tuple[int, float]] = []
+    scrapes: list[tuple[int, float, int]] = []
     views: list[tuple[int, float]] = []
+    levels = itertools.count(1)
 
     def scraper() -> None:
         with contextlib.closing(open_client(server.url, "viewer", 30.0)) as client:
@@ -303,14 +384,17 @@ def scrape_row(
                 for page in pages:
                     began = time.monotonic()
                     got = client.get("/v1/estimates/metrics", params={"page": page})
-                    scrapes.append((got.status_code, time.monotonic() - began))
+                    scrapes.append((got.status_code, time.monotonic() - began, metrics_in(got)))
                 stop.wait(max(0.0, 1.0 - (time.monotonic() - tick)))
 
     def viewer() -> None:
         with contextlib.closing(open_client(server.url, "viewer", 30.0)) as client:
             while not stop.is_set():
                 began = time.monotonic()
-                got = client.get(f"/v1/metrics/{viewer_metric.name}/estimate")
+                got = client.get(
+                    f"/v1/metrics/{small.name}/estimate",
+                    params={"confidence": f"0.9{next(levels):04d}"},
+                )
                 views.append((got.status_code, time.monotonic() - began))
                 stop.wait(0.05)
 
@@ -325,29 +409,74 @@ def scrape_row(
             thread.join()
     took = time.monotonic() - began
     alive = server.process.poll() is None and healthy(server.url)
-    statuses = collections.Counter(str(code) for code, _ in scrapes + views)
+    after = cache_counts(server.url)
+    statuses = collections.Counter(str(code) for code, *_ in scrapes + views)
     view_times = sorted(t for _, t in views)
-    scrape_times = sorted(t for _, t in scrapes)
+    scrape_times = sorted(t for _, t, _ in scrapes)
     p99 = view_times[min(len(view_times) - 1, int(0.99 * len(view_times)))] if views else nan
     median = scrape_times[len(scrape_times) // 2] if scrapes else nan
-    return [
-        f"scrape pages {pages} every 1 s",
-        f"{len(scrapes)}+{len(views)}",
-        ", ".join(f"{k}×{v}" for k, v in sorted(statuses.items()))
-        + f"; viewer p99 {p99:.3f} s, scrape median {median:.3f} s",
-        f"{took:.1f}",
-        f"{cgroup.peak_and_reset() / 2**20:.0f}",
-        f"{max(uploads.latencies, default=nan):.2f}",
-        str(uploads.failures),
-        "yes" if alive else "NO",
-    ]
+    rounds = len(scrapes) // max(1, len(pages))
+    metrics = sum(m for *_, m in scrapes[: len(pages)])
+    # The viewer's requests never hit (each has its own confidence), so every hit is a
+    # scrape's; a scrape looks up each metric of its page once.
+    lookups = sum(m for *_, m in scrapes)
+    hits = after[0] - before[0]
+    row = Row(
+        [
+            f"scrape of {metrics} metrics (text among them) every 1 s, another viewer's estimates",
+            f"{rounds}+{len(views)}",
+            ", ".join(f"{k}×{v}" for k, v in sorted(statuses.items()))
+            + f"; viewer p99 {p99:.3f} s; scrape median {median:.3f} s"
+            + f"; scrape from cache {hits}/{lookups}",
+            f"{took:.1f}",
+            f"{cgroup.peak_and_reset() / 2**20:.0f}",
+            f"{max(uploads.latencies, default=nan):.2f}",
+            str(uploads.failures),
+            "yes" if alive else "NO",
+        ]
+    )
+    check_common(row, alive, uploads, statuses)
+    row.check(set(statuses) == {"200"}, "every scrape and estimate answered 200")
+    row.check(p99 < VIEWER_TARGET, f"viewer p99 under {VIEWER_TARGET:g} s")
+    # Only other_app is written to (every 0.2 s): at most one miss per round, for it.
+    row.check(lookups - hits <= rounds, "scrape answered from the cache (but the written metric)")
+    return row
 
 
 nan = float("nan")
 
 
-def text_pages(url: str, names: set[str]) -> list[int]:
-    """The scrape pages that hold the metrics ``names`` (the first page with each)."""
+def metrics_in(response: httpx.Response) -> int:
+    """How many metrics a scrape's page held (each has an info or an unavailable sample)."""
+    if response.status_code != 200:
+        return 0
+    return sum(
+        line.startswith(("deniable_estimate_info{", "deniable_estimate_unavailable{"))
+        for line in response.text.splitlines()
+    )
+
+
+def scrape_all(url: str, pages: list[int]) -> None:
+    """Scrape ``pages`` once (fills the read cache, as a running Prometheus keeps it filled)."""
+    with contextlib.closing(open_client(url, "viewer", 120.0)) as client:
+        for page in pages:
+            client.get("/v1/estimates/metrics", params={"page": page}).raise_for_status()
+
+
+def cache_counts(url: str) -> tuple[int, int]:
+    """The collector's read cache hits and misses so far, from ``/metrics``."""
+    text = httpx.get(url + "/metrics", timeout=30.0).text
+    found = {
+        name: int(float(value))
+        for name, _, value in (line.partition(" ") for line in text.splitlines())
+        if name in ("deniable_read_cache_hits_total", "deniable_read_cache_misses_total")
+    }
+    return found["deniable_read_cache_hits_total"], found["deniable_read_cache_misses_total"]
+
+
+def scrape_pages(url: str, names: set[str] | None) -> list[int]:
+    """The scrape pages that hold the metrics ``names`` (the first page with each); None:
+    every page."""
     found: list[int] = []
     with contextlib.closing(open_client(url, "viewer", 120.0)) as client:
         first = client.get("/v1/estimates/metrics").text
@@ -356,6 +485,8 @@ def text_pages(url: str, names: set[str]) -> list[int]:
             for line in first.splitlines()
             if line.startswith("deniable_estimate_pages")
         )
+        if names is None:
+            return list(range(1, total + 1))
         for page in range(1, total + 1):
             body = client.get("/v1/estimates/metrics", params={"page": page}).text
             hit = {name for name in names if f'metric="{name}"' in body}
@@ -365,6 +496,18 @@ def text_pages(url: str, names: set[str]) -> list[int]:
             if not names:
                 break
     return found
+
+
+def check_common(
+    row: Row, alive: bool, uploads: Uploads, answers: collections.Counter[str]
+) -> None:
+    """The targets every row has: alive, no 5xx, the other client's uploads fast and taken."""
+    row.check(alive, "collector alive and healthy")
+    server_errors = sorted(code for code in answers if code.startswith("5"))
+    row.check(not server_errors, "no 5xx (got " + ", ".join(server_errors) + ")")
+    slowest = max(uploads.latencies, default=nan)
+    row.check(slowest < UPLOAD_TARGET, f"the other client's uploads under {UPLOAD_TARGET:g} s")
+    row.check(uploads.failures == 0, "every upload of the other client taken")
 
 
 def open_client(url: str, who: str, timeout: float) -> httpx.Client:
@@ -423,7 +566,7 @@ def measure(
     args: argparse.Namespace,
     case: tuple[str, str, Request],
     copies: int,
-) -> list[str]:
+) -> Row:
     """One row: ``copies`` copies of the case's request while another client uploads."""
     name, who, request = case
     cgroup.peak_and_reset()
@@ -434,16 +577,51 @@ def measure(
     took = time.monotonic() - began
     alive = server.process.poll() is None and healthy(server.url)
     counts = collections.Counter(got)
-    return [
-        name,
-        str(copies),
-        ", ".join(f"{k}×{v}" for k, v in sorted(counts.items())),
-        f"{took:.1f}",
-        f"{cgroup.peak_and_reset() / 2**20:.0f}",
-        f"{max(uploads.latencies, default=float('nan')):.2f}",
-        str(uploads.failures),
-        "yes" if alive else "NO",
-    ]
+    row = Row(
+        [
+            name,
+            str(copies),
+            ", ".join(f"{k}×{v}" for k, v in sorted(counts.items())),
+            f"{took:.1f}",
+            f"{cgroup.peak_and_reset() / 2**20:.0f}",
+            f"{max(uploads.latencies, default=float('nan')):.2f}",
+            str(uploads.failures),
+            "yes" if alive else "NO",
+        ]
+    )
+    check_common(row, alive, uploads, counts)
+    return row
+
+
+def text_answer(url: str, text: MetricSpec) -> str:
+    """What the text metric's estimate says (after the round, not timed): how many strings it
+    returns and whether the decoder's cap bound."""
+    with contextlib.closing(open_client(url, "viewer", 120.0)) as client:
+        document = client.get(f"/v1/metrics/{text.name}/estimate").json()
+    bound = "yes" if document.get("cap_bound") else "no"
+    return f"{len(document.get('strings', []))} strings, cap bound {bound}"
+
+
+def check_text(row: Row, rows: list[Row]) -> None:
+    """Issue 38's targets of a text row: poison refused (4xx), estimates answered (200), and
+    the poisoned estimates no costlier than the honest uncached ones at as many copies."""
+    answers = {part.split("×")[0] for part in row.cells[2].split("; ")[0].split(", ")}
+    if row.name == POISONED_INGEST:
+        row.check(all(a.startswith("4") for a in answers), "poisoned ingest refused (4xx)")
+        return
+    row.check(answers == {"200"}, "every estimate answered 200")
+    if row.name != POISONED_ESTIMATES:
+        return
+    [honest] = [r for r in rows if r.name == HONEST_UNCACHED and r.cells[1] == row.cells[1]]
+    row.check(
+        row.peak_mib <= honest.peak_mib * (1 + COST_TOLERANCE),
+        f"peak memory at most the honest estimates' ({honest.peak_mib:.0f} MiB"
+        f" + {COST_TOLERANCE:.0%})",
+    )
+    row.check(
+        row.seconds <= honest.seconds * (1 + TIME_TOLERANCE),
+        f"time at most the honest estimates' ({honest.seconds:.1f} s + {TIME_TOLERANCE:.0%})",
+    )
 
 
 def run(args: argparse.Namespace) -> None:
@@ -455,11 +633,13 @@ def run(args: argparse.Namespace) -> None:
     numbers = MetricSpec.numeric("load_ms", lower=0, upper=1000, epsilon=1.0, mechanism="duchi")
     small = MetricSpec.boolean("other_app", epsilon=1.0)
     text = MetricSpec.text("search_text", max_length=64, epsilon=4.0)
-    extra = [
-        MetricSpec.boolean(f"extra_{i:04d}", epsilon=1.0) for i in range(args.overview_metrics)
-    ]
+    poisoned = MetricSpec.text("search_text_poisoned", max_length=64, epsilon=4.0)
+    extras = args.overview_metrics
+    if extras is None:
+        extras = SCRAPE_METRICS - 5 if args.only_text else 1505
+    extra = [MetricSpec.boolean(f"extra_{i:04d}", epsilon=1.0) for i in range(extras)]
     cgroup = MemoryCgroup(args.memory_mib * 2**20)
-    rows: list[list[str]] = []
+    rows: list[Row] = []
     with (
         tempfile.TemporaryDirectory() as scratch,
         scratch_database(args.backend, Path(scratch), "resources") as database_url,
@@ -467,24 +647,31 @@ def run(args: argparse.Namespace) -> None:
         directory = Path(scratch)
         try:
             with collector(database_url, directory, cgroup) as server:
-                register_all(server.url, [big, numbers, small, text, *extra])
-                with contextlib.closing(open_client(server.url, "ingest", 30.0)) as ingest:
+                register_all(server.url, [big, numbers, small, text, poisoned, *extra])
+                with contextlib.closing(open_client(server.url, "ingest", 60.0)) as ingest:
                     reports = make_numeric_reports(numbers, [500.0] * 30, str(today), seed=1)
                     ingest.post("/v1/reports", json={"reports": reports}).raise_for_status()
                     words = text_reports(text, str(today), TEXT_REPORTS, seed=2)
-                    for start in range(0, len(words), 1000):
-                        batch = {"reports": words[start : start + 1000]}
-                        ingest.post("/v1/reports", json=batch).raise_for_status()
-            for name, (who, request, copies) in text_requests(text, today).items():
+                    poison = bound_poison(poisoned, str(today), TEXT_REPORTS)
+                    for batch in (words, poison):
+                        for start in range(0, len(batch), 1000):
+                            body = {"reports": batch[start : start + 1000]}
+                            ingest.post("/v1/reports", json=body).raise_for_status()
+            for name, (who, request, copies) in text_requests(text, poisoned, today).items():
                 with collector(database_url, directory, cgroup) as server:
                     for count in (1, copies):
                         case = (name, who, request)
                         rows.append(measure(server, cgroup, small, today, args, case, count))
-                        print(" | ".join(rows[-1]), flush=True)
+                        if name in (HONEST_UNCACHED, POISONED_ESTIMATES):
+                            metric = poisoned if name == POISONED_ESTIMATES else text
+                            rows[-1].cells[2] += "; " + text_answer(server.url, metric)
+                        check_text(rows[-1], rows)
+                        print(" | ".join(rows[-1].cells), flush=True)
             with collector(database_url, directory, cgroup) as server:
-                pages = text_pages(server.url, {text.name, "extra_0000"})
-                rows.append(scrape_row(server, cgroup, small, today, pages, numbers))
-                print(" | ".join(rows[-1]), flush=True)
+                wanted = None if args.only_text else {text.name, poisoned.name, "extra_0000"}
+                pages = scrape_pages(server.url, wanted)
+                rows.append(scrape_row(server, cgroup, small, today, pages))
+                print(" | ".join(rows[-1].cells), flush=True)
             if args.only_text:
                 return finish(args, rows)
             for name, (who, request) in hostile_requests(big, numbers, today).items():
@@ -495,7 +682,7 @@ def run(args: argparse.Namespace) -> None:
                                 server, cgroup, small, today, args, (name, who, request), copies
                             )
                         )
-                        print(" | ".join(rows[-1]), flush=True)
+                        print(" | ".join(rows[-1].cells), flush=True)
                         if server.process.poll() is not None:
                             break
         finally:
@@ -503,8 +690,8 @@ def run(args: argparse.Namespace) -> None:
     finish(args, rows)
 
 
-def finish(args: argparse.Namespace, rows: list[list[str]]) -> None:
-    """Print the table and which rows missed their target."""
+def finish(args: argparse.Namespace, rows: list[Row]) -> None:
+    """Print the table and, for each row that missed a target, which."""
     header = [
         "request",
         "copies",
@@ -515,12 +702,16 @@ def finish(args: argparse.Namespace, rows: list[list[str]]) -> None:
         "failed",
         "alive",
     ]
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    table = [header, *(row.cells for row in rows)]
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
     print(f"\nbackend {args.backend}, collector limited to {args.memory_mib} MiB")
-    for row in [header, ["-" * w for w in widths], *rows]:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)))
-    bad = [r[0] for r in rows if r[7] != "yes" or float(r[5]) >= UPLOAD_TARGET or "500" in r[2]]
-    print(f"\n{'all rows within target' if not bad else 'over target: ' + ', '.join(bad)}")
+    for cells in [header, ["-" * w for w in widths], *table[1:]]:
+        print("  ".join(cell.ljust(w) for cell, w in zip(cells, widths, strict=True)))
+    missed = [f"{row.name} ×{row.cells[1]}: {'; '.join(row.missed)}" for row in rows if row.missed]
+    print(
+        "\n"
+        + ("all rows within target" if not missed else "over target:\n  " + "\n  ".join(missed))
+    )
 
 
 def main() -> None:
@@ -529,7 +720,12 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=50)
     parser.add_argument("--memory-mib", type=int, default=512)
     parser.add_argument("--client-timeout", type=float, default=30.0)
-    parser.add_argument("--overview-metrics", type=int, default=1505)
+    parser.add_argument(
+        "--overview-metrics",
+        type=int,
+        default=None,
+        help="extra boolean metrics (default 1505; with --only-text, enough for 25 in all)",
+    )
     parser.add_argument(
         "--only-text", action="store_true", help="only issue 38's rows (text and scrape)"
     )

@@ -10,7 +10,9 @@ version v holds at least what v holds; a reader that sees v again sees nothing n
 
 The cache is bounded in bytes (``read_cache_bytes``): each entry counts its key's and its
 document's bytes plus :data:`ENTRY_OVERHEAD`, the least recently used go first, and a document
-larger than an eighth of the bound is not kept.
+larger than an eighth of the bound is not kept. Its lookups are counted on ``/metrics``
+(``deniable_read_cache_hits_total`` and ``deniable_read_cache_misses_total``, summed over
+workers), so an operator sees whether the dashboard and the scrape are answered from it.
 """
 
 from __future__ import annotations
@@ -120,7 +122,9 @@ def cached_document(
             key = orjson.dumps([kind, state.today().isoformat(), version, arguments])
             found = cache.get(key)
             if found is not None:
+                state.telemetry.read_cache_hits.inc()
                 return orjson.loads(found)
+            state.telemetry.read_cache_misses.inc()
             result = document(*args, **kwargs)
             try:
                 rendered = orjson.dumps(result, option=orjson.OPT_SERIALIZE_NUMPY)

@@ -1,4 +1,5 @@
-"""Prometheus metrics of one collector: reports accepted, duplicate and refused, and latencies.
+"""Prometheus metrics of one collector: reports accepted, duplicate and refused, latencies and
+the read cache's hits and misses.
 
 Each app has its own registry (several apps can live in one test process). The ``metric``
 label is ``all`` unless the operator opts in to per-metric labels
@@ -55,6 +56,12 @@ class Telemetry:
         )
         self.batches_rejected = self._counter(
             "deniable_batches_rejected", "Upload requests refused as a whole, by reason", "reason"
+        )
+        self.read_cache_hits = self._counter(
+            "deniable_read_cache_hits", "Estimate documents answered from the read cache"
+        )
+        self.read_cache_misses = self._counter(
+            "deniable_read_cache_misses", "Estimate documents the read cache did not hold (made)"
         )
         self.latency = Histogram(
             "deniable_request_duration_seconds",

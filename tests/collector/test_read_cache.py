@@ -198,5 +198,17 @@ def test_the_collectors_cache_holds_its_bound_over_http(databases: DatabaseFacto
                 == 200
             )
             assert cache.hits == hits + 1 and 0 < len(cache) < 150
+            exported = _samples(admin.get("/metrics").text)
+            assert exported["deniable_read_cache_hits_total"] == cache.hits == 1
+            assert exported["deniable_read_cache_misses_total"] == cache.misses == 150
     finally:
         server.stop()
+
+
+def _samples(exposition: str) -> dict[str, float]:
+    """The unlabelled samples of a Prometheus text exposition by name."""
+    return {
+        name: float(value)
+        for name, _, value in (line.partition(" ") for line in exposition.splitlines())
+        if name and not name.startswith("#") and "{" not in name
+    }
