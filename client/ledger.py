@@ -190,6 +190,9 @@ class Ledger:
         self._memo: dict[str, Payload] = {}
         self._memo_sizes: dict[str, int] = {}
         self._pins: dict[str, int] = {}
+        self.malformed: list[str] = []
+        """Metrics whose remembered answer or pinned level did not fit them and was drawn
+        afresh (a state this client did not write); the recorder reports and empties it."""
         self._dirty: set[tuple[str, str]] = set()
         self._delta = LedgerDelta()
 
@@ -246,6 +249,9 @@ class Ledger:
         digest = hmac.new(self._secret, f"{metric}|{fingerprint}".encode(), hashlib.sha256)
         key = PIN_PREFIX + digest.hexdigest()
         level = self._pins.get(key)
+        if level is not None and not (type(level) is int and 1 <= level <= levels):
+            self.malformed.append(metric)
+            level = None
         if level is None:
             level = self._pins[key] = 1 + rng.randbelow(levels)
             self._delta.memo[key] = (metric, level)

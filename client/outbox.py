@@ -270,7 +270,8 @@ class Outbox:
                     [(m, p, n) for (m, p), n in delta.counts.items()],
                 )
                 db.executemany(
-                    "INSERT OR IGNORE INTO memo (key, metric, payload) VALUES (?, ?, ?)",
+                    "INSERT INTO memo (key, metric, payload) VALUES (?, ?, ?)"
+                    " ON CONFLICT (key) DO UPDATE SET payload = excluded.payload",
                     [(k, m, payload_text(p)) for k, (m, p) in delta.memo.items()],
                 )
                 size = self._size + len(items)

@@ -288,6 +288,8 @@ class Recorder:
                 )
             return False
         payload = self._randomized(metric, state, prepared)
+        if self._ledger.malformed:
+            self._malformed_memo()
         pending = self.pending
         if len(pending) >= self._max_queue:
             pending.popleft()
@@ -295,6 +297,17 @@ class Recorder:
         pending.append((self._ids.take(), metric, state.fingerprint, period, payload, state.dims))
         counters.admitted += 1
         return True
+
+    def _malformed_memo(self) -> None:
+        """A remembered answer or pinned level that did not fit its metric was drawn afresh:
+        reported (naming the metrics, never a value), logged, never raised."""
+        metrics, self._ledger.malformed = sorted(set(self._ledger.malformed)), []
+        message = (
+            f"the saved state had a malformed memo entry of {', '.join(metrics)} (an answer out"
+            " of its metric's range); the entry was drawn afresh"
+        )
+        log.warning("%s", message)
+        self._problems.note("memo", message)
 
     def _undeliverable(self, metric: str) -> bool:
         """``False``: ``metric`` reaches the collector only through a shuffler and this client
@@ -324,6 +337,10 @@ class Recorder:
         key = state.memo_key(self._ledger, metric, prepared)
         payload = self._ledger.memoized(key)
         layers = state.layers
+        fits = layers is None or (type(payload) is int and 0 <= payload < layers.instantaneous.k)
+        if payload is not None and not fits:
+            self._ledger.malformed.append(metric)
+            payload = None
         if payload is None:
             if layers is None:
                 payload = state.randomize(prepared, self._rng)

@@ -163,8 +163,8 @@ _REGISTERED = contextvars.ContextVar("deniable_registered_spec", default=False)
 @contextlib.contextmanager
 def registered_specs() -> Iterator[None]:
     """Inside the block, specs are read back from where they were registered (a collector's
-    database, its API to an analyst, an archive): :data:`MAX_DIMENSION_VALUES`, newer than
-    some of them, is not applied again, so what a collector accepted stays readable. A new
+    database, its API to an analyst, an archive): :data:`MAX_DIMENSION_VALUES` and
+    :data:`MAX_DIMENSION_CELLS`, newer than some of them, are not applied again, so what a collector accepted stays readable. A new
     spec (registration, the SDKs' factories) and a spec served to a device are held to it."""
     token = _REGISTERED.set(True)
     try:
@@ -174,7 +174,14 @@ def registered_specs() -> Iterator[None]:
 
 
 MAX_CELLS = 1000
-"""The most cells a metric's dimensions may make: the product of (listed values + 1)."""
+"""The most cells any metric's dimensions may make, a stored one too: the product of (listed
+values + 1). A new spec is held to the lower :data:`MAX_DIMENSION_CELLS`."""
+MAX_DIMENSION_CELLS = MAX_DIMENSION_VALUES + 1
+"""The most cells a new spec's dimensions may make together (the product of (listed values +
+1)): as many as one dimension at :data:`MAX_DIMENSION_VALUES` makes. The cells are what the
+clear attributes split devices into, so the reasoning for 64 values holds for the product: 65
+cells share 10,000 devices in groups of about 150; splitting an identifier over two dimensions
+(``uhi`` × ``ulo``, 31 and 30 values: 992 cells) would otherwise get round the value cap."""
 MAX_TEXT_CELLS = 50
 """The most cells a text metric's dimensions may make. Its heavy hitters are decoded per slice
 from the slice's own sketch, whose floor grows as 1/sqrt(its reports): a slice of 1/50 of the
@@ -250,6 +257,13 @@ def check_dimensions(metric: str, dimensions: Any) -> Dimensions:
         raise SpecError(
             f"metric {metric}: its dimensions make {cells:,} cells (each dimension's values"
             f" plus {OTHER!r}, multiplied); at most {MAX_CELLS:,} are allowed"
+        )
+    if cells > MAX_DIMENSION_CELLS and not _REGISTERED.get():
+        raise SpecError(
+            f"metric {metric}: its dimensions make {cells:,} cells (each dimension's values"
+            f" plus {OTHER!r}, multiplied); at most {MAX_DIMENSION_CELLS} are allowed: the cells"
+            " travel in the clear and must be coarse groups many devices share, never an"
+            " identifier split over dimensions (docs/privacy.md)"
         )
     return tuple(sorted(checked))
 

@@ -171,7 +171,9 @@ class Settings(BaseSettings):
     max_reads_per_metric: int = Field(default=2, ge=1, le=256)
     """Of those, the most that read one metric (or one path reading no single metric: the
     scrape, the overview): one metric's expensive reads then leave the other slots to other
-    metrics' (collector/readgate.py). Above ``max_concurrent_reads`` it is that."""
+    metrics' (collector/readgate.py). Above ``max_concurrent_reads`` it is that. The reads
+    of no single metric together take at most ``max_concurrent_reads`` less this less one
+    (at least one), so they cannot fill the slots one metric leaves."""
     read_cache_bytes: int = Field(default=32 << 20, ge=0, le=1 << 34)
     """Bytes of estimate documents one process keeps to answer a repeated read (the
     dashboard, the scrape and the CLI ask the same questions) until a write changes what it

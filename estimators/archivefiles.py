@@ -112,21 +112,31 @@ def check_durable(fs: Any, url: str) -> None:
             )
 
 
-def is_local(fs: Any) -> bool:
-    """Whether ``fs`` is the local filesystem (where links can be planted and refused)."""
+def local_path(fs: Any, path: str) -> str | None:
+    """The local path that ``path`` on ``fs`` names, through every ``dir::`` layer over the
+    local filesystem (where links can be planted and refused), or None if ``fs`` is not local
+    underneath (an object store has no links)."""
+    from fsspec.implementations.dirfs import DirFileSystem
     from fsspec.implementations.local import LocalFileSystem
 
-    return isinstance(fs, LocalFileSystem)
+    for _ in range(16):
+        if isinstance(fs, LocalFileSystem):
+            return os.path.normpath(fs._strip_protocol(path))
+        if not isinstance(fs, DirFileSystem):
+            return None
+        path, fs = fs._join(path), fs.fs
+    return None
 
 
 def refuse_links(fs: Any, root: str, path: str) -> None:
     """Raise :class:`ArchiveLink` if ``path`` or a directory between ``root`` and it is a
-    symbolic link (local filesystems; an object store has no links). ``root`` itself may be
-    a link: an operator's choice, not a planted file."""
-    if not is_local(fs):
+    symbolic link (on the local filesystem, under any ``dir::`` layers). ``root`` itself may
+    be a link: an operator's choice, not a planted file."""
+    local_root, local = local_path(fs, root), local_path(fs, path)
+    if local_root is None or local is None:
         return
-    relative = os.path.relpath(path, root)
-    current = root
+    relative = os.path.relpath(local, local_root)
+    current = local_root
     for part in relative.split(os.sep):
         current = os.path.join(current, part)
         if os.path.islink(current):
@@ -139,15 +149,16 @@ def refuse_links(fs: Any, root: str, path: str) -> None:
 def open_for_writing(fs: Any, path: str, mode: str = "wb") -> Any:
     """``path`` opened for writing, truncated; on a local filesystem with ``O_NOFOLLOW``, so
     a link planted after :func:`refuse_links` looked is refused, never written through."""
-    if not is_local(fs):
+    local = local_path(fs, path)
+    if local is None:
         return fs.open(path, mode)
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
     try:
-        descriptor = os.open(path, flags, 0o644)
+        descriptor = os.open(local, flags, 0o644)
     except OSError:
-        if os.path.islink(path):
+        if os.path.islink(local):
             raise ArchiveLink(
-                f"{path} is a symbolic link: the archiver does not write through links"
+                f"{local} is a symbolic link: the archiver does not write through links"
             ) from None
         raise
     return os.fdopen(descriptor, mode)

@@ -280,6 +280,33 @@ def test_planted_links_are_refused_and_their_targets_kept(
     assert _stored(url) == 5 * PER_PERIOD
 
 
+@pytest.mark.parametrize("kind", ["manifest", "directory"])
+def test_links_under_a_dir_layer_are_refused_too(
+    filled: tuple[str, dict[str, set[str]]], tmp_path: Path, kind: str
+) -> None:
+    """``dir::file:///...`` wraps the local filesystem: the link checks and O_NOFOLLOW look
+    through the layer to the local path it writes (issue 38: only the outermost filesystem
+    was looked at, so a link under ``dir::`` was written through)."""
+    url, _ = filled
+    victim = tmp_path / "elsewhere" / "precious.txt"
+    victim.parent.mkdir()
+    victim.write_text("not the archiver's to overwrite")
+    target = f"dir::file://{tmp_path / 'archive'}"
+    fs, root = open_archive(target)
+    written = os.path.normpath(fs._join(root))  # where the layer puts the archive on disk
+    assert written.startswith(str(tmp_path / "archive"))
+    _plant(Path(written), kind, victim)
+    database = open_database(url)
+    try:
+        with pytest.raises(ArchiveLink, match="is a symbolic link"):
+            retain(database, [SPEC], dt.date.fromisoformat(BEFORE), archive=Archive(target))
+    finally:
+        database.dispose()
+    assert victim.read_text() == "not the archiver's to overwrite"
+    assert sorted(p.name for p in victim.parent.iterdir()) == ["precious.txt"]
+    assert _stored(url) == 5 * PER_PERIOD
+
+
 def test_a_link_planted_after_the_check_is_not_written_through(tmp_path: Path) -> None:
     """The files are opened with O_NOFOLLOW: a link that appears between the check and the
     open is refused, its target untouched."""

@@ -103,3 +103,43 @@ def test_unreadable_cached_specs_are_set_aside_and_reported(tmp_path: Path) -> N
         )
     finally:
         client.close(timeout=0.05)
+
+
+@pytest.mark.parametrize("answer", ["7", "-1"])
+def test_a_remembered_answer_out_of_range_is_drawn_afresh_and_reported(
+    answer: str, tmp_path: Path
+) -> None:
+    """A memoized answer the metric's layers cannot take (as a crafted state holds): record()
+    never raises, the problem names the metric, and the redrawn answer is the one kept (a
+    second run finds it and draws nothing; sdk/js/test/state.test.mjs does the same)."""
+    path = _used_state(tmp_path)
+    with sqlite3.connect(path) as db:
+        db.execute(f"UPDATE memo SET payload = '{answer}' WHERE key NOT LIKE 'pin:%'")
+        db.execute("DELETE FROM ledger")
+    db.close()
+    client = make_client(tmp_path)
+    try:
+        assert client.record("dark_mode", True)
+        assert (
+            "the saved state had a malformed memo entry of dark_mode (an answer out of its"
+            " metric's range); the entry was drawn afresh" in client.problems()
+        )
+        client.flush(timeout=0.05)
+    finally:
+        client.close(timeout=0.05)
+    with sqlite3.connect(path) as db:
+        rows = db.execute("SELECT payload FROM memo WHERE key NOT LIKE 'pin:%'").fetchall()
+    db.close()
+    assert len(rows) == 1 and rows[0][0] in ("0", "1"), rows
+    with sqlite3.connect(path) as db:
+        db.execute("DELETE FROM ledger")
+    db.close()
+    again = make_client(tmp_path)
+    try:
+        assert again.record("dark_mode", True)
+        assert not [p for p in again.problems() if "memo" in p]
+    finally:
+        again.close(timeout=0.05)
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT payload FROM memo WHERE key NOT LIKE 'pin:%'").fetchall() == rows
+    db.close()

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 
 import httpx
 import pytest
 from deniable.client import Client
 from deniable.client.errors import SpecError
 from deniable.client.spec import (
+    MAX_DIMENSION_CELLS,
     MAX_DIMENSION_VALUES,
     MAX_TEXT_CELL_COUNTS,
     MAX_TEXT_CELLS,
@@ -37,6 +39,11 @@ def test_dimensions_are_in_the_fingerprint_and_json_form() -> None:
         ({"a": [str(i) for i in range(30)], "b": [str(i) for i in range(40)]}, "1,271 cells"),
         ({"user": [f"u{i:04d}" for i in range(999)]}, "user lists 999 values; at most 64"),
         ({"a": [f"v{i}" for i in range(65)]}, "a lists 65 values; at most 64"),
+        (
+            {"uhi": [f"u{i:02d}" for i in range(31)], "ulo": [f"{i:02d}" for i in range(30)]},
+            "make 992 cells .* at most 65 are allowed",
+        ),
+        ({"a": list("vwxyz"), "b": list("abcdefghij")}, "make 66 cells .* at most 65 are allowed"),
     ],
 )
 def test_bad_dimensions_are_refused_naming_the_problem(dimensions: dict, problem: str) -> None:
@@ -47,6 +54,10 @@ def test_bad_dimensions_are_refused_naming_the_problem(dimensions: dict, problem
 def test_a_dimension_at_the_value_cap_is_taken() -> None:
     spec = MetricSpec.boolean("v", epsilon=1.0, dimensions={"a": [f"v{i}" for i in range(64)]})
     assert len(spec.dimensions[0][1]) == MAX_DIMENSION_VALUES == 64
+    two = MetricSpec.boolean(
+        "v", epsilon=1.0, dimensions={"a": list("wxyz"), "b": list("abcdefghijkl")}
+    )
+    assert math.prod(len(values) + 1 for _, values in two.dimensions) == MAX_DIMENSION_CELLS == 65
 
 
 def test_text_metrics_take_dimensions_within_the_sketch_caps() -> None:

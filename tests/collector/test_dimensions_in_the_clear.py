@@ -1,5 +1,6 @@
 """Dimensions travel in the clear: a near-identifier (``user: u0000..u0998``) is refused at
-registration naming the per-dimension cap, and the privacy account, its statement and the
+registration naming the per-dimension cap, so is one split over two dimensions (``uhi`` ×
+``ulo``) naming the cap on their cells, and the privacy account, its statement and the
 dashboard's privacy page show each metric's dimensions and how many values each can take."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 from deniable.client import MetricSpec
 from deniable.client.errors import SpecError
-from deniable.client.spec import MAX_DIMENSION_VALUES, registered_specs
+from deniable.client.spec import MAX_DIMENSION_CELLS, MAX_DIMENSION_VALUES, registered_specs
 from deniable.client.specsource import verified_specs
 from deniable.collector import migrate
 from deniable.collector.storage import open_database
@@ -71,6 +72,28 @@ def test_a_dimension_past_the_cap_is_refused_naming_it(
     assert body["name"] not in listed
 
 
+SPLIT_USER = {"uhi": [f"u{i:02d}" for i in range(31)], "ulo": [f"{i:02d}" for i in range(30)]}
+"""An identifier split over two dimensions: 32 × 31 = 992 cells, within MAX_CELLS (1,000)."""
+
+
+@pytest.mark.parametrize(
+    ("dimensions", "cells"),
+    [(SPLIT_USER, 992), ({"a": ["x", "y", "z", "w", "u"], "b": [f"v{i}" for i in range(10)]}, 66)],
+)
+def test_dimensions_making_more_cells_than_the_cap_are_refused_naming_it(
+    server: RunningCollector, dimensions: dict, cells: int
+) -> None:
+    body = {"name": f"clear_split_{cells}", "type": "boolean", "epsilon": 1.0}
+    body["dimensions"] = dimensions
+    with server.client(ADMIN_TOKEN) as admin:
+        response = admin.post("/v1/metrics", json=body)
+        listed = [m["name"] for m in admin.get("/v1/metrics").json()["metrics"]]
+    assert response.status_code == 422, response.text
+    assert f"make {cells:,} cells" in response.text, response.text
+    assert f"at most {MAX_DIMENSION_CELLS} are allowed" in response.text, response.text
+    assert body["name"] not in listed
+
+
 def test_the_privacy_account_and_page_show_the_dimensions_and_their_cardinality(
     server: RunningCollector,
 ) -> None:
@@ -101,18 +124,25 @@ def test_the_privacy_account_and_page_show_the_dimensions_and_their_cardinality(
     assert html.escape(statement, quote=True) in page
 
 
+@pytest.mark.parametrize(
+    ("dimensions", "cells", "cap"),
+    [
+        ({"version": [f"v{i}" for i in range(100)]}, 101, "at most 64"),
+        (SPLIT_USER, 992, "at most 65 are allowed"),
+    ],
+)
 def test_a_metric_registered_before_the_cap_stays_readable_but_devices_refuse_it(
-    databases: DatabaseFactory,
+    databases: DatabaseFactory, dimensions: dict, cells: int, cap: str
 ) -> None:
-    """A spec a collector accepted before the cap existed (100 values): the collector still
-    lists it and accounts for it; a device refuses it when it is served."""
+    """A spec a collector accepted before the caps existed (100 values; 992 cells over two
+    dimensions): the collector still lists it and accounts for it; a device refuses it when
+    it is served."""
     url = databases.new("sqlite")
     migrate(url)
-    wide = {"name": "clear_old", "type": "boolean", "epsilon": 1.0}
-    wide["dimensions"] = {"version": [f"v{i}" for i in range(100)]}
+    wide = {"name": "clear_old", "type": "boolean", "epsilon": 1.0, "dimensions": dimensions}
     with registered_specs():
         old = MetricSpec.from_dict(wide)
-    with pytest.raises(SpecError, match="at most 64"):
+    with pytest.raises(SpecError, match=cap):
         MetricSpec.from_dict(wide)
     database = open_database(url)
     try:
@@ -127,7 +157,7 @@ def test_a_metric_registered_before_the_cap_stays_readable_but_devices_refuse_it
             privacy = viewer.get("/v1/privacy")
         assert served.status_code == 200, served.text
         assert [m["name"] for m in served.json()["metrics"]] == ["clear_old"]
-        assert privacy.json()["in_the_clear"][0]["cells"] == 101
+        assert privacy.json()["in_the_clear"][0]["cells"] == cells
         assert verified_specs(served.json()["metrics"]) == []  # a device ignores it
     finally:
         running.stop()

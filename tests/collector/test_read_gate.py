@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from deniable.collector.readgate import ReadGate, is_heavy_read, read_group
+from deniable.collector.readgate import ReadGate, is_heavy_read, read_group, unscoped_limit
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
@@ -133,6 +133,63 @@ def test_one_metrics_held_reads_leave_a_turn_for_another_metric() -> None:
     assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
     assert "DENIABLE_MAX_READS_PER_METRIC" in refused.json()["detail"]
     assert "reads of m at once" in refused.json()["detail"]
+
+
+def test_scrapes_and_the_overview_with_one_metric_leave_a_slot_for_another_metric() -> None:
+    """Four slots, two per metric: two held reads of m and a held scrape are all the gate lets
+    such reads take; an overview queued behind the scrape is refused naming the shared limit,
+    and a read of n is admitted at once (issue 38: with reads of no single metric counted only
+    by their path, two scrapes and two reads of m filled every slot)."""
+    release, entered = threading.Event(), threading.Semaphore(0)
+
+    def held(request: Request) -> PlainTextResponse:
+        entered.release()
+        release.wait(30)
+        return PlainTextResponse("held")
+
+    def read(request: Request) -> PlainTextResponse:
+        if request.path_params["name"] == "m":
+            return held(request)
+        return PlainTextResponse(request.path_params["name"])
+
+    inner = Starlette(
+        routes=[
+            Route("/v1/metrics/{name}/estimate", read),
+            Route("/v1/estimates/metrics", held),
+            Route("/dashboard/", held),
+        ]
+    )
+    transport = httpx.ASGITransport(app=ReadGate(inner, limit=4, wait=0.3, per_group=2))
+
+    async def scenario() -> tuple[list[int], int, httpx.Response]:
+        async with httpx.AsyncClient(transport=transport, base_url="http://gate") as client:
+            paths = ["/v1/metrics/m/estimate"] * 2 + ["/v1/estimates/metrics"]
+            running = [asyncio.create_task(client.get(path)) for path in paths]
+            for _ in running:
+                await asyncio.to_thread(entered.acquire, True, 30)
+            overview = asyncio.create_task(client.get("/dashboard/"))
+            await asyncio.sleep(0.05)  # the overview now waits (or, with no shared cap, runs)
+            other = await client.get("/v1/metrics/n/estimate")
+            await asyncio.wait([overview], timeout=2)  # refused by now, unless it was running
+            release.set()
+            refused = await overview
+            return [(await task).status_code for task in running], other.status_code, refused
+
+    statuses, other, refused = asyncio.run(scenario())
+    assert statuses == [200, 200, 200] and other == 200
+    assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+    assert "1 reads of no single metric" in refused.json()["detail"]
+    assert "DENIABLE_MAX_READS_PER_METRIC" in refused.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    ("limit", "per_group", "unscoped"), [(4, 2, 1), (8, 2, 5), (4, 1, 2), (1, 1, 1), (3, 3, 1)]
+)
+def test_reads_of_no_single_metric_take_fewer_slots_than_a_metric_leaves(
+    limit: int, per_group: int, unscoped: int
+) -> None:
+    assert unscoped_limit(limit, per_group) == unscoped
+    assert unscoped + per_group < limit or unscoped == 1
 
 
 @pytest.mark.parametrize(

@@ -144,11 +144,7 @@ SPECS: list[dict[str, Any]] = [
         "name": "at_the_cell_cap",
         "type": "boolean",
         "epsilon": 1,
-        "dimensions": {
-            "b": [f"v{i}" for i in range(9)],
-            "a": [f"v{i}" for i in range(9)],
-            "c": ["x", "y", "z", "w", "u", "t", "s", "r", "q"],
-        },
+        "dimensions": {"b": [f"v{i}" for i in range(12)], "a": ["x", "y", "z", "w"]},
     },
     {
         "name": "at_the_value_cap",
@@ -237,6 +233,21 @@ INVALID_SPECS: list[dict[str, Any]] = [
         "type": "boolean",
         "epsilon": 1,
         "dimensions": {"a": [f"v{i}" for i in range(65)]},
+    },
+    {
+        "name": "x",
+        "type": "boolean",
+        "epsilon": 1,
+        "dimensions": {"b": [f"v{i}" for i in range(10)], "a": ["x", "y", "z", "w", "u"]},
+    },
+    {
+        "name": "x",
+        "type": "boolean",
+        "epsilon": 1,
+        "dimensions": {
+            "uhi": [f"u{i:02d}" for i in range(31)],
+            "ulo": [f"{i:02d}" for i in range(30)],
+        },
     },
     {"name": "x", "type": "text", "epsilon": 1},
     {"name": "x", "type": "text", "max_length": 0, "epsilon": 1},

@@ -2,7 +2,7 @@
  * offline queue with backoff and resend under the same ids, problems() and stats(), as the
  * Python client (docs/sdk.md). Only randomized reports are ever stored or sent. */
 
-import { DEFAULT_INSTANTANEOUS_RATIO, type Payload, SpecError, type TwoLayers, twoLayers } from "./mechanisms.js";
+import { DEFAULT_INSTANTANEOUS_RATIO, isIndex, type Payload, SpecError, type TwoLayers, twoLayers } from "./mechanisms.js";
 import { hmacSha256Hex } from "./sha256.js";
 import { hex, systemRandomness, uuid4 } from "./random.js";
 import { InvalidInput, MetricSpec, type SpecData, type TextFactory } from "./spec.js";
@@ -344,7 +344,11 @@ export class Client {
       key = this.#memoKey(spec, prepared, plan.layers !== null);
       if (spec.k > 0) plan.keys.set(prepared as number, key);
     }
-    let remembered = this.#state.memo[key];
+    let remembered: Payload | undefined = this.#state.memo[key];
+    if (remembered !== undefined && plan.layers !== null && !isIndex(remembered, plan.layers.instantaneous.k)) {
+      this.#memoAside(spec.name, key);
+      remembered = undefined;
+    }
     if (remembered === undefined) {
       remembered = plan.layers === null ? this.#fresh(spec, prepared) : plan.layers.permanent.randomize(prepared as number, systemRandomness);
       this.#state.memo[key] = remembered;
@@ -383,7 +387,28 @@ export class Client {
    * would let each period reveal another prefix of the same string). */
   #level(spec: MetricSpec, levels: number): number {
     const key = `pin:${this.#hmac(`${spec.name}|${spec.fingerprint}`)}`;
+    const pinned = this.#state.memo[key];
+    if (pinned !== undefined && !isIndex((pinned as number) - 1, levels)) this.#memoAside(spec.name, key);
     return (this.#state.memo[key] ??= 1 + systemRandomness.randbelow(levels)) as number;
+  }
+
+  /** A remembered answer or pinned level that does not fit its metric (a state this client did
+   * not write): the saved state is kept aside as a bad one is on load, reported (as Python's
+   * Recorder does), never thrown, and the entry drawn afresh (docs/sdk-js.md says what a redrawn
+   * permanent answer means). */
+  #memoAside(metric: string, key: string): void {
+    let where = "nowhere (its storage cannot keep it)";
+    try {
+      const text = this.#storage.load();
+      if (text !== null) where = this.#storage.setAside?.(text) ?? where;
+    } catch (exc) {
+      where = `nowhere (${(exc as Error).name})`;
+    }
+    const message = `the saved state had a malformed memo entry of ${metric} (an answer out of its metric's range); kept as ${where}; the entry was drawn afresh`;
+    this.#problemMessages.set("memo", message);
+    console.error(`deniable: ${message}`);
+    delete this.#state.memo[key];
+    this.#scheduleSave();
   }
 
   /** The HMAC under which a value's permanent answer is kept: a category index, a numeric t

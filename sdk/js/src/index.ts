@@ -8,7 +8,7 @@ export {
 } from "./mechanisms.js";
 export { CryptoRandomness, type Randomness, systemRandomness, uuid4 } from "./random.js";
 export { hmacSha256Hex, sha256Hex } from "./sha256.js";
-export { InvalidInput, MAX_CELLS, MAX_DIMENSION_VALUES, MetricSpec, OTHER, type TextFactory, type TextRandomizer, type Delivery, type MetricType, type PeriodKind, type SpecData, canonicalJson, periodLabel } from "./spec.js";
+export { InvalidInput, MAX_CELLS, MAX_DIMENSION_CELLS, MAX_DIMENSION_VALUES, MetricSpec, OTHER, type TextFactory, type TextRandomizer, type Delivery, type MetricType, type PeriodKind, type SpecData, canonicalJson, periodLabel } from "./spec.js";
 export { LocalStorage, MemoryStorage, type StateStorage, defaultStorage } from "./storage.js";
 export { METRICS_PATH, REPORTS_PATH, batchBody, payloadText, pythonFloatText, reportText } from "./wire.js";
 export { fromBase64, parseNumericPayload, parsePayload, parseTextPayload, supported, twoLayersRates } from "./payloads.js";

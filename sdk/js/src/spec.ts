@@ -48,6 +48,10 @@ export const OTHER = "other";
 export const MAX_DIMENSION_VALUES = 64;
 /** The most cells a metric's dimensions may make: the product of (listed values + 1). */
 export const MAX_CELLS = 1000;
+/** The most cells a spec's dimensions may make together (the product of (listed values + 1)):
+ * as many as one dimension at MAX_DIMENSION_VALUES makes, so an identifier split over two
+ * dimensions is refused too (as the Python MAX_DIMENSION_CELLS; docs/privacy.md says why). */
+export const MAX_DIMENSION_CELLS = MAX_DIMENSION_VALUES + 1;
 
 /** A text metric's randomizer (deniable/text's PrefixSketch). */
 export interface TextRandomizer {
@@ -282,6 +286,9 @@ function checkDimensions(metric: string, raw: object): Array<[string, string[]]>
     return [name, Object.freeze([...values]) as string[]];
   });
   if (cells > MAX_CELLS) throw new SpecError(`metric ${metric}: its dimensions make ${cells} cells; at most ${MAX_CELLS}`);
+  if (cells > MAX_DIMENSION_CELLS) {
+    throw new SpecError(`metric ${metric}: its dimensions make ${cells} cells; at most ${MAX_DIMENSION_CELLS}: they travel in the clear and must be coarse groups, never an identifier split over dimensions`);
+  }
   return out.sort(([a], [b]) => (a < b ? -1 : 1));
 }
 

@@ -46,6 +46,10 @@ export function defaultStorage(): StateStorage {
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v == "object" && v !== null && !Array.isArray(v);
 const counts = (v: unknown): boolean => isRecord(v) && Object.values(v).every((n) => Number.isSafeInteger(n) && (n as number) >= 0);
 
+/** What a remembered answer can be: a category index or numeric payload (a finite number), a
+ * bit vector, or an object payload (olh, text); whether it fits its metric is checked on use. */
+const isAnswer = (v: unknown): boolean => (typeof v == "number" ? Number.isFinite(v) : Array.isArray(v) || isRecord(v));
+
 /** What each field of a saved state must be (a missing one takes its default). */
 const FIELDS: Record<string, (v: unknown) => boolean> = {
   specs: (v) => isRecord(v) && Object.values(v).every(isRecord),
@@ -53,7 +57,7 @@ const FIELDS: Record<string, (v: unknown) => boolean> = {
   ledger: counts,
   queue: (v) => Array.isArray(v) && v.every((item) => typeof item == "string"),
   secret: (v) => typeof v == "string",
-  memo: isRecord,
+  memo: (v) => isRecord(v) && Object.entries(v).every(([key, answer]) => (key.startsWith("pin:") ? Number.isSafeInteger(answer) && (answer as number) >= 1 : isAnswer(answer))),
   totals: counts,
   memoSizes: counts,
 };

@@ -27,6 +27,8 @@ const BAD = {
   "not JSON": ['{"version": 1, "ledger": {', "not JSON"],
   "not an object": ["[1, 2]", "not a version 1 state"],
   "another version": [JSON.stringify({ ...good, version: 2 }), "not a version 1 state"],
+  "a memo answer of null": [JSON.stringify({ ...good, memo: { ["cd".repeat(32)]: null } }), "malformed memo"],
+  "a pinned level as text": [JSON.stringify({ ...good, memo: { ["pin:" + "cd".repeat(32)]: "3" } }), "malformed memo"],
 };
 
 for (const [what, [text, why]] of Object.entries(BAD)) {
@@ -71,4 +73,33 @@ test("a state file with the ledger as a string is moved aside byte for byte, and
   assert.equal(typeof JSON.parse(readFileSync(path, "utf8")).ledger, "object");
   await client.close({ timeout: 0 });
   assert.ok(existsSync(path));
+});
+
+test("a remembered answer out of its metric's range is set aside and redrawn, never thrown from record()", async () => {
+  const memoizing = (storage) => new Client({ url: "http://127.0.0.1:9", metrics: [DARK], storage, memoize: true, flushInterval: 0, refreshInterval: 0 });
+  const first = new MemoryStorage();
+  first.save(JSON.stringify(good));
+  const writer = memoizing(first);
+  assert.equal(writer.record("dark_mode", true), true);
+  await settle();
+  await writer.close({ timeout: 0 });
+  const written = JSON.parse(first.load());
+  const [key] = Object.keys(written.memo);
+  assert.equal(Object.keys(written.memo).length, 1);
+  for (const answer of [7, -1, 0.5]) {
+    const storage = new MemoryStorage();
+    const text = JSON.stringify({ ...written, ledger: {}, totals: {}, memo: { [key]: answer } });
+    storage.save(text);
+    const client = memoizing(storage);
+    assert.equal(client.record("dark_mode", true), true, `answer ${answer}`);
+    await settle();
+    const message = "the saved state had a malformed memo entry of dark_mode (an answer out of its metric's range); kept as MemoryStorage.aside; the entry was drawn afresh";
+    assert.ok(client.problems().includes(message), client.problems().join("; "));
+    assert.equal(storage.aside, text);
+    const saved = JSON.parse(storage.load());
+    assert.ok([0, 1].includes(saved.memo[key]), `redrawn: ${saved.memo[key]}`);
+    assert.equal(saved.queue.length, written.queue.length + 1);
+    assert.equal(saved.secret, written.secret);
+    await client.close({ timeout: 0 });
+  }
 });
