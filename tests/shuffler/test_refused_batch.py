@@ -1,11 +1,13 @@
-"""A batch the collector refuses (here: below its DENIABLE_SHUFFLE_MIN_BATCH) never holds up
-the others: the releaser forwards the next batch in the same round and tries the refused one
-again later, unacknowledged. The collector is real, its metrics registered and the reports
+"""A batch the collector refuses (here: below its DENIABLE_SHUFFLE_MIN_BATCH, or under a metric
+it never registered) never holds up the others: the releaser forwards the next batch in the
+same round and tries the refused one again later, unacknowledged, until ``max_wait_hours``
+after its first refusal; then it is deleted, durably, with an ERROR. The collector is real, its metrics registered and the reports
 sealed to its current key, so only the refusal under test can refuse them."""
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import threading
 import uuid
 from collections.abc import Iterator
@@ -19,10 +21,12 @@ from deniable.client.wire import report_text
 from deniable.collector.sealingkeys import generate
 from deniable.shuffler import ShufflerSettings
 from deniable.shuffler.service import Releaser
-from deniable.shuffler.store import BatchKey, Incoming, Store
+from deniable.shuffler.store import BatchKey, Incoming, Limits, Store
 
 from testkit import ADMIN_TOKEN, RunningCollector, collector_settings, unique_name
+from testkit.clock import Clock
 from testkit.metrics import register
+from testkit.shuffler_files import store_files
 from testkit.shuffler_process import SHUFFLER_TOKEN
 
 COLLECTOR_MIN = 4
@@ -109,4 +113,41 @@ def test_a_refused_batch_does_not_hold_up_the_next(
         assert left.id == refused.id and left.forwarded == 0
         assert store.counts()["forwarded"] == COLLECTOR_MIN
     finally:
+        store.close()
+
+
+def test_junk_the_collector_refuses_is_kept_max_wait_hours_then_deleted_durably(
+    server: RunningCollector, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    hours = 48
+    clock = Clock()
+    invented = MetricSpec.categorical(unique_name("invented"), ["a", "b", "c"], epsilon=1.0)
+    store = Store(tmp_path / "s.db", limits=Limits(max_wait_hours=hours), clock=clock)
+    junk = [sealed(server, invented) for _ in range(COLLECTOR_MIN)]
+    for i, report in enumerate(junk):  # min_batch pseudonyms, as anyone with the app's key
+        store.receive(f"{i:032x}", [report])
+    releaser = releaser_for(server, store)
+    try:
+        assert not run_round(releaser)  # formed, forwarded, refused: unknown metric
+        (batch,) = store.unfinished()
+        assert (batch.n, batch.forwarded) == (COLLECTOR_MIN, 0)
+        clock.now += dt.timedelta(hours=hours, seconds=-1)
+        releaser._refused.clear()  # no backoff left: it is tried again, and refused again
+        assert not run_round(releaser)
+        assert [b.id for b in store.unfinished()] == [batch.id]
+        assert store.counts()["batched"] == COLLECTOR_MIN
+        assert junk[0].sealed[:64].encode() in store_files(store.path)["s.db"]
+        clock.now += dt.timedelta(seconds=1)  # max_wait_hours since the first refusal
+        with caplog.at_level(logging.ERROR, logger="deniable.shuffler"):
+            assert not run_round(releaser)
+        assert store.unfinished() == []
+        assert store.counts() == {"received": 0, "batched": 0, "forwarded": 0, "batches": 0}
+        for name, raw in store_files(store.path).items():
+            for report in junk:
+                assert report.sealed[:64].encode() not in raw, name
+        (record,) = [r for r in caplog.records if r.levelno == logging.ERROR]
+        assert invented.name in record.getMessage()
+        assert f"{COLLECTOR_MIN} reports" in record.getMessage()
+    finally:
+        releaser.stop()
         store.close()
