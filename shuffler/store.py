@@ -208,6 +208,7 @@ class Store:
             _migrate(connection, self._expiry())
             connection.executescript(SCHEMA)
             _add_refused(connection)
+            _widen_batch_keys(connection)
             self._settle()
             self._page_size = connection.execute("PRAGMA page_size").fetchone()[0]
 
@@ -505,6 +506,41 @@ def _add_refused(connection: sqlite3.Connection) -> None:
     columns = {row[1] for row in connection.execute("PRAGMA table_info(batches)")}
     if "refused" not in columns:
         connection.execute("ALTER TABLE batches ADD COLUMN refused INTEGER")
+
+
+def _widen_batch_keys(connection: sqlite3.Connection) -> None:
+    """Give the batch keys of an earlier layout (metric, mechanism, epsilon, fingerprint: four
+    fields) their sealing key id, from the envelope's ``key`` column (a batch's, from one of
+    its envelopes), so reports that waited across the upgrade still form batches."""
+    narrow = connection.execute(
+        "SELECT id, batch_key, key FROM envelopes"
+        " WHERE batch_key IS NOT NULL AND json_array_length(batch_key) = 4"
+    ).fetchall()
+    batches = connection.execute(
+        "SELECT id, batch_key, (SELECT key FROM envelopes WHERE batch = batches.id"
+        " AND key IS NOT NULL LIMIT 1) FROM batches WHERE json_array_length(batch_key) = 4"
+    ).fetchall()
+    if not narrow and not batches:
+        return
+
+    def widened(text: str, sealing_key: str | None) -> str:
+        metric, mechanism, epsilon, fingerprint = json.loads(text)
+        return BatchKey(metric, mechanism, float(epsilon), fingerprint, sealing_key or "").text()
+
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        connection.executemany(
+            "UPDATE envelopes SET batch_key = ? WHERE id = ?",
+            [(widened(text, key), envelope) for envelope, text, key in narrow],
+        )
+        connection.executemany(
+            "UPDATE batches SET batch_key = ? WHERE id = ?",
+            [(widened(text, key), batch) for batch, text, key in batches],
+        )
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
 
 
 def waiting_keys_of(connection: sqlite3.Connection, min_batch: int) -> list[BatchKey]:
