@@ -128,7 +128,10 @@ def test_junk_the_collector_refuses_is_kept_max_wait_hours_then_deleted_durably(
         store.receive(f"{i:032x}", [report])
     releaser = releaser_for(server, store)
     try:
-        assert not run_round(releaser)  # formed, forwarded, refused: unknown metric
+        with caplog.at_level(logging.WARNING, logger="deniable.shuffler"):
+            assert not run_round(releaser)  # formed, forwarded, refused: unknown metric
+        assert any("HTTP 422" in r.getMessage() for r in caplog.records)
+        caplog.clear()
         (batch,) = store.unfinished()
         assert (batch.n, batch.forwarded) == (COLLECTOR_MIN, 0)
         clock.now += dt.timedelta(hours=hours, seconds=-1)
