@@ -492,9 +492,10 @@ def shuffle_statement(
             " each report's local ε holds, exactly as without a shuffler: the shuffler sees who"
             " sent each sealed report, and with the collector it could link reports to"
             " devices.",
-            "Reports injected by anyone do not count toward a batch's size: a batch of n with"
-            " n − 1 fake reports leaves the one real device at its local ε, so the local ε must"
-            " be acceptable on its own.",
+            "Valid reports injected by anyone (fresh ones, made with the app's keys) count"
+            " toward a batch's n but hide nobody: a batch of n with n − 1 fake reports leaves"
+            " the one real device at its local ε, so the local ε must be acceptable on its"
+            " own.",
         ]
     )
 

@@ -6,7 +6,8 @@ a part to forwarded; anything else is retried, for as long as it takes: a networ
 401, 403, 408 or 429 (the collector or its configuration, the same for every batch) with
 capped, jittered backoff in place; a refusal of this batch (any other 4xx, e.g. a batch below
 the collector's minimum) in a later round, so one batch the collector refuses never holds up
-the others. The collector dedupes a part sent again by the report ids inside, so a crash
+the others, until ``max_wait_hours`` after its first refusal: then the store deletes it
+(:meth:`~.store.Store.expire_refused`). The collector dedupes a part sent again by the report ids inside, so a crash
 between its commit and our acknowledgement doubles nothing.
 """
 
@@ -51,7 +52,8 @@ class Outcome(enum.Enum):
     STOPPED = "stopped"
     """The shuffler is stopping."""
     REFUSED = "refused"
-    """The collector refused a part of this batch: try it again in a later round."""
+    """The collector refused a part of this batch: try it again in a later round (until
+    ``max_wait_hours`` after the first refusal)."""
 
 
 _EVERY_BATCH = frozenset({401, 403, 408, 429})

@@ -3,7 +3,8 @@
 One thread, started with the app: each round it deletes the reports whose wait has expired
 (``max_wait_hours``), finishes the batches a previous run formed but did not forward whole (a
 crash, a collector that was down; one the collector refused waits a growing backoff and never
-holds up the others), then it looks every ``check_interval`` seconds for batch keys with
+holds up the others, and is deleted, logged at ERROR, ``max_wait_hours`` after its first
+refusal), then it looks every ``check_interval`` seconds for batch keys with
 reports of at least ``min_batch`` devices, forms each batch (one transaction) and forwards it
 after a uniformly random delay in [0, ``max_delay``] from the OS CSPRNG. Batches are released
 whole and never as a stream.
@@ -44,6 +45,7 @@ class Releaser:
         doubles with each refusal up to ``retry_cap`` (other batches go on meanwhile)."""
         outcome = self.forwarder.forward(batch, self._stop)
         if outcome is Outcome.REFUSED:
+            self.store.refused(batch)
             refusals = self._refused.get(batch.id, (0.0, 0))[1] + 1
             wait = _RANDOM.uniform(0, min(self.settings.retry_cap, 0.1 * 2**refusals))
             self._refused[batch.id] = (time.monotonic() + wait, refusals)
@@ -76,7 +78,19 @@ class Releaser:
         expired = self.store.expire()
         if expired:
             log.info("deleted %d reports that waited past their expiry", expired)
-        for batch in self.store.unfinished():
+        for key, reports in self.store.expire_refused():
+            log.error(
+                "deleted a batch of %d reports of %s that the collector refused for"
+                " DENIABLE_SHUFFLER_MAX_WAIT_HOURS (%d hours) since its first refusal",
+                reports,
+                key.metric,
+                self.store.limits.max_wait_hours,
+            )
+        unfinished = self.store.unfinished()
+        self._refused = {
+            batch.id: self._refused[batch.id] for batch in unfinished if batch.id in self._refused
+        }
+        for batch in unfinished:
             if self._refused.get(batch.id, (0.0, 0))[0] > time.monotonic():
                 continue
             if self._forward(batch) is Outcome.STOPPED:

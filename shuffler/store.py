@@ -20,7 +20,12 @@ so no earlier version of a page (with a pseudonym in it) survives in either file
 
 Bounds (refused whole, nothing written): a pseudonym has at most ``device_waiting`` reports
 waiting (429), and an upload that would take the file's used pages past ``max_bytes`` is
-rolled back (507). Waiting reports and forwarded ids expire after ``max_wait_hours``.
+rolled back (507). Waiting reports and forwarded ids expire after ``max_wait_hours``; so does a
+batch the collector refused (a final 4xx: an unregistered metric, a header that is not the
+spec, a batch below its minimum), counted from the hour of its first refusal (``refused``, the
+only time a batch row holds): until then it is tried again (a metric may be registered late),
+after it its reports are deleted. A batch held up by a collector that is down (5xx, network
+errors) is never refused, so it never expires.
 
 The file runs in WAL mode with ``synchronous=FULL``: a commit is on disk before the device is
 acknowledged.
@@ -64,7 +69,8 @@ CREATE TABLE IF NOT EXISTS batches (
     n INTEGER NOT NULL,
     parts INTEGER NOT NULL,
     per_part INTEGER NOT NULL,
-    forwarded INTEGER NOT NULL DEFAULT 0
+    forwarded INTEGER NOT NULL DEFAULT 0,
+    refused INTEGER
 );
 """
 
@@ -201,6 +207,8 @@ class Store:
             connection.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
             _migrate(connection, self._expiry())
             connection.executescript(SCHEMA)
+            _add_refused(connection)
+            _widen_batch_keys(connection)
             self._settle()
             self._page_size = connection.execute("PRAGMA page_size").fetchone()[0]
 
@@ -420,6 +428,36 @@ class Store:
             self.settle_now()
         return deleted
 
+    def refused(self, batch: Batch) -> None:
+        """The collector refused a part of ``batch`` for good: record the hour of its first
+        refusal (rounded up, so it is kept at least ``max_wait_hours`` from then)."""
+        with self._transaction() as connection:
+            connection.execute(
+                "UPDATE batches SET refused = ? WHERE id = ? AND refused IS NULL",
+                (math.ceil(self._clock().timestamp() / HOUR), batch.id),
+            )
+
+    def expire_refused(self) -> list[tuple[BatchKey, int]]:
+        """Delete the batches first refused ``max_wait_hours`` ago or more, and their reports
+        not yet forwarded (ids of parts acknowledged before stay until their own expiry), then
+        truncate the WAL; (key, reports deleted) of each batch deleted."""
+        hour = math.floor(self._clock().timestamp() / HOUR)
+        dropped = []
+        with self._transaction() as connection:
+            rows = connection.execute(
+                "SELECT id, batch_key FROM batches WHERE refused IS NOT NULL AND refused <= ?",
+                (hour - self.limits.max_wait_hours,),
+            ).fetchall()
+            for batch, key in rows:
+                reports = connection.execute(
+                    "DELETE FROM envelopes WHERE batch = ? AND sealed IS NOT NULL", (batch,)
+                ).rowcount
+                connection.execute("DELETE FROM batches WHERE id = ?", (batch,))
+                dropped.append((BatchKey.of_text(key), reports))
+        if dropped:
+            self.settle_now()
+        return dropped
+
     def counts(self) -> dict[str, int]:
         """How many reports are received, batched and forwarded, and how many batches."""
         with self._lock:
@@ -456,6 +494,49 @@ def _migrate(connection: sqlite3.Connection, expires: int) -> None:
             (expires,),
         )
         connection.execute("DROP TABLE envelopes_first")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
+
+
+def _add_refused(connection: sqlite3.Connection) -> None:
+    """Give a ``batches`` table of an earlier layout its ``refused`` column (null: never
+    refused; a batch refused before the upgrade records its next refusal)."""
+    columns = {row[1] for row in connection.execute("PRAGMA table_info(batches)")}
+    if "refused" not in columns:
+        connection.execute("ALTER TABLE batches ADD COLUMN refused INTEGER")
+
+
+def _widen_batch_keys(connection: sqlite3.Connection) -> None:
+    """Give the batch keys of an earlier layout (metric, mechanism, epsilon, fingerprint: four
+    fields) their sealing key id, from the envelope's ``key`` column (a batch's, from one of
+    its envelopes), so reports that waited across the upgrade still form batches."""
+    narrow = connection.execute(
+        "SELECT id, batch_key, key FROM envelopes"
+        " WHERE batch_key IS NOT NULL AND json_array_length(batch_key) = 4"
+    ).fetchall()
+    batches = connection.execute(
+        "SELECT id, batch_key, (SELECT key FROM envelopes WHERE batch = batches.id"
+        " AND key IS NOT NULL LIMIT 1) FROM batches WHERE json_array_length(batch_key) = 4"
+    ).fetchall()
+    if not narrow and not batches:
+        return
+
+    def widened(text: str, sealing_key: str | None) -> str:
+        metric, mechanism, epsilon, fingerprint = json.loads(text)
+        return BatchKey(metric, mechanism, float(epsilon), fingerprint, sealing_key or "").text()
+
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        connection.executemany(
+            "UPDATE envelopes SET batch_key = ? WHERE id = ?",
+            [(widened(text, key), envelope) for envelope, text, key in narrow],
+        )
+        connection.executemany(
+            "UPDATE batches SET batch_key = ? WHERE id = ?",
+            [(widened(text, key), batch) for batch, text, key in batches],
+        )
     except BaseException:
         connection.execute("ROLLBACK")
         raise

@@ -280,6 +280,7 @@ def test_an_assumed_batch_size_gives_each_metric_its_central_guarantee(
     assert "against an analyst who sees only the released batches" in statement
     assert "Against the shuffler itself, or the shuffler and the collector together" in statement
     assert "n − 1 fake reports" in statement
+    assert "count toward a batch's n but hide nobody" in statement
 
 
 @pytest.mark.parametrize(

@@ -58,6 +58,8 @@ def test_released_batches_get_their_mechanisms_bound_and_each_metric_its_weakest
     assert "against an analyst who sees only the released batches" in section.statement
     assert "only each report's local ε holds" in section.statement
     assert "n − 1 fake reports" in section.statement
+    assert "count toward a batch's n but hide nobody" in section.statement
+    assert "do not count toward" not in section.statement  # the collector counts valid ones
 
 
 def test_a_batch_of_an_unknown_metric_gets_the_generic_bound() -> None:

@@ -18,51 +18,60 @@ from deniable.shuffler import ShufflerSettings
 from deniable.shuffler.service import Releaser
 from deniable.shuffler.store import WAL_LIMIT, BatchKey, Incoming, Limits, Store
 
-from testkit import free_port, loopback_url
 from testkit.clock import Clock
+from testkit.key_server import KeyServer
 from testkit.shuffler_files import store_files
-from testkit.shuffler_process import ShufflerProcess
+from testkit.shuffler_process import SHUFFLER_UPLOAD_KEY, ShufflerProcess
 
 MAX_BYTES = 2 << 20
 DEVICE_WAITING = 50
 KEY = BatchKey("browser", "krr", 1.0, "0123456789abcdef", "fedcba9876543210")
+COLLECTOR = KeyServer([])
+"""Serves the shuffler one key; nothing is forwarded here (min_batch is never reached)."""
 
 
 def junk(metric: str, size: int = 3000) -> dict[str, Any]:
-    """An envelope of random bytes under ``metric`` (a name nobody registered)."""
+    """An envelope of random bytes under ``metric`` (a name nobody registered), sealed (as far
+    as the shuffler can tell) to the key it serves: what anyone holding the app's upload key
+    can send."""
     return {
         "id": secrets.token_hex(16),
         "metric": metric,
         "mechanism": "krr",
         "epsilon": 1.0,
         "fingerprint": secrets.token_hex(8),
-        "key": secrets.token_hex(8),
+        "key": COLLECTOR.key_id,
         "sealed": base64.b64encode(secrets.token_bytes(size)).decode(),
     }
 
 
 @pytest.fixture
 def shuffler(tmp_path: Path) -> Iterator[ShufflerProcess]:
-    process = ShufflerProcess(
-        tmp_path / "s.db",
-        loopback_url(free_port()),  # no collector: nothing is forwarded here
-        tmp_path,
-        min_batch=1000,
-        settings={
-            "DENIABLE_SHUFFLER_MAX_BYTES": str(MAX_BYTES),
-            "DENIABLE_SHUFFLER_DEVICE_WAITING": str(DEVICE_WAITING),
-            "DENIABLE_SHUFFLER_MAX_UPLOAD": str(DEVICE_WAITING),
-        },
-    )
-    with process:
-        yield process
+    with COLLECTOR:
+        process = ShufflerProcess(
+            tmp_path / "s.db",
+            COLLECTOR.url,
+            tmp_path,
+            min_batch=1000,
+            settings={
+                "DENIABLE_SHUFFLER_MAX_BYTES": str(MAX_BYTES),
+                "DENIABLE_SHUFFLER_DEVICE_WAITING": str(DEVICE_WAITING),
+                "DENIABLE_SHUFFLER_MAX_UPLOAD": str(DEVICE_WAITING),
+                "DENIABLE_SHUFFLER_KEYS_REFRESH": "60",
+            },
+        )
+        with process:
+            yield process
 
 
 def test_a_client_pushing_junk_hits_the_bounds_and_the_file_stays_under_them(
     shuffler: ShufflerProcess,
 ) -> None:
     device = secrets.token_hex(16)
-    with httpx.Client(base_url=shuffler.url, trust_env=False, timeout=30) as client:
+    upload_key = {"Authorization": f"Bearer {SHUFFLER_UPLOAD_KEY}"}
+    with httpx.Client(
+        base_url=shuffler.url, trust_env=False, timeout=30, headers=upload_key
+    ) as client:
 
         def post(device: str, envelopes: list[dict[str, Any]]) -> httpx.Response:
             return client.post("/v1/sealed", json={"device": device, "envelopes": envelopes})

@@ -3,6 +3,7 @@ min_batch, and a forwarded order independent of the arrival order."""
 
 from __future__ import annotations
 
+import json
 import random
 import secrets
 import sqlite3
@@ -172,18 +173,31 @@ def test_a_file_of_the_first_layout_moves_to_the_hash_ordered_table(tmp_path: Pa
         "CREATE TABLE envelopes (id TEXT PRIMARY KEY, batch_key TEXT NOT NULL, device TEXT,"
         " key TEXT NOT NULL, sealed TEXT, batch TEXT, position INTEGER)"
     )
+    first.execute(
+        "CREATE TABLE batches (id TEXT PRIMARY KEY, batch_key TEXT NOT NULL, n INTEGER NOT"
+        " NULL, parts INTEGER NOT NULL, per_part INTEGER NOT NULL, forwarded INTEGER NOT NULL"
+        " DEFAULT 0)"
+    )
+    fields = [KEY.metric, KEY.mechanism, KEY.epsilon, KEY.fingerprint]
+    old_key = json.dumps(fields, separators=(",", ":"))  # cb36814's four-field batch key
     first.executemany(
-        "INSERT INTO envelopes VALUES (?, ?, ?, 'fedcba9876543210', ?, ?, ?)",
+        "INSERT INTO envelopes VALUES (?, ?, ?, ?, ?, ?, ?)",
         [
-            ("a" * 32, KEY.text(), "d" * 32, "waiting", None, None),
-            ("b" * 32, KEY.text(), None, "batched", "x" * 32, 0),
-            ("c" * 32, KEY.text(), None, None, "y" * 32, 0),
+            ("a" * 32, old_key, "d" * 32, KEY.sealing_key, "waiting", None, None),
+            ("b" * 32, old_key, None, KEY.sealing_key, "batched", "x" * 32, 0),
+            ("c" * 32, old_key, None, KEY.sealing_key, None, "y" * 32, 0),
         ],
     )
+    first.execute("INSERT INTO batches VALUES (?, ?, 1, 1, 1000, 0)", ("x" * 32, old_key))
     first.close()
     store = Store(path)
-    assert store.counts() == {"received": 1, "batched": 1, "forwarded": 1, "batches": 0}
+    assert store.counts() == {"received": 1, "batched": 1, "forwarded": 1, "batches": 1}
     assert store.receive("e" * 32, [incoming("again", envelope="c" * 32)]) == (0, 1)
+    (unfinished,) = store.unfinished()  # the batch formed before the upgrade keeps its key
+    assert unfinished.key == KEY and store.part(unfinished, 0) == [(KEY.sealing_key, "batched")]
+    assert store.waiting_keys(1) == [KEY]  # the report that waited across the upgrade
+    batch = store.form_batch(KEY, 1, 10, 1000, 900_000)
+    assert batch is not None and store.part(batch, 0) == [(KEY.sealing_key, "waiting")]
     (sql,) = (
         sqlite3.connect(path)
         .execute("SELECT sql FROM sqlite_master WHERE name = 'envelopes'")
