@@ -3,9 +3,9 @@
 their ratio, at delta 1e-6.
 
 For brr and k-RR (k 3, 4, 5) the exact column is the worst pair with every other device at
-one value, both directions (brr: over every number m of others at 1), and at n <= 30 the
-worst over every composition of the others' values; for oue, olh, pem (OUE's bits), duchi,
-pm and hybrid it is the exact eps of a post-processing (a lower bound on the truth, so the
+one value, both directions (brr: over every number m of others at 1), and at small n
+(exact.COMPOSITION_SIZES: 30 for k <= 3, below this grid's 20 for k 4 and 5) the worst over
+every composition of the others' values; for oue, olh, pem (OUE's bits), duchi, pm and hybrid it is the exact eps of a post-processing (a lower bound on the truth, so the
 ratio overstates the slack). A ratio below 1 would be a published figure below the truth.
 
     .venv/bin/python -m bench.shuffle_exact            # the grid of the tests
@@ -32,7 +32,7 @@ def rr_exact(k: int, eps0: float, n: int) -> float:
         worst = exact.stacked_epsilon(exact.stack(exact.brr_pairs(eps0, n, range(n))), DELTA, eps0)
     else:
         worst = exact.epsilon(exact.krr_pairs(k, eps0, n), DELTA, eps0)
-    if n <= 30 and k <= 3:
+    if n <= exact.COMPOSITION_SIZES[k]:
         worst = max(worst, exact.composition_epsilon(k, eps0, n, DELTA))
     return worst
 

@@ -162,33 +162,67 @@ def brr_pairs(eps0: float, n: int, ones: Sequence[int]) -> list[Pair]:
     return [count_pair(n, [(m, p), (n - 1 - m, q)], p, q) for m in ones]
 
 
+COMPOSITION_SIZES = {2: 30, 3: 30, 4: 14, 5: 10}
+"""The largest n at which :func:`composition_pairs` is checked, per k: its grid holds
+(n + 1)^(k - 1) cells for each of O(n^(k - 1)) compositions (up to the symmetry of x2..), so
+k 4 at n 14 and k 5 at n 10 cost about as much as k 3 at n 30 (a few tenths of a second)."""
+
+
+def compositions(k: int, m: int) -> np.ndarray:
+    """The values of the other m devices as counts (c0, .., c_{k-1}) summing to m, c0 at x0
+    and c1 at x1; x2..x_{k-1} are symmetric under both batches (relabelling them maps each
+    batch's histogram law to itself), so only c2 >= c3 >= .. >= c_{k-1} are listed."""
+
+    def falling(rest: int, parts: int, cap: int) -> list[tuple[int, ...]]:
+        if parts == 0:
+            return [()] if rest == 0 else []
+        return [
+            (first, *tail)
+            for first in range(min(rest, cap), -1, -1)
+            for tail in falling(rest - first, parts - 1, first)
+        ]
+
+    return np.array(
+        [
+            (c0, c1, *tail)
+            for c0 in range(m + 1)
+            for c1 in range(m + 1 - c0)
+            for tail in falling(m - c0 - c1, k - 2, m)
+        ]
+    )
+
+
 def composition_pairs(k: int, eps0: float, n: int) -> Pair:
-    """k-RR with k in {2, 3}, target at x0 against x1, for every composition of the other
-    n - 1 devices' values (c0 at x0, c1 at x1, the rest at x2): the reports' histogram
-    (N0, N1) under each batch, stacked over the compositions (axis 0). Built by direct
-    convolution, one device at a time, for all compositions at once (no FFT). At k 3
-    (N0, N1) is the whole histogram; at k 2, N0 + N1 = n."""
+    """k-RR, target at x0 against x1, for every composition of the other n - 1 devices'
+    values (:func:`compositions`): the full histogram (N0, .., N_{k-1}) of the n reports
+    under each batch, stacked over the compositions (axis 0; axes 1..k-1 hold N0..N_{k-2},
+    N_{k-1} = n minus the rest). Built by direct convolution, one device at a time, for all
+    compositions at once (no FFT). The grid is (n + 1)^(k - 1) a composition, which bounds
+    the n this is cheap for as k grows."""
     p, q = krr_probabilities(k, eps0)
     m = n - 1
-    comps = np.array(
-        [(c0, c1) for c0 in range(m + 1) for c1 in range(m + 1 - c0) if k == 3 or c0 + c1 == m]
-    )
-    grid = np.zeros((len(comps), n + 1, n + 1))
-    grid[:, 0, 0] = 1.0
+    comps = compositions(k, m)
+    values = np.array([np.repeat(np.arange(k), comp) for comp in comps]).reshape(len(comps), m)
+    grid = np.zeros((len(comps), *([n + 1] * (k - 1))))
+    grid[(slice(None), *([0] * (k - 1)))] = 1.0
+    shape = (len(comps), *([1] * (k - 1)))
 
-    def add(grid: np.ndarray, to0: np.ndarray | float, to1: np.ndarray | float) -> np.ndarray:
-        new = (1.0 - to0 - to1) * grid
-        new[:, 1:, :] += to0 * grid[:, :-1, :]
-        new[:, :, 1:] += to1 * grid[:, :, :-1]
+    def add(grid: np.ndarray, lands: Sequence[np.ndarray | float]) -> np.ndarray:
+        """One more report, on value v w.p. ``lands[v]`` (v < k - 1; else on x_{k-1})."""
+        new = (1.0 - sum(lands)) * grid
+        for axis, to in enumerate(lands, start=1):
+            up = [slice(None)] * grid.ndim
+            down = [slice(None)] * grid.ndim
+            up[axis], down[axis] = slice(1, None), slice(None, -1)
+            new[tuple(up)] += (to * grid)[tuple(down)]
         return new
 
     for device in range(m):
-        at0 = (device < comps[:, 0])[:, None, None]
-        at1 = ((device >= comps[:, 0]) & (device < comps.sum(1)))[:, None, None]
-        to0 = np.where(at0, p, q)  # a device at x1 or x2 lands on x0 w.p. q
-        to1 = np.where(at1, p, q)
-        grid = add(grid, to0, to1)
-    return add(grid, p, q), add(grid, q, p)
+        held = values[:, device]
+        grid = add(grid, [np.where(held == v, p, q).reshape(shape) for v in range(k - 1)])
+    target = [p if v == 0 else q for v in range(k - 1)]
+    moved = [p if v == 1 else q for v in range(k - 1)]
+    return add(grid, target), add(grid, moved)
 
 
 def stacked_delta(pair: Pair, eps: float) -> float:
