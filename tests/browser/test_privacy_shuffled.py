@@ -27,8 +27,8 @@ from testkit.browser import (
 )
 from testkit.metrics import register
 from testkit.shuffler_process import SHUFFLER_TOKEN
+from tests.shuffler.conftest import MIN_BATCH
 from tests.shuffler.test_collector_routes import (
-    MIN_BATCH,
     forward,
     invalid_envelopes,
     part,

@@ -25,7 +25,7 @@ from deniable.cli.main import cli
 from deniable.client import MetricSpec
 from deniable.client.sealing import envelope, public_key_of
 from deniable.client.wire import report_text
-from deniable.collector.sealingkeys import generate, rotate
+from deniable.collector.sealingkeys import rotate
 from deniable.collector.storage import open_database, read_batches
 from deniable.collector.storage.tables import id_text
 from deniable.estimators.shuffling import central_guarantee
@@ -36,22 +36,13 @@ from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     VIEWER_TOKEN,
-    DatabaseFactory,
     RunningCollector,
     collector_settings,
     unique_name,
 )
 from testkit.metrics import register
 from testkit.shuffler_process import SHUFFLER_TOKEN
-
-MIN_BATCH = 3
-
-
-@pytest.fixture
-def keys_file(tmp_path: Path) -> Path:
-    path = tmp_path / "keys.json"
-    generate(path, dt.datetime.now(dt.UTC))
-    return path
+from tests.shuffler.conftest import MIN_BATCH
 
 
 @pytest.fixture
@@ -301,23 +292,6 @@ def test_keys_are_served_public_halves_only_and_refused_without_a_file(
         assert "DENIABLE_SEALING_KEYS_FILE" in answer.json()["detail"]
     finally:
         running.stop()
-
-
-@pytest.fixture
-def any_server(
-    backend: str, databases: DatabaseFactory, keys_file: Path
-) -> Iterator[RunningCollector]:
-    """The route's collector on each backend (SQLite, PostgreSQL)."""
-    settings = collector_settings(
-        databases.new(backend),
-        shuffler_token=SHUFFLER_TOKEN,
-        sealing_keys_file=keys_file,
-        shuffle_min_batch=MIN_BATCH,
-        viewer_token=VIEWER_TOKEN,
-    )
-    running = RunningCollector(settings).start()
-    yield running
-    running.stop()
 
 
 def invalid_envelopes(server: RunningCollector, spec: MetricSpec, k: int) -> list[dict[str, str]]:

@@ -7,19 +7,15 @@ true of each: the shuffler's central eps only for what came through it, the shar
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from click.testing import CliRunner
 from deniable.cli.main import cli
 from deniable.client import Client, MetricSpec
 from deniable.client.wire import report_text
-from deniable.collector.sealingkeys import generate
 from deniable.estimators.shuffling import central_guarantee
 from deniable.estimators.shufflingaccount import DEFAULT_DELTA
 
@@ -27,37 +23,16 @@ from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     VIEWER_TOKEN,
-    DatabaseFactory,
     RunningCollector,
-    collector_settings,
     unique_name,
 )
 from testkit.metrics import register
-from testkit.shuffler_process import SHUFFLER_TOKEN
 from tests.shuffler.test_collector_routes import (
-    MIN_BATCH,
     forward,
     part,
     sealed_reports,
     stored_rows,
 )
-
-
-@pytest.fixture
-def server(backend: str, databases: DatabaseFactory, tmp_path: Path) -> Iterator[RunningCollector]:
-    """A collector with sealing keys and a shuffler token, on each backend."""
-    keys = tmp_path / "keys.json"
-    generate(keys, dt.datetime.now(dt.UTC))
-    settings = collector_settings(
-        databases.new(backend),
-        shuffler_token=SHUFFLER_TOKEN,
-        sealing_keys_file=keys,
-        shuffle_min_batch=MIN_BATCH,
-        viewer_token=VIEWER_TOKEN,
-    )
-    running = RunningCollector(settings).start()
-    yield running
-    running.stop()
 
 
 def upload_direct(server: RunningCollector, spec: MetricSpec, count: int) -> Any:
@@ -77,8 +52,9 @@ def stored(server: RunningCollector, spec: MetricSpec) -> int:
 
 
 def test_a_mixed_deployment_states_what_arrived_for_each_metric(
-    server: RunningCollector, tmp_path: Path
+    any_server: RunningCollector, tmp_path: Path
 ) -> None:
+    server = any_server
     only = MetricSpec.categorical(
         unique_name("only"), ["a", "b", "c"], epsilon=2.0, delivery="shuffled"
     )
