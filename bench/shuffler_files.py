@@ -16,10 +16,12 @@ import random
 import tempfile
 from pathlib import Path
 
-from deniable.shuffler.store import BatchKey, Store
+from deniable.shuffler.store import Store
 
 from testkit.row_order import neighbour_moments
 from testkit.shuffler_files import (
+    DEVICES,
+    KEYS,
     FileStatistics,
     device_uploads,
     file_statistics,
@@ -29,9 +31,6 @@ from testkit.shuffler_files import (
     settle_first_layout,
     store_files,
 )
-
-DEVICES = 300
-KEYS = [BatchKey(f"metric_{i}", "krr", 1.0, f"{i:016x}", "f" * 16) for i in range(3)]
 
 
 def row(label: str, path: Path, found: FileStatistics) -> None:

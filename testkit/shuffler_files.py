@@ -18,6 +18,11 @@ from scipy import stats
 
 from .row_order import Z_LIMIT, neighbour_moments, same_device_neighbours
 
+DEVICES = 300
+"""Devices in the raw-file test and its benchmark, each sending one report of every key."""
+KEYS = [BatchKey(f"metric_{i}", "krr", 1.0, f"{i:016x}", "f" * 16) for i in range(3)]
+"""The batch keys those devices report under."""
+
 
 @contextlib.contextmanager
 def memory_directory(fallback: Path) -> Iterator[Path]:

@@ -10,9 +10,11 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from deniable.shuffler.store import BatchKey, Store
+from deniable.shuffler.store import Store
 
 from testkit.shuffler_files import (
+    DEVICES,
+    KEYS,
     device_uploads,
     file_statistics,
     first_layout,
@@ -22,8 +24,6 @@ from testkit.shuffler_files import (
     store_files,
 )
 
-DEVICES = 300
-KEYS = [BatchKey(f"metric_{i}", "krr", 1.0, f"{i:016x}", "f" * 16) for i in range(3)]
 PER_PART = 64
 TAU_LIMIT = kendall_null_limit(DEVICES * len(KEYS))
 NEIGHBOUR_LIMIT = neighbour_limit(DEVICES, len(KEYS))
