@@ -12,6 +12,7 @@ Nothing of a refused batch is stored.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import logging
@@ -41,7 +42,7 @@ from ..schemas import (
 from ..sealingkeys import KeyFileError, KeyRing, keyring_of
 from ..storage.ingest import PreparedBatch, StoredBatch, ValidReport, prepare_batch
 from ..storage.queries import SpecChanged
-from ..storage.shuffled import record_batch, record_part
+from ..storage.shuffled import PartArrival, record_batch, record_part
 from ..telemetry import Telemetry
 from ..unsealing import open_part
 from ..validation import UNKNOWN_METRIC_LABEL, PeriodWindow, ReportProblem, validate_reports
@@ -413,9 +414,12 @@ def ingest_shuffled(state: Collector, body: bytes) -> JSONResponse:
         body = json.dumps({"reports": opened.items}, separators=(",", ":")).encode()
         with state.cpu_turn:
             reports, problems = parse_batch(body, len(opened.items), state.specs.cached)
-        stored = _store_valid(state, reports, (batch.released_at or now).date())
-        refused += len(problems) + len(reports) - stored.accepted - stored.duplicates
-    record_part(state.database, part.batch, part.part, refused, stored.accepted)
+        refused += len(problems)
+        arrival = PartArrival(part.batch, part.part, refused)
+        stored = _store_valid(state, reports, (batch.released_at or now).date(), arrival)
+        refused += len(reports) - stored.accepted - stored.duplicates
+    if not stored.accepted + stored.duplicates:
+        record_part(state.database, PartArrival(part.batch, part.part, refused))
     for metric, count in stored.accepted_by_metric.items():
         state.telemetry.accepted.labels(state.telemetry.metric_label(metric)).inc(count)
     if refused:
@@ -433,9 +437,11 @@ def ingest_shuffled(state: Collector, body: bytes) -> JSONResponse:
 
 
 def _store_valid(
-    state: Collector, reports: list[tuple[int, ReportIn]], day: dt.date
+    state: Collector, reports: list[tuple[int, ReportIn]], day: dt.date, arrival: PartArrival
 ) -> StoredBatch:
-    """Store the valid ones of ``reports`` (the others are left out), received on ``day``."""
+    """Store the valid ones of ``reports`` (the others are left out), received on ``day``, and
+    record their part ``arrival`` (its refusals and the invalid ones among ``reports``) in the
+    same transaction."""
     for _ in range(SPEC_ATTEMPTS):
         window = PeriodWindow(state.today(), state.settings.retention_days)
         with state.cpu_turn:
@@ -444,8 +450,11 @@ def _store_valid(
             )
         if not valid:
             return StoredBatch()
+        invalid = len(reports) - len(valid)
+        arrived = dataclasses.replace(arrival, refused=arrival.refused + invalid)
         try:
-            return state.writer.store(_prepared(state, valid, specs, day))
+            prepared = _prepared(state, valid, specs, day)
+            return state.writer.store(dataclasses.replace(prepared, part=arrived))
         except SpecChanged as exc:
             state.specs.forget(exc.metrics)
     raise Refused(503, "registry_changed", "the metric registry kept changing; retry the part")

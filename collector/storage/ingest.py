@@ -57,6 +57,7 @@ from .engine import Database
 from .packedsums import plus_stored
 from .partitions import one_partition, with_partitions
 from .queries import check_fingerprints
+from .shuffled import PartArrival, insert_part
 from .tables import (
     cell_counts,
     decimal_counts,
@@ -437,6 +438,10 @@ class PreparedBatch:
     (:mod:`.textcells`); such a metric's ``counts`` hold its period n only."""
     text_cell_counts: ChunkCounts = field(default_factory=dict)
     """Their sketch counts per (period, cell, sketch row) if every report turns out new."""
+    part: PartArrival | None = None
+    """The shuffled part these reports came in, if any: recorded with the distinct reports it
+    stored anew in the same transaction, so a crash can never store the reports and lose the
+    part's count (a part sent again would then count nothing)."""
 
     @cached_property
     def sqlite_rows(self) -> dict[str, Any]:
@@ -1007,6 +1012,10 @@ def _store_group(database: Database, batches: Sequence[PreparedBatch]) -> list[S
         _upsert_cells(connection, database, batches, new)
         text_cells = [(batch.text_cells, batch.text_cell_counts) for batch in batches]
         upsert_text_cells(connection, database, text_cells, new)
+        for index, batch in enumerate(batches):
+            if batch.part is not None:
+                counted = len(batch.rows) if new is None else int(new[index].sum())
+                insert_part(connection, database, batch.part, counted)
     if new is None:
         return [StoredBatch(len(batch.rows), 0, dict(batch.per_metric), {}) for batch in batches]
     results = []

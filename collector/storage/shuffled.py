@@ -15,9 +15,10 @@ batch, how many fall below the minimum and how many are incomplete, one SQL aggr
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 
 from deniable.estimators.shufflingaccount import DEFAULT_DELTA, BatchGroup, ShuffledBatch
-from sqlalchemy import ColumnElement, case, func, select
+from sqlalchemy import ColumnElement, Connection, case, func, select
 
 from .engine import Database
 from .tables import period_counts, shuffled_batches, shuffled_parts
@@ -54,13 +55,35 @@ def record_batch(database: Database, batch: ShuffledBatch, parts: int) -> Shuffl
     return _batch(stored, DEFAULT_DELTA)
 
 
-def record_part(database: Database, batch: str, part: int, refused: int, counted: int) -> None:
-    """Record that part ``part`` of ``batch`` arrived with ``refused`` sealed reports refused and
-    ``counted`` distinct reports stored anew, unless that part is recorded already (sent again:
-    its first counts stand, nothing is counted twice)."""
-    row = {"batch": batch, "part": part, "refused": refused, "counted": counted}
+@dataclass(frozen=True)
+class PartArrival:
+    """A part of a shuffled batch as it arrived: its batch, its number and how many of its
+    sealed reports were refused; the distinct reports it stored anew are counted when stored."""
+
+    batch: str
+    part: int
+    refused: int
+
+
+def insert_part(
+    connection: Connection, database: Database, arrival: PartArrival, counted: int
+) -> None:
+    """Record ``arrival`` with ``counted`` distinct reports stored anew, in ``connection``'s
+    transaction, unless that part is recorded already (sent again: its first counts stand,
+    nothing is counted twice)."""
+    row = {
+        "batch": arrival.batch,
+        "part": arrival.part,
+        "refused": arrival.refused,
+        "counted": counted,
+    }
+    connection.execute(database.insert(shuffled_parts).values(row).on_conflict_do_nothing())
+
+
+def record_part(database: Database, arrival: PartArrival) -> None:
+    """Record a part that stored no report (:func:`insert_part` with nothing counted)."""
     with database.writing() as connection:
-        connection.execute(database.insert(shuffled_parts).values(row).on_conflict_do_nothing())
+        insert_part(connection, database, arrival, 0)
 
 
 def _parts(batch: ColumnElement[str]) -> list[ColumnElement[int]]:
