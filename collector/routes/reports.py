@@ -419,7 +419,7 @@ def ingest_shuffled(state: Collector, body: bytes) -> JSONResponse:
         stored = _store_valid(state, reports, (batch.released_at or now).date(), arrival)
         refused += len(reports) - stored.accepted - stored.duplicates
     if not stored.accepted + stored.duplicates:
-        record_part(state.database, PartArrival(part.batch, part.part, refused))
+        record_part(state.database, part.batch, part.part, refused, 0)
     for metric, count in stored.accepted_by_metric.items():
         state.telemetry.accepted.labels(state.telemetry.metric_label(metric)).inc(count)
     if refused:

@@ -80,10 +80,11 @@ def insert_part(
     connection.execute(database.insert(shuffled_parts).values(row).on_conflict_do_nothing())
 
 
-def record_part(database: Database, arrival: PartArrival) -> None:
-    """Record a part that stored no report (:func:`insert_part` with nothing counted)."""
+def record_part(database: Database, batch: str, part: int, refused: int, counted: int) -> None:
+    """:func:`insert_part` in a transaction of its own: for a part that stored no report
+    (the writer records the others with their reports)."""
     with database.writing() as connection:
-        insert_part(connection, database, arrival, 0)
+        insert_part(connection, database, PartArrival(batch, part, refused), counted)
 
 
 def _parts(batch: ColumnElement[str]) -> list[ColumnElement[int]]:
