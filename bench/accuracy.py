@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+
 from deniable.client.mechanisms import (
     BRR,
     KRR,

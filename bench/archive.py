@@ -110,6 +110,7 @@ def _write(root: Path, spec: Any, period: str, payloads: Any, cells: Any | None)
 
     import pyarrow as pa
     import pyarrow.parquet as pq
+
     from deniable.client.spec import canonical_json
     from deniable.estimators.archivefiles import (
         ARCHIVE_VERSION,
@@ -156,6 +157,7 @@ def synthesize(root: Path, reports: int, oue_reports: int, text_reports: int) ->
     """Write the synthetic archive (seeded numpy draws; payloads shaped as the product's)."""
     import pyarrow as pa
     import pyarrow.compute as pc
+
     from deniable.client import SeededRandomness
 
     specs = _specs()

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 
+from scipy import stats
+
 from deniable.client import MetricSpec
 from deniable.estimators.audit import (
     DEFAULT_CONFIDENCE,
@@ -21,7 +23,6 @@ from deniable.estimators.audit import (
     audit_inputs,
     event_family,
 )
-from scipy import stats
 
 EPS = 1.0
 E = math.exp(EPS)

@@ -30,11 +30,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+
 from deniable.client import MetricSpec
 from deniable.client.spec import period_label
 from deniable.collector.routes.reports import parse_batch
 from deniable.collector.schemas import BATCH_PARSER
-
 from testkit import CollectorProcess, collector_settings, register_all
 
 TIMEOUT = 10.0

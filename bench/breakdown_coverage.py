@@ -42,6 +42,7 @@ import sys
 import time
 
 import numpy as np
+
 from deniable.client.mechanisms import (
     BRR,
     KRR,
@@ -56,7 +57,6 @@ from deniable.estimators.differences import interval_difference
 from deniable.estimators.intervals import share_interval, unit_interval
 from deniable.estimators.numeric import pooled_interval
 from deniable.estimators.pooling import pool
-
 from testkit.numeric_draws import payloads, segments
 from testkit.windows import simulate
 

@@ -30,10 +30,10 @@ import time
 from pathlib import Path
 
 import httpx
-from deniable.client import MetricSpec
 from sqlalchemy import create_engine, text
 
 from bench.ingest import BATCH, DIMENSIONS, K, build_bodies, load, percentile, print_table
+from deniable.client import MetricSpec
 from testkit import (
     ADMIN_TOKEN,
     CollectorProcess,

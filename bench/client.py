@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from deniable.client import Client, MetricSpec
-
 from testkit import free_port, real_collector
 from testkit.stub_collector import StubCollector
 

@@ -21,9 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
-from deniable.client import MetricSpec
-
 from bench.ingest import periods, seed_directly
+from deniable.client import MetricSpec
 from testkit import CollectorProcess, collector_settings, register_all
 from testkit.browser import (
     VIEWER_TOKEN,

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+
 from deniable.client.mechanisms import KRR, OLH, OUE, Mechanism
 from deniable.estimators import PeriodCounts, estimate, estimate_reports
 

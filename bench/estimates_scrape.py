@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 
 import httpx
+
 from deniable.client import MetricSpec
 from deniable.client.spec import period_label
-
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

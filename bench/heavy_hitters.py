@@ -28,6 +28,7 @@ import argparse
 import time
 
 import numpy as np
+
 from deniable.client.mechanisms import OLH_PRIME, PrefixSketch
 from deniable.client.mechanisms import _text_hash_coefficients as hash_coefficients
 from deniable.estimators.heavyhitters import discover, floor
@@ -128,13 +129,14 @@ def ingestion(reports: int, seed: int, epsilon: float = 4.0) -> list[dict[str, o
     import uuid
     from pathlib import Path
 
+    from sqlalchemy import text
+
     from deniable.client import MetricSpec, SeededRandomness
     from deniable.client.wire import payload_text
     from deniable.collector.storage.engine import open_database
     from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_batches
     from deniable.collector.storage.migrator import migrate
     from deniable.collector.storage.queries import register_spec
-    from sqlalchemy import text
 
     rng = SeededRandomness(seed)
     today = dt.date.today()
@@ -240,6 +242,7 @@ def _deliver_and_estimate(
     from pathlib import Path
 
     import httpx
+
     from deniable.cli.localcollector import LocalCollector
     from deniable.client import Client, SeededRandomness
 

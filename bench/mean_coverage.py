@@ -35,10 +35,10 @@ import sys
 import time
 
 import numpy as np
-from deniable.client.mechanisms import Duchi, NumericMechanism, make_numeric_mechanism
-from deniable.estimators.numeric import axis_interval, pooled_interval
 from scipy import stats
 
+from deniable.client.mechanisms import Duchi, NumericMechanism, make_numeric_mechanism
+from deniable.estimators.numeric import axis_interval, pooled_interval
 from testkit.numeric_draws import CHOLESKY, EXACT_UP_TO, payloads, period_sums, segments
 
 MECHANISMS = ("duchi", "pm", "hybrid")

@@ -25,7 +25,6 @@ import sys
 
 from deniable.client import MetricSpec
 from deniable.client.account import DeviceSettings, privacy_account
-
 from testkit.transitions import max_log_ratio, outputs_over_days, reports_of_history
 
 

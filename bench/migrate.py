@@ -16,11 +16,11 @@ import time
 import uuid
 from pathlib import Path
 
-from deniable.collector import migrate
-from deniable.collector.storage import open_database
 from sqlalchemy import text
 
 from bench.ingest import print_table
+from deniable.collector import migrate
+from deniable.collector.storage import open_database
 from testkit import scratch_database
 
 CHUNK = 100_000

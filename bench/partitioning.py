@@ -137,10 +137,11 @@ def _wal(connection: Any) -> int:
 
 def retention(rows: int, interleaved: bool = False) -> list[dict[str, Any]]:
     """One period's retention at ``rows`` stored: drop its partition against DELETE."""
+    from sqlalchemy import delete, select, tuple_
+
     from deniable.collector.storage.partitions import drop_partition
     from deniable.collector.storage.retention import DELETE_BATCH
     from deniable.collector.storage.tables import reports
-    from sqlalchemy import delete, select, tuple_
 
     label = FIRST_DAY.isoformat()
     results = []

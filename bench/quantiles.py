@@ -24,12 +24,13 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+from scipy import stats
+
 from deniable.client.mechanisms import OLH, OLH_PRIME, OUE, Mechanism
 from deniable.estimators import quantile_intervals
 from deniable.estimators.cdfvariance import olh_within_matrix
 from deniable.estimators.intervals import z_value
 from deniable.estimators.quantiles import pooled_band, score_interval
-from scipy import stats
 
 PASS = 4_691
 EDGES = tuple(float(e) for e in range(0, 201, 20))

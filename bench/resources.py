@@ -42,8 +42,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
-from deniable.client import MetricSpec, SeededRandomness
 
+from deniable.client import MetricSpec, SeededRandomness
 from testkit import (
     INGEST_KEY,
     VIEWER_TOKEN,

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import httpx
 import psycopg
-from deniable.client import MetricSpec, SeededRandomness, period_label
 
+from deniable.client import MetricSpec, SeededRandomness, period_label
 from testkit import (
     ADMIN_TOKEN,
     Cluster,

@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 
 from deniable.client import Client, MetricSpec
-
 from testkit.hostile_server import (
     Script,
     endless,

@@ -23,7 +23,6 @@ from deniable.estimators.shuffling import (
     lower_bound_epsilon,
     strong_clone_epsilon,
 )
-
 from testkit.shuffle_reference import KRR_REFERENCE, REFERENCE
 
 

@@ -17,7 +17,6 @@ import tempfile
 from pathlib import Path
 
 from deniable.client import MetricSpec
-
 from testkit import scratch_database, unique_name
 from testkit.shuffle_run import run_devices
 from testkit.shuffler_process import Pipeline

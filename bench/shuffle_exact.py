@@ -18,7 +18,6 @@ import argparse
 
 from deniable.client.mechanisms import BRR, KRR, OLH, OUE, Duchi, Hybrid, Piecewise, PrefixSketch
 from deniable.estimators.shuffling import central_guarantee
-
 from testkit import shuffle_exact as exact
 
 DELTA = 1e-6

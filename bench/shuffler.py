@@ -35,11 +35,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+
 from deniable.client import MetricSpec
 from deniable.client.sealing import SEALED_PATH, Plan, envelope, public_key_of
 from deniable.client.spec import period_label
 from deniable.client.wire import report_text
-
 from testkit import ADMIN_TOKEN, INGEST_KEY, scratch_database, unique_name
 from testkit.shuffler_process import SHUFFLER_UPLOAD_KEY, Pipeline
 

@@ -17,7 +17,6 @@ import tempfile
 from pathlib import Path
 
 from deniable.shuffler.store import Store
-
 from testkit.row_order import neighbour_moments
 from testkit.shuffler_files import (
     DEVICES,

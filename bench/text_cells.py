@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sqlalchemy import text
+
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.collector import migrate
 from deniable.collector.storage import open_database
@@ -43,8 +45,6 @@ from deniable.collector.storage.tables import ADD_PACKED_SQL, pack_counts
 from deniable.collector.storage.textcells import text_cell_rows, upsert_text_cells
 from deniable.estimators.heavyhitters import text_document
 from deniable.estimators.support import text_support
-from sqlalchemy import text
-
 from testkit import scratch_database
 
 PERIOD = "2026-11-26"

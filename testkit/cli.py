@@ -8,6 +8,7 @@ from typing import Any
 
 import click.testing
 from click.testing import CliRunner
+
 from deniable.cli.main import cli
 
 

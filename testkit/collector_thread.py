@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import uvicorn
+
 from deniable.collector import Settings, create_app
 from deniable.collector.serve import server_config
 

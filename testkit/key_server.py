@@ -19,6 +19,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
 from deniable.client import MetricSpec
 from deniable.client.sealing import (
     Header,

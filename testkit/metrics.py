@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import httpx
+
 from deniable.client import MetricSpec, SeededRandomness
 
 from .configuration import ADMIN_TOKEN

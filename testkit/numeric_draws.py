@@ -21,6 +21,7 @@ which moves E[y] by < 2^-40), vectorized. :func:`period_sums` simulates a fixed 
 from __future__ import annotations
 
 import numpy as np
+
 from deniable.client.mechanisms import Duchi, Hybrid, NumericMechanism, Piecewise
 
 EXACT_UP_TO = 2_000

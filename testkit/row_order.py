@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from math import comb, sqrt
 from typing import Any
 
+from sqlalchemy import text
+
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.collector.storage import open_database
-from sqlalchemy import text
 
 from .clock import TEST_NOW
 

@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sqlalchemy import create_engine, text
+
 from deniable.client import Client, MetricSpec
 from deniable.collector.storage import open_database, read_batches
-from sqlalchemy import create_engine, text
 
 from .configuration import INGEST_KEY
 from .shuffler_process import SHUFFLER_UPLOAD_KEY, Pipeline

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from math import sqrt
 from pathlib import Path
 
-from deniable.shuffler.store import BatchKey, Incoming
 from scipy import stats
+
+from deniable.shuffler.store import BatchKey, Incoming
 
 from .row_order import Z_LIMIT, neighbour_moments, same_device_neighbours
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
 from deniable.client import Client, MetricSpec
 from deniable.client.spec import period_start
 

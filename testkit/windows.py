@@ -31,6 +31,7 @@ import itertools
 from dataclasses import dataclass
 
 import numpy as np
+
 from deniable.client.mechanisms import KRR, Mechanism, TwoLayers
 
 SCENARIOS = ("same", "toggle", "change", "disjoint")

@@ -19,12 +19,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+SOURCE = ROOT / "src" / "deniable"
+"""The import package's folder: the sketch's rows are folders relative to it."""
 DESIGN = ROOT / "docs" / "DESIGN.md"
 ALEMBIC_ENVIRONMENT = "collector/storage/migrations/"
 """A package named in the sketch as one entry: Alembic's layout, not deniable's modules."""
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*/?")
 """A module (``spec``, ``__init__``) or a subpackage (``routes/``) as the sketch names it."""
-LAYOUT_LINE = re.compile(r"^(\w+)/\s+->\s+(deniable\.\w+)", re.MULTILINE)
+LAYOUT_LINE = re.compile(r"^src/deniable/(\w+)/\s+->\s+(deniable\.\w+)", re.MULTILINE)
 """A line of the layout block: a source folder and the package it installs as."""
 
 
@@ -37,9 +39,14 @@ class SketchRow:
 
 
 def package_dirs() -> dict[str, str]:
-    """Each source folder of the distribution and the package it installs as (pyproject.toml)."""
+    """Each top-level folder of ``src/deniable`` and the package it installs as; pyproject.toml
+    finds packages under ``src``, so folders are import names."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    return {folder: package for package, folder in config["package-dir"].items()}
+    assert config["packages"]["find"]["where"] == ["src"]
+    return {
+        init.parent.name: f"deniable.{init.parent.name}"
+        for init in sorted(SOURCE.glob("*/__init__.py"))
+    }
 
 
 def layout_blocks(design: str) -> tuple[str, str]:
@@ -106,9 +113,9 @@ def code_packages() -> dict[str, set[str]]:
     its modules (``__init__`` aside) and its subpackages with a trailing ``/``."""
     packages: dict[str, set[str]] = {}
     for root in package_dirs():
-        for init in sorted((ROOT / root).rglob("__init__.py")):
+        for init in sorted((SOURCE / root).rglob("__init__.py")):
             folder = init.parent
-            key = folder.relative_to(ROOT).as_posix() + "/"
+            key = folder.relative_to(SOURCE).as_posix() + "/"
             if key.startswith(ALEMBIC_ENVIRONMENT):
                 continue
             modules = {path.stem for path in folder.glob("*.py") if path.stem != "__init__"}
@@ -122,8 +129,8 @@ def code_packages() -> dict[str, set[str]]:
 def names_a_module(folder: str, name: str) -> bool:
     """Whether ``name`` in the row of ``folder`` is a module file or a package there."""
     if name.endswith("/"):
-        return (ROOT / folder / name / "__init__.py").is_file()
-    return (ROOT / folder / f"{name}.py").is_file()
+        return (SOURCE / folder / name / "__init__.py").is_file()
+    return (SOURCE / folder / f"{name}.py").is_file()
 
 
 def test_the_sketch_has_one_row_per_package_and_one_per_subpackage_it_names() -> None:

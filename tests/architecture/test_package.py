@@ -6,6 +6,7 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+SOURCE = ROOT / "src" / "deniable"
 
 
 def test_client_import_pulls_in_no_heavy_module() -> None:
@@ -28,7 +29,7 @@ def test_every_client_module_imports_only_the_standard_library_and_httpx() -> No
     ``cryptography`` in its sealing module alone. Every module of ``client/`` (the numeric
     mechanisms and specs included) is scanned, so a new import of scipy or numpy anywhere in
     the SDK fails here even if nothing imports it yet."""
-    modules = sorted((ROOT / "client").rglob("*.py"))
+    modules = sorted((SOURCE / "client").rglob("*.py"))
     assert {"mechanisms.py", "spec.py", "recorder.py", "wire.py"} <= {p.name for p in modules}
     offenders = []
     for path in modules:
@@ -41,16 +42,14 @@ def test_every_client_module_imports_only_the_standard_library_and_httpx() -> No
     assert not offenders, offenders
 
 
-def test_every_source_folder_is_a_packaged_subpackage() -> None:
+def test_folders_are_import_names() -> None:
+    """The src layout: setuptools finds ``deniable`` under ``src/``, with no folder remapped,
+    and every folder holding modules is a package (so none is left out of the wheel)."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    listed = set(config["packages"])
-    roots = {path: name for name, path in config["package-dir"].items()}
-    found = set()
-    for root, package in roots.items():
-        for init in (ROOT / root).rglob("__init__.py"):
-            rel = init.parent.relative_to(ROOT / root).parts
-            found.add(".".join((package, *rel)))
-    assert found == listed
+    assert "package-dir" not in config
+    assert config["packages"]["find"] == {"where": ["src"], "include": ["deniable*"]}
+    folders = {path.parent for path in SOURCE.rglob("*.py")}
+    assert [str(f) for f in sorted(folders) if not (f / "__init__.py").is_file()] == []
 
 
 PRIVATE_STORAGE_MODULES = (
@@ -99,8 +98,8 @@ def test_the_cli_imports_no_private_storage_module() -> None:
     """The CLI reads the collector's database through ``deniable.collector.storage``'s public
     queries only, never its tables, engine, ingestion, writer or migrations."""
     offenders = []
-    for path in sorted((ROOT / "cli").rglob("*.py")):
-        parts = path.relative_to(ROOT / "cli").with_suffix("").parts
+    for path in sorted((SOURCE / "cli").rglob("*.py")):
+        parts = path.relative_to(SOURCE / "cli").with_suffix("").parts
         package = ".".join(("deniable.cli", *parts[:-1]))
         offenders += [
             f"{path.relative_to(ROOT)} imports {module}"

@@ -27,8 +27,8 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
-from deniable.client import MetricSpec, SeededRandomness
 
+from deniable.client import MetricSpec, SeededRandomness
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

@@ -25,8 +25,8 @@ from urllib.parse import urlencode, urljoin
 import httpx
 import numpy as np
 import pytest
-from deniable.client import Client, MetricSpec, SeededRandomness
 
+from deniable.client import Client, MetricSpec, SeededRandomness
 from testkit import ADMIN_TOKEN, INGEST_KEY, CollectorProcess, authorized_client, collector_settings
 from testkit.browser import (
     NARROW,

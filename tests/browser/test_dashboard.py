@@ -25,8 +25,8 @@ from urllib.parse import urlencode, urljoin, urlsplit
 
 import httpx
 import pytest
-from deniable.client import MetricSpec
 
+from deniable.client import MetricSpec
 from testkit import ADMIN_TOKEN, INGEST_KEY, authorized_client
 from testkit.browser import (
     NARROW,

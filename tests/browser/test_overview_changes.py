@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from urllib.parse import urlencode
 
 import pytest
-from deniable.client import MetricSpec
 
+from deniable.client import MetricSpec
 from testkit import ADMIN_TOKEN, INGEST_KEY, CollectorProcess, authorized_client, collector_settings
 from testkit.browser import (
     VIEWER_TOKEN,

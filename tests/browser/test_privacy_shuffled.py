@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from deniable.client import MetricSpec
 from deniable.collector.sealingkeys import generate
-
 from testkit import ADMIN_TOKEN, RunningCollector, collector_settings, unique_name
 from testkit.browser import (
     NARROW,

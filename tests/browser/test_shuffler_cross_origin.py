@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 
 import httpx
 import pytest
-from deniable.client import MetricSpec
 
+from deniable.client import MetricSpec
 from testkit import ADMIN_TOKEN, free_port
 from testkit.browser import browser_problem, require_browser
 from testkit.jsbundles import built_bundles

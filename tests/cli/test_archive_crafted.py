@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.client.spec import canonical_json
 from deniable.client.wire import payload_text
@@ -25,7 +26,6 @@ from deniable.estimators.archivefiles import (
     batch_rows,
     partition_dir,
 )
-
 from testkit.cli import run_cli
 
 PERIOD = "2026-06-02"

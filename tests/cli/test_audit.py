@@ -15,10 +15,10 @@ from pathlib import Path
 
 import click
 import pytest
+
 from deniable.client import BRR, MetricSpec
 from deniable.client.randomness import Randomness
 from deniable.estimators.audit import DEFAULT_REPORTS
-
 from testkit import (
     ADMIN_TOKEN,
     DatabaseFactory,

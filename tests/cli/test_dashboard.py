@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from click.testing import CliRunner
-from deniable.cli.main import cli
 
+from deniable.cli.main import cli
 from testkit import DatabaseFactory, RunningCollector, collector_settings, free_port
 
 VIEWER = "viewer-token-for-cli-tests-1"

@@ -14,10 +14,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 from click.testing import CliRunner
+
 from deniable.cli.commands.demo import DEMO_TRUTH
 from deniable.cli.main import cli
 from deniable.client import MetricSpec, privacy_account
-
 from testkit import LOOPBACK, free_port, quantile_holds
 
 SEED = 2026

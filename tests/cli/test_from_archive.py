@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.collector import migrate
 from deniable.collector.storage import count_reports, open_database
@@ -18,7 +19,6 @@ from deniable.collector.storage.archive import Archive
 from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_batches
 from deniable.collector.storage.queries import register_spec
 from deniable.collector.storage.retention import retain
-
 from testkit import ADMIN_TOKEN, DatabaseFactory, RunningCollector, collector_settings
 from testkit.cli import run_cli
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import click
 import pytest
-from deniable.cli.localcollector import LocalCollector
 
+from deniable.cli.localcollector import LocalCollector
 from testkit.cli import run_cli as run
 
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import click
 import pytest
-from deniable.cli.localcollector import LocalCollector
 
+from deniable.cli.localcollector import LocalCollector
 from testkit.cli import run_cli as run
 from testkit.cli import simulated_truths
 from testkit.metrics import quantile_holds

@@ -14,11 +14,11 @@ from pathlib import Path
 import click
 import polars as pl
 import pytest
+from scipy.stats import norm
+
 from deniable.cli.main import cli
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.estimators import SPEC_METADATA_KEY, estimate_reports, frame_of
-from scipy.stats import norm
-
 from testkit import free_port
 from testkit.cli import run_cli as run
 

@@ -7,6 +7,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
+
 from deniable.cli.main import cli
 from deniable.estimators.advisor import plan_document
 

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import click.testing
 import pytest
 from click.testing import CliRunner
+
 from deniable.cli.main import cli
 from deniable.client import WARNING_LEVEL_30_DAYS, MetricSpec, privacy_account
-
 from testkit import (
     ADMIN_TOKEN,
     VIEWER_TOKEN,

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from sqlalchemy import create_engine, text
+
 from deniable.client import MetricSpec
 from deniable.collector import migrate
 from deniable.collector.storage import count_reports, open_database
@@ -33,8 +35,6 @@ from deniable.estimators.archivefiles import (
     open_archive,
     open_for_writing,
 )
-from sqlalchemy import create_engine, text
-
 from testkit import DatabaseFactory
 from testkit.cli import run_cli
 

@@ -16,9 +16,9 @@ from contextlib import contextmanager
 
 import httpx
 import pytest
+
 from deniable.client.spec import MetricSpec
 from deniable.estimators.documents import CLIPPED_MARKS
-
 from testkit import (
     ADMIN_TOKEN,
     VIEWER_TOKEN,

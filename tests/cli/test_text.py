@@ -9,9 +9,9 @@ import json
 from pathlib import Path
 
 import httpx
+
 from deniable.client import MetricSpec
 from deniable.estimators.heavyhitters import floor
-
 from testkit import ADMIN_TOKEN, RunningCollector, register, unique_name
 from testkit.cli import run_cli
 

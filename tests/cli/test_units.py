@@ -12,8 +12,8 @@ import click.testing
 import httpx
 import pytest
 from click.testing import CliRunner
-from deniable.cli.main import cli
 
+from deniable.cli.main import cli
 from testkit import (
     ADMIN_TOKEN,
     VIEWER_TOKEN,

@@ -15,10 +15,10 @@ import click
 import httpx
 import polars as pl
 import pytest
-from deniable.cli.localcollector import LocalCollector
-from deniable.client import MetricSpec
 from scipy.stats import norm
 
+from deniable.cli.localcollector import LocalCollector
+from deniable.client import MetricSpec
 from testkit.cli import run_cli as run
 from testkit.cli import simulated_truths
 

@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 
 import pytest
+
 from deniable.client import (
     SDK_DEFAULTS,
     AsyncClient,
@@ -27,7 +28,6 @@ from deniable.client import (
 from deniable.client.ledger import Ledger, ReportCost, lifetime_reports, report_cost
 from deniable.client.mechanisms import two_layers
 from deniable.client.spec import period_label
-
 from testkit import free_port, loopback_url
 
 BRUTE_FORCE_YEARS = (1999, 2000, 2001, 2023, 2024, 2025, 2099, 2100, 2101)

@@ -6,7 +6,6 @@ import asyncio
 from pathlib import Path
 
 from deniable.client import AsyncClient, MetricSpec
-
 from testkit import free_port
 from testkit.stub_collector import running
 

@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+
 from deniable.client.outbox import DB_NAME
 from deniable.client.specsource import SPECS_FILE
 

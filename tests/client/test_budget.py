@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from deniable.client import Client, MetricSpec, PrivacySpent, SeededRandomness
 from deniable.client.mechanisms import two_layers
 from deniable.client.outbox import DB_NAME
-
 from testkit import free_port
 from testkit.stub_collector import StubCollector, fast_client, running
 

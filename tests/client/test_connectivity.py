@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from deniable.client import Client, MetricSpec, specsource
 from deniable.client.transport import Transport
-
 from testkit import INGEST_KEY, TEST_NOW, RunningCollector, collector_settings, register_all
 from testkit.stub_collector import eventually, fast_client
 

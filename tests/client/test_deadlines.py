@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
+
 from deniable.client import MetricSpec
 from deniable.client.transport import MAX_SPECS_BYTES
-
 from testkit.hostile_server import (
     Script,
     endless,

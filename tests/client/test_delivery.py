@@ -18,8 +18,8 @@ from typing import Any
 
 import httpx
 import pytest
-from deniable.client import Client, MetricSpec
 
+from deniable.client import Client, MetricSpec
 from testkit import free_port
 from testkit.stub_collector import (
     StubCollector,

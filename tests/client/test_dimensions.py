@@ -7,6 +7,7 @@ import math
 
 import httpx
 import pytest
+
 from deniable.client import Client
 from deniable.client.errors import SpecError
 from deniable.client.spec import (

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from deniable.client import Client, MetricSpec
 
+from deniable.client import Client, MetricSpec
 from testkit.stub_collector import StubCollector, running
 
 SPECS = [

@@ -13,9 +13,9 @@ import logging
 from pathlib import Path
 
 import pytest
+
 from deniable.client import AsyncClient, Client, InvalidInput, MetricSpec
 from deniable.client.holding import MAX_HELD
-
 from testkit import free_port
 from testkit.stub_collector import eventually, fast_client, running
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from deniable.client import MetricSpec
 from deniable.client.randomness import (
     LocalRandomness,
@@ -22,7 +23,6 @@ from deniable.client.randomness import (
     system_randomness,
     uuid4_texts,
 )
-
 from testkit.stub_collector import fast_client, running
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX only")

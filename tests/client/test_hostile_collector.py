@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 import pytest
+
 from deniable.client import AsyncClient, Client, InvalidInput, MetricSpec, specsource
 from deniable.client.specsource import DEFAULT_MAX_EPSILON, SPECS_FILE
-
 from testkit import free_port
 from testkit.hostile_server import hostile, json_answer, whole
 from testkit.stub_collector import eventually, fast_client, running

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from deniable.client.mechanisms import (
     BRR,
     KRR,
@@ -22,7 +23,6 @@ from deniable.client.mechanisms import (
     Mechanism,
     make_mechanism,
 )
-
 from testkit.transitions import Scripted, olh_exact_q, transition
 
 

@@ -28,10 +28,11 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
+
 from deniable.client.mechanisms import BRR, KRR, OLH, OLH_PRIME, OUE, Mechanism
 from deniable.client.randomness import SeededRandomness
 from deniable.estimators import support_matrix
-from scipy import stats
 
 BRR_1 = BRR(2, 1.0)
 KRR_10 = KRR(10, 1.0)

@@ -18,14 +18,14 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
+
 from deniable.client import MetricSpec
 from deniable.client.account import DeviceSettings, privacy_account
 from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import BRR, KRR, two_layers
 from deniable.estimators import PeriodCounts, estimate
 from deniable.estimators.pooling import debias
-from scipy import stats
-
 from testkit.transitions import max_log_ratio, reports_of_history
 
 TIGHT = 1e-9

@@ -25,10 +25,10 @@ from collections.abc import Hashable
 
 import numpy as np
 import pytest
+
 from deniable.client import MetricSpec
 from deniable.client.account import DeviceSettings, privacy_account
 from deniable.client.mechanisms import two_layers
-
 from testkit.transitions import outputs_over_days
 
 TIGHT = 1e-9

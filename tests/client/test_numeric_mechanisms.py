@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from itertools import pairwise, permutations
 
 import pytest
+from scipy import stats
+
 from deniable.client.mechanisms import (
     HYBRID_THRESHOLD,
     NUMERIC_GRID,
@@ -26,7 +28,6 @@ from deniable.client.mechanisms import (
     make_numeric_mechanism,
 )
 from deniable.client.randomness import SeededRandomness
-from scipy import stats
 
 EPSILONS = [0.001, 0.01, 0.1, 0.5, HYBRID_THRESHOLD, 0.7, 1.0, 1.29, 2.0, 4.0, 8.0, 12.0, 20.0]
 T_GRID = [-1.0, -0.999, -0.75, -0.5, -0.2, 0.0, 1e-9, 0.3, 0.5, 0.81, 1.0]

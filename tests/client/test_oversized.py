@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deniable.client import AsyncClient, Client, MetricSpec
 
+from deniable.client import AsyncClient, Client, MetricSpec
 from testkit import ADMIN_TOKEN, TEST_NOW, RunningCollector, collector_settings, register
 from testkit import INGEST_KEY as REAL_INGEST_KEY
 from testkit.stub_collector import StubCollector, fast_client, running

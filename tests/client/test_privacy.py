@@ -11,8 +11,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from deniable.client import Client, MetricSpec
 
+from deniable.client import Client, MetricSpec
 from testkit import free_port
 from testkit.stub_collector import running
 

@@ -11,12 +11,12 @@ import math
 from pathlib import Path
 
 import pytest
+
 from deniable.client import AsyncClient, InvalidInput, MetricSpec
 from deniable.client.ledger import Ledger, LedgerDelta
 from deniable.client.outbox import Outbox, QueuedReport
 from deniable.client.randomness import SeededRandomness, uuid4_texts
 from deniable.client.wire import parse_payload_text, payload_text, split_reports
-
 from testkit import free_port
 from testkit.stub_collector import fast_client, running
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from deniable.client import InvalidInput, MetricSpec, SeededRandomness
 from deniable.client.errors import SpecError
 from deniable.client.ledger import Ledger
 from deniable.client.mechanisms import TEXT_MAX_LENGTH, PrefixSketch
 from deniable.estimators.support import text_support
-
 from testkit import free_port, loopback_url
 from testkit.stub_collector import fast_client, running
 

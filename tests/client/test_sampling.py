@@ -11,12 +11,12 @@ from typing import Any
 
 import httpx
 import pytest
+
 from deniable.client import KRR, MetricSpec, SeededRandomness
 from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import Payload
 from deniable.client.randomness import Randomness
 from deniable.client.sampling import randomized_reports
-
 from testkit import TEST_NOW, register, unique_name
 from testkit.stub_collector import fast_client, running
 

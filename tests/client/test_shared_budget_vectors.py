@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from deniable.client import MetricSpec
 from deniable.client.specsource import SPECS_FILE
-
 from testkit import free_port
 from testkit.stub_collector import fast_client
 from tests.vectors.generate import PATH

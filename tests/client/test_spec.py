@@ -7,6 +7,7 @@ import hashlib
 import json
 
 import pytest
+
 from deniable.client import MetricSpec
 from deniable.client.spec import (
     canonical_json,

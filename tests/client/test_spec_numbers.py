@@ -10,6 +10,7 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
+
 from deniable.client import InvalidInput, MetricSpec, SpecError
 from deniable.client.mechanisms import HYBRID_THRESHOLD, Duchi, Hybrid, Piecewise
 

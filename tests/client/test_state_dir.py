@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deniable.client import AsyncClient, Client, MetricSpec, StateDirInUseError
 
+from deniable.client import AsyncClient, Client, MetricSpec, StateDirInUseError
 from testkit import free_port
 from testkit.stub_collector import fast_client
 

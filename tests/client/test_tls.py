@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from deniable.client import MetricSpec, transport
 
+from deniable.client import MetricSpec, transport
 from testkit.stub_collector import fast_client, running
 
 SPECS = [MetricSpec.boolean("dark_mode", epsilon=1.0)]

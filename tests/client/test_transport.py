@@ -13,6 +13,8 @@ from typing import Any
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
 from deniable.client import MetricSpec
 from deniable.client.transport import (
     MAX_RETRY_AFTER,
@@ -21,8 +23,6 @@ from deniable.client.transport import (
     _bad_indices,
     parse_retry_after,
 )
-from prometheus_client.parser import text_string_to_metric_families
-
 from testkit import RunningCollector, register, unique_name
 from testkit.stub_collector import problem_answer, proxy_answer
 

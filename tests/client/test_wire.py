@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from deniable.client.mechanisms import Payload, make_mechanism
 from deniable.client.randomness import SeededRandomness, uuid4_texts
 from deniable.client.wire import (

@@ -14,8 +14,8 @@ from typing import Any
 
 import httpx
 import pytest
-from deniable.client import MetricSpec
 
+from deniable.client import MetricSpec
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
@@ -630,8 +630,9 @@ def test_no_header_or_address_reaches_the_database_or_logs(
         assert client.post("/v1/reports", content=b"{").status_code == 400
     assert sentinel not in caplog.text
     assert "203.0.113.9" not in caplog.text
-    from deniable.collector.storage.engine import normalize_url
     from sqlalchemy import create_engine, inspect, text
+
+    from deniable.collector.storage.engine import normalize_url
 
     engine = create_engine(normalize_url(collector.settings.database_url))
     try:

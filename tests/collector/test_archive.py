@@ -6,8 +6,8 @@ On SQLite and on PostgreSQL, through the real HTTP API.
 from __future__ import annotations
 
 import httpx
-from deniable.client import MetricSpec
 
+from deniable.client import MetricSpec
 from testkit import RunningCollector, make_reports, register, unique_name
 
 TODAY = "2026-11-21"

@@ -21,15 +21,15 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 import schemathesis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.errors import Unsatisfiable
+
 from deniable.client import MetricSpec
 from deniable.client.account import MAX_LIFETIME_EPSILON, DeviceSettings
 from deniable.client.errors import InvalidInput
 from deniable.client.ledger import lifetime_reports, within_lifetime
 from deniable.collector.numbers import NumberRule
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-from hypothesis.errors import Unsatisfiable
-
 from testkit import (
     CollectorProcess,
     DatabaseFactory,

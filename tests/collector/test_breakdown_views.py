@@ -19,8 +19,8 @@ from typing import Any
 
 import httpx
 import pytest
-from deniable.client import MetricSpec
 
+from deniable.client import MetricSpec
 from testkit import (
     ADMIN_TOKEN,
     TEST_NOW,

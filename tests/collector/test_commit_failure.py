@@ -17,12 +17,12 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from sqlalchemy import create_engine, event, func, select, text
+
 from deniable.client import MetricSpec
 from deniable.collector.storage import read_sums
 from deniable.collector.storage.engine import normalize_url
 from deniable.collector.storage.tables import period_counts, reports, support_counts
-from sqlalchemy import create_engine, event, func, select, text
-
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

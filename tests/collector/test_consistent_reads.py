@@ -12,8 +12,8 @@ from __future__ import annotations
 import threading
 
 import httpx
-from deniable.client import MetricSpec
 
+from deniable.client import MetricSpec
 from testkit import RunningCollector, make_reports, register, unique_name
 
 

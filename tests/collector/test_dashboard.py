@@ -21,12 +21,12 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
+from pydantic import ValidationError
+
 from deniable.client import MetricSpec
 from deniable.collector.auth import VIEWER_REFUSED
 from deniable.collector.dashboard import CONTENT_SECURITY_POLICY, session
 from deniable.estimators.advisor import plan_document
-from pydantic import ValidationError
-
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

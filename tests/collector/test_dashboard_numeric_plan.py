@@ -13,9 +13,9 @@ from html import escape
 
 import httpx
 import pytest
+
 from deniable.collector.dashboard import CONTENT_SECURITY_POLICY
 from deniable.collector.dashboard.charts import share_text, value_text
-
 from testkit import DatabaseFactory, RunningCollector, collector_settings
 from testkit.cli import run_cli
 

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import polars as pl
+from sqlalchemy import create_engine, text
+
 from deniable.client import MetricSpec
 from deniable.collector import migrate
 from deniable.collector.storage import open_database
@@ -19,8 +21,6 @@ from deniable.collector.storage.engine import normalize_url
 from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_batches
 from deniable.collector.storage.queries import read_cells, read_counts, register_spec
 from deniable.estimators import support_matrix
-from sqlalchemy import create_engine, text
-
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

@@ -10,6 +10,7 @@ import html
 from collections.abc import Iterator
 
 import pytest
+
 from deniable.client import MetricSpec
 from deniable.client.errors import SpecError
 from deniable.client.spec import MAX_DIMENSION_CELLS, MAX_DIMENSION_VALUES, registered_specs
@@ -17,7 +18,6 @@ from deniable.client.specsource import verified_specs
 from deniable.collector import migrate
 from deniable.collector.storage import open_database
 from deniable.collector.storage.queries import register_spec
-
 from testkit import (
     ADMIN_TOKEN,
     VIEWER_TOKEN,

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from sqlalchemy import create_engine, select
+
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.collector.storage.engine import normalize_url
 from deniable.collector.storage.tables import period_counts, reports, support_counts
-from sqlalchemy import create_engine, select
-
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

@@ -16,9 +16,9 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from deniable.client import MetricSpec
 from prometheus_client.parser import text_string_to_metric_families
 
+from deniable.client import MetricSpec
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

@@ -7,8 +7,8 @@ from typing import Any
 
 import httpx
 import pytest
-from deniable.client import MetricSpec
 
+from deniable.client import MetricSpec
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

@@ -14,13 +14,13 @@ from pathlib import Path
 import httpx
 import pytest
 from click.testing import CliRunner
+from pydantic import ValidationError
+
 from deniable.cli.main import cli
 from deniable.client import MetricSpec
 from deniable.client.mechanisms import MAX_CATEGORIES, MAX_KRR_CATEGORIES
 from deniable.collector import Settings
 from deniable.collector.settings import MIN_TOKEN_LENGTH, settings_problem, token_problem
-from pydantic import ValidationError
-
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

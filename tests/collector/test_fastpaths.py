@@ -20,6 +20,10 @@ from typing import Any
 import numpy as np
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
 from deniable.client import MetricSpec
 from deniable.client.mechanisms import make_mechanism, make_numeric_mechanism
 from deniable.collector.routes.reports import parse_batch
@@ -32,10 +36,6 @@ from deniable.collector.storage.ingest import (
     cell_rows,
 )
 from deniable.collector.validation import PeriodWindow, canonical_check, validate_reports
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from pydantic import ValidationError
-
 from testkit import FastRandomness, make_reports
 
 MECHANISMS = [make_mechanism(name, k, 1.0) for name, k in [("oue", 100), ("oue", 8), ("oue", 3)]]

@@ -14,17 +14,17 @@ from typing import Any
 import httpx
 import pytest
 import schemathesis
-from deniable.client import MetricSpec, SeededRandomness
-from deniable.client.spec import period_label
-from deniable.collector.storage.engine import normalize_url
-from deniable.collector.storage.tables import reports
-from deniable.collector.validation import PeriodWindow
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
 from schemathesis.checks import not_a_server_error
 from sqlalchemy import create_engine, select
 
+from deniable.client import MetricSpec, SeededRandomness
+from deniable.client.spec import period_label
+from deniable.collector.storage.engine import normalize_url
+from deniable.collector.storage.tables import reports
+from deniable.collector.validation import PeriodWindow
 from testkit import ADMIN_TOKEN, INGEST_KEY, TEST_NOW, RunningCollector, register, unique_name
 
 FUZZ_SETTINGS = settings(

@@ -24,9 +24,9 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+
 from deniable.client import MetricSpec
 from deniable.collector.serve import MAX_HEADER_BYTES, fit_file_limit
-
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

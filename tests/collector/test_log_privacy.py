@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from deniable.client import MetricSpec
-from deniable.collector.storage.engine import normalize_url
 from sqlalchemy import create_engine, make_url, text
 
+from deniable.client import MetricSpec
+from deniable.collector.storage.engine import normalize_url
 from testkit import (
     ADMIN_TOKEN,
     TEST_NOW,

@@ -10,14 +10,14 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import create_engine, inspect
+
 from deniable.client import MetricSpec
 from deniable.collector import migrate
 from deniable.collector.storage import open_database
 from deniable.collector.storage.engine import normalize_url
 from deniable.collector.storage.queries import load_about, load_registration, register_spec
 from deniable.estimators.documents import MetricAbout
-from sqlalchemy import create_engine, inspect
-
 from testkit import DatabaseFactory, RunningCollector, unique_name
 from tests.collector.test_migrations import _downgrade, assert_schema_is_the_tables
 

@@ -11,6 +11,8 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from sqlalchemy import Connection, create_engine, inspect, select, text
+
 from deniable.client import MetricSpec
 from deniable.collector import migrate
 from deniable.collector.storage import open_database, read_batches, read_sums
@@ -27,8 +29,6 @@ from deniable.collector.storage.queries import register_spec
 from deniable.collector.storage.shuffled import record_part
 from deniable.collector.storage.tables import metadata, reports, shuffled_batches
 from deniable.estimators.shufflingaccount import ShuffledBatch
-from sqlalchemy import Connection, create_engine, inspect, select, text
-
 from testkit import (
     INGEST_KEY,
     TEST_NOW,

@@ -18,12 +18,12 @@ import httpx
 import polars as pl
 import pytest
 from click.testing import CliRunner
+
 from deniable.cli.main import cli
 from deniable.client import MetricSpec
 from deniable.collector.storage import read_reports, read_sums
 from deniable.estimators import PeriodSums
 from deniable.estimators.reportfile import read_report_file
-
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

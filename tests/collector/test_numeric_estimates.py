@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
-from deniable.client import MetricSpec
 
+from deniable.client import MetricSpec
 from testkit import (
     RunningCollector,
     make_numeric_reports,

@@ -13,6 +13,8 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine, func, select, text
+
 from deniable.client import MetricSpec
 from deniable.collector import RefusedToServe, Settings, migrate
 from deniable.collector.serve import check_exposure, is_loopback
@@ -22,8 +24,6 @@ from deniable.collector.storage.migrator import alembic_config
 from deniable.collector.storage.partitions import include_name
 from deniable.collector.storage.retention import purge_before
 from deniable.collector.storage.tables import metadata, reports
-from sqlalchemy import create_engine, func, select, text
-
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

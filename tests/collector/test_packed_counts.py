@@ -8,14 +8,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import sqlalchemy.exc
-from deniable.client import MetricSpec
-from deniable.collector import migrate
-from deniable.collector.storage.tables import COUNT_LIMIT, counts_of_decimal, decimal_counts
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from sqlalchemy import text
 
+from deniable.client import MetricSpec
+from deniable.collector import migrate
+from deniable.collector.storage.tables import COUNT_LIMIT, counts_of_decimal, decimal_counts
 from testkit import TEST_NOW, DatabaseFactory
 from tests.collector.test_dimension_cells import PLATFORMS, _cells, _execute, _register
 from tests.collector.test_migrations import _downgrade, _rows

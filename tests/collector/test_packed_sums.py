@@ -6,6 +6,7 @@ order, on both packed tables."""
 from __future__ import annotations
 
 import numpy as np
+
 from deniable.collector import migrate
 from deniable.collector.storage import open_database
 from deniable.collector.storage.packedsums import plus_stored
@@ -15,7 +16,6 @@ from deniable.collector.storage.tables import (
     text_cell_counts,
     unpack_counts,
 )
-
 from testkit import DatabaseFactory
 
 

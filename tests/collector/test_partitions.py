@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from sqlalchemy import event, text
+
 from deniable.client import MetricSpec
 from deniable.collector import migrate
 from deniable.collector.storage import count_reports, open_database, report_pages
@@ -18,8 +20,6 @@ from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_
 from deniable.collector.storage.partitions import create_ahead, list_partitions, partition_name
 from deniable.collector.storage.queries import read_counts, register_spec
 from deniable.collector.storage.retention import purge_before
-from sqlalchemy import event, text
-
 from testkit import DatabaseFactory
 
 SPEC = MetricSpec.categorical("parts", ["a", "b", "c"], epsilon=1.0, mechanism="krr")

@@ -13,10 +13,10 @@ import datetime as dt
 import httpx
 import numpy as np
 import pytest
+
 from deniable.client import MetricSpec
 from deniable.estimators import PeriodSums
 from deniable.estimators.differences import mean_change
-
 from testkit import (
     ADMIN_TOKEN,
     RunningCollector,

@@ -13,6 +13,9 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
+from scipy import stats
+from sqlalchemy import text
+
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.client.mechanisms import (
     OUE,
@@ -25,9 +28,6 @@ from deniable.client.mechanisms import (
 from deniable.collector import migrate
 from deniable.collector.storage import open_database
 from deniable.collector.storage.queries import READ_CHUNK_ROWS, read_counts, register_spec
-from scipy import stats
-from sqlalchemy import text
-
 from testkit import TEST_NOW, DatabaseFactory, make_reports, post_reports, register, unique_name
 
 EPSILONS = (1e-3, 0.1, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 20.0)

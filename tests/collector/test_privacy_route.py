@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from deniable.client import (
     WARNING_LEVEL_30_DAYS,
     DeviceSettings,
@@ -22,7 +23,6 @@ from deniable.client import (
     privacy_account,
 )
 from deniable.estimators.privacy import privacy_document
-
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
+
 from deniable.client import MetricSpec
 from deniable.collector.dashboard import CONTENT_SECURITY_POLICY
-
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

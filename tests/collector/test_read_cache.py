@@ -15,10 +15,10 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+
 from deniable.cli.commands.retention import archive_expired
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.collector.readcache import ReadCache
-
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from deniable.collector.readgate import ReadGate, is_heavy_read, read_group, unscoped_limit
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
+from deniable.collector.readgate import ReadGate, is_heavy_read, read_group, unscoped_limit
 from testkit import ADMIN_TOKEN, RunningCollector, collector_settings
 
 
@@ -213,9 +213,9 @@ def test_memory_exhaustion_is_503_with_retry_after_never_500(
     MemoryError subclass there) answers 503 naming the reason, with Retry-After; the next read
     answers as usual."""
     import numpy as np
+
     from deniable.client import MetricSpec
     from deniable.collector.routes import estimates
-
     from testkit import register
 
     real = estimates.text_document

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from deniable.client import WARNING_LEVEL_30_DAYS, MetricSpec, privacy_account
 
+from deniable.client import WARNING_LEVEL_30_DAYS, MetricSpec, privacy_account
 from testkit import (
     ADMIN_TOKEN,
     VIEWER_TOKEN,

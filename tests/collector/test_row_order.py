@@ -22,10 +22,10 @@ import itertools
 from typing import Any
 
 import pytest
+
 from deniable.collector.storage import migrate, open_database
 from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_batches
 from deniable.collector.storage.queries import register_spec
-
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

@@ -15,14 +15,14 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
+from pydantic import ValidationError
+from sqlalchemy import text
+
 from deniable.client import MetricSpec
 from deniable.collector import Settings
 from deniable.collector.serve import settings_environment
 from deniable.collector.storage import open_database
 from deniable.collector.storage.engine import APPLICATION_NAME
-from pydantic import ValidationError
-from sqlalchemy import text
-
 from testkit import (
     LOOPBACK,
     CollectorProcess,

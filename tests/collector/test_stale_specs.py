@@ -20,6 +20,8 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import Engine, create_engine, text
+
 from deniable.client import MetricSpec
 from deniable.client.spec import canonical_json
 from deniable.collector.storage import migrate, open_database
@@ -27,8 +29,6 @@ from deniable.collector.storage.engine import normalize_url
 from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_batches
 from deniable.collector.storage.queries import register_spec
 from deniable.collector.storage.tables import metadata
-from sqlalchemy import Engine, create_engine, text
-
 from testkit import (
     ADMIN_TOKEN,
     RunningCollector,

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from deniable.collector import Listening, Settings
 from deniable.collector.startup import port_problem, public_database, summary
-
 from testkit import (
     ADMIN_TOKEN,
     LOOPBACK,

@@ -15,10 +15,6 @@ from collections import Counter
 from typing import Any
 
 import httpx
-from deniable.client import MetricSpec, SeededRandomness
-from deniable.client.spec import period_label
-from deniable.collector.storage.engine import normalize_url
-from deniable.collector.storage.tables import period_counts, reports, support_counts
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -30,6 +26,10 @@ from hypothesis.stateful import (
 )
 from sqlalchemy import create_engine, select
 
+from deniable.client import MetricSpec, SeededRandomness
+from deniable.client.spec import period_label
+from deniable.collector.storage.engine import normalize_url
+from deniable.collector.storage.tables import period_counts, reports, support_counts
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client.mmap_dict import MmapedDict, mmap_key
+from prometheus_client.parser import text_string_to_metric_families
+
 from deniable.client import MetricSpec, period_label
 from deniable.collector import Settings
 from deniable.collector.serve import RefusedToServe, clear_metrics_directory
 from deniable.collector.telemetry import MULTIPROCESS_DIRECTORY
-from prometheus_client.mmap_dict import MmapedDict, mmap_key
-from prometheus_client.parser import text_string_to_metric_families
-
 from testkit import CollectorProcess, make_reports, register, unique_name
 
 ADMIN = "telemetry-admin-token"

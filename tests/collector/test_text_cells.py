@@ -11,14 +11,14 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from sqlalchemy import text
+
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.collector import migrate
 from deniable.collector.storage import open_database
 from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_batches
 from deniable.collector.storage.queries import read_counts, read_text_cells, register_spec
 from deniable.estimators.support import text_support
-from sqlalchemy import text
-
 from testkit import (
     ADMIN_TOKEN,
     TEST_NOW,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from deniable.client import MetricSpec, SeededRandomness
 
+from deniable.client import MetricSpec, SeededRandomness
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

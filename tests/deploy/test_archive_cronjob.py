@@ -10,6 +10,7 @@ from typing import Any
 
 import kubernetes_validate
 import yaml
+
 from deniable.cli import main
 from deniable.collector.settings import Settings
 

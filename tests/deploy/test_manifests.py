@@ -21,6 +21,7 @@ import jsonschema
 import kubernetes_validate
 import pytest
 import yaml
+
 from deniable.cli import main
 from deniable.collector import DEFAULT_PORT
 from deniable.collector.settings import Settings
@@ -129,8 +130,8 @@ def test_dockerfile_copies_every_package_and_nothing_ignored() -> None:
             assert source.rstrip("/") in kept, f"COPY {source}: excluded by the .dockerignore"
             copied.add(source.rstrip("/"))
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    package_dirs = set(project["tool"]["setuptools"]["package-dir"].values())
-    assert package_dirs | {"pyproject.toml", project["project"]["readme"]} <= copied
+    package_roots = set(project["tool"]["setuptools"]["packages"]["find"]["where"])
+    assert package_roots | {"pyproject.toml", project["project"]["readme"]} <= copied
 
 
 # ---------------------------------------------------------------- compose

@@ -25,9 +25,9 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+
 from deniable.client import Client, MetricSpec, SeededRandomness, period_label
 from deniable.client.mechanisms import Payload
-
 from testkit import (
     Cluster,
     cluster,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from deniable.client import Client, MetricSpec
 
+from deniable.client import Client, MetricSpec
 from testkit import ADMIN_TOKEN, free_port, real_collector
 
 SPECS = [

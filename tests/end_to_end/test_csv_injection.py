@@ -18,8 +18,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from deniable.client import MetricSpec
 
+from deniable.client import MetricSpec
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

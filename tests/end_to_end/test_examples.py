@@ -7,8 +7,8 @@ from contextlib import closing
 from pathlib import Path
 
 import httpx
-from deniable.client import MetricSpec
 
+from deniable.client import MetricSpec
 from testkit import ADMIN_TOKEN, real_collector
 from tests.end_to_end.web_app_process import WebApp
 

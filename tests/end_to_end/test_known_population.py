@@ -12,9 +12,9 @@ import uuid
 
 import httpx
 import pytest
+
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.client.spec import period_label
-
 from testkit import RunningCollector, make_reports, register, unique_name
 
 N = 12_000

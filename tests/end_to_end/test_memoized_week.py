@@ -32,11 +32,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy import select
+
 from deniable.client import Client, MetricSpec, SeededRandomness
 from deniable.client.spec import period_label
 from deniable.collector.storage.tables import reports as reports_table
-from sqlalchemy import select
-
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

@@ -14,7 +14,6 @@ from contextlib import closing
 from pathlib import Path
 
 from deniable.client import MetricSpec
-
 from testkit import CollectorProcess, collector_settings, free_port, register_all
 from tests.end_to_end.test_examples import PAGE, reports_of
 from tests.end_to_end.web_app_process import WebApp, metrics_file

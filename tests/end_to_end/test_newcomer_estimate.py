@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+
 from deniable.cli.main import cli
 from deniable.client import MetricSpec
-
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

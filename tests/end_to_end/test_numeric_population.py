@@ -17,8 +17,8 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
-from deniable.client import Client, MetricSpec, SeededRandomness
 
+from deniable.client import Client, MetricSpec, SeededRandomness
 from testkit import (
     INGEST_KEY,
     RunningCollector,

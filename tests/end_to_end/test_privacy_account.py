@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
 from deniable.client import Client, DeviceSettings, MetricSpec, privacy_account
 from deniable.client.ledger import lifetime_reports
 from deniable.client.mechanisms import TwoLayers, two_layers
 from deniable.client.spec import period_label
-
 from testkit import Clock, free_port, loopback_url
 
 SPECS = (

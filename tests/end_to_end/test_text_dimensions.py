@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from deniable.client import Client, MetricSpec, SeededRandomness
 
+from deniable.client import Client, MetricSpec, SeededRandomness
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from deniable.client import Client, MetricSpec, SeededRandomness
 from prometheus_client.parser import text_string_to_metric_families
 
+from deniable.client import Client, MetricSpec, SeededRandomness
 from testkit import (
     INGEST_KEY,
     RunningCollector,

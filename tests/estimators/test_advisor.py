@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from deniable.client.mechanisms import OLH, OUE, make_mechanism
 from deniable.client.wire import payload_text
 from deniable.estimators import fewest_reports, report_bytes, reports_needed

@@ -5,6 +5,9 @@ import base64
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import BRR, KRR, OLH, OLH_PRIME, OUE
 from deniable.client.randomness import SeededRandomness
@@ -17,8 +20,6 @@ from deniable.estimators import (
     support_matrix,
 )
 from deniable.estimators.support import oue_bits
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 MECHANISMS = [BRR(2, 1.0), KRR(5, 1.0), OUE(10, 1.0), OUE(20, 1.0), OLH(10, 1.0)]
 

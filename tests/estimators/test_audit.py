@@ -37,6 +37,7 @@ import math
 import re
 
 import pytest
+
 from deniable.client import BRR, KRR, OLH, OUE, MetricSpec, Piecewise
 from deniable.client.randomness import Randomness
 from deniable.estimators.audit import (
@@ -289,6 +290,7 @@ def test_log_ratio_bounds_cover_the_exact_ratio_and_tighten_with_samples() -> No
 
 def test_bonferroni_counts_every_cell_once_however_many_pairs_share_it() -> None:
     import numpy as np
+
     from deniable.estimators.intervals import clopper_pearson
 
     counts = np.array([[300, 900], [200, 500], [100, 400]])

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
+
 from deniable.client.mechanisms import OLH, OLH_PRIME, OUE
 from deniable.estimators.cdfvariance import olh_within_matrix, variance_coefficients
 from deniable.estimators.intervals import z_value
 from deniable.estimators.quantiles import pooled_band, score_interval
-from scipy import stats
 
 Z_TOL = 4.89
 

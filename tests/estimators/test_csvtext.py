@@ -7,6 +7,7 @@ import csv
 import io
 
 import pytest
+
 from deniable.estimators.csvtext import FORMULA_LEADS, csv_cell, write_csv
 
 HOSTILE = ["=cmd|' /C calc'!A0", "+1+2", "-2+3", "@SUM(1+1)", "\tlead", "\rlead", "a\rb", "c\nd"]

@@ -17,6 +17,8 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
+
 from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import BRR, KRR, OUE, Duchi, Mechanism
 from deniable.estimators import PeriodCounts, PeriodSums, estimate
@@ -32,8 +34,6 @@ from deniable.estimators.differences import (
 )
 from deniable.estimators.numeric import pooled_interval
 from deniable.estimators.pooling import pool
-from scipy import stats
-
 from testkit.windows import simulate
 
 M = 20_000

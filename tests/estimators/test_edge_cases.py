@@ -8,6 +8,7 @@ import math
 import numpy as np
 import polars as pl
 import pytest
+
 from deniable.client.mechanisms import (
     BRR,
     KRR,

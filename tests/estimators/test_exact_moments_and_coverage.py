@@ -14,6 +14,8 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
+from scipy import stats
+
 from deniable.client.mechanisms import BRR, KRR, OLH, OUE, Mechanism
 from deniable.estimators import PeriodCounts, estimate
 from deniable.estimators.intervals import (
@@ -23,8 +25,6 @@ from deniable.estimators.intervals import (
     rate_interval,
 )
 from deniable.estimators.pooling import debias, std_error
-from scipy import stats
-
 from testkit.transitions import olh_exact_q, transition
 
 ALL = [BRR(2, 1.0), KRR(3, 0.5), KRR(10, 2.0), OUE(4, 1.0), OUE(20, 0.3), OLH(6, 1.5), OLH(50, 3.0)]

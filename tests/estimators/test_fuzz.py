@@ -15,6 +15,9 @@ import json
 import math
 
 import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from deniable.client import MetricSpec
 from deniable.client.errors import SpecError
 from deniable.client.mechanisms import (
@@ -37,8 +40,6 @@ from deniable.estimators import (
     estimate_quantiles,
     in_value_units,
 )
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 FUZZ = settings(
     max_examples=80,

@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 import pytest
+
+from bench.heavy_hitters import population, simulate_counts
 from deniable.client import MetricSpec
 from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import PrefixSketch
@@ -29,8 +31,6 @@ from deniable.estimators.heavyhitters import (
     score_level,
     text_document,
 )
-
-from bench.heavy_hitters import population, simulate_counts
 
 Z_SUITE = 3.89
 """Two-sided z at 1e-4 (STATS.md section 8)."""

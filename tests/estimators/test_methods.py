@@ -11,13 +11,14 @@ import math
 import numpy as np
 import polars as pl
 import pytest
+from scipy import stats
+
 from deniable.client.mechanisms import KRR, OLH, OUE, Mechanism
 from deniable.client.randomness import SeededRandomness
 from deniable.estimators import PeriodCounts, estimate, estimate_reports, support_matrix
 from deniable.estimators.consistency import composite_mle, ibu, krr_mle, norm_sub
 from deniable.estimators.intervals import intersect_simplex
 from deniable.estimators.pooling import debias
-from scipy import stats
 
 Z_CRIT = float(stats.norm.isf(1e-5 / 3))  # one-sided, 3 checks
 

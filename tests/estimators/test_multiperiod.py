@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 import pytest
+
 from deniable.client.mechanisms import BRR, KRR, OUE, Mechanism
 from deniable.estimators import PeriodCounts, estimate
 from deniable.estimators.intervals import per_category_alpha, unit_interval

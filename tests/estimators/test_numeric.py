@@ -19,6 +19,8 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
+
 from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import Duchi, make_numeric_mechanism
 from deniable.estimators import MeanEstimate, PeriodSums
@@ -28,8 +30,6 @@ from deniable.estimators.numeric import (
     in_value_units,
     pooled_interval,
 )
-from scipy import stats
-
 from testkit.numeric_draws import payloads, period_sums
 
 M = 5_000

@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 import pytest
+
 from deniable.client.mechanisms import NUMERIC_MECHANISMS, make_mechanism, make_numeric_mechanism
 from deniable.estimators import PeriodSums, estimate_mean
 from deniable.estimators.advisor import (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from deniable.client import WARNING_LEVEL_30_DAYS, DeviceSettings, MetricSpec, privacy_account
 from deniable.estimators.privacy import eps_text, privacy_document, registration_warnings, times
 

@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 import pytest
+
 from deniable.client.mechanisms import KRR, OLH, OLH_PRIME, OUE, Mechanism
 from deniable.estimators import PeriodCounts, QuantileInterval, estimate_quantiles, quantile_bounds
 from deniable.estimators.cdfvariance import variance_coefficients

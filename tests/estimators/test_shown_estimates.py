@@ -8,6 +8,7 @@ import time
 import numpy as np
 import polars as pl
 import pytest
+
 from deniable.client.mechanisms import OLH, OUE, Mechanism
 from deniable.estimators import PeriodCounts, estimate, estimate_reports
 from deniable.estimators.intervals import unit_interval

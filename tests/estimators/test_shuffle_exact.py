@@ -17,6 +17,8 @@ import itertools
 
 import numpy as np
 import pytest
+from scipy.signal import convolve
+
 from deniable.client.mechanisms import (
     BRR,
     KRR,
@@ -28,8 +30,6 @@ from deniable.client.mechanisms import (
     PrefixSketch,
 )
 from deniable.estimators.shuffling import central_guarantee
-from scipy.signal import convolve
-
 from testkit import shuffle_exact as exact
 
 DELTA = 1e-6

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from deniable.client.mechanisms import make_mechanism
 from deniable.estimators.advisor import (
     largest_local_epsilon,

@@ -7,6 +7,9 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import (
     BRR,
@@ -29,9 +32,6 @@ from deniable.estimators.shuffling import (
     lower_bound_epsilon,
     strong_clone_epsilon,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from testkit.shuffle_reference import KRR_REFERENCE, REFERENCE
 
 

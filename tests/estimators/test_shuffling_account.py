@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 import pytest
+
 from deniable.client import MetricSpec
 from deniable.client.errors import InvalidInput
 from deniable.estimators.privacy import privacy_document

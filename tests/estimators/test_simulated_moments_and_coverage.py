@@ -24,11 +24,12 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
+
 from deniable.client.mechanisms import BRR, KRR, OLH, OUE, Mechanism
 from deniable.estimators import PeriodCounts, estimate
 from deniable.estimators.intervals import per_category_alpha, unit_interval
 from deniable.estimators.pooling import debias, pool
-from scipy import stats
 
 CHECKS = 100
 ALPHA_I = 5e-5 / CHECKS

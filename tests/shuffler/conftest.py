@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from deniable.collector.sealingkeys import generate
 
+from deniable.collector.sealingkeys import generate
 from testkit import VIEWER_TOKEN, DatabaseFactory, RunningCollector, collector_settings
 from testkit.shuffler_files import memory_directory
 from testkit.shuffler_process import SHUFFLER_TOKEN

@@ -14,10 +14,10 @@ from typing import Any
 
 import httpx
 import pytest
+
 from deniable.shuffler import ShufflerSettings
 from deniable.shuffler.service import Releaser
 from deniable.shuffler.store import WAL_LIMIT, BatchKey, Incoming, Limits, Store
-
 from testkit.clock import Clock
 from testkit.key_server import KeyServer
 from testkit.shuffler_files import store_files

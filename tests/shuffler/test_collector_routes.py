@@ -21,6 +21,8 @@ import pytest
 from click.testing import CliRunner
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+from sqlalchemy import text
+
 from deniable.cli.main import cli
 from deniable.client import MetricSpec
 from deniable.client.sealing import envelope, public_key_of
@@ -30,8 +32,6 @@ from deniable.collector.storage import open_database, read_batches
 from deniable.collector.storage.tables import id_text
 from deniable.estimators.shuffling import central_guarantee
 from deniable.estimators.shufflingaccount import DEFAULT_DELTA, ShuffledBatch
-from sqlalchemy import text
-
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

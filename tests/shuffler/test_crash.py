@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from deniable.client import MetricSpec
 
+from deniable.client import MetricSpec
 from testkit import DatabaseFactory, unique_name
 from testkit.shuffle_run import run_devices
 from testkit.shuffler_process import Pipeline

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
+
 from deniable.cli.main import cli
 from deniable.client import Client, MetricSpec
 from deniable.client.wire import report_text
 from deniable.estimators.shuffling import central_guarantee
 from deniable.estimators.shufflingaccount import DEFAULT_DELTA
-
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

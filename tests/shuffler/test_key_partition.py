@@ -15,9 +15,9 @@ from collections import defaultdict
 from pathlib import Path
 
 import httpx
+
 from deniable.client import Client, MetricSpec
 from deniable.client.sealing import envelope_id
-
 from testkit.key_server import KeyServer
 from testkit.shuffler_process import SHUFFLER_UPLOAD_KEY, ShufflerProcess
 from testkit.stub_collector import eventually

@@ -8,7 +8,6 @@ import stat
 from pathlib import Path
 
 from deniable.client.sealing import public_key_of
-
 from testkit.cli import run_cli
 
 

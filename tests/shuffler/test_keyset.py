@@ -8,6 +8,7 @@ import json
 import secrets
 
 import pytest
+
 from deniable.client.sealing import key_id
 from deniable.shuffler.keyset import KeySet, KeysUnavailable, served_document
 

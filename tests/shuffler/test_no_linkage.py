@@ -7,12 +7,12 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from sqlalchemy import create_engine, select
+
 from deniable.client import MetricSpec
 from deniable.client.outbox import Outbox
 from deniable.client.shuffling import device_pseudonym
 from deniable.collector.storage.tables import metadata
-from sqlalchemy import create_engine, select
-
 from testkit import unique_name
 from testkit.shuffle_run import run_devices
 from testkit.shuffler_process import Pipeline

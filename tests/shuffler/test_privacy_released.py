@@ -10,11 +10,11 @@ from pathlib import Path
 
 import httpx
 from click.testing import CliRunner
+
 from deniable.cli.main import cli
 from deniable.client import MetricSpec
 from deniable.collector.storage import open_database, read_batches
 from deniable.estimators.shuffling import central_guarantee
-
 from testkit import ADMIN_TOKEN, unique_name
 from testkit.shuffle_run import run_devices
 from testkit.shuffler_process import Pipeline

@@ -11,7 +11,6 @@ import random
 from pathlib import Path
 
 from deniable.shuffler.store import Store
-
 from testkit.shuffler_files import (
     DEVICES,
     KEYS,

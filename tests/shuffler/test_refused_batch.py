@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from deniable.client import MetricSpec
 from deniable.client.sealing import envelope, public_key_of
 from deniable.client.wire import report_text
@@ -22,7 +23,6 @@ from deniable.collector.sealingkeys import generate
 from deniable.shuffler import ShufflerSettings
 from deniable.shuffler.service import Releaser
 from deniable.shuffler.store import BatchKey, Incoming, Limits, Store
-
 from testkit import ADMIN_TOKEN, RunningCollector, collector_settings, unique_name
 from testkit.clock import Clock
 from testkit.metrics import register

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
 from deniable.client import Client, MetricSpec
 from deniable.client.sealing import Header, decode_sealed, key_id, open_sealed, padded_size
 

@@ -9,6 +9,7 @@ import uuid
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
+
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.client.sealing import (
     Header,

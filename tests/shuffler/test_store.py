@@ -12,8 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from deniable.shuffler.store import BatchKey, Incoming, Store
 from scipy import stats
+
+from deniable.shuffler.store import BatchKey, Incoming, Store
 
 KEY = BatchKey("browser", "krr", 1.0, "0123456789abcdef", "fedcba9876543210")
 

@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 from deniable.client import MetricSpec
-
 from testkit.key_server import KeyServer
 from testkit.shuffler_process import SHUFFLER_UPLOAD_KEY, ShufflerProcess
 from testkit.stub_collector import eventually

@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 from deniable.client import MetricSpec
-
 from testkit.configuration import ADMIN_TOKEN, INGEST_KEY
 from testkit.shuffler_process import SHUFFLER_UPLOAD_KEY, Pipeline
 

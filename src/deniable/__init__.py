@@ -1,0 +1,1 @@
+"""deniable: local-differential-privacy telemetry (client SDK, estimators, collector, shuffler, CLI)."""

@@ -1,0 +1,516 @@
+"""``deniable plan``: how many reports a margin of error costs, per mechanism, before collecting any.
+
+The estimators' advisor computes it (the dashboard's Plan page shows the same document); it
+needs no collector. Every figure is the half-width of the interval the estimates themselves
+compute, in the worst case over the true shares (or, for a mean, over the populations of
+values), for all categories at once unless ``--per-category``. The row marked is the
+mechanism that needs the fewest reports for the margin asked, so no other row of the table
+beats it; when ``auto`` would resolve to another mechanism, the plan says so.
+
+With ``--numeric --lower L --upper U`` it plans a numeric metric's mean instead: the margin is
+in the metric's units, for duchi, pm and hybrid.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from deniable.client.errors import InvalidInput
+from deniable.estimators.shufflingaccount import DEFAULT_DELTA, MAX_BATCH, MAX_DELTA, MIN_DELTA
+
+from ..options import _checked_epsilon, confidence_option, format_option, intervals_option
+from ..render import console, percentage_points, print_json, print_notes, write_csv
+
+DEFAULT_BATCH = 100_000
+"""``--batch``'s default: a shuffler's batch of 100,000 devices (§12's reference size)."""
+
+
+def _optional_epsilon(ctx: click.Context, param: click.Parameter, value: float | None):
+    """--epsilon checked like everywhere else, but optional: --shuffled takes
+    --central-epsilon instead."""
+    return None if value is None else _checked_epsilon(ctx, param, value)
+
+
+def _render_numeric(plan_doc: dict[str, Any]) -> None:
+    """Print a numeric plan as a table, the mechanism needing the fewest reports marked, and
+    a note when ``auto`` would resolve to another one."""
+    from rich.table import Table
+    from rich.text import Text
+
+    inverse = "reports" in plan_doc
+    level = f"{plan_doc['confidence'] * 100:g}%"
+    span = f"mean on [{plan_doc['lower']:g}, {plan_doc['upper']:g}] ε={plan_doc['epsilon']:g}"
+    if inverse:
+        title = f"{span}: margin with {plan_doc['reports']:,} reports"
+    else:
+        title = f"{span}: reports needed for ±{plan_doc['margin']:g}"
+    table = Table()
+    table.add_column("mechanism")
+    table.add_column("variance per report", justify="right")
+    table.add_column("margin" if inverse else "reports needed", justify="right")
+    table.add_column("")
+    for row in plan_doc["mechanisms"]:
+        pick = "← fewest reports" + (
+            " (auto's pick)" if row["mechanism"] == plan_doc["auto"] else ""
+        )
+        if inverse:
+            value = f"±{row['margin']:,.4g}"
+        elif row["reports_needed"] is None:
+            value = f"more than {_max_reports():.0e}"
+        else:
+            value = f"{row['reports_needed']:,}"
+        table.add_row(
+            row["mechanism"],
+            f"{row['worst_population_variance']:.4g}",
+            value,
+            pick if row["mechanism"] == plan_doc["advised"] else "",
+        )
+    notes = [
+        "variance per report: the noise one report carries on the [-1, 1] axis, for the worst"
+        " population; the margin is in the metric's units."
+    ]
+    if plan_doc["auto"] != plan_doc["advised"]:
+        notes.append(
+            f"note: --mechanism auto resolves to {plan_doc['auto']} (the least noise per report,"
+            " best when the values are not split between the ends); for this worst-case margin"
+            f" {plan_doc['advised']} needs fewer reports: register with --mechanism"
+            f" {plan_doc['advised']} to get it"
+        )
+    out = console()
+    out.print(Text(title, style="bold"))
+    out.print(
+        Text(f"{level} interval, worst case: half the values at each end of the range", style="dim")
+    )
+    out.print(table)
+    print_notes(out, notes)
+
+
+def _render(plan_doc: dict[str, Any]) -> None:
+    """Print the plan as a table, the mechanism needing the fewest reports marked, and a note
+    when ``auto`` would resolve to another one."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from deniable.estimators.advisor import V_STAR_MEANING
+
+    inverse = "reports" in plan_doc
+    kind = "all categories at once" if plan_doc["simultaneous"] else "each category"
+    level = f"{plan_doc['confidence'] * 100:g}%"
+    what = f"k={plan_doc['categories']} ε={plan_doc['epsilon']:g}"
+    if inverse:
+        title = f"{what}: margin of error with {plan_doc['reports']:,} reports"
+    else:
+        title = f"{what}: reports needed for {percentage_points(plan_doc['margin'], 'g')}"
+    table = Table()
+    table.add_column("mechanism")
+    table.add_column("V* per report", justify="right")
+    table.add_column("margin (points)" if inverse else "reports needed", justify="right")
+    table.add_column("bytes", justify="right")
+    table.add_column("")
+    for row in plan_doc["mechanisms"]:
+        pick = "← fewest reports" if row["mechanism"] == plan_doc["advised"] else ""
+        if not row["supported"]:
+            table.add_row(row["mechanism"], "—", "—", "—", row["reason"])
+            continue
+        if inverse:
+            value = f"±{row['margin'] * 100:.2f}"
+        elif row["reports_needed"] is None:
+            value = f"more than {_max_reports():.0e}"
+        else:
+            value = f"{row['reports_needed']:,}"
+        table.add_row(
+            row["mechanism"], f"{row['v_star']:.4g}", value, f"{row['report_bytes']}", pick
+        )
+    notes = [V_STAR_MEANING, "bytes: the largest report a mechanism puts on the wire."]
+    if inverse:
+        notes.append("A margin is a difference of shares, in percentage points.")
+    if plan_doc["auto"] != plan_doc["advised"]:
+        notes.append(
+            f"note: --mechanism auto resolves to {plan_doc['auto']} (least variance for shares"
+            f" near 0); for this worst-case margin {plan_doc['advised']} needs fewer reports:"
+            f" register with --mechanism {plan_doc['advised']} to get it"
+        )
+    out = console()
+    out.print(Text(title, style="bold"))
+    out.print(Text(f"{level} intervals, {kind}, worst case over the true shares", style="dim"))
+    out.print(table)
+    print_notes(out, notes)
+
+
+def _max_reports() -> int:
+    """The planner's largest answer (the estimators' MAX_REPORTS)."""
+    from deniable.estimators import MAX_REPORTS
+
+    return MAX_REPORTS
+
+
+def _check_reports(reports: int | None) -> None:
+    """Refuse more reports than the planner answers for."""
+    if reports is not None and reports > _max_reports():
+        raise click.BadParameter(f"at most {_max_reports():.0e} reports", param_hint="'--reports'")
+
+
+@click.command(short_help="Reports needed for a margin of error, per mechanism.")
+@click.option(
+    "--categories",
+    "k",
+    type=click.IntRange(min=2),
+    metavar="K",
+    help="Number of categories (2 for a boolean).",
+)
+@click.option(
+    "--numeric", is_flag=True, help="Plan a numeric metric's mean (with --lower and --upper)."
+)
+@click.option(
+    "--text", is_flag=True, help="Plan a text metric's detection floor (with --max-length)."
+)
+@click.option(
+    "--max-length",
+    type=click.IntRange(1, 64),
+    metavar="L",
+    help="With --text: the longest string kept, in UTF-8 bytes (1..64).",
+)
+@click.option(
+    "--floor",
+    "target",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    metavar="SHARE",
+    help="With --text: the reports needed for this floor (0.01 = strings held by 1%).",
+)
+@click.option("--lower", type=float, help="With --numeric: the metric's lowest value.")
+@click.option("--upper", type=float, help="With --numeric: the metric's highest value.")
+@click.option(
+    "--epsilon",
+    type=float,
+    callback=_optional_epsilon,
+    help="Privacy parameter ε per report (0.001 to 20); required unless --shuffled.",
+)
+@click.option(
+    "--shuffled",
+    is_flag=True,
+    help="Plan through a shuffler: the margin at a central ε (--central-epsilon) beside the"
+    " margin without one.",
+)
+@click.option(
+    "--central-epsilon",
+    type=float,
+    callback=_optional_epsilon,
+    metavar="E",
+    help="With --shuffled: the central ε wanted against an analyst.",
+)
+@click.option(
+    "--batch",
+    type=click.IntRange(2, MAX_BATCH),
+    metavar="N",
+    help=f"With --shuffled: the shuffler's batch, in devices (default {DEFAULT_BATCH:,}).",
+)
+@click.option(
+    "--delta",
+    type=click.FloatRange(MIN_DELTA, MAX_DELTA),
+    metavar="D",
+    help=f"With --shuffled: the central guarantee's δ (default {DEFAULT_DELTA:g}).",
+)
+@click.option(
+    "--margin",
+    type=click.FloatRange(0, min_open=True),
+    help="Wanted half-width of the interval: a share for categories (0.01 = ±1 point), the"
+    " metric's units for --numeric (50 = ±50).",
+)
+@click.option(
+    "--reports",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Instead of --margin: the margin N reports give.",
+)
+@confidence_option
+@intervals_option
+@format_option()
+def plan(
+    fmt: str,
+    numeric: bool,
+    text: bool,
+    max_length: int | None,
+    target: float | None,
+    lower: float | None,
+    upper: float | None,
+    shuffled: bool,
+    central_epsilon: float | None,
+    batch: int | None,
+    delta: float | None,
+    **request: Any,
+) -> None:
+    """Reports needed for a margin of error, per mechanism, and which one needs the fewest.
+
+    A margin is the half-width of the interval the estimates compute (for all categories at
+    once, as they show them, unless --per-category), in the worst case over the true shares,
+    with the reports of one period (or of a range pooled as independent); the mark goes to
+    the mechanism that needs the fewest reports for it. Bytes per report is the largest
+    payload on the wire: OUE's grows as k/8, a reason to take OLH at large k even where OUE
+    needs a few reports fewer. With --numeric, the margin of a numeric metric's mean, in its
+    units, worst case over the populations (half the values at each end of the range), for
+    duchi, pm and hybrid.
+
+    \b
+    Examples:
+      deniable plan --categories 4 --epsilon 1 --margin 0.01
+      deniable plan --categories 20 --epsilon 2 --reports 50000 --per-category
+      deniable plan --numeric --lower 0 --upper 5000 --epsilon 1 --margin 50
+      deniable plan --text --max-length 16 --epsilon 4 --floor 0.01
+
+    With --text, the detection floor T95 of a text metric's discovery at several batch sizes:
+    a string held by at least that share of a period's devices is found with probability
+    0.95, and with probability 0.95 nothing absent is returned (--floor SHARE: the reports
+    needed for it; --reports N: the floor at N).
+
+    With --shuffled --central-epsilon E, the margin through a shuffler releasing batches of
+    --batch devices: each mechanism's largest local ε whose central ε against an analyst is
+    at most E, and the margin it gives (at --reports, default one batch), beside the margin
+    at ε = E without a shuffler. Against the shuffler itself only the local ε holds.
+
+    \b
+      deniable plan --shuffled --categories 10 --central-epsilon 0.2 --batch 100000
+    """
+    shuffle_options = (central_epsilon, batch, delta)
+    if shuffled:
+        _shuffled_plan(fmt, central_epsilon, batch, delta, request)
+        return
+    if any(option is not None for option in shuffle_options):
+        raise click.UsageError("--central-epsilon, --batch and --delta go with --shuffled")
+    if request["epsilon"] is None:
+        raise click.UsageError("give --epsilon (or --shuffled --central-epsilon E)")
+    if text:
+        _text_plan(fmt, max_length, target, request)
+        return
+    if max_length is not None or target is not None:
+        raise click.UsageError("--max-length and --floor go with --text")
+    margin, reports = request["margin"], request["reports"]
+    if (margin is None) == (reports is None):
+        raise click.UsageError("give exactly one of --margin or --reports")
+    _check_reports(reports)
+    if numeric:
+        _numeric_plan(fmt, lower, upper, request)
+        return
+    if request["k"] is None:
+        raise click.UsageError("give --categories K, or --numeric --lower L --upper U")
+    if lower is not None or upper is not None:
+        raise click.UsageError("--lower and --upper go with --numeric")
+    if margin is not None and margin >= 1:
+        raise click.BadParameter(
+            "a share's margin is below 1 (0.01 = ±1 point)", param_hint="'--margin'"
+        )
+    from deniable.estimators.advisor import plan_document
+
+    document = plan_document(**request)
+    if margin is not None and all(r.get("reports_needed") is None for r in document["mechanisms"]):
+        raise InvalidInput(
+            f"a margin of ±{margin:g} at ε={request['epsilon']:g} needs more than"
+            f" {_max_reports():.0e} reports with every mechanism: ask for a wider margin"
+        )
+    if fmt == "json":
+        print_json(document)
+    elif fmt == "csv":
+        key = "margin" if reports is not None else "reports_needed"
+        write_csv(
+            ("mechanism", "v_star", key, "report_bytes", "advised"),
+            (
+                (
+                    r["mechanism"],
+                    r.get("v_star"),
+                    r.get(key),
+                    r.get("report_bytes"),
+                    r["mechanism"] == document["advised"],
+                )
+                for r in document["mechanisms"]
+            ),
+        )
+    else:
+        _render(document)
+
+
+def _text_plan(
+    fmt: str, max_length: int | None, target: float | None, request: dict[str, Any]
+) -> None:
+    """``plan --text``: the discovery floor at several batch sizes, printed as ``fmt``."""
+    if max_length is None:
+        raise click.UsageError("--text needs --max-length L (UTF-8 bytes, 1..64)")
+    if request["k"] is not None or request["margin"] is not None:
+        raise click.UsageError("--text takes no --categories or --margin (use --floor SHARE)")
+    from deniable.client.mechanisms import PrefixSketch
+    from deniable.estimators.heavyhitters import floor_plan
+
+    document = floor_plan(
+        PrefixSketch(max_length, request["epsilon"]), target=target, reports=request["reports"]
+    )
+    if fmt == "json":
+        print_json(document)
+        return
+    rows = document["floors"]
+    if fmt == "csv":
+        write_csv(("reports", "t95", "tau"), ((r["reports"], r["t95"], r["tau"]) for r in rows))
+        return
+    from rich.table import Table
+
+    table = Table(
+        title=f"text, {max_length}-byte strings, ε={request['epsilon']:g}: discovery floor per"
+        " period",
+        title_justify="left",
+    )
+    table.add_column("reports per period", justify="right")
+    table.add_column("floor T95", justify="right")
+    table.add_column("cut τ", justify="right")
+    for row in rows:
+        t95 = "none: above 100%" if row["t95"] >= 1 else f"{row['t95']:.2%}"
+        table.add_row(f"{row['reports']:,}", t95, f"{row['tau']:.2%}")
+    table.caption = (
+        "a string held by at least T95 of a period's devices is found with probability 0.95;"
+        " with probability 0.95 nothing absent from the batch is returned"
+    )
+    out = console()
+    out.print(table)
+    if target is not None:
+        needed = document["reports_needed"]
+        out.print(
+            f"a floor of {target:.2%} needs {needed:,} reports per period"
+            if needed
+            else f"a floor of {target:.2%} needs more than 1e12 reports per period"
+        )
+
+
+def _numeric_plan(
+    fmt: str, lower: float | None, upper: float | None, request: dict[str, Any]
+) -> None:
+    """``plan --numeric``: the mean's plan printed as ``fmt``."""
+    if lower is None or upper is None:
+        raise click.UsageError("--numeric needs --lower and --upper")
+    given = click.get_current_context().get_parameter_source("simultaneous")
+    if request["k"] is not None or given is click.core.ParameterSource.COMMANDLINE:
+        raise click.UsageError(
+            "--numeric takes no --categories, --simultaneous or --per-category (one mean)"
+        )
+    from deniable.estimators.advisor import numeric_plan_document
+
+    margin = request["margin"]
+    document = numeric_plan_document(
+        lower,
+        upper,
+        request["epsilon"],
+        margin=margin,
+        reports=request["reports"],
+        confidence=request["confidence"],
+    )
+    if margin is not None and all(r.get("reports_needed") is None for r in document["mechanisms"]):
+        raise InvalidInput(
+            f"a margin of ±{margin:g} on [{lower:g}, {upper:g}] at ε={request['epsilon']:g}"
+            f" needs more than {_max_reports():.0e} reports with every mechanism: ask for a"
+            " wider margin"
+        )
+    if fmt == "json":
+        print_json(document)
+    elif fmt == "csv":
+        key = "margin" if margin is None else "reports_needed"
+        write_csv(
+            ("mechanism", "worst_population_variance", key, "advised", "auto"),
+            (
+                (
+                    r["mechanism"],
+                    r["worst_population_variance"],
+                    r.get(key),
+                    r["mechanism"] == document["advised"],
+                    r["mechanism"] == document["auto"],
+                )
+                for r in document["mechanisms"]
+            ),
+        )
+    else:
+        _render_numeric(document)
+
+
+def _shuffled_plan(
+    fmt: str,
+    central_epsilon: float | None,
+    batch: int | None,
+    delta: float | None,
+    request: dict[str, Any],
+) -> None:
+    """``plan --shuffled``: the margin at a central eps through a shuffler, beside the margin
+    at that eps without one, printed as ``fmt``."""
+    if central_epsilon is None:
+        raise click.UsageError("--shuffled needs --central-epsilon E")
+    if request["k"] is None:
+        raise click.UsageError("--shuffled needs --categories K")
+    if request["epsilon"] is not None or request["margin"] is not None:
+        raise click.UsageError(
+            "--shuffled takes --central-epsilon (not --epsilon) and plans the margin (not"
+            " --margin; --reports N sets the reports, default one batch)"
+        )
+    _check_reports(request["reports"])
+    from deniable.estimators.advisor import shuffled_plan_document
+
+    document = shuffled_plan_document(
+        request["k"],
+        central_epsilon,
+        batch=DEFAULT_BATCH if batch is None else batch,
+        delta=DEFAULT_DELTA if delta is None else delta,
+        reports=request["reports"],
+        confidence=request["confidence"],
+        simultaneous=request["simultaneous"],
+    )
+    rows = [r for r in document["mechanisms"] if r["supported"]]
+    if fmt == "json":
+        print_json(document)
+        return
+    keys = ("mechanism", "local_only_margin", "local_epsilon", "central_epsilon_reached", "bound")
+    if fmt == "csv":
+        write_csv(
+            (*keys, "margin", "advised"),
+            (
+                (*(r[k] for k in keys), r["margin"], r["mechanism"] == document["advised"])
+                for r in rows
+            ),
+        )
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table()
+    table.add_column("mechanism")
+    table.add_column(f"no shuffler, ε={central_epsilon:g}: margin", justify="right")
+    table.add_column("through it: local ε", justify="right")
+    table.add_column("central ε", justify="right")
+    table.add_column("margin", justify="right")
+    table.add_column("bound")
+    table.add_column("")
+    for r in rows:
+        table.add_row(
+            r["mechanism"],
+            f"±{r['local_only_margin'] * 100:.2f}",
+            f"{r['local_epsilon']:g}",
+            f"{r['central_epsilon_reached']:.4g}",
+            f"±{r['margin'] * 100:.2f}",
+            r["bound"],
+            "← least margin" if r["mechanism"] == document["advised"] else "",
+        )
+    level = f"{document['confidence'] * 100:g}%"
+    kind = "all categories at once" if document["simultaneous"] else "each category"
+    out = console()
+    out.print(
+        Text(
+            f"k={document['categories']}: central ε ≤ {central_epsilon:g} (δ ="
+            f" {document['delta']:g}) through a shuffler releasing batches of"
+            f" {document['batch']:,} devices, margins with {document['reports']:,} reports",
+            style="bold",
+        )
+    )
+    out.print(Text(f"{level} intervals, {kind}, worst case over the true shares", style="dim"))
+    out.print(table)
+    print_notes(
+        out,
+        [
+            "central ε: against an analyst who sees only the shuffler's released batches.",
+            "local ε: what holds against the shuffler, or the shuffler and the collector"
+            " together, and against a batch padded with fake reports; it must be acceptable"
+            " on its own (docs/security.md).",
+        ],
+    )

@@ -1,0 +1,268 @@
+"""``deniable privacy``: the most eps one device spends on the registered metrics, in a table
+and in plain words an app can publish.
+
+The document is the collector's ``GET /v1/privacy`` (built by
+:mod:`deniable.estimators.privacy`), for the SDK settings given as options (default: the SDK's
+defaults); ``--format json`` prints it unchanged. Warnings go to stderr as ``warning:`` lines.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import click
+
+from deniable.client.account import MAX_LIFETIME_EPSILON
+from deniable.estimators.privacy import eps_text
+from deniable.estimators.shufflingaccount import (
+    MAX_BATCH,
+    MAX_DELTA,
+    MIN_DELTA,
+    below_note,
+    devices_text,
+)
+
+from ..options import GlobalOptions, format_option, pass_global_options
+from ..render import console, print_json
+
+WINDOW_COLUMNS = (
+    ("per_period", "per period"),
+    ("per_day", "day"),
+    ("per_7_days", "7 days"),
+    ("per_30_days", "30 days"),
+    ("lifetime", "lifetime"),
+    ("per_value_lifetime", "per value, lifetime"),
+)
+"""The account's figures, as the table heads them: over any two histories, then what the
+reports of unchanging values reveal over the lifetime."""
+
+
+def memoize_query(memoize: bool, names: tuple[str, ...]) -> str | None:
+    """The ``memoize`` query from ``--memoize`` or ``--memoize-metric`` (None: the default)."""
+    if memoize and names:
+        raise click.UsageError("give --memoize (every metric) or --memoize-metric NAME, not both")
+    if memoize:
+        return "true"
+    return ",".join(names) if names else None
+
+
+def _figure(value: float | None) -> str:
+    """An eps figure of the table; None is an unbounded lifetime."""
+    return "unbounded" if value is None else eps_text(value)
+
+
+def settings_text(settings: dict[str, Any]) -> str:
+    """The settings the account is for, in words."""
+    r = settings["max_reports_per_period"]
+    memoize = settings["memoize"]
+    memo = (
+        "every metric memoized"
+        if memoize is True
+        else f"memoized: {', '.join(memoize)}"
+        if memoize
+        else "no memoization"
+    )
+    if memoize:
+        ratio = settings.get("instantaneous_ratio")
+        memo += (
+            " without a fresh layer"
+            if ratio is None
+            else f" with a fresh layer at {eps_text(ratio)} × ε"
+        )
+    cap = settings["lifetime_epsilon"]
+    lifetime = "no lifetime cap" if cap is None else f"lifetime_epsilon {eps_text(cap)} per metric"
+    defaults = " (the SDK defaults)" if settings["sdk_defaults"] else ""
+    return f"{r:,} report{'s' if r > 1 else ''} per metric and period, {memo}, {lifetime}{defaults}"
+
+
+def shuffled_table(shuffled: dict[str, Any]) -> Any:
+    """The shuffled batches as a table: per batch the central eps against an analyst beside
+    the local eps against the shuffler."""
+    from rich.table import Table
+
+    assumed = shuffled["source"] == "assumed"
+    table = Table(
+        title="through a shuffler: central ε against an analyst, per batch"
+        + (" (batch size assumed)" if assumed else ""),
+        title_justify="left",
+        caption="central ε: against whoever sees only released batches; local ε: against the"
+        " shuffler, or the shuffler and the collector together",
+        caption_justify="left",
+    )
+    for column in ("metric", "mechanism", "batch", "δ", "central ε", "local ε", "bound"):
+        table.add_column(column, justify="right" if column in ("batch", "δ") else "left")
+    for row in shuffled["batches"]:
+        table.add_row(
+            row["metric"],
+            row["mechanism"],
+            devices_text(row),
+            f"{row['delta']:g}",
+            f"{row['central_epsilon']:.4g}",
+            eps_text(row["local_epsilon"]),
+            row["bound"],
+        )
+    return table
+
+
+def released_note(shuffled: dict[str, Any]) -> str:
+    """Which released batches the table lists, and each metric's weakest, which covers all of
+    them (empty unless the batches are released ones)."""
+    if shuffled["source"] != "released":
+        return ""
+    listed, total = len(shuffled["batches"]), shuffled.get("batch_count", 0)
+    head = (
+        f"the {listed:,} most recent of {total:,} released batches; "
+        if listed < total
+        else f"{total:,} released batches; "
+    )
+    weakest = "; ".join(
+        f"{m['metric']}: central ε ≤ {m['central_epsilon']:.4g} ({m['batches']:,} batches,"
+        f" the smallest of {m['smallest_batch']:,} devices{below_note(m)})"
+        for m in shuffled["metrics"]
+    )
+    return head + "per metric, the weakest, which holds for every batch: " + weakest
+
+
+def account_table(document: dict[str, Any]) -> Any:
+    """The account as a table: one row per metric, then the totals."""
+    from rich.table import Table
+
+    table = Table(
+        title="privacy account: the most ε one device spends (worst case)",
+        title_justify="left",
+        caption=f"settings: {settings_text(document['settings'])}",
+        caption_justify="left",
+    )
+    for column in ("metric", "type", "ε", "period", "memoized"):
+        table.add_column(column, justify="right" if column == "ε" else "left")
+    for _, heading in WINDOW_COLUMNS:
+        table.add_column(heading, justify="right")
+    for row in document["metrics"]:
+        table.add_row(
+            row["metric"],
+            row["type"],
+            eps_text(row["epsilon"]),
+            row["period"],
+            "yes" if row["memoized"] else "no",
+            *(_figure(row[key]) for key, _ in WINDOW_COLUMNS),
+        )
+    total = document["total"]
+    table.add_section()
+    table.add_row(
+        "total",
+        "",
+        "",
+        "",
+        "",
+        *(_figure(total[key]) for key, _ in WINDOW_COLUMNS),
+        style="bold",
+    )
+    return table
+
+
+@click.command(short_help="The most ε one device spends, and a statement to publish.")
+@click.option(
+    "--max-reports-per-period",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="The SDK's max_reports_per_period (default 1, the SDK's).",
+)
+@click.option("--memoize", is_flag=True, help="Every metric memoized (the SDK's memoize=True).")
+@click.option(
+    "--memoize-metric",
+    "memoize_metrics",
+    multiple=True,
+    metavar="NAME",
+    help="A memoized metric (repeatable; the SDK's memoize={...}).",
+)
+@click.option(
+    "--lifetime-epsilon",
+    type=click.FloatRange(min=0, min_open=True, max=MAX_LIFETIME_EPSILON),
+    metavar="X",
+    help="The SDK's lifetime_epsilon, per metric, at most 1,000,000 (default none, the SDK's).",
+)
+@click.option(
+    "--instantaneous-ratio",
+    metavar="R|none",
+    help="The SDK's instantaneous_ratio: memoized reports' fresh layer at R × ε (R > 1; default"
+    " 2, the SDK's), or none.",
+)
+@click.option(
+    "--shuffle-batch",
+    type=click.IntRange(2, MAX_BATCH),
+    metavar="N",
+    help="Assume a shuffler releasing batches of N devices: each metric's central ε against an"
+    " analyst at N, in place of the batches a shuffler released.",
+)
+@click.option(
+    "--shuffle-delta",
+    type=click.FloatRange(MIN_DELTA, MAX_DELTA),
+    metavar="D",
+    help="The δ of the central guarantee, released or assumed batches (default 1e-6).",
+)
+@format_option("table", "json")
+@pass_global_options
+def privacy(
+    global_options: GlobalOptions,
+    max_reports_per_period: int | None,
+    memoize: bool,
+    memoize_metrics: tuple[str, ...],
+    lifetime_epsilon: float | None,
+    instantaneous_ratio: str | None,
+    shuffle_batch: int | None,
+    shuffle_delta: float | None,
+    fmt: str,
+) -> None:
+    """The privacy account: the most ε one device spends on the registered metrics, per period,
+    day, 7 and 30 days and over its lifetime, per metric and in total, for the SDK settings
+    given (default: the SDK's defaults). Needs the viewer or the admin token.
+
+    Metrics add up (sequential composition). The windows bound what the reports reveal over
+    any two histories of values; "per value, lifetime" is what the reports of unchanging
+    values reveal, which memoization bounds (its fresh layer bounds a change of value;
+    without it, no ε does). A lifetime cap stops each metric at lifetime_epsilon. A warning
+    says when a device's 30-day total exceeds the warning level (docs/privacy.md).
+
+    Through a shuffler (the batches it released, or --shuffle-batch N assumed for every
+    metric), each batch also has a central (ε, δ) against an analyst who sees only released
+    batches; against the shuffler, or the shuffler and the collector together, only the local
+    ε holds. Per metric, the smallest released batch's ε holds for all of its batches; the 20
+    most recent are listed.
+
+    \b
+    Examples:
+      deniable privacy
+      deniable privacy --memoize --lifetime-epsilon 10
+      deniable privacy --max-reports-per-period 3 --memoize-metric browser --format json
+      deniable privacy --shuffle-batch 100000
+    """
+    query = memoize_query(memoize, memoize_metrics)
+    with global_options.api() as api:
+        document = api.privacy(
+            max_reports_per_period=max_reports_per_period,
+            memoize=query,
+            lifetime_epsilon=lifetime_epsilon,
+            instantaneous_ratio=instantaneous_ratio,
+            shuffle_batch=shuffle_batch,
+            shuffle_delta=shuffle_delta,
+        )
+    for warning in document.get("warnings", []):
+        click.echo(f"warning: {warning}", err=True)
+    if fmt == "json":
+        print_json(document)
+        return
+    out = console()
+    out.print(account_table(document))
+    out.print()
+    shuffled = document.get("shuffled") or {"batches": [], "statement": ""}
+    if shuffled["batches"]:
+        out.print(shuffled_table(shuffled))
+        note = released_note(shuffled)
+        if note:
+            out.print(note, highlight=False)
+    else:
+        out.print(shuffled["statement"], highlight=False)
+    out.print()
+    out.print("statement (plain words for your app's privacy notice):")
+    out.print(textwrap.fill(document["statement"], width=min(out.width, 100)), highlight=False)

@@ -1,0 +1,305 @@
+"""What the dashboard shows, read through the API's own route functions.
+
+Every number on a page comes from the estimate and series documents the API answers
+(``routes.estimates``), built by :mod:`deniable.estimators.documents`; the margins of the
+overview come from the planner (:mod:`deniable.estimators.advisor`). Nothing is estimated
+here a second way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from fastapi import HTTPException, Request
+
+from deniable.client.errors import InvalidInput
+from deniable.client.spec import MetricSpec, period_label, period_range
+from deniable.estimators import margin_of_error, mean_margin
+from deniable.estimators.choices import periods_back
+from deniable.estimators.heavyhitters import floor
+
+from ..context import collector
+from ..numbers import NumberRule
+from ..routes.common import MetricPeriods
+from ..routes.estimates import EstimateOptions, categories_of, get_series, metric_estimate
+from ..routes.privacy import (
+    DEFAULT_RATIO,
+    LIFETIME_RULE,
+    REPORTS_RULE,
+    SHUFFLE_BATCH_RULE,
+    get_privacy,
+)
+from ..storage.queries import list_specs, read_period_reports
+
+OVERVIEW_PERIODS = 14
+"""Periods the overview's sparklines cover (fewer for a metric too large for the cells limit)."""
+DEFAULT_TOP = 5
+"""Categories the metric page's time series draws unless ``top`` says otherwise."""
+MAX_TOP = 20
+"""The most categories one time series draws."""
+
+
+@dataclasses.dataclass(frozen=True)
+class MetricRow:
+    """One metric of the overview."""
+
+    spec: MetricSpec
+    current: int
+    previous: int
+    trend: list[float | None]
+    leading: str | None
+    margin: float | None
+    band: list[tuple[float, float] | None] = dataclasses.field(default_factory=list)
+    change: dict[str, Any] | None = None
+
+
+def last_periods(spec: MetricSpec, request: Request, count: int) -> list[str]:
+    """The labels of the metric's last ``count`` periods up to the current one, oldest first."""
+    current = period_label(spec.period, collector(request).today())
+    return period_range(spec.period, periods_back(spec.period, current, count), current)
+
+
+def estimate(
+    request: Request,
+    spec: MetricSpec,
+    start: str | None,
+    end: str | None,
+    *,
+    method: str | None = None,
+    pooling: str = "overlap-safe",
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """The API's estimate document (simultaneous intervals, the API's default method unless
+    ``method`` is given); HTTPException as the API's."""
+    options = EstimateOptions(confidence=confidence, method=method, simultaneous=True)  # type: ignore[arg-type]
+    read = MetricPeriods(name=spec.name, start=start, end=end)
+    return metric_estimate(request, read, options, pooling=pooling, q=None)  # type: ignore[arg-type]
+
+
+def series(
+    request: Request,
+    spec: MetricSpec,
+    start: str | None,
+    end: str | None,
+    *,
+    method: str | None = None,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """The API's series document (simultaneous intervals, the API's default method unless
+    ``method`` is given); HTTPException as the API's."""
+    options = EstimateOptions(confidence=confidence, method=method, simultaneous=True)  # type: ignore[arg-type]
+    return get_series(request, MetricPeriods(name=spec.name, start=start, end=end), options)
+
+
+def leading_category(document: dict[str, Any]) -> str | None:
+    """The category with the largest share over a series (reports-weighted), or None."""
+    totals: dict[str, float] = {}
+    for point in document["series"]:
+        for row in point["estimates"]:
+            if row["frequency"] is not None:
+                totals[row["category"]] = totals.get(row["category"], 0.0) + point["n"] * max(
+                    0.0, row["frequency"]
+                )
+    return max(totals, key=lambda c: totals[c]) if totals else None
+
+
+def trend_of(document: dict[str, Any], category: str | None) -> list[float | None]:
+    """Each period's share of ``category`` (or mean, for a numeric series), None without reports."""
+    values: list[float | None] = []
+    for point in document["series"]:
+        if "mean" in point:
+            values.append(point["mean"]["estimate"])
+            continue
+        row = next((r for r in point["estimates"] if r["category"] == category), None)
+        values.append(None if row is None or row["frequency"] is None else row["frequency"])
+    return values
+
+
+def band_of(document: dict[str, Any], category: str | None) -> list[tuple[float, float] | None]:
+    """Each period's interval of ``category`` (or of the mean), None without reports: the
+    band the sparkline draws around its line."""
+    band: list[tuple[float, float] | None] = []
+    for point in document["series"]:
+        if "mean" in point:
+            mean = point["mean"]
+            band.append(None if mean["estimate"] is None else (mean["ci_low"], mean["ci_high"]))
+            continue
+        row = next((r for r in point["estimates"] if r["category"] == category), None)
+        known = row is not None and row["frequency"] is not None
+        band.append((row["ci_low"], row["ci_high"]) if known else None)  # type: ignore[index]
+    return band
+
+
+def change_now(
+    request: Request, spec: MetricSpec, label: str, category: str | None
+) -> dict[str, Any] | None:
+    """The change of ``category`` (or the mean) from the period before ``label`` to ``label``:
+    the period comparison's row (``compare_to=previous``, the API's own route, so its interval
+    holds whatever devices report in both periods), or None when it cannot be made."""
+    options = EstimateOptions(confidence=0.95, method=None, simultaneous=True)
+    read = MetricPeriods(name=spec.name, start=label, end=label)
+    try:
+        document = metric_estimate(
+            request, read, options, pooling="overlap-safe", q=None, compare_to="previous"
+        )  # type: ignore[arg-type]
+    except HTTPException:
+        return None
+    rows = document["slices"][0]["rows"]
+    wanted = "mean" if spec.type == "numeric" else category
+    return next((row for row in rows if row["category"] == wanted), None)
+
+
+def margin_now(spec: MetricSpec, n: int) -> float | None:
+    """The planner's worst-case margin (95%, simultaneous for shares) at ``n`` reports: a share
+    for categories, value units for a numeric metric; None without reports."""
+    if n <= 0:
+        return None
+    try:
+        if spec.type == "numeric":
+            return mean_margin(spec.lower, spec.upper, spec.epsilon, n, mechanism=spec.mechanism)  # type: ignore[arg-type]
+        return margin_of_error(
+            spec.k, spec.epsilon, n, mechanism=spec.randomizer, simultaneous=True
+        )
+    except InvalidInput:
+        return None
+
+
+def periods_within(spec: MetricSpec, request: Request, wanted: int, least: int = 1) -> int:
+    """``wanted`` periods, or fewer (not below ``least``) so that a series of ``spec`` stays
+    within the collector's cells limit (``max_series_cells``)."""
+    fits = collector(request).settings.max_series_cells // categories_of(spec)
+    return max(least, min(wanted, fits))
+
+
+@dataclasses.dataclass(frozen=True)
+class OverviewPage:
+    """One page of the overview: its metrics' rows, its number, how many pages there are, and
+    the position of its first metric among all of them (``total``)."""
+
+    rows: list[MetricRow]
+    number: int
+    pages: int
+    first: int
+    total: int
+
+
+def page_bounds(specs: list[MetricSpec], request: Request) -> list[tuple[int, int]]:
+    """The overview's pages as (start, stop) slices of ``specs``: at most
+    ``dashboard_page_metrics`` metrics and ``max_series_cells`` cells of trends per page (a
+    metric larger than that alone on its page)."""
+    settings = collector(request).settings
+    bounds: list[tuple[int, int]] = []
+    start, used = 0, 0
+    for index, spec in enumerate(specs):
+        per_period = 1 if spec.type == "text" else categories_of(spec)
+        cost = periods_within(spec, request, OVERVIEW_PERIODS, 2) * per_period
+        full = index - start >= settings.dashboard_page_metrics
+        if index > start and (full or used + cost > settings.max_series_cells):
+            bounds.append((start, index))
+            start, used = index, 0
+        used += cost
+    bounds.append((start, len(specs)))
+    return bounds
+
+
+PAGE_NAME = "page"
+"""The overview's query parameter choosing its page."""
+
+
+def overview(request: Request) -> OverviewPage:
+    """One page (the query's ``page``, from 1) of the registered (not archived) metrics with
+    their recent reports, trend and margin; :class:`InvalidInput` naming a bad page."""
+    specs = list_specs(collector(request).database, archived=False)
+    bounds = page_bounds(specs, request)
+    text = request.query_params.get(PAGE_NAME)
+    rule = NumberRule(PAGE_NAME, 1, len(bounds), whole=True)
+    number = int(rule.parse(text)) if text else 1
+    start, stop = bounds[number - 1]
+    rows = []
+    for spec in specs[start:stop]:
+        count = periods_within(spec, request, OVERVIEW_PERIODS, 2)
+        labels = last_periods(spec, request, count)
+        if spec.type == "text":
+            rows.append(text_row(request, spec, labels))
+            continue
+        document = series(request, spec, labels[0], labels[-1])
+        points = document["series"]
+        leading = None
+        if spec.type == "boolean":
+            leading = "true"  # its false share is the mirror image
+        elif spec.type != "numeric":
+            leading = leading_category(document)
+        current = int(points[-1]["n"]) if points else 0
+        previous = int(points[-2]["n"]) if len(points) > 1 else 0
+        rows.append(
+            MetricRow(
+                spec=spec,
+                current=current,
+                previous=previous,
+                trend=trend_of(document, leading),
+                leading=leading,
+                margin=margin_now(spec, current),
+                band=band_of(document, leading),
+                change=change_now(request, spec, labels[-1], leading),
+            )
+        )
+    return OverviewPage(rows, number, len(bounds), start + 1, len(specs))
+
+
+def text_row(request: Request, spec: MetricSpec, labels: list[str]) -> MetricRow:
+    """A text metric's overview row: its reports per period (no trend: each period's discovery
+    is a list of strings, on the metric's page) and, as its margin, today's detection floor."""
+    reports = read_period_reports(collector(request).database, spec.name, labels)
+    current = reports[-1] if reports else 0
+    previous = reports[-2] if len(reports) > 1 else 0
+    floor_now = floor(spec.text_randomizer, current).t95 if current else None
+    return MetricRow(
+        spec=spec, current=current, previous=previous, trend=[], leading=None, margin=floor_now
+    )
+
+
+def top_categories(document: dict[str, Any], top: int) -> list[str]:
+    """The ``top`` categories with the largest shares in an estimate document, largest first."""
+    rows = sorted(
+        document["estimates"],
+        key=lambda r: -(r["frequency"] if r["frequency"] is not None else -1.0),
+    )
+    return [r["category"] for r in rows[:top]]
+
+
+def shown_categories(spec: MetricSpec, document: dict[str, Any], top: int) -> list[str]:
+    """The categories a metric page draws over time: a boolean's ``true`` share only (its
+    ``false`` share is the mirror image), a histogram's buckets in bucket order (its shape is
+    the point: every bucket up to :data:`MAX_TOP`, else its ``top`` largest), or a categorical
+    metric's ``top`` largest."""
+    if spec.type == "boolean":
+        return ["true"]
+    if spec.type == "histogram":
+        if spec.k <= MAX_TOP:
+            return list(spec.categories)
+        largest = set(top_categories(document, top))
+        return [bucket for bucket in spec.categories if bucket in largest]
+    return top_categories(document, top)
+
+
+def privacy(request: Request, values: dict[str, str]) -> dict[str, Any]:
+    """The API's privacy account for the form's SDK settings (``GET /v1/privacy``'s own
+    function, so the page shows its numbers); :class:`InvalidInput` naming a bad value."""
+    reports = REPORTS_RULE.parse(values["max_reports_per_period"])
+    text = values["lifetime_epsilon"]
+    lifetime = LIFETIME_RULE.parse(text) if text else None
+    if values["memoize"] not in ("true", "false"):
+        raise InvalidInput("memoization is true (every metric) or false")
+    if values["instantaneous_ratio"] not in (DEFAULT_RATIO, "none"):
+        raise InvalidInput(f"the fresh layer of memoized reports is {DEFAULT_RATIO} or none")
+    batch = values.get("shuffle_batch", "")
+    document = get_privacy(
+        request,
+        int(reports),
+        values["memoize"],
+        lifetime,
+        values["instantaneous_ratio"],
+        shuffle_batch=int(SHUFFLE_BATCH_RULE.parse(batch)) if batch else None,
+    )
+    return dataclasses.asdict(document)

@@ -1,0 +1,145 @@
+"""A histogram metric page's quantiles over time: each period's quantile intervals.
+
+The numbers are the series route's own (``GET /v1/metrics/{name}/series?q=...``, read through
+its function as every page does): each period's intervals from that period's reports alone,
+jointly at 95% within the period. The page's ``quantiles`` field chooses them (default p50
+and p90); the series route bounds periods × (buckets + quantiles) by
+``DENIABLE_MAX_SERIES_CELLS``, a 422 naming it past that.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import HTTPException, Request
+
+from deniable.client.errors import InvalidInput
+from deniable.client.spec import MetricSpec
+from deniable.estimators import quantile_bounds
+from deniable.estimators.choices import MAX_QUANTILES
+
+from ..routes.common import MetricPeriods
+from ..routes.estimates import QUANTILE_RULE, EstimateOptions, get_series
+from .charts import NARROW, Line, Point, swatch, time_chart, value_text
+from .pages import cells, e, metric_path, pair, table
+
+DEFAULT_QUANTILES = "0.5, 0.9"
+"""The quantiles the page shows unless its form asks for others."""
+FIELD = "quantiles"
+"""The metric page's query parameter: quantiles separated by commas or spaces."""
+MAX_FIELD_CHARS = 200
+"""The longest ``quantiles`` text read (20 quantiles fit with room to spare)."""
+KEPT = ("start", "end", "method", "pooling", "top")
+"""The page's other choices, kept by the quantile form."""
+
+
+def chosen_quantiles(text: str) -> list[float]:
+    """The quantiles ``text`` lists (commas or spaces between them), each strictly between 0
+    and 1, at most :data:`MAX_QUANTILES`; InvalidInput naming the problem."""
+    parts = [part for part in text.replace(",", " ").split() if part]
+    if not parts:
+        raise InvalidInput("quantiles: give at least one, e.g. 0.5, 0.9")
+    if len(parts) > MAX_QUANTILES:
+        raise InvalidInput(f"quantiles: at most {MAX_QUANTILES} at once")
+    return [float(QUANTILE_RULE.parse(part)) for part in parts]
+
+
+def quantile_series(request: Request, spec: MetricSpec, query: dict[str, Any]) -> dict[str, Any]:
+    """The API's series document with each period's quantiles for the page's range and the
+    form's quantiles; HTTPException (422) for a bad field or past the cells limit."""
+    text = request.query_params.get(FIELD) or DEFAULT_QUANTILES
+    try:
+        if len(text) > MAX_FIELD_CHARS:
+            raise InvalidInput(f"quantiles: at most {MAX_FIELD_CHARS} characters")
+        qs = chosen_quantiles(text)
+    except InvalidInput as exc:
+        raise HTTPException(422, str(exc)) from None
+    options = EstimateOptions(method=query["method"], simultaneous=True)  # type: ignore[arg-type]
+    read = MetricPeriods(name=spec.name, start=query["start"] or None, end=query["end"] or None)
+    return get_series(request, read, options, q=qs)
+
+
+def _label(q: float) -> str:
+    """p50 for 0.5."""
+    return f"p{q * 100:g}"
+
+
+def section(request: Request, spec: MetricSpec, query: dict[str, Any]) -> str:
+    """The "Quantiles over time" card: its form, a band per quantile and the table."""
+    document = quantile_series(request, spec, query)
+    edges = document["edges"]
+    points = document["series"]
+    qs = [entry["q"] for entry in points[0]["quantiles"]] if points else []
+    lines = []
+    for i, q in enumerate(qs):
+        drawn = []
+        for point in points:
+            entry = point["quantiles"][i]
+            low, high = entry["low"], entry["high"]
+            bounded = low is not None and high is not None
+            drawn.append(
+                Point(
+                    point["period"],
+                    (low + high) / 2 if bounded else None,
+                    edges[0] if low is None else low,
+                    edges[-1] if high is None else high,
+                )
+            )
+        lines.append(Line(_label(q), drawn))
+    rows = [
+        f'<tr data-period="{e(point["period"])}" data-q="{entry["q"]!r}">'
+        + cells(
+            [
+                point["period"],
+                _label(entry["q"]),
+                f"{point['n']:,}",
+                *quantile_bounds(entry, edges, value_text),
+            ]
+        )
+        + "</tr>"
+        for point in points
+        for entry in point["quantiles"]
+    ]
+    kept = "".join(
+        f'<input type="hidden" name="{key}" value="{e(query[key])}">'
+        for key in KEPT
+        if key in query
+    )
+    chosen = ", ".join(f"{q:g}" for q in qs) or DEFAULT_QUANTILES
+    form = (
+        f'<form id="quantile-picker" method="get" action="{e(metric_path(spec.name))}">{kept}'
+        f'<label>quantiles<input name="{FIELD}" value="{e(chosen)}" maxlength="{MAX_FIELD_CHARS}"></label>'
+        '<button type="submit">Show</button></form>'
+    )
+    level = f"{document['confidence'] * 100:g}%"
+    unit = f" ({document['unit']})" if document.get("unit") else ""
+    options: dict[str, Any] = {
+        "caption": f"{spec.name}: quantile intervals per period ({level})",
+        "shares": False,
+        "value_name": "middle",
+        "y_title": f"{spec.name}{unit}",
+        "x_title": f"{spec.period} (UTC)",
+    }
+    periods = [point["period"] for point in points]
+    chart = pair(
+        time_chart(periods, lines, svg_id="quantile-series-chart", **options),
+        time_chart(periods, lines, svg_id="quantile-series-chart-narrow", frame=NARROW, **options),
+    )
+    return (
+        '<section class="card"><div class="card-head"><h2>Quantiles over time</h2>'
+        f'<p class="meta">Each period on its own: the bucket edges between which each quantile'
+        f" lies, jointly at {level} within the period. The band is the interval, the dot its"
+        " middle; an interval open at an end bucket is in the table only.</p></div>"
+        + form
+        + '<ul class="legend">'
+        + "".join(f"<li>{swatch(i)}{e(_label(q))}</li>" for i, q in enumerate(qs))
+        + "</ul>"
+        + chart
+        + table(
+            "quantile-series-table",
+            ("period", "quantile", "n", "at least", "at most"),
+            rows,
+            numeric_from=2,
+        )
+        + "</section>"
+    )

@@ -1,0 +1,107 @@
+"""The breakdown page's "Over time": one share per slice per period, as small multiples on one
+axis, each period's interval as a band (or a bar for a lone period).
+
+The numbers are the series route's by slice (``GET /v1/metrics/{name}/series?by=platform``,
+read through its function): each period on its own, its intervals holding at once over its
+categories and the slices shown in that period. A period where a slice is suppressed draws no
+point for it (and no number); a slice suppressed in every period is named in one line. A
+boolean draws its share of true, a categorical metric or a histogram its largest category (the
+first the page draws); a numeric metric's slices are left to the series route. Past the series
+cells limit the section says so and the rest of the page stands.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import HTTPException, Request
+
+from deniable.client.spec import MetricSpec
+
+from ..routes.common import MetricPeriods
+from ..routes.estimates import EstimateOptions, get_series
+from .charts import Line, Point, small_multiples
+from .pages import e
+
+
+def _slice_series(
+    request: Request, spec: MetricSpec, query: dict[str, Any], found: dict[str, Any]
+) -> dict[str, Any]:
+    """The series route's document for the page's range, slices and method."""
+    options = EstimateOptions(confidence=0.95, method=query["method"], simultaneous=True)  # type: ignore[arg-type]
+    read = MetricPeriods(name=spec.name, start=found["start"], end=found["end"])
+    where = [f"{name}:{value}" for name, value in found["where"].items()]
+    return get_series(request, read, options, q=None, by=found["by"] or None, where=where)  # type: ignore[call-arg]
+
+
+def section(
+    request: Request,
+    spec: MetricSpec,
+    query: dict[str, Any],
+    found: dict[str, Any],
+    shown: list[str],
+    name_of: Any,
+) -> str:
+    """The "Over time" card for the breakdown ``found``; ``name_of(values, where)`` names a
+    slice as the page does."""
+    if spec.type == "numeric" or not shown:
+        return ""
+    category = "true" if spec.type == "boolean" else shown[0]
+    try:
+        document = _slice_series(request, spec, query, found)
+    except HTTPException as exc:
+        return (
+            '<section class="card" id="slice-trend"><h2>Over time</h2>'
+            f'<p class="note">Not drawn: {e(exc.detail)}</p></section>'
+        )
+    points = document["series"]
+    periods = [point["period"] for point in points]
+    names: list[str] = []
+    drawn: dict[str, list[Point]] = {}
+    for point in points:
+        for row in point["slices"]:
+            name = name_of(row["values"], document["where"])
+            if name not in drawn:
+                names.append(name)
+                drawn[name] = []
+            estimate = row["estimate"]
+            entry = (
+                None
+                if estimate is None
+                else next(r for r in estimate["estimates"] if r["category"] == category)
+            )
+            if entry is None or entry["frequency"] is None:
+                drawn[name].append(Point(point["period"], None, 0.0, 0.0))
+                continue
+            value = min(1.0, max(0.0, entry["frequency"]))
+            drawn[name].append(Point(point["period"], value, entry["ci_low"], entry["ci_high"]))
+    lines = [
+        Line(name, drawn[name])
+        for name in names
+        if any(p.estimate is not None for p in drawn[name])
+    ]
+    never = [name for name in names if all(p.estimate is None for p in drawn[name])]
+    what = "share of true" if spec.type == "boolean" else f"share of {category}"
+    chart = (
+        small_multiples(
+            periods, lines, container_id="slice-trend-chart", caption=f"{spec.name}: {what}"
+        )
+        if lines
+        else ""
+    )
+    hidden = (
+        f'<p class="suppressed-note" id="slice-trend-suppressed">Suppressed in every period'
+        f" (fewer than {document['min_slice_reports']:,} reports each):"
+        f" {e(', '.join(never))}.</p>"
+        if never
+        else ""
+    )
+    return (
+        '<section class="card" id="slice-trend"><div class="card-head"><h2>Over time</h2>'
+        f'<p class="meta">The {e(what)} in each slice, each {e(spec.period)} on its own with its'
+        " interval (holding at once over the slices shown that period), on one axis. A period"
+        " where a slice has too few reports draws no point for it.</p></div>"
+        + chart
+        + hidden
+        + "</section>"
+    )

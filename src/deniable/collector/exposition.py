@@ -1,0 +1,229 @@
+"""``GET /v1/estimates/metrics``: the current estimates in Prometheus text, for Grafana.
+
+Each registered (not archived) metric's estimate as ``GET /v1/metrics/{name}/estimate``
+answers it with its defaults (the last 7 periods ending at the current one, the default
+method, simultaneous 95% intervals, pooled overlap-safe; a histogram's quantiles at 0.5, 0.9
+and 0.99), read through that route's own function, so a scrape shows exactly the API's
+numbers. It needs the viewer token (or an admin token): an estimate is not the operator's
+``/metrics``, which stays open and holds no estimate.
+
+A scrape is bounded like an overview page of the dashboard: at most
+``dashboard_page_metrics`` metrics and ``max_series_cells`` cells (periods × categories) per
+page, ``?page=N`` for the others; ``deniable_estimate_pages`` says how many there are. It
+waits its turn at the read gate (:mod:`.readgate`) like every estimate. Names are in
+docs/operations.md ("Estimates in Grafana"); ``deploy/grafana-dashboard.json`` queries them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.responses import Response
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from deniable.client.spec import MetricSpec
+from deniable.estimators import DEFAULT_PERIODS
+
+from .auth import VIEWER
+from .context import collector
+from .numbers import InvalidNumber, NumberRule
+from .routes.common import MetricPeriods, problem_responses
+from .routes.estimates import EstimateOptions, categories_of, metric_estimate
+from .storage.queries import list_specs
+
+router = APIRouter(tags=["estimates"])
+
+PATH = "/v1/estimates/metrics"
+"""Where the estimates are scraped."""
+
+PAGE_PARAMETER = "page"
+"""The query parameter choosing a page of metrics (from 1)."""
+
+PageQuery = Annotated[
+    str | None,
+    Query(
+        max_length=32,
+        description="Which page of metrics, from 1 (deniable_estimate_pages says how many)",
+    ),
+]
+"""The ``page`` query parameter, read by a whole-number rule once the pages are known."""
+
+FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "deniable_estimate_pages": ("Pages of metrics this endpoint exports (?page=1..N)", ()),
+    "deniable_estimate_info": (
+        "1 per metric, its estimate's settings as labels",
+        ("metric", "type", "mechanism", "epsilon", "period", "start", "end", "confidence"),
+    ),
+    "deniable_estimate_reports": ("Reports in the estimate's periods", ("metric",)),
+    "deniable_estimate_share": (
+        "Estimated share of a category (absent without reports)",
+        ("metric", "category"),
+    ),
+    "deniable_estimate_share_low": (
+        "Low end of the share's simultaneous interval",
+        ("metric", "category"),
+    ),
+    "deniable_estimate_share_high": (
+        "High end of the share's simultaneous interval",
+        ("metric", "category"),
+    ),
+    "deniable_estimate_margin": (
+        "Median margin of the shares (half the interval width; absent without reports)",
+        ("metric",),
+    ),
+    "deniable_estimate_mean": ("Estimated mean, value units (absent without reports)", ("metric",)),
+    "deniable_estimate_mean_low": ("Low end of the mean's interval", ("metric",)),
+    "deniable_estimate_mean_high": ("High end of the mean's interval", ("metric",)),
+    "deniable_estimate_quantile_low": (
+        "Low end of a histogram quantile's interval (absent: may lie below the first edge)",
+        ("metric", "quantile"),
+    ),
+    "deniable_estimate_quantile_high": (
+        "High end of a histogram quantile's interval (absent: may lie above the last edge)",
+        ("metric", "quantile"),
+    ),
+    "deniable_estimate_floor": (
+        "A text metric's detection floor T95: strings with at least this share are found",
+        ("metric",),
+    ),
+    "deniable_estimate_unavailable": (
+        "1 for a metric whose estimate the collector refused (e.g. past a cells limit)",
+        ("metric",),
+    ),
+}
+"""Every metric family exported: its help and labels (names end up in Grafana queries)."""
+
+
+def page_bounds(specs: list[MetricSpec], page_metrics: int, cells: int) -> list[tuple[int, int]]:
+    """Pages of ``specs`` as (start, stop) slices: at most ``page_metrics`` metrics and
+    ``cells`` cells (the default range's periods × categories) each; a metric larger than
+    that is alone on its page."""
+    bounds: list[tuple[int, int]] = []
+    start, used = 0, 0
+    for index, spec in enumerate(specs):
+        cost = (1 if spec.type == "text" else DEFAULT_PERIODS) * categories_of(spec)
+        full = index - start >= page_metrics
+        if index > start and (full or used + cost > cells):
+            bounds.append((start, index))
+            start, used = index, 0
+        used += cost
+    bounds.append((start, len(specs)))
+    return bounds
+
+
+class Families:
+    """The gauge families of one scrape, filled metric by metric."""
+
+    def __init__(self) -> None:
+        self.gauges = {
+            name: GaugeMetricFamily(name, text, labels=list(labels))
+            for name, (text, labels) in FAMILIES.items()
+        }
+
+    def add(self, name: str, labels: Iterable[str], value: float | None) -> None:
+        """One sample of family ``name``; None (no estimate) adds nothing."""
+        if value is not None:
+            self.gauges[name].add_metric(list(labels), float(value))
+
+    def add_estimate(self, spec: MetricSpec, document: dict[str, Any]) -> None:
+        """The samples of one metric's estimate document."""
+        name = spec.name
+        self.add(
+            "deniable_estimate_info",
+            [
+                name,
+                spec.type,
+                spec.mechanism,
+                f"{spec.epsilon:g}",
+                spec.period,
+                document["start"] or "",
+                document["end"] or "",
+                f"{document['confidence']:g}",
+            ],
+            1,
+        )
+        self.add("deniable_estimate_reports", [name], document["n"])
+        if "mean" in document:
+            mean = document["mean"]
+            self.add("deniable_estimate_mean", [name], mean["estimate"])
+            self.add("deniable_estimate_mean_low", [name], mean["ci_low"])
+            self.add("deniable_estimate_mean_high", [name], mean["ci_high"])
+            return
+        if "strings" in document:
+            self.add("deniable_estimate_floor", [name], document["floor"]["t95"])
+            for row in document["strings"]:
+                labels = [name, row["value"]]
+                self.add("deniable_estimate_share", labels, row["share"])
+                self.add("deniable_estimate_share_low", labels, row["ci_low"])
+                self.add("deniable_estimate_share_high", labels, row["ci_high"])
+            return
+        self.add("deniable_estimate_margin", [name], document["margin"])
+        for row in document["estimates"]:
+            labels = [name, row["category"]]
+            self.add("deniable_estimate_share", labels, row["frequency"])
+            self.add("deniable_estimate_share_low", labels, row["ci_low"])
+            self.add("deniable_estimate_share_high", labels, row["ci_high"])
+        for entry in document.get("quantiles", []):
+            labels = [name, f"{entry['q']:g}"]
+            self.add("deniable_estimate_quantile_low", labels, entry["low"])
+            self.add("deniable_estimate_quantile_high", labels, entry["high"])
+
+    def collect(self) -> Iterable[Metric]:
+        """The families, for a registry (prometheus_client's collector protocol)."""
+        return list(self.gauges.values())
+
+
+def export_page(request: Request, page: str | None) -> bytes:
+    """The text exposition of one page of metrics' current estimates; InvalidNumber naming a
+    bad page."""
+    state = collector(request)
+    settings = state.settings
+    specs = list_specs(state.database, archived=False)
+    bounds = page_bounds(specs, settings.dashboard_page_metrics, settings.max_series_cells)
+    rule = NumberRule(PAGE_PARAMETER, 1, len(bounds), whole=True)
+    number = int(rule.parse(page)) if page else 1
+    start, stop = bounds[number - 1]
+    families = Families()
+    families.add("deniable_estimate_pages", [], len(bounds))
+    for spec in specs[start:stop]:
+        try:
+            document = metric_estimate(
+                request,
+                MetricPeriods(name=spec.name),
+                EstimateOptions(),
+                pooling="overlap-safe",
+                q=None,
+            )
+        except HTTPException:
+            families.add("deniable_estimate_unavailable", [spec.name], 1)
+            continue
+        families.add_estimate(spec, document)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(families)  # type: ignore[arg-type]
+    return generate_latest(registry)
+
+
+@router.get(
+    PATH,
+    dependencies=[VIEWER],
+    response_class=Response,
+    responses={
+        200: {"content": {CONTENT_TYPE_LATEST.split(";")[0]: {}}},
+        **problem_responses(401, 422),
+    },
+    operation_id="scrapeEstimates",
+    summary="Current estimates in Prometheus text",
+)
+def estimates_metrics(request: Request, page: PageQuery = None) -> Response:
+    """Every metric's current estimate (the estimate route's defaults) in the Prometheus text
+    exposition format, for a Prometheus server to scrape with the viewer token and Grafana to
+    chart; ``page`` (from 1) chooses among pages of at most the dashboard overview's size."""
+    try:
+        body = export_page(request, page)
+    except InvalidNumber as exc:
+        raise HTTPException(status_code=422, detail=str(exc)) from None
+    return Response(body, media_type=CONTENT_TYPE_LATEST, headers={"Cache-Control": "no-store"})

@@ -1,0 +1,368 @@
+"""The wire format in pydantic: reports, batches, metric specs and the API's answers.
+
+With the estimate and series documents of :mod:`deniable.estimators.documents`, this is the
+schema of the HTTP API; the OpenAPI document is generated from them.
+Field checks here are structural (types, UUID form); what depends on a registered metric
+(fingerprint, payload domain, period window) is checked in :mod:`.validation`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any, NotRequired
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    TypeAdapter,
+)
+from typing_extensions import TypedDict
+
+from deniable.client.spec import Delivery, MetricType, PeriodKind
+
+from .storage.tables import DESCRIPTION_MAX, OWNER_MAX, UNIT_MAX
+
+UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+"""A report id: a UUID in canonical text form (lowercase, hyphenated)."""
+
+ReportId = Annotated[str, Field(max_length=36, pattern=UUID_PATTERN)]
+MetricField = Annotated[str, Field(min_length=1, max_length=64)]
+FingerprintField = Annotated[str, Field(min_length=1, max_length=64)]
+PeriodField = Annotated[str, Field(min_length=1, max_length=16)]
+DIMS_MAX = 8
+"""The most dimension values one report's ``dims`` may hold."""
+
+DIM_TEXT_MAX = 32
+"""The longest dimension name or value a report may send."""
+
+_DimText = Annotated[str, Field(max_length=DIM_TEXT_MAX)]
+DimsField = Annotated[dict[_DimText, _DimText], Field(max_length=DIMS_MAX)]
+"""A report's public dimension values, in the clear (checked against its spec in validation)."""
+
+
+def dims_problem(dims: Any) -> str | None:
+    """Why ``dims`` as sent is not a :data:`DimsField`, or None: the parser passes ``dims``
+    through (:class:`ReportIn`), and validation asks this once per distinct value of a batch."""
+    if type(dims) is not dict:
+        return "dims must be an object of dimension names to values"
+    if len(dims) > DIMS_MAX:
+        return f"dims hold at most {DIMS_MAX} values"
+    for name, value in dims.items():
+        if type(name) is not str or type(value) is not str:
+            return "dims names and values must be strings"
+        if len(name) > DIM_TEXT_MAX or len(value) > DIM_TEXT_MAX:
+            return f"dims names and values have at most {DIM_TEXT_MAX} characters"
+    return None
+
+
+def _plain_text(value: str) -> str:
+    """``value`` if it is one line of printable text: no control character (C0, DEL, C1),
+    no line or paragraph separator, not blank. Written into tables, CSV files and terminals,
+    such a character could break a line or move the cursor."""
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F or c in "\u2028\u2029" for c in value):
+        raise ValueError("must not contain control characters (a line break, a tab, an escape)")
+    if not value.strip():
+        raise ValueError("must not be blank: leave the field out instead")
+    return value
+
+
+def plain_text(max_length: int) -> Any:
+    """One line of plain text of at most ``max_length`` characters: a metric's unit,
+    description or owner as registered."""
+    return Annotated[str, Field(max_length=max_length), AfterValidator(_plain_text)]
+
+
+UnitText = plain_text(UNIT_MAX)
+DescriptionText = plain_text(DESCRIPTION_MAX)
+OwnerText = plain_text(OWNER_MAX)
+
+
+Payload = StrictInt | StrictFloat | StrictStr | dict[str, StrictInt | StrictStr]
+"""An index (brr, krr), a number y (duchi, pm, hybrid), standard base64 bits (oue), an
+{a, b, y} object (olh) or a {b, l, r} object (pem: base64 bits, prefix level, sketch row)."""
+
+_STRICT = ConfigDict(extra="forbid", strict=True)
+
+
+class Report(BaseModel):
+    """One randomized report, exactly as a client sends it (the documented wire schema)."""
+
+    model_config = _STRICT
+
+    id: ReportId
+    metric: MetricField
+    fingerprint: FingerprintField
+    period: PeriodField
+    payload: Payload = Field(
+        description="int (brr, krr), number (duchi, pm, hybrid), base64 string (oue),"
+        " {a, b, y} object (olh) or {b, l, r} object (pem)",
+        json_schema_extra={"examples": [2, -1.3862, "AQ==", {"a": 12345, "b": 678, "y": 1}]},
+    )
+    dims: DimsField | None = Field(
+        default=None,
+        description="the metric's dimension values, NOT randomized: each a listed value or"
+        " 'other' (only for a metric that declares dimensions)",
+        json_schema_extra={"examples": [{"platform": "ios"}]},
+    )
+
+
+class ReportBatch(BaseModel):
+    """The body of ``POST /v1/reports`` (the documented wire schema)."""
+
+    model_config = _STRICT
+
+    reports: list[Report]
+
+
+class ReportIn(TypedDict):
+    """:class:`Report` as the parser builds it: a plain dict, the same fields and checks.
+
+    Ingestion parses into dicts because pydantic-core builds them about twice as fast as
+    model instances; a test checks both schemas accept and refuse the same reports. ``dims``
+    is passed through as decoded (checking it here cost a fifth of a report's parse, for a
+    batch that repeats a few devices' values): validation checks each distinct value once,
+    :func:`dims_problem`, then against the spec; a test checks that the two together refuse
+    what :class:`Report` refuses.
+    """
+
+    __pydantic_config__ = _STRICT  # type: ignore[misc]
+
+    id: ReportId
+    metric: MetricField
+    fingerprint: FingerprintField
+    period: PeriodField
+    payload: Payload
+    dims: NotRequired[Any]
+
+
+class ReportBatchIn(TypedDict):
+    """:class:`ReportBatch` as the parser builds it."""
+
+    __pydantic_config__ = _STRICT  # type: ignore[misc]
+
+    reports: list[ReportIn]
+
+
+REPORT_PARSER: TypeAdapter[ReportIn] = TypeAdapter(ReportIn)
+"""Validates one report (already decoded from JSON) into a :class:`ReportIn`."""
+
+BATCH_PARSER: TypeAdapter[ReportBatchIn] = TypeAdapter(ReportBatchIn)
+"""Parses and validates a whole request body (raw JSON bytes) in one pydantic-core call."""
+
+
+class IngestResult(BaseModel):
+    """202 answer: how many reports were new and how many had been received before."""
+
+    accepted: int
+    duplicates: int
+
+
+class ReportError(BaseModel):
+    """One bad report of a refused batch: its index in ``reports`` and why."""
+
+    index: int | None
+    reason: str
+
+
+class BatchRefused(BaseModel):
+    """422 answer to a batch with bad reports; nothing of the batch was stored."""
+
+    detail: list[ReportError]
+
+
+class Problem(BaseModel):
+    """Any other error: ``detail`` names the problem."""
+
+    detail: str
+
+
+class MetricSpecIn(BaseModel):
+    """A metric to register; ``mechanism`` may be ``auto`` and is stored resolved.
+
+    Strict: ``"epsilon": true`` or ``"1.0"`` is refused rather than coerced, so what is
+    registered is exactly what the operator wrote.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    name: str
+    type: MetricType
+    categories: list[str] | None = Field(
+        default=None, description="categorical metrics only (boolean ones are false, true)"
+    )
+    lower: float | None = Field(default=None, description="numeric metrics: the least value")
+    upper: float | None = Field(
+        default=None, description="numeric metrics: the greatest value (above lower)"
+    )
+    edges: list[float] | None = Field(
+        default=None,
+        description="histogram metrics: the bucket edges, strictly increasing (at least 3)",
+    )
+    max_length: int | None = Field(
+        default=None,
+        description="text metrics: the longest string kept, in UTF-8 bytes (1..64; longer"
+        " values are cut at a character boundary)",
+    )
+    dimensions: dict[str, list[str]] | None = Field(
+        default=None,
+        description="public attributes to break estimates down by, NOT randomized:"
+        ' {name: [listed values]}, e.g. {"platform": ["ios", "android"]}; every dimension also'
+        " has 'other'; at most 1,000 cells (the product of values + 1); not for text metrics",
+    )
+    delivery: Delivery | None = Field(
+        default=None,
+        description="how reports may reach the collector: direct (default: straight to it, or"
+        " through a shuffler) or shuffled (only through a shuffler: direct uploads are refused"
+        " 422 and SDKs without a shuffler do not send them); in the fingerprint when shuffled",
+    )
+    epsilon: float
+    mechanism: str = Field(
+        default="auto",
+        description="auto, or brr/krr/oue/olh (boolean, categorical, histogram),"
+        " duchi/pm/hybrid (numeric), pem (text)",
+    )
+    period: PeriodKind = "day"
+    fingerprint: str | None = Field(
+        default=None, description="optional; if given it must match the resolved spec"
+    )
+    unit: UnitText | None = Field(
+        default=None,
+        description="numeric and histogram metrics: the unit of the values (ms, KB, °C)",
+    )
+    description: DescriptionText | None = Field(
+        default=None, description="what the metric measures"
+    )
+    owner: OwnerText | None = Field(
+        default=None, description="who answers for the metric (a team, a person)"
+    )
+
+
+class MetricSpecOut(BaseModel):
+    """A registered, resolved metric spec with its fingerprint."""
+
+    name: str
+    type: MetricType
+    categories: list[str] | None = Field(default=None, description="categorical metrics")
+    lower: float | None = Field(default=None, description="numeric metrics")
+    upper: float | None = Field(default=None, description="numeric metrics")
+    edges: list[float] | None = Field(default=None, description="histogram metrics")
+    max_length: int | None = Field(default=None, description="text metrics (UTF-8 bytes)")
+    dimensions: dict[str, list[str]] | None = Field(
+        default=None, description="public dimensions and their listed values (not randomized)"
+    )
+    epsilon: float
+    mechanism: str
+    period: PeriodKind
+    delivery: Delivery | None = Field(
+        default=None, description="shuffled: only through a shuffler (absent: direct)"
+    )
+    fingerprint: str
+    unit: str | None = Field(
+        default=None, description="numeric and histogram metrics: the unit of the values"
+    )
+    description: str | None = Field(default=None, description="what the metric measures")
+    owner: str | None = Field(default=None, description="who answers for the metric")
+
+
+class RegisteredMetric(MetricSpecOut):
+    """The answer to a registration: the stored spec, and warnings about what registering it
+    means for one device's privacy account (always present, often empty)."""
+
+    warnings: list[str] = Field(
+        description="e.g. this registration took one device's 30-day total with the SDK"
+        " defaults across the warning level (said once: empty when the same spec is registered"
+        " again; GET /v1/privacy states the account, docs/privacy.md)"
+    )
+
+
+class MetricList(BaseModel):
+    """Every registered metric that is not archived (the specs devices should record)."""
+
+    metrics: list[MetricSpecOut]
+
+
+class ArchivedMetric(BaseModel):
+    """An archived metric: when it was archived, and whether this request archived it."""
+
+    name: str
+    fingerprint: str
+    archived_at: dt.datetime
+    already_archived: bool = Field(description="true if it was archived before this request")
+
+
+class RetentionResult(BaseModel):
+    """What a retention run deleted."""
+
+    before: str
+    deleted: int
+
+
+class Health(BaseModel):
+    """Liveness answer."""
+
+    status: str
+
+
+HexId = Annotated[str, Field(pattern=r"^[0-9a-f]{32}$")]
+"""A batch id: 32 lowercase hex digits."""
+KeyIdField = Annotated[str, Field(pattern=r"^[0-9a-f]{16}$")]
+"""A sealing key's id: 16 lowercase hex digits."""
+
+MAX_SEALED_CHARS = 8192
+"""The longest ``sealed`` field read: base64 of the largest padded report (a 10,000-category
+oue metric with 8 dimensions seals to about 2,400 characters)."""
+
+
+class SealedReport(BaseModel):
+    """One sealed report as the shuffler forwards it: the key it is sealed to and its bytes."""
+
+    model_config = ConfigDict(extra="forbid")
+    key: KeyIdField
+    sealed: Annotated[str, Field(min_length=1, max_length=MAX_SEALED_CHARS)]
+
+
+class ShuffledPart(BaseModel):
+    """A part of a released batch (``POST /v1/shuffled``), in the batch's shuffled order.
+
+    ``batch`` names the batch (a part sent again, or its other parts, repeat it); ``n`` is the
+    batch's size, ``parts`` how many parts it is forwarded in; the batch's key is the header its
+    reports were sealed under."""
+
+    model_config = ConfigDict(extra="forbid")
+    batch: HexId
+    part: Annotated[StrictInt, Field(ge=0)]
+    parts: Annotated[StrictInt, Field(ge=1, le=1_000_000)]
+    n: Annotated[StrictInt, Field(ge=1, le=100_000_000)]
+    metric: MetricField
+    mechanism: Annotated[str, Field(min_length=1, max_length=16)]
+    epsilon: StrictFloat | StrictInt
+    fingerprint: Annotated[str, Field(min_length=16, max_length=16)]
+    envelopes: list[SealedReport]
+
+
+class ShuffledResult(BaseModel):
+    """A part's reports: stored (new), already stored (a part sent again), and refused (not
+    opened, or not valid for their metric: nobody could resend them better)."""
+
+    accepted: int
+    duplicates: int
+    refused: int
+
+
+class PublicKey(BaseModel):
+    """A sealing key devices may seal to (``current``: the one to use now)."""
+
+    id: str
+    public: str
+    current: bool
+
+
+class PublicKeys(BaseModel):
+    """``GET /v1/keys``: the collector's public sealing keys."""
+
+    keys: list[PublicKey]

@@ -1,0 +1,181 @@
+"""Archive raw reports of one (metric, period) to Parquet, verified before retention drops them.
+
+The layout, schema and checksum are :mod:`deniable.estimators.archivefiles`'. Writing streams
+the period's reports in id order (keyset pages, so memory stays one page) into
+``reports.parquet.partial``, computing the database's checksum on the way; the file is then
+moved to ``reports.parquet``, read back, and its rows and checksum must equal the
+database's, or nothing is dropped (:class:`ArchiveMismatch`). Only then is ``manifest.json``
+written and the caller free to drop the rows.
+
+Resumable: a run interrupted anywhere is simply run again. A (metric, period) whose rows
+are still in the database is archived again unless its file already holds exactly those
+rows (same count and checksum), in which case the file is kept; one whose rows are gone
+was verified before they were dropped, and is not visited. Rows are dropped all at once per
+(metric, period) (a partition, or one DELETE on SQLite), so the database never holds part of
+an archived period.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+
+from deniable.client.errors import DeniableError
+from deniable.client.spec import MetricSpec, canonical_json
+from deniable.estimators.archivefiles import (
+    ARCHIVE_VERSION,
+    COMPRESSION,
+    FILE_NAME,
+    MANIFEST_NAME,
+    Digest,
+    arrow_schema,
+    check_durable,
+    check_file,
+    open_archive,
+    open_for_writing,
+    partition_dir,
+    refuse_links,
+)
+
+from .engine import Database
+from .tables import id_bytes, reports
+
+PAGE = 50_000
+"""Reports read per query and written per row group."""
+
+
+class ArchiveMismatch(DeniableError):
+    """An archive file read back does not hold exactly the database's reports: nothing is
+    dropped. The message names the metric, the period and the counts, never a report."""
+
+
+@dataclass(frozen=True)
+class ArchivedPeriod:
+    """One (metric, period) archived and verified: its rows, checksum and whether a file of
+    an earlier, interrupted run was found whole and kept."""
+
+    metric: str
+    period: str
+    rows: int
+    sha256: str
+    kept: bool
+
+
+def _pages(database: Database, metric: str, period: str) -> Iterator[list[Any]]:
+    """The reports of (metric, period) in id order, a page at a time: (id, payload,
+    received, cell), one index range seek per page (one partition on PostgreSQL)."""
+    columns = [reports.c.id, reports.c.payload, reports.c.received, reports.c.cell]
+    base = select(*columns).where(reports.c.metric == metric, reports.c.period == period)
+    after: str | None = None
+    while True:
+        query = base if after is None else base.where(reports.c.id > after)
+        with database.reader.connect() as connection:
+            rows = connection.execute(query.order_by(reports.c.id).limit(PAGE)).all()
+        if not rows:
+            return
+        yield rows
+        after = rows[-1][0]
+
+
+def _columns(rows: list[Any]) -> tuple[list[bytes], list[str], list[dt.date], list[str]]:
+    ids = [id_bytes(row[0]) for row in rows]
+    payloads = [row[1] for row in rows]
+    received = [row[2] for row in rows]
+    cells = [row[3] for row in rows]
+    return ids, payloads, received, cells
+
+
+def database_check(database: Database, metric: str, period: str) -> tuple[int, str]:
+    """The rows and checksum of (metric, period) as the database holds them."""
+    digest = Digest()
+    for rows in _pages(database, metric, period):
+        ids, payloads, received, cells = _columns(rows)
+        digest.update(ids, payloads, [day.isoformat() for day in received], cells)
+    return digest.rows, digest.hexdigest()
+
+
+class Archive:
+    """An archive target (a directory or an object store URL) that periods are written to:
+    never one that does not outlive the process (:class:`.archivefiles.EphemeralArchive`),
+    never through a symbolic link (:class:`.archivefiles.ArchiveLink`)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.fs, self.root = open_archive(url)
+        check_durable(self.fs, url)
+
+    def _paths(self, metric: str, period: str) -> tuple[str, str, str]:
+        directory = partition_dir(self.root, metric, period)
+        final = f"{directory}/{FILE_NAME}"
+        return directory, final, f"{directory}/{MANIFEST_NAME}"
+
+    def _write(self, database: Database, spec: MetricSpec, period: str, path: str) -> Digest:
+        """Write (metric, period) to ``path`` (``.partial`` first, then moved); the database
+        rows' checksum."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        schema = arrow_schema(True, canonical_json(spec.to_dict()))
+        partial = path + ".partial"
+        digest = Digest()
+        with (
+            open_for_writing(self.fs, partial) as handle,
+            pq.ParquetWriter(handle, schema, compression=COMPRESSION) as writer,
+        ):
+            for rows in _pages(database, spec.name, period):
+                ids, payloads, received, cells = _columns(rows)
+                digest.update(ids, payloads, [day.isoformat() for day in received], cells)
+                arrays = [
+                    pa.array(ids, pa.binary(16)),
+                    pa.array(payloads, pa.string()),
+                    pa.array(received, pa.date32()),
+                    pa.array(cells, pa.string()),
+                ]
+                writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+        self.fs.mv(partial, path)
+        return digest
+
+    def _file_matches(self, path: str, rows: int, sha256: str) -> bool:
+        if not self.fs.exists(path):
+            return False
+        try:
+            found = check_file(self.fs, path)
+        except Exception:  # a torn or foreign file: written again
+            return False
+        return (found.rows, found.sha256) == (rows, sha256)
+
+    def store(self, database: Database, spec: MetricSpec, period: str) -> ArchivedPeriod:
+        """Archive and verify the reports of (``spec``'s metric, ``period``); raise
+        :class:`ArchiveMismatch` if the file read back differs from the database."""
+        directory, path, manifest = self._paths(spec.name, period)
+        refuse_links(self.fs, self.root, directory)
+        self.fs.makedirs(directory, exist_ok=True)
+        for name in (path, path + ".partial", manifest):
+            refuse_links(self.fs, self.root, name)
+        kept = False
+        if self.fs.exists(path):
+            rows, sha256 = database_check(database, spec.name, period)
+            kept = self._file_matches(path, rows, sha256)
+        if not kept:
+            digest = self._write(database, spec, period, path)
+            rows, sha256 = digest.rows, digest.hexdigest()
+            if not self._file_matches(path, rows, sha256):
+                raise ArchiveMismatch(
+                    f"archive of {spec.name} {period} at {self.url} does not read back as the"
+                    f" {rows:,} report(s) the database holds; nothing was dropped"
+                )
+        document = {
+            "metric": spec.name,
+            "period": period,
+            "rows": rows,
+            "sha256": sha256,
+            "version": ARCHIVE_VERSION,
+        }
+        with open_for_writing(self.fs, manifest, "w") as handle:
+            handle.write(json.dumps(document, sort_keys=True))
+        return ArchivedPeriod(spec.name, period, rows, sha256, kept)

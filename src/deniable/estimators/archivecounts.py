@@ -1,0 +1,417 @@
+"""Counts from the Parquet archive of raw reports, the same counts the collector keeps online.
+
+Re-analysis aggregates first: each (metric, period) file is reduced to the counts an estimate
+reads (n and the support count per category; a numeric metric's n, sum of y and sum of y^2; a
+text metric's sketch counts per (level, row, cell) and its (level, row) tallies), per cell too
+when the file carries cells, and the estimators then run on those counts exactly as on the
+collector's (so the answers are the same). A file is read by DuckDB (embedded, no server):
+brr/krr and numeric files are aggregated in SQL; oue, olh and text payloads are decoded by
+DuckDB's JSON and base64 functions and counted by the product's own numpy kernels
+(:mod:`.support`), never by evaluating a hash per candidate string.
+
+:func:`archive_counts` runs the files one after the other in this process (DuckDB uses every
+core on each); :mod:`.archivedask` maps :func:`file_counts` over the files on a Dask cluster.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from deniable.client.errors import InvalidInput
+from deniable.client.mechanisms import (
+    KRR,
+    NUMERIC_MECHANISMS,
+    OLH,
+    OLH_PRIME,
+    OUE,
+    Duchi,
+    Hybrid,
+    Mechanism,
+    NumericMechanism,
+    PrefixSketch,
+)
+from deniable.client.spec import MetricSpec
+
+from .archivefiles import (
+    FILE_NAME,
+    SPEC_KEY,
+    ArchiveCorrupt,
+    file_batches,
+    open_archive,
+    partition_dir,
+    verify_manifest,
+)
+from .support import olh_support, oue_bits
+
+ENGINES = ("duckdb", "dask")
+"""The engines re-analysis runs on: DuckDB embedded (default), Dask on a cluster."""
+
+
+@dataclass
+class CellCounts:
+    """One cell's (or a whole period's) counts: n, support per category (or sketch cell),
+    and a numeric metric's sums of y and y^2."""
+
+    n: int = 0
+    support: np.ndarray | None = None
+    total: float = 0.0
+    total_squares: float = 0.0
+
+    def add(self, other: CellCounts) -> None:
+        """Add ``other``'s counts to these."""
+        self.n += other.n
+        if other.support is not None:
+            self.support = (
+                other.support.copy() if self.support is None else self.support + other.support
+            )
+        self.total += other.total
+        self.total_squares += other.total_squares
+
+
+@dataclass
+class FileCounts:
+    """One file's counts: its period, the whole period's, and each cell's (if it has cells)."""
+
+    period: str
+    whole: CellCounts
+    cells: dict[str, CellCounts] = field(default_factory=dict)
+    verified: bool = True
+    """False if the file had no manifest, so its rows were not checked against the
+    archiver's checksum (the CLI says so)."""
+
+
+def count_width(spec: MetricSpec) -> int:
+    """The counts one period keeps: categories, or a text metric's sketch cells and tallies."""
+    return spec.text_randomizer.cell_count if spec.type == "text" else spec.k
+
+
+def archive_files(url: str, metric: str, periods: Sequence[str]) -> list[tuple[str, str]]:
+    """(period, path) of each archived file of ``metric`` among ``periods``, by period."""
+    fs, root = open_archive(url)
+    found = []
+    for period in periods:
+        path = f"{partition_dir(root, metric, period)}/{FILE_NAME}"
+        if fs.exists(path):
+            found.append((period, path))
+    return found
+
+
+def archived_periods(url: str, metric: str) -> list[str]:
+    """Every period of ``metric`` the archive at ``url`` holds, sorted."""
+    fs, root = open_archive(url)
+    prefix = f"{root}/metric={metric}/period="
+    return sorted(
+        path.removeprefix(prefix).split("/")[0] for path in fs.glob(f"{prefix}*/{FILE_NAME}")
+    )
+
+
+def archived_spec(url: str, metric: str) -> dict[str, Any]:
+    """The spec (JSON) the newest archived file of ``metric`` carries; InvalidInput if none."""
+    import pyarrow.parquet as pq
+
+    periods = archived_periods(url, metric)
+    if not periods:
+        raise InvalidInput(f"the archive at {url} holds no reports of metric {metric!r}")
+    fs, root = open_archive(url)
+    path = f"{partition_dir(root, metric, periods[-1])}/{FILE_NAME}"
+    with fs.open(path, "rb") as handle:
+        metadata = pq.ParquetFile(handle).schema_arrow.metadata or {}
+    raw = metadata.get(SPEC_KEY.encode())
+    if raw is None:
+        raise InvalidInput(f"{path} carries no metric spec")
+    return json.loads(raw)
+
+
+def _connect(url: str) -> tuple[Any, Callable[[str], str]]:
+    """A DuckDB connection that can read the archive's files, and how to name a path to it."""
+    import duckdb
+
+    fs, _ = open_archive(url)
+    connection = duckdb.connect()
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    if protocol in ("file", "local"):
+        return connection, lambda path: path
+    connection.register_filesystem(fs)
+    return connection, lambda path: f"{protocol}://{path}"
+
+
+def _text_column(array: Any) -> np.ndarray:
+    """The (m, length) ASCII codes of an Arrow string array of equal-length strings."""
+    import pyarrow as pa
+
+    array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    if len(array) == 0:
+        return np.zeros((0, 0), dtype=np.uint8)
+    offsets = np.frombuffer(array.buffers()[1], dtype=np.int32)[
+        array.offset : array.offset + len(array) + 1
+    ]
+    data = np.frombuffer(array.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
+    widths = np.diff(offsets)
+    if (widths != widths[0]).any():
+        raise InvalidInput("archived payloads of one metric differ in length")
+    return data.reshape(len(array), int(widths[0]))
+
+
+INTEGER = "(0|[1-9][0-9]{0,9})"
+"""A JSON integer as the collector stores it (no sign, no leading zero, no exponent)."""
+NUMBER = "-?(0|[1-9][0-9]*)([.][0-9]+)?([eE][-+]?[0-9]+)?"
+"""A JSON number."""
+
+
+def _base64(n_bytes: int) -> str:
+    """A standard base64 text of exactly ``n_bytes`` bytes (padded), as a regex."""
+    length = -(-n_bytes // 3) * 4
+    pad = length // 4 * 3 - n_bytes
+    return f"[A-Za-z0-9+/]{{{length - pad}}}={{{pad}}}"
+
+
+def payload_mechanism(spec: MetricSpec) -> Mechanism | NumericMechanism | PrefixSketch:
+    """The mechanism whose ``parse_payload`` judges ``spec``'s payloads."""
+    if spec.type == "text":
+        return spec.text_randomizer
+    return spec.numeric_randomizer if spec.type == "numeric" else spec.randomizer
+
+
+def valid_payload_sql(spec: MetricSpec) -> str:
+    """A DuckDB condition true exactly for the stored payloads ``spec``'s mechanism accepts
+    (in the canonical form the collector stores), bar an OUE payload's bits past k, which
+    the kernel checks: every value in range, so no payload is counted as another (a krr
+    ``-1`` would otherwise index the last category)."""
+    mechanism = payload_mechanism(spec)
+
+    def within(key: str, low: int, high: int) -> str:
+        value = f"TRY_CAST(json_extract(payload, '$.{key}') AS BIGINT)"
+        return f"{value} BETWEEN {low} AND {high}"
+
+    if isinstance(mechanism, PrefixSketch):
+        shape = f'[{{]"b":"{_base64(mechanism.n_bytes)}","l":{INTEGER},"r":{INTEGER}[}}]'
+        ranges = [within("l", 1, mechanism.levels), within("r", 0, mechanism.rows - 1)]
+    elif isinstance(mechanism, NumericMechanism):
+        value, bound = "abs(TRY_CAST(payload AS DOUBLE))", float(mechanism.bound)
+        exact = isinstance(mechanism, Duchi) or (
+            isinstance(mechanism, Hybrid) and mechanism.pm_probability == 0.0
+        )
+        check = f"abs({value} - {bound!r})" if exact else value
+        limit = 1e-9 * bound if exact else bound * (1 + 1e-9)
+        shape, ranges = NUMBER, [f"isfinite({value}) AND {check} <= {limit!r}"]
+    elif isinstance(mechanism, OLH):
+        shape = f'[{{]"a":{INTEGER},"b":{INTEGER},"y":{INTEGER}[}}]'
+        ranges = [
+            within("a", 1, OLH_PRIME - 1),
+            within("b", 0, OLH_PRIME - 1),
+            within("y", 0, mechanism.g - 1),
+        ]
+    elif isinstance(mechanism, OUE):
+        shape, ranges = f'"{_base64(mechanism.n_bytes)}"', []
+    elif isinstance(mechanism, KRR):
+        shape, ranges = INTEGER, [f"TRY_CAST(payload AS BIGINT) < {mechanism.k}"]
+    else:
+        raise InvalidInput(f"no archive counts for mechanism {spec.mechanism}")
+    condition = " AND ".join([f"regexp_full_match(payload, {_quote(shape)})", *ranges])
+    return f"coalesce({condition}, false)"
+
+
+class _BitsPastK(Exception):
+    """An OUE payload sets bits past k (found by the kernel; the file is then scanned in
+    Python to name the row)."""
+
+
+def _invalid(mechanism: Any, text: str) -> str | None:
+    """Why the stored payload ``text`` is not one ``mechanism`` accepts (None if it is)."""
+    try:
+        mechanism.parse_payload(json.loads(text))
+    except (ValueError, TypeError, RecursionError) as exc:
+        return str(exc) if isinstance(exc, ValueError) else "not a JSON text"
+    return None
+
+
+def _refuse(path: str, row: int, text: str, reason: str | None) -> ArchiveCorrupt:
+    shown = text if len(text) <= 60 else text[:57] + "..."
+    because = reason or "not in the form the collector stores"
+    return ArchiveCorrupt(
+        f"{path}: row {row + 1:,} holds a payload no device sends ({shown!r}: {because});"
+        " the archive was altered or is not this metric's"
+    )
+
+
+def check_payloads(connection: Any, source: str, spec: MetricSpec, path: str) -> None:
+    """Raise :class:`ArchiveCorrupt` naming the file and the first row whose payload
+    ``spec``'s mechanism refuses (one DuckDB scan; nothing is counted before it passes)."""
+    found = connection.execute(
+        f"SELECT file_row_number, payload FROM {source}"
+        f" WHERE NOT {valid_payload_sql(spec)} ORDER BY 1 LIMIT 1"
+    ).fetchone()
+    if found is not None:
+        row, text = found
+        text = "null" if text is None else text
+        raise _refuse(path, int(row), text, _invalid(payload_mechanism(spec), text))
+
+
+def _first_invalid(fs: Any, spec: MetricSpec, path: str) -> ArchiveCorrupt:
+    """The refusal naming the first row of ``path`` its mechanism's ``parse_payload`` refuses
+    (a Python scan, run only once a kernel found such a row)."""
+    mechanism = payload_mechanism(spec)
+    row = 0
+    for batch in file_batches(fs, path, ["payload"]):
+        for text in batch.column("payload").to_pylist():
+            reason = _invalid(mechanism, text)
+            if reason is not None:
+                return _refuse(path, row, text, reason)
+            row += 1
+    return ArchiveCorrupt(f"{path} holds a payload no device sends")
+
+
+SUPPORT_CELLS = 1 << 22
+"""Reports times categories decoded at once (the support matrix of a batch stays ~4 MB)."""
+
+
+def _batch_counts(spec: MetricSpec, batch: Any) -> dict[str, tuple[int, np.ndarray]]:
+    """An Arrow batch's reports and counts, by its ``cell_key`` column's values (a text
+    metric's: its sketch counts per cell, each cell a whole sketch; the spec bounds cells ×
+    sketch counts)."""
+    keys = batch.column("cell_key").to_numpy(zero_copy_only=False)
+    if spec.type == "text":
+        sketch = spec.text_randomizer
+        width = count_width(spec)
+        bits = oue_bits(_text_column(batch.column("bits")), sketch.cells)
+        levels = batch.column("l").to_numpy().astype(np.int64)
+        rows = batch.column("r").to_numpy().astype(np.int64)
+        base = ((levels - 1) * sketch.rows + rows) * sketch.cells
+        tally = sketch.levels * sketch.rows * sketch.cells + (levels - 1) * sketch.rows + rows
+        names, code = np.unique(keys, return_inverse=True)
+        code = code.astype(np.int64) * width
+        report, cell = np.nonzero(bits)
+        size = len(names) * width
+        counts = np.bincount(code[report] + base[report] + cell, minlength=size)
+        counts += np.bincount(code + tally, minlength=size)
+        shaped = counts.astype(np.int64).reshape(len(names), width)
+        reports = np.bincount(code // width, minlength=len(names))
+        return {str(name): (int(reports[j]), shaped[j]) for j, name in enumerate(names.tolist())}
+    mechanism = spec.randomizer
+    if isinstance(mechanism, OUE):
+        support = oue_bits(_text_column(batch.column("bits")), 8 * mechanism.n_bytes)
+        if support[:, mechanism.k :].any():
+            raise _BitsPastK
+        support = support[:, : mechanism.k]
+    elif isinstance(mechanism, OLH):
+        columns = [batch.column(c).to_numpy().astype(np.int64) for c in ("a", "b", "y")]
+        support = olh_support(mechanism, *columns)
+    else:
+        raise TypeError(f"no kernel for {spec.mechanism}")
+    distinct = np.unique(keys).tolist()
+    if len(distinct) == 1:
+        return {distinct[0]: (len(keys), support.sum(axis=0, dtype=np.int64))}
+    return {
+        cell: (int((keys == cell).sum()), support[keys == cell].sum(axis=0, dtype=np.int64))
+        for cell in distinct
+    }
+
+
+def _projection(spec: MetricSpec) -> str:
+    """The DuckDB select list decoding a file's payloads for the kernels."""
+    if spec.type == "text":
+        return (
+            "json_extract_string(payload, '$.b') AS bits,"
+            " CAST(json_extract(payload, '$.l') AS BIGINT) AS l,"
+            " CAST(json_extract(payload, '$.r') AS BIGINT) AS r"
+        )
+    if spec.mechanism == "oue":
+        return "json_extract_string(payload, '$') AS bits"
+    return ", ".join(f"CAST(json_extract(payload, '$.{c}') AS BIGINT) AS {c}" for c in "aby")
+
+
+def _has_cell(connection: Any, source: str) -> bool:
+    names = [row[0] for row in connection.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
+    return "cell" in names
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def file_counts(
+    url: str, spec: MetricSpec, period: str, path: str, by_cell: bool = False
+) -> FileCounts:
+    """The counts of one archived file (one metric and period), per cell too if asked and the
+    file has cells. Opens its own DuckDB connection (so Dask workers can call it).
+
+    The file is first checked against its manifest (rows and checksum, when it has one) and
+    its payloads against the metric's mechanism: :class:`.archivefiles.ArchiveCorrupt`, naming
+    the file and the row, rather than a count altered by a crafted row."""
+    fs, _ = open_archive(url)
+    verified = verify_manifest(fs, path, spec.name, period)
+    connection, name = _connect(url)
+    try:
+        source = f"read_parquet({_quote(name(path))})"
+        check_payloads(
+            connection, f"read_parquet({_quote(name(path))}, file_row_number=true)", spec, path
+        )
+        cells = by_cell and _has_cell(connection, source)
+        key = "cell" if cells else "''"
+        result = FileCounts(period, CellCounts(), verified=verified)
+        groups: dict[str, CellCounts] = {}
+        if spec.type == "numeric":
+            rows = connection.execute(
+                f"SELECT {key}, count(*), sum(CAST(payload AS DOUBLE)),"
+                f" sum(CAST(payload AS DOUBLE) * CAST(payload AS DOUBLE))"
+                f" FROM {source} GROUP BY 1"
+            ).fetchall()
+            for cell, n, total, squares in rows:
+                groups[cell] = CellCounts(int(n), None, float(total), float(squares))
+        elif spec.type != "text" and isinstance(spec.randomizer, KRR):
+            width = spec.k
+            rows = connection.execute(
+                f"SELECT {key}, CAST(payload AS BIGINT), count(*) FROM {source} GROUP BY 1, 2"
+            ).fetchall()
+            for cell, index, n in rows:
+                counts = groups.setdefault(cell, CellCounts(0, np.zeros(width, dtype=np.int64)))
+                counts.n += int(n)
+                counts.support[int(index)] += int(n)  # type: ignore[index]
+        else:
+            width = count_width(spec)
+            batch_rows = max(1024, SUPPORT_CELLS // width)
+            relation = connection.sql(
+                f"SELECT {key} AS cell_key, {_projection(spec)} FROM {source}"
+            )
+            reader = (
+                relation.to_arrow_reader(batch_rows)
+                if hasattr(relation, "to_arrow_reader")
+                else relation.record_batch(batch_rows)
+            )
+            try:
+                for batch in reader:
+                    for cell, (n, counts_of) in _batch_counts(spec, batch).items():
+                        counts = groups.setdefault(
+                            cell, CellCounts(0, np.zeros(width, dtype=np.int64))
+                        )
+                        counts.n += n
+                        counts.support += counts_of  # type: ignore[operator]
+            except _BitsPastK:
+                raise _first_invalid(fs, spec, path) from None
+        for cell, counts in sorted(groups.items()):
+            result.whole.add(counts)
+            if cells:
+                result.cells[cell] = counts
+        if result.whole.support is None and spec.type != "numeric":
+            result.whole.support = np.zeros(count_width(spec), dtype=np.int64)
+        return result
+    finally:
+        connection.close()
+
+
+def archive_counts(
+    url: str, spec: MetricSpec, periods: Sequence[str], by_cell: bool = False
+) -> list[FileCounts]:
+    """The counts of each archived file of ``spec``'s metric among ``periods`` (DuckDB, one
+    file after the other); periods without a file are absent."""
+    if spec.mechanism not in (*NUMERIC_MECHANISMS, "brr", "krr", "oue", "olh", "pem"):
+        raise InvalidInput(f"no archive counts for mechanism {spec.mechanism}")
+    return [
+        file_counts(url, spec, period, path, by_cell)
+        for period, path in archive_files(url, spec.name, periods)
+    ]
