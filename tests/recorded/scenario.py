@@ -44,6 +44,11 @@ WEEK_DAYS = ("2026-10-28", "2026-11-04", "2026-11-11", "2026-11-18")
 """One day in each of the four weeks the weekly metric reports in (2026-W44..W47)."""
 PLATFORMS = {"platform": ["ios", "android", "web"]}
 """The one dimension of the metrics that break down."""
+SERIES_CELLS = 400
+"""The collector's series cells limit (small, so an over-limit series is cheap to ask)."""
+ESTIMATE_CELLS = 300_000
+"""The collector's estimate cells limit: a text metric's one-period estimate by platform
+(4 cells × 65,600 sketch counts) is within it, its seven-period series is not."""
 PER_PERIOD = 240
 """Reports per metric per period (the text metric's: twice as many)."""
 BATCH = 1000
@@ -94,12 +99,15 @@ def specs() -> list[MetricSpec]:
         MetricSpec.categorical(
             "gold_lang", [f"l{i}" for i in range(8)], epsilon=2.0, mechanism="olh"
         ),
-        MetricSpec.histogram("gold_latency", [0, 10, 50, 100, 500], epsilon=2.0),
+        MetricSpec.histogram(
+            "gold_latency", [0, 10, 50, 100, 500], epsilon=2.0, dimensions=PLATFORMS
+        ),
         MetricSpec.numeric(
             "gold_load", lower=0, upper=100, epsilon=1.0, mechanism="duchi", dimensions=PLATFORMS
         ),
         MetricSpec.numeric("gold_temp", lower=-20, upper=40, epsilon=2.0, mechanism="pm"),
-        MetricSpec.text("gold_search", max_length=4, epsilon=4.0),
+        MetricSpec.text("gold_search", max_length=4, epsilon=4.0, dimensions=PLATFORMS),
+        MetricSpec.numeric("gold_size", lower=0, upper=1000, epsilon=3.0, mechanism="hybrid"),
         MetricSpec.categorical(
             "gold_weekly", ["red", "green", "blue"], epsilon=1.0, mechanism="krr", period="week"
         ),
@@ -115,10 +123,11 @@ def truths(registered: dict[str, MetricSpec]) -> list[Truth]:
         Truth(r["gold_browser"], weights=(0.5, 0.2, 0.2, 0.1), skew=0.1),
         Truth(r["gold_screen"], weights=(0.3, 0.25, 0.2, 0.1, 0.1, 0.05), dims=True),
         Truth(r["gold_lang"], weights=(0.3, 0.2, 0.15, 0.1, 0.1, 0.05, 0.05, 0.05)),
-        Truth(r["gold_latency"], low=0, high=400, skew=20),
+        Truth(r["gold_latency"], low=0, high=400, dims=True, skew=20),
         Truth(r["gold_load"], low=10, high=90, dims=True, skew=10),
         Truth(r["gold_temp"], low=-5, high=30, skew=3),
-        Truth(r["gold_search"], weights=WORD_WEIGHTS),
+        Truth(r["gold_search"], weights=WORD_WEIGHTS, dims=True),
+        Truth(r["gold_size"], low=100, high=700, skew=-40),
         Truth(r["gold_weekly"], weights=(0.5, 0.3, 0.2), periods=WEEK_DAYS, skew=0.1),
     ]
 
@@ -194,7 +203,12 @@ def populate(server: RunningCollector) -> None:
 def running(directory: Path) -> Iterator[RunningCollector]:
     """A collector on a fresh SQLite file in ``directory``, populated, with the viewer
     token; stopped on exit."""
-    settings = collector_settings(sqlite_url(directory, "recorded"), viewer_token=VIEWER_TOKEN)
+    settings = collector_settings(
+        sqlite_url(directory, "recorded"),
+        viewer_token=VIEWER_TOKEN,
+        max_series_cells=SERIES_CELLS,
+        max_estimate_cells=ESTIMATE_CELLS,
+    )
     server = RunningCollector(settings, Clock()).start()
     try:
         populate(server)

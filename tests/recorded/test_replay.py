@@ -17,6 +17,8 @@ COMPARED = ("status", "content_type", "body")
 """What must match in each answer."""
 DIFF_LINES = 30
 """The most lines of a body diff a failure shows."""
+LINE_CHARS = 240
+"""The most characters of one diff line a failure shows (a privacy statement is one line)."""
 
 
 def readable(body: str) -> list[str]:
@@ -45,7 +47,7 @@ def difference(recorded: dict[str, Any], replayed: dict[str, Any]) -> str:
             lineterm="",
             n=1,
         )
-        lines.extend(list(diff)[:DIFF_LINES])
+        lines.extend(line[:LINE_CHARS] for line in list(diff)[:DIFF_LINES])
     return "\n".join(lines)
 
 
