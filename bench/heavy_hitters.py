@@ -134,9 +134,11 @@ def ingestion(reports: int, seed: int, epsilon: float = 4.0) -> list[dict[str, o
     from deniable.client import MetricSpec, SeededRandomness
     from deniable.client.wire import payload_text
     from deniable.collector.storage.engine import open_database
-    from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_batches
     from deniable.collector.storage.migrator import migrate
+    from deniable.collector.storage.prepare import prepare_batch
     from deniable.collector.storage.queries import register_spec
+    from deniable.collector.storage.transaction import store_batches
+    from deniable.collector.validation import ValidReport
 
     rng = SeededRandomness(seed)
     today = dt.date.today()

@@ -46,8 +46,8 @@ import httpx
 import numpy as np
 
 from deniable.client import MetricSpec
+from deniable.client.wire import payload_text
 from deniable.collector.storage import open_database
-from deniable.collector.storage.ingest import payload_text
 from deniable.collector.storage.tables import period_counts, reports, support_counts
 from deniable.estimators import support_matrix
 from testkit import (

@@ -77,7 +77,8 @@ def _prepare(url: str, revision: str, rows: int, interleaved: bool = False) -> A
 
 def _batches(count: int, period: str) -> list[Any]:
     from deniable.client import SeededRandomness
-    from deniable.collector.storage.ingest import ValidReport, prepare_batch
+    from deniable.collector.storage.prepare import prepare_batch
+    from deniable.collector.validation import ValidReport
 
     spec = _spec()
     rng = SeededRandomness(5)
@@ -94,7 +95,7 @@ def _batches(count: int, period: str) -> list[Any]:
 
 
 def _ingest_rate(database: Any, batches: list[Any]) -> float:
-    from deniable.collector.storage.ingest import store_batches
+    from deniable.collector.storage.transaction import store_batches
 
     began = time.perf_counter()
     for batch in batches:

@@ -44,7 +44,9 @@ from testkit.row_order import (
 def write(url: str, how: str) -> list[list[dict[str, Any]]]:
     """Store the devices' reports in ``url`` as ``how`` says; the reports, by device."""
     from deniable.collector.storage import open_database
-    from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_batches
+    from deniable.collector.storage.prepare import prepare_batch
+    from deniable.collector.storage.transaction import store_batches
+    from deniable.collector.validation import ValidReport
 
     server = RunningCollector(collector_settings(url)).start()
     try:

@@ -39,10 +39,12 @@ from sqlalchemy import text
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.collector import migrate
 from deniable.collector.storage import open_database
-from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_batches
+from deniable.collector.storage.prepare import prepare_batch
 from deniable.collector.storage.queries import read_counts, read_text_cells, register_spec
 from deniable.collector.storage.tables import ADD_PACKED_SQL, pack_counts
 from deniable.collector.storage.textcells import text_cell_rows, upsert_text_cells
+from deniable.collector.storage.transaction import store_batches
+from deniable.collector.validation import ValidReport
 from deniable.estimators.heavyhitters import text_document
 from deniable.estimators.support import text_support
 from testkit import scratch_database

@@ -54,7 +54,12 @@ def test_folders_are_import_names() -> None:
 
 PRIVATE_STORAGE_MODULES = (
     "engine",
-    "ingest",
+    "prepare",
+    "kindrows",
+    "increments",
+    "sqliteupserts",
+    "pgupserts",
+    "transaction",
     "writer",
     "tables",
     "migrations",
@@ -115,7 +120,7 @@ def test_the_import_scan_sees_private_modules_however_imported(tmp_path: Path) -
     module.write_text(
         "from ...collector.storage.tables import reports\n"
         "from ...collector.storage import engine\n"
-        "import deniable.collector.storage.ingest\n"
+        "import deniable.collector.storage.transaction\n"
         "from deniable.collector.storage import open_database\n"
     )
     found = {
@@ -125,5 +130,5 @@ def test_the_import_scan_sees_private_modules_however_imported(tmp_path: Path) -
         "deniable.collector.storage.tables",
         "deniable.collector.storage.tables.reports",
         "deniable.collector.storage.engine",
-        "deniable.collector.storage.ingest",
+        "deniable.collector.storage.transaction",
     }

@@ -16,9 +16,11 @@ from deniable.client import MetricSpec, SeededRandomness
 from deniable.collector import migrate
 from deniable.collector.storage import count_reports, open_database
 from deniable.collector.storage.archive import Archive
-from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_batches
+from deniable.collector.storage.prepare import prepare_batch
 from deniable.collector.storage.queries import register_spec
 from deniable.collector.storage.retention import retain
+from deniable.collector.storage.transaction import store_batches
+from deniable.collector.validation import ValidReport
 from testkit import ADMIN_TOKEN, DatabaseFactory, RunningCollector, collector_settings
 from testkit.cli import run_cli
 

@@ -22,10 +22,12 @@ from deniable.collector import migrate
 from deniable.collector.storage import count_reports, open_database
 from deniable.collector.storage.archive import Archive
 from deniable.collector.storage.engine import Database, normalize_url
-from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_batches
+from deniable.collector.storage.prepare import prepare_batch
 from deniable.collector.storage.queries import read_counts, register_spec
 from deniable.collector.storage.retention import retain
 from deniable.collector.storage.tables import id_text
+from deniable.collector.storage.transaction import store_batches
+from deniable.collector.validation import ValidReport
 from deniable.estimators.archivefiles import (
     FILE_NAME,
     MANIFEST_NAME,

@@ -18,8 +18,10 @@ from deniable.client import MetricSpec
 from deniable.collector import migrate
 from deniable.collector.storage import open_database
 from deniable.collector.storage.engine import normalize_url
-from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_batches
+from deniable.collector.storage.prepare import prepare_batch
 from deniable.collector.storage.queries import read_cells, read_counts, register_spec
+from deniable.collector.storage.transaction import store_batches
+from deniable.collector.validation import ValidReport
 from deniable.estimators import support_matrix
 from testkit import (
     ADMIN_TOKEN,

@@ -28,14 +28,13 @@ from deniable.client import MetricSpec
 from deniable.client.mechanisms import make_mechanism, make_numeric_mechanism
 from deniable.collector.routes.reports import parse_batch
 from deniable.collector.schemas import BATCH_PARSER, REPORT_PARSER, Report
-from deniable.collector.storage.ingest import (
-    _CELL,
-    MetricRows,
-    NumericRows,
+from deniable.collector.storage.kindrows import CELL_SEP, MetricRows, NumericRows, cell_rows
+from deniable.collector.validation import (
+    PeriodWindow,
     ValidReport,
-    cell_rows,
+    canonical_check,
+    validate_reports,
 )
-from deniable.collector.validation import PeriodWindow, canonical_check, validate_reports
 from testkit import FastRandomness, make_reports
 
 MECHANISMS = [make_mechanism(name, k, 1.0) for name, k in [("oue", 100), ("oue", 8), ("oue", 3)]]
@@ -240,7 +239,7 @@ def test_cell_rows_group_by_period_and_cell(case: tuple[list[str], Any, Any], da
     for (period, cell), row in zip(
         zip(periods, cells, strict=True), support.astype(int), strict=True
     ):
-        label = period + _CELL + cell
+        label = period + CELL_SEP + cell
         n, sums = expected.get(("m", label), (0, [0] * support.shape[1]))
         expected[("m", label)] = (n + 1, [a + b for a, b in zip(sums, row.tolist(), strict=True)])
     got = {key: (n, sums.tolist()) for key, (n, sums) in grouped.counts("m").items()}  # type: ignore[union-attr]

@@ -14,20 +14,18 @@ from alembic.migration import MigrationContext
 from sqlalchemy import Connection, create_engine, inspect, select, text
 
 from deniable.client import MetricSpec
+from deniable.client.wire import payload_text
 from deniable.collector import migrate
 from deniable.collector.storage import open_database, read_batches, read_sums
 from deniable.collector.storage.engine import normalize_url
-from deniable.collector.storage.ingest import (
-    ValidReport,
-    payload_text,
-    prepare_batch,
-    store_batches,
-)
 from deniable.collector.storage.migrator import alembic_config, run_locked
 from deniable.collector.storage.partitions import include_name
+from deniable.collector.storage.prepare import prepare_batch
 from deniable.collector.storage.queries import register_spec
 from deniable.collector.storage.shuffled import record_part
 from deniable.collector.storage.tables import metadata, reports, shuffled_batches
+from deniable.collector.storage.transaction import store_batches
+from deniable.collector.validation import ValidReport
 from deniable.estimators.shufflingaccount import ShuffledBatch
 from testkit import (
     INGEST_KEY,

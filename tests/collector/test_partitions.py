@@ -16,10 +16,12 @@ from deniable.client import MetricSpec
 from deniable.collector import migrate
 from deniable.collector.storage import count_reports, open_database, report_pages
 from deniable.collector.storage.engine import Database
-from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_batches
 from deniable.collector.storage.partitions import create_ahead, list_partitions, partition_name
+from deniable.collector.storage.prepare import prepare_batch
 from deniable.collector.storage.queries import read_counts, register_spec
 from deniable.collector.storage.retention import purge_before
+from deniable.collector.storage.transaction import store_batches
+from deniable.collector.validation import ValidReport
 from testkit import DatabaseFactory
 
 SPEC = MetricSpec.categorical("parts", ["a", "b", "c"], epsilon=1.0, mechanism="krr")

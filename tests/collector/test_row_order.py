@@ -24,8 +24,10 @@ from typing import Any
 import pytest
 
 from deniable.collector.storage import migrate, open_database
-from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_batches
+from deniable.collector.storage.prepare import prepare_batch
 from deniable.collector.storage.queries import register_spec
+from deniable.collector.storage.transaction import store_batches
+from deniable.collector.validation import ValidReport
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

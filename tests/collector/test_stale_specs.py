@@ -26,9 +26,11 @@ from deniable.client import MetricSpec
 from deniable.client.spec import canonical_json
 from deniable.collector.storage import migrate, open_database
 from deniable.collector.storage.engine import normalize_url
-from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_batches
+from deniable.collector.storage.prepare import prepare_batch
 from deniable.collector.storage.queries import register_spec
 from deniable.collector.storage.tables import metadata
+from deniable.collector.storage.transaction import store_batches
+from deniable.collector.validation import ValidReport
 from testkit import (
     ADMIN_TOKEN,
     RunningCollector,

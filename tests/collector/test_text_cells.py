@@ -16,8 +16,10 @@ from sqlalchemy import text
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.collector import migrate
 from deniable.collector.storage import open_database
-from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_batches
+from deniable.collector.storage.prepare import prepare_batch
 from deniable.collector.storage.queries import read_counts, read_text_cells, register_spec
+from deniable.collector.storage.transaction import store_batches
+from deniable.collector.validation import ValidReport
 from deniable.estimators.support import text_support
 from testkit import (
     ADMIN_TOKEN,

@@ -25,7 +25,12 @@ from typing_extensions import TypedDict
 
 from deniable.client.spec import Delivery, MetricType, PeriodKind
 
-from .storage.tables import DESCRIPTION_MAX, OWNER_MAX, UNIT_MAX
+UNIT_MAX = 16
+"""The longest unit a metric may have, in characters (ms, KB, °C, requests/s)."""
+DESCRIPTION_MAX = 500
+"""The longest description of a metric, in characters."""
+OWNER_MAX = 100
+"""The longest owner of a metric (a team, a person, an address), in characters."""
 
 UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 """A report id: a UUID in canonical text form (lowercase, hyphenated)."""

@@ -24,17 +24,29 @@ from deniable.client.mechanisms import (
     Hybrid,
     Mechanism,
     NumericMechanism,
+    Payload,
     PrefixSketch,
 )
 from deniable.client.spec import MetricSpec, next_period, period_label, period_start
 
 from .schemas import ReportIn, dims_problem
-from .storage.ingest import ValidReport
 
 UNKNOWN_METRIC_LABEL = "_unknown"
 """The telemetry label of every metric name that is not registered (bounds cardinality)."""
 
 _EXAMPLES = {"day": "2026-11-21", "week": "2026-W47", "month": "2026-11"}
+
+
+@dataclass(frozen=True)
+class ValidReport:
+    """A report that passed validation, with its payload in canonical form."""
+
+    id: str
+    metric: str
+    period: str
+    payload: Payload | float
+    cell: str = ""
+    """Its dimension values as the stored cell text (``""``: its metric has no dimensions)."""
 
 
 @dataclass(frozen=True)

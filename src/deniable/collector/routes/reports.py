@@ -41,12 +41,19 @@ from ..schemas import (
     ShuffledResult,
 )
 from ..sealingkeys import KeyFileError, KeyRing, keyring_of
-from ..storage.ingest import PreparedBatch, StoredBatch, ValidReport, prepare_batch
+from ..storage.prepare import PreparedBatch, prepare_batch
 from ..storage.queries import SpecChanged
 from ..storage.shuffled import PartArrival, record_batch, record_part
+from ..storage.transaction import StoredBatch
 from ..telemetry import Telemetry
 from ..unsealing import open_part
-from ..validation import UNKNOWN_METRIC_LABEL, PeriodWindow, ReportProblem, validate_reports
+from ..validation import (
+    UNKNOWN_METRIC_LABEL,
+    PeriodWindow,
+    ReportProblem,
+    ValidReport,
+    validate_reports,
+)
 from .body import Refused, read_body
 from .common import json_body, problem_responses
 

@@ -1,8 +1,9 @@
 """The collector's storage: tables, engines, migrations, ingestion, count queries, retention.
 
 Code outside the collector (the CLI) uses only what this package root exports: opening a
-database, migrating it, and the read queries below; the tables, engine, ingest, writer and
-migrations modules are private to the collector.
+database, migrating it, and the read queries below; the tables, engine, ingestion (prepare,
+kindrows, increments, sqliteupserts, pgupserts, transaction), writer and migrations modules
+are private to the collector.
 """
 
 from .engine import Database, open_database

@@ -41,19 +41,14 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.functions import GenericFunction
 from sqlalchemy.types import TypeEngine
 
+from ..schemas import DESCRIPTION_MAX, OWNER_MAX, UNIT_MAX
+
 NAMING = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
     "uq": "uq_%(table_name)s_%(column_0_N_name)s",
     "pk": "pk_%(table_name)s",
 }
 metadata = MetaData(naming_convention=NAMING)
-
-UNIT_MAX = 16
-"""The longest unit a metric may have, in characters (ms, KB, °C, requests/s)."""
-DESCRIPTION_MAX = 500
-"""The longest description of a metric, in characters."""
-OWNER_MAX = 100
-"""The longest owner of a metric (a team, a person, an address), in characters."""
 
 
 def id_bytes(report_id: str) -> bytes:

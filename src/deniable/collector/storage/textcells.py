@@ -2,7 +2,7 @@
 row per (period, cell, sketch row).
 
 A text report sets bits of one sketch row only, its (level, row), and adds one to that pair's
-tally (:class:`.ingest.TextRows`), so per cell the counts are kept by sketch row: the row's
+tally (:class:`.kindrows.TextRows`), so per cell the counts are kept by sketch row: the row's
 1,024 cell sums and its tally, packed in one value (``chunk`` = (level - 1) × 16 + row). A
 report adds to exactly one such row whatever its eps; a group of reports upserts one row per
 (period, cell, sketch row) it touches, each added in place (SQLite: the sums with the stored rows,
@@ -153,8 +153,8 @@ SELECT * FROM unnest(
 )
 ON CONFLICT (metric, period, cell, chunk) DO UPDATE SET counts = t.counts + excluded.counts
 """)
-"""PostgreSQL: the upsert as one statement, each column one text parameter (as the ingest's
-``_PG_STORE``; a row's counts as its packed ``numeric``, :func:`.tables.decimal_counts`),
+"""PostgreSQL: the upsert as one statement, each column one text parameter (as
+:data:`.pgupserts.STORE`; a row's counts as its packed ``numeric``, :func:`.tables.decimal_counts`),
 rows distinct and in key order, each row's counts added in place by one numeric addition."""
 
 

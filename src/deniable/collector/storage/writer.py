@@ -15,7 +15,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 
 from .engine import Database
-from .ingest import PreparedBatch, StoredBatch, store_batches
+from .prepare import PreparedBatch
+from .transaction import StoredBatch, store_batches
 
 log = logging.getLogger("deniable.collector")
 

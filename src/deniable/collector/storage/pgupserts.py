@@ -1,0 +1,229 @@
+"""PostgreSQL: a group's reports and counts written in one statement, its cells in another.
+
+Each column travels as one text parameter split by ``string_to_array`` in the database:
+psycopg dumps a Python list into an array literal in Python, which cost more than the insert
+itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+from sqlalchemy import Connection, text
+
+from .engine import Database
+from .increments import CellRow, CountRow, SupportRow, count_rows
+from .partitions import one_partition
+from .prepare import InsertRow, PreparedBatch, ReportKey
+from .tables import decimal_counts, period_counts, support_counts
+
+SEP = "\x1f"
+"""Separates the values of one column in the statements' text parameters: JSON text
+(payloads) escapes every control character, and ids, metric names and periods have none."""
+
+_STATEMENT = """
+WITH new AS (
+    INSERT INTO reports (id, metric, period, payload, received, cell)
+    SELECT i, m, p, v, r, coalesce(c, '') FROM unnest(
+        string_to_array(:ids, ',')::uuid[],
+        string_to_array(:metrics, :sep),
+        string_to_array(:periods, :sep),
+        string_to_array(:payloads, :sep),
+        string_to_array(:received, ',')::date[],
+        string_to_array(:cells, :sep)
+    ) AS u(i, m, p, v, r, c)
+    ON CONFLICT (metric, period, id) DO NOTHING
+    RETURNING metric, period, id
+), tally AS (
+    SELECT count(*) AS n FROM new
+), pc AS (
+    INSERT INTO period_counts AS t (metric, period, n)
+    SELECT * FROM unnest(
+        string_to_array(:n_metrics, :sep),
+        string_to_array(:n_periods, :sep),
+        string_to_array(:n_counts, ',')::bigint[]
+    )
+    WHERE (SELECT n FROM tally) = :total
+    ON CONFLICT (metric, period) DO UPDATE SET n = t.n + excluded.n
+    RETURNING 1
+), sc AS (
+    INSERT INTO support_counts AS t (metric, period, category, support)
+    SELECT * FROM unnest(
+        string_to_array(:s_metrics, :sep),
+        string_to_array(:s_periods, :sep),
+        string_to_array(:s_categories, ',')::int[],
+        string_to_array(:s_counts, ',')::bigint[]
+    )
+    WHERE (SELECT count(*) FROM pc) > 0
+    ON CONFLICT (metric, period, category) DO UPDATE SET support = t.support + excluded.support
+    {sc_returning}
+){numeric}
+SELECT n, CASE WHEN n < :total
+    THEN (SELECT array_agg(metric || :sep || period || :sep || id::text) FROM new) END
+FROM tally
+"""
+
+_NUMERIC = """, ns AS (
+    INSERT INTO numeric_sums AS t (metric, period, n, total, total_squares)
+    SELECT * FROM unnest(
+        string_to_array(:u_metrics, :sep),
+        string_to_array(:u_periods, :sep),
+        string_to_array(:u_counts, ',')::bigint[],
+        string_to_array(:u_totals, ',')::float8[],
+        string_to_array(:u_squares, ',')::float8[]
+    )
+    WHERE (SELECT count(*) FROM pc) > 0 AND (SELECT count(*) FROM sc) >= 0
+    ON CONFLICT (metric, period) DO UPDATE SET
+        n = t.n + excluded.n,
+        total = t.total + excluded.total,
+        total_squares = t.total_squares + excluded.total_squares
+)"""
+
+STORE = text(_STATEMENT.format(sc_returning="", numeric=""))
+"""A group's whole write as one statement (one round trip before the commit).
+
+``new`` inserts the group's distinct reports in key order and returns the new keys; if every
+report of the group is new (the usual case), ``pc`` then ``sc`` upsert the counts the
+request threads precomputed, in sorted key order: ``pc`` runs only once ``new`` is complete
+(it reads ``tally``) and ``sc`` only once ``pc`` is (it reads ``pc``), so the statement
+locks reports, then period counts, then support counts, like every other writer. Otherwise
+neither upsert writes a row, the statement returns the new keys, and the caller upserts
+the counts of the new reports only. (Were a separator ever inside a value, the columns'
+arrays would differ in length, ``unnest`` would pad with NULLs and the NOT NULL columns
+would refuse the whole group: nothing stored, nothing acknowledged.)
+"""
+
+STORE_NUMERIC = text(_STATEMENT.format(sc_returning="RETURNING 1", numeric=_NUMERIC))
+""":data:`STORE` plus ``ns``, the numeric sums, for a group holding numeric reports. ``ns``
+writes only once ``pc`` has (so only if every report is new) and ``sc`` is complete (it reads
+both), so it locks its rows last, after the support counts; each sum travels as its ``repr``
+text (``str`` of a float), which ``float8`` reads back exactly. A group without numeric
+reports runs :data:`STORE`, without ``sc`` returning rows nobody reads.
+"""
+
+_CELL_UPSERT = text("""
+INSERT INTO cell_counts AS t (metric, period, cell, n, total, total_squares, support)
+SELECT * FROM unnest(
+    string_to_array(:metrics, :sep),
+    string_to_array(:periods, :sep),
+    string_to_array(:cells, :sep),
+    string_to_array(:counts, ',')::bigint[],
+    string_to_array(:totals, ',')::float8[],
+    string_to_array(:squares, ',')::float8[],
+    string_to_array(:support, ',')::numeric[]
+)
+ON CONFLICT (metric, period, cell) DO UPDATE SET
+    n = t.n + excluded.n,
+    total = t.total + excluded.total,
+    total_squares = t.total_squares + excluded.total_squares,
+    support = t.support + excluded.support
+""")
+"""The cell upsert as one statement, each column one text parameter (as :data:`STORE`; a
+row's support is its packed ``numeric``, :func:`.tables.decimal_counts`), rows in sorted key
+order; adding two packed vectors is one numeric addition (a numeric metric's support is 0)."""
+
+
+def _joined(values: Sequence[Any], sep: str = SEP) -> str:
+    """``values`` as one text parameter, each as its ``str``, split by ``sep``."""
+    return sep.join(map(str, values))
+
+
+def store(
+    connection: Connection,
+    database: Database,
+    batches: Sequence[PreparedBatch],
+    ordered: list[InsertRow],
+) -> set[ReportKey] | None:
+    """Insert the group's distinct reports ``ordered`` and, if all are new, their counts (one
+    statement).
+
+    Returns None if every report of the group was new and its counts are stored, else the
+    new keys (the counts are then not written).
+    """
+    total = sum(len(batch.rows) for batch in batches)
+    n_rows, support_rows, sum_rows = count_rows(batches, None)
+    ids, metrics, periods, payloads, received, cells = zip(*ordered, strict=True)
+    n_metrics, n_periods, n_counts = zip(*n_rows, strict=True) if n_rows else ((), (), ())
+    s_metrics, s_periods, s_categories, s_counts = (
+        zip(*support_rows, strict=True) if support_rows else ((), (), (), ())
+    )
+    params = {
+        "sep": SEP,
+        "total": total,
+        "ids": _joined(ids, ","),
+        "metrics": _joined(metrics),
+        "periods": _joined(periods),
+        "payloads": _joined(payloads),
+        "received": _joined(received, ","),
+        "cells": _joined(cells),
+        "n_metrics": _joined(n_metrics),
+        "n_periods": _joined(n_periods),
+        "n_counts": _joined(n_counts, ","),
+        "s_metrics": _joined(s_metrics),
+        "s_periods": _joined(s_periods),
+        "s_categories": _joined(s_categories, ","),
+        "s_counts": _joined(s_counts, ","),
+    }
+    statement = STORE
+    if sum_rows:
+        statement = STORE_NUMERIC
+        u_metrics, u_periods, u_counts, u_totals, u_squares = zip(*sum_rows, strict=True)
+        params.update(
+            u_metrics=_joined(u_metrics),
+            u_periods=_joined(u_periods),
+            u_counts=_joined(u_counts, ","),
+            u_totals=_joined(u_totals, ","),
+            u_squares=_joined(u_squares, ","),
+        )
+    n, new_keys = connection.execute(one_partition(database, statement, periods), params).one()
+    if n == total:
+        return None
+    return {cast(ReportKey, tuple(key.split(SEP))) for key in new_keys or ()}
+
+
+def upsert_counts(
+    connection: Connection,
+    database: Database,
+    n_rows: list[CountRow],
+    support_rows: list[SupportRow],
+) -> None:
+    """Add the period counts, then the support counts (rows in sorted key order)."""
+    if n_rows:
+        stmt = database.insert(period_counts)
+        connection.execute(
+            stmt.on_conflict_do_update(
+                index_elements=["metric", "period"], set_={"n": period_counts.c.n + stmt.excluded.n}
+            ),
+            [{"metric": m, "period": p, "n": n} for m, p, n in n_rows],
+        )
+    if support_rows:
+        stmt = database.insert(support_counts)
+        connection.execute(
+            stmt.on_conflict_do_update(
+                index_elements=["metric", "period", "category"],
+                set_={"support": support_counts.c.support + stmt.excluded.support},
+            ),
+            [
+                {"metric": m, "period": p, "category": v, "support": c}
+                for m, p, v, c in support_rows
+            ],
+        )
+
+
+def upsert_cells(connection: Connection, rows: list[CellRow]) -> None:
+    """Add the cell increments ``rows`` (sorted by key, at least one) in one statement."""
+    m, p, c, n, y, y2, support = zip(*rows, strict=True)
+    connection.execute(
+        _CELL_UPSERT,
+        {
+            "sep": SEP,
+            "metrics": _joined(m),
+            "periods": _joined(p),
+            "cells": _joined(c),
+            "counts": _joined(n, ","),
+            "totals": _joined(y, ","),
+            "squares": _joined(y2, ","),
+            "support": ",".join(decimal_counts(support)),
+        },
+    )

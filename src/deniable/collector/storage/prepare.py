@@ -1,0 +1,208 @@
+"""A validated batch made ready to store, in the request thread: its insert rows and, per
+metric kind, its rows and sums per period (:mod:`.kindrows`).
+
+A request thread prepares its batch (insert rows, support matrices, sums); the writer only
+inserts and adds, so the serialized part of ingestion stays small. Nothing here touches the
+database.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from deniable.client.spec import MetricSpec
+from deniable.client.wire import payload_text
+
+from ..validation import ValidReport
+from .kindrows import (
+    Counts,
+    MetricRows,
+    NumericRows,
+    Sums,
+    TextRows,
+    cell_rows,
+    metric_rows,
+    numeric_rows,
+    period_n,
+    reports_per_period,
+    text_rows,
+)
+from .shuffled import PartArrival
+from .tables import id_bytes, reports
+from .textcells import ChunkCounts, TextCellRows, text_cell_rows
+
+InsertRow = tuple[str, str, str, str, str, str]
+"""A report as inserted: (id, metric, period, payload JSON, received as ISO text, cell)."""
+
+REPORT_COLUMNS = [column.name for column in reports.columns]
+"""The reports table's columns, in the order of :data:`InsertRow`."""
+if REPORT_COLUMNS != ["id", "metric", "period", "payload", "received", "cell"]:
+    raise RuntimeError(f"reports columns changed ({REPORT_COLUMNS}); update InsertRow")
+
+ReportKey = tuple[str, str, str]
+"""What makes a report unique: (metric, period, id), the reports table's primary key."""
+
+
+def report_key(row: InsertRow) -> ReportKey:
+    """The key of an insert row."""
+    return row[1], row[2], row[0]
+
+
+def json_rows(rows: Sequence[Any]) -> str:
+    """``rows`` as compact JSON text, the one parameter a SQLite statement reads them from."""
+    return json.dumps(rows, separators=(",", ":"))
+
+
+def sqlite_insert_params(rows: Sequence[InsertRow]) -> dict[str, Any]:
+    """The parameters of the SQLite insert: rows without ids as JSON, ids as packed bytes."""
+    return {
+        "rows": json_rows([row[1:] for row in rows]),
+        "ids": b"".join(id_bytes(row[0]) for row in rows),
+    }
+
+
+@dataclass(frozen=True)
+class PreparedBatch:
+    """A validated batch ready to store, with everything the writer needs precomputed.
+
+    ``rows`` are insert tuples (id, metric, period, payload, received as ISO text, cell);
+    ``counts`` the period and support sums and ``sums`` the numeric metrics' sums if every
+    report turns out new (the usual case); ``metrics`` and ``numeric`` the rows of the
+    frequency-oracle and the numeric metrics; ``fingerprints`` the spec fingerprint each
+    metric's reports were validated against.
+    """
+
+    reports: list[ValidReport]
+    rows: list[InsertRow]
+    metrics: dict[str, MetricRows | TextRows]
+    counts: Counts
+    per_metric: dict[str, int]
+    fingerprints: dict[str, str]
+    numeric: dict[str, NumericRows] = field(default_factory=dict)
+    sums: Sums = field(default_factory=dict)
+    cells: dict[str, MetricRows | NumericRows] = field(default_factory=dict)
+    """The rows of each metric with dimensions again, grouped by (period, cell) rather than
+    by period: their "period" labels are ``period + CELL_SEP + cell`` (see
+    :func:`.kindrows.cell_rows`)."""
+    cell_counts: Counts = field(default_factory=dict)
+    """Their per-(period, cell) support sums if every report turns out new (like ``counts``:
+    summed in the request thread, so the writer only adds dicts)."""
+    cell_sums: Sums = field(default_factory=dict)
+    """The numeric metrics' per-(period, cell) sums, likewise."""
+    text_cells: dict[str, TextCellRows] = field(default_factory=dict)
+    """The rows of each text metric with dimensions grouped by (period, cell)
+    (:mod:`.textcells`); such a metric's ``counts`` hold its period n only."""
+    text_cell_counts: ChunkCounts = field(default_factory=dict)
+    """Their sketch counts per (period, cell, sketch row) if every report turns out new."""
+    part: PartArrival | None = None
+    """The shuffled part these reports came in, if any: recorded with the distinct reports it
+    stored anew in the same transaction, so a crash can never store the reports and lose the
+    part's count (a part sent again would then count nothing)."""
+
+    @cached_property
+    def sqlite_rows(self) -> dict[str, Any]:
+        """The rows as SQLite inserts them in one statement (see :func:`sqlite_insert_params`).
+
+        Only SQLite reads them, and building them costs about a third of preparing a batch,
+        so they are built on first use; :func:`prepare_batch` builds them at once for SQLite,
+        in the request thread rather than in the writer.
+        """
+        return sqlite_insert_params(self.rows)
+
+
+def prepare_batch(
+    batch: Sequence[ValidReport],
+    specs: Mapping[str, MetricSpec],
+    received: dt.date,
+    *,
+    dialect: str | None = None,
+) -> PreparedBatch:
+    """Build the insert rows, support matrices and sums (work done outside the writer).
+
+    With ``dialect="sqlite"`` the SQLite insert's parameters are built here too; any other
+    dialect never needs them (None: built on first use).
+    """
+    day = received.isoformat()
+    rows = [(r.id, r.metric, r.period, payload_text(r.payload), day, r.cell) for r in batch]
+    positions: dict[str, list[int]] = defaultdict(list)
+    for i, report in enumerate(batch):
+        positions[report.metric].append(i)
+    per_metric = {metric: len(where) for metric, where in positions.items()}
+    fingerprints = {metric: specs[metric].fingerprint for metric in positions}
+    prepared = PreparedBatch(list(batch), rows, {}, {}, per_metric, fingerprints)
+    for metric, where in positions.items():
+        spec = specs[metric]
+        _PREPARERS.get(spec.type, _prepare_categorical)(prepared, batch, metric, where, spec)
+    prepared.counts.update(period_n(prepared.sums))
+    if dialect == "sqlite":
+        _ = prepared.sqlite_rows
+    return prepared
+
+
+def _prepare_categorical(
+    prepared: PreparedBatch,
+    batch: Sequence[ValidReport],
+    metric: str,
+    where: list[int],
+    spec: MetricSpec,
+) -> None:
+    """A frequency-oracle metric (categorical, boolean, histogram): its support matrix, with
+    its support summed per period, or per (period, cell) if it has dimensions."""
+    rows = prepared.metrics[metric] = metric_rows(batch, where, spec)
+    prepared.counts.update(
+        reports_per_period(rows, metric) if spec.dimensions else rows.counts(metric)
+    )
+    if spec.dimensions:
+        grouped = prepared.cells[metric] = cell_rows(batch, rows)
+        prepared.cell_counts.update(grouped.counts(metric))
+
+
+def _prepare_numeric(
+    prepared: PreparedBatch,
+    batch: Sequence[ValidReport],
+    metric: str,
+    where: list[int],
+    spec: MetricSpec,
+) -> None:
+    """A numeric metric: its payloads y, summed per period and, with dimensions, per
+    (period, cell)."""
+    rows = prepared.numeric[metric] = numeric_rows(batch, where)
+    prepared.sums.update(rows.sums(metric))
+    if spec.dimensions:
+        grouped = prepared.cells[metric] = cell_rows(batch, rows)
+        prepared.cell_sums.update(grouped.sums(metric))
+
+
+def _prepare_text(
+    prepared: PreparedBatch,
+    batch: Sequence[ValidReport],
+    metric: str,
+    where: list[int],
+    spec: MetricSpec,
+) -> None:
+    """A text metric: its sketch counts per period; with dimensions, its period n only, and
+    its rows by (period, cell) for ``text_cell_counts``."""
+    rows = prepared.metrics[metric] = text_rows(batch, where, spec)
+    if not spec.dimensions:
+        prepared.counts.update(rows.counts(metric))
+        return
+    prepared.counts.update(reports_per_period(rows, metric))
+    keys = [(batch[i].period, batch[i].cell) for i in where]
+    sketch = spec.text_randomizer
+    grouped = text_cell_rows(keys, rows.positions, rows.indexes, sketch.cells, rows.size)
+    prepared.text_cells[metric] = grouped
+    prepared.text_cell_counts.update(grouped.increments(metric))
+
+
+_Preparer = Callable[[PreparedBatch, Sequence[ValidReport], str, list[int], MetricSpec], None]
+"""Adds one metric's rows and sums to the batch being prepared."""
+
+_PREPARERS: dict[str, _Preparer] = {"numeric": _prepare_numeric, "text": _prepare_text}
+"""The preparer of each metric type that is not a frequency oracle's
+(:func:`_prepare_categorical`)."""

@@ -1,0 +1,191 @@
+"""Store prepared batches in one transaction: new reports, their period and support counts,
+and for numeric metrics their sums (n, sum of y, sum of y^2 per metric and period).
+
+The writer's group commit runs :func:`store_batches` on the batches the request threads
+prepared (:mod:`.prepare`); the statements themselves are the dialects' own
+(:mod:`.sqliteupserts`, :mod:`.pgupserts`).
+
+Before it writes, the transaction checks that the database still registers every metric of the
+group under the fingerprint its reports were validated against (one query, share-locking the
+metrics' rows on PostgreSQL): a collector's cached spec can be stale when the database was
+dropped and migrated again underneath it, and a report the current spec does not accept, or
+of a metric no longer registered, must never be stored (:class:`.queries.SpecChanged`).
+
+``INSERT ... ON CONFLICT DO NOTHING RETURNING`` tells which reports are new, so a resent
+report (across batches or twice in one batch) is counted once. A report is unique by its
+(metric, period, id), the reports table's primary key: a resent report always repeats all
+three, and new reports land in their period's part of the key, not all over one id index.
+Counts are upserted (``support = support + excluded.support``) in sorted key order, and every
+transaction locks metrics (shared, by name), then reports, then period counts, then support
+counts, so concurrent writers on PostgreSQL never deadlock. Numeric sums are upserted last,
+after the support counts, and only by a group that holds numeric reports: a group of
+categorical reports runs exactly the statements it ran before numeric metrics existed. The
+cells of metrics with dimensions come last, ``cell_counts`` then a text metric's
+``text_cell_counts`` (:mod:`.textcells`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from sqlalchemy import Connection
+
+from . import pgupserts, sqliteupserts
+from .engine import Database
+from .increments import SumRow, cell_increments, count_rows
+from .partitions import with_partitions
+from .prepare import PreparedBatch, ReportKey, report_key
+from .queries import check_fingerprints
+from .shuffled import insert_part
+from .tables import numeric_sums
+from .textcells import upsert_text_cells
+
+
+@dataclass
+class StoredBatch:
+    """What a committed batch changed: new and duplicate reports, in total and per metric."""
+
+    accepted: int = 0
+    duplicates: int = 0
+    accepted_by_metric: dict[str, int] = field(default_factory=dict)
+    duplicates_by_metric: dict[str, int] = field(default_factory=dict)
+
+
+def store_batches(database: Database, batches: Sequence[PreparedBatch]) -> list[StoredBatch]:
+    """Store several prepared batches in one committed transaction; one result per batch,
+    once the partitions of their periods exist (PostgreSQL, :mod:`.partitions`)."""
+    if database.dialect != "postgresql":
+        return _store_group(database, batches)
+    labels = {row[2] for batch in batches for row in batch.rows}
+    return with_partitions(database, labels, lambda: _store_group(database, batches))
+
+
+def _store_group(database: Database, batches: Sequence[PreparedBatch]) -> list[StoredBatch]:
+    """Store several prepared batches in one committed transaction; one result per batch.
+
+    Raises :class:`.queries.SpecChanged` (nothing stored) if a metric of the group is no
+    longer registered under the spec its reports were validated against.
+    """
+    expected = _expected_fingerprints(batches)
+    with database.writing(changes=expected) as connection:
+        check_fingerprints(connection, expected)
+        new, counted = _insert(connection, database, batches)
+        if not counted:
+            n_rows, support_rows, sum_rows = count_rows(batches, new)
+            if database.dialect == "sqlite":
+                sqliteupserts.upsert_counts(connection, n_rows, support_rows)
+            else:
+                pgupserts.upsert_counts(connection, database, n_rows, support_rows)
+            _upsert_sums(connection, database, sum_rows)
+        _upsert_cells(connection, database, batches, new)
+        text_cells = [(batch.text_cells, batch.text_cell_counts) for batch in batches]
+        upsert_text_cells(connection, database, text_cells, new)
+        for index, batch in enumerate(batches):
+            if batch.part is not None:
+                counted = len(batch.rows) if new is None else int(new[index].sum())
+                insert_part(connection, database, batch.part, counted)
+    if new is None:
+        return [StoredBatch(len(batch.rows), 0, dict(batch.per_metric), {}) for batch in batches]
+    results = []
+    for batch, is_new in zip(batches, new, strict=True):
+        result = StoredBatch(accepted=int(is_new.sum()), duplicates=int((~is_new).sum()))
+        for report, fresh in zip(batch.reports, is_new.tolist(), strict=True):
+            target = result.accepted_by_metric if fresh else result.duplicates_by_metric
+            target[report.metric] = target.get(report.metric, 0) + 1
+        results.append(result)
+    return results
+
+
+def _expected_fingerprints(batches: Sequence[PreparedBatch]) -> dict[str, set[str]]:
+    """Every fingerprint the group's batches were validated against, by metric."""
+    expected: dict[str, set[str]] = defaultdict(set)
+    for batch in batches:
+        for metric, fingerprint in batch.fingerprints.items():
+            expected[metric].add(fingerprint)
+    return expected
+
+
+def _insert(
+    connection: Connection, database: Database, batches: Sequence[PreparedBatch]
+) -> tuple[list[np.ndarray] | None, bool]:
+    """Insert the group's new reports; each batch's mask of new reports, or None if all are,
+    and whether the counts are stored already (PostgreSQL, every report new).
+
+    Each report is inserted once, in key order across the whole group; a report is new for
+    its first occurrence (in batch order) if its key was not stored before, and a duplicate
+    everywhere else.
+    """
+    if database.dialect == "sqlite" and sqliteupserts.insert_if_all_new(connection, batches):
+        return None, False
+    first: dict[ReportKey, tuple[int, int]] = {}
+    for b, batch in enumerate(batches):
+        for i, row in enumerate(batch.rows):
+            first.setdefault(report_key(row), (b, i))
+    ordered = [batches[b].rows[i] for b, i in (first[key] for key in sorted(first))]
+    if database.dialect == "sqlite":
+        new_keys = sqliteupserts.insert_new(connection, ordered)
+    elif not ordered:
+        new_keys = set()
+    else:
+        pg_new = pgupserts.store(connection, database, batches, ordered)
+        if pg_new is None:
+            return None, True
+        new_keys = pg_new
+    if len(new_keys) == sum(len(batch.rows) for batch in batches):
+        return None, False
+    masks = []
+    for b, batch in enumerate(batches):
+        keys = [report_key(row) for row in batch.rows]
+        masks.append(
+            np.fromiter(
+                (key in new_keys and first[key] == (b, i) for i, key in enumerate(keys)),
+                dtype=bool,
+                count=len(keys),
+            )
+        )
+    return masks, False
+
+
+def _upsert_sums(connection: Connection, database: Database, sum_rows: list[SumRow]) -> None:
+    """Add numeric sums (one row per metric and period, so a plain executemany; floats travel
+    as bound doubles, exactly)."""
+    if not sum_rows:
+        return
+    stmt = database.insert(numeric_sums)
+    connection.execute(
+        stmt.on_conflict_do_update(
+            index_elements=["metric", "period"],
+            set_={
+                "n": numeric_sums.c.n + stmt.excluded.n,
+                "total": numeric_sums.c.total + stmt.excluded.total,
+                "total_squares": numeric_sums.c.total_squares + stmt.excluded.total_squares,
+            },
+        ),
+        [
+            {"metric": m, "period": p, "n": n, "total": y, "total_squares": y2}
+            for m, p, n, y, y2 in sum_rows
+        ],
+    )
+
+
+def _upsert_cells(
+    connection: Connection,
+    database: Database,
+    batches: Sequence[PreparedBatch],
+    new: Sequence[np.ndarray] | None,
+) -> None:
+    """Add the cell counts and support of the group's new reports, one row per touched
+    (metric, period, cell) (after every other count, so the lock order stays reports,
+    totals, cells); nothing for a group without metrics with dimensions."""
+    if not any(batch.cells for batch in batches):
+        return
+    rows = cell_increments(batches, new)
+    if not rows:
+        return
+    if database.dialect == "sqlite":
+        sqliteupserts.upsert_cells(connection, rows)
+    else:
+        pgupserts.upsert_cells(connection, rows)
