@@ -27,6 +27,7 @@ from starlette.concurrency import run_in_threadpool
 
 from deniable.client.spec import MetricSpec
 from deniable.estimators.shufflingaccount import ShuffledBatch
+from deniable.service.body import Refused, read_body
 
 from ..auth import INGEST, SHUFFLER
 from ..context import Collector, collector
@@ -47,7 +48,6 @@ from ..storage.shuffled import PartArrival, record_batch, record_part
 from ..telemetry import Telemetry
 from ..unsealing import open_part
 from ..validation import UNKNOWN_METRIC_LABEL, PeriodWindow, ReportProblem, validate_reports
-from .body import Refused, read_body
 from .common import json_body, problem_responses
 
 router = APIRouter(tags=["reports"])
