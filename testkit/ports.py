@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from deniable.collector.listening import DEFAULT_HOST, free_port
+from deniable.service.listening import DEFAULT_HOST, free_port
 
 LOOPBACK = DEFAULT_HOST
 """The only address test servers listen on."""

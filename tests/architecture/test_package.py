@@ -5,8 +5,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-SOURCE = ROOT / "src" / "deniable"
+from .imports import ROOT, SOURCE, imported_modules
 
 
 def test_client_import_pulls_in_no_heavy_module() -> None:
@@ -33,7 +32,7 @@ def test_every_client_module_imports_only_the_standard_library_and_httpx() -> No
     assert {"mechanisms.py", "spec.py", "recorder.py", "wire.py"} <= {p.name for p in modules}
     offenders = []
     for path in modules:
-        for module in _imported_modules(path, "deniable.client"):
+        for module in imported_modules(path, "deniable.client"):
             top = module.split(".")[0]
             allowed = top in sys.stdlib_module_names or top in ("httpx", "__future__")
             allowed |= top == "cryptography" and path.name == SEALING_MODULE
@@ -70,27 +69,6 @@ PRIVATE_STORAGE_MODULES = (
 through what the storage package root exports."""
 
 
-def _imported_modules(path: Path, package: str) -> set[str]:
-    """Every module ``path`` (a module of ``package``) imports, relative imports resolved,
-    with ``from X import name`` counted as importing both ``X`` and ``X.name``."""
-    import ast
-
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            names |= {alias.name for alias in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            base = package.split(".")
-            if node.level:
-                base = base[: len(base) - node.level + 1]
-                origin = ".".join([*base, *([node.module] if node.module else [])])
-            else:
-                origin = node.module or ""
-            names.add(origin)
-            names |= {f"{origin}.{alias.name}" for alias in node.names}
-    return names
-
-
 def _is_private_storage(module: str) -> bool:
     """Whether ``module`` is (inside) one of :data:`PRIVATE_STORAGE_MODULES`."""
     parts = module.split(".")
@@ -108,7 +86,7 @@ def test_the_cli_imports_no_private_storage_module() -> None:
         package = ".".join(("deniable.cli", *parts[:-1]))
         offenders += [
             f"{path.relative_to(ROOT)} imports {module}"
-            for module in sorted(_imported_modules(path, package))
+            for module in sorted(imported_modules(path, package))
             if _is_private_storage(module)
         ]
     assert not offenders, offenders
@@ -123,9 +101,7 @@ def test_the_import_scan_sees_private_modules_however_imported(tmp_path: Path) -
         "import deniable.collector.storage.transaction\n"
         "from deniable.collector.storage import open_database\n"
     )
-    found = {
-        m for m in _imported_modules(module, "deniable.cli.commands") if _is_private_storage(m)
-    }
+    found = {m for m in imported_modules(module, "deniable.cli.commands") if _is_private_storage(m)}
     assert found == {
         "deniable.collector.storage.tables",
         "deniable.collector.storage.tables.reports",

@@ -20,7 +20,8 @@ from deniable.cli.main import cli
 from deniable.client import MetricSpec
 from deniable.client.mechanisms import MAX_CATEGORIES, MAX_KRR_CATEGORIES
 from deniable.collector import Settings
-from deniable.collector.settings import MIN_TOKEN_LENGTH, settings_problem, token_problem
+from deniable.collector.settings import settings_problem
+from deniable.service.tokens import MIN_TOKEN_LENGTH, token_problem
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

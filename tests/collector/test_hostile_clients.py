@@ -26,7 +26,8 @@ from typing import Any
 import pytest
 
 from deniable.client import MetricSpec
-from deniable.collector.serve import MAX_HEADER_BYTES, fit_file_limit
+from deniable.service.launch import fit_file_limit
+from deniable.service.protocol import MAX_HEADER_BYTES
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
@@ -239,7 +240,7 @@ def test_2000_stalled_connections_leave_an_upload_its_202_within_2_s(
 
 FILE_LIMIT_SCRIPT = """
 import resource, sys
-from deniable.collector.serve import fit_file_limit
+from deniable.service.launch import fit_file_limit
 hard = int(sys.argv[1]) or resource.getrlimit(resource.RLIMIT_NOFILE)[1]
 resource.setrlimit(resource.RLIMIT_NOFILE, (512, hard))
 print(fit_file_limit(4096), resource.getrlimit(resource.RLIMIT_NOFILE)[0])

@@ -17,13 +17,14 @@ from sqlalchemy import create_engine, func, select, text
 
 from deniable.client import MetricSpec
 from deniable.collector import RefusedToServe, Settings, migrate
-from deniable.collector.serve import check_exposure, is_loopback
+from deniable.collector.serve import check_exposure
 from deniable.collector.storage import open_database, read_sums
 from deniable.collector.storage.engine import normalize_url
 from deniable.collector.storage.migrator import alembic_config
 from deniable.collector.storage.partitions import include_name
 from deniable.collector.storage.retention import purge_before
 from deniable.collector.storage.tables import metadata, reports
+from deniable.service.listening import is_loopback
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

@@ -361,7 +361,7 @@ def test_the_pre_rollout_phase_holds_what_the_migration_needs() -> None:
 
 
 def test_the_example_secret_holds_placeholders_the_collector_refuses() -> None:
-    from deniable.collector.settings import token_problem
+    from deniable.service.tokens import token_problem
 
     (secret,) = yaml.safe_load_all(EXAMPLE_SECRET.read_text())
     for key in ("DENIABLE_ADMIN_TOKEN", "DENIABLE_INGEST_KEY"):

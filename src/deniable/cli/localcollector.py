@@ -22,8 +22,9 @@ from types import TracebackType
 import httpx
 
 from deniable.client.errors import CollectorUnavailable
-from deniable.collector.listening import DEFAULT_HOST, Listening, free_port
+from deniable.collector.listening import DEFAULT_HOST, Listening
 from deniable.collector.startup import port_problem
+from deniable.service.listening import free_port
 
 STARTUP_SECONDS = 20.0
 """How long the child may take to answer /healthz."""

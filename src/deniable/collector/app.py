@@ -28,11 +28,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from deniable.client.errors import StorageUnavailable
 from deniable.client.sealing import KEYS_PATH
 from deniable.client.wire import METRICS_PATH, REPORTS_PATH
+from deniable.service.crossorigin import DeviceCORS
 
 from . import dashboard, exposition
 from .auth import ADMIN, INGEST, SHUFFLER, VIEWER
 from .context import Clock, Collector, SpecCache, utc_now
-from .crossorigin import DeviceCORS
 from .docspage import install_docs
 from .readcache import ReadCache
 from .readgate import ReadGate
@@ -127,7 +127,7 @@ class QuietFaults:
             await self.app(scope, receive, send)
         except Exception as exc:
             if scope.get(ANSWERED_FAULT) is not True:
-                from .faults import redacted_traceback
+                from deniable.service.faults import redacted_traceback
 
                 log.error("internal error after the answer began\n%s", redacted_traceback(exc))
 
@@ -261,7 +261,8 @@ def _install_error_handlers(app: FastAPI) -> None:
     database -> 503 (retry), memory exhausted -> 503 with Retry-After, anything else -> 500.
     No log line quotes a driver's message (it can hold report ids and payloads): only types,
     error codes, statements and frames."""
-    from .faults import redacted_traceback
+    from deniable.service.faults import redacted_traceback
+
     from .storage.queries import SpecChanged
 
     async def database_down(_request: Request, exc: Exception) -> JSONResponse:

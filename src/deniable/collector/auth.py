@@ -3,8 +3,8 @@
 Every protected route declares its role once, in its decorator: ``dependencies=[ADMIN]``,
 ``dependencies=[VIEWER]`` or ``dependencies=[INGEST]``. FastAPI solves dependencies before it
 validates query parameters, and the routes that take a body read it themselves afterwards
-(``routes.body``), so a caller without the token gets its 401 before anything it sent is read,
-parsed or echoed in a 422.
+(``deniable.service.body``), so a caller without the token gets its 401 before anything it
+sent is read, parsed or echoed in a 422.
 
 The viewer token reads (estimates, series, the dashboard) and nothing else: on an admin route
 it is answered 403, so an operator sees at once that the token is known but not allowed.
@@ -12,44 +12,20 @@ it is answered 403, so an operator sees at once that the token is known but not 
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Awaitable, Callable
 from typing import Literal
 
 from fastapi import Depends, HTTPException, Request
+
+from deniable.service.bearer import any_match, bearer_token, tokens_match
 
 from .context import collector
 from .settings import Settings
 
 Role = Literal["admin", "viewer", "ingest", "shuffler"]
 
-_SCHEME = "bearer "
-
 VIEWER_REFUSED = "the viewer token may only read"
 """The 403 detail of an admin route called with the viewer token."""
-
-
-def bearer_token(request: Request) -> str | None:
-    """The token of an ``Authorization: Bearer <token>`` header, or None."""
-    header = request.headers.get("authorization")
-    if header is None or header[: len(_SCHEME)].lower() != _SCHEME:
-        return None
-    return header[len(_SCHEME) :].strip()
-
-
-def tokens_match(given: str | None, expected: str) -> bool:
-    """Whether ``given`` equals ``expected``, in time independent of where they differ."""
-    if given is None:
-        return False
-    return hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8"))
-
-
-def any_match(given: str | None, accepted: list[str]) -> bool:
-    """Whether ``given`` equals one of ``accepted`` (each compared, in constant time)."""
-    matched = False
-    for secret in accepted:
-        matched |= tokens_match(given, secret)
-    return matched
 
 
 def require(request: Request, accepted: list[str], role: Role) -> None:

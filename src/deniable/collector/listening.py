@@ -2,29 +2,33 @@
 and log level.
 
 ``deniable serve``, ``python -m deniable.collector``, the CLI's default collector URL, the
-container image and the manifests agree on these. The module needs only the standard library,
-so the CLI can show the defaults in its help without importing the server.
+container image and the manifests agree on these. The address and log levels are every
+server's (:mod:`deniable.service.listening`); the port and workers are the collector's. The
+module needs only the standard library, so the CLI can show the defaults in its help without
+importing the server.
 """
 
 from __future__ import annotations
 
-import socket
 from dataclasses import dataclass
 
-DEFAULT_HOST = "127.0.0.1"
-"""Where the collector listens unless told otherwise: loopback, reachable from this host only."""
+from deniable.service.listening import DEFAULT_HOST, DEFAULT_LOG_LEVEL, LOG_LEVELS
+
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_LISTENING",
+    "DEFAULT_LOG_LEVEL",
+    "DEFAULT_PORT",
+    "DEFAULT_WORKERS",
+    "LOG_LEVELS",
+    "Listening",
+]
 
 DEFAULT_PORT = 8000
 """The TCP port a collector listens on unless told otherwise (CLI, image and manifests agree)."""
 
 DEFAULT_WORKERS = 1
 """Worker processes unless told otherwise: one, serving the app in the server's own process."""
-
-LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
-"""uvicorn's log levels, quietest first."""
-
-DEFAULT_LOG_LEVEL = "info"
-"""The log level the collector runs at unless told otherwise."""
 
 
 @dataclass(frozen=True)
@@ -40,11 +44,3 @@ class Listening:
 
 DEFAULT_LISTENING = Listening()
 """Every default at once: loopback, :data:`DEFAULT_PORT`, one worker, ``info``."""
-
-
-def free_port(host: str = DEFAULT_HOST) -> int:
-    """A TCP port on ``host`` that nothing listens on right now (the OS picks it), for a
-    collector started in the background such as the demo's."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])

@@ -6,52 +6,21 @@ factory, the ``serve`` helper and the CLI agree on names and defaults.
 
 from __future__ import annotations
 
-import itertools
-import json
-import re
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from deniable.service.listening import DEFAULT_SHUTDOWN_TIMEOUT
+from deniable.service.origins import origins_of
+from deniable.service.tokens import read_token_file, token_problem
+
 DEFAULT_DATABASE_URL = "sqlite:///deniable.db"
 """An SQLite file in the working directory: zero set-up (WAL mode)."""
 
 DEFAULT_POOL_SIZE = 5
 """Connections per engine: 12 PostgreSQL replicas hold at most 60 of the default 100."""
-
-DEFAULT_SHUTDOWN_TIMEOUT = 25
-"""Seconds in-flight requests get after SIGTERM: inside Kubernetes' default 30 s grace period."""
-
-MIN_TOKEN_LENGTH = 16
-"""The shortest admin token or ingest key accepted: 16 random characters resist guessing."""
-
-MIN_DISTINCT_CHARACTERS = 5
-"""Fewer distinct characters means a repeated pattern (``abababab...``), never a generated
-token: 16 random hex characters have fewer than 5 distinct with probability 4e-7."""
-
-PLACEHOLDER_TOKENS = (
-    "changeme",
-    "replaceme",
-    "placeholder",
-    "example",
-    "yourtoken",
-    "tokenhere",
-    "keyhere",
-    "password",
-    "passwd",
-    "letmein",
-    "qwerty",
-)
-"""Words that mark a token copied from documentation rather than generated (compared with
-the token's letters and digits only, lowercased, so ``Change_Me`` counts too)."""
-
-TEMPLATE_MARKS = (("<", ">"), ("{", "}"), ("${", "}"), ("%", "%"), ("[", "]"))
-"""Openings and closings of a template placeholder left unfilled (``<your-admin-token>``)."""
-
-_WORDS = re.compile(r"[A-Za-z0-9_.-]+")
-"""What a template placeholder holds between its marks: words joined by ``-``, ``_`` or ``.``."""
 
 TOKEN_ROLES = {
     "admin": ("admin_token", "admin_token_previous"),
@@ -239,16 +208,12 @@ class Settings(BaseSettings):
                     " set: give one"
                 )
             try:
-                text = Path(path).read_text(encoding="utf-8")
+                token = read_token_file(path)
             except (OSError, UnicodeDecodeError) as exc:
                 raise ValueError(
                     f"DENIABLE_{file_field.upper()}: cannot read {path}: {type(exc).__name__}"
                 ) from None
-            data = {
-                **data,
-                token_field: text.removesuffix("\n").removesuffix("\r"),
-                file_field: None,
-            }
+            data = {**data, token_field: token, file_field: None}
         return data
 
     @field_validator(*TOKEN_FIELDS)
@@ -341,69 +306,6 @@ def database_url_of(value: str) -> str:
     if "://" in value or not value.strip():
         return value
     return f"sqlite:///{Path(value).expanduser().resolve()}"
-
-
-def token_problem(token: str) -> str | None:
-    """Why ``token`` is unfit as a bearer secret, or None; the answer never quotes the token."""
-    generate = "generate one, e.g. `python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
-    if token != token.strip():
-        return "has leading or trailing whitespace (a copy-paste slip?): remove it"
-    if not all("!" <= c <= "~" for c in token):
-        return (
-            "holds whitespace, a control or a non-ASCII character (a copy-paste slip?):"
-            " a token is printable ASCII only"
-        )
-    if len(token) < MIN_TOKEN_LENGTH:
-        return f"is shorter than {MIN_TOKEN_LENGTH} characters: {generate}"
-    letters = "".join(c for c in token.lower() if c.isalnum())
-    unfilled = any(
-        token.startswith(a) and token.endswith(b) and _WORDS.fullmatch(token[len(a) : -len(b)])
-        for a, b in TEMPLATE_MARKS
-    )
-    if unfilled or any(mark in letters for mark in PLACEHOLDER_TOKENS):
-        return "is a placeholder from an example: generate a random one"
-    if len(set(token)) < MIN_DISTINCT_CHARACTERS or _sequence(token):
-        return (
-            f"repeats a few characters or runs through a sequence, like a placeholder: {generate}"
-        )
-    return None
-
-
-ORIGIN = re.compile(r"https?://([a-z0-9.-]+|\[[0-9a-f:.]+\])(:[0-9]{1,5})?")
-"""A web origin as a browser sends it: scheme, host, optional port; no path, no wildcard."""
-
-
-def origins_of(value: Any, setting: str) -> list[str]:
-    """The allowed web origins of a setting: a comma-separated string, a JSON list or a list,
-    each an exact origin (``https://app.example:8443``); ValueError naming the setting and the
-    bad entry."""
-    items = value
-    if isinstance(value, str):
-        try:
-            items = json.loads(value) if value.lstrip().startswith("[") else value.split(",")
-        except ValueError:
-            raise ValueError(f"{setting} must be a comma-separated list of origins") from None
-    if not isinstance(items, list | tuple):
-        raise ValueError(f"{setting} must be a comma-separated list of origins")
-    origins = []
-    for item in items:
-        text = str(item).strip().rstrip("/")
-        if not text:
-            continue
-        if not ORIGIN.fullmatch(text):
-            raise ValueError(
-                f"{setting}: {text[:80]!r} is not an origin (scheme://host[:port], lowercase,"
-                " no path or wildcard)"
-            )
-        origins.append(text)
-    return origins
-
-
-def _sequence(token: str) -> bool:
-    """Whether at least 3 in 4 neighbouring characters are consecutive (``abcdef...``,
-    ``987654...``): 16 random hex characters are with probability about 1e-8."""
-    steps = [abs(ord(b) - ord(a)) == 1 for a, b in itertools.pairwise(token)]
-    return sum(steps) * 4 >= 3 * len(steps)
 
 
 def _secret(value: SecretStr | None) -> str | None:

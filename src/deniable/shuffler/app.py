@@ -18,9 +18,9 @@ from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from deniable.client.sealing import KEYS_PATH, SEALED_PATH
-from deniable.collector.auth import any_match, bearer_token
-from deniable.collector.crossorigin import DeviceCORS
-from deniable.collector.routes.body import Refused, read_body
+from deniable.service.bearer import any_match, bearer_token
+from deniable.service.body import Refused, read_body
+from deniable.service.crossorigin import DeviceCORS
 
 from .keyset import KeySet, KeysUnavailable
 from .service import Releaser

@@ -8,7 +8,8 @@ from typing import Annotated, Any
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from deniable.collector.settings import origins_of, token_problem
+from deniable.service.origins import origins_of
+from deniable.service.tokens import read_token_file, token_problem
 
 from .store import Limits
 
@@ -94,7 +95,9 @@ class ShufflerSettings(BaseSettings):
     @model_validator(mode="before")
     @classmethod
     def _read_secret_files(cls, data: Any) -> Any:
-        """Fill the token and the upload key from their files (one trailing newline dropped)."""
+        """Fill the token and the upload key from their files, read as the collector reads its
+        own (:func:`deniable.service.tokens.read_token_file`: a trailing ``\\n`` or ``\\r\\n``
+        dropped)."""
         if not isinstance(data, dict):
             return data
         for file_field, field in SECRET_FILES.items():
@@ -104,10 +107,10 @@ class ShufflerSettings(BaseSettings):
             if data.get(field) not in (None, ""):
                 raise ValueError(f"DENIABLE_SHUFFLER_{name} and {file_name} are both set")
             try:
-                text = Path(data[file_field]).read_text(encoding="utf-8")
+                secret = read_token_file(data[file_field])
             except (OSError, UnicodeDecodeError) as exc:
                 raise ValueError(f"{file_name}: cannot read it: {type(exc).__name__}") from None
-            data = {**data, field: text.removesuffix("\n"), file_field: None}
+            data = {**data, field: secret, file_field: None}
         return data
 
     @field_validator("token", "upload_key", "upload_key_previous")

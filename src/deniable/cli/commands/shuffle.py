@@ -8,6 +8,13 @@ from typing import Any
 import click
 from pydantic import ValidationError
 
+from deniable.service.listening import (
+    DEFAULT_HOST,
+    DEFAULT_LOG_LEVEL,
+    DEFAULT_SHUTDOWN_TIMEOUT,
+    LOG_LEVELS,
+)
+
 from ..errors import CliError
 
 
@@ -22,7 +29,7 @@ def _problem(error: ValidationError) -> str:
 
 
 @click.command(short_help="Run the shuffler.")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--host", default=DEFAULT_HOST, show_default=True, help="Address to listen on.")
 @click.option("--port", default=8100, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--store", type=click.Path(dir_okay=False, path_type=Path), help="Its SQLite file.")
 @click.option("--collector", "collector_url", help="The collector's URL (forwarding).")
@@ -30,9 +37,9 @@ def _problem(error: ValidationError) -> str:
 @click.option("--max-delay", type=click.FloatRange(0), help="Longest random delay, seconds.")
 @click.option(
     "--log-level",
-    default="info",
+    default=DEFAULT_LOG_LEVEL,
     show_default=True,
-    type=click.Choice(["critical", "error", "warning", "info", "debug"]),
+    type=click.Choice(LOG_LEVELS),
 )
 def shuffle(
     host: str,
@@ -60,9 +67,7 @@ def shuffle(
     """
     import logging
 
-    import uvicorn
-
-    from deniable.collector.serve import CollectorConfig, CollectorProtocol
+    from deniable.service.launch import run_server, server_config
     from deniable.shuffler import ShufflerSettings, create_app
 
     overrides: dict[str, Any] = {
@@ -92,20 +97,14 @@ def shuffle(
         )
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    config = CollectorConfig(
+    config = server_config(
         create_app(settings),
-        header_timeout=settings.header_timeout,
-        max_connections=settings.max_connections,
         host=host,
         port=port,
-        http=CollectorProtocol,
-        ws="none",
-        lifespan="on",
-        access_log=False,
-        proxy_headers=False,
-        server_header=False,
-        date_header=False,
         log_level=log_level,
-        timeout_graceful_shutdown=25,
+        header_timeout=settings.header_timeout,
+        max_connections=settings.max_connections,
+        shutdown_timeout=DEFAULT_SHUTDOWN_TIMEOUT,
+        date_header=False,
     )
-    uvicorn.Server(config).run()
+    run_server(config)

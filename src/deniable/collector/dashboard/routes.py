@@ -21,11 +21,11 @@ from deniable.estimators import DEFAULT_METHOD, DEFAULT_PERIODS
 from deniable.estimators.advisor import plan_document
 from deniable.estimators.csvtext import estimate_csv_text, series_csv_text
 from deniable.estimators.slicecsv import breakdown_csv_text
+from deniable.service.bearer import tokens_match
+from deniable.service.body import read_body
 
-from ..auth import tokens_match
 from ..context import collector
 from ..numbers import InvalidNumber, NumberRule
-from ..routes.body import read_body
 from ..routes.common import find_spec
 from ..routes.privacy import DEFAULT_MEMOIZE, DEFAULT_RATIO
 from . import breakdownpage, data, numericplan, pages, quantileseries, session

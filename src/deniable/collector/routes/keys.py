@@ -6,10 +6,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from deniable.service.body import Refused
+
 from ..context import collector
 from ..schemas import PublicKeys
 from ..sealingkeys import KeyFileError, keyring_of
-from .body import Refused
 from .common import problem_responses
 
 router = APIRouter(tags=["reports"])

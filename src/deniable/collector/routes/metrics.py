@@ -21,6 +21,7 @@ from deniable.client.spec import MetricSpec
 from deniable.estimators.documents import MetricAbout
 from deniable.estimators.heavyhitters import floor_warnings
 from deniable.estimators.privacy import registration_warnings
+from deniable.service.body import read_body, refuse_duplicate_keys
 
 from ..auth import ADMIN
 from ..context import Collector, collector
@@ -35,7 +36,6 @@ from ..storage.queries import (
     register_spec,
     registry_fingerprints,
 )
-from .body import read_body, refuse_duplicate_keys
 from .common import find_spec, json_body, problem_responses
 
 router = APIRouter(tags=["metrics"])
@@ -153,7 +153,7 @@ async def post_metric(request: Request) -> JSONResponse:
     ``warnings``: whether this registration took one device's 30-day total with the SDK
     defaults across the warning level (said once: not by a registration of the same spec
     again, nor by later ones above the level; ``GET /v1/privacy`` states the account). The body is read only after the admin token is
-    checked (see ``routes.body``).
+    checked (see ``deniable.service.body``).
     """
     state = collector(request)
     settings = state.settings

@@ -27,6 +27,7 @@ from starlette.concurrency import run_in_threadpool
 
 from deniable.client.spec import MetricSpec
 from deniable.estimators.shufflingaccount import ShuffledBatch
+from deniable.service.body import Refused, read_body
 
 from ..auth import INGEST, SHUFFLER
 from ..context import Collector, collector
@@ -54,7 +55,6 @@ from ..validation import (
     ValidReport,
     validate_reports,
 )
-from .body import Refused, read_body
 from .common import json_body, problem_responses
 
 router = APIRouter(tags=["reports"])

@@ -1,9 +1,9 @@
 """What a log line may say about a request that failed on the server: never an exception's text.
 
-An exception's message can quote what the collector must never log. A database error holds its
-statement's parameters (the engines hide them, see :mod:`.storage.engine`) and, from
-PostgreSQL, a DETAIL line that quotes the failing row: a report's id and payload. A Python error
-may quote the value it choked on. So a fault is logged as its exception chain's types, error
+An exception's message can quote what a server must never log. A database error holds its
+statement's parameters (the collector's engines hide them, see
+``deniable.collector.storage.engine``) and, from PostgreSQL, a DETAIL line that quotes the
+failing row: a report's id and payload. A Python error may quote the value it choked on. So a fault is logged as its exception chain's types, error
 codes, SQL statements and stack frames, which name code only.
 """
 
