@@ -29,7 +29,7 @@ BATCH = 5
 MOST_BATCHES = 200
 """Upload attempts before giving up on both workers taking requests."""
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = pytest.mark.timeout(180)
 
 
 def _start(tmp_path: Path, extra_env: dict[str, str]) -> CollectorProcess:
@@ -50,7 +50,7 @@ def _post_batch(url: str, spec: MetricSpec, seed: int) -> int:
     """POST one batch on a new connection; the number of reports accepted."""
     period = period_label(spec.period, dt.datetime.now(dt.UTC))
     reports = make_reports(spec, [seed % spec.k] * BATCH, period, seed)
-    response = httpx.post(f"{url}/v1/reports", json={"reports": reports}, timeout=10)
+    response = httpx.post(f"{url}/v1/reports", json={"reports": reports}, timeout=60)
     assert response.status_code == 202, response.text
     return int(response.json()["accepted"])
 
@@ -84,7 +84,7 @@ def _files_appear(directory: Path, pattern: str, count: int) -> bool:
 
 def _scrape(url: str, metric: str) -> tuple[float, float]:
     """One /metrics scrape on a new connection: (accepted for ``metric``, report POSTs timed)."""
-    response = httpx.get(f"{url}/metrics", timeout=10)
+    response = httpx.get(f"{url}/metrics", timeout=60)
     assert response.status_code == 200
     accepted = timed = 0.0
     for family in text_string_to_metric_families(response.text):

@@ -35,6 +35,7 @@ def n_reports(url: str, metric: str, start: str, end: str) -> int:
         f"{url}/v1/metrics/{metric}/estimate",
         params={"start": start, "end": end},
         headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+        timeout=60,
     )
     response.raise_for_status()
     return int(response.json()["n"])

@@ -22,6 +22,7 @@ def reports_of(collector_url: str, metric: str) -> int:
         f"{collector_url}/v1/metrics/{metric}/estimate",
         params={"start": (today - dt.timedelta(days=1)).isoformat(), "end": today.isoformat()},
         headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+        timeout=60,
     )
     response.raise_for_status()
     return int(response.json()["n"])
