@@ -16,46 +16,44 @@ import math
 from dataclasses import dataclass, field
 
 from .errors import InvalidInput
+from .guarantees import PureDP
 from .mechanisms import Payload, TwoLayers, two_layers
 from .randomness import Randomness
 from .spec import MetricSpec
-
-_EPS_SLACK = 1e-9
 
 PIN_PREFIX = "pin:"
 """Memo keys that hold a text metric's pinned prefix level, not a memoized answer."""
 
 
 def within_lifetime(reports: int, epsilon: float, lifetime_epsilon: float) -> bool:
-    """Whether ``reports`` reports at ``epsilon`` fit a lifetime cap (with a float slack, so
-    ten reports at 0.1 fit a cap of 1)."""
-    return reports * epsilon <= lifetime_epsilon + _EPS_SLACK
+    """Whether ``reports`` reports at ``epsilon`` fit a lifetime cap: their composed guarantee
+    against the cap, exactly under the rounding rule of :mod:`.guarantees` (so ten reports at
+    0.1 fit a cap of 1, with no slack)."""
+    return reports * PureDP(epsilon) <= PureDP(lifetime_epsilon)
 
 
 _MAX_LIFETIME_REPORTS = 2**52
-"""The most reports :func:`lifetime_reports` counts: below it consecutive counts times eps
-differ by more than a rounding, so the floor division is off by a step or two at most."""
+"""The most reports :func:`lifetime_reports` counts (the settings bound ``lifetime_epsilon``
+far below it): a count a float still holds exactly."""
+
+
+def _reports_within(guarantee: PureDP, lifetime_epsilon: float) -> int:
+    """The most reports at ``guarantee`` a lifetime cap admits, exactly; a count past
+    :data:`_MAX_LIFETIME_REPORTS` is refused (``InvalidInput``) rather than counted."""
+    count = guarantee.reports_within(PureDP(lifetime_epsilon))
+    if count is None or not count < _MAX_LIFETIME_REPORTS:
+        raise InvalidInput(
+            f"lifetime_epsilon / epsilon must be below {_MAX_LIFETIME_REPORTS:,} reports"
+        )
+    return count
 
 
 def lifetime_reports(lifetime_epsilon: float, epsilon: float) -> int:
     """The most reports at ``epsilon`` a lifetime cap admits: the largest n that
-    :func:`within_lifetime` allows (what :meth:`Ledger.admit` ends at).
-
-    In closed form: the floor division, then a step or two to settle its rounding. A ratio
-    past :data:`_MAX_LIFETIME_REPORTS` is refused (``InvalidInput``) rather than counted: there
-    the steps would not settle (the settings bound ``lifetime_epsilon`` far below it).
-    """
-    quotient = (lifetime_epsilon + _EPS_SLACK) // epsilon
-    if not quotient < _MAX_LIFETIME_REPORTS:
-        raise InvalidInput(
-            f"lifetime_epsilon / epsilon must be below {_MAX_LIFETIME_REPORTS:,} reports"
-        )
-    n = int(quotient)
-    while within_lifetime(n + 1, epsilon, lifetime_epsilon):
-        n += 1
-    while n > 0 and not within_lifetime(n, epsilon, lifetime_epsilon):
-        n -= 1
-    return n
+    :func:`within_lifetime` allows (what :meth:`Ledger.admit` ends at), in closed form (the
+    exact floor of cap / eps). A ratio past :data:`_MAX_LIFETIME_REPORTS` is refused
+    (``InvalidInput``)."""
+    return _reports_within(PureDP(epsilon), lifetime_epsilon)
 
 
 @dataclass(frozen=True)
@@ -66,19 +64,29 @@ class ReportCost:
     ``memoized`` says a permanent answer per value is kept; ``instantaneous_epsilon`` is the
     fresh layer each memoized report adds (``None``: none, the permanent answer is sent as
     is); ``permanent_epsilon`` is what all reports of one unchanged value reveal (the
-    metric's eps when not memoized).
+    metric's eps when not memoized). These floats are the figures the account shows; the
+    guarantees the ledger composes are :attr:`local`, :attr:`permanent` and :attr:`fresh`
+    (given by the two layers, whose fresh layer is ratio x eps exactly; else read from the
+    floats).
     """
 
     epsilon: float
     memoized: bool = False
     permanent_epsilon: float = 0.0
     instantaneous_epsilon: float | None = None
+    fresh: PureDP | None = None
+    local: PureDP = field(init=False, repr=False, compare=False)
+    permanent: PureDP = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.memoized:
             object.__setattr__(self, "permanent_epsilon", self.epsilon)
+        object.__setattr__(self, "local", PureDP(self.epsilon))
+        object.__setattr__(self, "permanent", PureDP(self.permanent_epsilon))
+        if self.fresh is None and self.instantaneous_epsilon is not None:
+            object.__setattr__(self, "fresh", PureDP(self.instantaneous_epsilon))
 
-    def histories(self, reports: int) -> float:
+    def guarantee(self, reports: int) -> PureDP:
         """The most ``reports`` reports reveal over any two histories of true values.
 
         One report is the metric's own mechanism: eps. Fresh reports compose: n eps. A
@@ -86,18 +94,23 @@ class ReportCost:
         reports differ by at most n eps_inst between any two histories (the same permanent
         answers drawn for both, only the fresh layers differ). Without the fresh layer two
         reports of one value are always equal and of two values seldom: whether the value
-        changed shows, and no finite eps bounds it (``inf``).
+        changed shows, and no finite eps bounds it (unbounded).
         """
         if reports <= 1 or not self.memoized:
-            return reports * self.epsilon
-        if self.instantaneous_epsilon is None:
-            return math.inf
-        return reports * self.instantaneous_epsilon
+            return reports * self.local
+        if self.fresh is None:
+            return PureDP(math.inf)
+        return reports * self.fresh
+
+    def histories(self, reports: int) -> float:
+        """:meth:`guarantee` as the figure the account and :meth:`Ledger.spent` show (``inf``:
+        unbounded)."""
+        return self.guarantee(reports).figure
 
     def within(self, reports: int, lifetime_epsilon: float) -> bool:
-        """Whether ``reports`` reports fit a lifetime cap over any two histories
-        (:meth:`histories`, with the float slack of :func:`within_lifetime`)."""
-        return self.histories(reports) <= lifetime_epsilon + _EPS_SLACK
+        """Whether ``reports`` reports fit a lifetime cap over any two histories: their
+        :meth:`guarantee` against the cap, exactly (the rounding rule, no slack)."""
+        return self.guarantee(reports) <= PureDP(lifetime_epsilon)
 
     def lifetime_reports(self, lifetime_epsilon: float) -> int:
         """The most reports a lifetime cap admits: the largest n :meth:`within` allows, where
@@ -105,12 +118,12 @@ class ReportCost:
         none if one report (eps) does not fit, else n at eps_inst each once n >= 2 fit, else
         one (without the fresh layer a second report is unbounded, so one at most)."""
         if not self.memoized:
-            return lifetime_reports(lifetime_epsilon, self.epsilon)
+            return _reports_within(self.local, lifetime_epsilon)
         if not self.within(1, lifetime_epsilon):
             return 0
-        if self.instantaneous_epsilon is None:
+        if self.fresh is None:
             return 1
-        return max(1, lifetime_reports(lifetime_epsilon, self.instantaneous_epsilon))
+        return max(1, _reports_within(self.fresh, lifetime_epsilon))
 
 
 def report_cost(
@@ -134,7 +147,13 @@ def report_cost(
     )
     if layers is None:
         return ReportCost(spec.epsilon), None
-    cost = ReportCost(spec.epsilon, True, layers.permanent_epsilon, layers.instantaneous_epsilon)
+    cost = ReportCost(
+        spec.epsilon,
+        True,
+        layers.permanent_epsilon,
+        layers.instantaneous_epsilon,
+        layers.instantaneous_guarantee,
+    )
     return cost, layers
 
 
@@ -323,14 +342,14 @@ class Ledger:
 
     def spent(self, metric: str, period: str, cost: ReportCost) -> PrivacySpent:
         """Epsilon spent by ``metric`` in ``period`` and over its lifetime, over any two
-        histories (:meth:`ReportCost.histories`), and per value: without memoization every
+        histories (:meth:`ReportCost.guarantee`), and per value: without memoization every
         report costs eps; with it, a device reveals at most its permanent eps per distinct
         value it ever reported, however many periods repeat it (and never more than its
-        total)."""
-        total = cost.histories(self._totals.get(metric, 0))
-        per_value = min(self._memo_sizes.get(metric, 0) * cost.permanent_epsilon, total)
+        total). The guarantees are composed here; the figures are what it states."""
+        total = cost.guarantee(self._totals.get(metric, 0))
+        per_value = min(self._memo_sizes.get(metric, 0) * cost.permanent, total)
         return PrivacySpent(
             cost.histories(self._counts.get((metric, period), 0)),
-            total,
-            per_value if cost.memoized else total,
+            total.figure,
+            per_value.figure if cost.memoized else total.figure,
         )
