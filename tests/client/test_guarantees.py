@@ -13,6 +13,7 @@ import pytest
 
 from deniable.client.errors import DeniableError, InvalidInput
 from deniable.client.guarantees import ApproxDP, PureDP, compose, exact, round_up
+from deniable.client.ledger import ReportCost, lifetime_reports
 from deniable.client.mechanisms import make_mechanism, make_numeric_mechanism, two_layers
 
 
@@ -146,3 +147,27 @@ def test_each_randomizer_and_both_memo_layers_declare_their_guarantee() -> None:
     assert layers.instantaneous_guarantee.figure == layers.instantaneous_epsilon == 3.0 * 0.1
     assert layers.permanent_guarantee == PureDP(layers.permanent_epsilon)
     assert 3 * layers.instantaneous_guarantee <= PureDP(0.9)
+
+
+def slack_rule_reports(cap: float, epsilon: float) -> int:
+    """The most reports the ledger admitted before the typed guarantees: n x eps <= cap + 1e-9
+    in floats (its slack), an oracle for the no-behaviour-change check."""
+    n = 0
+    while (n + 1) * epsilon <= cap + 1e-9:
+        n += 1
+    return n
+
+
+def test_the_exact_cap_admits_what_the_float_slack_admitted_on_declared_decimals() -> None:
+    """On declared decimals (eps and caps in hundredths, ratios in halves) the exact rule stops
+    the ledger where the 1e-9 slack did, fresh and memoized (the fresh layer ratio x eps)."""
+    for epsilon in (i / 100 for i in range(1, 201, 3)):
+        for cap in (j / 20 for j in range(1, 101, 2)):
+            assert lifetime_reports(cap, epsilon) == slack_rule_reports(cap, epsilon)
+            for ratio in (1.5, 2.0, 2.5, 3.0):
+                layers = ReportCost(
+                    epsilon, True, epsilon, ratio * epsilon, PureDP(epsilon) * ratio
+                )
+                assert layers.lifetime_reports(cap) == max(
+                    1, slack_rule_reports(cap, ratio * epsilon)
+                ) * (epsilon <= cap)

@@ -77,6 +77,9 @@ class ReportCost:
     fresh: PureDP | None = None
     local: PureDP = field(init=False, repr=False, compare=False)
     permanent: PureDP = field(init=False, repr=False, compare=False)
+    _most: list[tuple[PureDP, int | None]] = field(
+        default_factory=list, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if not self.memoized:
@@ -111,6 +114,25 @@ class ReportCost:
         """Whether ``reports`` reports fit a lifetime cap over any two histories: their
         :meth:`guarantee` against the cap, exactly (the rounding rule, no slack)."""
         return self.guarantee(reports) <= PureDP(lifetime_epsilon)
+
+    def most_reports(self, cap: PureDP) -> int | None:
+        """The most reports whose :meth:`guarantee` fits ``cap`` (``None``: no limit), exactly:
+        ``n`` reports fit exactly when ``n`` is at most it (the guarantee grows with n). The
+        answer for the last cap asked is kept, since the ledger asks on every record."""
+        kept = self._most[0] if self._most else None
+        if kept is not None and kept[0] is cap:
+            return kept[1]
+        if not self.memoized:
+            most = self.local.reports_within(cap)
+        elif not self.local <= cap:
+            most = 0
+        elif self.fresh is None:
+            most = 1
+        else:
+            fresh = self.fresh.reports_within(cap)
+            most = None if fresh is None else max(1, fresh)
+        self._most[:] = [(cap, most)]
+        return most
 
     def lifetime_reports(self, lifetime_epsilon: float) -> int:
         """The most reports a lifetime cap admits: the largest n :meth:`within` allows, where
@@ -204,6 +226,7 @@ class Ledger:
         self._secret = secret
         self.max_reports_per_period = max_reports_per_period
         self.lifetime_epsilon = lifetime_epsilon
+        self._cap = None if lifetime_epsilon is None else PureDP(lifetime_epsilon)
         self._counts: dict[tuple[str, str], int] = {}
         self._totals: dict[str, int] = {}
         self._memo: dict[str, Payload] = {}
@@ -279,9 +302,10 @@ class Ledger:
     def _over_lifetime(self, metric: str, cost: ReportCost) -> bool:
         """Whether one more report would take the metric past the lifetime cap over any two
         histories (:meth:`ReportCost.within`), counted in reports sent, memoized or not."""
-        if self.lifetime_epsilon is None:
+        if self._cap is None:
             return False
-        return not cost.within(self._totals.get(metric, 0) + 1, self.lifetime_epsilon)
+        most = cost.most_reports(self._cap)
+        return most is not None and self._totals.get(metric, 0) + 1 > most
 
     def admit(self, metric: str, period: str, cost: ReportCost) -> bool:
         """Whether one more report of ``metric`` fits the budget now; counts it if so.
