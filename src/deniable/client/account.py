@@ -246,7 +246,11 @@ def metric_account(spec: MetricSpec, settings: DeviceSettings = SDK_DEFAULTS) ->
     the lifetime cap's count of reports (see :func:`_rule`). Memoized, the per-value figure is
     eps_perm per distinct value the device can report, and at most its lifetime figure.
     """
-    rule = _rule(spec, settings)
+    return _metric_account(spec, settings, _rule(spec, settings))
+
+
+def _metric_account(spec: MetricSpec, settings: DeviceSettings, rule: _Rule) -> MetricAccount:
+    """:func:`metric_account` from ``spec``'s rule, already made."""
     cost = rule.cost
     stated = _guarantees(rule)
     return MetricAccount(
@@ -321,8 +325,8 @@ def privacy_account(
     ordered = sorted(specs, key=lambda spec: spec.name)
     if len({spec.name for spec in ordered}) != len(ordered):
         raise InvalidInput("metric names must be distinct")
-    metrics = tuple(metric_account(spec, settings) for spec in ordered)
     rules = tuple(_rule(spec, settings) for spec in ordered)
+    metrics = tuple(_metric_account(s, settings, r) for s, r in zip(ordered, rules, strict=True))
     stated = [_guarantees(rule) for rule in rules]
     totals = AccountTotals(**{name: _total([g[name] for g in stated]) for name in _STATED})
     return PrivacyAccount(settings, metrics, totals, rules)

@@ -34,6 +34,7 @@ send the same answer twice). Negative, NaN or non-numeric parameters, and a delt
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -44,8 +45,10 @@ from .errors import InvalidInput
 __all__ = ["ApproxDP", "PureDP", "compose", "exact", "round_up"]
 
 
+@functools.lru_cache(maxsize=4096)
 def exact(value: float) -> Fraction:
-    """The rational a finite float parameter stands for: the decimal it is written as."""
+    """The rational a finite float parameter stands for: the decimal it is written as (cached:
+    an account reads the same few parameters again and again)."""
     if isinstance(value, int):
         return Fraction(value)
     return Fraction(repr(float(value)))
@@ -85,13 +88,13 @@ def _delta(value: object) -> Fraction:
     return exact(number)
 
 
-def _factor(value: object) -> tuple[Fraction, int | float]:
-    """A scaling factor (a count of reports, or a ratio) as its exact rational and itself."""
+def _factor(value: object) -> tuple[int | Fraction, int | float]:
+    """A scaling factor (a count of reports, or a ratio) as its exact value and itself."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise TypeError("a guarantee scales by a number")
     if (isinstance(value, float) and not math.isfinite(value)) or value < 0:
         raise InvalidInput("a guarantee scales by a finite number of at least 0")
-    return exact(value), value
+    return (value if isinstance(value, int) else exact(value)), value
 
 
 def _add(a: Fraction | None, b: Fraction | None) -> Fraction | None:
@@ -99,7 +102,7 @@ def _add(a: Fraction | None, b: Fraction | None) -> Fraction | None:
     return None if a is None or b is None else a + b
 
 
-def _scale(value: Fraction | None, factor: Fraction) -> Fraction | None:
+def _scale(value: Fraction | None, factor: int | Fraction) -> Fraction | None:
     """``value`` times ``factor`` exactly; zero times unbounded is zero (no report, no loss)."""
     if factor == 0:
         return Fraction(0)
