@@ -246,13 +246,15 @@ def metric_account(spec: MetricSpec, settings: DeviceSettings = SDK_DEFAULTS) ->
     the lifetime cap's count of reports (see :func:`_rule`). Memoized, the per-value figure is
     eps_perm per distinct value the device can report, and at most its lifetime figure.
     """
-    return _metric_account(spec, settings, _rule(spec, settings))
+    rule = _rule(spec, settings)
+    return _metric_account(spec, rule, _guarantees(rule), settings)
 
 
-def _metric_account(spec: MetricSpec, settings: DeviceSettings, rule: _Rule) -> MetricAccount:
-    """:func:`metric_account` from ``spec``'s rule, already made."""
+def _metric_account(
+    spec: MetricSpec, rule: _Rule, stated: dict[str, PureDP | None], settings: DeviceSettings
+) -> MetricAccount:
+    """:func:`metric_account` from ``spec``'s rule and the guarantees it states, already made."""
     cost = rule.cost
-    stated = _guarantees(rule)
     return MetricAccount(
         metric=spec.name,
         type=spec.type,
@@ -326,7 +328,10 @@ def privacy_account(
     if len({spec.name for spec in ordered}) != len(ordered):
         raise InvalidInput("metric names must be distinct")
     rules = tuple(_rule(spec, settings) for spec in ordered)
-    metrics = tuple(_metric_account(s, settings, r) for s, r in zip(ordered, rules, strict=True))
     stated = [_guarantees(rule) for rule in rules]
+    metrics = tuple(
+        _metric_account(*each, settings=settings)
+        for each in zip(ordered, rules, stated, strict=True)
+    )
     totals = AccountTotals(**{name: _total([g[name] for g in stated]) for name in _STATED})
     return PrivacyAccount(settings, metrics, totals, rules)
