@@ -19,6 +19,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from .errors import InvalidInput
+from .guarantees import PureDP, compose
 from .ledger import ReportCost, report_cost
 from .mechanisms import DEFAULT_INSTANTANEOUS_RATIO
 from .spec import PERIOD_KINDS, MetricSpec
@@ -184,9 +185,9 @@ class AccountTotals:
     per_value_lifetime: float | None = None
 
 
-def _bounded(epsilon: float) -> float | None:
-    """A figure as the account states it: ``None`` for unbounded."""
-    return None if math.isinf(epsilon) else epsilon
+def _bounded(guarantee: PureDP | None) -> float | None:
+    """A guarantee as the account states it: its figure, ``None`` for unbounded or unstated."""
+    return None if guarantee is None or not guarantee.bounded else guarantee.figure
 
 
 @dataclass(frozen=True)
@@ -206,16 +207,16 @@ class _Rule:
         reports = self.reports * max_periods_touched(self.kind, days)
         return reports if self.cap is None else min(reports, self.cap)
 
-    def histories_in(self, days: int) -> float:
-        """The most eps over any two histories in any ``days`` days (``inf``: unbounded)."""
-        return self.cost.histories(self.reports_in(days))
+    def guarantee_in(self, days: int) -> PureDP:
+        """The most one device's reports reveal over any two histories in any ``days`` days."""
+        return self.cost.guarantee(self.reports_in(days))
 
 
 def _rule(spec: MetricSpec, settings: DeviceSettings) -> _Rule:
     """The ledger's rules for ``spec`` on a device with ``settings``.
 
     A lifetime cap L admits a report while the reports sent so far and this one stay within L
-    over any two histories (:meth:`~.ledger.ReportCost.within`, with its slack): n eps
+    over any two histories (:meth:`~.ledger.ReportCost.within`, exactly): n eps
     unmemoized; memoized, eps for one report and n eps_inst from the second on (without the
     fresh layer, one report at most). The cap counts reports, never distinct values, so
     whether a report is sent depends on no value (:meth:`~.ledger.Ledger.admit`). A memoized
@@ -246,16 +247,14 @@ def metric_account(spec: MetricSpec, settings: DeviceSettings = SDK_DEFAULTS) ->
     eps_perm per distinct value the device can report, and at most its lifetime figure.
     """
     rule = _rule(spec, settings)
+    return _metric_account(spec, rule, _guarantees(rule), settings)
+
+
+def _metric_account(
+    spec: MetricSpec, rule: _Rule, stated: dict[str, PureDP | None], settings: DeviceSettings
+) -> MetricAccount:
+    """:func:`metric_account` from ``spec``'s rule and the guarantees it states, already made."""
     cost = rule.cost
-    windows = {name: _bounded(rule.histories_in(days)) for name, days in WINDOWS}
-    per_period = min(rule.reports, rule.cap) if rule.cap is not None else rule.reports
-    lifetime = None if rule.cap is None else cost.histories(rule.cap)
-    if cost.memoized:
-        per_value = None if rule.values is None else rule.values * cost.permanent_epsilon
-        if lifetime is not None:
-            per_value = lifetime if per_value is None else min(per_value, lifetime)
-    else:
-        per_value = lifetime
     return MetricAccount(
         metric=spec.name,
         type=spec.type,
@@ -264,16 +263,38 @@ def metric_account(spec: MetricSpec, settings: DeviceSettings = SDK_DEFAULTS) ->
         period=spec.period,
         memoized=cost.memoized,
         reports_per_period=settings.max_reports_per_period,
-        per_period=_bounded(cost.histories(per_period)),
-        lifetime=None if lifetime is None else _bounded(lifetime),
         instantaneous_epsilon=cost.instantaneous_epsilon,
         permanent_epsilon=cost.permanent_epsilon if cost.memoized else None,
-        per_value_lifetime=per_value,
         change_shows=cost.memoized
         and cost.instantaneous_epsilon is None
         and (rule.cap is None or rule.cap > 1),
-        **windows,
+        **{name: _bounded(guarantee) for name, guarantee in stated.items()},
     )
+
+
+_STATED = ("per_period", "per_day", "per_7_days", "per_30_days", "lifetime", "per_value_lifetime")
+"""The guarantees an account states per metric and in total, by field name."""
+
+
+def _guarantees(rule: _Rule) -> dict[str, PureDP | None]:
+    """The guarantees :func:`metric_account` states for ``rule``, by field (``None``: not
+    stated, as the lifetime without a cap), composed from its cost (see
+    :func:`metric_account`)."""
+    cost = rule.cost
+    windows = {name: rule.guarantee_in(days) for name, days in WINDOWS}
+    per_period = min(rule.reports, rule.cap) if rule.cap is not None else rule.reports
+    lifetime = None if rule.cap is None else cost.guarantee(rule.cap)
+    per_value: PureDP | None = lifetime
+    if cost.memoized:
+        per_value = None if rule.values is None else rule.values * cost.permanent
+        if lifetime is not None:
+            per_value = lifetime if per_value is None else min(per_value, lifetime)
+    return {
+        "per_period": cost.guarantee(per_period),
+        **windows,
+        "lifetime": lifetime,
+        "per_value_lifetime": per_value,
+    }
 
 
 @dataclass(frozen=True)
@@ -287,8 +308,16 @@ class PrivacyAccount:
 
     def over_days(self, days: int) -> float:
         """The most eps all metrics together spend over any two histories in any ``days``
-        consecutive UTC days (``inf``: unbounded)."""
-        return math.fsum(rule.histories_in(days) for rule in self._rules)
+        consecutive UTC days (``inf``: unbounded): their guarantees composed."""
+        return compose(rule.guarantee_in(days) for rule in self._rules).figure
+
+
+def _total(guarantees: list[PureDP | None]) -> float | None:
+    """The composition of the metrics' guarantees as the account states it (``None`` when any
+    is unbounded or unstated)."""
+    if any(g is None or not g.bounded for g in guarantees):
+        return None
+    return compose(g for g in guarantees if g is not None).figure
 
 
 def privacy_account(
@@ -298,15 +327,11 @@ def privacy_account(
     ordered = sorted(specs, key=lambda spec: spec.name)
     if len({spec.name for spec in ordered}) != len(ordered):
         raise InvalidInput("metric names must be distinct")
-    metrics = tuple(metric_account(spec, settings) for spec in ordered)
-
-    def total(name: str) -> float | None:
-        figures = [getattr(m, name) for m in metrics]
-        return None if None in figures else math.fsum(figures)
-
-    totals = AccountTotals(
-        **{name: total(name) for name in ("per_period", "per_day", "per_7_days", "per_30_days")},
-        lifetime=total("lifetime"),
-        per_value_lifetime=total("per_value_lifetime"),
+    rules = tuple(_rule(spec, settings) for spec in ordered)
+    stated = [_guarantees(rule) for rule in rules]
+    metrics = tuple(
+        _metric_account(*each, settings=settings)
+        for each in zip(ordered, rules, stated, strict=True)
     )
-    return PrivacyAccount(settings, metrics, totals, tuple(_rule(s, settings) for s in ordered))
+    totals = AccountTotals(**{name: _total([g[name] for g in stated]) for name in _STATED})
+    return PrivacyAccount(settings, metrics, totals, rules)

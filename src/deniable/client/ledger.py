@@ -16,46 +16,44 @@ import math
 from dataclasses import dataclass, field
 
 from .errors import InvalidInput
+from .guarantees import PureDP
 from .mechanisms import Payload, TwoLayers, two_layers
 from .randomness import Randomness
 from .spec import MetricSpec
-
-_EPS_SLACK = 1e-9
 
 PIN_PREFIX = "pin:"
 """Memo keys that hold a text metric's pinned prefix level, not a memoized answer."""
 
 
 def within_lifetime(reports: int, epsilon: float, lifetime_epsilon: float) -> bool:
-    """Whether ``reports`` reports at ``epsilon`` fit a lifetime cap (with a float slack, so
-    ten reports at 0.1 fit a cap of 1)."""
-    return reports * epsilon <= lifetime_epsilon + _EPS_SLACK
+    """Whether ``reports`` reports at ``epsilon`` fit a lifetime cap: their composed guarantee
+    against the cap, exactly under the rounding rule of :mod:`.guarantees` (so ten reports at
+    0.1 fit a cap of 1, with no slack)."""
+    return reports * PureDP(epsilon) <= PureDP(lifetime_epsilon)
 
 
 _MAX_LIFETIME_REPORTS = 2**52
-"""The most reports :func:`lifetime_reports` counts: below it consecutive counts times eps
-differ by more than a rounding, so the floor division is off by a step or two at most."""
+"""The most reports :func:`lifetime_reports` counts (the settings bound ``lifetime_epsilon``
+far below it): a count a float still holds exactly."""
+
+
+def _reports_within(guarantee: PureDP, lifetime_epsilon: float) -> int:
+    """The most reports at ``guarantee`` a lifetime cap admits, exactly; a count past
+    :data:`_MAX_LIFETIME_REPORTS` is refused (``InvalidInput``) rather than counted."""
+    count = guarantee.reports_within(PureDP(lifetime_epsilon))
+    if count is None or not count < _MAX_LIFETIME_REPORTS:
+        raise InvalidInput(
+            f"lifetime_epsilon / epsilon must be below {_MAX_LIFETIME_REPORTS:,} reports"
+        )
+    return count
 
 
 def lifetime_reports(lifetime_epsilon: float, epsilon: float) -> int:
     """The most reports at ``epsilon`` a lifetime cap admits: the largest n that
-    :func:`within_lifetime` allows (what :meth:`Ledger.admit` ends at).
-
-    In closed form: the floor division, then a step or two to settle its rounding. A ratio
-    past :data:`_MAX_LIFETIME_REPORTS` is refused (``InvalidInput``) rather than counted: there
-    the steps would not settle (the settings bound ``lifetime_epsilon`` far below it).
-    """
-    quotient = (lifetime_epsilon + _EPS_SLACK) // epsilon
-    if not quotient < _MAX_LIFETIME_REPORTS:
-        raise InvalidInput(
-            f"lifetime_epsilon / epsilon must be below {_MAX_LIFETIME_REPORTS:,} reports"
-        )
-    n = int(quotient)
-    while within_lifetime(n + 1, epsilon, lifetime_epsilon):
-        n += 1
-    while n > 0 and not within_lifetime(n, epsilon, lifetime_epsilon):
-        n -= 1
-    return n
+    :func:`within_lifetime` allows (what :meth:`Ledger.admit` ends at), in closed form (the
+    exact floor of cap / eps). A ratio past :data:`_MAX_LIFETIME_REPORTS` is refused
+    (``InvalidInput``)."""
+    return _reports_within(PureDP(epsilon), lifetime_epsilon)
 
 
 @dataclass(frozen=True)
@@ -66,19 +64,32 @@ class ReportCost:
     ``memoized`` says a permanent answer per value is kept; ``instantaneous_epsilon`` is the
     fresh layer each memoized report adds (``None``: none, the permanent answer is sent as
     is); ``permanent_epsilon`` is what all reports of one unchanged value reveal (the
-    metric's eps when not memoized).
+    metric's eps when not memoized). These floats are the figures the account shows; the
+    guarantees the ledger composes are :attr:`local`, :attr:`permanent` and :attr:`fresh`
+    (given by the two layers, whose fresh layer is ratio x eps exactly; else read from the
+    floats).
     """
 
     epsilon: float
     memoized: bool = False
     permanent_epsilon: float = 0.0
     instantaneous_epsilon: float | None = None
+    fresh: PureDP | None = None
+    local: PureDP = field(init=False, repr=False, compare=False)
+    permanent: PureDP = field(init=False, repr=False, compare=False)
+    _most: list[tuple[PureDP, int | None]] = field(
+        default_factory=list, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if not self.memoized:
             object.__setattr__(self, "permanent_epsilon", self.epsilon)
+        object.__setattr__(self, "local", PureDP(self.epsilon))
+        object.__setattr__(self, "permanent", PureDP(self.permanent_epsilon))
+        if self.fresh is None and self.instantaneous_epsilon is not None:
+            object.__setattr__(self, "fresh", PureDP(self.instantaneous_epsilon))
 
-    def histories(self, reports: int) -> float:
+    def guarantee(self, reports: int) -> PureDP:
         """The most ``reports`` reports reveal over any two histories of true values.
 
         One report is the metric's own mechanism: eps. Fresh reports compose: n eps. A
@@ -86,18 +97,42 @@ class ReportCost:
         reports differ by at most n eps_inst between any two histories (the same permanent
         answers drawn for both, only the fresh layers differ). Without the fresh layer two
         reports of one value are always equal and of two values seldom: whether the value
-        changed shows, and no finite eps bounds it (``inf``).
+        changed shows, and no finite eps bounds it (unbounded).
         """
         if reports <= 1 or not self.memoized:
-            return reports * self.epsilon
-        if self.instantaneous_epsilon is None:
-            return math.inf
-        return reports * self.instantaneous_epsilon
+            return reports * self.local
+        if self.fresh is None:
+            return PureDP(math.inf)
+        return reports * self.fresh
+
+    def histories(self, reports: int) -> float:
+        """:meth:`guarantee` as the figure the account and :meth:`Ledger.spent` show (``inf``:
+        unbounded)."""
+        return self.guarantee(reports).figure
 
     def within(self, reports: int, lifetime_epsilon: float) -> bool:
-        """Whether ``reports`` reports fit a lifetime cap over any two histories
-        (:meth:`histories`, with the float slack of :func:`within_lifetime`)."""
-        return self.histories(reports) <= lifetime_epsilon + _EPS_SLACK
+        """Whether ``reports`` reports fit a lifetime cap over any two histories: their
+        :meth:`guarantee` against the cap, exactly (the rounding rule, no slack)."""
+        return self.guarantee(reports) <= PureDP(lifetime_epsilon)
+
+    def most_reports(self, cap: PureDP) -> int | None:
+        """The most reports whose :meth:`guarantee` fits ``cap`` (``None``: no limit), exactly:
+        ``n`` reports fit exactly when ``n`` is at most it (the guarantee grows with n). The
+        answer for the last cap asked is kept, since the ledger asks on every record."""
+        kept = self._most[0] if self._most else None
+        if kept is not None and kept[0] is cap:
+            return kept[1]
+        if not self.memoized:
+            most = self.local.reports_within(cap)
+        elif not self.local <= cap:
+            most = 0
+        elif self.fresh is None:
+            most = 1
+        else:
+            fresh = self.fresh.reports_within(cap)
+            most = None if fresh is None else max(1, fresh)
+        self._most[:] = [(cap, most)]
+        return most
 
     def lifetime_reports(self, lifetime_epsilon: float) -> int:
         """The most reports a lifetime cap admits: the largest n :meth:`within` allows, where
@@ -105,12 +140,12 @@ class ReportCost:
         none if one report (eps) does not fit, else n at eps_inst each once n >= 2 fit, else
         one (without the fresh layer a second report is unbounded, so one at most)."""
         if not self.memoized:
-            return lifetime_reports(lifetime_epsilon, self.epsilon)
+            return _reports_within(self.local, lifetime_epsilon)
         if not self.within(1, lifetime_epsilon):
             return 0
-        if self.instantaneous_epsilon is None:
+        if self.fresh is None:
             return 1
-        return max(1, lifetime_reports(lifetime_epsilon, self.instantaneous_epsilon))
+        return max(1, _reports_within(self.fresh, lifetime_epsilon))
 
 
 def report_cost(
@@ -134,7 +169,13 @@ def report_cost(
     )
     if layers is None:
         return ReportCost(spec.epsilon), None
-    cost = ReportCost(spec.epsilon, True, layers.permanent_epsilon, layers.instantaneous_epsilon)
+    cost = ReportCost(
+        spec.epsilon,
+        True,
+        layers.permanent_epsilon,
+        layers.instantaneous_epsilon,
+        layers.instantaneous_guarantee,
+    )
     return cost, layers
 
 
@@ -185,6 +226,7 @@ class Ledger:
         self._secret = secret
         self.max_reports_per_period = max_reports_per_period
         self.lifetime_epsilon = lifetime_epsilon
+        self._cap = None if lifetime_epsilon is None else PureDP(lifetime_epsilon)
         self._counts: dict[tuple[str, str], int] = {}
         self._totals: dict[str, int] = {}
         self._memo: dict[str, Payload] = {}
@@ -260,9 +302,10 @@ class Ledger:
     def _over_lifetime(self, metric: str, cost: ReportCost) -> bool:
         """Whether one more report would take the metric past the lifetime cap over any two
         histories (:meth:`ReportCost.within`), counted in reports sent, memoized or not."""
-        if self.lifetime_epsilon is None:
+        if self._cap is None:
             return False
-        return not cost.within(self._totals.get(metric, 0) + 1, self.lifetime_epsilon)
+        most = cost.most_reports(self._cap)
+        return most is not None and self._totals.get(metric, 0) + 1 > most
 
     def admit(self, metric: str, period: str, cost: ReportCost) -> bool:
         """Whether one more report of ``metric`` fits the budget now; counts it if so.
@@ -323,14 +366,14 @@ class Ledger:
 
     def spent(self, metric: str, period: str, cost: ReportCost) -> PrivacySpent:
         """Epsilon spent by ``metric`` in ``period`` and over its lifetime, over any two
-        histories (:meth:`ReportCost.histories`), and per value: without memoization every
+        histories (:meth:`ReportCost.guarantee`), and per value: without memoization every
         report costs eps; with it, a device reveals at most its permanent eps per distinct
         value it ever reported, however many periods repeat it (and never more than its
-        total)."""
-        total = cost.histories(self._totals.get(metric, 0))
-        per_value = min(self._memo_sizes.get(metric, 0) * cost.permanent_epsilon, total)
+        total). The guarantees are composed here; the figures are what it states."""
+        total = cost.guarantee(self._totals.get(metric, 0))
+        per_value = min(self._memo_sizes.get(metric, 0) * cost.permanent, total)
         return PrivacySpent(
             cost.histories(self._counts.get((metric, period), 0)),
-            total,
-            per_value if cost.memoized else total,
+            total.figure,
+            per_value.figure if cost.memoized else total.figure,
         )

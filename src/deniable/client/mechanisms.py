@@ -18,6 +18,7 @@ from functools import cache
 from typing import Any, ClassVar
 
 from .errors import SpecError
+from .guarantees import PureDP
 from .randomness import Randomness, system_randomness
 
 Payload = int | float | str | dict[str, Any]
@@ -114,6 +115,11 @@ class Mechanism(ABC):
                 " use oue or olh"
             )
         self.epsilon = check_epsilon(epsilon)
+
+    @property
+    def guarantee(self) -> PureDP:
+        """What one report of this randomizer guarantees: eps-LDP."""
+        return PureDP(self.epsilon)
 
     p: float
     """p* in each mechanism's own terms: krr's keep probability, oue's bit-v probability 1/2, olh's hash-keep probability."""
@@ -436,6 +442,7 @@ class TwoLayers:
         if not instantaneous > epsilon:
             raise SpecError(f"eps {epsilon:g} leaves no room for an instantaneous layer")
         self.mechanism = mechanism
+        self.ratio = ratio
         self.instantaneous = type(mechanism)(k, instantaneous)
         spread = (mechanism.p - mechanism.q) / (self.instantaneous.p - self.instantaneous.q)
         self.permanent = type(mechanism)(k, math.log((1 + spread * (k - 1)) / (1 - spread)))
@@ -449,6 +456,20 @@ class TwoLayers:
     def instantaneous_epsilon(self) -> float:
         """eps of the fresh layer each report adds to the permanent answer."""
         return self.instantaneous.epsilon
+
+    @property
+    def permanent_guarantee(self) -> PureDP:
+        """What the permanent answer guarantees, once for every report of one unchanged value."""
+        return self.permanent.guarantee
+
+    @property
+    def instantaneous_guarantee(self) -> PureDP:
+        """What each report's fresh layer guarantees: ratio x the metric's eps, exactly (the
+        declared ratio and eps as the rounding rule reads them), or the largest eps where that
+        is clamped to it. n reports of any two histories differ by n times it at most."""
+        if self.instantaneous.epsilon == MAX_EPSILON:
+            return PureDP(MAX_EPSILON)
+        return self.mechanism.guarantee * self.ratio
 
     @property
     def p_star(self) -> float:
@@ -550,6 +571,11 @@ class NumericMechanism(ABC):
 
     def __init__(self, epsilon: float) -> None:
         self.epsilon = check_epsilon(epsilon)
+
+    @property
+    def guarantee(self) -> PureDP:
+        """What one report of this randomizer guarantees: eps-LDP."""
+        return PureDP(self.epsilon)
 
     @abstractmethod
     def variance(self, t: float) -> float:
@@ -819,6 +845,12 @@ class PrefixSketch(BitVectorPayload):
         self._below_p = math.ceil(self.p * 2**53) << 11
         self._below_q = math.ceil(self.q * 2**53) << 11
         self._words = struct.Struct(f"<{self.cells}Q").unpack
+
+    @property
+    def guarantee(self) -> PureDP:
+        """What one report guarantees: eps-LDP, whatever the string and its pinned level (the
+        level is drawn independently of the value)."""
+        return PureDP(self.epsilon)
 
     @property
     def p_star(self) -> float:

@@ -58,9 +58,10 @@ import numpy as np
 from scipy import stats
 
 from deniable.client.errors import InvalidInput
+from deniable.client.guarantees import ApproxDP, PureDP
 from deniable.client.mechanisms import Mechanism, NumericMechanism, PrefixSketch
 
-from .shufflingaccount import (
+from .shufflelimits import (
     BOUND_NAMES,
     DEFAULT_DELTA,
     MAX_BATCH,
@@ -79,6 +80,7 @@ __all__ = [
     "MIN_DELTA",
     "Bound",
     "CentralGuarantee",
+    "amplify",
     "central_guarantee",
     "check_batch",
     "fmt21_closed_form_epsilon",
@@ -281,20 +283,15 @@ def bound_for(mechanism: Mechanism | NumericMechanism | PrefixSketch) -> Bound:
     return "fmt21-numerical"
 
 
-def central_guarantee(
-    mechanism: Mechanism | NumericMechanism | PrefixSketch,
-    n: int,
-    delta: float = DEFAULT_DELTA,
-    local_epsilon: float | None = None,
-) -> CentralGuarantee:
-    """The central (eps, delta) of a batch of ``n`` reports of ``mechanism`` shuffled together,
-    by the bound valid for it; eps0 is the mechanism's eps unless ``local_epsilon`` gives the
-    report's own (a memoized report's fresh layer composes to another eps). k-RR with k > 2
-    gets the lower of the pair-clone bound and FMT21's (both valid for it; FMT21's is lower
-    at large k, where clones of a pair are rare). A bound no better than eps0 gives eps0 and
-    bound ``none``."""
-    eps0 = mechanism.epsilon if local_epsilon is None else local_epsilon
-    bound = bound_for(mechanism)
+def _amplification(
+    mechanism: Mechanism | NumericMechanism | PrefixSketch | None, eps0: float, n: int, delta: float
+) -> tuple[float, Bound]:
+    """The central eps of ``n`` reports at ``eps0`` shuffled together and the bound that gives
+    it, by the bound valid for ``mechanism`` (``None``: FMT21's, valid for every eps0-LDP
+    randomizer). k-RR with k > 2 gets the lower of the pair-clone bound and FMT21's (both valid
+    for it; FMT21's is lower at large k, where clones of a pair are rare). A bound no better
+    than eps0 gives eps0 and bound ``none``."""
+    bound = "fmt21-numerical" if mechanism is None else bound_for(mechanism)
     if bound == "fmt21-numerical":
         eps = fmt21_numerical_epsilon(eps0, n, delta)
     else:
@@ -304,5 +301,39 @@ def central_guarantee(
         if generic < eps:
             eps, bound = generic, "fmt21-numerical"
     if eps >= eps0 * (1 - NO_GAIN):
-        return CentralGuarantee(n, eps0, delta, eps0, "none")
-    return CentralGuarantee(n, eps0, delta, eps, bound)
+        return eps0, "none"
+    return eps, bound
+
+
+def amplify(
+    local: PureDP,
+    n: int,
+    delta: float = DEFAULT_DELTA,
+    mechanism: Mechanism | NumericMechanism | PrefixSketch | None = None,
+) -> ApproxDP:
+    """Amplification by shuffling: what ``n`` reports, each ``local``-LDP, guarantee once
+    shuffled together, against an analyst who sees only the batch: (eps, ``delta``)-DP, eps
+    by the bound valid for the randomizer ``mechanism`` (``None``: FMT21's, valid for every
+    one), never above the local eps. The local eps is read rounded up (the rounding rule of
+    :mod:`deniable.client.guarantees`); an unbounded one is refused."""
+    _check(local.epsilon, n, delta)
+    eps, _ = _amplification(mechanism, local.epsilon, n, delta)
+    return ApproxDP(eps, delta)
+
+
+def central_guarantee(
+    mechanism: Mechanism | NumericMechanism | PrefixSketch,
+    n: int,
+    delta: float = DEFAULT_DELTA,
+    local_epsilon: float | None = None,
+) -> CentralGuarantee:
+    """The central (eps, delta) of a batch of ``n`` reports of ``mechanism`` shuffled together,
+    by the bound valid for it (:func:`amplify`), with the bound's name; the local guarantee
+    is the mechanism's unless ``local_epsilon`` gives the report's own (a memoized report's
+    fresh layer composes to another eps). A bound no better than eps0 gives eps0 and bound
+    ``none``."""
+    eps0 = mechanism.epsilon if local_epsilon is None else local_epsilon
+    _check(eps0, n, delta)
+    local = mechanism.guarantee if local_epsilon is None else PureDP(local_epsilon)
+    eps, bound = _amplification(mechanism, local.epsilon, n, delta)
+    return CentralGuarantee(n, local.epsilon, delta, eps, bound)

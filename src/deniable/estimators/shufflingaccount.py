@@ -24,8 +24,9 @@ lists individually (at most :data:`LISTED_BATCHES`, the most recent), each disti
 (metric, mechanism, eps0, n, delta) once. The bound for each batch is the one valid for the
 metric's mechanism (:func:`~.shuffling.central_guarantee`, chosen from the mechanism object);
 a batch of a metric not among the specs gets FMT21's bound, valid for every eps0-LDP
-randomizer. The accountant's limits and its result type live here, without numpy, so that the
-CLI and the API can state them before any computation (:mod:`.shuffling` imports them).
+randomizer. The accountant's limits and its result type live in :mod:`.shufflelimits`, without
+numpy, so that the CLI and the API can state them before any computation; this module imports
+:mod:`.shuffling` (lazily: numpy and scipy load when a batch is counted), never the reverse.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import (
     Mechanism,
     NumericMechanism,
@@ -45,63 +45,46 @@ from deniable.client.mechanisms import (
 )
 from deniable.client.spec import MetricSpec
 
+from .shufflelimits import (
+    BOUND_NAMES,
+    DEFAULT_DELTA,
+    MAX_BATCH,
+    MAX_DELTA,
+    MIN_DELTA,
+    Bound,
+    CentralGuarantee,
+    check_batch,
+)
+
+__all__ = [
+    "BOUND_NAMES",
+    "DEFAULT_DELTA",
+    "LISTED_BATCHES",
+    "MAX_BATCH",
+    "MAX_DELTA",
+    "MIN_DELTA",
+    "BatchGroup",
+    "Bound",
+    "CentralGuarantee",
+    "ShuffleSection",
+    "ShuffledBatch",
+    "ShuffledBatchRow",
+    "ShuffledMetric",
+    "assumed_batches",
+    "batch_row",
+    "below_note",
+    "check_batch",
+    "devices_text",
+    "group_batches",
+    "shuffle_section",
+    "shuffle_statement",
+]
+
 Source = Literal["released", "assumed", "none"]
-
-DEFAULT_DELTA = 1e-6
-"""The delta of a central guarantee unless one is given: below 1/n for every batch size the
-shuffler releases in practice, the usual choice in the literature and in §12's table."""
-
-MAX_BATCH = 1_000_000
-"""The largest batch the accountant computes for (its work grows as sqrt(n): about 0.25 s of
-CPU at this size, krr 0.45 s), and the largest ``shuffle_batch`` asked. A released batch above it is counted
-at this size: eps never grows with n, so the figure stays a valid bound (slightly loose)."""
 
 LISTED_BATCHES = 20
 """How many released batches the account lists one by one (the most recent); every batch,
 listed or not, is covered by its metric's weakest (:class:`ShuffledMetric`)."""
-
-MIN_DELTA = 1e-12
-"""The smallest delta asked for: below it the binomial tails sum near float resolution."""
-
-MAX_DELTA = 0.1
-"""The largest delta asked for: a guarantee failing with probability above 10% says little."""
-
-Bound = Literal["strong-clone", "krr-pair-clone", "fmt21-numerical", "none"]
-
-BOUND_NAMES: dict[str, str] = {
-    "strong-clone": "strong clone (FMT 2023, randomized response)",
-    "krr-pair-clone": "k-RR pair-clone bound (the report in the pair or not, then strong clone)",
-    "fmt21-numerical": "FMT21 numerical (hiding among the clones, any eps0-LDP randomizer)",
-    "none": "no amplification at this batch size: the local eps",
-}
-"""Each bound's name in words, for tables and statements."""
-
-
-@dataclass(frozen=True)
-class CentralGuarantee:
-    """What shuffling ``n`` reports of local eps ``local_epsilon`` guarantees against an
-    analyst who sees the released batch: (``epsilon``, ``delta``)-DP, by ``bound``
-    (``none``: the bound is no better than the local eps, which then holds)."""
-
-    n: int
-    local_epsilon: float
-    delta: float
-    epsilon: float
-    bound: Bound
-
-    @property
-    def amplified(self) -> bool:
-        """Whether the shuffler lowers eps below the local one."""
-        return self.bound != "none"
-
-
-def check_batch(n: int, delta: float) -> None:
-    """Refuse a batch size or delta the accountant does not answer for (InvalidInput naming
-    the bound)."""
-    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_BATCH:
-        raise InvalidInput(f"batch size n must be a whole number in 1..{MAX_BATCH:,}")
-    if not MIN_DELTA <= delta <= MAX_DELTA:
-        raise InvalidInput(f"delta must be in [{MIN_DELTA:g}, {MAX_DELTA:g}]")
 
 
 @dataclass(frozen=True)
