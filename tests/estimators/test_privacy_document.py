@@ -73,6 +73,17 @@ def test_without_the_fresh_layer_the_statement_claims_no_finite_eps_over_30_days
     assert "no finite ε bounds" in document.warnings[0]
 
 
+def test_two_reports_a_period_without_the_fresh_layer_have_no_finite_eps_per_period() -> None:
+    """The second report of a period shows whether the value changed, so a period's eps is
+    unbounded (None); the statement still states each report's eps (it raised a TypeError
+    comparing None with 0 before)."""
+    settings = DeviceSettings(memoize=True, instantaneous_ratio=None, max_reports_per_period=2)
+    document = privacy_document(DAILY, settings)
+    assert all(m.per_period is None for m in privacy_account(DAILY, settings).metrics)
+    assert "Each report is randomized" in document.statement
+    assert "No finite ε bounds what its reports reveal over 30 days" in document.statement
+
+
 def test_a_memoized_number_is_said_to_save_little() -> None:
     numeric = MetricSpec.numeric("load", lower=0, upper=1, epsilon=0.5)
     document = privacy_document([numeric], DeviceSettings(memoize=True, instantaneous_ratio=None))

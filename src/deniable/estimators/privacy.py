@@ -290,7 +290,7 @@ def statement(account: PrivacyAccount) -> str:
     return " ".join(
         [
             "Every value is randomized on the device before it is sent.",
-            _per_report([m for m in account.metrics if m.per_period > 0]),
+            _per_report([m for m in account.metrics if m.per_period is None or m.per_period > 0]),
             _over_30_days(account),
             *_memo_and_lifetime(account),
         ]
