@@ -39,8 +39,6 @@ def _optional_epsilon(ctx: click.Context, param: click.Parameter, value: float |
 def _render_numeric(plan_doc: dict[str, Any]) -> None:
     """Print a numeric plan as a table, the mechanism needing the fewest reports marked, and
     a note when ``auto`` would resolve to another one."""
-    from rich.table import Table
-
     inverse = "reports" in plan_doc
     level = f"{plan_doc['confidence'] * 100:g}%"
     span = f"mean on [{plan_doc['lower']:g}, {plan_doc['upper']:g}] ε={plan_doc['epsilon']:g}"
@@ -48,11 +46,7 @@ def _render_numeric(plan_doc: dict[str, Any]) -> None:
         title = f"{span}: margin with {plan_doc['reports']:,} reports"
     else:
         title = f"{span}: reports needed for ±{plan_doc['margin']:g}"
-    table = Table()
-    table.add_column("mechanism")
-    table.add_column("variance per report", justify="right")
-    table.add_column("margin" if inverse else "reports needed", justify="right")
-    table.add_column("")
+    table = _mechanism_table("variance per report", "margin" if inverse else "reports needed")
     for row in plan_doc["mechanisms"]:
         pick = "← fewest reports" + (
             " (auto's pick)" if row["mechanism"] == plan_doc["auto"] else ""
@@ -82,7 +76,6 @@ def _render_numeric(plan_doc: dict[str, Any]) -> None:
 def _render(plan_doc: dict[str, Any]) -> None:
     """Print the plan as a table, the mechanism needing the fewest reports marked, and a note
     when ``auto`` would resolve to another one."""
-    from rich.table import Table
 
     from deniable.estimators.advisor import V_STAR_MEANING
 
@@ -94,12 +87,9 @@ def _render(plan_doc: dict[str, Any]) -> None:
         title = f"{what}: margin of error with {plan_doc['reports']:,} reports"
     else:
         title = f"{what}: reports needed for {percentage_points(plan_doc['margin'], 'g')}"
-    table = Table()
-    table.add_column("mechanism")
-    table.add_column("V* per report", justify="right")
-    table.add_column("margin (points)" if inverse else "reports needed", justify="right")
-    table.add_column("bytes", justify="right")
-    table.add_column("")
+    table = _mechanism_table(
+        "V* per report", "margin (points)" if inverse else "reports needed", "bytes"
+    )
     for row in plan_doc["mechanisms"]:
         pick = "← fewest reports" if row["mechanism"] == plan_doc["advised"] else ""
         if not row["supported"]:
@@ -119,6 +109,19 @@ def _render(plan_doc: dict[str, Any]) -> None:
             f" register with --mechanism {plan_doc['advised']} to get it"
         )
     _print_plan(title, f"{level} intervals, {kind}, worst case over the true shares", table, notes)
+
+
+def _mechanism_table(*numbers: str) -> Table:
+    """An empty plan table: a row per mechanism, named first, then the ``numbers`` columns
+    (right-aligned), then an unheaded column marking the pick or saying why a row is empty."""
+    from rich.table import Table
+
+    table = Table()
+    table.add_column("mechanism")
+    for header in numbers:
+        table.add_column(header, justify="right")
+    table.add_column("")
+    return table
 
 
 def _needed_cell(needed: int | None) -> str:
@@ -471,7 +474,6 @@ def _shuffled_plan(
         )
         return
     from rich.table import Table
-    from rich.text import Text
 
     table = Table()
     table.add_column("mechanism")
@@ -493,19 +495,12 @@ def _shuffled_plan(
         )
     level = f"{document['confidence'] * 100:g}%"
     kind = "all categories at once" if document["simultaneous"] else "each category"
-    out = console()
-    out.print(
-        Text(
-            f"k={document['categories']}: central ε ≤ {central_epsilon:g} (δ ="
-            f" {document['delta']:g}) through a shuffler releasing batches of"
-            f" {document['batch']:,} devices, margins with {document['reports']:,} reports",
-            style="bold",
-        )
-    )
-    out.print(Text(f"{level} intervals, {kind}, worst case over the true shares", style="dim"))
-    out.print(table)
-    print_notes(
-        out,
+    _print_plan(
+        f"k={document['categories']}: central ε ≤ {central_epsilon:g} (δ ="
+        f" {document['delta']:g}) through a shuffler releasing batches of"
+        f" {document['batch']:,} devices, margins with {document['reports']:,} reports",
+        f"{level} intervals, {kind}, worst case over the true shares",
+        table,
         [
             "central ε: against an analyst who sees only the shuffler's released batches.",
             "local ε: what holds against the shuffler, or the shuffler and the collector"
