@@ -185,6 +185,19 @@ def format_option(
     )
 
 
+def number_list(text: str, refuse: Callable[[str], click.ClickException]) -> list[float]:
+    """The comma-separated numbers of ``text`` (``0.5,1,2``), each stripped of spaces; the
+    error ``refuse`` makes of a reason naming the first item that is not a number, so each
+    option refuses in its own words."""
+    values = []
+    for item in text.split(","):
+        try:
+            values.append(float(item.strip()))
+        except ValueError:
+            raise refuse(f"{item.strip()!r} is not a number") from None
+    return values
+
+
 def choice_option(
     flag: str, choices: Sequence[str], help: str, default: str | None = None
 ) -> Callable[[F], F]:

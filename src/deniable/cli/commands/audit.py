@@ -21,7 +21,7 @@ import click
 from deniable.client.errors import InvalidInput
 from deniable.estimators.audit import DEFAULT_CONFIDENCE, DEFAULT_REPORTS, SWEEP_EPSILONS
 
-from ..options import CONFIDENCE, GlobalOptions, format_option, pass_global_options
+from ..options import CONFIDENCE, GlobalOptions, format_option, number_list, pass_global_options
 from ..render import console, print_json
 from ..specs import spec_from_served
 
@@ -39,13 +39,7 @@ def parse_epsilons(
     """``--epsilons 0.5,1,2,4`` as numbers; a usage error naming the item that is not one."""
     if text is None:
         return SWEEP_EPSILONS
-    values = []
-    for item in text.split(","):
-        try:
-            values.append(float(item.strip()))
-        except ValueError:
-            raise click.BadParameter(f"{item.strip()!r} is not a number") from None
-    return tuple(values)
+    return tuple(number_list(text, click.BadParameter))
 
 
 def available_cpus() -> int:

@@ -18,7 +18,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -40,6 +40,9 @@ from ..render import (
     print_json,
 )
 from ..specs import spec_from_served
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 DEMO_PLATFORMS: dict[str, tuple[float, float]] = {
     "ios": (0.45, 0.44),
@@ -109,28 +112,37 @@ def _comparison_table(
         title_justify="left",
     )
     headers = ["category", "truth", "estimate", "interval", "truth inside"]
-    texts = []
-    for row in rows:
-        true = truth[row["category"]]
-        inside = row["ci_low"] <= true <= row["ci_high"]
-        texts.append(
-            [
-                row["category"],
-                percent(true),
-                percent(row["frequency"]),
-                interval(row["ci_low"], row["ci_high"]),
-                "✓" if inside else "✗",
-            ]
-        )
+    texts = [_truth_texts(row["category"], truth[row["category"]], row) for row in rows]
     width = fit_bar(headers, texts)
-    for header in headers:
-        table.add_column(header, justify="left" if header == "category" else "right", no_wrap=True)
-    table.add_column(f"0 … {percent(scale)}", no_wrap=True)
+    _share_columns(table, headers, scale)
     for row, text in zip(rows, texts, strict=True):
         table.add_row(
             *text, bar_with_whisker(row["frequency"], row["ci_low"], row["ci_high"], scale, width)
         )
     return table
+
+
+def _truth_texts(name: str, true: float, estimate: dict[str, Any]) -> list[str]:
+    """The text cells of a share's ``estimate`` row beside its ``true`` share: the name, the
+    truth, the estimate, its interval, and whether the interval holds the truth."""
+    low, high = estimate["ci_low"], estimate["ci_high"]
+    inside = low <= true <= high
+    return [
+        name,
+        percent(true),
+        percent(estimate["frequency"]),
+        interval(low, high),
+        "✓" if inside else "✗",
+    ]
+
+
+def _share_columns(table: Table, headers: list[str], scale: float) -> None:
+    """Add ``headers`` to ``table`` (the first, the row's name, to the left; the numbers to
+    the right), then the bar column drawn from 0 to ``scale``."""
+    for header in headers:
+        justify = "left" if header == headers[0] else "right"
+        table.add_column(header, justify=justify, no_wrap=True)
+    table.add_column(f"0 … {percent(scale)}", no_wrap=True)
 
 
 def _mean_table(spec: dict[str, Any], truth: float, document: dict[str, Any]) -> Any:
@@ -248,21 +260,9 @@ def _breakdown_table(document: dict[str, Any], truths: dict[str, float]) -> Any:
         if estimate is None:
             texts.append([name, row["note"], "", "", ""])
             continue
-        true = truths[name]
-        inside = estimate["ci_low"] <= true <= estimate["ci_high"]
-        texts.append(
-            [
-                name,
-                percent(true),
-                percent(estimate["frequency"]),
-                interval(estimate["ci_low"], estimate["ci_high"]),
-                "✓" if inside else "✗",
-            ]
-        )
+        texts.append(_truth_texts(name, truths[name], estimate))
     width = fit_bar(headers, [t for t in texts if t[2]])
-    for header in headers:
-        table.add_column(header, justify="left" if header == "platform" else "right", no_wrap=True)
-    table.add_column(f"0 … {percent(scale)}", no_wrap=True)
+    _share_columns(table, headers, scale)
     hidden = []
     for (_, estimate), text in zip(shown, texts, strict=True):
         if estimate is None:

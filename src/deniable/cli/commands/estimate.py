@@ -230,23 +230,34 @@ def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -
             raise InvalidInput("--compare-to prints a table or JSON (--format json), not CSV")
         if query.get("quantiles"):
             raise InvalidInput("--compare-to compares shares or means; leave out --quantile")
-        slicing = {key: list(value) for key, value in (("by", by), ("where", where)) if value}
         document = fetch_document(
-            global_options, "estimate", name, compare_to=compare_to, **slicing, **query
+            global_options, "estimate", name, compare_to=compare_to, **_slicing(by, where), **query
         )
         print_changes(document, fmt)
         return
     if by or where:
-        if query["from_file"] is not None:
-            raise InvalidInput(
-                "--by and --where read the collector's counts; leave out --from-file"
-            )
-        slicing = {key: list(value) for key, value in (("by", by), ("where", where)) if value}
+        slicing = _collector_slicing(by, where, query)
         document = fetch_document(global_options, "estimate", name, **slicing, **query)
         print_breakdown(document, fmt)
         return
     document = fetch_document(global_options, "estimate", name, **query)
     print_estimate(document, fmt)
+
+
+def _slicing(by: tuple[str, ...], where: tuple[str, ...]) -> dict[str, list[str]]:
+    """The --by and --where given, as the collector's query parameters (lists; one not given
+    is left out)."""
+    return {key: list(value) for key, value in (("by", by), ("where", where)) if value}
+
+
+def _collector_slicing(
+    by: tuple[str, ...], where: tuple[str, ...], query: dict[str, Any]
+) -> dict[str, list[str]]:
+    """:func:`_slicing` for a breakdown, refused beside --from-file: slices are cut from the
+    collector's counts, which a file does not hold."""
+    if query["from_file"] is not None:
+        raise InvalidInput("--by and --where read the collector's counts; leave out --from-file")
+    return _slicing(by, where)
 
 
 def estimate_from_archive(
@@ -347,16 +358,12 @@ def series(
     """
     by, where = query.pop("by"), query.pop("where")
     if by or where:
-        if query["from_file"] is not None:
-            raise InvalidInput(
-                "--by and --where read the collector's counts; leave out --from-file"
-            )
+        slicing = _collector_slicing(by, where, query)
         if fmt == "table" or categories or top is not None:
             raise InvalidInput(
                 "--by and --where give a series as --format json or csv (without --category or"
                 " --top); the dashboard's breakdown page draws it"
             )
-        slicing = {key: list(value) for key, value in (("by", by), ("where", where)) if value}
         document = fetch_document(global_options, "series", name, **slicing, **query)
         print_slice_series(document, fmt)
         return

@@ -24,6 +24,7 @@ from ..options import (
     confidence_option,
     epsilon_option,
     format_option,
+    number_list,
     pass_global_options,
     period_kind_option,
 )
@@ -57,12 +58,7 @@ def about_options(kind: str | None, unit: str | None, **texts: str | None) -> di
 
 def parse_edges(text: str) -> list[float]:
     """``--edges 0,100,250`` as numbers; a usage error naming the item that is not one."""
-    edges = []
-    for item in text.split(","):
-        try:
-            edges.append(float(item.strip()))
-        except ValueError:
-            raise click.UsageError(f"--edges: {item.strip()!r} is not a number") from None
+    edges = number_list(text, lambda reason: click.UsageError(f"--edges: {reason}"))
     return [int(edge) if edge.is_integer() else edge for edge in edges]
 
 

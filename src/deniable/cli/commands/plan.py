@@ -13,7 +13,7 @@ in the metric's units, for duchi, pm and hybrid.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -22,6 +22,9 @@ from deniable.estimators.shufflingaccount import DEFAULT_DELTA, MAX_BATCH, MAX_D
 
 from ..options import _checked_epsilon, confidence_option, format_option, intervals_option
 from ..render import console, percentage_points, print_json, print_notes, write_csv
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 DEFAULT_BATCH = 100_000
 """``--batch``'s default: a shuffler's batch of 100,000 devices (§12's reference size)."""
@@ -36,9 +39,6 @@ def _optional_epsilon(ctx: click.Context, param: click.Parameter, value: float |
 def _render_numeric(plan_doc: dict[str, Any]) -> None:
     """Print a numeric plan as a table, the mechanism needing the fewest reports marked, and
     a note when ``auto`` would resolve to another one."""
-    from rich.table import Table
-    from rich.text import Text
-
     inverse = "reports" in plan_doc
     level = f"{plan_doc['confidence'] * 100:g}%"
     span = f"mean on [{plan_doc['lower']:g}, {plan_doc['upper']:g}] ε={plan_doc['epsilon']:g}"
@@ -46,21 +46,12 @@ def _render_numeric(plan_doc: dict[str, Any]) -> None:
         title = f"{span}: margin with {plan_doc['reports']:,} reports"
     else:
         title = f"{span}: reports needed for ±{plan_doc['margin']:g}"
-    table = Table()
-    table.add_column("mechanism")
-    table.add_column("variance per report", justify="right")
-    table.add_column("margin" if inverse else "reports needed", justify="right")
-    table.add_column("")
+    table = _mechanism_table("variance per report", "margin" if inverse else "reports needed")
     for row in plan_doc["mechanisms"]:
         pick = "← fewest reports" + (
             " (auto's pick)" if row["mechanism"] == plan_doc["auto"] else ""
         )
-        if inverse:
-            value = f"±{row['margin']:,.4g}"
-        elif row["reports_needed"] is None:
-            value = f"more than {_max_reports():.0e}"
-        else:
-            value = f"{row['reports_needed']:,}"
+        value = f"±{row['margin']:,.4g}" if inverse else _needed_cell(row["reports_needed"])
         table.add_row(
             row["mechanism"],
             f"{row['worst_population_variance']:.4g}",
@@ -78,20 +69,13 @@ def _render_numeric(plan_doc: dict[str, Any]) -> None:
             f" {plan_doc['advised']} needs fewer reports: register with --mechanism"
             f" {plan_doc['advised']} to get it"
         )
-    out = console()
-    out.print(Text(title, style="bold"))
-    out.print(
-        Text(f"{level} interval, worst case: half the values at each end of the range", style="dim")
-    )
-    out.print(table)
-    print_notes(out, notes)
+    subtitle = f"{level} interval, worst case: half the values at each end of the range"
+    _print_plan(title, subtitle, table, notes)
 
 
 def _render(plan_doc: dict[str, Any]) -> None:
     """Print the plan as a table, the mechanism needing the fewest reports marked, and a note
     when ``auto`` would resolve to another one."""
-    from rich.table import Table
-    from rich.text import Text
 
     from deniable.estimators.advisor import V_STAR_MEANING
 
@@ -103,23 +87,15 @@ def _render(plan_doc: dict[str, Any]) -> None:
         title = f"{what}: margin of error with {plan_doc['reports']:,} reports"
     else:
         title = f"{what}: reports needed for {percentage_points(plan_doc['margin'], 'g')}"
-    table = Table()
-    table.add_column("mechanism")
-    table.add_column("V* per report", justify="right")
-    table.add_column("margin (points)" if inverse else "reports needed", justify="right")
-    table.add_column("bytes", justify="right")
-    table.add_column("")
+    table = _mechanism_table(
+        "V* per report", "margin (points)" if inverse else "reports needed", "bytes"
+    )
     for row in plan_doc["mechanisms"]:
         pick = "← fewest reports" if row["mechanism"] == plan_doc["advised"] else ""
         if not row["supported"]:
             table.add_row(row["mechanism"], "—", "—", "—", row["reason"])
             continue
-        if inverse:
-            value = f"±{row['margin'] * 100:.2f}"
-        elif row["reports_needed"] is None:
-            value = f"more than {_max_reports():.0e}"
-        else:
-            value = f"{row['reports_needed']:,}"
+        value = f"±{row['margin'] * 100:.2f}" if inverse else _needed_cell(row["reports_needed"])
         table.add_row(
             row["mechanism"], f"{row['v_star']:.4g}", value, f"{row['report_bytes']}", pick
         )
@@ -132,9 +108,35 @@ def _render(plan_doc: dict[str, Any]) -> None:
             f" near 0); for this worst-case margin {plan_doc['advised']} needs fewer reports:"
             f" register with --mechanism {plan_doc['advised']} to get it"
         )
+    _print_plan(title, f"{level} intervals, {kind}, worst case over the true shares", table, notes)
+
+
+def _mechanism_table(*numbers: str) -> Table:
+    """An empty plan table: a row per mechanism, named first, then the ``numbers`` columns
+    (right-aligned), then an unheaded column marking the pick or saying why a row is empty."""
+    from rich.table import Table
+
+    table = Table()
+    table.add_column("mechanism")
+    for header in numbers:
+        table.add_column(header, justify="right")
+    table.add_column("")
+    return table
+
+
+def _needed_cell(needed: int | None) -> str:
+    """A mechanism's reports needed as the table shows them; ``None`` (the planner found no
+    answer within its largest) as "more than" that largest."""
+    return f"more than {_max_reports():.0e}" if needed is None else f"{needed:,}"
+
+
+def _print_plan(title: str, subtitle: str, table: Table, notes: list[str]) -> None:
+    """Print a plan's table under its title (bold) and subtitle (dim), then its notes."""
+    from rich.text import Text
+
     out = console()
     out.print(Text(title, style="bold"))
-    out.print(Text(f"{level} intervals, {kind}, worst case over the true shares", style="dim"))
+    out.print(Text(subtitle, style="dim"))
     out.print(table)
     print_notes(out, notes)
 
@@ -472,7 +474,6 @@ def _shuffled_plan(
         )
         return
     from rich.table import Table
-    from rich.text import Text
 
     table = Table()
     table.add_column("mechanism")
@@ -494,19 +495,12 @@ def _shuffled_plan(
         )
     level = f"{document['confidence'] * 100:g}%"
     kind = "all categories at once" if document["simultaneous"] else "each category"
-    out = console()
-    out.print(
-        Text(
-            f"k={document['categories']}: central ε ≤ {central_epsilon:g} (δ ="
-            f" {document['delta']:g}) through a shuffler releasing batches of"
-            f" {document['batch']:,} devices, margins with {document['reports']:,} reports",
-            style="bold",
-        )
-    )
-    out.print(Text(f"{level} intervals, {kind}, worst case over the true shares", style="dim"))
-    out.print(table)
-    print_notes(
-        out,
+    _print_plan(
+        f"k={document['categories']}: central ε ≤ {central_epsilon:g} (δ ="
+        f" {document['delta']:g}) through a shuffler releasing batches of"
+        f" {document['batch']:,} devices, margins with {document['reports']:,} reports",
+        f"{level} intervals, {kind}, worst case over the true shares",
+        table,
         [
             "central ε: against an analyst who sees only the shuffler's released batches.",
             "local ε: what holds against the shuffler, or the shuffler and the collector"

@@ -302,11 +302,19 @@ def _accepted(telemetry: Telemetry, stored: StoredBatch) -> JSONResponse:
 )
 async def post_reports(request: Request) -> JSONResponse:
     """Ingest a batch of randomized reports, all or nothing; 202 after the durable commit."""
+    return await _store_upload(request, ingest)
+
+
+async def _store_upload(
+    request: Request, store: Callable[[Collector, bytes], JSONResponse]
+) -> JSONResponse:
+    """Read an upload's body within the collector's byte budget and deadline, then ``store``
+    it off the event loop; a refused upload is counted by its reason before it is answered."""
     state = collector(request)
     settings = state.settings
     try:
         body = await read_body(request, settings.max_body_bytes, settings.body_timeout)
-        return await run_in_threadpool(ingest, state, body)
+        return await run_in_threadpool(store, state, body)
     except Refused as exc:
         state.telemetry.batches_rejected.labels(exc.code).inc()
         raise
@@ -481,11 +489,4 @@ def _store_valid(
 async def post_shuffled(request: Request) -> JSONResponse:
     """Open a part of a shuffled batch and store its reports; 202 after the durable commit.
     Idempotent: a part sent again stores nothing new."""
-    state = collector(request)
-    settings = state.settings
-    try:
-        body = await read_body(request, settings.max_body_bytes, settings.body_timeout)
-        return await run_in_threadpool(ingest_shuffled, state, body)
-    except Refused as exc:
-        state.telemetry.batches_rejected.labels(exc.code).inc()
-        raise
+    return await _store_upload(request, ingest_shuffled)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, bindparam, func, select, update
+from sqlalchemy import ColumnElement, Connection, Select, Table, bindparam, func, select, update
 
 from deniable.client.mechanisms import PrefixSketch
 from deniable.client.spec import MetricSpec, canonical_json, registered_specs
@@ -374,24 +374,9 @@ def read_cells(
     if not periods:
         return found
     position = {label: i for i, label in enumerate(periods)}
-    joined = metrics.outerjoin(
-        cell_counts,
-        (cell_counts.c.metric == metrics.c.name)
-        & (cell_counts.c.period >= periods[0])
-        & (cell_counts.c.period <= periods[-1]),
-    )
-    query = (
-        select(
-            metrics.c.fingerprint,
-            cell_counts.c.period,
-            cell_counts.c.cell,
-            cell_counts.c.n,
-            cell_counts.c.total,
-            cell_counts.c.total_squares,
-            cell_counts.c.support,
-        )
-        .select_from(joined)
-        .where(metrics.c.name == spec.name)
+    c = cell_counts.c
+    query = _beside_fingerprint(
+        spec, cell_counts, periods, c.period, c.cell, c.n, c.total, c.total_squares, c.support
     )
     size = len(periods)
     for _, period, cell, n, total, squares, support in _rows_of_current_spec(database, spec, query):
@@ -414,14 +399,8 @@ def _chunk_rows(
     ``spec`` in ``periods`` (sorted labels), read in one statement beside the fingerprint
     (:class:`SpecChanged` if it is not ``spec``'s): at most cells × sketch rows per period."""
     c = text_cell_counts.c
-    joined = metrics.outerjoin(
-        text_cell_counts,
-        (c.metric == metrics.c.name) & (c.period >= periods[0]) & (c.period <= periods[-1]),
-    )
-    query = (
-        select(metrics.c.fingerprint, c.period, c.cell, c.chunk, c.counts)
-        .select_from(joined)
-        .where(metrics.c.name == spec.name)
+    query = _beside_fingerprint(
+        spec, text_cell_counts, periods, c.period, c.cell, c.chunk, c.counts
     )
     position = {label: i for i, label in enumerate(periods)}
     for _, label, cell, chunk, counts in _rows_of_current_spec(database, spec, query):
@@ -495,6 +474,26 @@ def read_period_reports(database: Database, metric: str, periods: Sequence[str])
     return [int(found.get(label, 0)) for label in periods]
 
 
+def _beside_fingerprint(
+    spec: MetricSpec, table: Table, periods: Sequence[str], *columns: ColumnElement[Any]
+) -> Select[Any]:
+    """A select of ``spec``'s registered fingerprint beside ``columns`` of its ``table`` rows
+    in ``periods`` (sorted labels, at least one): an outer join, so a metric without such rows
+    still gives its fingerprint, and one statement, so both come from one snapshot (for
+    :func:`_rows_of_current_spec` to check)."""
+    joined = metrics.outerjoin(
+        table,
+        (table.c.metric == metrics.c.name)
+        & (table.c.period >= periods[0])
+        & (table.c.period <= periods[-1]),
+    )
+    return (
+        select(metrics.c.fingerprint, *columns)
+        .select_from(joined)
+        .where(metrics.c.name == spec.name)
+    )
+
+
 def _rows_of_current_spec(database: Database, spec: MetricSpec, query: Any) -> Sequence[Any]:
     """The rows of ``query``, which selects the metric's fingerprint first beside its
     statistics in one statement; :class:`SpecChanged` if the metric is no longer registered
@@ -516,22 +515,9 @@ def read_sums(database: Database, spec: MetricSpec, periods: Sequence[str]) -> l
     """
     if not periods:
         return []
-    joined = metrics.outerjoin(
-        numeric_sums,
-        (numeric_sums.c.metric == metrics.c.name)
-        & (numeric_sums.c.period >= periods[0])
-        & (numeric_sums.c.period <= periods[-1]),
-    )
-    query = (
-        select(
-            metrics.c.fingerprint,
-            numeric_sums.c.period,
-            numeric_sums.c.n,
-            numeric_sums.c.total,
-            numeric_sums.c.total_squares,
-        )
-        .select_from(joined)
-        .where(metrics.c.name == spec.name)
+    c = numeric_sums.c
+    query = _beside_fingerprint(
+        spec, numeric_sums, periods, c.period, c.n, c.total, c.total_squares
     )
     rows = _rows_of_current_spec(database, spec, query)
     found = {
