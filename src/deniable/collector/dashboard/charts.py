@@ -15,7 +15,6 @@ from typing import Any
 
 from markupsafe import Markup
 
-from .templating import number as number
 from .templating import render
 
 PALETTE = ("#2563eb", "#d97706", "#0d9488", "#db2777", "#7c3aed", "#65a30d", "#dc2626", "#475569")
