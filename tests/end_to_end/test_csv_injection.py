@@ -152,4 +152,4 @@ def test_the_breakdown_csvs_neutralize_every_label(hostile: tuple[RunningCollect
         hidden = [row for row in rows if row["suppressed"] == "true"]
         assert [row["by.platform"] for row in hidden] == ["android", "other"]
         assert all(row["frequency"] == row["n"] == "" for row in hidden)
-    assert "=cmd|' /C" not in page.text and "=cmd|&#x27; /C calc&#x27;!A0" in page.text
+    assert "=cmd|' /C" not in page.text and "=cmd|&#39; /C calc&#39;!A0" in page.text

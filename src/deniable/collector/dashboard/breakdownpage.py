@@ -12,33 +12,21 @@ same way (422 naming ``DENIABLE_MAX_ESTIMATE_CELLS``).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from html import escape
 from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import HTTPException, Request
+from markupsafe import Markup
 
 from deniable.client.spec import OTHER, MetricSpec
 
 from ..routes.common import MetricPeriods
 from ..routes.estimates import EstimateOptions, metric_estimate
 from . import slicediff, slicetrend
-from .charts import (
-    ACCENT,
-    BAR,
-    GRID,
-    INK,
-    MUTED,
-    attr,
-    fit_text,
-    number,
-    share_axis,
-    share_text,
-    value_axis,
-    value_text,
-)
+from .charts import fit_text, share_axis, share_text, svg, value_axis, value_text
 from .data import shown_categories
-from .pages import breakable, cells, e, layout, metric_path, pct, table
+from .pages import metric_path, pct
+from .templating import render
 
 MAX_FIELDS = 16
 """The most ``by`` plus ``where`` values one page request may carry (the API allows 2 ``by``
@@ -102,52 +90,36 @@ def slice_name(values: dict[str, str], where: dict[str, str]) -> str:
 
 def selector(
     spec: MetricSpec, query: dict[str, Any], by: Sequence[str], where: Sequence[str]
-) -> str:
-    """The GET form choosing the dimension(s) to split by and a filter per dimension; it keeps
-    the metric page's range, method and pooling."""
+) -> dict[str, Any]:
+    """The GET form choosing the dimension(s) to split by and a filter per dimension, as the
+    template's ``selector`` takes it; it keeps the metric page's range, method and pooling."""
     names = [name for name, _ in spec.dimensions]
-
-    def choice(label: str, field: str, options: Sequence[tuple[str, str]], current: str) -> str:
-        items = "".join(
-            f'<option value="{e(value)}"{" selected" if value == current else ""}>{e(text)}'
-            "</option>"
-            for value, text in options
-        )
-        return f'<label>{e(label)}<select name="{field}">{items}</select></label>'
-
     first = by[0] if by else ""
     second = by[1] if len(by) > 1 else ""
     fields = [
-        choice("break down by", "by", [("", "(none)")] + [(n, n) for n in names], first),
-        choice("then by", "by", [("", "(none)")] + [(n, n) for n in names], second),
+        ("break down by", "by", [("", "(none)")] + [(n, n) for n in names], first),
+        ("then by", "by", [("", "(none)")] + [(n, n) for n in names], second),
     ]
     filters = dict(item.partition(":")[::2] for item in where)
     for name, values in spec.dimensions:
         options = [("", "any")] + [(f"{name}:{v}", v) for v in (*values, OTHER)]
         current = f"{name}:{filters[name]}" if name in filters else ""
-        fields.append(choice(f"where {name}", "where", options, current))
-    kept = "".join(
-        f'<input type="hidden" name="{key}" value="{e(query[key])}">'
-        for key in KEPT
-        if query.get(key)
-    )
-    return (
-        f'<form id="breakdown-picker" method="get" action="{e(breakdown_path(spec.name))}">'
-        f'{kept}{"".join(fields)}<button type="submit">Break down</button></form>'
-    )
+        fields.append((f"where {name}", "where", options, current))
+    return {
+        "action": breakdown_path(spec.name),
+        "kept": [(key, query[key]) for key in KEPT if query.get(key)],
+        "fields": fields,
+    }
 
 
-def entry_card(spec: MetricSpec, query: dict[str, Any]) -> str:
+def entry_card(spec: MetricSpec, query: dict[str, Any]) -> Markup:
     """The metric page's "Breakdown" card: the selector, leading to the breakdown page."""
     if not spec.dimensions:
-        return ""
-    names = ", ".join(name for name, _ in spec.dimensions)
-    return (
-        '<section class="card" id="breakdown-entry"><div class="card-head"><h2>Breakdown</h2>'
-        f'<p class="meta">The estimate per slice of its public dimensions ({e(names)}), every'
-        " interval holding at once.</p></div>"
-        + selector(spec, query, [spec.dimensions[0][0]], [])
-        + "</section>"
+        return Markup()
+    return render(
+        "breakdown_entry.html",
+        names=", ".join(name for name, _ in spec.dimensions),
+        picker=selector(spec, query, [spec.dimensions[0][0]], []),
     )
 
 
@@ -168,7 +140,7 @@ def slice_chart(
     title: str,
     shares: bool,
     axis: tuple[float, float, list[float]],
-) -> str:
+) -> Markup:
     """One slice's small chart: a row per category (label, bar to the estimate, whisker with
     caps over the interval) or, for a mean, a dot and whisker on the value axis; ``axis``
     (bottom, top, ticks) is shared by every slice so that they compare at a glance."""
@@ -182,61 +154,56 @@ def slice_chart(
         return x0 + (x1 - x0) * (min(max(value, bottom), top) - bottom) / (top - bottom)
 
     tick = share_text if shares else value_text
-    parts = [
-        f'<svg id="{attr(svg_id)}" class="chart slice-chart" viewBox="0 0 {WIDTH} {height}"'
-        f' role="img" aria-label="{attr(caption)}"><title>{escape(caption)}</title>',
-        f'<text class="title" x="0" y="{FONT}" fill="{INK}" font-size="{FONT}"'
-        f' font-weight="600">{escape(fit_text(title, FONT, WIDTH))}<title>{escape(title)}</title>'
-        "</text>",
-    ]
     every = max(1, (len(ticks) + 3) // 4)
-    for i, value in enumerate(ticks):
-        tx = x(value)
-        parts.append(
-            f'<line class="grid" x1="{tx:.1f}" y1="{top_pad}" x2="{tx:.1f}" y2="{plot_bottom}"'
-            f' stroke="{GRID}" stroke-width="1"/>'
-        )
-        if i % every == 0 or i == len(ticks) - 1:
-            anchor = "end" if i == len(ticks) - 1 else "middle"
-            parts.append(
-                f'<text class="tick" x="{tx:.1f}" y="{plot_bottom + FONT + 4}"'
-                f' text-anchor="{anchor}" fill="{MUTED}" font-size="{FONT}">{tick(value)}</text>'
-            )
+    last = len(ticks) - 1
+    drawn_ticks = [
+        {
+            "x": f"{x(value):.1f}",
+            "text": tick(value) if i % every == 0 or i == last else None,
+            "anchor": "end" if i == last else "middle",
+        }
+        for i, value in enumerate(ticks)
+    ]
+    drawn_rows = []
     for i, (category, estimate, low, high) in enumerate(rows):
         y = top_pad + i * ROW
         mid = y + ROW / 2
-        label = fit_text(category, FONT, LABEL_ROOM)
         shown = "no reports" if estimate is None else tick(estimate)
-        tip = f"{title}, {category}: {shown}, interval {tick(low)} to {tick(high)}"
-        parts.append(
-            f'<g class="row"><title>{escape(tip)}</title>'
-            f'<text class="label" x="0" y="{mid + FONT / 3:.1f}" fill="{INK}"'
-            f' font-size="{FONT}">{escape(label)}<title>{escape(category)}</title></text>'
+        drawn_rows.append(
+            {
+                "category": category,
+                "label": fit_text(category, FONT, LABEL_ROOM),
+                "tip": f"{title}, {category}: {shown}, interval {tick(low)} to {tick(high)}",
+                "label_y": f"{mid + FONT / 3:.1f}",
+                "y": y,
+                "mid": mid,
+                "estimate": estimate,
+                "low": low,
+                "high": high,
+                "bar_width": (
+                    f"{max(x(estimate) - x0, 0.0):.2f}" if shares and estimate is not None else None
+                ),
+                "x_low": f"{x(low):.2f}",
+                "x_high": f"{x(high):.2f}",
+                "x_estimate": "" if estimate is None else f"{x(estimate):.2f}",
+            }
         )
-        if shares and estimate is not None:
-            parts.append(
-                f'<rect class="bar" data-category="{attr(category)}"'
-                f' data-estimate="{number(estimate)}" x="{x0}" y="{y + 5}"'
-                f' width="{max(x(estimate) - x0, 0.0):.2f}" height="{ROW - 10}" rx="2"'
-                f' fill="{BAR}"/>'
-            )
-        parts.append(
-            f'<line class="whisker" data-category="{attr(category)}"'
-            f' data-low="{number(low)}" data-high="{number(high)}" x1="{x(low):.2f}"'
-            f' y1="{mid}" x2="{x(high):.2f}" y2="{mid}" stroke="{INK}" stroke-width="2"/>'
-            f'<line class="cap" x1="{x(low):.2f}" y1="{mid - 5}" x2="{x(low):.2f}"'
-            f' y2="{mid + 5}" stroke="{INK}" stroke-width="2"/>'
-            f'<line class="cap" x1="{x(high):.2f}" y1="{mid - 5}" x2="{x(high):.2f}"'
-            f' y2="{mid + 5}" stroke="{INK}" stroke-width="2"/>'
-        )
-        if estimate is not None:
-            parts.append(
-                f'<circle class="dot" data-estimate="{number(estimate)}" cx="{x(estimate):.2f}"'
-                f' cy="{mid}" r="3.5" fill="{ACCENT}"/>'
-            )
-        parts.append("</g>")
-    parts.append("</svg>")
-    return "".join(parts)
+    return svg(
+        "charts/slice.svg",
+        svg_id=svg_id,
+        caption=caption,
+        title=title,
+        shown_title=fit_text(title, FONT, WIDTH),
+        width=WIDTH,
+        height=height,
+        font=FONT,
+        top_pad=top_pad,
+        plot_bottom=plot_bottom,
+        x0=x0,
+        bar_height=ROW - 10,
+        ticks=drawn_ticks,
+        rows=drawn_rows,
+    )
 
 
 def _rows(
@@ -273,9 +240,11 @@ def _categories(spec: MetricSpec, document: dict[str, Any], top: int) -> list[st
     return shown_categories(spec, combined, top)
 
 
-def multiples(spec: MetricSpec, document: dict[str, Any], shown: Sequence[str]) -> str:
-    """The grid: one figure per shown slice, its chart and its n; then the suppressed slices,
-    named in one line under their note (no number of theirs)."""
+def multiples(
+    spec: MetricSpec, document: dict[str, Any], shown: Sequence[str]
+) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """The grid's figures, one per shown slice (its name, chart and n), and the suppressed
+    slices with their notes (no number of theirs)."""
     where = document["where"]
     drawn = [_rows(spec, row["estimate"], shown) for row in document["slices"] if row["estimate"]]
     points = [point for rows in drawn for point in rows]
@@ -303,63 +272,40 @@ def multiples(spec: MetricSpec, document: dict[str, Any], shown: Sequence[str]) 
             shares=shares,
             axis=axis,
         )
-        figures.append(
-            f'<figure class="slice" data-slice="{attr(name)}">{chart}'
-            f'<figcaption class="meta">n = {estimate["n"]:,} reports</figcaption></figure>'
-        )
-    grid = f'<div id="breakdown-multiples" class="multiples">{"".join(figures)}</div>'
-    return (grid if figures else "") + suppressed_note(hidden)
+        figures.append({"name": name, "chart": chart, "n": f"{estimate['n']:,}"})
+    return figures, hidden
 
 
-def suppressed_note(hidden: Sequence[tuple[str, str]]) -> str:
-    """One line naming the suppressed slices under their note ("suppressed, fewer than 100
-    reports: web, other"), with no number of theirs; nothing if none is."""
-    if not hidden:
-        return ""
+def suppressed_note(hidden: Sequence[tuple[str, str]]) -> list[tuple[str, list[str]]]:
+    """The suppressed slices grouped under their notes, each note capitalized ("Suppressed,
+    fewer than 100 reports": web, other), for the template's ``suppressed_note``."""
     notes = dict.fromkeys(note for _, note in hidden)
-    lines = []
-    for note in notes:
-        names = ", ".join(
-            f'<span class="slice-name" data-slice="{attr(name)}">{escape(name)}</span>'
-            for name, said in hidden
-            if said == note
-        )
-        lines.append(f"{escape(note[:1].upper() + note[1:])}: {names}.")
-    return f'<p class="suppressed-note" id="suppressed-slices">{" ".join(lines)}</p>'
+    return [
+        (note[:1].upper() + note[1:], [name for name, said in hidden if said == note])
+        for note in notes
+    ]
 
 
-def suppressed_row(name: str, note: str | None, columns: int) -> str:
-    """A suppressed slice's table row: its name with its note under it, in the first column
-    (on a narrow screen the other ``columns`` scroll sideways; the note must stay in view),
-    and no number."""
-    return (
-        f'<tr class="suppressed" data-slice="{attr(name)}"><th scope="row">{escape(name)}'
-        f'<span class="sub">{escape(note or "suppressed")}</span></th>'
-        f'<td colspan="{columns}"></td></tr>'
-    )
-
-
-def breakdown_table(spec: MetricSpec, document: dict[str, Any], shown: Sequence[str]) -> str:
-    """The table view: a row per slice and category drawn (a mean: per slice); a suppressed
-    slice is one row, its note under its name (:func:`suppressed_row`)."""
+def breakdown_table(
+    spec: MetricSpec, document: dict[str, Any], shown: Sequence[str]
+) -> list[dict[str, Any]]:
+    """The table view's rows: one per slice and category drawn (a mean: per slice); a
+    suppressed slice is one row, its note under its name."""
     numeric = spec.type == "numeric"
     show = value_text if numeric else pct
-    rows = []
+    rows: list[dict[str, Any]] = []
     for row in document["slices"]:
         name = slice_name(row["values"], document["where"])
         if row["estimate"] is None:
-            rows.append(suppressed_row(name, row["note"], 5))
+            rows.append({"suppressed": True, "name": name, "note": row["note"]})
             continue
         n = f"{row['estimate']['n']:,}"
         for category, estimate, low, high in _rows(spec, row["estimate"], shown):
             values = [name, category, n, "—" if estimate is None else show(estimate)]
             rows.append(
-                f'<tr data-slice="{attr(name)}">'
-                + cells([*values, show(low), show(high)], numeric_from=2)
-                + "</tr>"
+                {"suppressed": False, "name": name, "cells": [*values, show(low), show(high)]}
             )
-    headers = ("slice", "mean" if numeric else "category", "n", "estimate", "low", "high")
-    return table("breakdown-table", headers, rows, numeric_from=2)
+    return rows
 
 
 def csv_href(spec: MetricSpec, request: Request) -> str:
@@ -368,7 +314,7 @@ def csv_href(spec: MetricSpec, request: Request) -> str:
     return f"{breakdown_path(spec.name)}.csv?{urlencode(params)}"
 
 
-def page(spec: MetricSpec, request: Request, query: dict[str, Any]) -> str:
+def page(spec: MetricSpec, request: Request, query: dict[str, Any]) -> Markup:
     """The whole breakdown page; HTTPException as the API's (422 naming the problem)."""
     by, where = chosen(request, spec)
     pair = slicediff.chosen_pair(request, by)
@@ -392,31 +338,32 @@ def page(spec: MetricSpec, request: Request, query: dict[str, Any]) -> str:
         "numeric": "The mean",
         "histogram": "Each bucket's share" if every else "The largest buckets",
     }.get(spec.type, "Each category's share" if every else f"The top {len(shown)} categories")
-    head = (
-        '<div class="heading"><p class="crumb"><a href="/dashboard/">Overview</a> /'
-        f' <a href="{e(metric_path(spec.name))}">{breakable(spec.name)}</a> /</p>'
-        f"<h1>{breakable(spec.name)} {e(what)}</h1>"
-        f'<p class="lede">{e(found["start"])} to {e(found["end"])} ·'
-        f" {e(query['method'])} · {e(query['pooling'])}</p></div>"
-        + selector(spec, query, found["by"], [f"{k}:{v}" for k, v in found["where"].items()])
+    figures, hidden = multiples(spec, found, shown)
+    return render(
+        "breakdown.html",
+        spec=spec,
+        path=metric_path(spec.name),
+        what=what,
+        found=found,
+        query=query,
+        picker=selector(spec, query, found["by"], [f"{k}:{v}" for k, v in found["where"].items()]),
+        kind=kind,
+        level=level,
+        each=each,
+        min_reports=f"{found['min_slice_reports']:,}",
+        figures=figures,
+        hidden=suppressed_note(hidden),
+        shares=spec.type != "numeric",
+        headers=(
+            "slice",
+            "mean" if spec.type == "numeric" else "category",
+            "n",
+            "estimate",
+            "low",
+            "high",
+        ),
+        rows=breakdown_table(spec, found, shown),
+        csv=csv_href(spec, request),
+        compared=slicediff.card(spec, request, found, problem),
+        trend=slicetrend.section(request, spec, query, found, shown, slice_name),
     )
-    section = (
-        '<section class="card"><div class="card-head"><h2>Per slice</h2>'
-        f'<p class="meta">{e(kind)} in each slice, on one axis, with <strong>simultaneous'
-        f" {level} intervals</strong>: every interval shown holds at once (each slice's at"
-        f" {each}). A slice with fewer than {found['min_slice_reports']:,} reports is"
-        " suppressed and shows no number.</p></div>"
-        + multiples(spec, found, shown)
-        + (
-            '<p class="key"><span class="key-bar"></span>estimate'
-            ' <span class="key-whisker"></span>interval</p>'
-            if spec.type != "numeric"
-            else ""
-        )
-        + breakdown_table(spec, found, shown)
-        + f'<p class="actions"><a id="breakdown-csv" class="csv" href="{e(csv_href(spec, request))}"'
-        " download>Download CSV</a> (every category of every slice)</p></section>"
-    )
-    compared = slicediff.card(spec, request, found, problem)
-    trend = slicetrend.section(request, spec, query, found, shown, slice_name)
-    return layout(f"{spec.name} {what}", head + section + compared + trend)

@@ -1,8 +1,9 @@
 """The dashboard's charts, drawn as SVG on the server: no script, no chart library, no request.
 
-Each chart is a string of SVG markup with a ``viewBox`` (the stylesheet makes it as wide as its
+Each chart is SVG markup with a ``viewBox`` (the stylesheet makes it as wide as its
 container). Every mark carries its numbers in ``data-*`` attributes at full precision, so tests
-and readers of the page source see exactly what was drawn; every text is escaped.
+and readers of the page source see exactly what was drawn. The markup is in the templates'
+``charts/`` folder, which the engine escapes; this module computes only where things go.
 """
 
 from __future__ import annotations
@@ -10,7 +11,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from html import escape
+from typing import Any
+
+from markupsafe import Markup
+
+from .templating import render
 
 PALETTE = ("#2563eb", "#d97706", "#0d9488", "#db2777", "#7c3aed", "#65a30d", "#dc2626", "#475569")
 """Series colours, the accent first; chosen to stay distinct for the common colour blindnesses."""
@@ -21,16 +26,13 @@ MUTED = "#64748b"
 GRID = "#e2e8f0"
 BAR = "#bfd3fb"
 WARN = PALETTE[6]
+COLOURS = {"ACCENT": ACCENT, "INK": INK, "MUTED": MUTED, "GRID": GRID, "BAR": BAR, "WARN": WARN}
+"""The colours a chart template names."""
 
 
-def number(value: float | None) -> str:
-    """A ``data-*`` value: the float's shortest exact text, empty for None."""
-    return "" if value is None else repr(float(value))
-
-
-def attr(value: object) -> str:
-    """``value`` escaped for a double-quoted attribute."""
-    return escape(str(value), quote=True)
+def svg(template: str, **context: Any) -> Markup:
+    """A chart ``template`` rendered with ``context`` and the colours it names."""
+    return render(template, **COLOURS, **context)
 
 
 def color(index: int) -> str:
@@ -156,7 +158,7 @@ def bar_chart(
     narrow: bool = False,
     axis_title: str = "share of reports",
     threshold: tuple[str, float] | None = None,
-) -> str:
+) -> Markup:
     """Horizontal bars, one per category, each with its interval as a dark whisker with caps;
     ``threshold`` (its name and share) is drawn as a dashed vertical line across them.
 
@@ -169,72 +171,65 @@ def bar_chart(
     row, top_pad = (46, 6) if narrow else (30, 8)
     label_room = width - 8 if narrow else 196
     x0, x1 = (14, width - 22) if narrow else (label_room + 12, width - 24)
-    marked = [threshold[1]] if threshold is not None and threshold[1] < 1 else []
-    top, ticks = share_axis(max([b.high for b in bars] + marked + [0.0]))
+    marked = [threshold] if threshold is not None and threshold[1] < 1 else []
+    top, ticks = share_axis(max([b.high for b in bars] + [m[1] for m in marked] + [0.0]))
     bottom = top_pad + row * len(bars)
     height = bottom + 26 + font + 10
 
     def x(value: float) -> float:
         return x0 + (x1 - x0) * min(max(value, 0.0), top) / top
 
-    kind = "narrow-chart" if narrow else "wide-chart"
-    parts = [
-        f'<svg id="{attr(svg_id)}" class="chart {kind}" viewBox="0 0 {width} {height}"'
-        f' role="img" aria-label="{attr(caption)}">',
-        f"<title>{escape(caption)}</title>",
-    ]
-    for tick in ticks:
-        tx = x(tick)
-        parts.append(
-            f'<line class="grid" x1="{tx:.1f}" y1="{top_pad}" x2="{tx:.1f}" y2="{bottom}"'
-            f' stroke="{GRID}" stroke-width="1"/>'
-            f'<text class="tick" x="{tx:.1f}" y="{bottom + font + 6}" text-anchor="middle"'
-            f' fill="{MUTED}" font-size="{font}">{share_text(tick)}</text>'
-        )
-    parts.append(
-        f'<text class="axis-title" x="{(x0 + x1) / 2:.1f}" y="{bottom + 2 * font + 16}"'
-        f' text-anchor="middle" fill="{MUTED}" font-size="{font}">{escape(axis_title)}</text>'
-    )
+    rows = []
     for i, bar in enumerate(bars):
         y = top_pad + i * row
         if narrow:
             label_y, bar_y, bar_h = y + font, y + font + 6, row - font - 12
         else:
             label_y, bar_y, bar_h = y + row / 2 + font / 3, y + 6, row - 12
-        mid = bar_y + bar_h / 2
-        label = fit_text(bar.category, font, label_room)
         estimate = 0.0 if bar.estimate is None else bar.estimate
         shown = "no reports" if bar.estimate is None else share_text(estimate)
-        tip = f"{bar.category}: {shown}, interval {share_text(bar.low)} to {share_text(bar.high)}"
-        parts.append(
-            f'<g class="row"><title>{escape(tip)}</title>'
-            f'<text class="label" x="{0 if not narrow else 2}" y="{label_y:.1f}"'
-            f' fill="{INK}" font-size="{font}">{escape(label)}'
-            f"<title>{escape(bar.category)}</title></text>"
-            f'<rect class="bar" data-category="{attr(bar.category)}"'
-            f' data-estimate="{number(bar.estimate)}" x="{x0}" y="{bar_y}"'
-            f' width="{max(x(estimate) - x0, 0.0):.2f}" height="{bar_h}" rx="2" fill="{BAR}"/>'
-            f'<line class="whisker" data-category="{attr(bar.category)}"'
-            f' data-low="{number(bar.low)}" data-high="{number(bar.high)}"'
-            f' x1="{x(bar.low):.2f}" y1="{mid}" x2="{x(bar.high):.2f}" y2="{mid}"'
-            f' stroke="{INK}" stroke-width="2"/>'
-            f'<line class="cap" x1="{x(bar.low):.2f}" y1="{mid - 6}" x2="{x(bar.low):.2f}"'
-            f' y2="{mid + 6}" stroke="{INK}" stroke-width="2"/>'
-            f'<line class="cap" x1="{x(bar.high):.2f}" y1="{mid - 6}" x2="{x(bar.high):.2f}"'
-            f' y2="{mid + 6}" stroke="{INK}" stroke-width="2"/>'
-            f'<circle class="dot" cx="{x(estimate):.2f}" cy="{mid}" r="3.5" fill="{ACCENT}"/>'
-            "</g>"
+        rows.append(
+            {
+                "category": bar.category,
+                "label": fit_text(bar.category, font, label_room),
+                "tip": f"{bar.category}: {shown}, interval {share_text(bar.low)} to"
+                f" {share_text(bar.high)}",
+                "label_y": f"{label_y:.1f}",
+                "estimate": bar.estimate,
+                "low": bar.low,
+                "high": bar.high,
+                "y": bar_y,
+                "height": bar_h,
+                "mid": bar_y + bar_h / 2,
+                "width": f"{max(x(estimate) - x0, 0.0):.2f}",
+                "x_low": f"{x(bar.low):.2f}",
+                "x_high": f"{x(bar.high):.2f}",
+                "x_estimate": f"{x(estimate):.2f}",
+            }
         )
-    for share in marked:
-        name = threshold[0]  # type: ignore[index]
-        tx = x(share)
-        parts.append(
-            f'<line class="threshold" x1="{tx:.1f}" y1="{top_pad - 4}" x2="{tx:.1f}"'
-            f' y2="{bottom}" stroke="{WARN}" stroke-width="2" stroke-dasharray="5 4">'
-            f"<title>{escape(name)} {share_text(share)}</title></line>"
-        )
-    parts.append("</svg>")
-    return "".join(parts)
+    return svg(
+        "charts/bar.svg",
+        svg_id=svg_id,
+        kind="narrow-chart" if narrow else "wide-chart",
+        width=width,
+        height=height,
+        caption=caption,
+        font=font,
+        top_pad=top_pad,
+        bottom=bottom,
+        x0=x0,
+        label_x=2 if narrow else 0,
+        ticks=[{"x": f"{x(t):.1f}", "text": share_text(t)} for t in ticks],
+        tick_y=bottom + font + 6,
+        axis_title=axis_title,
+        axis_x=f"{(x0 + x1) / 2:.1f}",
+        axis_y=bottom + 2 * font + 16,
+        bars=rows,
+        thresholds=[
+            {"name": name, "x": f"{x(share):.1f}", "text": share_text(share)}
+            for name, share in marked
+        ],
+    )
 
 
 @dataclass(frozen=True)
@@ -289,7 +284,7 @@ def time_chart(
     x_title: str = "",
     title: str | None = None,
     top: float | None = None,
-) -> str:
+) -> Markup:
     """Points over periods with the interval as a translucent band, one colour per line.
 
     ``shares`` puts the y axis on [0, top] in percent (``top`` to share one axis between
@@ -327,30 +322,18 @@ def time_chart(
         clamped = min(max(value, bottom), axis_top)
         return plot_bottom - (plot_bottom - top_pad) * (clamped - bottom) / (axis_top - bottom)
 
-    kind = {WIDE: "wide-chart", NARROW: "narrow-chart"}.get(frame, "multiple")
-    parts = [
-        f'<svg id="{attr(svg_id)}" class="chart {kind}" viewBox="0 0 {width} {height}"'
-        f' role="img" aria-label="{attr(caption)}">',
-        f"<title>{escape(caption)}</title>",
-    ]
-    heading = title if title is not None else y_title
-    if heading:
-        weight = ' font-weight="600"' if title is not None else ""
-        parts.append(
-            f'<text class="{"title" if title is not None else "axis-title"}" x="0"'
-            f' y="{font + 2}" fill="{INK if title is not None else MUTED}" font-size="{font}"'
-            f"{weight}>{escape(fit_text(heading, font, width))}"
-            f"<title>{escape(heading)}</title></text>"
-        )
-    for tick in ticks:
-        ty = y(tick)
-        parts.append(
-            f'<line class="grid" x1="{left}" y1="{ty:.1f}" x2="{right}" y2="{ty:.1f}"'
-            f' stroke="{GRID}" stroke-width="1"/>'
-            f'<text class="tick" x="{left - 6}" y="{ty + font / 3:.1f}" text-anchor="end"'
-            f' fill="{MUTED}" font-size="{font}">{tick_text(tick)}</text>'
-        )
+    heading_text = title if title is not None else y_title
+    heading = None
+    if heading_text:
+        heading = {
+            "kind": "title" if title is not None else "axis-title",
+            "fill": INK if title is not None else MUTED,
+            "bold": title is not None,
+            "shown": fit_text(heading_text, font, width),
+            "text": heading_text,
+        }
     every = max(1, math.ceil(count / frame.x_labels))
+    x_ticks = []
     for i, label in enumerate(periods):
         if (count - 1 - i) % every:
             continue
@@ -358,20 +341,30 @@ def time_chart(
         tx, anchor = x(label), "middle"
         if tx + text_width(text, font) / 2 > width:
             tx, anchor = width - 1, "end"
-        parts.append(
-            f'<text class="tick" x="{tx:.1f}" y="{plot_bottom + font + 6}"'
-            f' text-anchor="{anchor}" fill="{MUTED}" font-size="{font}">{escape(text)}</text>'
-        )
-    if x_title:
-        parts.append(
-            f'<text class="axis-title" x="{(left + right) / 2:.1f}"'
-            f' y="{plot_bottom + 2 * font + 16}" text-anchor="middle" fill="{MUTED}"'
-            f' font-size="{font}">{escape(x_title)}</text>'
-        )
-    for n, line in enumerate(lines):
-        parts.extend(_line_marks(line, color(n), index, x, y, shares, value_name))
-    parts.append("</svg>")
-    return "".join(parts)
+        x_ticks.append({"x": f"{tx:.1f}", "anchor": anchor, "text": text})
+    return svg(
+        "charts/time.svg",
+        svg_id=svg_id,
+        kind={WIDE: "wide-chart", NARROW: "narrow-chart"}.get(frame, "multiple"),
+        width=width,
+        height=height,
+        caption=caption,
+        font=font,
+        heading=heading,
+        left=left,
+        right=right,
+        y_ticks=[
+            {"y": f"{y(t):.1f}", "text_y": f"{y(t) + font / 3:.1f}", "text": tick_text(t)}
+            for t in ticks
+        ],
+        x_ticks=x_ticks,
+        x_tick_y=plot_bottom + font + 6,
+        x_title=x_title,
+        x_title_x=f"{(left + right) / 2:.1f}",
+        x_title_y=plot_bottom + 2 * font + 16,
+        value_name=value_name,
+        lines=[_line_marks(line, color(n), index, x, y, shares) for n, line in enumerate(lines)],
+    )
 
 
 def _line_marks(
@@ -381,62 +374,66 @@ def _line_marks(
     x: Callable[[str], float],
     y: Callable[[float], float],
     shares: bool,
-    value_name: str,
-) -> list[str]:
-    """One line's bands (or error bars), its trace and its points; ``index`` places each
-    period on the axis."""
-    named = f' data-category="{attr(line.name)}"' if line.name is not None else ""
-    parts = []
+) -> dict[str, Any]:
+    """One line's bands (or error bars), its trace and its points, placed for the template;
+    ``index`` places each period on the axis."""
+    drawn_runs: list[dict[str, Any]] = []
     for run in runs(line.points, index):
         if len(run) == 1:
             p = run[0]
-            px, high, low = x(p.period), y(p.high), y(p.low)
-            parts.append(
-                f'<line class="errorbar"{named} data-period="{attr(p.period)}"'
-                f' data-low="{number(p.low)}" data-high="{number(p.high)}" x1="{px:.2f}"'
-                f' y1="{high:.2f}" x2="{px:.2f}" y2="{low:.2f}" stroke="{stroke}"'
-                ' stroke-width="2"/>'
-                f'<line class="cap" x1="{px - 7:.2f}" y1="{high:.2f}" x2="{px + 7:.2f}"'
-                f' y2="{high:.2f}" stroke="{stroke}" stroke-width="2"/>'
-                f'<line class="cap" x1="{px - 7:.2f}" y1="{low:.2f}" x2="{px + 7:.2f}"'
-                f' y2="{low:.2f}" stroke="{stroke}" stroke-width="2"/>'
+            px = x(p.period)
+            drawn_runs.append(
+                {
+                    "single": True,
+                    "period": p.period,
+                    "low": p.low,
+                    "high": p.high,
+                    "x": f"{px:.2f}",
+                    "y_high": f"{y(p.high):.2f}",
+                    "y_low": f"{y(p.low):.2f}",
+                    "cap_left": f"{px - 7:.2f}",
+                    "cap_right": f"{px + 7:.2f}",
+                }
             )
             continue
         upper = " L".join(f"{x(p.period):.2f},{y(p.high):.2f}" for p in run)
         lower = " L".join(f"{x(p.period):.2f},{y(p.low):.2f}" for p in reversed(run))
         trace = " L".join(f"{x(p.period):.2f},{y(p.estimate or 0.0):.2f}" for p in run)
-        parts.append(
-            f'<path class="band"{named} d="M{upper} L{lower} Z" fill="{stroke}"'
-            ' fill-opacity="0.16" stroke="none"/>'
-            f'<path class="line" d="M{trace}" fill="none" stroke="{stroke}"'
-            ' stroke-width="2" stroke-linejoin="round"/>'
-        )
+        drawn_runs.append({"single": False, "band": f"M{upper} L{lower} Z", "trace": f"M{trace}"})
+    points = []
     for p in line.points:
         if p.estimate is None:
             continue
-        value = p.estimate
-        shown = share_text(value) if shares else value_text(value)
-        low = share_text(p.low) if shares else value_text(p.low)
-        high = share_text(p.high) if shares else value_text(p.high)
+        text = share_text if shares else value_text
         who = f"{line.name} " if line.name is not None else ""
-        parts.append(
-            f'<circle class="point"{named} data-period="{attr(p.period)}"'
-            f' data-{value_name}="{number(p.estimate)}" data-low="{number(p.low)}"'
-            f' data-high="{number(p.high)}" cx="{x(p.period):.2f}" cy="{y(value):.2f}"'
-            f' r="3.5" fill="{stroke}" stroke="#ffffff" stroke-width="1.5">'
-            f"<title>{escape(f'{who}{p.period}: {shown} ({low} to {high})')}</title></circle>"
+        points.append(
+            {
+                "period": p.period,
+                "estimate": p.estimate,
+                "low": p.low,
+                "high": p.high,
+                "x": f"{x(p.period):.2f}",
+                "y": f"{y(p.estimate):.2f}",
+                "tip": f"{who}{p.period}: {text(p.estimate)} ({text(p.low)} to {text(p.high)})",
+            }
         )
-    return parts
+    return {
+        "named": line.name is not None,
+        "name": line.name,
+        "stroke": stroke,
+        "runs": drawn_runs,
+        "points": points,
+    }
 
 
 def small_multiples(
     periods: Sequence[str], lines: Sequence[Line], *, container_id: str, caption: str
-) -> str:
+) -> Markup:
     """One small share-over-time chart per line, in the order given, on one shared y axis
     (so heights compare across charts), in a grid the stylesheet lays out."""
     drawn = [p.high for line in lines for p in line.points if p.estimate is not None]
     top = max([*drawn, 0.0])
-    charts = "".join(
+    charts = [
         time_chart(
             periods,
             [line],
@@ -448,8 +445,8 @@ def small_multiples(
             top=top,
         )
         for i, line in enumerate(lines)
-    )
-    return f'<div id="{attr(container_id)}" class="multiples">{charts}</div>'
+    ]
+    return render("charts/multiples.html", container_id=container_id, charts=charts)
 
 
 def sparkline(
@@ -457,7 +454,7 @@ def sparkline(
     *,
     label: str,
     band: Sequence[tuple[float, float] | None] = (),
-) -> str:
+) -> Markup:
     """A small line of ``values`` (None: no reports that period), the last one marked, over
     its interval ``band`` (``polygon.band``, one run per stretch of periods with reports).
     The vertical scale spans the band, so a change well inside the intervals draws as the
@@ -465,11 +462,8 @@ def sparkline(
     width, height, pad = 120, 28, 3
     known = [(i, v) for i, v in enumerate(values) if v is not None]
     bounds = [(i, b) for i, b in enumerate(band) if b is not None and values[i] is not None]
-    parts = [
-        f'<svg class="sparkline" viewBox="0 0 {width} {height}" role="img"'
-        f' aria-label="{attr(label)}">'
-        f"<title>{escape(label)}</title>"
-    ]
+    bands: list[str] = []
+    line = None
     if known:
         ends = [v for _, v in known] + [x for _, b in bounds for x in b]
         low, high = min(ends), max(ends)
@@ -496,32 +490,26 @@ def sparkline(
                         [(ux - 1.5, uy), (ux + 1.5, uy)],
                         [(ux + 1.5, ly), (ux - 1.5, ly)],
                     )
-                points = " ".join(f"{cx:.1f},{cy:.1f}" for cx, cy in upper + lower)
-                parts.append(
-                    f'<polygon class="band" points="{points}" fill="{BAR}" stroke="none"/>'
-                )
+                bands.append(" ".join(f"{cx:.1f},{cy:.1f}" for cx, cy in upper + lower))
             stretch = [item] if item is not None else []
         coords = [xy(i, v) for i, v in known]
-        text = " ".join(f"{cx:.1f},{cy:.1f}" for cx, cy in coords)
         last_x, last_y = coords[-1]
-        parts.append(
-            f'<polyline points="{text}" fill="none" stroke="{ACCENT}" stroke-width="1.5"'
-            ' stroke-linejoin="round"/>'
-            f'<circle cx="{last_x:.1f}" cy="{last_y:.1f}" r="2.5" fill="{ACCENT}"/>'
-        )
-    else:
-        parts.append(
-            f'<line x1="{pad}" y1="{height / 2}" x2="{width - pad}" y2="{height / 2}"'
-            f' stroke="{GRID}" stroke-width="1.5" stroke-dasharray="3 3"/>'
-        )
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def swatch(index: int) -> str:
-    """A small square of the ``index``-th series colour, for a legend."""
-    return (
-        '<svg class="swatch" viewBox="0 0 10 10" aria-hidden="true"'
-        f'><rect width="10" height="10" rx="2"'
-        f' fill="{color(index)}"/></svg>'
+        line = {
+            "points": " ".join(f"{cx:.1f},{cy:.1f}" for cx, cy in coords),
+            "last_x": f"{last_x:.1f}",
+            "last_y": f"{last_y:.1f}",
+        }
+    return svg(
+        "charts/sparkline.svg",
+        width=width,
+        height=height,
+        pad=pad,
+        label=label,
+        bands=bands,
+        line=line,
     )
+
+
+def swatch(index: int) -> Markup:
+    """A small square of the ``index``-th series colour, for a legend."""
+    return render("charts/swatch.svg", fill=color(index))

@@ -19,7 +19,7 @@ from deniable.estimators.advisor import MAX_REPORTS, numeric_plan_document, plan
 
 from ..numbers import NumberRule
 from .charts import share_text, value_text
-from .pages import cells, e, layout, plan_tabs, table
+from .templating import render
 
 KIND = "numeric"
 """The ``kind`` query value that asks the Plan page for this form."""
@@ -105,9 +105,9 @@ def _answer_text(row: dict[str, Any], histogram: bool, inverse: bool) -> str:
     return f"more than {MAX_REPORTS:.0e}" if needed is None else f"{needed:,}"
 
 
-def result_html(document: dict[str, Any]) -> str:
+def answer(document: dict[str, Any]) -> dict[str, Any]:
     """The answer (reports needed or margin, and its mechanism), what it means and every
-    mechanism's row."""
+    mechanism's row, as the template lays them out."""
     histogram = "categories" in document
     inverse = "reports" in document
     chosen = document["chosen"]
@@ -135,86 +135,40 @@ def result_html(document: dict[str, Any]) -> str:
         )
     rows = []
     for entry in document["mechanisms"]:
-        mark = ' class="advised"' if entry["mechanism"] == document["advised"] else ""
         if not entry.get("supported", True):
             shown = [entry["mechanism"], "—", "—"]
         else:
             spread = entry["v_star"] if histogram else entry["worst_population_variance"]
             shown = [entry["mechanism"], _answer_text(entry, histogram, inverse), f"{spread:.4g}"]
-        rows.append(f"<tr{mark}>" + cells(shown) + "</tr>")
-    label = "Margin" if inverse else "Reports needed"
-    spread_head = "V* per report" if histogram else "variance per report, worst population"
-    note = ""
-    if document["auto"] != document["advised"]:
-        note = (
-            f'<p class="note">A spec with mechanism auto resolves to {e(document["auto"])};'
-            f" register with {e(document['advised'])} for the fewest reports here.</p>"
-        )
-    return (
-        '<div class="answer">'
-        f'<div><span class="label">{label}</span>'
-        f'<output id="numeric-answer" class="big">{e(_answer_text(row, histogram, inverse))}'
-        "</output></div>"
-        '<div><span class="label">Mechanism</span>'
-        f'<output id="numeric-mechanism" class="big">{e(chosen)}</output></div></div>'
-        f'<p class="meta">{e(given)}: {e(what)}, with the interval the estimates compute'
-        " (as <code>deniable plan "
-        + ("--categories" if histogram else "--numeric")
-        + "</code>). The mechanism marked needs the fewest reports.</p>"
-        + table(
-            "numeric-mechanisms",
-            ("mechanism", "margin" if inverse else "reports needed", spread_head),
-            rows,
-        )
-        + note
-    )
-
-
-def choice(name: str, options: tuple[str, ...], chosen: str) -> str:
-    """A labelled ``<select>`` with ``chosen`` selected."""
-    items = "".join(
-        f'<option value="{e(o)}"{" selected" if o == chosen else ""}>{e(o)}</option>'
-        for o in options
-    )
-    return f'<label>{e(name)}<select name="{e(name)}">{items}</select></label>'
+        rows.append((entry["mechanism"] == document["advised"], shown))
+    return {
+        "label": "Margin" if inverse else "Reports needed",
+        "value": _answer_text(row, histogram, inverse),
+        "chosen": chosen,
+        "given": given,
+        "what": what,
+        "flag": "--categories" if histogram else "--numeric",
+        "answer_head": "margin" if inverse else "reports needed",
+        "spread_head": "V* per report" if histogram else "variance per report, worst population",
+        "rows": rows,
+        "auto": document["auto"],
+        "advised": document["advised"],
+    }
 
 
 def numeric_plan_page(
     values: dict[str, str], document: dict[str, Any] | None, problem: str | None
 ) -> str:
     """The Plan page's number form, and its answer or the problem with the form."""
-
-    def field(name: str, label: str, extra: str = "") -> str:
-        return (
-            f'<label>{e(label)}<input name="{name}" type="number" step="any"{extra}'
-            f' value="{e(values[name])}"></label>'
-        )
-
-    form = (
-        '<form id="plan-numeric" method="get" action="/dashboard/plan">'
-        f'<input type="hidden" name="kind" value="{KIND}">'
-        + choice("mechanism", MECHANISM_CHOICES, values["mechanism"])
-        + field("lower", "lowest value")
-        + field("upper", "highest value")
-        + field("buckets", "buckets (histogram)", ' min="2"')
-        + field("epsilon", "ε", ' min="0" required')
-        + field("margin", "margin (value units; a share for a histogram)", ' min="0"')
-        + field("reports", "or: reports (n)", ' min="1"')
-        + field("confidence", "confidence", ' min="0" max="1"')
-        + '<button type="submit">Plan</button></form>'
+    return render(
+        "numeric_plan.html",
+        kind=KIND,
+        mechanisms=MECHANISM_CHOICES,
+        values=values,
+        problem=problem,
+        answer=None if problem is not None or document is None else answer(document),
+        current="plan",
     )
-    if problem is not None:
-        result = f'<p class="error" role="alert">{e(problem)}</p>'
-    elif document is not None:
-        result = result_html(document)
-    else:
-        result = ""
-    body = (
-        '<div class="heading"><h1>Plan</h1><p class="lede">How many reports a margin of error'
-        " on a number costs (or the margin a number of reports gives), before collecting"
-        " any.</p></div>" + plan_tabs(KIND) + f'<section class="card">{form}{result}</section>'
-    )
-    return layout("Plan", body, current="plan")
 
 
 def numeric_plan(query: Any) -> tuple[str, int]:

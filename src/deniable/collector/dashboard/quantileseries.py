@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import HTTPException, Request
+from markupsafe import Markup
 
 from deniable.client.errors import InvalidInput
 from deniable.client.spec import MetricSpec
@@ -21,7 +22,8 @@ from deniable.estimators.choices import MAX_QUANTILES
 from ..routes.common import MetricPeriods
 from ..routes.estimates import QUANTILE_RULE, EstimateOptions, get_series
 from .charts import NARROW, Line, Point, swatch, time_chart, value_text
-from .pages import cells, e, metric_path, pair, table
+from .pages import metric_path
+from .templating import render
 
 DEFAULT_QUANTILES = "0.5, 0.9"
 """The quantiles the page shows unless its form asks for others."""
@@ -64,7 +66,7 @@ def _label(q: float) -> str:
     return f"p{q * 100:g}"
 
 
-def section(request: Request, spec: MetricSpec, query: dict[str, Any]) -> str:
+def section(request: Request, spec: MetricSpec, query: dict[str, Any]) -> Markup:
     """The "Quantiles over time" card: its form, a band per quantile and the table."""
     document = quantile_series(request, spec, query)
     edges = document["edges"]
@@ -87,30 +89,19 @@ def section(request: Request, spec: MetricSpec, query: dict[str, Any]) -> str:
             )
         lines.append(Line(_label(q), drawn))
     rows = [
-        f'<tr data-period="{e(point["period"])}" data-q="{entry["q"]!r}">'
-        + cells(
+        (
+            point["period"],
+            repr(entry["q"]),
             [
                 point["period"],
                 _label(entry["q"]),
                 f"{point['n']:,}",
                 *quantile_bounds(entry, edges, value_text),
-            ]
+            ],
         )
-        + "</tr>"
         for point in points
         for entry in point["quantiles"]
     ]
-    kept = "".join(
-        f'<input type="hidden" name="{key}" value="{e(query[key])}">'
-        for key in KEPT
-        if key in query
-    )
-    chosen = ", ".join(f"{q:g}" for q in qs) or DEFAULT_QUANTILES
-    form = (
-        f'<form id="quantile-picker" method="get" action="{e(metric_path(spec.name))}">{kept}'
-        f'<label>quantiles<input name="{FIELD}" value="{e(chosen)}" maxlength="{MAX_FIELD_CHARS}"></label>'
-        '<button type="submit">Show</button></form>'
-    )
     level = f"{document['confidence'] * 100:g}%"
     unit = f" ({document['unit']})" if document.get("unit") else ""
     options: dict[str, Any] = {
@@ -121,25 +112,18 @@ def section(request: Request, spec: MetricSpec, query: dict[str, Any]) -> str:
         "x_title": f"{spec.period} (UTC)",
     }
     periods = [point["period"] for point in points]
-    chart = pair(
-        time_chart(periods, lines, svg_id="quantile-series-chart", **options),
-        time_chart(periods, lines, svg_id="quantile-series-chart-narrow", frame=NARROW, **options),
-    )
-    return (
-        '<section class="card"><div class="card-head"><h2>Quantiles over time</h2>'
-        f'<p class="meta">Each period on its own: the bucket edges between which each quantile'
-        f" lies, jointly at {level} within the period. The band is the interval, the dot its"
-        " middle; an interval open at an end bucket is in the table only.</p></div>"
-        + form
-        + '<ul class="legend">'
-        + "".join(f"<li>{swatch(i)}{e(_label(q))}</li>" for i, q in enumerate(qs))
-        + "</ul>"
-        + chart
-        + table(
-            "quantile-series-table",
-            ("period", "quantile", "n", "at least", "at most"),
-            rows,
-            numeric_from=2,
-        )
-        + "</section>"
+    return render(
+        "quantile_series.html",
+        level=level,
+        action=metric_path(spec.name),
+        kept=[(key, query[key]) for key in KEPT if key in query],
+        field=FIELD,
+        chosen=", ".join(f"{q:g}" for q in qs) or DEFAULT_QUANTILES,
+        max_chars=MAX_FIELD_CHARS,
+        legend=[(swatch(i), _label(q)) for i, q in enumerate(qs)],
+        wide=time_chart(periods, lines, svg_id="quantile-series-chart", **options),
+        narrow=time_chart(
+            periods, lines, svg_id="quantile-series-chart-narrow", frame=NARROW, **options
+        ),
+        rows=rows,
     )

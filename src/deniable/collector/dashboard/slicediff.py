@@ -12,27 +12,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from html import escape
 from typing import Any
 
 from fastapi import HTTPException, Request
+from markupsafe import Markup
 
 from deniable.client.spec import OTHER, MetricSpec
 
-from .charts import (
-    ACCENT,
-    GRID,
-    INK,
-    MUTED,
-    WARN,
-    attr,
-    fit_text,
-    nice_step,
-    number,
-    text_width,
-    value_text,
-)
-from .pages import cells, e, pair, table
+from .charts import GRID, INK, WARN, fit_text, nice_step, svg, text_width, value_text
+from .templating import render
 
 FIELDS = ("first", "second")
 """The page's query fields naming the two slices to compare."""
@@ -51,11 +39,11 @@ def chosen_pair(request: Request, by: Sequence[str]) -> str | None:
     return f"{first},{second}"
 
 
-def form(spec: MetricSpec, request: Request, document: dict[str, Any]) -> str:
+def form(spec: MetricSpec, request: Request, document: dict[str, Any]) -> dict[str, Any] | None:
     """The GET form choosing two slices of the one ``by`` dimension (the page's other choices
-    kept); nothing unless the breakdown is by one dimension."""
+    kept), as the card's template takes it; None unless the breakdown is by one dimension."""
     if len(document["by"]) != 1:
-        return ""
+        return None
     name = document["by"][0]
     values = [*dict(spec.dimensions)[name], OTHER]
     shown = [row["values"][name] for row in document["slices"] if not row["suppressed"]]
@@ -63,27 +51,15 @@ def form(spec: MetricSpec, request: Request, document: dict[str, Any]) -> str:
     defaults = (
         [compared["first"][name], compared["second"][name]] if compared else (shown + values)[:2]
     )
-    kept = "".join(
-        f'<input type="hidden" name="{e(key)}" value="{e(value)}">'
-        for key, value in request.query_params.multi_items()
-        if key not in FIELDS and value
-    )
-    selects = "".join(
-        f'<label>{label}<select name="{field}">'
-        + "".join(
-            f'<option value="{e(v)}"{" selected" if v == default else ""}>{e(v)}</option>'
-            for v in values
-        )
-        + "</select></label>"
-        for label, field, default in (
-            ("compare", "first", defaults[0]),
-            ("with", "second", defaults[1]),
-        )
-    )
-    return (
-        f'<form id="compare-picker" method="get" action="">{kept}{selects}'
-        '<button type="submit">Compare</button></form>'
-    )
+    return {
+        "kept": [
+            (key, value)
+            for key, value in request.query_params.multi_items()
+            if key not in FIELDS and value
+        ],
+        "values": values,
+        "selects": [("compare", "first", defaults[0]), ("with", "second", defaults[1])],
+    }
 
 
 def _symmetric_axis(rows: Sequence[dict[str, Any]]) -> tuple[float, list[float]]:
@@ -112,7 +88,7 @@ def signed_value(value: float) -> str:
 
 def difference_chart(
     rows: Sequence[dict[str, Any]], *, shares: bool, caption: str, narrow: bool = False
-) -> str:
+) -> Markup:
     """``svg#difference-chart`` (``…-narrow``, for a phone): a row per category, its difference
     a dot on a whisker over its interval, a vertical line at zero; a whisker clear of zero is
     drawn in the warning colour (a detectable difference)."""
@@ -127,56 +103,63 @@ def difference_chart(
         return x0 + (x1 - x0) * (min(max(value, -half), half) + half) / (2 * half)
 
     svg_id, kind = ("difference-chart-narrow", "narrow") if narrow else ("difference-chart", "wide")
-    parts = [
-        f'<svg id="{svg_id}" class="chart {kind}-chart" viewBox="0 0 {width} {height}"'
-        f' role="img" aria-label="{attr(caption)}"><title>{escape(caption)}</title>'
-    ]
     every = max(1, math.ceil(len(ticks) / 5))
     tick_text = axis_points if shares else signed_value
+    drawn_ticks = []
     for i, tick in enumerate(ticks):
         tx = x(tick)
-        stroke = INK if tick == 0 else GRID
-        parts.append(
-            f'<line class="{"zero" if tick == 0 else "grid"}" x1="{tx:.1f}" y1="{top_pad}"'
-            f' x2="{tx:.1f}" y2="{bottom}" stroke="{stroke}" stroke-width="1"/>'
-        )
+        label = None
+        anchor = "middle"
         if (i - len(ticks) // 2) % every == 0:
             label = "0" if tick == 0 else tick_text(tick)
             anchor = "end" if tx + text_width(label, font) / 2 > width else "middle"
-            parts.append(
-                f'<text class="tick" x="{tx:.1f}" y="{bottom + font + 6}"'
-                f' text-anchor="{anchor}" fill="{MUTED}" font-size="{font}">{escape(label)}</text>'
-            )
+        drawn_ticks.append(
+            {
+                "x": f"{tx:.1f}",
+                "kind": "zero" if tick == 0 else "grid",
+                "stroke": INK if tick == 0 else GRID,
+                "text": label,
+                "anchor": anchor,
+            }
+        )
+    drawn_rows = []
     for i, row in enumerate(rows):
         mid = top_pad + i * row_h + row_h / 2
         detectable = row["ci_low"] > 0 or row["ci_high"] < 0
-        stroke = WARN if detectable else INK
-        low, high = x(row["ci_low"]), x(row["ci_high"])
-        tip = (
-            f"{row['category']}: {text(row['difference'])}, interval {text(row['ci_low'])} to"
-            f" {text(row['ci_high'])}, {row['verdict']}"
+        drawn_rows.append(
+            {
+                "category": row["category"],
+                "label": fit_text(row["category"], font, label_room),
+                "label_y": f"{mid + font / 3:.1f}",
+                "tip": (
+                    f"{row['category']}: {text(row['difference'])}, interval"
+                    f" {text(row['ci_low'])} to {text(row['ci_high'])}, {row['verdict']}"
+                ),
+                "mid": mid,
+                "stroke": WARN if detectable else INK,
+                "low": row["ci_low"],
+                "high": row["ci_high"],
+                "difference": row["difference"],
+                "x_low": f"{x(row['ci_low']):.2f}",
+                "x_high": f"{x(row['ci_high']):.2f}",
+                "x_difference": f"{x(row['difference']):.2f}",
+            }
         )
-        parts.append(
-            f'<g class="row"><title>{escape(tip)}</title>'
-            f'<text class="label" x="0" y="{mid + font / 3:.1f}" fill="{INK}" font-size="{font}">'
-            f"{escape(fit_text(row['category'], font, label_room))}</text>"
-            f'<line class="whisker" data-category="{attr(row["category"])}"'
-            f' data-low="{number(row["ci_low"])}" data-high="{number(row["ci_high"])}"'
-            f' x1="{low:.2f}" y1="{mid}" x2="{high:.2f}" y2="{mid}" stroke="{stroke}"'
-            ' stroke-width="2"/>'
-            f'<line class="cap" x1="{low:.2f}" y1="{mid - 6}" x2="{low:.2f}" y2="{mid + 6}"'
-            f' stroke="{stroke}" stroke-width="2"/>'
-            f'<line class="cap" x1="{high:.2f}" y1="{mid - 6}" x2="{high:.2f}" y2="{mid + 6}"'
-            f' stroke="{stroke}" stroke-width="2"/>'
-            f'<circle class="dot" data-difference="{number(row["difference"])}"'
-            f' cx="{x(row["difference"]):.2f}" cy="{mid}" r="3.5" fill="{ACCENT}"/></g>'
-        )
-    axis = "difference in percentage points" if shares else "difference of the means"
-    parts.append(
-        f'<text class="axis-title" x="{(x0 + x1) / 2:.1f}" y="{bottom + 2 * font + 14}"'
-        f' text-anchor="middle" fill="{MUTED}" font-size="{font}">{axis}</text></svg>'
+    return svg(
+        "charts/difference.svg",
+        svg_id=svg_id,
+        kind=kind,
+        width=width,
+        height=height,
+        caption=caption,
+        font=font,
+        top_pad=top_pad,
+        bottom=bottom,
+        ticks=drawn_ticks,
+        rows=drawn_rows,
+        axis_x=f"{(x0 + x1) / 2:.1f}",
+        axis_title="difference in percentage points" if shares else "difference of the means",
     )
-    return "".join(parts)
 
 
 def verdict_text(row: dict[str, Any], first: str, second: str) -> str:
@@ -188,14 +171,14 @@ def verdict_text(row: dict[str, Any], first: str, second: str) -> str:
 
 def card(
     spec: MetricSpec, request: Request, document: dict[str, Any], problem: str | None = None
-) -> str:
+) -> Markup:
     """The "Compare two slices" card: its form and, once two slices are chosen, the chart and
     table of their differences, or ``problem`` (why the API refused to compare them)."""
     chooser = form(spec, request, document)
-    if not chooser:
-        return ""
+    if chooser is None:
+        return Markup()
     compared = document.get("comparison")
-    result = f'<p class="error" role="alert">{e(problem)}</p>' if problem else ""
+    shown = None
     if compared:
         name = document["by"][0]
         first, second = compared["first"][name], compared["second"][name]
@@ -206,36 +189,24 @@ def card(
             rows = [row for row in rows if row["category"] == "true"]
         level = f"{compared['confidence'] * 100:g}%"
         caption = f"{spec.name}: {first} minus {second} with {level} intervals"
-        table_rows = [
-            f'<tr data-category="{attr(row["category"])}">'
-            + cells(
-                [
+        shown = {
+            "first": first,
+            "second": second,
+            "level": level,
+            "wide": difference_chart(rows, shares=shares, caption=caption),
+            "narrow": difference_chart(rows, shares=shares, caption=caption, narrow=True),
+            "rows": [
+                (
                     row["category"],
-                    text(row["difference"]),
-                    text(row["ci_low"]),
-                    text(row["ci_high"]),
-                    verdict_text(row, first, second),
-                ],
-                numeric_from=1,
-            )
-            + "</tr>"
-            for row in rows
-        ]
-        result = (
-            f'<p class="meta" id="comparison-meta">{e(first)} minus {e(second)}: each interval'
-            f" holds at once with every slice interval above ({level}); one clear of zero is a"
-            " detectable difference.</p>"
-            + pair(
-                difference_chart(rows, shares=shares, caption=caption),
-                difference_chart(rows, shares=shares, caption=caption, narrow=True),
-            )
-            + table(
-                "comparison-table",
-                ("category", "difference", "low", "high", "verdict"),
-                table_rows,
-            )
-        )
-    return (
-        '<section class="card" id="comparison"><div class="card-head"><h2>Compare two slices'
-        "</h2></div>" + chooser + result + "</section>"
-    )
+                    [
+                        row["category"],
+                        text(row["difference"]),
+                        text(row["ci_low"]),
+                        text(row["ci_high"]),
+                        verdict_text(row, first, second),
+                    ],
+                )
+                for row in rows
+            ],
+        }
+    return render("slice_compare.html", **chooser, compared=shown, problem=problem)

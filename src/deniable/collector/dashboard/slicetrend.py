@@ -15,13 +15,14 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import HTTPException, Request
+from markupsafe import Markup
 
 from deniable.client.spec import MetricSpec
 
 from ..routes.common import MetricPeriods
 from ..routes.estimates import EstimateOptions, get_series
 from .charts import Line, Point, small_multiples
-from .pages import e
+from .templating import render
 
 
 def _slice_series(
@@ -41,19 +42,16 @@ def section(
     found: dict[str, Any],
     shown: list[str],
     name_of: Any,
-) -> str:
+) -> Markup:
     """The "Over time" card for the breakdown ``found``; ``name_of(values, where)`` names a
     slice as the page does."""
     if spec.type == "numeric" or not shown:
-        return ""
+        return Markup()
     category = "true" if spec.type == "boolean" else shown[0]
     try:
         document = _slice_series(request, spec, query, found)
     except HTTPException as exc:
-        return (
-            '<section class="card" id="slice-trend"><h2>Over time</h2>'
-            f'<p class="note">Not drawn: {e(exc.detail)}</p></section>'
-        )
+        return render("slice_trend.html", problem=exc.detail)
     points = document["series"]
     periods = [point["period"] for point in points]
     names: list[str] = []
@@ -87,21 +85,14 @@ def section(
             periods, lines, container_id="slice-trend-chart", caption=f"{spec.name}: {what}"
         )
         if lines
-        else ""
+        else Markup()
     )
-    hidden = (
-        f'<p class="suppressed-note" id="slice-trend-suppressed">Suppressed in every period'
-        f" (fewer than {document['min_slice_reports']:,} reports each):"
-        f" {e(', '.join(never))}.</p>"
-        if never
-        else ""
-    )
-    return (
-        '<section class="card" id="slice-trend"><div class="card-head"><h2>Over time</h2>'
-        f'<p class="meta">The {e(what)} in each slice, each {e(spec.period)} on its own with its'
-        " interval (holding at once over the slices shown that period), on one axis. A period"
-        " where a slice has too few reports draws no point for it.</p></div>"
-        + chart
-        + hidden
-        + "</section>"
+    return render(
+        "slice_trend.html",
+        problem=None,
+        what=what,
+        period=spec.period,
+        chart=chart,
+        never=never,
+        min_reports=f"{document['min_slice_reports']:,}",
     )

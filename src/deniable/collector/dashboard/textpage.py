@@ -7,13 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import Request
+from markupsafe import Markup
 
 from deniable.client.spec import MetricSpec
 
 from ..routes.common import MetricPeriods
 from ..routes.estimates import EstimateOptions, metric_estimate
 from .charts import Bar, bar_chart
-from .pages import cells, e, layout, pair, pct, table
+from .pages import pct
+from .templating import render
 
 
 def text_document(request: Request, spec: MetricSpec, end: str | None) -> dict[str, Any]:
@@ -23,8 +25,8 @@ def text_document(request: Request, spec: MetricSpec, end: str | None) -> dict[s
     return metric_estimate(request, read, options, pooling="overlap-safe", q=None)  # type: ignore[arg-type]
 
 
-def ranked_chart(document: dict[str, Any]) -> str:
-    """``svg#text-chart`` (and its phone twin): one bar per string found, largest first, its
+def ranked_chart(document: dict[str, Any]) -> tuple[Markup, Markup]:
+    """``svg#text-chart`` and its phone twin: one bar per string found, largest first, its
     interval as a whisker, and the floor T95 as a dashed line across them."""
     bars = [
         Bar(row["value"] + ("…" if row["truncated"] else ""), *_shares(row))
@@ -32,39 +34,35 @@ def ranked_chart(document: dict[str, Any]) -> str:
     ]
     floor = ("detection floor", document["floor"]["t95"])
     caption = "strings found: share of reports with its interval; dashed: the detection floor"
-    return pair(
+    return (
         bar_chart(bars, svg_id="text-chart", caption=caption, threshold=floor),
         bar_chart(bars, svg_id="text-chart-narrow", caption=caption, threshold=floor, narrow=True),
     )
 
 
 def _shares(row: dict[str, Any]) -> tuple[float, float, float]:
+    """A string's share and its interval."""
     return row["share"], row["ci_low"], row["ci_high"]
 
 
-def text_page(spec: MetricSpec, document: dict[str, Any], entry: str = "") -> str:
+def text_page(spec: MetricSpec, document: dict[str, Any], entry: Markup | str = "") -> Markup:
     """The whole page: what the floor means, the ranked chart and its table view; ``entry``
-    the breakdown card of a metric with dimensions."""
+    the breakdown card of a metric with dimensions (markup a template built)."""
     floor = document["floor"]
-    t95 = "none: no string can be found" if floor["t95"] >= 1 else pct(floor["t95"])
-    note = (
-        f'<p id="floor-note">n = {document["n"]:,} reports in {e(document["end"])}. Every string'
-        f" held by at least {t95} of this period's devices is listed with probability 0.95, and"
-        " with probability 0.95 none listed is absent; a rarer string may be missed, and one"
-        " held by few devices is never listed.</p>"
+    wide, narrow = ranked_chart(document)
+    return render(
+        "text.html",
+        spec=spec,
+        epsilon=f"{spec.epsilon:g}",
+        n=f"{document['n']:,}",
+        end=document["end"],
+        t95="none: no string can be found" if floor["t95"] >= 1 else pct(floor["t95"]),
+        cap_bound=document["cap_bound"],
+        wide=wide,
+        narrow=narrow,
+        rows=[
+            [r["value"] + ("…" if r["truncated"] else ""), *map(pct, _shares(r))]
+            for r in document["strings"]
+        ],
+        entry=entry,
     )
-    if document["cap_bound"]:
-        note += '<p class="error" id="cap-bound">The survivor cap bound: the guarantee does not hold.</p>'
-    rows = [
-        f"<tr>{cells([r['value'] + ('…' if r['truncated'] else ''), *map(pct, _shares(r))])}</tr>"
-        for r in document["strings"]
-    ]
-    body = (
-        f'<section class="card"><h1>{e(spec.name)}</h1>'
-        f"<p>{e(spec.type)} · {e(spec.mechanism)} · ε = {spec.epsilon:g} · per {e(spec.period)}"
-        f" · {e(spec.domain)}</p>{note}{ranked_chart(document)}"
-        + table("text-table", ["string", "share", "low", "high"], rows)
-        + "</section>"
-        + entry
-    )
-    return layout(spec.name, body)

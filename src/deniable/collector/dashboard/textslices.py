@@ -9,25 +9,19 @@ read through its function as every page does), so the work is the API's, bounded
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any
 
 from fastapi import Request
+from markupsafe import Markup
 
 from deniable.client.spec import MetricSpec
 
 from ..routes.common import MetricPeriods
 from ..routes.estimates import EstimateOptions, metric_estimate
-from .breakdownpage import (
-    chosen,
-    csv_href,
-    selector,
-    slice_name,
-    suppressed_note,
-    suppressed_row,
-)
-from .charts import Bar, attr, bar_chart
-from .pages import breakable, cells, e, layout, metric_path, pair, pct, table
+from .breakdownpage import chosen, csv_href, selector, slice_name, suppressed_note
+from .charts import Bar, bar_chart
+from .pages import metric_path, pct
+from .templating import render
 
 
 def document(request: Request, spec: MetricSpec, by: list[str], where: list[str]) -> dict[str, Any]:
@@ -39,7 +33,7 @@ def document(request: Request, spec: MetricSpec, by: list[str], where: list[str]
     )
 
 
-def _figure(i: int, name: str, estimate: dict[str, Any]) -> str:
+def _figure(i: int, name: str, estimate: dict[str, Any]) -> dict[str, Any]:
     """One shown slice: its ranked strings with their whiskers and its floor line, its n."""
     bars = [
         Bar(row["value"] + ("…" if row["truncated"] else ""), row["share"], *_interval(row))
@@ -47,70 +41,53 @@ def _figure(i: int, name: str, estimate: dict[str, Any]) -> str:
     ]
     floor = ("detection floor", estimate["floor"]["t95"])
     caption = f"{name}: strings found, each share with its interval; dashed: the slice's floor"
-    chart = pair(
-        bar_chart(bars, svg_id=f"text-slice-{i}", caption=caption, threshold=floor),
-        bar_chart(
+    return {
+        "name": name,
+        "wide": bar_chart(bars, svg_id=f"text-slice-{i}", caption=caption, threshold=floor),
+        "narrow": bar_chart(
             bars, svg_id=f"text-slice-{i}-narrow", caption=caption, threshold=floor, narrow=True
         ),
-    )
-    t95 = "none" if estimate["floor"]["t95"] >= 1 else pct(estimate["floor"]["t95"])
-    found = "" if bars else "<p>No string found above the floor.</p>"
-    return (
-        f'<figure class="slice text-slice" data-slice="{attr(name)}"><h3>{escape(name)}</h3>{chart}{found}'
-        f'<figcaption class="meta">n = {estimate["n"]:,} reports · floor T95 {t95}'
-        "</figcaption></figure>"
-    )
+        "empty": not bars,
+        "n": f"{estimate['n']:,}",
+        "t95": "none" if estimate["floor"]["t95"] >= 1 else pct(estimate["floor"]["t95"]),
+    }
 
 
 def _interval(row: dict[str, Any]) -> tuple[float, float]:
     return row["ci_low"], row["ci_high"]
 
 
-def page(spec: MetricSpec, request: Request, query: dict[str, Any]) -> str:
+def page(spec: MetricSpec, request: Request, query: dict[str, Any]) -> Markup:
     """The whole page; HTTPException as the API's (422 naming the problem)."""
     by, where = chosen(request, spec)
     found = document(request, spec, by, where)
-    figures, hidden, rows = [], [], []
+    figures: list[dict[str, Any]] = []
+    hidden: list[tuple[str, str]] = []
+    rows: list[dict[str, Any]] = []
     for i, row in enumerate(found["slices"]):
         name = slice_name(row["values"], found["where"])
         if row["estimate"] is None:
             hidden.append((name, row["note"] or "suppressed"))
-            rows.append(suppressed_row(name, row["note"], 5))
+            rows.append({"suppressed": True, "name": name, "note": row["note"]})
             continue
         figures.append(_figure(i + 1, name, row["estimate"]))
         n = f"{row['estimate']['n']:,}"
         for hit in row["estimate"]["strings"]:
             values = [name, hit["value"], n, *map(pct, (hit["share"], *_interval(hit)))]
-            rows.append(f'<tr data-slice="{attr(name)}">{cells(values, numeric_from=2)}</tr>')
+            rows.append({"suppressed": False, "name": name, "cells": values})
     split = ", ".join(found["by"]) or "one slice"
     filtered = ", ".join(f"{k} = {v}" for k, v in found["where"].items())
-    what = f"by {split}" + (f" where {filtered}" if filtered else "")
-    head = (
-        '<div class="heading"><p class="crumb"><a href="/dashboard/">Overview</a> /'
-        f' <a href="{e(metric_path(spec.name))}">{breakable(spec.name)}</a> /</p>'
-        f"<h1>{breakable(spec.name)} {e(what)}</h1>"
-        f'<p class="lede">{e(found["end"])} · heavy hitters per slice</p></div>'
-        + selector(spec, query, found["by"], [f"{k}:{v}" for k, v in found["where"].items()])
+    return render(
+        "text_breakdown.html",
+        spec=spec,
+        path=metric_path(spec.name),
+        what=f"by {split}" + (f" where {filtered}" if filtered else ""),
+        end=found["end"],
+        picker=selector(spec, query, found["by"], [f"{k}:{v}" for k, v in found["where"].items()]),
+        level=f"{found['confidence'] * 100:g}%",
+        min_reports=f"{found['min_slice_reports']:,}",
+        figures=figures,
+        hidden=suppressed_note(hidden),
+        rows=rows,
+        csv=csv_href(spec, request),
     )
-    level = f"{found['confidence'] * 100:g}%"
-    grid = f'<div id="breakdown-multiples">{"".join(figures)}</div>'
-    section = (
-        '<section class="card"><div class="card-head"><h2>Per slice</h2>'
-        f'<p class="meta">The strings found in each slice in {e(found["end"])}, with'
-        f" <strong>simultaneous {level} intervals</strong> over every slice and string shown;"
-        " every string held by at least a slice's floor of its reports is listed with"
-        " probability 0.95, and with probability 0.95 no slice lists a string it does not hold."
-        f" A slice with fewer than {found['min_slice_reports']:,} reports is suppressed and"
-        " shows no number.</p></div>"
-        + (grid if figures else "")
-        + suppressed_note(hidden)
-        + table(
-            "breakdown-table",
-            ("slice", "string", "n", "share", "low", "high"),
-            rows,
-            numeric_from=2,
-        )
-        + f'<p class="actions"><a id="breakdown-csv" class="csv" href="{e(csv_href(spec, request))}"'
-        " download>Download CSV</a> (every string of every slice)</p></section>"
-    )
-    return layout(f"{spec.name} {what}", head + section)
