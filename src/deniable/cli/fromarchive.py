@@ -179,9 +179,8 @@ def _breakdown(
 ) -> dict[str, Any]:
     """The breakdown document from the archive's per-cell counts (InvalidInput if the archive
     holds no cells: raw reports kept their dimension cell only from a later schema on)."""
-    from fastapi import HTTPException
-
-    from deniable.collector.routes.breakdown import breakdown_of_cells, parse_by, parse_where
+    from deniable.collector.queries.breakdown import breakdown_of_cells, parse_by, parse_where
+    from deniable.collector.queries.refusal import QueryRefused
     from deniable.collector.settings import Settings
     from deniable.collector.storage.queries import CellStats
     from deniable.estimators.archivecounts import count_width
@@ -217,5 +216,5 @@ def _breakdown(
             pooling=chosen.get("pooling", "overlap-safe"),
             candidates=chosen.get("candidates"),
         )
-    except HTTPException as exc:
-        raise InvalidInput(str(exc.detail)) from None
+    except QueryRefused as exc:
+        raise InvalidInput(exc.detail) from None

@@ -10,16 +10,16 @@ slices × periods × categories at most ``max_series_cells``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-
-from fastapi import HTTPException
 
 from deniable.client.spec import MetricSpec
 
 from ..context import Collector
 from ..storage.queries import CellStats, read_cells
 from .breakdown import SliceEstimate, breakdown, parse_by, parse_where, slice_count
+from .refusal import refuse
 
 
 @dataclass(frozen=True)
@@ -52,8 +52,8 @@ def slice_series(
     state: Collector,
     spec: MetricSpec,
     labels: list[str],
-    by: list[str] | None,
-    where: list[str] | None,
+    by: Sequence[str] | None,
+    where: Sequence[str] | None,
     *,
     confidence: float,
     method: str,
@@ -61,8 +61,7 @@ def slice_series(
     """The series by slice of ``spec`` over ``labels``; 422 naming the problem (a bad ``by`` or
     ``where``, or past ``DENIABLE_MAX_SERIES_CELLS``)."""
     if spec.type == "text":
-        raise HTTPException(
-            422,
+        raise refuse(
             f"metric {spec.name} is text: a series by slice is not built for it; ask the"
             " estimate by slice (by, where) of each period",
         )
@@ -71,9 +70,8 @@ def slice_series(
     k = 1 if spec.type == "numeric" else spec.k
     limit = state.settings.max_series_cells
     if slices * len(labels) * k > limit:
-        raise HTTPException(
-            status_code=422,
-            detail=f"the series would cover {slices:,} slices × {len(labels):,} periods ×"
+        raise refuse(
+            f"the series would cover {slices:,} slices × {len(labels):,} periods ×"
             f" {k:,} categories, more than the limit of {limit:,} cells"
             " (DENIABLE_MAX_SERIES_CELLS): ask for fewer periods or fewer dimensions",
         )
