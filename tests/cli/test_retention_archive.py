@@ -26,7 +26,7 @@ from deniable.collector.storage.ingest import ValidReport, prepare_batch, store_
 from deniable.collector.storage.queries import read_counts, register_spec
 from deniable.collector.storage.retention import retain
 from deniable.collector.storage.tables import id_text
-from deniable.estimators.archivefiles import (
+from deniable.sources.archivefiles import (
     FILE_NAME,
     MANIFEST_NAME,
     ArchiveLink,

@@ -1,8 +1,9 @@
 """The estimate of a range of periods: what ``GET /v1/metrics/{name}/estimate`` answers, and
 what the dashboard and the Prometheus exposition show.
 
-The documents are built by :mod:`deniable.estimators.documents`, the same builders the CLI's
-offline estimates use: a numeric metric's documents carry its mean, a histogram's add
+A range's document is the estimate engine's (:func:`deniable.estimators.engine.document`)
+over the stored counts (:class:`.stored.StoredCounts`), the engine the CLI runs over an
+archive or an export file: a numeric metric's documents carry its mean, a histogram's add
 quantile intervals, a text metric's list its heavy hitters.
 """
 
@@ -13,33 +14,19 @@ from typing import Any
 
 from deniable.client.errors import InvalidInput
 from deniable.client.spec import MetricSpec
-from deniable.estimators import (
-    estimate_document,
-    estimate_quantiles,
-    histogram_document,
-    mean_document,
-)
-from deniable.estimators.heavyhitters import text_document
+from deniable.estimators.engine import document
 
 from ..context import Collector
 from ..readcache import cached_document
-from ..storage.queries import count_width, read_counts
+from ..storage.queries import count_width
 from .breakdown import breakdown, parse_by, parse_compare, parse_where, slice_count
 from .compare import compared_estimate
 from .limits import categories_of, check_cells
 from .query import EstimateQuery
 from .ranges import range_labels
-from .reading import (
-    about,
-    checked_quantiles,
-    estimate_periods,
-    numeric_method,
-    numeric_sums,
-    range_counts,
-    refused,
-    share_options,
-)
+from .reading import about, checked_quantiles, numeric_method, refused
 from .refusal import refuse
+from .stored import StoredCounts
 
 
 @cached_document("estimate")
@@ -67,39 +54,20 @@ def estimate(state: Collector, query: EstimateQuery) -> dict[str, Any]:
                 )
             return about(state, spec, text_breakdown(state, spec, labels, query))
         return sliced_estimate(state, spec, labels, query)
+    limit = state.settings.max_estimate_cells
     if spec.type == "text":
         checked_quantiles(spec, query.quantiles)
-        return about(state, spec, text_estimate(state, spec, labels, query))
-    limit = state.settings.max_estimate_cells
+        labels = [text_period(spec, labels, query)]
     check_cells(spec, len(labels), limit, "the estimate", "DENIABLE_MAX_ESTIMATE_CELLS")
-    qs = checked_quantiles(spec, query.quantiles)
-    first, last = labels[0], labels[-1]
+    if spec.type != "text":
+        checked_quantiles(spec, query.quantiles)
     if spec.type == "numeric":
-        sums = numeric_sums(state, spec, labels, query)
-        try:
-            document = mean_document(
-                spec, first, last, sums, confidence=query.confidence, pooling=query.pooling
-            )
-            return about(state, spec, document)
-        except InvalidInput as exc:
-            raise refused(spec, exc) from None
-    periods = range_counts(state, spec, labels)
-    result = estimate_periods(spec, periods, pooling=query.pooling, **share_options(query))
-    if spec.type != "histogram":
-        return about(state, spec, estimate_document(spec.name, first, last, result))
+        numeric_method(spec, query)
     try:
-        quantiles = estimate_quantiles(
-            spec.randomizer,
-            spec.edges,  # type: ignore[arg-type]
-            periods,
-            qs,
-            confidence=query.confidence,
-            pooling=query.pooling,
-        )
+        found = document(spec, StoredCounts(state.database, spec, labels), query)
     except InvalidInput as exc:
         raise refused(spec, exc) from None
-    document = histogram_document(spec.name, first, last, result, quantiles, spec.edges)  # type: ignore[arg-type]
-    return about(state, spec, document)
+    return about(state, spec, found)
 
 
 def sliced_estimate(
@@ -141,28 +109,6 @@ def sliced_estimate(
 def candidates_of(query: EstimateQuery) -> list[str] | None:
     """The query's candidate strings as the estimators take them (None: discover)."""
     return None if query.candidates is None else list(query.candidates)
-
-
-def text_estimate(
-    state: Collector, spec: MetricSpec, labels: list[str], query: EstimateQuery
-) -> dict[str, Any]:
-    """A text metric's heavy hitters over one period (:func:`text_period`)."""
-    label = text_period(spec, labels, query)
-    check_cells(
-        spec, 1, state.settings.max_estimate_cells, "the estimate", "DENIABLE_MAX_ESTIMATE_CELLS"
-    )
-    _, counts = read_counts(state.database, spec, [label])
-    try:
-        return text_document(
-            spec.name,
-            label,
-            spec.text_randomizer,
-            counts[0],
-            confidence=query.confidence,
-            candidates=candidates_of(query),
-        )
-    except InvalidInput as exc:
-        raise refused(spec, exc) from None
 
 
 def text_period(spec: MetricSpec, labels: list[str], query: EstimateQuery) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from deniable.estimators import DEFAULT_METHOD
+from deniable.estimators import DEFAULT_METHOD, Method, Pooling
 from deniable.estimators.choices import METHODS, POOLINGS
 from deniable.estimators.heavyhitters import MAX_CANDIDATES
 
@@ -38,9 +38,9 @@ class EstimateQuery:
     start: str | None = None
     end: str | None = None
     confidence: float = 0.95
-    method: str | None = None
+    method: Method | None = None
     simultaneous: bool = True
-    pooling: str = "overlap-safe"
+    pooling: Pooling = "overlap-safe"
     quantiles: tuple[float, ...] | None = None
     candidates: tuple[str, ...] | None = None
     by: tuple[str, ...] | None = None
