@@ -1,7 +1,7 @@
 """Estimates from an exported file of raw randomized reports, without a collector.
 
 The metric's spec travels inside Parquet files written by ``deniable export`` (see
-:mod:`deniable.estimators.reportfile`, the file's format); for other files, ``--spec
+:mod:`deniable.sources.reportfile`, the file's format); for other files, ``--spec
 FILE.json`` gives it. Reports made under another fingerprint are refused, never mixed in.
 """
 
@@ -23,9 +23,8 @@ from deniable.estimators import (
     QuantileInterval,
     check_numeric_method,
     check_quantiles,
-    read_embedded_spec,
-    read_report_file,
 )
+from deniable.sources.reportfile import read_embedded_spec, read_report_file
 
 from .periods import check_range_size, resolve_range
 from .specs import spec_from_served
