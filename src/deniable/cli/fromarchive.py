@@ -125,26 +125,14 @@ def _breakdown(
     from deniable.collector.queries.breakdown import breakdown_of_cells, parse_by, parse_where
     from deniable.collector.queries.refusal import QueryRefused
     from deniable.collector.settings import Settings
-    from deniable.collector.storage.queries import CellStats
-    from deniable.sources.archivecounts import count_width
+    from deniable.sources.archivesource import ArchiveCounts
 
     if any(not found.cells for found in files.values()):
         raise InvalidInput(
             f"the archive of {spec.name} holds no dimension cells: breakdowns read them from"
             " the collector's counts (leave out --from-archive)"
         )
-    size, k = len(labels), count_width(spec)
-    cells: dict[str, CellStats] = {}
-    for i, label in enumerate(labels):
-        found = files.get(label)
-        for cell, counts in (found.cells if found else {}).items():
-            stats = cells.get(cell)
-            if stats is None:
-                stats = cells[cell] = CellStats.empty(size, k)
-            stats.n[i] = counts.n
-            if counts.support is not None:
-                stats.counts[i] = counts.support
-            stats.total[i], stats.total_squares[i] = counts.total, counts.total_squares
+    cells = ArchiveCounts(spec, labels, files).cells()
     try:
         dims, kept = parse_by(spec, by or None), parse_where(spec, where or None)
         return breakdown_of_cells(

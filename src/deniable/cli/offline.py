@@ -32,6 +32,8 @@ from .specs import spec_from_served
 if TYPE_CHECKING:
     import numpy as np
 
+    from deniable.estimators.engine import CellStats
+
 
 def read_spec(path: Path, spec_file: Path | None) -> dict[str, Any]:
     """The metric spec: from ``spec_file`` if given, else from the Parquet file's metadata."""
@@ -194,6 +196,10 @@ class ExportCounts:
     def text_counts(self) -> np.ndarray:
         """Refused: a text metric's heavy hitters are decoded from the collector's counts."""
         raise InvalidInput(f"{self.reports.spec.name} is a text metric: estimate it online")
+
+    def cells(self) -> dict[str, CellStats]:
+        """Refused: breakdowns read the collector's counts."""
+        raise InvalidInput("--by and --where read the collector's counts; leave out --from-file")
 
     def shares(self, spec: MetricSpec, options: dict[str, Any]) -> Estimate:
         """The shares' estimate from every report (an exact mle over the distinct ones)."""

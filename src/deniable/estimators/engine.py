@@ -25,10 +25,32 @@ from .quantiles import estimate_quantiles
 from .results import Estimate, PeriodCounts, PeriodSums
 
 
+@dataclass
+class CellStats:
+    """One cell's statistics per period of a read: n reports, and the support counts per
+    category (``counts``, periods × k) or a numeric metric's sums of y and y^2."""
+
+    n: np.ndarray
+    counts: np.ndarray
+    total: np.ndarray
+    total_squares: np.ndarray
+
+    @classmethod
+    def empty(cls, periods: int, width: int) -> CellStats:
+        """No reports in any of ``periods`` periods, with ``width`` counts per period."""
+        return cls(
+            np.zeros(periods, dtype=np.int64),
+            np.zeros((periods, width), dtype=np.int64),
+            np.zeros(periods),
+            np.zeros(periods),
+        )
+
+
 class CountsSource(Protocol):
     """One metric's reports over one range, as an estimate reads them: the range's ``first``
     and ``last`` labels (None where unknown), each period's counts, a numeric metric's sums,
-    a text metric's sketch counts in its one period, and the shares' estimate."""
+    a text metric's sketch counts in its one period, each dimension cell's statistics (for a
+    breakdown), and the shares' estimate."""
 
     @property
     def first(self) -> str | None:
@@ -50,6 +72,11 @@ class CountsSource(Protocol):
 
     def text_counts(self) -> np.ndarray:
         """A text metric's sketch counts in the period :attr:`last`."""
+        ...
+
+    def cells(self) -> dict[str, CellStats]:
+        """Each dimension cell's statistics per period of the range, by cell text (a cell
+        without reports absent)."""
         ...
 
     def shares(self, spec: MetricSpec, options: dict[str, Any]) -> Estimate:

@@ -10,7 +10,7 @@ import numpy as np
 
 from deniable.client.spec import MetricSpec
 from deniable.estimators import Estimate, PeriodCounts, PeriodSums
-from deniable.estimators.engine import counted_shares
+from deniable.estimators.engine import CellStats, counted_shares
 
 from .archivecounts import FileCounts, count_width
 
@@ -71,6 +71,23 @@ class ArchiveCounts:
         if counts is None:
             counts = np.zeros(count_width(self.spec), dtype=np.int64)
         return counts
+
+    def cells(self) -> dict[str, CellStats]:
+        """Each cell's statistics from the files' per-cell counts (files without cells add
+        none: the caller refuses a breakdown of an archive that holds none)."""
+        size, width = len(self.labels), count_width(self.spec)
+        cells: dict[str, CellStats] = {}
+        for i, label in enumerate(self.labels):
+            found = self.files.get(label)
+            for cell, counts in (found.cells if found else {}).items():
+                stats = cells.get(cell)
+                if stats is None:
+                    stats = cells[cell] = CellStats.empty(size, width)
+                stats.n[i] = counts.n
+                if counts.support is not None:
+                    stats.counts[i] = counts.support
+                stats.total[i], stats.total_squares[i] = counts.total, counts.total_squares
+        return cells
 
     def shares(self, spec: MetricSpec, options: dict[str, Any]) -> Estimate:
         """The shares' estimate from the archived counts."""

@@ -30,11 +30,13 @@ from deniable.estimators import (
     plain,
 )
 from deniable.estimators.differences import interval_difference, verdict
+from deniable.estimators.engine import CellStats
 from deniable.estimators.heavyhitters import ALPHA, TextEstimate, text_document
 
 from ..context import Collector
-from ..storage.queries import CellStats, count_width, read_cells, read_text_cells
+from ..storage.queries import count_width
 from .refusal import refuse
+from .stored import StoredCounts
 
 MAX_BY = 2
 """The most dimensions one breakdown splits by."""
@@ -210,8 +212,7 @@ def slice_stats(
 def stored_cells(state: Collector, spec: MetricSpec, labels: list[str]) -> dict[str, CellStats]:
     """The collector's cells of ``spec`` over ``labels``: packed rows, or a text metric's
     sparse sketch counts (each cell's whole sketch per period)."""
-    read = read_text_cells if spec.type == "text" else read_cells
-    return read(state.database, spec, labels)
+    return StoredCounts(state.database, spec, labels).cells()
 
 
 def group_cells(

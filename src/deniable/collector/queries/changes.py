@@ -25,9 +25,10 @@ from deniable.estimators.differences import (
     row_alpha,
     share_changes,
 )
+from deniable.estimators.engine import CellStats
 
 from ..context import Collector
-from ..storage.queries import CellStats, read_counts, read_sums
+from ..storage.queries import read_counts, read_sums
 from .breakdown import slice_stats, slice_values
 from .ranges import period_bounds
 from .refusal import refuse

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from deniable.client.spec import MetricSpec
+from deniable.estimators.engine import CellStats
 
 from ..context import Collector
-from ..storage.queries import CellStats, read_cells
+from ..storage.queries import read_cells
 from .breakdown import SliceEstimate, breakdown, parse_by, parse_where, slice_count
 from .refusal import refuse
 

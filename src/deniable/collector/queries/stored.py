@@ -9,10 +9,10 @@ import numpy as np
 
 from deniable.client.spec import MetricSpec
 from deniable.estimators import Estimate, PeriodCounts, PeriodSums
-from deniable.estimators.engine import counted_shares
+from deniable.estimators.engine import CellStats, counted_shares
 
 from ..storage.engine import Database
-from ..storage.queries import read_counts, read_sums
+from ..storage.queries import read_cells, read_counts, read_sums, read_text_cells
 
 
 class StoredCounts:
@@ -53,6 +53,12 @@ class StoredCounts:
         """A text metric's sketch counts in the last period."""
         _, counts = read_counts(self.database, self.spec, [self.labels[-1]])
         return counts[0]
+
+    def cells(self) -> dict[str, CellStats]:
+        """Each cell's statistics: packed rows, or a text metric's sparse sketch counts (each
+        cell's whole sketch per period)."""
+        read = read_text_cells if self.spec.type == "text" else read_cells
+        return read(self.database, self.spec, self.labels)
 
     def shares(self, spec: MetricSpec, options: dict[str, Any]) -> Estimate:
         """The shares' estimate from the stored counts."""
