@@ -49,16 +49,7 @@ def series(state: Collector, query: EstimateQuery) -> dict[str, Any]:
             raise refuse("q: a series by slice gives bucket shares, not quantiles")
         if spec.type == "numeric":
             numeric_method(spec, query)
-        document = slice_series(
-            state,
-            spec,
-            labels,
-            query.by,
-            query.where,
-            confidence=query.confidence,
-            method=query.shares_method(spec.type == "numeric"),
-        )
-        return about(state, spec, document)
+        return about(state, spec, slice_series(state, spec, labels, query))
     if spec.type == "text":
         return about(state, spec, text_series(state, spec, labels, query))
     limit = state.settings.max_series_cells

@@ -10,7 +10,6 @@ slices × periods × categories at most ``max_series_cells``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +19,7 @@ from deniable.estimators.engine import CellStats
 from ..context import Collector
 from ..storage.queries import read_cells
 from .breakdown import SliceEstimate, breakdown, parse_by, parse_where, slice_count
+from .query import EstimateQuery
 from .refusal import refuse
 
 
@@ -50,23 +50,18 @@ class SliceSeries:
 
 
 def slice_series(
-    state: Collector,
-    spec: MetricSpec,
-    labels: list[str],
-    by: Sequence[str] | None,
-    where: Sequence[str] | None,
-    *,
-    confidence: float,
-    method: str,
+    state: Collector, spec: MetricSpec, labels: list[str], query: EstimateQuery
 ) -> dict[str, Any]:
-    """The series by slice of ``spec`` over ``labels``; 422 naming the problem (a bad ``by`` or
-    ``where``, or past ``DENIABLE_MAX_SERIES_CELLS``)."""
+    """The series by slice of ``spec`` over ``labels`` (the query's ``by``, ``where``,
+    confidence and method); 422 naming the problem (a bad ``by`` or ``where``, or past
+    ``DENIABLE_MAX_SERIES_CELLS``)."""
+    confidence, method = query.confidence, query.shares_method(spec.type == "numeric")
     if spec.type == "text":
         raise refuse(
             f"metric {spec.name} is text: a series by slice is not built for it; ask the"
             " estimate by slice (by, where) of each period",
         )
-    dims, kept = parse_by(spec, by), parse_where(spec, where)
+    dims, kept = parse_by(spec, query.by), parse_where(spec, query.where)
     slices = slice_count(spec, dims)
     k = 1 if spec.type == "numeric" else spec.k
     limit = state.settings.max_series_cells
