@@ -150,6 +150,17 @@ def get_estimate(
     return DocumentResponse(estimate(collector(request), query))
 
 
+SERIES_DESCRIPTION = (
+    "One estimate per period of start..end, oldest first; periods without reports have n = 0."
+    "\n\n``simultaneous`` makes each period's intervals hold for all categories at once. A"
+    " numeric\nmetric's series has each period's mean instead. A histogram's series asked with"
+    " ``q`` adds\neach period's quantile intervals (``quantiles``) and the metric's ``edges``."
+    " With ``by``\nor ``where``, a breakdown per period instead (:mod:`.sliceseries`)."
+)
+"""The series route's description in the OpenAPI document, as published (its last words name
+the module the series by slice was in then)."""
+
+
 @metric_read(
     router,
     "/v1/metrics/{name}/series",
@@ -157,6 +168,7 @@ def get_estimate(
     operation_id="getSeries",
     summary="Estimate each period of a range on its own",
     viewer=True,
+    description=SERIES_DESCRIPTION,
 )
 def get_series(
     request: Request,
@@ -166,13 +178,8 @@ def get_series(
     by: By = None,
     where: Where = None,
 ) -> dict[str, Any]:
-    """One estimate per period of start..end, oldest first; periods without reports have n = 0.
-
-    ``simultaneous`` makes each period's intervals hold for all categories at once. A numeric
-    metric's series has each period's mean instead. A histogram's series asked with ``q`` adds
-    each period's quantile intervals (``quantiles``) and the metric's ``edges``. With ``by``
-    or ``where``, a breakdown per period instead (:mod:`.sliceseries`).
-    """
+    """One estimate per period of start..end (:func:`..queries.series.series`), or with ``by``
+    or ``where`` a breakdown per period (:mod:`..queries.slices`)."""
     query = EstimateQuery(
         read.name,
         read.start,
