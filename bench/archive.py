@@ -112,7 +112,7 @@ def _write(root: Path, spec: Any, period: str, payloads: Any, cells: Any | None)
     import pyarrow.parquet as pq
 
     from deniable.client.spec import canonical_json
-    from deniable.estimators.archivefiles import (
+    from deniable.sources.archivefiles import (
         ARCHIVE_VERSION,
         COMPRESSION,
         FILE_NAME,
@@ -200,9 +200,9 @@ def synthesize(root: Path, reports: int, oue_reports: int, text_reports: int) ->
 
 def reanalysis(root: Path, engine: str, scheduler: str | None) -> list[dict[str, Any]]:
     """Seconds per re-analysis on ``engine``."""
-    from deniable.estimators.archivecounts import archive_counts
-    from deniable.estimators.archivedask import dask_counts
     from deniable.estimators.heavyhitters import text_document
+    from deniable.sources.archivecounts import archive_counts
+    from deniable.sources.archivedask import dask_counts
 
     specs = _specs()
 

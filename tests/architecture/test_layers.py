@@ -1,8 +1,10 @@
-"""The package order, enforced: client <- estimators <- service <- collector | shuffler <- cli.
+"""The package order, enforced: client <- estimators <- sources <- service <- collector | shuffler
+<- cli.
 
 An arrow points from the imported package to its importer. Each package imports only those
-before it: the client nothing of deniable, the estimators the client, the service kit both, the
-collector and the shuffler those three and never each other, and the CLI anything. The scan
+before it: the client nothing of deniable, the estimators the client, the sources (archive and
+export-file reading) both, the service kit those three, the collector and the shuffler those
+four and never each other, and the CLI anything. The scan
 reads every module's imports from its AST (relative ones resolved, lazy ones inside functions
 included), so an import added anywhere in a module fails here even if nothing runs it.
 """
@@ -15,13 +17,14 @@ import pytest
 
 from .imports import ROOT, SOURCE, imported_modules, package_of
 
-BASE = ("client", "estimators", "service")
+BASE = ("client", "estimators", "sources", "service")
 """The packages both servers build on, in their order."""
 
 MAY_IMPORT: dict[str, frozenset[str] | None] = {
     "client": frozenset(),
     "estimators": frozenset(BASE[:1]),
-    "service": frozenset(BASE[:2]),
+    "sources": frozenset(BASE[:2]),
+    "service": frozenset(BASE[:3]),
     "collector": frozenset(BASE),
     "shuffler": frozenset(BASE),
     "cli": None,

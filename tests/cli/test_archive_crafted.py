@@ -17,7 +17,7 @@ import pytest
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.client.spec import canonical_json
 from deniable.client.wire import payload_text
-from deniable.estimators.archivefiles import (
+from deniable.sources.archivefiles import (
     COMPRESSION,
     FILE_NAME,
     MANIFEST_NAME,

@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 
 from deniable.client import MetricSpec, SeededRandomness
-from deniable.estimators import SPEC_METADATA_KEY, frame_of
+from deniable.sources.reportfile import SPEC_METADATA_KEY, frame_of
 from testkit.cli import run_cli as run
 
 DAYS = ["2026-11-20", "2026-11-21"]

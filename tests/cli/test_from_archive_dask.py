@@ -66,8 +66,8 @@ def test_dask_gives_the_online_estimates(
 def test_dask_counts_equal_the_embedded_counts_file_by_file(
     sqlite_archive: tuple[dict[str, Any], Path], scheduler: str
 ) -> None:
-    from deniable.estimators.archivecounts import archive_counts
-    from deniable.estimators.archivedask import dask_counts
+    from deniable.sources.archivecounts import archive_counts
+    from deniable.sources.archivedask import dask_counts
 
     _, root = sqlite_archive
     spec = next(s for s in SPECS if s.name == "arch_olh")

@@ -18,7 +18,8 @@ from scipy.stats import norm
 
 from deniable.cli.main import cli
 from deniable.client import MetricSpec, SeededRandomness
-from deniable.estimators import SPEC_METADATA_KEY, estimate_reports, frame_of
+from deniable.estimators import estimate_reports
+from deniable.sources.reportfile import SPEC_METADATA_KEY, frame_of
 from testkit import free_port
 from testkit.cli import run_cli as run
 

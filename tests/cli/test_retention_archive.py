@@ -28,7 +28,7 @@ from deniable.collector.storage.retention import retain
 from deniable.collector.storage.tables import id_text
 from deniable.collector.storage.transaction import store_batches
 from deniable.collector.validation import ValidReport
-from deniable.estimators.archivefiles import (
+from deniable.sources.archivefiles import (
     FILE_NAME,
     MANIFEST_NAME,
     ArchiveLink,

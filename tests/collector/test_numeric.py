@@ -23,7 +23,7 @@ from deniable.cli.main import cli
 from deniable.client import MetricSpec
 from deniable.collector.storage import read_reports, read_sums
 from deniable.estimators import PeriodSums
-from deniable.estimators.reportfile import read_report_file
+from deniable.sources.reportfile import read_report_file
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,

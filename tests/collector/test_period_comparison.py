@@ -1,4 +1,4 @@
-"""``compare_to`` on the estimate route (collector/routes/changes.py): a numeric metric's mean
+"""``compare_to`` on the estimate route (collector/queries/changes.py): a numeric metric's mean
 in value units, the whole population of a metric without dimensions, the explicit window
 form, and every refusal a 422 naming its problem, the work bounded before it starts.
 

@@ -1,9 +1,9 @@
 """Estimates re-analysed from the Parquet archive of raw reports (``--from-archive URL``).
 
-The archive's files are reduced to counts (:mod:`deniable.estimators.archivecounts`, on DuckDB
-or a Dask cluster) and the documents are built from those counts by the builders the
-collector's routes use, so an estimate over archived periods is the one the collector gave
-while their reports were online. Without a range, every archived period of the metric.
+The archive's files are reduced to counts (:mod:`deniable.sources.archivecounts`, on DuckDB
+or a Dask cluster) and the documents are built from those counts by the estimate engine the
+collector uses (:mod:`deniable.estimators.engine`), so an estimate over archived periods is
+the one the collector gave while their reports were online. Without a range, every archived period of the metric.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import click
-import numpy as np
 
 from deniable.client.errors import InvalidInput
 from deniable.client.spec import MetricSpec, period_range
@@ -31,12 +30,12 @@ def _counts(
     """Each archived file's counts among ``labels``, on ``engine``."""
     try:
         if engine == "dask":
-            from deniable.estimators.archivedask import dask_counts
+            from deniable.sources.archivedask import dask_counts
 
             return dask_counts(url, spec, labels, by_cell, scheduler)
         if scheduler is not None:
             raise InvalidInput("--scheduler goes with --engine dask")
-        from deniable.estimators.archivecounts import archive_counts
+        from deniable.sources.archivecounts import archive_counts
 
         return archive_counts(url, spec, labels, by_cell)
     except ImportError as exc:
@@ -50,7 +49,7 @@ def _counts(
 def _labels(
     url: str, spec: MetricSpec, start: str | None, end: str | None, last: int | None
 ) -> list[str]:
-    from deniable.estimators.archivecounts import archived_periods
+    from deniable.sources.archivecounts import archived_periods
 
     start, end = resolve_range(spec, start, end, last)
     if start is None or end is None:
@@ -89,18 +88,11 @@ def archive_document(
     **options: Any,
 ) -> dict[str, Any]:
     """The estimate document of ``name`` from the archive at ``url`` (a breakdown with ``by``
-    or ``where``); ``options`` as :func:`.commands.estimate.options_for` makes them."""
-    from deniable.estimators import (
-        PeriodCounts,
-        PeriodSums,
-        estimate,
-        estimate_document,
-        estimate_quantiles,
-        histogram_document,
-        mean_document,
-    )
-    from deniable.estimators.archivecounts import archived_spec, count_width
-    from deniable.estimators.heavyhitters import text_document
+    or ``where``); ``options`` as :func:`.commands.estimate.options_for` makes them. The
+    document is the estimate engine's over the archived counts, as online over the stored."""
+    from deniable.estimators.engine import DocumentOptions, document
+    from deniable.sources.archivecounts import archived_spec
+    from deniable.sources.archivesource import ArchiveCounts
 
     from .commands.estimate import options_for
 
@@ -115,58 +107,9 @@ def archive_document(
     sliced = bool(by or where)
     files = {found.period: found for found in _counts(url, spec, labels, sliced, engine, scheduler)}
     _warn_unverified(url, name, files)
-    first, last_label = labels[0], labels[-1]
-    confidence = chosen["confidence"]
     if sliced:
         return _breakdown(spec, labels, files, by or [], where or [], chosen)
-    if spec.type == "text":
-        counts = files[labels[0]].whole.support if labels[0] in files else None
-        if counts is None:
-            counts = np.zeros(count_width(spec), dtype=np.int64)
-        return text_document(
-            name,
-            labels[0],
-            spec.text_randomizer,
-            counts,
-            confidence=confidence,
-            candidates=chosen.get("candidates"),
-        )
-    if spec.type == "numeric":
-        sums = [
-            PeriodSums(
-                label,
-                files[label].whole.n,
-                files[label].whole.total,
-                files[label].whole.total_squares,
-            )
-            if label in files
-            else PeriodSums(label, 0, 0.0, 0.0)
-            for label in labels
-        ]
-        return mean_document(
-            spec, first, last_label, sums, confidence=confidence, pooling=chosen["pooling"]
-        )
-    periods = [
-        PeriodCounts(label, files[label].whole.n, files[label].whole.support.tolist())
-        if label in files
-        else PeriodCounts(label, 0, [0] * spec.k)
-        for label in labels
-    ]
-    quantiles = chosen.pop("quantiles", None)
-    result = estimate(spec.randomizer, spec.categories, periods, **chosen)
-    if spec.type != "histogram":
-        return estimate_document(name, first, last_label, result)
-    from deniable.estimators import check_quantiles
-
-    intervals = estimate_quantiles(
-        spec.randomizer,
-        spec.edges,  # type: ignore[arg-type]
-        periods,
-        check_quantiles(quantiles),
-        confidence=confidence,
-        pooling=chosen["pooling"],
-    )
-    return histogram_document(name, first, last_label, result, intervals, spec.edges)  # type: ignore[arg-type]
+    return document(spec, ArchiveCounts(spec, labels, files), DocumentOptions.of(chosen))
 
 
 def _breakdown(
@@ -179,30 +122,17 @@ def _breakdown(
 ) -> dict[str, Any]:
     """The breakdown document from the archive's per-cell counts (InvalidInput if the archive
     holds no cells: raw reports kept their dimension cell only from a later schema on)."""
-    from fastapi import HTTPException
-
-    from deniable.collector.routes.breakdown import breakdown_of_cells, parse_by, parse_where
+    from deniable.collector.queries.breakdown import breakdown_of_cells, parse_by, parse_where
+    from deniable.collector.queries.refusal import QueryRefused
     from deniable.collector.settings import Settings
-    from deniable.collector.storage.queries import CellStats
-    from deniable.estimators.archivecounts import count_width
+    from deniable.sources.archivesource import ArchiveCounts
 
     if any(not found.cells for found in files.values()):
         raise InvalidInput(
             f"the archive of {spec.name} holds no dimension cells: breakdowns read them from"
             " the collector's counts (leave out --from-archive)"
         )
-    size, k = len(labels), count_width(spec)
-    cells: dict[str, CellStats] = {}
-    for i, label in enumerate(labels):
-        found = files.get(label)
-        for cell, counts in (found.cells if found else {}).items():
-            stats = cells.get(cell)
-            if stats is None:
-                stats = cells[cell] = CellStats.empty(size, k)
-            stats.n[i] = counts.n
-            if counts.support is not None:
-                stats.counts[i] = counts.support
-            stats.total[i], stats.total_squares[i] = counts.total, counts.total_squares
+    cells = ArchiveCounts(spec, labels, files).cells()
     try:
         dims, kept = parse_by(spec, by or None), parse_where(spec, where or None)
         return breakdown_of_cells(
@@ -217,5 +147,5 @@ def _breakdown(
             pooling=chosen.get("pooling", "overlap-safe"),
             candidates=chosen.get("candidates"),
         )
-    except HTTPException as exc:
-        raise InvalidInput(str(exc.detail)) from None
+    except QueryRefused as exc:
+        raise InvalidInput(exc.detail) from None

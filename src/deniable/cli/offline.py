@@ -1,7 +1,7 @@
 """Estimates from an exported file of raw randomized reports, without a collector.
 
 The metric's spec travels inside Parquet files written by ``deniable export`` (see
-:mod:`deniable.estimators.reportfile`, the file's format); for other files, ``--spec
+:mod:`deniable.sources.reportfile`, the file's format); for other files, ``--spec
 FILE.json`` gives it. Reports made under another fingerprint are refused, never mixed in.
 """
 
@@ -12,22 +12,27 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from deniable.client.errors import InvalidInput
 from deniable.client.spec import MetricSpec
 from deniable.estimators import (
     Estimate,
+    PeriodCounts,
     PeriodSums,
     QuantileInterval,
     check_numeric_method,
     check_quantiles,
-    read_embedded_spec,
-    read_report_file,
 )
+from deniable.sources.reportfile import read_embedded_spec, read_report_file
 
 from .periods import check_range_size, resolve_range
 from .specs import spec_from_served
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from deniable.estimators.engine import CellStats
 
 
 def read_spec(path: Path, spec_file: Path | None) -> dict[str, Any]:
@@ -155,6 +160,52 @@ def fitting_progress(method: str) -> Iterator[Callable[[int, float], None] | Non
         yield show
 
 
+class ExportCounts:
+    """An export file's reports as a :class:`~deniable.estimators.engine.CountsSource`: their
+    counts per period, a numeric metric's sums over every period of the range, and the shares
+    estimated from the reports themselves (an exact mle draws its ``progress``)."""
+
+    def __init__(
+        self, reports: FileReports, progress: Callable[[int, float], None] | None = None
+    ) -> None:
+        self.reports = reports
+        self.progress = progress
+
+    @property
+    def first(self) -> str | None:
+        """The range's first label (None if unknown)."""
+        return self.reports.first
+
+    @property
+    def last(self) -> str | None:
+        """The range's last label (None if unknown)."""
+        return self.reports.last
+
+    def counts(self) -> list[PeriodCounts]:
+        """The counts of each period with reports."""
+        from deniable.estimators import report_counts
+
+        return report_counts(self.reports.spec.randomizer, self.reports.frame)
+
+    def sums(self) -> list[PeriodSums]:
+        """A numeric metric's sums of every period of the range, none where it has no report."""
+        found = {period.period: period for period in self.reports.sums()}
+        labels = self.reports.labels()
+        return [found.get(label) or PeriodSums(label, 0, 0.0, 0.0) for label in labels]
+
+    def text_counts(self) -> np.ndarray:
+        """Refused: a text metric's heavy hitters are decoded from the collector's counts."""
+        raise InvalidInput(f"{self.reports.spec.name} is a text metric: estimate it online")
+
+    def cells(self) -> dict[str, CellStats]:
+        """Refused: breakdowns read the collector's counts."""
+        raise InvalidInput("--by and --where read the collector's counts; leave out --from-file")
+
+    def shares(self, spec: MetricSpec, options: dict[str, Any]) -> Estimate:
+        """The shares' estimate from every report (an exact mle over the distinct ones)."""
+        return self.reports.estimate(progress=self.progress, **options)
+
+
 def file_document(
     kind: Literal["estimate", "series"],
     reports: FileReports,
@@ -162,20 +213,16 @@ def file_document(
     **options: Any,
 ) -> dict[str, Any]:
     """The ``kind`` document (the API's shape) from ``reports``: the estimate pooled over them
-    all, or one estimate per period of the range, periods without reports included.
+    all (the estimate engine's, :func:`deniable.estimators.engine.document`), or one estimate
+    per period of the range, periods without reports included.
 
     ``options`` are the estimate's (confidence, method, simultaneous, and pooling for
     ``estimate``); ``quantiles`` a histogram's (the defaults if none). A numeric metric's
     documents carry its mean, from the sums of its reports' payloads. An exact mle shows its
     progress on stderr.
     """
-    from deniable.estimators import (
-        estimate_document,
-        histogram_document,
-        mean_document,
-        mean_series_document,
-        series_document,
-    )
+    from deniable.estimators import mean_series_document, series_document
+    from deniable.estimators.engine import DocumentOptions, document
 
     spec = reports.spec
     name = spec.name
@@ -184,33 +231,13 @@ def file_document(
     qs = check_quantiles(quantiles)
     if spec.type == "numeric":
         check_numeric_method(options.get("method", "unbiased"))
-        found = {period.period: period for period in reports.sums()}
-        labels = reports.labels()
-        periods = [found.get(label) or PeriodSums(label, 0, 0.0, 0.0) for label in labels]
         if kind == "series":
+            periods = ExportCounts(reports).sums()
             return mean_series_document(spec, periods, confidence=options["confidence"])
-        return mean_document(
-            spec,
-            reports.first,
-            reports.last,
-            periods,
-            confidence=options["confidence"],
-            pooling=options.get("pooling", "overlap-safe"),
-        )
     with fitting_progress(options.get("method", "")) as progress:
         if kind == "estimate":
-            result = reports.estimate(progress=progress, **options)
-            if spec.type == "histogram":
-                intervals = reports.quantiles(qs, **options)
-                return histogram_document(
-                    name,
-                    reports.first,
-                    reports.last,
-                    result,
-                    intervals,
-                    spec.edges,  # type: ignore[arg-type]
-                )
-            return estimate_document(name, reports.first, reports.last, result)
+            query = DocumentOptions.of({**options, "quantiles": qs})
+            return document(spec, ExportCounts(reports, progress), query)
         points = [
             (label, reports.estimate(label, progress=progress, **options))
             for label in reports.labels()

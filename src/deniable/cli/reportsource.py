@@ -14,7 +14,7 @@ from typing import Protocol
 
 from deniable.client.errors import CollectorRefused, InvalidInput
 from deniable.client.spec import MetricSpec
-from deniable.estimators import StoredReport
+from deniable.sources.reportfile import StoredReport
 
 from .errors import storage_errors
 from .options import GlobalOptions

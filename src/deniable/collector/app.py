@@ -257,12 +257,15 @@ def _to_dashboard() -> RedirectResponse:
 
 
 def _install_error_handlers(app: FastAPI) -> None:
-    """Map errors to answers: database down or not migrated -> 503, a spec that changed in the
-    database -> 503 (retry), memory exhausted -> 503 with Retry-After, anything else -> 500.
+    """Map errors to answers: a refused query -> its 4xx (:func:`.routes.common.query_refused`),
+    database down or not migrated -> 503, a spec that changed in the database -> 503 (retry),
+    memory exhausted -> 503 with Retry-After, anything else -> 500.
     No log line quotes a driver's message (it can hold report ids and payloads): only types,
     error codes, statements and frames."""
     from deniable.service.faults import redacted_traceback
 
+    from .queries.refusal import QueryRefused
+    from .routes.common import query_refused
     from .storage.queries import SpecChanged
 
     async def database_down(_request: Request, exc: Exception) -> JSONResponse:
@@ -311,6 +314,7 @@ def _install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StorageUnavailable, storage_unavailable)  # type: ignore[arg-type]
     app.add_exception_handler(DBAPIError, database_fault)  # type: ignore[arg-type]
     app.add_exception_handler(SpecChanged, spec_changed)  # type: ignore[arg-type]
+    app.add_exception_handler(QueryRefused, query_refused)
     app.add_exception_handler(Exception, server_fault)
 
 

@@ -3,8 +3,8 @@
 Each registered (not archived) metric's estimate as ``GET /v1/metrics/{name}/estimate``
 answers it with its defaults (the last 7 periods ending at the current one, the default
 method, simultaneous 95% intervals, pooled overlap-safe; a histogram's quantiles at 0.5, 0.9
-and 0.99), read through that route's own function, so a scrape shows exactly the API's
-numbers. It needs the viewer token (or an admin token): an estimate is not the operator's
+and 0.99), answered by that route's own query function
+(:func:`.queries.estimate.estimate`), so a scrape shows exactly the API's numbers. It needs the viewer token (or an admin token): an estimate is not the operator's
 ``/metrics``, which stays open and holds no estimate.
 
 A scrape is bounded like an overview page of the dashboard: at most
@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -29,10 +29,13 @@ from deniable.client.spec import MetricSpec
 from deniable.estimators import DEFAULT_PERIODS
 
 from .auth import VIEWER
-from .context import collector
+from .context import Collector, collector
 from .numbers import InvalidNumber, NumberRule
-from .routes.common import MetricPeriods, problem_responses
-from .routes.estimates import EstimateOptions, categories_of, metric_estimate
+from .queries.estimate import estimate
+from .queries.limits import categories_of
+from .queries.query import EstimateQuery
+from .queries.refusal import QueryRefused, refuse
+from .schemas import problem_responses
 from .storage.queries import list_specs
 
 router = APIRouter(tags=["estimates"])
@@ -177,10 +180,9 @@ class Families:
         return list(self.gauges.values())
 
 
-def export_page(request: Request, page: str | None) -> bytes:
+def export_page(state: Collector, page: str | None) -> bytes:
     """The text exposition of one page of metrics' current estimates; InvalidNumber naming a
     bad page."""
-    state = collector(request)
     settings = state.settings
     specs = list_specs(state.database, archived=False)
     bounds = page_bounds(specs, settings.dashboard_page_metrics, settings.max_series_cells)
@@ -191,14 +193,8 @@ def export_page(request: Request, page: str | None) -> bytes:
     families.add("deniable_estimate_pages", [], len(bounds))
     for spec in specs[start:stop]:
         try:
-            document = metric_estimate(
-                request,
-                MetricPeriods(name=spec.name),
-                EstimateOptions(),
-                pooling="overlap-safe",
-                q=None,
-            )
-        except HTTPException:
+            document = estimate(state, EstimateQuery(spec.name))
+        except QueryRefused:
             families.add("deniable_estimate_unavailable", [spec.name], 1)
             continue
         families.add_estimate(spec, document)
@@ -223,7 +219,7 @@ def estimates_metrics(request: Request, page: PageQuery = None) -> Response:
     exposition format, for a Prometheus server to scrape with the viewer token and Grafana to
     chart; ``page`` (from 1) chooses among pages of at most the dashboard overview's size."""
     try:
-        body = export_page(request, page)
+        body = export_page(collector(request), page)
     except InvalidNumber as exc:
-        raise HTTPException(status_code=422, detail=str(exc)) from None
+        raise refuse(str(exc)) from None
     return Response(body, media_type=CONTENT_TYPE_LATEST, headers={"Cache-Control": "no-store"})

@@ -1,4 +1,4 @@
-"""Estimate documents cached by the request and the version of the counts they read.
+"""Estimate documents cached by the query and the version of the counts they read.
 
 The dashboard, the Prometheus scrape and the CLI ask the same questions over unchanged counts;
 each answer is kept as its JSON bytes under a key of the document's kind, its arguments, the
@@ -19,17 +19,18 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any, ParamSpec
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
-from fastapi import Request
-from pydantic import BaseModel
 
 from .storage.versions import read_version
+
+if TYPE_CHECKING:
+    from .context import Collector
+    from .queries.query import EstimateQuery
 
 ENTRY_OVERHEAD = 320
 """Bytes counted per entry beyond its key's and document's: the two bytes objects' headers
@@ -81,51 +82,34 @@ class ReadCache:
                 self.size -= len(dropped) + len(value) + ENTRY_OVERHEAD
 
 
-def _plain(value: Any) -> Any:
-    """An argument as JSON-able data for the key (dataclasses and models as their fields)."""
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    return value
+Query = TypeVar("Query", bound="EstimateQuery")
+Answer = Callable[["Collector", Query], dict[str, Any]]
 
 
-P = ParamSpec("P")
+def cached_document(kind: str) -> Callable[[Answer[Query]], Answer[Query]]:
+    """Answer a query function ``(state, query)`` of one metric (``query.metric``) from the
+    collector's :class:`ReadCache`, keyed by ``kind``, the query's fields, the date and the
+    metric's read version; a document it refuses (raises for) is not kept. Callers get a
+    fresh copy of the document each time, never the cached one."""
 
-
-def cached_document(
-    kind: str,
-) -> Callable[[Callable[P, dict[str, Any]]], Callable[P, dict[str, Any]]]:
-    """Answer a document function ``(request, read, ...)`` of one metric (``read.name``) from
-    the collector's :class:`ReadCache`, keyed by ``kind``, its other arguments, the date and
-    the metric's read version; a document it raises for (an HTTP error) is not kept. Callers
-    get a fresh copy of the document each time, never the cached one."""
-
-    def wrap(document: Callable[P, dict[str, Any]]) -> Callable[P, dict[str, Any]]:
-        signature = inspect.signature(document)
-
+    def wrap(document: Answer[Query]) -> Answer[Query]:
         @functools.wraps(document)
-        def cached(*args: P.args, **kwargs: P.kwargs) -> dict[str, Any]:
-            bound = signature.bind(*args, **kwargs)
-            bound.apply_defaults()
-            request: Request = bound.arguments["request"]
-            state = request.app.state.collector
+        def cached(state: Collector, query: Query) -> dict[str, Any]:
             cache: ReadCache | None = getattr(state, "read_cache", None)
             if cache is None or cache.limit == 0:
-                return document(*args, **kwargs)
-            metric = bound.arguments["read"].name
+                return document(state, query)
             with state.database.reader.connect() as connection:
                 if not state.database.versioned(connection):
-                    return document(*args, **kwargs)
-                version = read_version(connection, metric)
-            arguments = {k: _plain(v) for k, v in bound.arguments.items() if k != "request"}
+                    return document(state, query)
+                version = read_version(connection, query.metric)
+            arguments = dataclasses.asdict(query)
             key = orjson.dumps([kind, state.today().isoformat(), version, arguments])
             found = cache.get(key)
             if found is not None:
                 state.telemetry.read_cache_hits.inc()
                 return orjson.loads(found)
             state.telemetry.read_cache_misses.inc()
-            result = document(*args, **kwargs)
+            result = document(state, query)
             try:
                 rendered = orjson.dumps(result, option=orjson.OPT_SERIALIZE_NUMPY)
             except orjson.JSONEncodeError:  # not JSON as it stands: answered, not kept

@@ -186,6 +186,11 @@ class Problem(BaseModel):
     detail: str
 
 
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The ``responses`` of a route that answers each of ``statuses`` with a :class:`Problem`."""
+    return {status: {"model": Problem} for status in statuses}
+
+
 class MetricSpecIn(BaseModel):
     """A metric to register; ``mechanism`` may be ``auto`` and is stored resolved.
 

@@ -3,9 +3,8 @@
 Works from per-period support counts (the sufficient statistics the collector keeps) or from a
 table of raw reports; see docs/STATS.md for every formula and docs/multi-period.md for ranges.
 
-The value types, the documents (the privacy document too), the estimate options and the
-export file's format load at
-once (none needs numpy or polars); the numerical functions are imported on first use, so that
+The value types, the documents (the privacy document too) and the estimate options load at
+once (none needs numpy or polars; the export file's format is :mod:`deniable.sources.reportfile`); the numerical functions are imported on first use, so that
 the CLI can build its options and help without loading numpy.
 """
 
@@ -54,17 +53,6 @@ from .privacy import (
     PrivacySettings,
     privacy_document,
     registration_warnings,
-)
-from .reportfile import (
-    SPEC_METADATA_KEY,
-    FileFormat,
-    StoredReport,
-    file_format,
-    frame_of,
-    read_embedded_spec,
-    read_report_file,
-    report_columns,
-    write_report_file,
 )
 from .results import (
     CategoryEstimate,
@@ -139,14 +127,12 @@ __all__ = [
     "MAX_REPORTS",
     "METHODS",
     "POOLINGS",
-    "SPEC_METADATA_KEY",
     "AnyRangeEstimate",
     "AnySeries",
     "AuditError",
     "AuditResult",
     "CategoryEstimate",
     "Estimate",
-    "FileFormat",
     "HistogramEstimate",
     "HistogramSeries",
     "HistogramSeriesPoint",
@@ -166,7 +152,6 @@ __all__ = [
     "RangeEstimate",
     "Series",
     "SeriesPoint",
-    "StoredReport",
     "TooManyReports",
     "audit_document",
     "audit_spec",
@@ -180,8 +165,6 @@ __all__ = [
     "estimate_quantiles",
     "estimate_reports",
     "fewest_reports",
-    "file_format",
-    "frame_of",
     "histogram_document",
     "histogram_series_document",
     "in_value_units",
@@ -195,16 +178,12 @@ __all__ = [
     "privacy_document",
     "quantile_bounds",
     "quantile_intervals",
-    "read_embedded_spec",
-    "read_report_file",
     "registration_warnings",
     "report_bytes",
-    "report_columns",
     "report_counts",
     "report_sums",
     "reports_needed",
     "series_document",
     "support_matrix",
     "v_opt",
-    "write_report_file",
 ]

@@ -20,9 +20,9 @@ from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import KRR, OLH, OLH_PRIME, OUE, Mechanism
 
 from .choices import Method, Pooling, check_options
+from .columns import payload_columns
 from .consistency import Progress, ibu
 from .frequency import estimate_with
-from .reportfile import payload_columns
 from .results import Estimate, PeriodCounts, PeriodSums
 from .support import index_support, olh_support, oue_bits
 

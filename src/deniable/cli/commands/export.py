@@ -2,7 +2,7 @@
 
 Reports come from the collector's admin export endpoint or, with ``--database URL``, straight
 from the collector's database (read-only, through its storage package's public queries). The
-file is in the estimators' export format (:mod:`deniable.estimators.reportfile`), and a
+file is in the estimators' export format (:mod:`deniable.sources.reportfile`), and a
 Parquet file carries the metric's spec in its metadata so ``estimate --from-file`` needs
 nothing else.
 """
@@ -14,7 +14,7 @@ from typing import get_args
 
 import click
 
-from deniable.estimators import FileFormat, file_format
+from deniable.sources.reportfile import FileFormat, file_format
 
 from ..options import GlobalOptions, format_option, pass_global_options, stored_range_options
 from ..progress import progress_bar
@@ -86,7 +86,7 @@ def export(
       deniable export browser --last 7 -o week.csv
       deniable export browser -o browser.parquet --database sqlite:///deniable.db
     """
-    from deniable.estimators import frame_of, write_report_file
+    from deniable.sources.reportfile import frame_of, write_report_file
 
     from ..periods import resolve_range
     from ..reportsource import open_source

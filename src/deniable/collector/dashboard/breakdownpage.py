@@ -3,7 +3,7 @@ estimate per slice of its public dimensions as small multiples, one small chart 
 with each interval as a whisker, a table and the CSV.
 
 The numbers are the estimate route's own (``GET /v1/metrics/{name}/estimate?by=...``, read
-through its function as every page does): every interval shown holds at once over every slice
+through its query function as every page does): every interval shown holds at once over every slice
 and category, and a suppressed slice says "suppressed, fewer than N reports" with no number,
 not even its count, in the chart, the table and the CSV alike. Work is the API's, bounded the
 same way (422 naming ``DENIABLE_MAX_ESTIMATE_CELLS``).
@@ -15,13 +15,15 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlencode
 
-from fastapi import HTTPException, Request
+from fastapi import Request
 from markupsafe import Markup
 
 from deniable.client.spec import OTHER, MetricSpec
 
-from ..routes.common import MetricPeriods
-from ..routes.estimates import EstimateOptions, metric_estimate
+from ..context import collector
+from ..queries import estimate as estimates
+from ..queries.query import EstimateQuery
+from ..queries.refusal import QueryRefused, refuse
 from . import slicediff, slicetrend
 from .charts import fit_text, share_axis, share_text, svg, value_axis, value_text
 from .data import shown_categories
@@ -47,9 +49,9 @@ def chosen(request: Request, spec: MetricSpec) -> tuple[list[str], list[str]]:
     by = [value for value in params.getlist("by") if value]
     where = [value for value in params.getlist("where") if value]
     if len(params.getlist("by")) + len(params.getlist("where")) > MAX_FIELDS:
-        raise HTTPException(422, f"at most {MAX_FIELDS} by and where fields at once")
+        raise refuse(f"at most {MAX_FIELDS} by and where fields at once")
     if not spec.dimensions:
-        raise HTTPException(422, f"metric {spec.name} has no dimensions to break it down by")
+        raise refuse(f"metric {spec.name} has no dimensions to break it down by")
     if not by and not where:
         by = [spec.dimensions[0][0]]
     return by, where
@@ -65,19 +67,17 @@ def document(
 ) -> dict[str, Any]:
     """The API's breakdown document for the page's range, method and pooling (with the two
     ``compare`` slices' differences, if given)."""
-    method = query["method"]
-    options = EstimateOptions(confidence=0.95, method=method, simultaneous=True)  # type: ignore[arg-type]
-    read = MetricPeriods(name=spec.name, start=query["start"] or None, end=query["end"] or None)
-    return metric_estimate(  # type: ignore[call-arg]
-        request,
-        read,
-        options,
+    chosen = EstimateQuery(
+        spec.name,
+        query["start"] or None,
+        query["end"] or None,
+        method=query["method"],
         pooling=query["pooling"],
-        q=None,
-        by=by or None,
-        where=where,
+        by=tuple(by) or None,
+        where=tuple(where),
         compare=compare,
     )
+    return estimates.estimate(collector(request), chosen)
 
 
 def slice_name(values: dict[str, str], where: dict[str, str]) -> str:
@@ -315,16 +315,17 @@ def csv_href(spec: MetricSpec, request: Request) -> str:
 
 
 def page(spec: MetricSpec, request: Request, query: dict[str, Any]) -> Markup:
-    """The whole breakdown page; HTTPException as the API's (422 naming the problem)."""
+    """The whole breakdown page; :class:`~..queries.refusal.QueryRefused` as the API's (422
+    naming the problem)."""
     by, where = chosen(request, spec)
     pair = slicediff.chosen_pair(request, by)
     problem = None
     try:
         found = document(request, spec, query, by, where, pair)
-    except HTTPException as exc:
+    except QueryRefused as exc:
         if pair is None:
             raise
-        problem = str(exc.detail)
+        problem = exc.detail
         found = document(request, spec, query, by, where)
     shown = _categories(spec, found, query["top"])
     level = f"{found['confidence'] * 100:g}%"

@@ -1,7 +1,7 @@
-"""What the dashboard shows, read through the API's own route functions.
+"""What the dashboard shows, read through the API's own query functions.
 
 Every number on a page comes from the estimate and series documents the API answers
-(``routes.estimates``), built by :mod:`deniable.estimators.documents`; the margins of the
+(:mod:`..queries`), built by :mod:`deniable.estimators.documents`; the margins of the
 overview come from the planner (:mod:`deniable.estimators.advisor`). Nothing is estimated
 here a second way.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from fastapi import HTTPException, Request
+from fastapi import Request
 
 from deniable.client.errors import InvalidInput
 from deniable.client.spec import MetricSpec, period_label, period_range
@@ -21,15 +21,19 @@ from deniable.estimators.heavyhitters import floor
 
 from ..context import collector
 from ..numbers import NumberRule
-from ..routes.common import MetricPeriods
-from ..routes.estimates import EstimateOptions, categories_of, get_series, metric_estimate
-from ..routes.privacy import (
+from ..queries import estimate as estimates
+from ..queries import series as serieses
+from ..queries.limits import categories_of
+from ..queries.privacy import (
     DEFAULT_RATIO,
     LIFETIME_RULE,
     REPORTS_RULE,
     SHUFFLE_BATCH_RULE,
-    get_privacy,
+    PrivacyQuery,
 )
+from ..queries.privacy import privacy as privacy_account
+from ..queries.query import EstimateQuery
+from ..queries.refusal import QueryRefused
 from ..storage.queries import list_specs, read_period_reports
 
 OVERVIEW_PERIODS = 14
@@ -71,10 +75,9 @@ def estimate(
     confidence: float = 0.95,
 ) -> dict[str, Any]:
     """The API's estimate document (simultaneous intervals, the API's default method unless
-    ``method`` is given); HTTPException as the API's."""
-    options = EstimateOptions(confidence=confidence, method=method, simultaneous=True)  # type: ignore[arg-type]
-    read = MetricPeriods(name=spec.name, start=start, end=end)
-    return metric_estimate(request, read, options, pooling=pooling, q=None)  # type: ignore[arg-type]
+    ``method`` is given); :class:`~..queries.refusal.QueryRefused` as the API's."""
+    query = EstimateQuery(spec.name, start, end, confidence, method, pooling=pooling)
+    return estimates.estimate(collector(request), query)
 
 
 def series(
@@ -87,9 +90,9 @@ def series(
     confidence: float = 0.95,
 ) -> dict[str, Any]:
     """The API's series document (simultaneous intervals, the API's default method unless
-    ``method`` is given); HTTPException as the API's."""
-    options = EstimateOptions(confidence=confidence, method=method, simultaneous=True)  # type: ignore[arg-type]
-    return get_series(request, MetricPeriods(name=spec.name, start=start, end=end), options)
+    ``method`` is given); :class:`~..queries.refusal.QueryRefused` as the API's."""
+    query = EstimateQuery(spec.name, start, end, confidence, method)
+    return serieses.series(collector(request), query)
 
 
 def leading_category(document: dict[str, Any]) -> str | None:
@@ -135,15 +138,12 @@ def change_now(
     request: Request, spec: MetricSpec, label: str, category: str | None
 ) -> dict[str, Any] | None:
     """The change of ``category`` (or the mean) from the period before ``label`` to ``label``:
-    the period comparison's row (``compare_to=previous``, the API's own route, so its interval
+    the period comparison's row (``compare_to=previous``, the API's own query, so its interval
     holds whatever devices report in both periods), or None when it cannot be made."""
-    options = EstimateOptions(confidence=0.95, method=None, simultaneous=True)
-    read = MetricPeriods(name=spec.name, start=label, end=label)
+    query = EstimateQuery(spec.name, label, label, compare_to="previous")
     try:
-        document = metric_estimate(
-            request, read, options, pooling="overlap-safe", q=None, compare_to="previous"
-        )  # type: ignore[arg-type]
-    except HTTPException:
+        document = estimates.estimate(collector(request), query)
+    except QueryRefused:
         return None
     rows = document["slices"][0]["rows"]
     wanted = "mean" if spec.type == "numeric" else category
@@ -285,7 +285,8 @@ def shown_categories(spec: MetricSpec, document: dict[str, Any], top: int) -> li
 
 def privacy(request: Request, values: dict[str, str]) -> dict[str, Any]:
     """The API's privacy account for the form's SDK settings (``GET /v1/privacy``'s own
-    function, so the page shows its numbers); :class:`InvalidInput` naming a bad value."""
+    query function, so the page shows its numbers); :class:`InvalidInput` naming a bad value,
+    :class:`~..queries.refusal.QueryRefused` as the API's."""
     reports = REPORTS_RULE.parse(values["max_reports_per_period"])
     text = values["lifetime_epsilon"]
     lifetime = LIFETIME_RULE.parse(text) if text else None
@@ -294,12 +295,12 @@ def privacy(request: Request, values: dict[str, str]) -> dict[str, Any]:
     if values["instantaneous_ratio"] not in (DEFAULT_RATIO, "none"):
         raise InvalidInput(f"the fresh layer of memoized reports is {DEFAULT_RATIO} or none")
     batch = values.get("shuffle_batch", "")
-    document = get_privacy(
-        request,
+    query = PrivacyQuery(
         int(reports),
         values["memoize"],
         lifetime,
         values["instantaneous_ratio"],
         shuffle_batch=int(SHUFFLE_BATCH_RULE.parse(batch)) if batch else None,
     )
+    document = privacy_account(collector(request), query)
     return dataclasses.asdict(document)

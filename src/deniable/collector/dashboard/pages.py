@@ -22,7 +22,7 @@ from deniable.estimators.documents import clipped_mark
 from deniable.estimators.privacy import PRIVACY_DOC
 from deniable.estimators.shufflingaccount import below_note, devices_text
 
-from ..routes.privacy import DEFAULT_RATIO
+from ..queries.privacy import DEFAULT_RATIO
 from .charts import (
     NARROW,
     Bar,

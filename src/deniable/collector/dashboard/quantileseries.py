@@ -1,7 +1,7 @@
 """A histogram metric page's quantiles over time: each period's quantile intervals.
 
 The numbers are the series route's own (``GET /v1/metrics/{name}/series?q=...``, read through
-its function as every page does): each period's intervals from that period's reports alone,
+its query function as every page does): each period's intervals from that period's reports alone,
 jointly at 95% within the period. The page's ``quantiles`` field chooses them (default p50
 and p90); the series route bounds periods × (buckets + quantiles) by
 ``DENIABLE_MAX_SERIES_CELLS``, a 422 naming it past that.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import HTTPException, Request
+from fastapi import Request
 from markupsafe import Markup
 
 from deniable.client.errors import InvalidInput
@@ -19,8 +19,10 @@ from deniable.client.spec import MetricSpec
 from deniable.estimators import quantile_bounds
 from deniable.estimators.choices import MAX_QUANTILES
 
-from ..routes.common import MetricPeriods
-from ..routes.estimates import QUANTILE_RULE, EstimateOptions, get_series
+from ..context import collector
+from ..queries.query import QUANTILE_RULE, EstimateQuery
+from ..queries.refusal import refuse
+from ..queries.series import series
 from .charts import NARROW, Line, Point, swatch, time_chart, value_text
 from .pages import metric_path
 from .templating import render
@@ -48,17 +50,18 @@ def chosen_quantiles(text: str) -> list[float]:
 
 def quantile_series(request: Request, spec: MetricSpec, query: dict[str, Any]) -> dict[str, Any]:
     """The API's series document with each period's quantiles for the page's range and the
-    form's quantiles; HTTPException (422) for a bad field or past the cells limit."""
+    form's quantiles; :class:`~..queries.refusal.QueryRefused` (422) for a bad field or past
+    the cells limit."""
     text = request.query_params.get(FIELD) or DEFAULT_QUANTILES
     try:
         if len(text) > MAX_FIELD_CHARS:
             raise InvalidInput(f"quantiles: at most {MAX_FIELD_CHARS} characters")
         qs = chosen_quantiles(text)
     except InvalidInput as exc:
-        raise HTTPException(422, str(exc)) from None
-    options = EstimateOptions(method=query["method"], simultaneous=True)  # type: ignore[arg-type]
-    read = MetricPeriods(name=spec.name, start=query["start"] or None, end=query["end"] or None)
-    return get_series(request, read, options, q=qs)
+        raise refuse(str(exc)) from None
+    start, end = query["start"] or None, query["end"] or None
+    chosen = EstimateQuery(spec.name, start, end, method=query["method"], quantiles=tuple(qs))
+    return series(collector(request), chosen)
 
 
 def _label(q: float) -> str:

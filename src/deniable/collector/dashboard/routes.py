@@ -1,10 +1,10 @@
 """The dashboard's routes: sign-in and sign-out, the overview, a metric's page, its CSVs, the
 planner and the stylesheet.
 
-Pages read through the API's own route functions (:mod:`.data`), so they show exactly the API's
-numbers; a page answers HTML, an error in the API's terms (404, 422) becomes a page with the
-same status. Every page but sign-in needs a session (:mod:`.session`) unless the collector runs
-without tokens (loopback development), when the dashboard is as open as the API.
+Pages read through the API's own query functions (:mod:`.data`), so they show exactly the API's
+numbers; a page answers HTML, a refused query (404, 422) becomes a page with the same status.
+Every page but sign-in needs a session (:mod:`.session`) unless the collector runs without
+tokens (loopback development), when the dashboard is as open as the API.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from deniable.client.account import SDK_DEFAULTS
@@ -26,8 +26,9 @@ from deniable.service.body import read_body
 
 from ..context import collector
 from ..numbers import InvalidNumber, NumberRule
-from ..routes.common import find_spec
-from ..routes.privacy import DEFAULT_MEMOIZE, DEFAULT_RATIO
+from ..queries.privacy import DEFAULT_MEMOIZE, DEFAULT_RATIO
+from ..queries.ranges import registered_spec
+from ..queries.refusal import QueryRefused, refuse
 from . import breakdownpage, data, numericplan, pages, quantileseries, session
 from .style import CSS, ETAG
 
@@ -206,16 +207,16 @@ def page_query(request: Request, spec: Any) -> dict[str, Any]:
     method = params.get("method") or ("unbiased" if spec.type == "numeric" else DEFAULT_METHOD)
     pooling = params.get("pooling") or "overlap-safe"
     if method not in pages.METHODS:
-        raise HTTPException(422, f"method must be one of {', '.join(pages.METHODS)}")
+        raise refuse(f"method must be one of {', '.join(pages.METHODS)}")
     if pooling not in pages.POOLINGS:
-        raise HTTPException(422, f"pooling must be one of {', '.join(pages.POOLINGS)}")
+        raise refuse(f"pooling must be one of {', '.join(pages.POOLINGS)}")
     try:
         top = int(TOP_RULE.parse(params.get("top") or str(data.DEFAULT_TOP)))
     except InvalidNumber as exc:
-        raise HTTPException(422, str(exc)) from None
+        raise refuse(str(exc)) from None
     for name, value in (("start", start), ("end", end)):
         if value is not None and len(value) > 32:
-            raise HTTPException(422, f"{name} is not a period label")
+            raise refuse(f"{name} is not a period label")
     return {
         "start": start or "",
         "end": end or "",
@@ -229,7 +230,7 @@ def documents(
     request: Request, name: str
 ) -> tuple[Any, dict[str, Any], dict[str, Any], dict[str, Any]]:
     """The metric, the page's choices, and the API's estimate and series documents for them."""
-    _, spec = find_spec(request, name)
+    spec = registered_spec(collector(request), name)
     query = page_query(request, spec)
     start, end = query["start"] or None, query["end"] or None
     series = data.series(request, spec, start, end, method=query["method"])
@@ -245,7 +246,7 @@ def metric(name: str, request: Request) -> Response:
     if not signed_in(request):
         return to_sign_in()
     try:
-        _, spec = find_spec(request, name)
+        spec = registered_spec(collector(request), name)
         if spec.type == "text":
             from .textpage import text_document, text_page
 
@@ -256,8 +257,8 @@ def metric(name: str, request: Request) -> Response:
         over_time = ""
         if spec.type == "histogram":
             over_time = quantileseries.section(request, spec, query)
-    except HTTPException as exc:
-        return html(pages.error_page(exc.status_code, str(exc.detail)), exc.status_code)
+    except QueryRefused as exc:
+        return html(pages.error_page(exc.status, exc.detail), exc.status)
     shown = [] if spec.type == "numeric" else data.shown_categories(spec, estimate, query["top"])
     entry = breakdownpage.entry_card(spec, query)
     return html(pages.metric_page(spec, estimate, series, shown, query, over_time, entry))
@@ -265,7 +266,7 @@ def metric(name: str, request: Request) -> Response:
 
 def breakdown_read(request: Request, name: str) -> tuple[Any, dict[str, Any]]:
     """The metric and the page's choices for its breakdown."""
-    _, spec = find_spec(request, name)
+    spec = registered_spec(collector(request), name)
     return spec, page_query(request, spec)
 
 
@@ -281,8 +282,8 @@ def breakdown(name: str, request: Request) -> Response:
 
             return html(text_slices(spec, request, query))
         return html(breakdownpage.page(spec, request, query))
-    except HTTPException as exc:
-        return html(pages.error_page(exc.status_code, str(exc.detail)), exc.status_code)
+    except QueryRefused as exc:
+        return html(pages.error_page(exc.status, exc.detail), exc.status)
 
 
 @router.get("/metrics/{name}/breakdown.csv")
@@ -299,8 +300,8 @@ def breakdown_csv(name: str, request: Request) -> Response:
             found = text_slices(request, spec, by, where)
         else:
             found = breakdownpage.document(request, spec, query, by, where)
-    except HTTPException as exc:
-        return html(pages.error_page(exc.status_code, str(exc.detail)), exc.status_code)
+    except QueryRefused as exc:
+        return html(pages.error_page(exc.status, exc.detail), exc.status)
     return csv_response(breakdown_csv_text(found), f"{spec.name}-breakdown.csv")
 
 
@@ -322,8 +323,8 @@ def document_csv(request: Request, name: str, which: str) -> Response:
         return to_sign_in()
     try:
         spec, _, estimate, series = documents(request, name)
-    except HTTPException as exc:
-        return html(pages.error_page(exc.status_code, str(exc.detail)), exc.status_code)
+    except QueryRefused as exc:
+        return html(pages.error_page(exc.status, exc.detail), exc.status)
     text = estimate_csv_text(estimate) if which == "estimate" else series_csv_text(series)
     return csv_response(text, f"{spec.name}-{which}.csv")
 

@@ -14,11 +14,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from fastapi import HTTPException, Request
+from fastapi import Request
 from markupsafe import Markup
 
 from deniable.client.spec import OTHER, MetricSpec
 
+from ..queries.refusal import refuse
 from .charts import GRID, INK, WARN, fit_text, nice_step, svg, text_width, value_text
 from .templating import render
 
@@ -33,9 +34,9 @@ def chosen_pair(request: Request, by: Sequence[str]) -> str | None:
     if not first and not second:
         return None
     if len(first) > 32 or len(second) > 32 or not first or not second:
-        raise HTTPException(422, "compare: choose two slices, first and second")
+        raise refuse("compare: choose two slices, first and second")
     if len(by) != 1:
-        raise HTTPException(422, "compare: break down by one dimension to compare two slices")
+        raise refuse("compare: break down by one dimension to compare two slices")
     return f"{first},{second}"
 
 

@@ -2,7 +2,7 @@
 axis, each period's interval as a band (or a bar for a lone period).
 
 The numbers are the series route's by slice (``GET /v1/metrics/{name}/series?by=platform``,
-read through its function): each period on its own, its intervals holding at once over its
+read through its query function): each period on its own, its intervals holding at once over its
 categories and the slices shown in that period. A period where a slice is suppressed draws no
 point for it (and no number); a slice suppressed in every period is named in one line. A
 boolean draws its share of true, a categorical metric or a histogram its largest category (the
@@ -14,13 +14,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import HTTPException, Request
+from fastapi import Request
 from markupsafe import Markup
 
 from deniable.client.spec import MetricSpec
 
-from ..routes.common import MetricPeriods
-from ..routes.estimates import EstimateOptions, get_series
+from ..context import collector
+from ..queries.query import EstimateQuery
+from ..queries.refusal import QueryRefused
+from ..queries.series import series
 from .charts import Line, Point, small_multiples
 from .templating import render
 
@@ -29,10 +31,16 @@ def _slice_series(
     request: Request, spec: MetricSpec, query: dict[str, Any], found: dict[str, Any]
 ) -> dict[str, Any]:
     """The series route's document for the page's range, slices and method."""
-    options = EstimateOptions(confidence=0.95, method=query["method"], simultaneous=True)  # type: ignore[arg-type]
-    read = MetricPeriods(name=spec.name, start=found["start"], end=found["end"])
-    where = [f"{name}:{value}" for name, value in found["where"].items()]
-    return get_series(request, read, options, q=None, by=found["by"] or None, where=where)  # type: ignore[call-arg]
+    where = tuple(f"{name}:{value}" for name, value in found["where"].items())
+    chosen = EstimateQuery(
+        spec.name,
+        found["start"],
+        found["end"],
+        method=query["method"],
+        by=tuple(found["by"]) or None,
+        where=where,
+    )
+    return series(collector(request), chosen)
 
 
 def section(
@@ -50,7 +58,7 @@ def section(
     category = "true" if spec.type == "boolean" else shown[0]
     try:
         document = _slice_series(request, spec, query, found)
-    except HTTPException as exc:
+    except QueryRefused as exc:
         return render("slice_trend.html", problem=exc.detail)
     points = document["series"]
     periods = [point["period"] for point in points]

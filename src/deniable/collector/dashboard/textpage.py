@@ -11,8 +11,9 @@ from markupsafe import Markup
 
 from deniable.client.spec import MetricSpec
 
-from ..routes.common import MetricPeriods
-from ..routes.estimates import EstimateOptions, metric_estimate
+from ..context import collector
+from ..queries.estimate import estimate
+from ..queries.query import EstimateQuery
 from .charts import Bar, bar_chart
 from .pages import pct
 from .templating import render
@@ -20,9 +21,7 @@ from .templating import render
 
 def text_document(request: Request, spec: MetricSpec, end: str | None) -> dict[str, Any]:
     """The API's estimate document of the period ``end`` (default: the current one)."""
-    read = MetricPeriods(name=spec.name, start=None, end=end)
-    options = EstimateOptions(confidence=0.95, method=None, simultaneous=True)
-    return metric_estimate(request, read, options, pooling="overlap-safe", q=None)  # type: ignore[arg-type]
+    return estimate(collector(request), EstimateQuery(spec.name, end=end))
 
 
 def ranked_chart(document: dict[str, Any]) -> tuple[Markup, Markup]:

@@ -4,7 +4,7 @@ their intervals and the slice's own floor; a suppressed slice is named under its
 number, not even its count.
 
 The numbers are the estimate route's with ``by``/``where`` (``GET /v1/metrics/{name}/estimate``,
-read through its function as every page does), so the work is the API's, bounded the same way.
+read through its query function as every page does), so the work is the API's, bounded the same way.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from markupsafe import Markup
 
 from deniable.client.spec import MetricSpec
 
-from ..routes.common import MetricPeriods
-from ..routes.estimates import EstimateOptions, metric_estimate
+from ..context import collector
+from ..queries.estimate import estimate
+from ..queries.query import EstimateQuery
 from .breakdownpage import chosen, csv_href, selector, slice_name, suppressed_note
 from .charts import Bar, bar_chart
 from .pages import metric_path, pct
@@ -26,11 +27,9 @@ from .templating import render
 
 def document(request: Request, spec: MetricSpec, by: list[str], where: list[str]) -> dict[str, Any]:
     """The API's breakdown document of the period ``end`` of the page's query."""
-    read = MetricPeriods(name=spec.name, start=None, end=request.query_params.get("end") or None)
-    options = EstimateOptions(confidence=0.95, method=None, simultaneous=True)
-    return metric_estimate(  # type: ignore[call-arg]
-        request, read, options, pooling="overlap-safe", q=None, by=by or None, where=where
-    )
+    end = request.query_params.get("end") or None
+    query = EstimateQuery(spec.name, end=end, by=tuple(by) or None, where=tuple(where))
+    return estimate(collector(request), query)
 
 
 def _figure(i: int, name: str, estimate: dict[str, Any]) -> dict[str, Any]:
@@ -58,7 +57,8 @@ def _interval(row: dict[str, Any]) -> tuple[float, float]:
 
 
 def page(spec: MetricSpec, request: Request, query: dict[str, Any]) -> Markup:
-    """The whole page; HTTPException as the API's (422 naming the problem)."""
+    """The whole page; :class:`~..queries.refusal.QueryRefused` as the API's (422 naming the
+    problem)."""
     by, where = chosen(request, spec)
     found = document(request, spec, by, where)
     figures: list[dict[str, Any]] = []

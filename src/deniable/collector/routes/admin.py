@@ -19,6 +19,7 @@ from deniable.client.wire import parse_payload_text
 from ..auth import ADMIN
 from ..context import collector
 from ..numbers import NumberRule, query_number
+from ..queries.ranges import period_bounds
 from ..schemas import Health, Payload, RetentionResult
 from ..storage.partitions import create_ahead
 from ..storage.queries import check_ready, list_specs, read_reports
@@ -28,7 +29,6 @@ from .common import (
     MetricPeriodsQuery,
     find_spec,
     metric_read,
-    period_bounds,
     problem_responses,
 )
 

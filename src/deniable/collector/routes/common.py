@@ -1,6 +1,5 @@
-"""What the route modules share: how error answers, admin reads of a metric and request bodies are documented, the
-parameters of a read of one metric's periods, the metric a path names, and the period labels a
-request's start and end mean.
+"""What the route modules share: how error answers, admin reads of a metric and request bodies
+are documented, the parameters of a read of one metric's periods, and the metric a path names.
 
 Route modules import from here, never from one another.
 """
@@ -13,21 +12,18 @@ from typing import Annotated, Any, TypeVar
 
 import orjson
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.exception_handlers import http_exception_handler
+from fastapi.responses import JSONResponse, Response
 
-from deniable.client.errors import InvalidInput
-from deniable.client.spec import MetricSpec, resolve_period
+from deniable.client.spec import MetricSpec
 
 from ..auth import ADMIN, VIEWER
 from ..context import Collector, collector
-from ..schemas import Problem
+from ..queries.ranges import registered_spec
+from ..queries.refusal import QueryRefused
+from ..schemas import problem_responses
 
 Route = TypeVar("Route", bound=Callable[..., Any])
-
-
-def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """The ``responses`` of a route that answers each of ``statuses`` with a :class:`Problem`."""
-    return {status: {"model": Problem} for status in statuses}
 
 
 def json_body(schema: dict[str, Any]) -> dict[str, Any]:
@@ -59,10 +55,12 @@ def metric_read(
     summary: str,
     viewer: bool = False,
     tags: list[str] | None = None,
+    description: str | None = None,
 ) -> Callable[[Route], Route]:
     """Register a ``GET`` of ``router`` at ``path`` that reads one metric, answering ``model``
     or one of :data:`ERRORS`: admin only, or also the viewer token if ``viewer``; documented
-    under ``operation_id``, ``summary`` and ``tags`` (besides the router's)."""
+    under ``operation_id``, ``summary``, ``tags`` (besides the router's) and ``description``
+    (default: the route's docstring)."""
     role = VIEWER if viewer else ADMIN
     return router.get(
         path,
@@ -72,6 +70,7 @@ def metric_read(
         operation_id=operation_id,
         summary=summary,
         tags=tags,
+        description=description,
     )
 
 
@@ -101,29 +100,11 @@ MetricPeriodsQuery = Annotated[MetricPeriods, Depends()]
 def find_spec(request: Request, name: str) -> tuple[Collector, MetricSpec]:
     """The collector and the registered metric ``name`` (404 if not registered)."""
     state = collector(request)
-    spec = state.specs.get(name)
-    if spec is None:
-        raise HTTPException(status_code=404, detail=f"metric {name!r} is not registered")
-    return state, spec
+    return state, registered_spec(state, name)
 
 
-def period_of(spec: MetricSpec, value: str, which: str) -> str:
-    """The period label of ``spec``'s kind that the ``which`` parameter's ``value`` names
-    (:func:`~deniable.client.spec.resolve_period`); 422 naming the parameter and the metric."""
-    try:
-        return resolve_period(spec.period, value)
-    except InvalidInput as exc:
-        raise HTTPException(
-            status_code=422, detail=f"{which} is not valid for metric {spec.name}: {exc}"
-        ) from None
-
-
-def period_bounds(
-    spec: MetricSpec, start: str | None, end: str | None
-) -> tuple[str | None, str | None]:
-    """The labels ``start`` and ``end`` name (None where not given); 422 if start is after end."""
-    first = period_of(spec, start, "start") if start is not None else None
-    last = period_of(spec, end, "end") if end is not None else None
-    if first is not None and last is not None and first > last:
-        raise HTTPException(status_code=422, detail=f"start {first} is after end {last}")
-    return first, last
+async def query_refused(request: Request, exc: Exception) -> Response:
+    """The API's answer to a refused query: the very answer of an HTTP error of its status
+    and detail (``{"detail": ...}``), as the routes gave before the query layer."""
+    assert isinstance(exc, QueryRefused)
+    return await http_exception_handler(request, HTTPException(exc.status, exc.detail))

@@ -1,57 +1,36 @@
 """The privacy account: ``GET /v1/privacy``, the most eps one device spends on the registered
-metrics (archived ones left out: devices stop recording them), for the SDK settings asked.
-
-The document is :func:`deniable.estimators.privacy.privacy_document`'s, the one the CLI prints.
+metrics, for the SDK settings asked (the account itself: :mod:`..queries.privacy`).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Annotated
 
-from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi import APIRouter, Query, Request
 
-from deniable.client.account import MAX_LIFETIME_EPSILON, SDK_DEFAULTS, DeviceSettings
-from deniable.client.spec import METRIC_NAME, MetricSpec
-from deniable.estimators.privacy import PrivacyDocument, privacy_document
-from deniable.estimators.shufflingaccount import (
-    DEFAULT_DELTA,
-    LISTED_BATCHES,
-    MAX_BATCH,
-    MAX_DELTA,
-    MIN_DELTA,
-    ShuffleSection,
-    assumed_batches,
-    shuffle_section,
-)
+from deniable.client.account import SDK_DEFAULTS
+from deniable.estimators.privacy import PrivacyDocument
+from deniable.estimators.shufflingaccount import DEFAULT_DELTA
 
 from ..auth import VIEWER
 from ..context import collector
-from ..numbers import NumberRule, query_number
-from ..storage.engine import Database
-from ..storage.queries import list_specs
-from ..storage.shuffled import batch_groups, recent_batches, reports_received
+from ..numbers import query_number
+from ..queries.privacy import (
+    DEFAULT_MEMOIZE,
+    DEFAULT_RATIO,
+    LIFETIME_RULE,
+    MEMOIZE_HELP,
+    RATIO_HELP,
+    REPORTS_RULE,
+    SHUFFLE_BATCH_RULE,
+    SHUFFLE_DELTA_RULE,
+    PrivacyQuery,
+    privacy,
+)
 from .common import problem_responses
 
 router = APIRouter(tags=["privacy"])
 
-MEMOIZE_HELP = "true, false, or registered metric names separated by commas"
-DEFAULT_MEMOIZE = str(SDK_DEFAULTS.memoize).lower()
-"""The ``memoize`` query's default: the SDK's (``false``)."""
-
-MAX_REPORTS_PER_PERIOD = 1_000_000
-"""The largest ``max_reports_per_period`` the route answers for (a bound of the query only)."""
-
-REPORTS_RULE = NumberRule("max_reports_per_period", 1, MAX_REPORTS_PER_PERIOD, whole=True)
-"""How ``max_reports_per_period`` is read, in the API's query and the dashboard's form."""
-LIFETIME_RULE = NumberRule("lifetime_epsilon", 0, MAX_LIFETIME_EPSILON, open_low=True)
-"""How ``lifetime_epsilon`` is read: above 0, at most the SDK's largest accepted cap."""
-
-SHUFFLE_BATCH_RULE = NumberRule("shuffle_batch", 2, MAX_BATCH, whole=True)
-"""How ``shuffle_batch`` is read: a batch of at least 2 devices, at most the accountant's
-largest."""
-SHUFFLE_DELTA_RULE = NumberRule("shuffle_delta", MIN_DELTA, MAX_DELTA)
-"""How ``shuffle_delta`` is read: the accountant's range of delta."""
 ShuffleBatchQuery = Annotated[
     int | None,
     SHUFFLE_BATCH_RULE.validator(),
@@ -76,48 +55,7 @@ LifetimeQuery = Annotated[
     LIFETIME_RULE.query("the SDK's lifetime_epsilon: per metric"),
 ]
 MemoizeQuery = Annotated[str, Query(max_length=4096, description=MEMOIZE_HELP)]
-RATIO_HELP = (
-    "the SDK's instantaneous_ratio: memoized reports' fresh layer, eps_inst = ratio x eps;"
-    " a number above 1, or none (no fresh layer)"
-)
 RatioQuery = Annotated[str, Query(max_length=32, description=RATIO_HELP)]
-DEFAULT_RATIO = str(SDK_DEFAULTS.instantaneous_ratio)
-"""The ``instantaneous_ratio`` query's default: the SDK's."""
-
-
-def ratio_setting(value: str) -> float | None:
-    """The ``instantaneous_ratio`` query as the SDK takes it; 422 naming the problem."""
-    if value.strip().lower() == "none":
-        return None
-    try:
-        ratio = float(value)
-    except ValueError:
-        ratio = math.nan
-    if not (math.isfinite(ratio) and ratio > 1):
-        raise HTTPException(status_code=422, detail=f"instantaneous_ratio: give {RATIO_HELP}")
-    return ratio
-
-
-def memoize_setting(value: str, specs: list[MetricSpec]) -> bool | frozenset[str]:
-    """The ``memoize`` query as the SDK takes it; 422 naming the problem (a name that is not a
-    metric name is not repeated back)."""
-    if value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    names = [name.strip() for name in value.split(",")]
-    registered = {spec.name for spec in specs}
-    for position, name in enumerate(names, start=1):
-        if not METRIC_NAME.fullmatch(name):
-            raise HTTPException(
-                status_code=422,
-                detail=f"memoize: item {position} is not a metric name; give {MEMOIZE_HELP}",
-            )
-        if name not in registered:
-            raise HTTPException(
-                status_code=422,
-                detail=f"memoize: {name} is not a registered metric (archived ones are not in"
-                " the account)",
-            )
-    return frozenset(names)
 
 
 @router.get(
@@ -146,39 +84,12 @@ def get_privacy(
     shuffler released (source ``released``: per metric the weakest, which covers every batch,
     and the most recent batches one by one), or, with ``shuffle_batch``, per metric at that
     assumed batch size (source ``assumed``)."""
-    state = collector(request)
-    database = state.database
-    specs = list_specs(database, archived=False)
-    settings = DeviceSettings(
+    query = PrivacyQuery(
         max_reports_per_period,
-        memoize_setting(memoize, specs),
+        memoize,
         lifetime_epsilon,
-        ratio_setting(instantaneous_ratio),
+        instantaneous_ratio,
+        shuffle_batch,
+        shuffle_delta,
     )
-    min_batch = state.settings.shuffle_min_batch
-    return privacy_document(
-        specs, settings, _shuffled(database, specs, shuffle_batch, shuffle_delta, min_batch)
-    )
-
-
-def _shuffled(
-    database: Database,
-    specs: list[MetricSpec],
-    shuffle_batch: int | None,
-    delta: float,
-    min_batch: int,
-) -> ShuffleSection:
-    """The account's shuffler section: the assumed batch size if one is asked, else the
-    released batches, each at its accounted n (the reports the collector refused left out)
-    and flagged below ``min_batch``. Bounded work: one bound per (metric, mechanism, local eps)
-    at its smallest batch (eps is non-increasing in n, so it covers every batch of the group)
-    and one per distinct batch among the :data:`LISTED_BATCHES` most recent, whatever the
-    number stored."""
-    if shuffle_batch is not None:
-        return shuffle_section(specs, assumed_batches(specs, shuffle_batch, delta), "assumed")
-    recent = recent_batches(database, LISTED_BATCHES, delta)
-    if not recent:
-        return shuffle_section(specs, [], "none")
-    groups = batch_groups(database, delta, min_batch)  # read after: it covers every batch listed
-    received = reports_received(database)  # after the groups: no batch counts more than this
-    return shuffle_section(specs, recent, "released", groups, min_batch, received)
+    return privacy(collector(request), query)

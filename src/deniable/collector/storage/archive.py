@@ -1,6 +1,6 @@
 """Archive raw reports of one (metric, period) to Parquet, verified before retention drops them.
 
-The layout, schema and checksum are :mod:`deniable.estimators.archivefiles`'. Writing streams
+The layout, schema and checksum are :mod:`deniable.sources.archivefiles`'. Writing streams
 the period's reports in id order (keyset pages, so memory stays one page) into
 ``reports.parquet.partial``, computing the database's checksum on the way; the file is then
 moved to ``reports.parquet``, read back, and its rows and checksum must equal the
@@ -27,7 +27,7 @@ from sqlalchemy import select
 
 from deniable.client.errors import DeniableError
 from deniable.client.spec import MetricSpec, canonical_json
-from deniable.estimators.archivefiles import (
+from deniable.sources.archivefiles import (
     ARCHIVE_VERSION,
     COMPRESSION,
     FILE_NAME,

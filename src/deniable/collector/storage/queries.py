@@ -22,6 +22,7 @@ from deniable.client.mechanisms import PrefixSketch
 from deniable.client.spec import MetricSpec, canonical_json, registered_specs
 from deniable.estimators import PeriodSums
 from deniable.estimators.documents import MetricAbout
+from deniable.estimators.engine import CellStats
 
 from .engine import Database
 from .tables import (
@@ -335,27 +336,6 @@ def _chunks_of_current_spec(
             yield rows
         if not checked:
             raise SpecChanged([spec.name])
-
-
-@dataclass
-class CellStats:
-    """One cell's statistics per period of a read: n reports, and the support counts per
-    category (``counts``, periods × k) or a numeric metric's sums of y and y^2."""
-
-    n: np.ndarray
-    counts: np.ndarray
-    total: np.ndarray
-    total_squares: np.ndarray
-
-    @classmethod
-    def empty(cls, periods: int, width: int) -> CellStats:
-        """No reports in any of ``periods`` periods, with ``width`` counts per period."""
-        return cls(
-            np.zeros(periods, dtype=np.int64),
-            np.zeros((periods, width), dtype=np.int64),
-            np.zeros(periods),
-            np.zeros(periods),
-        )
 
 
 def read_cells(

@@ -13,7 +13,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-from fastapi import HTTPException
 
 from deniable.client.errors import InvalidInput
 from deniable.client.spec import MetricSpec, period_count, period_range
@@ -26,11 +25,13 @@ from deniable.estimators.differences import (
     row_alpha,
     share_changes,
 )
+from deniable.estimators.engine import CellStats
 
 from ..context import Collector
-from ..storage.queries import CellStats, read_counts, read_sums
+from ..storage.queries import read_counts, read_sums
 from .breakdown import slice_stats, slice_values
-from .common import period_bounds
+from .ranges import period_bounds
+from .refusal import refuse
 
 PREVIOUS = "previous"
 """``compare_to`` naming the window of as many periods just before the range."""
@@ -74,10 +75,6 @@ class PeriodComparison:
     upper: float | None = None
 
 
-def _refuse(detail: str) -> HTTPException:
-    return HTTPException(status_code=422, detail=detail)
-
-
 def baseline_labels(spec: MetricSpec, labels: list[str], compare_to: str, limit: int) -> list[str]:
     """The baseline window's labels: ``previous`` (as many periods just before ``labels``) or
     ``START..END``; 422 naming the problem (a window past ``limit`` periods, or one sharing a
@@ -87,18 +84,18 @@ def baseline_labels(spec: MetricSpec, labels: list[str], compare_to: str, limit:
             end = periods_back(spec.period, labels[0], 2)
             return period_range(spec.period, periods_back(spec.period, end, len(labels)), end)
         except (OverflowError, ValueError):
-            raise _refuse(
+            raise refuse(
                 f"compare_to: there is no window of {len(labels)} periods before {labels[0]}"
             ) from None
     start, dots, end = compare_to.partition("..")
     if not dots or not start or not end:
-        raise _refuse("compare_to: give previous, or a window START..END of period labels")
+        raise refuse("compare_to: give previous, or a window START..END of period labels")
     first, last = period_bounds(spec, start, end)
     assert first is not None and last is not None
     if period_count(spec.period, first, last) > limit:
-        raise _refuse(f"compare_to: the window covers more than {limit} periods")
+        raise refuse(f"compare_to: the window covers more than {limit} periods")
     if first <= labels[-1] and labels[0] <= last:
-        raise _refuse(
+        raise refuse(
             f"compare_to: the window {first}..{last} shares periods with the range"
             f" {labels[0]}..{labels[-1]}; compare two windows without a common period"
         )
@@ -211,7 +208,7 @@ def period_comparison(
         try:
             rows = _rows(spec, (labels, baseline), (now[key], then[key]), **options)
         except InvalidInput as exc:
-            raise _refuse(f"metric {spec.name}: {exc}") from None
+            raise refuse(f"metric {spec.name}: {exc}") from None
         slices.append(SliceChange(values, False, None, *counted(key), rows))
     level = 1.0 - row_alpha(confidence, rows_each, len(shown))
     return asdict(

@@ -1,7 +1,9 @@
 """The export file of raw randomized reports: its columns, and reading and writing it.
 
-``deniable export`` writes it and the estimators read it (``estimate_reports``, offline
-estimates), so its layout is a contract that lives here, beside them. Columns: ``id``,
+``deniable export`` writes it and the CLI's offline estimates read it (the estimators'
+``estimate_reports`` aggregates its frame; its payload columns are
+:func:`deniable.estimators.columns.payload_columns`), so its layout is a contract that lives
+here, with the other files reports are read from. Columns: ``id``,
 ``metric``, ``fingerprint``, ``period`` (strings), then the payload: ``payload`` Int64 for
 brr/krr, ``payload`` Float64 for the numeric mechanisms (duchi, pm, hybrid: y on the [-1, 1]
 axis, not in value units; a float64 column holds every finite double exactly, and both
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import NUMERIC_MECHANISMS
 from deniable.client.spec import MetricSpec
+from deniable.estimators.columns import payload_columns
 
 if TYPE_CHECKING:
     import polars as pl
@@ -45,24 +48,11 @@ FileFormat = Literal["parquet", "csv"]
 SPEC_METADATA_KEY = "deniable.spec"
 """Parquet key-value metadata key holding the exported metric's spec (JSON)."""
 
-OLH_COLUMNS = ("a", "b", "y")
-"""The payload columns of an olh report: the hash's two coefficients and the reported value."""
-
-TEXT_COLUMNS = ("b", "l", "r")
-"""The payload columns of a pem (text) report: its base64 bits, its prefix level, its row."""
-
 NAMED_COLUMN = "reported_category"
 """The column naming the (randomized) category a brr/krr report's index stands for."""
 
 INDEX_MECHANISMS = ("brr", "krr")
 """The mechanisms whose payload is one category's index, so that an export can name it."""
-
-
-def payload_columns(mechanism: str) -> tuple[str, ...]:
-    """The columns that hold a ``mechanism`` report's payload."""
-    if mechanism == "pem":
-        return TEXT_COLUMNS
-    return OLH_COLUMNS if mechanism == "olh" else ("payload",)
 
 
 def report_columns(mechanism: str) -> dict[str, Any]:

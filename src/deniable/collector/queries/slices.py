@@ -13,13 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import HTTPException
-
 from deniable.client.spec import MetricSpec
+from deniable.estimators.engine import CellStats
 
 from ..context import Collector
-from ..storage.queries import CellStats, read_cells
+from ..storage.queries import read_cells
 from .breakdown import SliceEstimate, breakdown, parse_by, parse_where, slice_count
+from .query import EstimateQuery
+from .refusal import refuse
 
 
 @dataclass(frozen=True)
@@ -49,31 +50,24 @@ class SliceSeries:
 
 
 def slice_series(
-    state: Collector,
-    spec: MetricSpec,
-    labels: list[str],
-    by: list[str] | None,
-    where: list[str] | None,
-    *,
-    confidence: float,
-    method: str,
+    state: Collector, spec: MetricSpec, labels: list[str], query: EstimateQuery
 ) -> dict[str, Any]:
-    """The series by slice of ``spec`` over ``labels``; 422 naming the problem (a bad ``by`` or
-    ``where``, or past ``DENIABLE_MAX_SERIES_CELLS``)."""
+    """The series by slice of ``spec`` over ``labels`` (the query's ``by``, ``where``,
+    confidence and method); 422 naming the problem (a bad ``by`` or ``where``, or past
+    ``DENIABLE_MAX_SERIES_CELLS``)."""
+    confidence, method = query.confidence, query.shares_method(spec.type == "numeric")
     if spec.type == "text":
-        raise HTTPException(
-            422,
+        raise refuse(
             f"metric {spec.name} is text: a series by slice is not built for it; ask the"
             " estimate by slice (by, where) of each period",
         )
-    dims, kept = parse_by(spec, by), parse_where(spec, where)
+    dims, kept = parse_by(spec, query.by), parse_where(spec, query.where)
     slices = slice_count(spec, dims)
     k = 1 if spec.type == "numeric" else spec.k
     limit = state.settings.max_series_cells
     if slices * len(labels) * k > limit:
-        raise HTTPException(
-            status_code=422,
-            detail=f"the series would cover {slices:,} slices × {len(labels):,} periods ×"
+        raise refuse(
+            f"the series would cover {slices:,} slices × {len(labels):,} periods ×"
             f" {k:,} categories, more than the limit of {limit:,} cells"
             " (DENIABLE_MAX_SERIES_CELLS): ask for fewer periods or fewer dimensions",
         )

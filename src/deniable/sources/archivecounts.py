@@ -36,6 +36,7 @@ from deniable.client.mechanisms import (
     PrefixSketch,
 )
 from deniable.client.spec import MetricSpec
+from deniable.estimators.support import olh_support, oue_bits
 
 from .archivefiles import (
     FILE_NAME,
@@ -46,7 +47,6 @@ from .archivefiles import (
     partition_dir,
     verify_manifest,
 )
-from .support import olh_support, oue_bits
 
 ENGINES = ("duckdb", "dask")
 """The engines re-analysis runs on: DuckDB embedded (default), Dask on a cluster."""

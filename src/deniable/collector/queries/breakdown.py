@@ -12,10 +12,9 @@ carries no number, not even its count (docs/privacy.md, "Dimensions").
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-
-from fastapi import HTTPException
 
 from deniable.client.errors import InvalidInput
 from deniable.client.spec import OTHER, MetricSpec
@@ -31,10 +30,13 @@ from deniable.estimators import (
     plain,
 )
 from deniable.estimators.differences import interval_difference, verdict
+from deniable.estimators.engine import CellStats
 from deniable.estimators.heavyhitters import ALPHA, TextEstimate, text_document
 
 from ..context import Collector
-from ..storage.queries import CellStats, count_width, read_cells, read_text_cells
+from ..storage.queries import count_width
+from .refusal import refuse
+from .stored import StoredCounts
 
 MAX_BY = 2
 """The most dimensions one breakdown splits by."""
@@ -99,10 +101,10 @@ def parse_compare(spec: MetricSpec, by: list[str], compare: str | None) -> tuple
         return None
     first, comma, second = compare.partition(",")
     if len(by) != 1 or not comma:
-        raise _refuse("compare: give two values of the one by dimension, like ios,android")
+        raise refuse("compare: give two values of the one by dimension, like ios,android")
     allowed = [*dict(spec.dimensions)[by[0]], OTHER]
     if first not in allowed or second not in allowed or first == second:
-        raise _refuse(f"compare: two different values of {by[0]} ({', '.join(allowed)})")
+        raise refuse(f"compare: two different values of {by[0]} ({', '.join(allowed)})")
     return first, second
 
 
@@ -124,52 +126,48 @@ def compare_slices(first: SliceEstimate, second: SliceEstimate, confidence: floa
     suppressed."""
     for chosen in (first, second):
         if chosen.estimate is None:
-            raise _refuse(f"compare: slice {chosen.values} is {chosen.note}; nothing to compare")
+            raise refuse(f"compare: slice {chosen.values} is {chosen.note}; nothing to compare")
     rows = []
     a, b = _points(first.estimate), _points(second.estimate)  # type: ignore[arg-type]
     for (category, x, low_x, high_x), (_, y, low_y, high_y) in zip(a, b, strict=True):
         if x is None or y is None:
-            raise _refuse("compare: a slice has no estimate to compare")
+            raise refuse("compare: a slice has no estimate to compare")
         low, high = interval_difference((low_x, high_x), (low_y, high_y))
         rows.append(Difference(category, x - y, low, high, verdict(low, high, confidence)))
     return Comparison(first.values, second.values, confidence, rows)
 
 
-def _refuse(detail: str) -> HTTPException:
-    return HTTPException(status_code=422, detail=detail)
-
-
-def parse_by(spec: MetricSpec, by: list[str] | None) -> list[str]:
+def parse_by(spec: MetricSpec, by: Sequence[str] | None) -> list[str]:
     """The dimensions to split by (at most :data:`MAX_BY`, each declared once); 422 naming
     the problem."""
     names = [name for name, _ in spec.dimensions]
     chosen = list(by or [])
     for name in chosen:
         if name not in names:
-            raise _refuse(
+            raise refuse(
                 f"by: {spec.name} has no dimension {name!r}"
                 + (f" (its dimensions: {', '.join(names)})" if names else " (it has none)")
             )
     if len(set(chosen)) != len(chosen) or len(chosen) > MAX_BY:
-        raise _refuse(f"by: at most {MAX_BY} distinct dimensions")
+        raise refuse(f"by: at most {MAX_BY} distinct dimensions")
     return chosen
 
 
-def parse_where(spec: MetricSpec, where: list[str] | None) -> dict[str, str]:
+def parse_where(spec: MetricSpec, where: Sequence[str] | None) -> dict[str, str]:
     """The ``name:value`` filters as a dict; 422 naming an unknown dimension or value."""
     listed = dict(spec.dimensions)
     chosen: dict[str, str] = {}
     for condition in where or []:
         name, colon, value = condition.partition(":")
         if not colon or name not in listed:
-            raise _refuse(
+            raise refuse(
                 f"where: {condition[:40]!r} is not name:value for a dimension of {spec.name}"
                 f" ({', '.join(listed) or 'it has none'})"
             )
         if value != OTHER and value not in listed[name]:
-            raise _refuse(f"where: dimension {name} takes one of its listed values or {OTHER!r}")
+            raise refuse(f"where: dimension {name} takes one of its listed values or {OTHER!r}")
         if name in chosen:
-            raise _refuse(f"where: dimension {name} is given twice")
+            raise refuse(f"where: dimension {name} is given twice")
         chosen[name] = value
     return chosen
 
@@ -214,8 +212,7 @@ def slice_stats(
 def stored_cells(state: Collector, spec: MetricSpec, labels: list[str]) -> dict[str, CellStats]:
     """The collector's cells of ``spec`` over ``labels``: packed rows, or a text metric's
     sparse sketch counts (each cell's whole sketch per period)."""
-    read = read_text_cells if spec.type == "text" else read_cells
-    return read(state.database, spec, labels)
+    return StoredCounts(state.database, spec, labels).cells()
 
 
 def group_cells(
@@ -353,7 +350,7 @@ def breakdown_of_cells(
                 )
                 document = estimate_document(spec.name, first, last, result)
         except InvalidInput as exc:
-            raise _refuse(f"metric {spec.name}: {exc}") from None
+            raise refuse(f"metric {spec.name}: {exc}") from None
         slices.append(SliceEstimate(values, False, None, document))  # type: ignore[arg-type]
     comparison = None
     if compare is not None:

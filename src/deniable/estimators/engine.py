@@ -1,0 +1,200 @@
+"""One estimate engine: a metric's estimate document over a range, from any source of its
+counts.
+
+The collector's database, the Parquet archive of raw reports and an export file each adapt
+their reports to a :class:`CountsSource`; :func:`document` makes the document from it, written
+once for the three, so that the online answer and a re-analysed one are the same numbers.
+Each surface checks its own options first (their words differ: ``q`` or ``--quantile``); the
+engine raises :class:`~deniable.client.errors.InvalidInput` for what the estimators refuse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from deniable.client.spec import MetricSpec
+
+from .choices import DEFAULT_METHOD, Method, Pooling, check_quantiles
+from .documents import estimate_document, histogram_document, mean_document
+from .frequency import estimate
+from .heavyhitters import text_document
+from .quantiles import estimate_quantiles
+from .results import Estimate, PeriodCounts, PeriodSums
+
+
+@dataclass
+class CellStats:
+    """One cell's statistics per period of a read: n reports, and the support counts per
+    category (``counts``, periods × k) or a numeric metric's sums of y and y^2."""
+
+    n: np.ndarray
+    counts: np.ndarray
+    total: np.ndarray
+    total_squares: np.ndarray
+
+    @classmethod
+    def empty(cls, periods: int, width: int) -> CellStats:
+        """No reports in any of ``periods`` periods, with ``width`` counts per period."""
+        return cls(
+            np.zeros(periods, dtype=np.int64),
+            np.zeros((periods, width), dtype=np.int64),
+            np.zeros(periods),
+            np.zeros(periods),
+        )
+
+
+class CountsSource(Protocol):
+    """One metric's reports over one range, as an estimate reads them: the range's ``first``
+    and ``last`` labels (None where unknown), each period's counts, a numeric metric's sums,
+    a text metric's sketch counts in its one period, each dimension cell's statistics (for a
+    breakdown), and the shares' estimate."""
+
+    @property
+    def first(self) -> str | None:
+        """The first period label the document names."""
+        ...
+
+    @property
+    def last(self) -> str | None:
+        """The last period label the document names (a text metric's one period)."""
+        ...
+
+    def counts(self) -> list[PeriodCounts]:
+        """Each period's report count and counts per category, oldest first."""
+        ...
+
+    def sums(self) -> list[PeriodSums]:
+        """Each period's report count, sum and sum of squares (a numeric metric)."""
+        ...
+
+    def text_counts(self) -> np.ndarray:
+        """A text metric's sketch counts in the period :attr:`last`."""
+        ...
+
+    def cells(self) -> dict[str, CellStats]:
+        """Each dimension cell's statistics per period of the range, by cell text (a cell
+        without reports absent)."""
+        ...
+
+    def shares(self, spec: MetricSpec, options: dict[str, Any]) -> Estimate:
+        """The shares' estimate with ``options`` (confidence, method, simultaneous, pooling):
+        :func:`counted_shares` from the counts, unless the source knows better (an export
+        file's exact mle over its distinct reports)."""
+        ...
+
+
+class DocumentQuery(Protocol):
+    """How the estimate is made: the collector's ``EstimateQuery`` is one, the CLI's
+    :class:`DocumentOptions` another."""
+
+    @property
+    def confidence(self) -> float:
+        """The confidence level of every interval."""
+        ...
+
+    @property
+    def method(self) -> Method | None:
+        """The shares' method (None: :data:`~.choices.DEFAULT_METHOD`)."""
+        ...
+
+    @property
+    def simultaneous(self) -> bool:
+        """Whether the shares' intervals hold for all categories at once."""
+        ...
+
+    @property
+    def pooling(self) -> Pooling:
+        """How the periods' estimates combine."""
+        ...
+
+    @property
+    def quantiles(self) -> tuple[float, ...] | None:
+        """A histogram's quantiles (None: the defaults)."""
+        ...
+
+    @property
+    def candidates(self) -> tuple[str, ...] | None:
+        """A text metric's strings to score (None: discover)."""
+        ...
+
+
+@dataclass(frozen=True)
+class DocumentOptions:
+    """A :class:`DocumentQuery` as the CLI gives it, the estimators' defaults otherwise."""
+
+    confidence: float = 0.95
+    method: Method | None = None
+    simultaneous: bool = False
+    pooling: Pooling = "overlap-safe"
+    quantiles: tuple[float, ...] | None = None
+    candidates: tuple[str, ...] | None = None
+
+    @classmethod
+    def of(cls, options: dict[str, Any]) -> DocumentOptions:
+        """The options of a CLI estimate (``confidence``, ``method``, ``simultaneous``,
+        ``pooling``, ``quantiles``, ``candidates``; the others' defaults where absent)."""
+        quantiles, candidates = options.get("quantiles"), options.get("candidates")
+        return cls(
+            options.get("confidence", 0.95),
+            options.get("method"),
+            options.get("simultaneous", False),
+            options.get("pooling", "overlap-safe"),
+            None if quantiles is None else tuple(quantiles),
+            None if candidates is None else tuple(candidates),
+        )
+
+
+def share_options(query: DocumentQuery) -> dict[str, Any]:
+    """The options of a share estimate, the method defaulted."""
+    return {
+        "confidence": query.confidence,
+        "method": query.method or DEFAULT_METHOD,
+        "simultaneous": query.simultaneous,
+        "pooling": query.pooling,
+    }
+
+
+def counted_shares(
+    spec: MetricSpec, periods: list[PeriodCounts], options: dict[str, Any]
+) -> Estimate:
+    """The shares' estimate from ``periods``' counts (periods without reports add nothing)."""
+    return estimate(spec.randomizer, spec.categories, periods, **options)
+
+
+def document(spec: MetricSpec, source: CountsSource, query: DocumentQuery) -> dict[str, Any]:
+    """The estimate document of ``spec`` over ``source``'s range: a text metric's heavy
+    hitters in its one period, a numeric metric's mean, or the shares of each category (a
+    histogram's quantile intervals too)."""
+    if spec.type == "text":
+        candidates = None if query.candidates is None else list(query.candidates)
+        return text_document(
+            spec.name,
+            source.last,
+            spec.text_randomizer,
+            source.text_counts(),
+            confidence=query.confidence,
+            candidates=candidates,
+        )
+    first, last = source.first, source.last
+    if spec.type == "numeric":
+        return mean_document(
+            spec, first, last, source.sums(), confidence=query.confidence, pooling=query.pooling
+        )
+    result = source.shares(spec, share_options(query))
+    if spec.type != "histogram":
+        return estimate_document(spec.name, first, last, result)
+    edges = spec.edges
+    assert edges is not None  # a histogram's spec always has them
+    qs = check_quantiles(None if query.quantiles is None else list(query.quantiles))
+    intervals = estimate_quantiles(
+        spec.randomizer,
+        edges,
+        source.counts(),
+        qs,
+        confidence=query.confidence,
+        pooling=query.pooling,
+    )
+    return histogram_document(spec.name, first, last, result, intervals, edges)
