@@ -18,6 +18,7 @@ import hashlib
 import math
 import numbers
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -226,7 +227,7 @@ Randomizer = Mechanism | NumericMechanism | PrefixSketch
 
 
 @dataclass(frozen=True)
-class MetricSpec:
+class MetricSpec(ABC):
     """What is measured and how: the fields every metric kind shares (name, eps, mechanism,
     period, dimensions, delivery); each kind in :mod:`.kinds` adds its own domain.
 
@@ -259,17 +260,17 @@ class MetricSpec:
         object.__setattr__(self, "dimensions", check_dimensions(self.name, self.dimensions))
         self._resolve()
 
+    @abstractmethod
     def _resolve(self) -> None:
         """Check the kind's own fields and resolve its mechanism (``auto`` included)."""
-        raise NotImplementedError
 
     # -- building --------------------------------------------------------------------------
 
     @classmethod
+    @abstractmethod
     def _from_fields(cls, data: dict[str, Any], common: dict[str, Any]) -> MetricSpec:
         """The kind built from its JSON fields ``data`` and the shared ``common`` ones,
         refusing fields of other kinds with the message a spec has always given."""
-        raise NotImplementedError
 
     @classmethod
     def boolean(
@@ -432,15 +433,15 @@ class MetricSpec:
         return len(self.categories)
 
     @property
+    @abstractmethod
     def domain(self) -> str:
         """What the metric records, in a few words for messages and pages (it is public):
         ``values in [0, 5000]``, ``6 buckets`` or ``5 categories``."""
-        raise NotImplementedError
 
     @property
+    @abstractmethod
     def report_randomizer(self) -> Randomizer:
         """The randomizer this kind's reports come from, whatever its kind."""
-        raise NotImplementedError
 
     @property
     def frequency_oracle(self) -> Mechanism | None:
@@ -463,11 +464,11 @@ class MetricSpec:
         raise TypeError(f"metric {self.name} is not text")
 
     @property
+    @abstractmethod
     def count_width(self) -> int:
         """The support counts one period of the metric keeps per cell: its categories or
         buckets, a text metric's sketch cells and (level, row) tallies, none for a numeric
         metric (its reports add to sums)."""
-        raise NotImplementedError
 
     @property
     def value_count(self) -> int | None:
@@ -475,11 +476,11 @@ class MetricSpec:
         strings), which bounds a memoized metric's distinct permanent answers."""
         return None
 
+    @abstractmethod
     def prepare(self, value: Any) -> int | float | bytes:
         """A recorded value as its randomizer takes it: a category or bucket index, a number's
         t in [-1, 1] or a string's padded bytes; :class:`~.errors.InvalidInput` names the
         metric, never the value."""
-        raise NotImplementedError
 
     def index_of(self, value: Any) -> int:
         """The category index of a recorded value; :class:`~.errors.InvalidInput` names the
@@ -492,9 +493,9 @@ class MetricSpec:
         return self.report_randomizer.parse_payload(payload)
 
     @property
+    @abstractmethod
     def payload_chars(self) -> int:
         """The most characters a payload of the metric takes in its wire text."""
-        raise NotImplementedError
 
     def _finite_value(self, value: Any) -> float:
         """A recorded number as a float: any real number but a bool (numpy's too), finite;
