@@ -197,23 +197,20 @@ def check_dimensions(metric: str, dimensions: Any) -> Dimensions:
     return tuple(sorted(checked))
 
 
-def _check_common(
-    name: Any, period: Any, mechanism: Any, delivery: Any, type_name: Any = None
-) -> None:
+def _check_common(name: Any, period: Any, mechanism: Any, delivery: Any, *type_name: Any) -> None:
     """The checks every kind shares, in the order a spec has always been checked: its name,
-    its type (when read from JSON), its period, its mechanism's being a name, its delivery."""
+    its type (when read from JSON: given as ``type_name``), its period, its mechanism's being
+    a name, its delivery."""
     if not isinstance(name, str) or not METRIC_NAME.fullmatch(name):
         raise SpecError(
             "metric name must start with a lowercase letter and use only a-z, 0-9, _ . -"
             " (at most 64 characters)"
         )
-    if type_name is not None:
+    if type_name:
         from .kinds import KINDS
 
-        if type_name not in KINDS:
-            raise SpecError(
-                f"metric {name}: type must be one of boolean, categorical, numeric, histogram, text"
-            )
+        if not isinstance(type_name[0], str) or type_name[0] not in KINDS:
+            raise SpecError(f"metric {name}: type must be one of {', '.join(METRIC_TYPES)}")
     if period not in PERIOD_KINDS:
         raise SpecError(f"metric {name}: period must be one of day, week, month")
     if not isinstance(mechanism, str):
@@ -256,6 +253,7 @@ class MetricSpec(ABC):
     delivery: Delivery = "direct"
 
     def __post_init__(self) -> None:
+        """Check the shared fields, then the kind's own (:meth:`_resolve`)."""
         _check_common(self.name, self.period, self.mechanism, self.delivery)
         object.__setattr__(self, "dimensions", check_dimensions(self.name, self.dimensions))
         self._resolve()
