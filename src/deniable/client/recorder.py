@@ -99,6 +99,8 @@ class _MetricState:
     def prepare(self, value: Any) -> int | float | bytes:
         """The category index, a numeric metric's t, or a text metric's padded bytes;
         :class:`~.errors.InvalidInput` names the metric, never the value."""
+        if self.numeric or self.text:
+            return self.spec.prepare(value)
         if self.boolean:
             if value is True:
                 return 1
