@@ -5,7 +5,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from .imports import ROOT, SOURCE, imported_modules
+from .imports import ROOT, SOURCE, imported_modules, package_of
 
 
 def test_client_import_pulls_in_no_heavy_module() -> None:
@@ -32,7 +32,7 @@ def test_every_client_module_imports_only_the_standard_library_and_httpx() -> No
     assert {"mechanisms.py", "spec.py", "recorder.py", "wire.py"} <= {p.name for p in modules}
     offenders = []
     for path in modules:
-        for module in imported_modules(path, "deniable.client"):
+        for module in imported_modules(path, package_of(path)):
             top = module.split(".")[0]
             allowed = top in sys.stdlib_module_names or top in ("httpx", "__future__")
             allowed |= top == "cryptography" and path.name == SEALING_MODULE

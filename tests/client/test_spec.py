@@ -9,6 +9,7 @@ import json
 import pytest
 
 from deniable.client import MetricSpec
+from deniable.client.kinds import CategoricalSpec
 from deniable.client.spec import (
     canonical_json,
     next_period,
@@ -133,7 +134,7 @@ def test_invalid_specs_name_the_problem(kwargs: dict[str, object], message: str)
     }
     fields.update(kwargs)
     with pytest.raises(ValueError, match=message):
-        MetricSpec(type="categorical", **fields)  # type: ignore[arg-type]
+        CategoricalSpec(**fields)  # type: ignore[arg-type]
 
 
 def test_index_of_names_the_metric_but_never_the_value() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from deniable.client import InvalidInput, MetricSpec, SpecError
+from deniable.client.kinds import HistogramSpec, NumericSpec
 from deniable.client.mechanisms import HYBRID_THRESHOLD, Duchi, Hybrid, Piecewise
 
 
@@ -281,10 +282,10 @@ def test_bad_histogram_specs_are_refused_saying_why(changes: dict[str, Any], mes
 
 
 def test_categories_given_to_number_types_in_code_are_refused() -> None:
-    with pytest.raises(SpecError, match="no categories"):
-        MetricSpec("m", "numeric", ("a", "b"), 1.0, "auto", lower=0, upper=1)
-    with pytest.raises(SpecError, match="edges only, no categories"):
-        MetricSpec("h", "histogram", ("a", "b"), 1.0, "auto", edges=(0, 1, 2))
+    with pytest.raises(TypeError, match="categories"):
+        NumericSpec("m", 1.0, "auto", categories=("a", "b"), lower=0, upper=1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="categories"):
+        HistogramSpec("h", 1.0, "auto", categories=("a", "b"), edges=(0, 1, 2))  # type: ignore[call-arg]
 
 
 def test_bounds_and_edges_given_to_category_types_are_refused() -> None:

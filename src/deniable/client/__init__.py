@@ -21,6 +21,7 @@ from .account import (
     privacy_account,
 )
 from .aio import AsyncClient
+from .calendar import period_label, period_range, resolve_period
 from .errors import (
     BudgetExceeded,
     CollectorRefused,
@@ -52,7 +53,7 @@ from .mechanisms import (
 from .outbox import StateDirInUseError
 from .randomness import Randomness, SeededRandomness, SystemRandomness, system_randomness
 from .sdk import Client
-from .spec import MetricSpec, period_label, period_range, resolve_period
+from .spec import MetricSpec
 from .stats import ClientStats
 
 __all__ = [

@@ -228,7 +228,7 @@ def _rule(spec: MetricSpec, settings: DeviceSettings) -> _Rule:
     cap = None if lifetime is None else cost.lifetime_reports(lifetime)
     if not cost.memoized:
         return _Rule(cost, settings.max_reports_per_period, spec.period, cap, None)
-    bounds = [] if spec.type in ("numeric", "text") else [spec.k]
+    bounds = [] if spec.value_count is None else [spec.value_count]
     if cap is not None:
         bounds.append(cap)
     values = min(bounds) if bounds else None

@@ -162,11 +162,8 @@ def report_cost(
         return ReportCost(spec.epsilon), None
     if instantaneous_ratio is None:
         return ReportCost(spec.epsilon, True, spec.epsilon), None
-    layers = (
-        None
-        if spec.type in ("numeric", "text")
-        else two_layers(spec.randomizer, instantaneous_ratio)
-    )
+    oracle = spec.frequency_oracle
+    layers = None if oracle is None else two_layers(oracle, instantaneous_ratio)
     if layers is None:
         return ReportCost(spec.epsilon), None
     cost = ReportCost(

@@ -21,14 +21,16 @@ from collections import deque
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
+from .calendar import PERIOD_KINDS, period_label
 from .errors import InvalidInput, SpecError
 from .holding import HeldValue, Holding
+from .kinds import BooleanSpec, CategoricalSpec, NumericSpec, TextSpec
 from .ledger import Ledger, LedgerDelta, PrivacySpent, ReportCost, report_cost
 from .mechanisms import DEFAULT_INSTANTANEOUS_RATIO, Payload, TwoLayers
 from .outbox import QueuedReport
 from .problems import Problems
 from .randomness import LocalRandomness, Randomness, ReportIds
-from .spec import PERIOD_KINDS, MetricSpec, period_label
+from .spec import MetricSpec
 from .stats import Counters
 from .wire import dims_text
 
@@ -46,6 +48,7 @@ class _MetricState:
     """
 
     __slots__ = (
+        "boolean",
         "cost",
         "dims",
         "fingerprint",
@@ -76,30 +79,29 @@ class _MetricState:
         self.cost, self.layers = report_cost(spec, memoize, ratio)
         self.kind = spec.period
         self.memoized = self.cost.memoized
-        self.numeric = spec.type == "numeric"
-        self.text = spec.type == "text"
+        self.numeric = isinstance(spec, NumericSpec)
+        self.text = isinstance(spec, TextSpec)
+        self.boolean = isinstance(spec, BooleanSpec)
         self.randomize: Callable[[Any, Randomness], Payload]
-        if self.text:
+        if isinstance(spec, TextSpec):
             sketch = spec.text_randomizer
             pinned = level or (lambda: 1)
             self.randomize = lambda padded, rng: sketch.randomize(padded, pinned(), rng)
         else:
-            self.randomize = (
-                spec.numeric_randomizer.randomize if self.numeric else spec.randomizer.randomize
-            )
+            self.randomize = spec.report_randomizer.randomize
         self.memo_keys: list[str | None] = [None] * spec.k  # HMACs, made on first use
         self.index: dict[Any, int] = (
-            {} if spec.type != "categorical" else {c: i for i, c in enumerate(spec.categories)}
+            {c: i for i, c in enumerate(spec.categories)}
+            if isinstance(spec, CategoricalSpec) and not self.boolean
+            else {}
         )
 
     def prepare(self, value: Any) -> int | float | bytes:
         """The category index, a numeric metric's t, or a text metric's padded bytes;
         :class:`~.errors.InvalidInput` names the metric, never the value."""
-        if self.numeric:
-            return self.spec.scale(value)
-        if self.text:
-            return self.spec.padded(value)
-        if self.spec.type == "boolean":
+        if self.numeric or self.text:
+            return self.spec.prepare(value)
+        if self.boolean:
             if value is True:
                 return 1
             if value is False:
@@ -108,7 +110,7 @@ class _MetricState:
             index = self.index.get(value)
             if index is not None:
                 return index
-        return self.spec.index_of(value)
+        return self.spec.prepare(value)
 
     def memo_key(self, ledger: Ledger, metric: str, prepared: int | float | bytes) -> str:
         """The memo key of a prepared value: cached per category index; for a numeric t or a
@@ -189,7 +191,7 @@ class Recorder:
                 s,
                 memoize is True or (not isinstance(memoize, bool) and s.name in memoize),
                 self._ratio,
-                self._level_of(s) if s.type == "text" else None,
+                self._level_of(s) if isinstance(s, TextSpec) else None,
             )
             for s in specs
         }

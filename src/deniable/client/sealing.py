@@ -26,9 +26,9 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .canonical import canonical_json
 from .errors import DeniableError
-from .mechanisms import OLH_PRIME
-from .spec import OTHER, MetricSpec, canonical_json
+from .spec import OTHER, MetricSpec
 from .wire import dims_text, report_text
 
 if TYPE_CHECKING:
@@ -56,28 +56,11 @@ TAG_BYTES = 16
 _LONGEST_PERIOD = "2026-11-21"
 """The longest period label (a day): padding covers every period kind."""
 _ANY_ID = "00000000-0000-0000-0000-000000000000"
-_LONGEST_FLOAT = 24
-"""The most characters ``repr`` gives a finite float (``-2.2250738585072014e-308``)."""
 
 
 class SealingError(DeniableError, ValueError):
     """A report cannot be sealed or opened (no key, a bad key, a report past its padded size,
     an envelope that does not open)."""
-
-
-def _payload_bound(spec: MetricSpec) -> int:
-    """The most characters a payload of ``spec`` takes in its wire text."""
-    if spec.type == "numeric":
-        return _LONGEST_FLOAT
-    if spec.type == "text":
-        return len('{"b":"","l":,"r":}') + 4 * math.ceil(128 / 3) + 2 + 2
-    k = len(spec.categories)
-    if spec.mechanism == "oue":
-        return 2 + 4 * math.ceil(math.ceil(k / 8) / 3)
-    if spec.mechanism == "olh":
-        digits = len(str(OLH_PRIME))
-        return len('{"a":,"b":,"y":}') + 3 * digits
-    return len(str(k - 1))
 
 
 def report_bound(spec: MetricSpec) -> int:
@@ -88,7 +71,7 @@ def report_bound(spec: MetricSpec) -> int:
         for name, values in spec.dimensions
     }
     frame = report_text(_ANY_ID, spec.name, spec.fingerprint, _LONGEST_PERIOD, 0, dims_text(dims))
-    return len(frame.encode()) - 1 + _payload_bound(spec)
+    return len(frame.encode()) - 1 + spec.payload_chars
 
 
 def padded_size(spec: MetricSpec) -> int:

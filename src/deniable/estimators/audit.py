@@ -30,6 +30,14 @@ from multiprocessing import get_context
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from deniable.client.errors import DeniableError, InvalidInput
+from deniable.client.kinds import (
+    BooleanSpec,
+    CategoricalSpec,
+    HistogramSpec,
+    NumericSpec,
+    OracleSpec,
+    TextSpec,
+)
 from deniable.client.mechanisms import OLH_PRIME, Hybrid, Piecewise
 from deniable.client.randomness import Randomness, SeededRandomness
 from deniable.client.sampling import randomized_reports
@@ -361,41 +369,80 @@ def _category_indices(spec: MetricSpec) -> list[int]:
     return [0, spec.k // 2, spec.k - 1]
 
 
-def numeric_inputs(spec: MetricSpec) -> list[float]:
+def numeric_inputs(spec: NumericSpec) -> list[float]:
     """The recorded values of a numeric audit: :data:`NUMERIC_INPUTS` points evenly spaced
     on t in [-1, 1], the ends included."""
     steps = NUMERIC_INPUTS - 1
     return [spec.unscale(-1 + 2 * i / steps) for i in range(NUMERIC_INPUTS)]
 
 
+@functools.singledispatch
 def audit_inputs(spec: MetricSpec) -> list[tuple[Any, str]]:
     """The recorded values the audit draws reports of, each with its text; every pair of
     them is compared (LDP bounds the ratio for any two inputs). Booleans: false, true;
     categories and buckets: every one when k <= SMALL_K, else the first, middle and last (a
     histogram's bucket by its lower edge, the last by the closed upper edge, so ``bucket_of``
-    clamps); numbers: :func:`numeric_inputs`, so pm's interior windows are reached."""
-    if spec.type == "boolean":
-        return [(False, "false"), (True, "true")]
-    if spec.type == "text":
-        return [(value, value) for value in TEXT_INPUTS]
-    if spec.type == "numeric":
-        return [(x, f"{x:g} (t = {spec.scale(x):+.3g})") for x in numeric_inputs(spec)]
+    clamps); numbers: :func:`numeric_inputs`, so pm's interior windows are reached. One
+    implementation per kind; a kind without one cannot be audited."""
+    raise TypeError(f"metric {spec.name}: the auditor has no inputs for a {spec.type} metric")
+
+
+@audit_inputs.register
+def _categorical_inputs(spec: CategoricalSpec) -> list[tuple[Any, str]]:
+    """Categories: each audited one, by its name."""
+    return [(spec.categories[i], spec.categories[i]) for i in _category_indices(spec)]
+
+
+@audit_inputs.register
+def _boolean_inputs(spec: BooleanSpec) -> list[tuple[Any, str]]:
+    """Booleans: false and true."""
+    return [(False, "false"), (True, "true")]
+
+
+@audit_inputs.register
+def _histogram_inputs(spec: HistogramSpec) -> list[tuple[Any, str]]:
+    """Buckets: each audited one by its lower edge, the last by its closed upper edge."""
     indices = _category_indices(spec)
-    if spec.type == "histogram":
-        edges = spec.edges or ()
-        values = [edges[-1] if i == spec.k - 1 else edges[i] for i in indices]
-        return [(v, f"{v:g} in {spec.categories[i]}") for v, i in zip(values, indices, strict=True)]
-    return [(spec.categories[i], spec.categories[i]) for i in indices]
+    edges = spec.edges
+    values = [edges[-1] if i == spec.k - 1 else edges[i] for i in indices]
+    return [(v, f"{v:g} in {spec.categories[i]}") for v, i in zip(values, indices, strict=True)]
 
 
+@audit_inputs.register
+def _numeric_inputs(spec: NumericSpec) -> list[tuple[Any, str]]:
+    """Numbers: :func:`numeric_inputs`, each with its t."""
+    return [(x, f"{x:g} (t = {spec.scale(x):+.3g})") for x in numeric_inputs(spec)]
+
+
+@audit_inputs.register
+def _text_inputs(spec: TextSpec) -> list[tuple[Any, str]]:
+    """Strings: :data:`TEXT_INPUTS`."""
+    return [(value, value) for value in TEXT_INPUTS]
+
+
+@functools.singledispatch
 def event_family(spec: MetricSpec) -> _Family:
-    """The spec's output events, fixed before any report is drawn."""
-    inputs = [value for value, _ in audit_inputs(spec)]
-    if spec.type == "numeric":
-        return _numeric_family(spec, [spec.scale(x) for x in inputs])
-    if spec.type == "text":
-        return _text_family(spec, inputs)
-    indices = [spec.index_of(x) for x in inputs]
+    """The spec's output events, fixed before any report is drawn (one implementation per
+    kind)."""
+    raise TypeError(f"metric {spec.name}: the auditor has no events for a {spec.type} metric")
+
+
+@event_family.register
+def _numeric_events(spec: NumericSpec) -> _Family:
+    """A numeric metric's events over its inputs' t."""
+    return _numeric_family(spec, [spec.scale(x) for x, _ in audit_inputs(spec)])
+
+
+@event_family.register
+def _text_events(spec: TextSpec) -> _Family:
+    """A text metric's events over its strings."""
+    return _text_family(spec, [value for value, _ in audit_inputs(spec)])
+
+
+@event_family.register
+def _oracle_events(spec: OracleSpec) -> _Family:
+    """A kind with categories: the events of its frequency oracle."""
+    indices = [spec.index_of(value) for value, _ in audit_inputs(spec)]
     if spec.mechanism in ("krr", "brr"):
         return _choice_family(spec, indices)
     if spec.mechanism == "oue":

@@ -11,8 +11,8 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Literal, get_args
 
+from deniable.client.calendar import period_label, period_start
 from deniable.client.errors import InvalidInput
-from deniable.client.spec import period_label, period_start
 
 Method = Literal["unbiased", "consistent", "mle"]
 """How the point estimate is made: unbiased, Norm-Sub projected, or maximum likelihood."""

@@ -25,7 +25,7 @@ from .heavyhitters import TextEstimate, TextSeries
 from .results import CategoryEstimate, Estimate, MeanEstimate, PeriodSums, QuantileInterval
 
 if TYPE_CHECKING:
-    from deniable.client.spec import MetricSpec
+    from deniable.client.kinds import NumericSpec
 
 
 CLIPPED_MARKS = {"below": "▼", "above": "▲"}
@@ -275,7 +275,7 @@ def quantile_bounds(
 
 
 def mean_in_value_units(
-    spec: MetricSpec, periods: Sequence[PeriodSums], confidence: float, pooling: str
+    spec: NumericSpec, periods: Sequence[PeriodSums], confidence: float, pooling: str
 ) -> MeanEstimate:
     """The mean of numeric ``spec`` over ``periods``, in value units; raises
     :class:`~deniable.client.errors.InvalidInput` for bad options or sums."""
@@ -287,11 +287,11 @@ def mean_in_value_units(
         confidence=confidence,
         pooling=pooling,  # type: ignore[arg-type]
     )
-    return in_value_units(result, spec.lower, spec.upper)  # type: ignore[arg-type]
+    return in_value_units(result, spec.lower, spec.upper)
 
 
 def mean_document(
-    spec: MetricSpec,
+    spec: NumericSpec,
     start: str | None,
     end: str | None,
     periods: Sequence[PeriodSums],
@@ -312,15 +312,15 @@ def mean_document(
             periods=sum(1 for period in periods if period.n > 0),
             confidence=confidence,
             pooling=pooling,
-            lower=spec.lower,  # type: ignore[arg-type]
-            upper=spec.upper,  # type: ignore[arg-type]
+            lower=spec.lower,
+            upper=spec.upper,
             mean=mean,
         )
     )
 
 
 def mean_series_document(
-    spec: MetricSpec, periods: Sequence[PeriodSums], *, confidence: float
+    spec: NumericSpec, periods: Sequence[PeriodSums], *, confidence: float
 ) -> dict[str, Any]:
     """The series document of numeric ``spec``: each period's own mean, in the order given."""
     points = [
@@ -329,4 +329,4 @@ def mean_series_document(
         )
         for period in periods
     ]
-    return asdict(MeanSeries(spec.name, confidence, spec.lower, spec.upper, points))  # type: ignore[arg-type]
+    return asdict(MeanSeries(spec.name, confidence, spec.lower, spec.upper, points))

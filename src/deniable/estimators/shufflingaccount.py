@@ -229,11 +229,7 @@ def _mechanism(
     generic bound (FMT21 holds for every eps0-LDP randomizer)."""
     spec = specs.get(batch.metric)
     if spec is not None and spec.mechanism == batch.mechanism:
-        if spec.type == "numeric":
-            return spec.numeric_randomizer
-        if spec.type == "text":
-            return spec.text_randomizer
-        return spec.randomizer
+        return spec.report_randomizer
     return make_numeric_mechanism("duchi", check_epsilon(batch.epsilon))
 
 

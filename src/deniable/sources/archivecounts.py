@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from deniable.client.errors import InvalidInput
+from deniable.client.kinds import NumericSpec, TextSpec
 from deniable.client.mechanisms import (
     KRR,
     NUMERIC_MECHANISMS,
@@ -86,8 +87,9 @@ class FileCounts:
 
 
 def count_width(spec: MetricSpec) -> int:
-    """The counts one period keeps: categories, or a text metric's sketch cells and tallies."""
-    return spec.text_randomizer.cell_count if spec.type == "text" else spec.k
+    """The counts one period keeps: the kind's :attr:`~deniable.client.spec.MetricSpec.count_width`
+    (kept as a function for the CLI's importers)."""
+    return spec.count_width
 
 
 def archive_files(url: str, metric: str, periods: Sequence[str]) -> list[tuple[str, str]]:
@@ -172,9 +174,7 @@ def _base64(n_bytes: int) -> str:
 
 def payload_mechanism(spec: MetricSpec) -> Mechanism | NumericMechanism | PrefixSketch:
     """The mechanism whose ``parse_payload`` judges ``spec``'s payloads."""
-    if spec.type == "text":
-        return spec.text_randomizer
-    return spec.numeric_randomizer if spec.type == "numeric" else spec.randomizer
+    return spec.report_randomizer
 
 
 def valid_payload_sql(spec: MetricSpec) -> str:
@@ -275,7 +275,7 @@ def _batch_counts(spec: MetricSpec, batch: Any) -> dict[str, tuple[int, np.ndarr
     metric's: its sketch counts per cell, each cell a whole sketch; the spec bounds cells ×
     sketch counts)."""
     keys = batch.column("cell_key").to_numpy(zero_copy_only=False)
-    if spec.type == "text":
+    if isinstance(spec, TextSpec):
         sketch = spec.text_randomizer
         width = count_width(spec)
         bits = oue_bits(_text_column(batch.column("bits")), sketch.cells)
@@ -314,7 +314,7 @@ def _batch_counts(spec: MetricSpec, batch: Any) -> dict[str, tuple[int, np.ndarr
 
 def _projection(spec: MetricSpec) -> str:
     """The DuckDB select list decoding a file's payloads for the kernels."""
-    if spec.type == "text":
+    if isinstance(spec, TextSpec):
         return (
             "json_extract_string(payload, '$.b') AS bits,"
             " CAST(json_extract(payload, '$.l') AS BIGINT) AS l,"
@@ -355,7 +355,7 @@ def file_counts(
         key = "cell" if cells else "''"
         result = FileCounts(period, CellCounts(), verified=verified)
         groups: dict[str, CellCounts] = {}
-        if spec.type == "numeric":
+        if isinstance(spec, NumericSpec):
             rows = connection.execute(
                 f"SELECT {key}, count(*), sum(CAST(payload AS DOUBLE)),"
                 f" sum(CAST(payload AS DOUBLE) * CAST(payload AS DOUBLE))"
@@ -363,7 +363,7 @@ def file_counts(
             ).fetchall()
             for cell, n, total, squares in rows:
                 groups[cell] = CellCounts(int(n), None, float(total), float(squares))
-        elif spec.type != "text" and isinstance(spec.randomizer, KRR):
+        elif isinstance(spec.frequency_oracle, KRR):
             width = spec.k
             rows = connection.execute(
                 f"SELECT {key}, CAST(payload AS BIGINT), count(*) FROM {source} GROUP BY 1, 2"
@@ -397,7 +397,7 @@ def file_counts(
             result.whole.add(counts)
             if cells:
                 result.cells[cell] = counts
-        if result.whole.support is None and spec.type != "numeric":
+        if result.whole.support is None and not isinstance(spec, NumericSpec):
             result.whole.support = np.zeros(count_width(spec), dtype=np.int64)
         return result
     finally:

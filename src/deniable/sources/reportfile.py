@@ -102,13 +102,7 @@ def frame_of(spec: MetricSpec, rows: Sequence[StoredReport]) -> pl.DataFrame:
     """
     import polars as pl
 
-    parse = (
-        spec.numeric_randomizer.parse_payload
-        if spec.type == "numeric"
-        else spec.text_randomizer.parse_payload
-        if spec.type == "text"
-        else spec.randomizer.parse_payload
-    )
+    parse = spec.check_payload
     payloads = []
     for report_id, _, payload, *_ in rows:
         try:
