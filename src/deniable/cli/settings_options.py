@@ -37,10 +37,10 @@ def _field(name: str) -> FieldInfo:
     return Settings.model_fields[name]
 
 
-def _value_type(field: FieldInfo) -> type:
-    """The field's type without ``| None``."""
+def _value_type(field: FieldInfo) -> object:
+    """The field's type without ``| None`` (a class, or a typing form such as ``Literal``)."""
     kinds = [kind for kind in get_args(field.annotation) if kind is not type(None)]
-    return kinds[0] if kinds else field.annotation  # type: ignore[return-value]
+    return kinds[0] if kinds else field.annotation
 
 
 BOUND_ATTRIBUTES = {

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from rich.console import JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
@@ -84,15 +85,16 @@ def change_table(document: dict[str, Any], rows: list[dict[str, Any]]) -> Table:
             min(widths) / 2 if widths else None, document["lower"], document["upper"]
         )
     table = Table(expand=False)
-    for header, justify in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("category", "left"),
         ("current", "right"),
         ("baseline", "right"),
         ("difference", "right"),
         ("interval", "right"),
         ("verdict", "left"),
-    ):
-        table.add_column(header, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    )
+    for header, justify in columns:
+        table.add_column(header, justify=justify, no_wrap=True)
     for row in rows:
         low, high = row["ci_low"], row["ci_high"]
         span = f"[{_signed(low, numeric, places)}, {_signed(high, numeric, places)}]"

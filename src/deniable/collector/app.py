@@ -222,7 +222,7 @@ def _operation_security() -> dict[tuple[str, str], list[dict[str, list[str]]]]:
             for dependency in route.dependencies:
                 security = ROLE_SECURITY.get(dependency)
                 if security is not None:
-                    for method in route.methods:
+                    for method in route.methods or ():
                         found[(route.path, method.lower())] = security
     return found
 
@@ -251,6 +251,19 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
     return app.openapi_schema
 
 
+class CollectorApp(FastAPI):
+    """The collector's FastAPI app: its OpenAPI document is :func:`_openapi`'s, and
+    :class:`QuietFaults` wraps its middleware stack."""
+
+    def openapi(self) -> dict[str, Any]:
+        """The OpenAPI document with report schemas and security (:func:`_openapi`)."""
+        return _openapi(self)
+
+    def build_middleware_stack(self) -> ASGIApp:
+        """Starlette's stack inside :class:`QuietFaults`."""
+        return QuietFaults(super().build_middleware_stack())
+
+
 def _to_dashboard() -> RedirectResponse:
     """``GET /``: a browser at the collector's root lands on the dashboard (``/dashboard/``)."""
     return RedirectResponse("/dashboard/")
@@ -274,16 +287,18 @@ def _install_error_handlers(app: FastAPI) -> None:
             status_code=503, content={"detail": "database unavailable; retry later"}
         )
 
-    async def storage_unavailable(_request: Request, exc: StorageUnavailable) -> JSONResponse:
+    async def storage_unavailable(_request: Request, exc: Exception) -> JSONResponse:
         log.error("storage unavailable: %s", exc)
         return JSONResponse(status_code=503, content={"detail": str(exc)})
 
-    async def database_fault(request: Request, exc: DBAPIError) -> JSONResponse:
+    async def database_fault(request: Request, exc: Exception) -> JSONResponse:
         if isinstance(exc, OperationalError):
             return await database_down(request, exc)
         return await server_fault(request, exc)
 
-    async def spec_changed(request: Request, exc: SpecChanged) -> JSONResponse:
+    async def spec_changed(request: Request, exc: Exception) -> JSONResponse:
+        if not isinstance(exc, SpecChanged):
+            return await server_fault(request, exc)
         request.app.state.collector.specs.forget(exc.metrics)
         log.warning("registered spec changed in the database: %s", ", ".join(exc.metrics))
         detail = f"the registered spec of {', '.join(exc.metrics)} changed meanwhile; retry"
@@ -299,7 +314,7 @@ def _install_error_handlers(app: FastAPI) -> None:
         )
         return JSONResponse(status_code=500, content={"detail": "internal server error"})
 
-    async def out_of_memory(request: Request, _exc: MemoryError) -> JSONResponse:
+    async def out_of_memory(request: Request, _exc: Exception) -> JSONResponse:
         log.error("out of memory on %s %s: answered 503", request.method, request.url.path)
         detail = (
             "out of memory: the collector could not answer this request with the memory left"
@@ -309,11 +324,11 @@ def _install_error_handlers(app: FastAPI) -> None:
             status_code=503, content={"detail": detail}, headers={"Retry-After": "5"}
         )
 
-    app.add_exception_handler(MemoryError, out_of_memory)  # type: ignore[arg-type]
+    app.add_exception_handler(MemoryError, out_of_memory)
     app.add_exception_handler(PoolTimeout, database_down)
-    app.add_exception_handler(StorageUnavailable, storage_unavailable)  # type: ignore[arg-type]
-    app.add_exception_handler(DBAPIError, database_fault)  # type: ignore[arg-type]
-    app.add_exception_handler(SpecChanged, spec_changed)  # type: ignore[arg-type]
+    app.add_exception_handler(StorageUnavailable, storage_unavailable)
+    app.add_exception_handler(DBAPIError, database_fault)
+    app.add_exception_handler(SpecChanged, spec_changed)
     app.add_exception_handler(QueryRefused, query_refused)
     app.add_exception_handler(Exception, server_fault)
 
@@ -346,7 +361,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
             app.state.collector.writer.close()
             database.dispose()
 
-    app = FastAPI(
+    app = CollectorApp(
         title="deniable collector",
         version="0.1.0",
         description=API_DESCRIPTION,
@@ -373,7 +388,4 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         app.add_middleware(
             DeviceCORS, origins=settings.cors_origins, paths=(METRICS_PATH, KEYS_PATH, REPORTS_PATH)
         )
-    app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
-    build_stack = app.build_middleware_stack
-    app.build_middleware_stack = lambda: QuietFaults(build_stack())  # type: ignore[method-assign]
     return app

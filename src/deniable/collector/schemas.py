@@ -20,6 +20,7 @@ from pydantic import (
     StrictInt,
     StrictStr,
     TypeAdapter,
+    with_config,
 )
 from typing_extensions import TypedDict
 
@@ -76,15 +77,12 @@ def _plain_text(value: str) -> str:
     return value
 
 
-def plain_text(max_length: int) -> Any:
-    """One line of plain text of at most ``max_length`` characters: a metric's unit,
-    description or owner as registered."""
-    return Annotated[str, Field(max_length=max_length), AfterValidator(_plain_text)]
-
-
-UnitText = plain_text(UNIT_MAX)
-DescriptionText = plain_text(DESCRIPTION_MAX)
-OwnerText = plain_text(OWNER_MAX)
+UnitText = Annotated[str, Field(max_length=UNIT_MAX), AfterValidator(_plain_text)]
+"""A metric's unit as registered: one line of plain text of at most ``UNIT_MAX`` characters."""
+DescriptionText = Annotated[str, Field(max_length=DESCRIPTION_MAX), AfterValidator(_plain_text)]
+"""A metric's description as registered: one line of plain text, at most ``DESCRIPTION_MAX``."""
+OwnerText = Annotated[str, Field(max_length=OWNER_MAX), AfterValidator(_plain_text)]
+"""A metric's owner as registered: one line of plain text, at most ``OWNER_MAX`` characters."""
 
 
 Payload = StrictInt | StrictFloat | StrictStr | dict[str, StrictInt | StrictStr]
@@ -124,6 +122,7 @@ class ReportBatch(BaseModel):
     reports: list[Report]
 
 
+@with_config(_STRICT)
 class ReportIn(TypedDict):
     """:class:`Report` as the parser builds it: a plain dict, the same fields and checks.
 
@@ -135,8 +134,6 @@ class ReportIn(TypedDict):
     what :class:`Report` refuses.
     """
 
-    __pydantic_config__ = _STRICT  # type: ignore[misc]
-
     id: ReportId
     metric: MetricField
     fingerprint: FingerprintField
@@ -145,10 +142,9 @@ class ReportIn(TypedDict):
     dims: NotRequired[Any]
 
 
+@with_config(_STRICT)
 class ReportBatchIn(TypedDict):
     """:class:`ReportBatch` as the parser builds it."""
-
-    __pydantic_config__ = _STRICT  # type: ignore[misc]
 
     reports: list[ReportIn]
 

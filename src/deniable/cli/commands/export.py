@@ -23,7 +23,7 @@ PAGE_SIZE = 10_000
 """Reports read per request or query."""
 
 
-def output_format(output: Path, fmt: str | None) -> str:
+def output_format(output: Path, fmt: FileFormat | None) -> FileFormat:
     """The format to write: ``fmt`` if given, else the extension's, else Parquet.
 
     An explicit format that contradicts a known extension is a usage error, so that a
@@ -69,7 +69,7 @@ def export(
     start: str | None,
     end: str | None,
     last: int | None,
-    fmt: str | None,
+    fmt: FileFormat | None,
     output: Path,
     database: str | None,
 ) -> None:
@@ -102,5 +102,5 @@ def export(
             for page in source.pages(start, end, PAGE_SIZE):
                 frames.append(frame_of(spec, page))
                 bar.advance(task, len(page))
-    rows = write_report_file(frames, spec, output, fmt)  # type: ignore[arg-type]
+    rows = write_report_file(frames, spec, output, fmt)
     click.echo(f"wrote {rows:,} randomized report(s) of {name} to {output}", err=True)

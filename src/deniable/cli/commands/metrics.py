@@ -15,7 +15,7 @@ import click
 from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import NUMERIC_MECHANISMS
 from deniable.client.sdk import DEFAULT_MAX_EPSILON
-from deniable.client.spec import MetricSpec
+from deniable.client.spec import MetricSpec, PeriodKind
 
 from ..options import (
     DEFAULT_CONFIDENCE,
@@ -68,7 +68,7 @@ def spec_from_options(
     boolean: bool,
     epsilon: float,
     mechanism: str,
-    period: str,
+    period: PeriodKind,
     kind: str | None = None,
     lower: float | None = None,
     upper: float | None = None,
@@ -93,16 +93,16 @@ def spec_from_options(
                 f"a {kind} metric needs {' and '.join(wanted)}"
                 + (f", not {', '.join(extra)}" if extra else "")
             )
-        if kind == "numeric":
+        if kind == "numeric" and lower is not None and upper is not None:
             spec = MetricSpec.numeric(
                 name, lower=lower, upper=upper, epsilon=epsilon, mechanism=mechanism, period=period
-            )  # type: ignore[arg-type]
+            )
             body: dict[str, Any] = {"name": name, "type": "numeric"}
             body.update({"lower": spec.lower, "upper": spec.upper})
         else:
             spec = MetricSpec.histogram(
                 name, parse_edges(edges or ""), epsilon=epsilon, mechanism=mechanism, period=period
-            )  # type: ignore[arg-type]
+            )
             body = {"name": name, "type": "histogram", "edges": parse_edges(edges or "")}
         body.update({"epsilon": epsilon, "mechanism": spec.mechanism, "period": period})
         return body
@@ -117,13 +117,13 @@ def spec_from_options(
             " --upper U or --type histogram --edges E0,E1,..."
         )
     if boolean:
-        spec = MetricSpec.boolean(name, epsilon=epsilon, mechanism=mechanism, period=period)  # type: ignore[arg-type]
+        spec = MetricSpec.boolean(name, epsilon=epsilon, mechanism=mechanism, period=period)
         body = {"name": name, "type": "boolean"}
     else:
         names = [c.strip() for c in (categories or "").split(",")]
         spec = MetricSpec.categorical(
             name, names, epsilon=epsilon, mechanism=mechanism, period=period
-        )  # type: ignore[arg-type]
+        )
         body = {"name": name, "type": "categorical", "categories": list(spec.categories)}
     body.update({"epsilon": epsilon, "mechanism": spec.mechanism, "period": period})
     return body
@@ -137,10 +137,10 @@ def margins(spec: MetricSpec, confidence: float) -> list[dict[str, Any]]:
 
     rows = []
     for n in PLANNING_SIZES:
-        if spec.type == "numeric":
+        if spec.lower is not None and spec.upper is not None:
             margin = mean_margin(
-                spec.lower,  # type: ignore[arg-type]
-                spec.upper,  # type: ignore[arg-type]
+                spec.lower,
+                spec.upper,
                 spec.epsilon,
                 n,
                 confidence=confidence,
@@ -262,6 +262,15 @@ def _spec_table(spec: dict[str, Any]) -> Any:
     return table
 
 
+def _floors(plan: dict[str, object]) -> list[dict[str, Any]]:
+    """The per-batch-size rows of a :func:`~deniable.estimators.heavyhitters.floor_plan`
+    document, which types its values loosely (a JSON object)."""
+    floors = plan["floors"]
+    if not isinstance(floors, list):
+        raise TypeError("a floor plan holds its floors as a list")
+    return floors
+
+
 def _show_text(spec: MetricSpec, served: dict[str, Any], fmt: str) -> None:
     """``metrics show`` of a text metric: its spec and its discovery floor per batch size."""
     from deniable.estimators.heavyhitters import floor_plan
@@ -272,7 +281,7 @@ def _show_text(spec: MetricSpec, served: dict[str, Any], fmt: str) -> None:
         return
     out = console()
     out.print(_spec_table(served))
-    for row in plan["floors"]:  # type: ignore[attr-defined]
+    for row in _floors(plan):
         t95 = "above 100%" if row["t95"] >= 1 else f"{row['t95']:.2%}"
         out.print(f"discovery floor with {row['reports']:,} reports per period: {t95}")
 
@@ -368,7 +377,7 @@ def create(
     max_length: int | None,
     epsilon: float,
     mechanism: str,
-    period: str,
+    period: PeriodKind,
     delivery: str,
     unit: str | None,
     description: str | None,
@@ -455,7 +464,7 @@ def _create_text(
     if spec.epsilon > DEFAULT_MAX_EPSILON:
         reasons.insert(0, f"ε={spec.epsilon:g} is above {DEFAULT_MAX_EPSILON:g}")
     if fmt != "json":
-        for row in plan["floors"]:  # type: ignore[attr-defined]
+        for row in _floors(plan):
             t95 = "above 100%" if row["t95"] >= 1 else f"{row['t95']:.2%}"
             click.echo(f"discovery floor with {row['reports']:,} reports per period: {t95}")
     if reasons and not accept_weak:

@@ -138,12 +138,12 @@ def _rows(
 ) -> list[Change]:
     """The change rows of one slice from its two windows' statistics."""
     (now, then), (current, baseline) = windows, stats
-    if spec.type == "numeric":
+    if spec.lower is not None and spec.upper is not None:
         options.pop("method")
         change = mean_change(
             spec.numeric_randomizer,
-            spec.lower,  # type: ignore[arg-type]
-            spec.upper,  # type: ignore[arg-type]
+            spec.lower,
+            spec.upper,
             _sums(now, current),
             _sums(then, baseline),
             **options,

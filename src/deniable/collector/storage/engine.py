@@ -14,13 +14,9 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import sys
 import threading
 import time
-
-try:
-    import fcntl
-except ImportError:  # Windows: writers rely on SQLite's busy timeout alone.
-    fcntl = None  # type: ignore[assignment]
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -36,6 +32,9 @@ from deniable.client.errors import StorageUnavailable
 from ..settings import DEFAULT_POOL_SIZE
 from .tables import ADD_PACKED_SQL, add_packed
 from .versions import advance
+
+if sys.platform != "win32":  # Windows has no fcntl: writers rely on SQLite's busy timeout alone.
+    import fcntl
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 SQLITE_CACHE_KIB = 65_536
@@ -116,7 +115,7 @@ class WriterLock:
 
     def __init__(self, path: str | None) -> None:
         self._thread_lock = threading.Lock()
-        self._path = path if path and fcntl is not None else None
+        self._path = path if path and sys.platform != "win32" else None
 
     @contextmanager
     def held(self) -> Iterator[None]:
@@ -126,11 +125,11 @@ class WriterLock:
                 yield
                 return
             with open(self._path, "a+b") as handle:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)  # type: ignore[union-attr]
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
                 try:
                     yield
                 finally:
-                    fcntl.flock(handle.fileno(), fcntl.LOCK_UN)  # type: ignore[union-attr]
+                    fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 FILE_GONE = (

@@ -61,7 +61,7 @@ def partition_name(label: str) -> str:
 def is_partition(name: str | None) -> bool:
     """Whether the table ``name`` is a partition of ``reports`` (schema comparisons skip
     them: the schema declares the partitioned table, not its partitions)."""
-    return bool(name) and name.startswith(PARTITION_PREFIX)  # type: ignore[union-attr]
+    return name is not None and name.startswith(PARTITION_PREFIX)
 
 
 def include_name(name: str | None, type_: str, parent_names: object) -> bool:
@@ -228,7 +228,7 @@ def create_ahead(database: Database, today: dt.date) -> list[str]:
     partition made; their labels (none on SQLite or an unpartitioned table)."""
     if database.dialect != "postgresql":
         return []
-    labels = set()
+    labels: set[str] = set()
     for kind in AHEAD_KINDS:
         current = period_label(kind, today)
         labels.update((current, next_period(kind, current)))

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import ColumnElement, Connection, case, func, select
+from sqlalchemy import ColumnElement, Connection, Row, case, func, select
 
 from deniable.estimators.shufflingaccount import DEFAULT_DELTA, BatchGroup, ShuffledBatch
 
@@ -104,11 +105,11 @@ def _parts(batch: ColumnElement[str]) -> list[ColumnElement[int]]:
     ]
 
 
-def _batch(row: object, delta: float) -> ShuffledBatch:
+def _batch(row: Row[Any], delta: float) -> ShuffledBatch:
     """A stored row as the accountant's record, at the ``delta`` the account states: ``n`` the
     distinct reports its parts counted, ``declared`` the size its shuffler stated, incomplete
     while a stated part is missing (or the batch predates the parts' counts)."""
-    mapping = row._mapping  # type: ignore[attr-defined]
+    mapping = row._mapping
     released = mapping["released_at"]
     if released.tzinfo is None:
         released = released.replace(tzinfo=dt.UTC)
