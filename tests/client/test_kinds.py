@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from deniable.client.errors import SpecError
-from deniable.client.kinds import KINDS, OracleSpec
+from deniable.client.kinds import KINDS, OracleSpec, SetSpec
 from deniable.client.randomness import SeededRandomness
 from deniable.client.sampling import randomized_reports
 from deniable.client.spec import METRIC_TYPES, MetricSpec
@@ -66,6 +66,17 @@ EXAMPLES: dict[str, tuple[dict[str, Any], list[Any], str]] = {
         ["cats", "a longer string than eight bytes"],
         "adc9271fc8f9255c",
     ),
+    "set": (
+        {
+            "name": "features",
+            "type": "set",
+            "categories": ["search", "share", "export", "print", "sync"],
+            "max_items": 3,
+            "epsilon": 1.0,
+        },
+        [[], ["sync", "search"], {"print", "share", "export", "search"}],
+        "a92f073272e2d9ef",
+    ),
 }
 """For each kind: a spec's JSON form, values a device may record, and its fingerprint as
 the Python SDK has always computed it (the vectors pin the same for the JS SDK)."""
@@ -99,6 +110,8 @@ def test_a_kind_prepares_its_values_for_its_randomizer(type_name: str) -> None:
         prepared = spec.prepare(value)
         if isinstance(spec, OracleSpec):
             assert prepared == spec.index_of(value) and 0 <= prepared < spec.k
+        elif isinstance(spec, SetSpec):
+            assert prepared == tuple(sorted({spec.categories.index(v) for v in value}))
         elif type_name == "numeric":
             assert isinstance(prepared, float) and -1.0 <= prepared <= 1.0
         else:
@@ -112,6 +125,9 @@ def test_a_kind_says_how_many_counts_a_report_adds(type_name: str) -> None:
     assert isinstance(width, int) and width >= 0
     if isinstance(spec, OracleSpec):
         assert width == spec.k == len(spec.categories) and spec.value_count == spec.k
+    elif isinstance(spec, SetSpec):
+        assert width == spec.k + spec.max_items and spec.value_count is None
+        assert not spec.memoizable
     else:
         assert spec.k == 0 and spec.value_count is None
 
@@ -156,6 +172,7 @@ def test_the_factories_return_the_kinds() -> None:
         MetricSpec.histogram("h", [0, 1, 2], epsilon=1.0),
         MetricSpec.numeric("n", lower=0, upper=1, epsilon=1.0),
         MetricSpec.text("t", max_length=8, epsilon=4.0),
+        MetricSpec.set_of("s", ["x", "y"], max_items=1, epsilon=1.0),
     ]
     assert [type(spec) for spec in made] == [KINDS[spec.type] for spec in made]
     assert [spec.type for spec in made] == [
@@ -164,5 +181,6 @@ def test_the_factories_return_the_kinds() -> None:
         "histogram",
         "numeric",
         "text",
+        "set",
     ]
     assert all(isinstance(spec.domain, str) and spec.domain for spec in made)

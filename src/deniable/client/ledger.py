@@ -156,9 +156,10 @@ def report_cost(
 
     With an ``instantaneous_ratio`` (the SDK's default), a metric is memoized only where two
     layers exist (krr and brr: :func:`~.mechanisms.two_layers`); others are reported afresh.
-    With ``None`` every asked metric keeps one permanent answer per value, sent as is.
+    With ``None`` every asked metric keeps one permanent answer per value, sent as is. A kind
+    that is not :attr:`~.spec.MetricSpec.memoizable` (a set) is always reported afresh.
     """
-    if not memoize:
+    if not memoize or not spec.memoizable:
         return ReportCost(spec.epsilon), None
     if instantaneous_ratio is None:
         return ReportCost(spec.epsilon, True, spec.epsilon), None

@@ -996,3 +996,140 @@ def make_text_mechanism(name: str, max_length: int, epsilon: float) -> PrefixSke
     except KeyError:
         raise SpecError(f"unknown text mechanism {name!r}: choose auto or pem") from None
     return cls(max_length, epsilon)
+
+
+MAX_SET_ITEMS = 64
+"""The largest declared maximum set size L of a ``set`` metric. The variance of every share
+grows like L^2 (STATS.md section 16), so at L = 64 a share needs about 4,096 times the reports
+a categorical share needs for the same margin: a deployment wanting more should list fewer
+categories per metric."""
+
+
+class PaddingSampling:
+    """``ps``: padding-and-sampling (Wang, Li & Jha, "Locally differentially private frequent
+    itemset mining", IEEE S&P 2018) of a subset of k categories through a frequency oracle
+    over k + L items.
+
+    A device holding the set S of category indices (0..k-1) pads it with the dummy items
+    k, k+1, .., k+L-|S|-1 to exactly L items when |S| < L, draws one of the padded items
+    uniformly (one of S when |S| >= L: sampling S down to L items first and then one of those
+    is the same draw), and reports that one item through ``oracle`` (krr, oue or olh over
+    k + L items) with the metric's whole eps. The report is a function of one item passed
+    through an eps-LDP randomizer, so any two sets give output laws within e^eps (STATS.md
+    section 16); a sampled dummy is reported like any other index. The payload is the
+    oracle's, the counts are the oracle's k + L support counts, and a category's share of
+    devices is L times its debiased frequency.
+    """
+
+    name: ClassVar[str] = "ps"
+    pointwise_split: ClassVar[bool] = False
+    """No: a set's report gets the shuffle accountant's generic bound (see Mechanism)."""
+
+    def __init__(self, k: int, max_items: int, epsilon: float, oracle: str = "auto") -> None:
+        """Check k and L and build the oracle over k + L items (``auto``: least variance)."""
+        _check_k(k)
+        if not _is_int(max_items) or not 1 <= max_items <= MAX_SET_ITEMS:
+            raise SpecError(f"max_items must be an integer in 1..{MAX_SET_ITEMS}")
+        if k + max_items > MAX_CATEGORIES:
+            raise SpecError(
+                f"categories plus max_items must be at most {MAX_CATEGORIES:,},"
+                f" got {k + max_items:,}"
+            )
+        if oracle == BRR.name:
+            raise SpecError("a set's oracle is krr, oue or olh over k + max_items items")
+        self.k = k
+        self.max_items = max_items
+        self.oracle = make_mechanism(oracle, k + max_items, epsilon)
+        self.epsilon = self.oracle.epsilon
+
+    @property
+    def guarantee(self) -> PureDP:
+        """What one report guarantees for the whole set: the oracle's eps-LDP (one item of the
+        padded set goes through it; STATS.md section 16)."""
+        return self.oracle.guarantee
+
+    @property
+    def width(self) -> int:
+        """k + L: the oracle's items (the categories, then the L dummies), one count each."""
+        return self.oracle.k
+
+    @property
+    def p_star(self) -> float:
+        """The oracle's p* over the k + L items."""
+        return self.oracle.p_star
+
+    @property
+    def q_star(self) -> float:
+        """The oracle's q* over the k + L items."""
+        return self.oracle.q_star
+
+    def check_value(self, items: Any) -> tuple[int, ...]:
+        """The set as sorted distinct category indices, or ``ValueError`` without echoing it.
+
+        A set, frozenset, list or tuple of indices in 0..k-1 is accepted (repeats count once);
+        a string, a mapping or anything else is refused.
+        """
+        if not isinstance(items, set | frozenset | list | tuple):
+            raise ValueError("value is not a set of category indices")
+        if not all(_is_int(v) and 0 <= v < self.k for v in items):
+            raise ValueError(
+                f"value holds something other than category indices in 0..{self.k - 1}"
+            )
+        return tuple(sorted(set(items)))
+
+    def sample(self, items: tuple[int, ...], rng: Randomness = system_randomness) -> int:
+        """One item of the padded set, drawn uniformly: a category of ``items`` or a dummy
+        k + j. ``items`` must be sorted distinct indices (:meth:`check_value`)."""
+        draw = rng.randbelow(max(len(items), self.max_items))
+        return items[draw] if draw < len(items) else self.k + draw - len(items)
+
+    def sample_law(self, items: tuple[int, ...]) -> dict[int, float]:
+        """P(:meth:`sample` returns item j | items) for every item it can return."""
+        size = max(len(items), self.max_items)
+        padded = list(items) + [self.k + j for j in range(size - len(items))]
+        return dict.fromkeys(padded, 1.0 / size)
+
+    def randomize(self, items: Any, rng: Randomness = system_randomness) -> Payload:
+        """Pad, sample one item and report it through the oracle (eps-LDP for the whole set)."""
+        return self.oracle.randomize(self.sample(self.check_value(items), rng), rng)
+
+    def parse_payload(self, payload: Any) -> Payload:
+        """The oracle's payload in canonical form, or ``ValueError`` naming the problem."""
+        return self.oracle.parse_payload(payload)
+
+    def supported(self, payload: Payload) -> list[int]:
+        """The items (categories 0..k-1, dummies k..k+L-1) a valid payload supports."""
+        return self.oracle.supported(payload)
+
+    def implausible(self, payload: Any) -> str | None:
+        """None for a payload an honest device may send (the oracle's rule for oue), else why not."""
+        if isinstance(self.oracle, OUE):
+            return self.oracle.implausible(payload)
+        return None
+
+    def __repr__(self) -> str:
+        """``PaddingSampling(k=.., max_items=.., epsilon=.., oracle=..)``."""
+        return (
+            f"PaddingSampling(k={self.k}, max_items={self.max_items},"
+            f" epsilon={self.epsilon!r}, oracle={self.oracle.name!r})"
+        )
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when k, L and the oracle are."""
+        return isinstance(other, PaddingSampling) and (
+            other.k,
+            other.max_items,
+            other.oracle,
+        ) == (self.k, self.max_items, self.oracle)
+
+    def __hash__(self) -> int:
+        """The hash of what :meth:`__eq__` compares."""
+        return hash((self.name, self.k, self.max_items, self.oracle))
+
+
+def make_set_mechanism(
+    k: int, max_items: int, epsilon: float, oracle: str = "auto"
+) -> PaddingSampling:
+    """Build a set metric's randomizer; ``auto`` picks the oracle of least variance over k + L
+    items (:func:`least_variance`; the share's variance is L^2 times the oracle's)."""
+    return PaddingSampling(k, max_items, epsilon, oracle)

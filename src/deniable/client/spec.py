@@ -4,7 +4,7 @@ their fingerprints.
 A spec is immutable once registered; its fingerprint (SHA-256 over RFC 8785 canonical JSON
 of the resolved fields) travels in every report so that an estimate never mixes reports
 made under different parameters. Each kind (categorical with boolean, histogram, numeric,
-text) is a subclass in :mod:`.kinds`; the type string is read once, by :meth:`MetricSpec.from_dict`
+text, set) is a subclass in :mod:`.kinds`; the type string is read once, by :meth:`MetricSpec.from_dict`
 through the registry :data:`.kinds.KINDS`. The period calendar (:mod:`.calendar`) and canonical
 JSON (:mod:`.canonical`) are importable from here as well, as many modules import them so.
 """
@@ -20,7 +20,7 @@ import numbers
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Any, ClassVar, Literal
 
@@ -34,10 +34,10 @@ from .calendar import period_start as period_start
 from .calendar import resolve_period as resolve_period
 from .canonical import canonical_json
 from .errors import InvalidInput, SpecError
-from .mechanisms import Mechanism, NumericMechanism, Payload, PrefixSketch
+from .mechanisms import Mechanism, NumericMechanism, PaddingSampling, Payload, PrefixSketch
 
-MetricType = Literal["boolean", "categorical", "numeric", "histogram", "text"]
-METRIC_TYPES: tuple[str, ...] = ("boolean", "categorical", "numeric", "histogram", "text")
+MetricType = Literal["boolean", "categorical", "numeric", "histogram", "text", "set"]
+METRIC_TYPES: tuple[str, ...] = ("boolean", "categorical", "numeric", "histogram", "text", "set")
 Delivery = Literal["direct", "shuffled"]
 DELIVERIES: tuple[str, ...] = ("direct", "shuffled")
 """How a metric's reports may reach the collector: ``direct`` (straight to it, or through a
@@ -219,8 +219,9 @@ def _check_common(name: Any, period: Any, mechanism: Any, delivery: Any, *type_n
         raise SpecError(f"metric {name}: delivery must be one of direct, shuffled")
 
 
-Randomizer = Mechanism | NumericMechanism | PrefixSketch
-"""Any kind's randomizer: a frequency oracle, a numeric mechanism or a prefix sketch."""
+Randomizer = Mechanism | NumericMechanism | PrefixSketch | PaddingSampling
+"""Any kind's randomizer: a frequency oracle, a numeric mechanism, a prefix sketch or a set's
+padding-and-sampling."""
 
 
 @dataclass(frozen=True)
@@ -229,7 +230,7 @@ class MetricSpec(ABC):
     period, dimensions, delivery); each kind in :mod:`.kinds` adds its own domain.
 
     Build one with :meth:`boolean`, :meth:`categorical`, :meth:`numeric`, :meth:`histogram`,
-    :meth:`text` or :meth:`from_dict`, which return the right kind. ``mechanism="auto"`` is
+    :meth:`text`, :meth:`set_of` or :meth:`from_dict`, which return the right kind. ``mechanism="auto"`` is
     resolved at once, so a spec is always resolved. ``delivery`` is the metric's rule
     (:data:`DELIVERIES`), in the fingerprint when ``shuffled``. ``type`` is each kind's wire
     name, a class constant read only for the wire and the fingerprint.
@@ -242,8 +243,13 @@ class MetricSpec(ABC):
     upper: ClassVar[float | None] = None
     edges: ClassVar[tuple[float, ...] | None] = None
     max_length: ClassVar[int | None] = None
+    max_items: ClassVar[int | None] = None
     """A kind's domain fields read as absent on the kinds without them (a numeric metric's
     ``edges``, a histogram's ``lower``): each kind that has one holds it as a field."""
+
+    memoizable: ClassVar[bool] = True
+    """Whether a device may memoize the kind's reports (one permanent answer per value); a set
+    metric's values are too many to remember, so it is always reported afresh."""
 
     name: str
     epsilon: float
@@ -391,6 +397,37 @@ class MetricSpec(ABC):
         )
 
     @classmethod
+    def set_of(
+        cls,
+        name: str,
+        categories: Sequence[str],
+        *,
+        max_items: int,
+        epsilon: float,
+        mechanism: str = "auto",
+        period: PeriodKind = "day",
+        dimensions: Mapping[str, Sequence[str]] | None = None,
+        delivery: Delivery = "direct",
+    ) -> MetricSpec:
+        """A metric whose value is a subset of ``categories`` (the features used today, say),
+        estimated as each category's share of devices; ``max_items`` is L, the most categories
+        a device is expected to hold (a larger set is sampled down to L, which biases its
+        categories' shares low: docs/STATS.md section 16). ``mechanism`` is the frequency
+        oracle over k + L items the padded-and-sampled item goes through."""
+        from .kinds import SetSpec
+
+        return SetSpec(
+            name,
+            epsilon,
+            mechanism,
+            period,
+            dims_argument(dimensions),
+            delivery,
+            categories=tuple(categories),
+            max_items=max_items,
+        )
+
+    @classmethod
     def from_dict(cls, data: dict[str, Any]) -> MetricSpec:
         """Build from the JSON form (as served by ``GET /v1/metrics``): the one place the type
         string is read, through the registry :data:`.kinds.KINDS`.
@@ -421,7 +458,10 @@ class MetricSpec(ABC):
             common["name"], common["period"], common["mechanism"], common["delivery"], type_name
         )
         common["dimensions"] = check_dimensions(common["name"], common["dimensions"])
-        return KINDS[type_name]._from_fields({**data, "categories": categories}, common)
+        kind = KINDS[type_name]
+        if data.get("max_items") is not None and "max_items" not in {f.name for f in fields(kind)}:
+            raise SpecError(f"metric {common['name']}: max_items is for set metrics only")
+        return kind._from_fields({**data, "categories": categories}, common)
 
     # -- what every kind answers -----------------------------------------------------------
 

@@ -59,7 +59,7 @@ from scipy import stats
 
 from deniable.client.errors import InvalidInput
 from deniable.client.guarantees import ApproxDP, PureDP
-from deniable.client.mechanisms import Mechanism, NumericMechanism, PrefixSketch
+from deniable.client.spec import Randomizer
 
 from .shufflelimits import (
     BOUND_NAMES,
@@ -274,7 +274,7 @@ def lower_bound_epsilon(eps0: float, n: int, delta: float = DEFAULT_DELTA) -> fl
     return _bisect(lambda eps: _lower_bound_delta(n, eps0, eps), delta, eps0)
 
 
-def bound_for(mechanism: Mechanism | NumericMechanism | PrefixSketch) -> Bound:
+def bound_for(mechanism: Randomizer) -> Bound:
     """The bound computed for ``mechanism``, from its own parameters: strong clone for RR with
     k = 2, the pair-clone bound for k-RR with k > 2 (FMT21's where that is lower: see
     :func:`central_guarantee`), FMT21 numerical for everything else."""
@@ -284,7 +284,7 @@ def bound_for(mechanism: Mechanism | NumericMechanism | PrefixSketch) -> Bound:
 
 
 def _amplification(
-    mechanism: Mechanism | NumericMechanism | PrefixSketch | None, eps0: float, n: int, delta: float
+    mechanism: Randomizer | None, eps0: float, n: int, delta: float
 ) -> tuple[float, Bound]:
     """The central eps of ``n`` reports at ``eps0`` shuffled together and the bound that gives
     it, by the bound valid for ``mechanism`` (``None``: FMT21's, valid for every eps0-LDP
@@ -309,7 +309,7 @@ def amplify(
     local: PureDP,
     n: int,
     delta: float = DEFAULT_DELTA,
-    mechanism: Mechanism | NumericMechanism | PrefixSketch | None = None,
+    mechanism: Randomizer | None = None,
 ) -> ApproxDP:
     """Amplification by shuffling: what ``n`` reports, each ``local``-LDP, guarantee once
     shuffled together, against an analyst who sees only the batch: (eps, ``delta``)-DP, eps
@@ -322,7 +322,7 @@ def amplify(
 
 
 def central_guarantee(
-    mechanism: Mechanism | NumericMechanism | PrefixSketch,
+    mechanism: Randomizer,
     n: int,
     delta: float = DEFAULT_DELTA,
     local_epsilon: float | None = None,

@@ -36,14 +36,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from deniable.client.mechanisms import (
-    Mechanism,
-    NumericMechanism,
-    PrefixSketch,
-    check_epsilon,
-    make_numeric_mechanism,
-)
-from deniable.client.spec import MetricSpec
+from deniable.client.mechanisms import check_epsilon, make_numeric_mechanism
+from deniable.client.spec import MetricSpec, Randomizer
 
 from .shufflelimits import (
     BOUND_NAMES,
@@ -221,9 +215,7 @@ class ShuffleSection:
     min_batch: int | None = None
 
 
-def _mechanism(
-    batch: ShuffledBatch, specs: dict[str, MetricSpec]
-) -> Mechanism | NumericMechanism | PrefixSketch:
+def _mechanism(batch: ShuffledBatch, specs: dict[str, MetricSpec]) -> Randomizer:
     """The mechanism object of ``batch``'s metric, from its spec (the one source of its
     parameters); without a spec of that name and mechanism, a randomizer that gets the
     generic bound (FMT21 holds for every eps0-LDP randomizer)."""

@@ -13,10 +13,19 @@ from .categorical import BooleanSpec, CategoricalSpec
 from .histogram import HistogramSpec
 from .numeric import NumericSpec
 from .oracle import OracleSpec
+from .set import SetSpec
 from .text import TextSpec
 
 KINDS: dict[MetricType, type[MetricSpec]] = {
-    kind.type: kind for kind in (BooleanSpec, CategoricalSpec, NumericSpec, HistogramSpec, TextSpec)
+    kind.type: kind
+    for kind in (
+        BooleanSpec,
+        CategoricalSpec,
+        NumericSpec,
+        HistogramSpec,
+        TextSpec,
+        SetSpec,
+    )
 }
 """Every kind by its wire type name: the one place a type string becomes a class."""
 
@@ -27,5 +36,6 @@ __all__ = [
     "HistogramSpec",
     "NumericSpec",
     "OracleSpec",
+    "SetSpec",
     "TextSpec",
 ]

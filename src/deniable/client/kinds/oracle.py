@@ -12,6 +12,17 @@ from ..mechanisms import MECHANISMS, NUMERIC_MECHANISMS, OLH_PRIME, Mechanism, m
 from ..spec import MetricSpec
 
 
+def oracle_payload_chars(mechanism: str, k: int) -> int:
+    """The most characters a payload of the oracle ``mechanism`` over ``k`` items takes: an
+    index's digits, an oue bit vector's base64, or an olh (a, b, y) object."""
+    if mechanism == "oue":
+        return 2 + 4 * math.ceil(math.ceil(k / 8) / 3)
+    if mechanism == "olh":
+        digits = len(str(OLH_PRIME))
+        return len('{"a":,"b":,"y":}') + 3 * digits
+    return len(str(k - 1))
+
+
 @dataclass(frozen=True)
 class OracleSpec(MetricSpec):
     """A kind whose reports come from a frequency oracle (krr, brr, oue, olh) over its
@@ -90,13 +101,7 @@ class OracleSpec(MetricSpec):
     @property
     def payload_chars(self) -> int:
         """An index's digits, an oue bit vector's base64, or an olh (a, b, y) object."""
-        k = self.k
-        if self.mechanism == "oue":
-            return 2 + 4 * math.ceil(math.ceil(k / 8) / 3)
-        if self.mechanism == "olh":
-            digits = len(str(OLH_PRIME))
-            return len('{"a":,"b":,"y":}') + 3 * digits
-        return len(str(k - 1))
+        return oracle_payload_chars(self.mechanism, self.k)
 
     def _category_list(self, shown: int = 20) -> str:
         """The categories for an error message (they are public), the first ``shown`` of a
