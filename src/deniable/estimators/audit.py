@@ -147,7 +147,7 @@ class AuditResult:
 
 
 @dataclass(frozen=True)
-class _Family:
+class EventFamily:
     """Output events fixed before sampling: their names, how to count every one of them in a
     body, and for each the inputs (positions in :func:`audit_inputs`) it is compared across."""
 
@@ -161,7 +161,7 @@ def _payloads(body: bytes) -> list[Any]:
     return [report["payload"] for report in json.loads(body)["reports"]]
 
 
-def _ints(payloads: list[Any], low: int, high: int, what: str) -> np.ndarray:
+def payload_ints(payloads: list[Any], low: int, high: int, what: str) -> np.ndarray:
     """Integer payloads as an array; :class:`AuditError` for anything outside [low, high]."""
     import numpy as np
 
@@ -171,12 +171,12 @@ def _ints(payloads: list[Any], low: int, high: int, what: str) -> np.ndarray:
     return values.astype(np.int64)
 
 
-def _ordered_pairs(m: int) -> list[tuple[int, int]]:
+def ordered_pairs(m: int) -> list[tuple[int, int]]:
     """Every ordered pair (a, b) of distinct positions among m inputs."""
     return [(a, b) for a in range(m) for b in range(m) if a != b]
 
 
-def _choice_family(spec: MetricSpec, indices: list[int]) -> _Family:
+def _choice_family(spec: MetricSpec, indices: list[int]) -> EventFamily:
     """krr and brr: {report = o} for every output o (the inputs' own when k > SMALL_K),
     each compared across every pair of inputs."""
     import numpy as np
@@ -184,20 +184,20 @@ def _choice_family(spec: MetricSpec, indices: list[int]) -> _Family:
     outputs = list(range(spec.k)) if spec.k <= SMALL_K else indices
 
     def count(payloads: list[Any]) -> np.ndarray:
-        values = _ints(payloads, 0, spec.k - 1, spec.mechanism)
+        values = payload_ints(payloads, 0, spec.k - 1, spec.mechanism)
         return np.bincount(values, minlength=spec.k)[outputs]
 
     names = tuple(f"report = {spec.categories[o]}" for o in outputs)
-    return _Family(names, count, (tuple(range(len(indices))),) * len(outputs))
+    return EventFamily(names, count, (tuple(range(len(indices))),) * len(outputs))
 
 
-def _oue_family(spec: MetricSpec, indices: list[int]) -> _Family:
+def _oue_family(spec: MetricSpec, indices: list[int]) -> EventFamily:
     """oue: for each ordered pair of inputs (i, j), {bit i = 1 and bit j = 0} compared across
     that pair; and each input's bit alone, compared across every pair."""
     import numpy as np
 
     n_bytes, m = (spec.k + 7) // 8, len(indices)
-    pairs = _ordered_pairs(m)
+    pairs = ordered_pairs(m)
     rows, columns = np.array(pairs, dtype=np.int64).reshape(-1, 2).T
 
     def count(payloads: list[Any]) -> np.ndarray:
@@ -213,16 +213,16 @@ def _oue_family(spec: MetricSpec, indices: list[int]) -> _Family:
     labels = [spec.categories[i] for i in indices]
     names = tuple(f"bit {labels[a]} = 1 and bit {labels[b]} = 0" for a, b in pairs)
     names += tuple(f"bit {label} = 1" for label in labels)
-    return _Family(names, count, tuple(pairs) + (tuple(range(m)),) * m)
+    return EventFamily(names, count, tuple(pairs) + (tuple(range(m)),) * m)
 
 
-def _olh_family(spec: MetricSpec, indices: list[int]) -> _Family:
+def _olh_family(spec: MetricSpec, indices: list[int]) -> EventFamily:
     """olh: for each ordered pair of inputs (i, j), {y = H(i) and H(j) != H(i)} (H from the
     payload's own a, b), compared across that pair."""
     import numpy as np
 
     g = spec.randomizer.g  # type: ignore[attr-defined]
-    pairs = _ordered_pairs(len(indices))
+    pairs = ordered_pairs(len(indices))
     rows, columns = np.array(pairs, dtype=np.int64).reshape(-1, 2).T
     values = np.array(indices, dtype=np.int64)
 
@@ -245,7 +245,7 @@ def _olh_family(spec: MetricSpec, indices: list[int]) -> _Family:
 
     labels = [spec.categories[i] for i in indices]
     names = tuple(f"y = H({labels[a]}) and H({labels[b]}) != H({labels[a]})" for a, b in pairs)
-    return _Family(names, count, tuple(pairs))
+    return EventFamily(names, count, tuple(pairs))
 
 
 TEXT_INPUTS = ("alpha", "bravo", "charlie")
@@ -253,7 +253,7 @@ TEXT_INPUTS = ("alpha", "bravo", "charlie")
 every level the device may be pinned to."""
 
 
-def _text_family(spec: MetricSpec, values: Sequence[str]) -> _Family:
+def _text_family(spec: MetricSpec, values: Sequence[str]) -> EventFamily:
     """pem: for each ordered pair of inputs (i, j), {the bit of i's cell = 1, the bit of j's
     cell = 0, and the two cells differ}, the cells read at the report's own level and row,
     compared across that pair (its ratio is p(1-q) / ((1-p) q) = e^eps for the real one)."""
@@ -273,7 +273,7 @@ def _text_family(spec: MetricSpec, values: Sequence[str]) -> _Family:
         ],
         axis=1,
     )
-    pairs = _ordered_pairs(len(values))
+    pairs = ordered_pairs(len(values))
 
     def count(payloads: list[Any]) -> np.ndarray:
         try:
@@ -292,7 +292,7 @@ def _text_family(spec: MetricSpec, values: Sequence[str]) -> _Family:
         )
 
     names = tuple(f"cell of {values[a]} = 1 and cell of {values[b]} = 0" for a, b in pairs)
-    return _Family(names, count, tuple(pairs))
+    return EventFamily(names, count, tuple(pairs))
 
 
 def numeric_thresholds(bound: float) -> list[float]:
@@ -321,7 +321,7 @@ def window_gaps(spec: MetricSpec, ts: Sequence[float]) -> list[tuple[float, floa
         return []
     windows = [piecewise.window(t) for t in ts]
     gaps = []
-    for a, b in _ordered_pairs(len(ts)):
+    for a, b in ordered_pairs(len(ts)):
         (left, right), (other_left, other_right) = windows[a], windows[b]
         if ts[a] < ts[b]:
             gaps.append((left, min(right, other_left)))
@@ -330,7 +330,7 @@ def window_gaps(spec: MetricSpec, ts: Sequence[float]) -> list[tuple[float, floa
     return gaps
 
 
-def _numeric_family(spec: MetricSpec, ts: Sequence[float]) -> _Family:
+def _numeric_family(spec: MetricSpec, ts: Sequence[float]) -> EventFamily:
     """duchi, pm, hybrid: the tails {y > c} and {y < c} (post-processing of y), compared
     across every pair of inputs (duchi's outputs are +-C1, so only c = 0 there); and for pm's
     part, each ordered pair's window gap (:func:`window_gaps`), compared across that pair."""
@@ -357,9 +357,9 @@ def _numeric_family(spec: MetricSpec, ts: Sequence[float]) -> _Family:
 
     names = tuple([f"y > {c:.4g}" for c in cuts.tolist()] + [f"y < {c:.4g}" for c in cuts.tolist()])
     names += tuple(f"{low:.4g} < y < {high:.4g}" for low, high in gaps)
-    pairs = tuple(_ordered_pairs(len(ts))) if gaps else ()
+    pairs = tuple(ordered_pairs(len(ts))) if gaps else ()
     support = (tuple(range(len(ts))),) * (2 * len(cuts)) + pairs
-    return _Family(names, count, support)
+    return EventFamily(names, count, support)
 
 
 def _category_indices(spec: MetricSpec) -> list[int]:
@@ -421,26 +421,26 @@ def _text_inputs(spec: TextSpec) -> list[tuple[Any, str]]:
 
 
 @functools.singledispatch
-def event_family(spec: MetricSpec) -> _Family:
+def event_family(spec: MetricSpec) -> EventFamily:
     """The spec's output events, fixed before any report is drawn (one implementation per
     kind)."""
     raise TypeError(f"metric {spec.name}: the auditor has no events for a {spec.type} metric")
 
 
 @event_family.register
-def _numeric_events(spec: NumericSpec) -> _Family:
+def _numeric_events(spec: NumericSpec) -> EventFamily:
     """A numeric metric's events over its inputs' t."""
     return _numeric_family(spec, [spec.scale(x) for x, _ in audit_inputs(spec)])
 
 
 @event_family.register
-def _text_events(spec: TextSpec) -> _Family:
+def _text_events(spec: TextSpec) -> EventFamily:
     """A text metric's events over its strings."""
     return _text_family(spec, [value for value, _ in audit_inputs(spec)])
 
 
 @event_family.register
-def _oracle_events(spec: OracleSpec) -> _Family:
+def _oracle_events(spec: OracleSpec) -> EventFamily:
     """A kind with categories: the events of its frequency oracle."""
     indices = [spec.index_of(value) for value, _ in audit_inputs(spec)]
     if spec.mechanism in ("krr", "brr"):
@@ -462,7 +462,7 @@ class ReportSource(Protocol):
 def _event_counts(
     spec: MetricSpec,
     value: Any,
-    family: _Family,
+    family: EventFamily,
     samples: int,
     rng: Randomness | None,
     source: ReportSource,
@@ -675,3 +675,6 @@ def audit_document(
         "seed": seed,
         "failed": any(r.verdict == "fail" for r in results),
     }
+
+
+from . import setaudit as setaudit  # noqa: E402  (registers the set kind's inputs and events)

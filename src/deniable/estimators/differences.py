@@ -100,7 +100,7 @@ def row_alpha(confidence: float, rows: int, tests: int = 1) -> float:
     return (1.0 - confidence) / (max(1, tests) * max(1, rows))
 
 
-def _finish(
+def finished_change(
     category: str,
     points: tuple[float | None, float | None],
     bounds: tuple[tuple[float, float], tuple[float, float]] | None,
@@ -152,11 +152,13 @@ def share_changes(
     for i, category in enumerate(categories):
         if windows[0] is None or windows[1] is None:
             points = tuple(None if w is None else float(w[0][i]) for w in windows)
-            rows.append(_finish(str(category), points, None, 1.0, confidence))  # type: ignore[arg-type]
+            rows.append(finished_change(str(category), points, None, 1.0, confidence))  # type: ignore[arg-type]
             continue
         (a, a_low, a_high), (b, b_low, b_high) = windows
         bounds = ((float(a_low[i]), float(a_high[i])), (float(b_low[i]), float(b_high[i])))
-        rows.append(_finish(str(category), (float(a[i]), float(b[i])), bounds, 1.0, confidence))
+        rows.append(
+            finished_change(str(category), (float(a[i]), float(b[i])), bounds, 1.0, confidence)
+        )
     return rows
 
 
@@ -187,7 +189,7 @@ def mean_change(
         windows.append((float(np.clip(mean, -1.0, 1.0)), float(low), float(high)))
     points = tuple(None if w is None else lower + scale * (w[0] + 1.0) for w in windows)
     if windows[0] is None or windows[1] is None:
-        return _finish("mean", points, None, upper - lower, confidence)  # type: ignore[arg-type]
+        return finished_change("mean", points, None, upper - lower, confidence)  # type: ignore[arg-type]
     (_, a_low, a_high), (_, b_low, b_high) = windows
     bounds = ((a_low * scale, a_high * scale), (b_low * scale, b_high * scale))
-    return _finish("mean", points, bounds, upper - lower, confidence)  # type: ignore[arg-type]
+    return finished_change("mean", points, bounds, upper - lower, confidence)  # type: ignore[arg-type]

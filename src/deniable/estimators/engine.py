@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from deniable.client.kinds import SetSpec
 from deniable.client.spec import MetricSpec
 
 from .choices import DEFAULT_METHOD, Method, Pooling, check_quantiles
@@ -23,6 +24,7 @@ from .frequency import estimate
 from .heavyhitters import text_document
 from .quantiles import estimate_quantiles
 from .results import Estimate, PeriodCounts, PeriodSums
+from .setfrequency import set_source_document
 
 
 @dataclass
@@ -179,6 +181,8 @@ def document(spec: MetricSpec, source: CountsSource, query: DocumentQuery) -> di
             candidates=candidates,
         )
     first, last = source.first, source.last
+    if isinstance(spec, SetSpec):
+        return set_source_document(spec, first, last, source.counts(), share_options(query))
     if spec.type == "numeric":
         return mean_document(
             spec, first, last, source.sums(), confidence=query.confidence, pooling=query.pooling
