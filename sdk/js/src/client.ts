@@ -2,7 +2,7 @@
  * offline queue with backoff and resend under the same ids, problems() and stats(), as the
  * Python client (docs/sdk.md). Only randomized reports are ever stored or sent. */
 
-import { DEFAULT_INSTANTANEOUS_RATIO, isIndex, type Payload, SpecError, type TwoLayers, twoLayers } from "./mechanisms.js";
+import { DEFAULT_INSTANTANEOUS_RATIO, isIndex, MAX_EPSILON, type Payload, SpecError, type TwoLayers, twoLayers } from "./mechanisms.js";
 import { hmacSha256Hex } from "./sha256.js";
 import { hex, systemRandomness, uuid4 } from "./random.js";
 import { InvalidInput, MetricSpec, type SpecData, type TextFactory } from "./spec.js";
@@ -59,12 +59,35 @@ export interface ClientOptions {
   now?: () => Date;
 }
 
-/** What n reports of a metric reveal over any two histories of its values (ReportCost.histories
- * in Python): n eps afresh; memoized, eps for one report and n eps_inst from the second, or
- * without the fresh layer no finite bound from the second (whether the value changed shows). */
-function reportsCost(plan: { memoized: boolean; layers: TwoLayers | null }, epsilon: number, n: number): number {
-  if (n <= 1 || !plan.memoized) return n * epsilon;
-  return plan.layers === null ? Number.POSITIVE_INFINITY : n * plan.layers.instantaneous.epsilon;
+/** A finite positive number as the decimal it is written as (its shortest round-trip text), an
+ * exact fraction [numerator, denominator]: Python's rounding rule for guarantees
+ * (deniable.client.guarantees), so 0.1 is 1/10 and ten reports at 0.1 fit a cap of 1 exactly. */
+function decimal(x: number): [bigint, bigint] {
+  const [mantissa, exponent = "0"] = String(x).toLowerCase().split("e");
+  const [whole, fraction = ""] = mantissa.split(".");
+  const power = Number(exponent) - fraction.length;
+  const digits = BigInt(whole + fraction);
+  return power >= 0 ? [digits * 10n ** BigInt(power), 1n] : [digits, 10n ** BigInt(-power)];
+}
+
+/** Whether n reports of a metric fit a lifetime cap over any two histories of its values
+ * (ReportCost.within in Python), exactly, with no slack: n eps afresh; memoized, eps for one
+ * report and n eps_inst (ratio x eps, at most MAX_EPSILON) from the second, or without the fresh layer no finite
+ * bound from the second (whether the value changed shows). */
+function fitsLifetime(plan: { memoized: boolean; layers: TwoLayers | null }, epsilon: number, ratio: number | null, n: number, lifetime: number): boolean {
+  let [cost, costScale] = decimal(epsilon);
+  if (n > 1 && plan.memoized) {
+    if (plan.layers === null || ratio === null) return false;
+    if (plan.layers.instantaneous.epsilon === MAX_EPSILON) {
+      [cost, costScale] = decimal(MAX_EPSILON);
+    } else {
+      const [r, rScale] = decimal(ratio);
+      cost *= r;
+      costScale *= rScale;
+    }
+  }
+  const [cap, capScale] = decimal(lifetime);
+  return BigInt(n) * cost * capScale <= cap * costScale;
 }
 
 /** Posts one batch (its body in `init`, its report texts in `batch`) as fetch does: the
@@ -361,7 +384,7 @@ export class Client {
    * how many distinct values the memo holds, since whether a report is sent is itself seen. */
   #overLifetime(spec: MetricSpec): boolean {
     if (this.#lifetime === null) return false;
-    return reportsCost(this.#plan(spec), spec.epsilon, (this.#state.totals[spec.name] ?? 0) + 1) > this.#lifetime + 1e-9;
+    return !fitsLifetime(this.#plan(spec), spec.epsilon, this.#ratio, (this.#state.totals[spec.name] ?? 0) + 1, this.#lifetime);
   }
 
   #plan(spec: MetricSpec): MemoPlan {

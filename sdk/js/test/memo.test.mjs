@@ -78,6 +78,17 @@ test("a storage that cannot save (a full localStorage) is a problem, not an exce
   assert.equal(client.stats().queued, 1, "the report stays queued in memory");
 });
 
+test("lifetimeEpsilon is compared exactly, as Python's guarantees: the decimals given, no slack", () => {
+  // Ten reports at 0.1 fit a cap of 1 (the float sum is 0.9999999999999999), three at 0.1 a cap
+  // of 0.3 (3 * 0.1 is 0.30000000000000004 in floats), and three at 0.33333333334 exceed a cap
+  // of 1 by 2e-11, which the old 1e-9 slack let through; Python's lifetime_reports gives 10, 3, 2.
+  for (const [epsilon, lifetimeEpsilon, admitted] of [[0.1, 1, 10], [0.1, 0.3, 3], [0.33333333334, 1, 2]]) {
+    const device = dailyClient({ metrics: [{ ...BROWSER, epsilon }], lifetimeEpsilon });
+    const sent = Array.from({ length: 12 }, () => device.record("browser", "safari")).filter(Boolean).length;
+    assert.equal(sent, admitted, `eps ${epsilon}, cap ${lifetimeEpsilon}`);
+  }
+});
+
 test("lifetimeEpsilon: reports while their eps over any two histories fits, whatever the values", () => {
   const fresh = dailyClient({ metrics: [BROWSER], lifetimeEpsilon: 2.5 });
   assert.deepEqual([1, 2, 3, 4].map(() => fresh.record("browser", "safari")), [true, true, false, false]);
