@@ -6,6 +6,7 @@ import { DEFAULT_INSTANTANEOUS_RATIO, isIndex, MAX_EPSILON, type Payload, SpecEr
 import { hmacSha256Hex } from "./sha256.js";
 import { hex, systemRandomness, uuid4 } from "./random.js";
 import { InvalidInput, MetricSpec, type SpecData, type TextFactory } from "./spec.js";
+import type { PaddingSampling } from "./sets.js";
 import { defaultStorage, type StateStorage, stateProblem } from "./storage.js";
 import { batchBody, METRICS_PATH, payloadText, REPORTS_PATH, reportText } from "./wire.js";
 
@@ -333,7 +334,7 @@ export class Client {
       this.#counters.unknown_metric++;
       return false;
     }
-    const prepared = spec.type === "numeric" ? spec.scale(value) : spec.text ? padded(spec, value) : spec.indexOf(value);
+    const prepared = spec.setRandomizer ? spec.itemsOf(value) : spec.type === "numeric" ? spec.scale(value) : spec.text ? padded(spec, value) : spec.indexOf(value);
     this.#counters.recorded++;
     if (spec.delivery === "shuffled" && !this.#seal) {
       // Shuffled-only without a shuffler: not recorded (nothing randomized, queued or spent).
@@ -359,7 +360,9 @@ export class Client {
 
   /** A fresh randomized answer; for a memoized metric, its value's remembered permanent answer
    * randomized afresh (two layers), or without the fresh layer the remembered answer itself. */
-  #randomized(spec: MetricSpec, prepared: number | Uint8Array): Payload {
+  #randomized(spec: MetricSpec, prepared: number | Uint8Array | number[]): Payload {
+    // A set metric is reported afresh, never memoized (its values, the subsets, are too many).
+    if (Array.isArray(prepared)) return (spec.setRandomizer as PaddingSampling).randomize(prepared, systemRandomness);
     const plan = this.#plan(spec);
     if (!plan.memoized) return this.#fresh(spec, prepared);
     let key = plan.keys.get(prepared as number);

@@ -6,6 +6,7 @@ export {
   makeNumericMechanism, olhHash, toBase64, TwoLayers, twoLayers, DEFAULT_INSTANTANEOUS_RATIO, type Mechanism, type NumericMechanism, type Payload, type TextPayload,
   HYBRID_THRESHOLD, MAX_CATEGORIES, MAX_EPSILON, MAX_KRR_CATEGORIES, MIN_EPSILON, NUMERIC_GRID, OLH_PRIME,
 } from "./mechanisms.js";
+export { MAX_SET_ITEMS, PaddingSampling } from "./sets.js";
 export { CryptoRandomness, type Randomness, systemRandomness, uuid4 } from "./random.js";
 export { hmacSha256Hex, sha256Hex } from "./sha256.js";
 export { InvalidInput, MAX_CELLS, MAX_DIMENSION_CELLS, MAX_DIMENSION_VALUES, MetricSpec, OTHER, type TextFactory, type TextRandomizer, type Delivery, type MetricType, type PeriodKind, type SpecData, canonicalJson, periodLabel } from "./spec.js";

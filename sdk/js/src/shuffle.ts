@@ -45,7 +45,7 @@ export class SealingError extends Error {
 function payloadBound(spec: MetricSpec): number {
   if (spec.type === "numeric") return LONGEST_FLOAT;
   if (spec.type === "text") return '{"b":"","l":,"r":}'.length + 4 * Math.ceil(128 / 3) + 2 + 2;
-  const k = spec.categories.length;
+  const k = spec.setRandomizer?.width ?? spec.categories.length; // a set's oracle: k + L items
   if (spec.mechanism === "oue") return 2 + 4 * Math.ceil(Math.ceil(k / 8) / 3);
   if (spec.mechanism === "olh") return '{"a":,"b":,"y":}'.length + 3 * String(OLH_PRIME).length;
   return String(k - 1).length;

@@ -5,9 +5,10 @@ import {
   type Mechanism, type NumericMechanism, SpecError, type TextPayload,
   makeMechanism, makeNumericMechanism,
 } from "./mechanisms.js";
+import { PaddingSampling } from "./sets.js";
 import { sha256Hex } from "./sha256.js";
 
-export type MetricType = "boolean" | "categorical" | "numeric" | "histogram" | "text";
+export type MetricType = "boolean" | "categorical" | "numeric" | "histogram" | "text" | "set";
 export type PeriodKind = "day" | "week" | "month";
 /** How a metric's reports may reach the collector: `direct` (straight to it, or through a
  * shuffler if the client has one) or `shuffled` (only through a shuffler). */
@@ -25,6 +26,7 @@ export interface SpecData {
   upper?: number;
   edges?: number[];
   max_length?: number;
+  max_items?: number;
   dimensions?: Record<string, string[]>;
   delivery?: Delivery;
   fingerprint?: string;
@@ -107,6 +109,8 @@ export class MetricSpec {
   readonly delivery: Delivery;
   readonly randomizer?: Mechanism;
   readonly numericRandomizer?: NumericMechanism;
+  /** A set metric's padding-and-sampling randomizer (its oracle over k + L items inside). */
+  readonly setRandomizer?: PaddingSampling;
   readonly text?: TextRandomizer;
   readonly fingerprint: string;
 
@@ -117,7 +121,7 @@ export class MetricSpec {
       throw new SpecError(`metric name must match ${METRIC_NAME.source}`);
     }
     this.name = name;
-    if (!["boolean", "categorical", "numeric", "histogram", "text"].includes(type)) {
+    if (!["boolean", "categorical", "numeric", "histogram", "text", "set"].includes(type)) {
       bad("unknown type");
     }
     this.type = type;
@@ -125,6 +129,7 @@ export class MetricSpec {
     if (typeof dimensions !== "object" || Array.isArray(dimensions)) bad("dimensions must be an object of name: [values]");
     this.dimensions = checkDimensions(name, dimensions);
     if (data.max_length !== undefined && type !== "text") bad("max_length is for text metrics only");
+    if (data.max_items !== undefined && type !== "set") bad("max_items is for set metrics only");
     const period = data.period ?? "day";
     if (!["day", "week", "month"].includes(period)) bad("period must be one of day, week, month");
     this.period = period;
@@ -179,6 +184,18 @@ export class MetricSpec {
         if (categories.length < 2) bad("needs at least 2 categories");
       }
       if (mechanism === "brr" && type !== "boolean") bad("brr is for boolean metrics only");
+      if (type === "set") {
+        if (data.max_items === undefined) bad("a set metric needs max_items, the most categories a device is expected to hold at once");
+        if (!["auto", "krr", "oue", "olh"].includes(mechanism)) bad("a set metric's oracle is auto, krr, oue or olh");
+        const sets = wrap(name, () => new PaddingSampling(categories.length, data.max_items as number, data.epsilon, mechanism));
+        this.categories = Object.freeze([...categories]);
+        this.epsilon = sets.epsilon;
+        this.mechanism = sets.oracle.name;
+        this.setRandomizer = sets;
+        this.fingerprint = sha256Hex(new TextEncoder().encode(canonicalJson(this.#fields()))).slice(0, 16);
+        Object.freeze(this);
+        return;
+      }
       const resolved = mechanism === "auto" && type !== "boolean" && categories.length === 2 ? "krr" : mechanism;
       const randomizer = wrap(name, () => makeMechanism(resolved, categories.length, data.epsilon));
       this.categories = Object.freeze([...categories]);
@@ -206,6 +223,7 @@ export class MetricSpec {
       name: this.name, type: this.type, epsilon: this.epsilon, mechanism: this.mechanism, period: this.period,
     };
     if (this.type === "categorical") fields.categories = [...this.categories];
+    else if (this.type === "set") { fields.categories = [...this.categories]; fields.max_items = this.setRandomizer?.maxItems; }
     else if (this.type === "numeric") { fields.lower = this.lower; fields.upper = this.upper; }
     else if (this.type === "histogram") fields.edges = [...(this.edges as number[])];
     else if (this.type === "text") fields.max_length = this.maxLength;
@@ -240,6 +258,20 @@ export class MetricSpec {
       throw new InvalidInput(`metric ${this.name}: value is not one of its categories (case-sensitive): ${shown}`);
     }
     return index;
+  }
+
+  /** A set metric's value (an array or Set of category names) as sorted distinct category
+   * indices (InvalidInput names the metric, never the value). */
+  itemsOf(value: unknown): number[] {
+    if (!(Array.isArray(value) || value instanceof Set) || ![...value].every((v) => typeof v === "string")) {
+      throw new InvalidInput(`metric ${this.name}: expects a set (or array) of category names (strings)`);
+    }
+    const indices = [...value].map((v) => this.categories.indexOf(v as string));
+    if (indices.some((i) => i < 0)) {
+      const shown = this.categories.slice(0, 20).join(", ") + (this.k > 20 ? `, ... (${this.k} in all)` : "");
+      throw new InvalidInput(`metric ${this.name}: a value is not one of its categories (case-sensitive): ${shown}`);
+    }
+    return [...new Set(indices)].sort((a, b) => a - b);
   }
 
   /** A numeric metric's value clamped to [lower, upper] and mapped to t in [-1, 1]. */
