@@ -199,7 +199,8 @@ class MetricSpecIn(BaseModel):
     name: str
     type: MetricType
     categories: list[str] | None = Field(
-        default=None, description="categorical metrics only (boolean ones are false, true)"
+        default=None,
+        description="categorical and set metrics only (boolean ones are false, true)",
     )
     lower: float | None = Field(default=None, description="numeric metrics: the least value")
     upper: float | None = Field(
@@ -213,6 +214,11 @@ class MetricSpecIn(BaseModel):
         default=None,
         description="text metrics: the longest string kept, in UTF-8 bytes (1..64; longer"
         " values are cut at a character boundary)",
+    )
+    max_items: int | None = Field(
+        default=None,
+        description="set metrics: L, the most categories a device is expected to hold at once"
+        " (1..64; a larger set is sampled down to L, biasing its shares low)",
     )
     dimensions: dict[str, list[str]] | None = Field(
         default=None,
@@ -229,8 +235,8 @@ class MetricSpecIn(BaseModel):
     epsilon: float
     mechanism: str = Field(
         default="auto",
-        description="auto, or brr/krr/oue/olh (boolean, categorical, histogram),"
-        " duchi/pm/hybrid (numeric), pem (text)",
+        description="auto, or brr/krr/oue/olh (boolean, categorical, histogram; krr/oue/olh"
+        " for a set's oracle), duchi/pm/hybrid (numeric), pem (text)",
     )
     period: PeriodKind = "day"
     fingerprint: str | None = Field(
@@ -258,6 +264,9 @@ class MetricSpecOut(BaseModel):
     upper: float | None = Field(default=None, description="numeric metrics")
     edges: list[float] | None = Field(default=None, description="histogram metrics")
     max_length: int | None = Field(default=None, description="text metrics (UTF-8 bytes)")
+    max_items: int | None = Field(
+        default=None, description="set metrics: the most categories a device holds (L)"
+    )
     dimensions: dict[str, list[str]] | None = Field(
         default=None, description="public dimensions and their listed values (not randomized)"
     )

@@ -13,9 +13,11 @@ from typing import Any
 import click
 
 from deniable.client.errors import InvalidInput
+from deniable.client.kinds import KINDS, SetSpec
 from deniable.client.mechanisms import NUMERIC_MECHANISMS
 from deniable.client.sdk import DEFAULT_MAX_EPSILON
 from deniable.client.spec import MetricSpec, PeriodKind
+from deniable.estimators.setfrequency import set_margin
 
 from ..options import (
     DEFAULT_CONFIDENCE,
@@ -129,6 +131,24 @@ def spec_from_options(
     return body
 
 
+def set_body(
+    name: str,
+    categories: str | None,
+    boolean: bool,
+    kind: str | None,
+    numbers: tuple[float | None, float | None, str | None],
+    max_items: int | None,
+) -> dict[str, Any]:
+    """The name, type, categories and max_items of a set metric to register; a usage error
+    unless it has --categories and --max-items and nothing of another type."""
+    if kind not in (None, SetSpec.type) or boolean or numbers != (None, None, None):
+        raise click.UsageError("--max-items goes with --categories (a set metric) only")
+    if categories is None or max_items is None:
+        raise click.UsageError("a set metric needs --categories a,b,c and --max-items L")
+    names = [c.strip() for c in categories.split(",")]
+    return {"name": name, "type": SetSpec.type, "categories": names, "max_items": max_items}
+
+
 def margins(spec: MetricSpec, confidence: float) -> list[dict[str, Any]]:
     """Expected margin of error (per category and all at once, over the spec's k categories
     or buckets) at each planning size; for a numeric metric the mean's (value units, worst
@@ -137,6 +157,13 @@ def margins(spec: MetricSpec, confidence: float) -> list[dict[str, Any]]:
 
     rows = []
     for n in PLANNING_SIZES:
+        if isinstance(spec, SetSpec):  # L times its oracle's margin (docs/STATS.md section 16)
+            each, together = (
+                set_margin(spec.set_randomizer, n, confidence, simultaneous)
+                for simultaneous in (False, True)
+            )
+            rows.append({"reports": n, "margin": each, "simultaneous_margin": together})
+            continue
         if spec.lower is not None and spec.upper is not None:
             margin = mean_margin(
                 spec.lower,
@@ -247,6 +274,8 @@ def _spec_table(spec: dict[str, Any]) -> Any:
         table.add_row("edges", ", ".join(f"{e:g}" for e in edges) + f"  ({len(edges) - 1} buckets)")
     else:
         table.add_row("categories", ", ".join(categories) + f"  (k={len(categories)})")
+    if spec.get("max_items") is not None:
+        table.add_row("max_items", f"{spec.get('max_items')} (a larger set is sampled down)")
     table.add_row("epsilon", f"{spec.get('epsilon')}")
     table.add_row("mechanism", str(spec.get("mechanism")))
     table.add_row("period", str(spec.get("period")))
@@ -309,9 +338,10 @@ def metrics() -> None:
 @click.option(
     "--type",
     "kind",
-    type=click.Choice(("boolean", "categorical", "numeric", "histogram", "text")),
+    type=click.Choice(tuple(KINDS)),
     help="numeric (a mean: with --lower and --upper) or histogram (a distribution: with"
-    " --edges); boolean and categorical follow from --boolean and --categories.",
+    " --edges); boolean and categorical follow from --boolean and --categories, set from"
+    " --categories with --max-items.",
 )
 @click.option(
     "--lower", type=float, help="A numeric metric's lowest value (lower ones are clamped)."
@@ -329,6 +359,13 @@ def metrics() -> None:
     type=click.IntRange(1, 64),
     metavar="L",
     help="A text metric's longest string kept, in UTF-8 bytes (longer ones are cut).",
+)
+@click.option(
+    "--max-items",
+    type=click.IntRange(1, 64),
+    metavar="L",
+    help="A set metric (with --categories): the most categories a device is expected to hold"
+    " at once; a larger set is sampled down to L, so its categories' shares read low.",
 )
 @epsilon_option
 @click.option(
@@ -375,6 +412,7 @@ def create(
     upper: float | None,
     edges: str | None,
     max_length: int | None,
+    max_items: int | None,
     epsilon: float,
     mechanism: str,
     period: PeriodKind,
@@ -407,6 +445,7 @@ def create(
       deniable metrics create load_hist --type histogram --edges 0,100,250,500,1000,5000 --epsilon 1
       deniable metrics create search_term --type text --max-length 16 --epsilon 4
       deniable metrics create theme --categories light,dark --epsilon 2 --delivery shuffled
+      deniable metrics create features --categories search,share,export --max-items 2 --epsilon 2
     """
     if kind == "text" or max_length is not None:
         given = categories is not None or boolean or (lower, upper, edges) != (None, None, None)
@@ -420,9 +459,14 @@ def create(
         body.update(about_options("text", unit, description=description, owner=owner))
         _create_text(global_options, spec, body, accept_weak, fmt)
         return
-    body = spec_from_options(
-        name, categories, boolean, epsilon, mechanism, period, kind, lower, upper, edges
-    )
+    if kind == SetSpec.type or max_items is not None:
+        body = set_body(name, categories, boolean, kind, (lower, upper, edges), max_items)
+        body.update({"epsilon": epsilon, "mechanism": mechanism, "period": period})
+        body["mechanism"] = MetricSpec.from_dict(body).mechanism
+    else:
+        body = spec_from_options(
+            name, categories, boolean, epsilon, mechanism, period, kind, lower, upper, edges
+        )
     if delivery != "direct":
         body["delivery"] = delivery
     spec = MetricSpec.from_dict(body)

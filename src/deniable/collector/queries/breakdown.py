@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deniable.client.errors import InvalidInput
+from deniable.client.kinds import SetSpec
 from deniable.client.spec import OTHER, MetricSpec
 from deniable.estimators import (
     HistogramEstimate,
@@ -32,6 +33,7 @@ from deniable.estimators import (
 from deniable.estimators.differences import interval_difference, verdict
 from deniable.estimators.engine import CellStats
 from deniable.estimators.heavyhitters import ALPHA, TextEstimate, text_document
+from deniable.estimators.setfrequency import set_document, set_estimate
 
 from ..context import Collector
 from ..storage.queries import count_width
@@ -334,6 +336,20 @@ def breakdown_of_cells(
                 document = mean_document(
                     spec, first, last, periods, confidence=level, pooling=pooling
                 )
+            elif isinstance(spec, SetSpec):  # each slice's shares of its devices
+                counts = [
+                    PeriodCounts(label, int(stats.n[i]), stats.counts[i].tolist())
+                    for i, label in enumerate(labels)
+                ]
+                shares = set_estimate(
+                    spec.set_randomizer,
+                    spec.categories,
+                    counts,
+                    confidence=level,
+                    simultaneous=True,
+                    pooling=pooling,
+                )
+                document = set_document(spec.name, first, last, shares)
             else:
                 counts = [
                     PeriodCounts(label, int(stats.n[i]), stats.counts[i].tolist())

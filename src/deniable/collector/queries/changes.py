@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from deniable.client.errors import InvalidInput
+from deniable.client.kinds import SetSpec
 from deniable.client.spec import MetricSpec, period_count, period_range
 from deniable.estimators import PeriodCounts, PeriodSums
 from deniable.estimators.choices import periods_back
@@ -26,6 +27,7 @@ from deniable.estimators.differences import (
     share_changes,
 )
 from deniable.estimators.engine import CellStats
+from deniable.estimators.setfrequency import set_changes
 
 from ..context import Collector
 from ..storage.queries import read_counts, read_sums
@@ -149,6 +151,15 @@ def _rows(
             **options,
         )
         return [change]
+    if isinstance(spec, SetSpec):  # its shares of devices, one estimator (unbiased)
+        options.pop("method")
+        return set_changes(
+            spec.set_randomizer,
+            spec.categories,
+            _shares(now, current),
+            _shares(then, baseline),
+            **options,
+        )
     return share_changes(
         spec.randomizer,
         spec.categories,
@@ -220,7 +231,7 @@ def period_comparison(
             baseline[-1],
             confidence,
             level,
-            "unbiased" if spec.type == "numeric" else method,
+            "unbiased" if spec.type == "numeric" or isinstance(spec, SetSpec) else method,
             pooling,
             dims,
             kept,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from deniable.client.errors import InvalidInput
+from deniable.client.kinds import SetSpec
 from deniable.client.spec import MetricSpec
 from deniable.estimators import (
     histogram_series_document,
@@ -44,6 +45,11 @@ def series(state: Collector, query: EstimateQuery) -> dict[str, Any]:
     adds each period's quantile intervals (``quantiles``) and the metric's ``edges``. With
     ``by`` or ``where``, a breakdown per period instead (:mod:`.slices`)."""
     spec, labels = range_labels(state, query.metric, query.start, query.end)
+    if isinstance(spec, SetSpec) and (query.by is not None or query.where is not None):
+        raise refuse(
+            f"{spec.name} is a set metric: a series by slice of its shares is not"
+            " available yet; ask for its series without by or where"
+        )
     if query.by is not None or query.where is not None:
         if query.quantiles:
             raise refuse("q: a series by slice gives bucket shares, not quantiles")
@@ -66,6 +72,8 @@ def series(state: Collector, query: EstimateQuery) -> dict[str, Any]:
             raise refused(spec, exc) from None
     periods = range_counts(state, spec, labels)
     chosen = share_options(query)
+    if isinstance(spec, SetSpec):  # its shares' one estimator, which the document names
+        chosen["method"] = "unbiased"
     points = [(period.period, estimate_periods(spec, [period], **chosen)) for period in periods]
     if not qs:
         return about(state, spec, series_document(spec.name, points, **chosen))

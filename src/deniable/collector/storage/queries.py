@@ -247,9 +247,9 @@ def register_spec(
 
 
 def count_width(spec: MetricSpec) -> int:
-    """The counts one period of ``spec`` keeps: its categories, or a text metric's sketch
-    cells and (level, row) tallies."""
-    return spec.text_randomizer.cell_count if spec.type == "text" else spec.k
+    """The counts one period of ``spec`` keeps: the kind's
+    :attr:`~deniable.client.spec.MetricSpec.count_width`."""
+    return spec.count_width
 
 
 def read_counts(
@@ -349,7 +349,7 @@ def read_cells(
     ``spec``. It reads one row per cell and period (its support packed in it), at most
     cells × periods rows, bounded by the caller.
     """
-    k = spec.k
+    k = spec.count_width
     found: dict[str, CellStats] = {}
     if not periods:
         return found
