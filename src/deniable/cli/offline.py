@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from deniable.client.errors import InvalidInput
+from deniable.client.kinds import SetSpec
 from deniable.client.spec import MetricSpec
 from deniable.estimators import (
     Estimate,
@@ -24,10 +25,14 @@ from deniable.estimators import (
     check_numeric_method,
     check_quantiles,
 )
+from deniable.estimators.setfrequency import set_estimate
 from deniable.sources.reportfile import read_embedded_spec, read_report_file
 
 from .periods import check_range_size, resolve_range
 from .specs import spec_from_served
+
+SET_OPTIONS = ("confidence", "simultaneous", "pooling")
+"""The options a set metric's estimate takes (its one method is unbiased)."""
 
 if TYPE_CHECKING:
     import numpy as np
@@ -68,6 +73,12 @@ class FileReports:
         from deniable.estimators import estimate_reports
 
         frame = self.frame if period is None else self.frame.filter(pl.col("period") == period)
+        if isinstance(self.spec, SetSpec):  # its shares of devices from its k + L counts
+            from deniable.estimators import report_counts
+
+            counts = report_counts(self.spec.randomizer, frame)
+            shares = {key: value for key, value in options.items() if key in SET_OPTIONS}
+            return set_estimate(self.spec.set_randomizer, self.spec.categories, counts, **shares)
         return estimate_reports(self.spec.randomizer, self.spec.categories, frame, **options)
 
     def sums(self) -> list[PeriodSums]:
@@ -234,6 +245,8 @@ def file_document(
         if kind == "series":
             periods = ExportCounts(reports).sums()
             return mean_series_document(spec, periods, confidence=options["confidence"])
+    if isinstance(spec, SetSpec):  # its shares' one estimator, which the documents name
+        options = {**options, "method": "unbiased"}
     with fitting_progress(options.get("method", "")) as progress:
         if kind == "estimate":
             query = DocumentOptions.of({**options, "quantiles": qs})

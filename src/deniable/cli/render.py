@@ -308,6 +308,10 @@ def print_estimate(document: dict[str, Any], fmt: str) -> None:
         print_mean(document, fmt)
     elif fmt == "csv":
         sys.stdout.write(estimate_csv_text(document))
+    elif "max_items" in document:
+        from .setrender import print_set_estimate
+
+        print_set_estimate(document)
     else:
         out = console()
         head, how = estimate_heading(document)

@@ -173,8 +173,9 @@ def _base64(n_bytes: int) -> str:
 
 
 def payload_mechanism(spec: MetricSpec) -> Mechanism | NumericMechanism | PrefixSketch:
-    """The mechanism whose ``parse_payload`` judges ``spec``'s payloads."""
-    return spec.report_randomizer
+    """The mechanism whose ``parse_payload`` judges ``spec``'s payloads: the frequency oracle
+    of a kind with one (a set's over its k + L items), else the kind's randomizer."""
+    return spec.frequency_oracle or spec.report_randomizer
 
 
 def valid_payload_sql(spec: MetricSpec) -> str:
@@ -364,7 +365,7 @@ def file_counts(
             for cell, n, total, squares in rows:
                 groups[cell] = CellCounts(int(n), None, float(total), float(squares))
         elif isinstance(spec.frequency_oracle, KRR):
-            width = spec.k
+            width = count_width(spec)
             rows = connection.execute(
                 f"SELECT {key}, CAST(payload AS BIGINT), count(*) FROM {source} GROUP BY 1, 2"
             ).fetchall()

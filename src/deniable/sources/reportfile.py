@@ -121,7 +121,9 @@ def frame_of(spec: MetricSpec, rows: Sequence[StoredReport]) -> pl.DataFrame:
     else:
         columns["payload"] = payloads
     if spec.mechanism in INDEX_MECHANISMS:
-        columns[NAMED_COLUMN] = [spec.categories[index] for index in payloads]
+        extra = spec.count_width - spec.k  # a set's L padding items after its categories
+        names = [*spec.categories, *(f"(padding {j + 1})" for j in range(extra))]
+        columns[NAMED_COLUMN] = [names[index] for index in payloads]
     kept = [(row[3] if len(row) > 3 else None) or {} for row in rows]
     for name, _ in spec.dimensions:
         columns[DIMENSION_PREFIX + name] = [dims.get(name) for dims in kept]

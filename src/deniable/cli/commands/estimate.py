@@ -13,6 +13,7 @@ from typing import Any, Literal
 import click
 
 from deniable.client.errors import InvalidInput
+from deniable.client.kinds import SetSpec
 from deniable.client.spec import MetricSpec
 from deniable.estimators import DEFAULT_METHOD
 
@@ -68,6 +69,13 @@ def options_for(spec: MetricSpec, options: dict[str, Any]) -> dict[str, Any]:
                 f"{spec.name} is a numeric metric: its mean has one estimator; leave out --method"
             )
         chosen.pop("simultaneous", None)
+        return chosen
+    if isinstance(spec, SetSpec):
+        if chosen.pop("method", None) not in (None, "unbiased"):
+            raise InvalidInput(
+                f"{spec.name} is a set metric: its shares have one estimator, unbiased;"
+                " leave out --method"
+            )
         return chosen
     chosen["method"] = chosen.get("method") or DEFAULT_METHOD
     if quantiles:

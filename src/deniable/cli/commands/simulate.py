@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from deniable.client.errors import InvalidInput
+from deniable.client.kinds import SetSpec
 from deniable.estimators import DEFAULT_QUANTILES
 
 from ..options import DATE, GlobalOptions, format_option, pass_global_options
@@ -110,6 +112,10 @@ def simulate(
             )
     with global_options.api() as api:
         spec = spec_from_served(api.get_metric(name))
+    if isinstance(spec, SetSpec):
+        raise InvalidInput(
+            f"{name} is a set metric: simulate does not make devices holding sets yet"
+        )
     if spec.type in ("numeric", "histogram"):
         if distribution != "zipf":
             raise click.UsageError(

@@ -14,10 +14,12 @@ from typing import Any
 from fastapi import Request
 
 from deniable.client.errors import InvalidInput
+from deniable.client.kinds import SetSpec
 from deniable.client.spec import MetricSpec, period_label, period_range
 from deniable.estimators import margin_of_error, mean_margin
 from deniable.estimators.choices import periods_back
 from deniable.estimators.heavyhitters import floor
+from deniable.estimators.setfrequency import set_margin
 
 from ..context import collector
 from ..numbers import NumberRule
@@ -156,6 +158,8 @@ def margin_now(spec: MetricSpec, n: int) -> float | None:
     if n <= 0:
         return None
     try:
+        if isinstance(spec, SetSpec):  # L times its oracle's (docs/STATS.md section 16)
+            return set_margin(spec.set_randomizer, n)
         if spec.type == "numeric":
             return mean_margin(spec.lower, spec.upper, spec.epsilon, n, mechanism=spec.mechanism)  # type: ignore[arg-type]
         return margin_of_error(

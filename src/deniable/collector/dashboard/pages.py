@@ -15,6 +15,7 @@ from urllib.parse import quote, urlencode
 
 from markupsafe import Markup
 
+from deniable.client.kinds import SetSpec
 from deniable.client.spec import MetricSpec
 from deniable.estimators import quantile_bounds
 from deniable.estimators.advisor import V_STAR_MEANING
@@ -23,6 +24,7 @@ from deniable.estimators.privacy import PRIVACY_DOC
 from deniable.estimators.shufflingaccount import below_note, devices_text
 
 from ..queries.privacy import DEFAULT_RATIO
+from . import setpage
 from .charts import (
     NARROW,
     Bar,
@@ -215,6 +217,8 @@ def _estimate_section(spec: MetricSpec, document: dict[str, Any]) -> dict[str, A
         f" with simultaneous {level} intervals"
     )
     axis = "share of reports that are true" if boolean else "share of reports"
+    if isinstance(spec, SetSpec):
+        axis = setpage.AXIS_TITLE
     if spec.type == "histogram" and document.get("unit"):
         axis += f" · buckets in {document['unit']}"
     return {
@@ -242,6 +246,7 @@ def _estimate_section(spec: MetricSpec, document: dict[str, Any]) -> dict[str, A
             for r in rows
         ],
         "clipped": clipped_count(rows),
+        "kind_note": setpage.set_note(document) if isinstance(spec, SetSpec) else None,
     }
 
 
@@ -419,8 +424,10 @@ def metric_page(
         methods=METHODS,
         poolings=POOLINGS,
         pickers={
-            "method": not numeric,
-            "top": spec.type == "categorical" or (spec.type == "histogram" and spec.k > MAX_TOP),
+            "method": not numeric and not isinstance(spec, SetSpec),
+            "top": spec.type == "categorical"
+            or isinstance(spec, SetSpec)
+            or (spec.type == "histogram" and spec.k > MAX_TOP),
         },
         mean=_mean_sections(spec, estimate_doc, series_doc) if numeric else None,
         estimate=None if numeric else _estimate_section(spec, estimate_doc),
