@@ -83,14 +83,14 @@ def support_matrix(mechanism: Mechanism, payloads: Sequence[Payload]) -> np.ndar
     if isinstance(mechanism, KRR):
         return index_support(k, np.fromiter(payloads, dtype=np.int64, count=len(payloads)))
     if isinstance(mechanism, OUE):
-        # Validated oue payloads are base64 strings (OUE.validate); join re-checks each is a str.
+        # Validated oue payloads are base64 strings (OUE.parse_payload); join rechecks each.
         joined = "".join(cast("Sequence[str]", payloads)).encode("ascii")
         encoded = np.frombuffer(joined, dtype=np.uint8).reshape(len(payloads), -1)
         return oue_bits(encoded, k)
     if isinstance(mechanism, OLH):
-        # Validated olh payloads are {"a", "b", "y"} objects (OLH.validate).
-        objects = cast("Sequence[dict[str, Any]]", payloads)
-        triples = np.array([(p["a"], p["b"], p["y"]) for p in objects], dtype=np.int64)
+        # Validated olh payloads are {"a", "b", "y"} integers (OLH.parse_payload).
+        olh = cast("Sequence[dict[str, int]]", payloads)
+        triples = np.array([(p["a"], p["b"], p["y"]) for p in olh], dtype=np.int64)
         return olh_support(mechanism, triples[:, 0], triples[:, 1], triples[:, 2])
     raise TypeError(f"no support rule for mechanism {mechanism.name!r}")
 
@@ -101,7 +101,7 @@ def text_support(sketch: PrefixSketch, payloads: Sequence[Payload]) -> list[np.n
     ``PrefixSketch.supported``; a test checks they agree)."""
     if len(payloads) == 0:
         return []
-    # Validated text payloads are {"l", "r", "b"} objects (PrefixSketch.validate).
+    # Validated text payloads are {"l", "r", "b"} objects (PrefixSketch.parse_payload).
     objects = cast("Sequence[dict[str, Any]]", payloads)
     joined = "".join(p["b"] for p in objects).encode("ascii")
     encoded = np.frombuffer(joined, dtype=np.uint8).reshape(len(payloads), -1)
