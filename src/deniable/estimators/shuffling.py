@@ -278,8 +278,8 @@ def bound_for(mechanism: Mechanism | NumericMechanism | PrefixSketch) -> Bound:
     """The bound computed for ``mechanism``, from its own parameters: strong clone for RR with
     k = 2, the pair-clone bound for k-RR with k > 2 (FMT21's where that is lower: see
     :func:`central_guarantee`), FMT21 numerical for everything else."""
-    if mechanism.pointwise_split:
-        return "strong-clone" if mechanism.k == 2 else "krr-pair-clone"  # type: ignore[union-attr]
+    if isinstance(mechanism, Mechanism) and mechanism.pointwise_split:
+        return "strong-clone" if mechanism.k == 2 else "krr-pair-clone"
     return "fmt21-numerical"
 
 
@@ -292,10 +292,10 @@ def _amplification(
     for it; FMT21's is lower at large k, where clones of a pair are rare). A bound no better
     than eps0 gives eps0 and bound ``none``."""
     bound = "fmt21-numerical" if mechanism is None else bound_for(mechanism)
-    if bound == "fmt21-numerical":
+    if bound == "fmt21-numerical" or not isinstance(mechanism, Mechanism):
         eps = fmt21_numerical_epsilon(eps0, n, delta)
     else:
-        eps = krr_epsilon(eps0, mechanism.k, n, delta)  # type: ignore[union-attr]
+        eps = krr_epsilon(eps0, mechanism.k, n, delta)
     if bound == "krr-pair-clone":
         generic = fmt21_numerical_epsilon(eps0, n, delta)
         if generic < eps:
