@@ -10,7 +10,8 @@ import numpy as np
 
 from deniable.client.spec import MetricSpec
 from deniable.estimators import Estimate, PeriodCounts, PeriodSums
-from deniable.estimators.engine import CellStats, counted_shares
+from deniable.estimators.engine import CellStats
+from deniable.estimators.kinds import counted_shares
 
 from .archivecounts import FileCounts, count_width
 

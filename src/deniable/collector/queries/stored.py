@@ -9,7 +9,8 @@ import numpy as np
 
 from deniable.client.spec import MetricSpec
 from deniable.estimators import Estimate, PeriodCounts, PeriodSums
-from deniable.estimators.engine import CellStats, counted_shares
+from deniable.estimators.engine import CellStats
+from deniable.estimators.kinds import counted_shares
 
 from ..storage.engine import Database
 from ..storage.queries import read_cells, read_counts, read_sums, read_text_cells
