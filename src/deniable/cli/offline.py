@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from deniable.client.errors import InvalidInput
+from deniable.client.kinds import HistogramSpec, NumericSpec
 from deniable.client.spec import MetricSpec
 from deniable.estimators import (
     Estimate,
@@ -226,10 +227,10 @@ def file_document(
 
     spec = reports.spec
     name = spec.name
-    if quantiles and spec.type != "histogram":
+    if quantiles and not isinstance(spec, HistogramSpec):
         raise InvalidInput(f"quantiles are for histogram metrics; {name} is {spec.type}")
     qs = check_quantiles(quantiles)
-    if spec.type == "numeric":
+    if isinstance(spec, NumericSpec):
         check_numeric_method(options.get("method", "unbiased"))
         if kind == "series":
             periods = ExportCounts(reports).sums()

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from deniable.client.errors import InvalidInput
+from deniable.client.kinds import NumericSpec, TextSpec
 from deniable.client.spec import OTHER, MetricSpec
 from deniable.estimators import (
     HistogramEstimate,
@@ -34,7 +35,6 @@ from deniable.estimators.engine import CellStats
 from deniable.estimators.heavyhitters import ALPHA, TextEstimate, text_document
 
 from ..context import Collector
-from ..storage.queries import count_width
 from .refusal import refuse
 from .stored import StoredCounts
 
@@ -231,7 +231,7 @@ def group_cells(
         values = _cell_values(spec, cell)
         if all(values[name] == value for name, value in where.items()):
             grouped[tuple(values[name] for name in by)].append(stats)
-    width = count_width(spec)
+    width = spec.count_width
     return {key: _sum_cells(chosen, len(labels), width) for key, chosen in grouped.items()}
 
 
@@ -322,9 +322,9 @@ def breakdown_of_cells(
             continue
         stats = sums[key]
         try:
-            if spec.type == "text":
+            if isinstance(spec, TextSpec):
                 document = _text_slice(spec, first, stats, level, len(shown), candidates)
-            elif spec.type == "numeric":
+            elif isinstance(spec, NumericSpec):
                 periods = [
                     PeriodSums(
                         label, int(stats.n[i]), float(stats.total[i]), float(stats.total_squares[i])
