@@ -37,6 +37,7 @@ from deniable.estimators.kinds import (
     MeanSums,
     ShareCounts,
     SketchTally,
+    SliceOptions,
     counted_shares,
     estimator_of,
     registered,
@@ -239,3 +240,35 @@ def test_a_kind_computes_the_document_the_engine_made_before(type_name: str) -> 
     computed = estimator.compute(spec, accumulator, (source.first, source.last), QUERY)
     assert json.dumps(computed, sort_keys=True) == before
     assert json.dumps(document(spec, source, QUERY), sort_keys=True) == before
+
+
+def cell_of(spec: MetricSpec, accumulator: Accumulator) -> CellStats:
+    """The accumulator's statistics as one dimension cell's over :data:`PERIODS` (a text
+    metric's over its one period)."""
+    if isinstance(accumulator, SketchTally):
+        stats = CellStats.empty(1, spec.count_width)
+        stats.counts[0] = accumulator.counts
+        return stats
+    stats = CellStats.empty(len(PERIODS), spec.count_width)
+    assert isinstance(accumulator, ShareCounts | MeanSums)
+    for period in accumulator.periods:
+        i = PERIODS.index(period.period)
+        stats.n[i] = period.n
+        if isinstance(period, PeriodSums):
+            stats.total[i], stats.total_squares[i] = period.total, period.total_squares
+        else:
+            stats.counts[i] = period.counts
+    return stats
+
+
+@pytest.mark.parametrize("type_name", sorted(KINDS))
+def test_a_cell_s_statistics_read_back_as_the_accumulator(type_name: str) -> None:
+    spec = example(type_name)
+    estimator = estimator_of(spec)
+    whole = estimator.from_reports(spec, batch(spec))
+    labels = PERIODS[-1:] if isinstance(spec, TextSpec) else PERIODS
+    read = estimator.from_cell(spec, cell_of(spec, whole), labels)
+    assert same(statistics(read), statistics(whole), exact=True)
+    options = SliceOptions(0.99, "unbiased", "overlap-safe", 3)
+    sliced = estimator.slice_document(spec, read, (labels[0], labels[-1]), options)
+    assert sliced["metric"] == spec.name

@@ -19,28 +19,7 @@ from deniable.client.spec import MetricSpec
 
 from .choices import Method, Pooling
 from .kinds import estimator_of
-from .results import Estimate, PeriodCounts, PeriodSums
-
-
-@dataclass
-class CellStats:
-    """One cell's statistics per period of a read: n reports, and the support counts per
-    category (``counts``, periods × k) or a numeric metric's sums of y and y^2."""
-
-    n: np.ndarray
-    counts: np.ndarray
-    total: np.ndarray
-    total_squares: np.ndarray
-
-    @classmethod
-    def empty(cls, periods: int, width: int) -> CellStats:
-        """No reports in any of ``periods`` periods, with ``width`` counts per period."""
-        return cls(
-            np.zeros(periods, dtype=np.int64),
-            np.zeros((periods, width), dtype=np.int64),
-            np.zeros(periods),
-            np.zeros(periods),
-        )
+from .results import CellStats, Estimate, PeriodCounts, PeriodSums
 
 
 class CountsSource(Protocol):

@@ -10,7 +10,16 @@ runs the same conformance test over every client kind.
 from __future__ import annotations
 
 from . import categorical, histogram, numeric, text
-from .base import Accumulator, KindEstimator, Report, Span, estimator_of, register, registered
+from .base import (
+    Accumulator,
+    KindEstimator,
+    Report,
+    SliceOptions,
+    Span,
+    estimator_of,
+    register,
+    registered,
+)
 from .categorical import ShareCounts, counted_shares, share_options
 from .numeric import MeanSums
 from .text import SketchTally
@@ -22,6 +31,7 @@ __all__ = [
     "Report",
     "ShareCounts",
     "SketchTally",
+    "SliceOptions",
     "Span",
     "categorical",
     "counted_shares",

@@ -12,11 +12,14 @@ kind, such as boolean of categorical, takes its parent's).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, Self, TypeVar
 
 from deniable.client.mechanisms import Payload
 from deniable.client.spec import MetricSpec
+
+from ..results import CellStats
 
 if TYPE_CHECKING:
     from ..engine import CountsSource, DocumentQuery
@@ -26,6 +29,19 @@ Report = tuple[str, Payload]
 
 Span = tuple[str | None, str | None]
 """The first and last period label a document names (None where unknown)."""
+
+
+@dataclass(frozen=True)
+class SliceOptions:
+    """How a breakdown estimates each shown slice: at the slice ``confidence`` (the query's,
+    shared among the ``shown`` slices), with the shares' ``method`` and ``pooling``, and a text
+    metric's ``candidates`` to score (None: discover)."""
+
+    confidence: float
+    method: str
+    pooling: str
+    shown: int
+    candidates: list[str] | None = None
 
 
 class Accumulator(Protocol):
@@ -56,6 +72,17 @@ class KindEstimator(ABC, Generic[S, A]):
     @abstractmethod
     def compute(self, spec: S, accumulator: A, span: Span, query: DocumentQuery) -> dict[str, Any]:
         """The estimate document of ``spec`` over ``span`` from ``accumulator``."""
+
+    @abstractmethod
+    def from_cell(self, spec: S, stats: CellStats, labels: Sequence[str]) -> A:
+        """The accumulator of one dimension cell (or slice) over the periods ``labels``."""
+
+    @abstractmethod
+    def slice_document(
+        self, spec: S, accumulator: A, span: Span, options: SliceOptions
+    ) -> dict[str, Any]:
+        """The estimate document of one shown slice of a breakdown (simultaneous intervals
+        over the slices' categories, no quantiles)."""
 
     def document(self, spec: S, source: CountsSource, query: DocumentQuery) -> dict[str, Any]:
         """The estimate document over ``source``'s range (a kind whose source may know

@@ -14,8 +14,8 @@ from deniable.client.spec import MetricSpec
 from ..choices import DEFAULT_METHOD
 from ..documents import estimate_document
 from ..frequency import estimate
-from ..results import Estimate, PeriodCounts
-from .base import KindEstimator, Report, Span, register
+from ..results import CellStats, Estimate, PeriodCounts
+from .base import KindEstimator, Report, SliceOptions, Span, register
 
 if TYPE_CHECKING:
     from ..engine import CountsSource, DocumentQuery
@@ -86,6 +86,30 @@ class CategoricalEstimator(KindEstimator[OracleSpec, ShareCounts]):
     def from_source(self, spec: OracleSpec, source: CountsSource) -> ShareCounts:
         """The source's counts per period."""
         return ShareCounts(tuple(source.counts()))
+
+    def from_cell(self, spec: OracleSpec, stats: CellStats, labels: Sequence[str]) -> ShareCounts:
+        """The cell's counts of each period."""
+        return ShareCounts(
+            tuple(
+                PeriodCounts(label, int(stats.n[i]), stats.counts[i].tolist())
+                for i, label in enumerate(labels)
+            )
+        )
+
+    def slice_document(
+        self, spec: OracleSpec, accumulator: ShareCounts, span: Span, options: SliceOptions
+    ) -> dict[str, Any]:
+        """The slice's shares, simultaneous over its categories (a histogram's buckets too)."""
+        result = estimate(
+            spec.randomizer,
+            spec.categories,
+            list(accumulator.periods),
+            confidence=options.confidence,
+            method=options.method,  # type: ignore[arg-type]
+            simultaneous=True,
+            pooling=options.pooling,  # type: ignore[arg-type]
+        )
+        return estimate_document(spec.name, span[0], span[1], result)
 
     def compute(
         self, spec: OracleSpec, accumulator: ShareCounts, span: Span, query: DocumentQuery

@@ -3,15 +3,15 @@ squares, and the mean's document from them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from deniable.client.kinds import NumericSpec
 
 from ..documents import mean_document
-from ..results import PeriodSums
-from .base import KindEstimator, Report, Span, register
+from ..results import CellStats, PeriodSums
+from .base import KindEstimator, Report, SliceOptions, Span, register
 
 if TYPE_CHECKING:
     from ..engine import CountsSource, DocumentQuery
@@ -59,6 +59,30 @@ class NumericEstimator(KindEstimator[NumericSpec, MeanSums]):
     def from_source(self, spec: NumericSpec, source: CountsSource) -> MeanSums:
         """The source's sums per period."""
         return MeanSums(tuple(source.sums()))
+
+    def from_cell(self, spec: NumericSpec, stats: CellStats, labels: Sequence[str]) -> MeanSums:
+        """The cell's sums of each period."""
+        return MeanSums(
+            tuple(
+                PeriodSums(
+                    label, int(stats.n[i]), float(stats.total[i]), float(stats.total_squares[i])
+                )
+                for i, label in enumerate(labels)
+            )
+        )
+
+    def slice_document(
+        self, spec: NumericSpec, accumulator: MeanSums, span: Span, options: SliceOptions
+    ) -> dict[str, Any]:
+        """The slice's mean at the slice confidence."""
+        return mean_document(
+            spec,
+            span[0],
+            span[1],
+            list(accumulator.periods),
+            confidence=options.confidence,
+            pooling=options.pooling,
+        )
 
     def compute(
         self, spec: NumericSpec, accumulator: MeanSums, span: Span, query: DocumentQuery

@@ -3,7 +3,7 @@ its heavy hitters' document from them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -11,8 +11,9 @@ import numpy as np
 
 from deniable.client.kinds import TextSpec
 
-from ..heavyhitters import text_document
-from .base import KindEstimator, Report, Span, register
+from ..heavyhitters import ALPHA, text_document
+from ..results import CellStats
+from .base import KindEstimator, Report, SliceOptions, Span, register
 
 if TYPE_CHECKING:
     from ..engine import CountsSource, DocumentQuery
@@ -46,6 +47,26 @@ class TextEstimator(KindEstimator[TextSpec, SketchTally]):
     def from_source(self, spec: TextSpec, source: CountsSource) -> SketchTally:
         """The source's sketch counts in its last period."""
         return SketchTally(source.text_counts())
+
+    def from_cell(self, spec: TextSpec, stats: CellStats, labels: Sequence[str]) -> SketchTally:
+        """The cell's sketch counts in its first (a text read's one) period."""
+        return SketchTally(stats.counts[0])
+
+    def slice_document(
+        self, spec: TextSpec, accumulator: SketchTally, span: Span, options: SliceOptions
+    ) -> dict[str, Any]:
+        """The slice's heavy hitters in the period ``span`` starts with, at the slice
+        confidence, run at alpha / (slices shown): with probability >= 1 - alpha no shown
+        slice lists a string absent from it; its floor is stated at that alpha."""
+        return text_document(
+            spec.name,
+            span[0],
+            spec.text_randomizer,
+            accumulator.counts,
+            confidence=options.confidence,
+            candidates=options.candidates,
+            alpha=ALPHA / max(1, options.shown),
+        )
 
     def compute(
         self, spec: TextSpec, accumulator: SketchTally, span: Span, query: DocumentQuery
