@@ -21,7 +21,6 @@ from deniable.estimators import (
     Estimate,
     PeriodCounts,
     PeriodSums,
-    QuantileInterval,
     check_numeric_method,
     check_quantiles,
 )
@@ -76,20 +75,6 @@ class FileReports:
         from deniable.estimators import report_sums
 
         return report_sums(self.frame)
-
-    def quantiles(self, qs: Sequence[float], **options: Any) -> list[QuantileInterval]:
-        """A histogram's quantile intervals from every report (``confidence``, ``pooling``)."""
-        from deniable.estimators import estimate_quantiles, report_counts
-
-        counts = report_counts(self.spec.randomizer, self.frame)
-        return estimate_quantiles(
-            self.spec.randomizer,
-            self.spec.edges,  # type: ignore[arg-type]
-            counts,
-            qs,
-            confidence=options["confidence"],
-            pooling=options.get("pooling", "overlap-safe"),
-        )
 
     def labels(self) -> list[str]:
         """Every period label of first..last, reports or not (none if the range is unknown)."""

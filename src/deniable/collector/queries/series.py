@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from deniable.client.errors import InvalidInput
-from deniable.client.kinds import NumericSpec, TextSpec
+from deniable.client.kinds import HistogramSpec, NumericSpec, TextSpec
 from deniable.client.spec import MetricSpec
 from deniable.estimators import (
     histogram_series_document,
@@ -70,10 +70,11 @@ def series(state: Collector, query: EstimateQuery) -> dict[str, Any]:
     points = [(period.period, estimate_periods(spec, [period], **chosen)) for period in periods]
     if not qs:
         return about(state, spec, series_document(spec.name, points, **chosen))
+    assert isinstance(spec, HistogramSpec)  # checked_quantiles refused q for any other kind
     try:
         quantiles = quantile_series(
             spec.randomizer,
-            spec.edges,  # type: ignore[arg-type]
+            spec.edges,
             periods,
             qs,
             confidence=query.confidence,
@@ -81,7 +82,7 @@ def series(state: Collector, query: EstimateQuery) -> dict[str, Any]:
     except InvalidInput as exc:
         raise refused(spec, exc) from None
     rows = [(label, result, qi) for (label, result), qi in zip(points, quantiles, strict=True)]
-    document = histogram_series_document(spec.name, rows, spec.edges, **chosen)  # type: ignore[arg-type]
+    document = histogram_series_document(spec.name, rows, spec.edges, **chosen)
     return about(state, spec, document)
 
 
