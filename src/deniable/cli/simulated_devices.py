@@ -39,6 +39,7 @@ from deniable.client.errors import (
     CollectorUnavailable,
     InvalidInput,
 )
+from deniable.client.kinds import BooleanSpec, HistogramSpec, NumericSpec
 
 FLUSH_STEP_SECONDS = 0.5
 DEVICES_PER_CLIENT = 1000
@@ -147,7 +148,7 @@ class Population:
     @property
     def numbers(self) -> bool:
         """Whether the devices hold numbers (a numeric or histogram metric)."""
-        return self.spec.type in ("numeric", "histogram")
+        return isinstance(self.spec, NumericSpec | HistogramSpec)
 
     @property
     def shares(self) -> dict[str, float]:
@@ -174,7 +175,7 @@ class Population:
         value = self.values[device]
         if self.numbers:
             return value
-        return bool(value) if self.spec.type == "boolean" else self.spec.categories[value]
+        return bool(value) if isinstance(self.spec, BooleanSpec) else self.spec.categories[value]
 
 
 def population(spec: Any, n: int, weights: Sequence[float], rng: random.Random) -> Population:
@@ -186,7 +187,9 @@ def number_population(spec: Any, n: int, rng: random.Random) -> Population:
     """n devices holding lognormal numbers (median :data:`LOGNORMAL_MEDIAN` of the way up the
     range), clamped to a numeric metric's [lower, upper] or a histogram's outer edges."""
     low, high = (
-        (spec.lower, spec.upper) if spec.type == "numeric" else (spec.edges[0], spec.edges[-1])
+        (spec.lower, spec.upper)
+        if isinstance(spec, NumericSpec)
+        else (spec.edges[0], spec.edges[-1])
     )
     median = low + LOGNORMAL_MEDIAN * (high - low)
     offset = median - low

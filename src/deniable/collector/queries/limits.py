@@ -5,16 +5,14 @@ from __future__ import annotations
 
 from deniable.client.spec import MetricSpec
 
-from ..storage.queries import count_width
 from .refusal import refuse
 
 
 def categories_of(spec: MetricSpec) -> int:
     """The cells one period of ``spec`` adds to a read: its categories (a numeric metric: one,
-    its mean; a text metric: its sketch's counts)."""
-    if spec.type == "text":
-        return count_width(spec)
-    return 1 if spec.type == "numeric" else spec.k
+    its mean; a text metric: its sketch's counts): the kind's count width, or one where it
+    keeps no counts."""
+    return spec.count_width or 1
 
 
 def check_cells(spec: MetricSpec, periods: int, limit: int, what: str, setting: str) -> None:
