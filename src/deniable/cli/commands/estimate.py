@@ -14,8 +14,8 @@ import click
 
 from deniable.client.errors import InvalidInput
 from deniable.client.spec import MetricSpec
-from deniable.estimators import DEFAULT_METHOD
 
+from ..kindrender import render_of
 from ..options import (
     GlobalOptions,
     confidence_option,
@@ -50,28 +50,14 @@ def options_for(spec: MetricSpec, options: dict[str, Any]) -> dict[str, Any]:
     chosen = dict(options)
     quantiles = chosen.pop("quantiles", ())
     candidates = chosen.pop("candidates", ())
-    if quantiles and spec.type != "histogram":
+    render = render_of(spec)
+    if quantiles and not render.quantiles:
         raise InvalidInput(f"--quantile is for histogram metrics; {spec.name} is {spec.type}")
-    if candidates and spec.type != "text":
+    if candidates and not render.strings:
         raise InvalidInput(f"--candidate is for text metrics; {spec.name} is {spec.type}")
-    if spec.type == "text":
-        if chosen.pop("method", None) is not None:
-            raise InvalidInput(f"{spec.name} is a text metric: leave out --method")
-        chosen.pop("simultaneous", None)
-        chosen.pop("pooling", None)
-        if candidates:
-            chosen["candidates"] = list(candidates)
-        return chosen
-    if spec.type == "numeric":
-        if chosen.pop("method", None) is not None:
-            raise InvalidInput(
-                f"{spec.name} is a numeric metric: its mean has one estimator; leave out --method"
-            )
-        chosen.pop("simultaneous", None)
-        return chosen
-    chosen["method"] = chosen.get("method") or DEFAULT_METHOD
-    if quantiles:
-        chosen["quantiles"] = list(quantiles)
+    render.options(spec, chosen, quantiles)
+    if candidates:
+        chosen["candidates"] = list(candidates)
     return chosen
 
 
@@ -94,13 +80,14 @@ def fetch_document(
         from ..offline import file_document, load_reports
 
         reports = load_reports(name, from_file, spec_file, start, end, last)
-        if reports.spec.type == "text":
+        render = render_of(reports.spec)
+        if render.strings:
             raise InvalidInput(
                 f"{name} is a text metric: its heavy hitters are decoded from the collector's"
                 " counts; estimate it online (without --from-file)"
             )
         chosen = options_for(reports.spec, options)
-        if reports.spec.type == "numeric":
+        if render.mean:
             chosen["method"] = "unbiased"
         return file_document(kind, reports, **chosen)
     if spec_file is not None:
