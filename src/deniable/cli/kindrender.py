@@ -146,7 +146,8 @@ class KindRender:
 @functools.singledispatch
 def render_of(spec: MetricSpec) -> KindRender:
     """The CLI's render of ``spec``'s kind; a kind without a registered one is refused."""
-    raise TypeError(f"the CLI has no render of the {spec.type} kind: register one in {__name__}")
+    kind = getattr(spec, "type", type(spec).__name__)
+    raise TypeError(f"the CLI has no render of the {kind} kind: register one in {__name__}")
 
 
 def render_for(kind: type[MetricSpec]) -> KindRender:

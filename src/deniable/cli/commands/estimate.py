@@ -29,7 +29,7 @@ from ..options import (
     range_options,
 )
 from ..periods import resolve_range
-from ..render import SERIES_TOP, print_estimate, print_series
+from ..render import SERIES_TOP, print_estimate
 from ..slicerender import print_breakdown, print_changes, print_slice_series
 from ..specs import spec_from_served
 
@@ -61,7 +61,7 @@ def options_for(spec: MetricSpec, options: dict[str, Any]) -> dict[str, Any]:
     return chosen
 
 
-def fetch_document(
+def fetch_with_spec(
     global_options: GlobalOptions,
     kind: Literal["estimate", "series"],
     name: str,
@@ -72,8 +72,8 @@ def fetch_document(
     end: str | None,
     last: int | None,
     **options: Any,
-) -> dict[str, Any]:
-    """The ``kind`` document: computed from ``from_file`` offline, else asked of the collector;
+) -> tuple[MetricSpec, dict[str, Any]]:
+    """The metric's spec and its ``kind`` document: computed from ``from_file`` offline, else asked of the collector;
     ``options`` are the estimate's (confidence, method, pooling, simultaneous, quantiles), as
     the metric's type takes them (:func:`options_for`)."""
     if from_file is not None:
@@ -89,7 +89,7 @@ def fetch_document(
         chosen = options_for(reports.spec, options)
         if render.mean:
             chosen["method"] = "unbiased"
-        return file_document(kind, reports, **chosen)
+        return reports.spec, file_document(kind, reports, **chosen)
     if spec_file is not None:
         raise click.UsageError("--spec goes with --from-file")
     with global_options.api() as api:
@@ -99,7 +99,14 @@ def fetch_document(
         if "quantiles" in chosen:
             chosen["q"] = chosen.pop("quantiles")
         ask = api.estimate if kind == "estimate" else api.series
-        return ask(name, start=start, end=end, **chosen)
+        return spec, ask(name, start=start, end=end, **chosen)
+
+
+def fetch_document(
+    global_options: GlobalOptions, kind: Literal["estimate", "series"], name: str, **options: Any
+) -> dict[str, Any]:
+    """The ``kind`` document of :func:`fetch_with_spec`, without the spec."""
+    return fetch_with_spec(global_options, kind, name, **options)[1]
 
 
 @click.command(short_help="Estimate a metric's shares with intervals over a range of periods.")
@@ -227,8 +234,8 @@ def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -
         document = fetch_document(global_options, "estimate", name, **slicing, **query)
         print_breakdown(document, fmt)
         return
-    document = fetch_document(global_options, "estimate", name, **query)
-    print_estimate(document, fmt)
+    spec, document = fetch_with_spec(global_options, "estimate", name, **query)
+    render_of(spec).print_estimate(document, fmt)
 
 
 def _slicing(by: tuple[str, ...], where: tuple[str, ...]) -> dict[str, list[str]]:
@@ -354,5 +361,5 @@ def series(
         document = fetch_document(global_options, "series", name, **slicing, **query)
         print_slice_series(document, fmt)
         return
-    document = fetch_document(global_options, "series", name, **query)
-    print_series(document, fmt, categories or None, top)
+    spec, document = fetch_with_spec(global_options, "series", name, **query)
+    render_of(spec).print_series(document, fmt, categories or None, top)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from fastapi import Request
 from markupsafe import Markup
@@ -119,9 +119,14 @@ class KindView:
 @functools.singledispatch
 def view_of(spec: MetricSpec) -> KindView:
     """The dashboard view of ``spec``'s kind; a kind without a registered view is refused."""
-    raise TypeError(
-        f"the dashboard has no view of the {spec.type} kind: register one in {__name__}"
-    )
+    kind = getattr(spec, "type", type(spec).__name__)
+    raise TypeError(f"the dashboard has no view of the {kind} kind: register one in {__name__}")
+
+
+def view_for(kind: type[MetricSpec]) -> KindView | None:
+    """The view registered for the kind class ``kind`` (or a base of it), None for none."""
+    chosen = view_of.dispatch(kind)
+    return None if chosen is view_of.dispatch(object) else cast(KindView, chosen(None))
 
 
 def _register(kind: type[MetricSpec], view: KindView) -> None:
