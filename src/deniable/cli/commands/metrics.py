@@ -140,11 +140,13 @@ def margins(spec: MetricSpec, confidence: float) -> list[dict[str, Any]]:
     from deniable.estimators import margin_of_error, mean_margin
 
     rows = []
+    bounds = render_of(spec).number_range
     for n in PLANNING_SIZES:
-        if render_of(spec).mean:
+        if render_of(spec).mean and bounds is not None:
+            lower, upper = bounds(spec)
             margin = mean_margin(
-                spec.lower,  # type: ignore[arg-type]
-                spec.upper,  # type: ignore[arg-type]
+                lower,
+                upper,
                 spec.epsilon,
                 n,
                 confidence=confidence,
