@@ -44,9 +44,10 @@ def online_range(
 
 
 def options_for(spec: MetricSpec, options: dict[str, Any]) -> dict[str, Any]:
-    """The estimate's options as ``spec``'s type takes them: a numeric metric's mean takes no
-    method (one given is refused) and no simultaneous; shares default to
-    :data:`DEFAULT_METHOD`; only a histogram takes quantiles."""
+    """The estimate's options as ``spec``'s kind takes them (its render's ``options``): a
+    numeric metric's mean takes no method (one given is refused) and no simultaneous; shares
+    default to :data:`~deniable.estimators.DEFAULT_METHOD`; only a histogram takes quantiles
+    and only a text metric candidates."""
     chosen = dict(options)
     quantiles = chosen.pop("quantiles", ())
     candidates = chosen.pop("candidates", ())

@@ -140,9 +140,10 @@ def margins(spec: MetricSpec, confidence: float) -> list[dict[str, Any]]:
     from deniable.estimators import margin_of_error, mean_margin
 
     rows = []
-    bounds = render_of(spec).number_range
+    render = render_of(spec)
+    bounds = render.number_range
     for n in PLANNING_SIZES:
-        if render_of(spec).mean and bounds is not None:
+        if render.mean and bounds is not None:
             lower, upper = bounds(spec)
             margin = mean_margin(
                 lower,

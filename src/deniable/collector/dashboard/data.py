@@ -255,7 +255,7 @@ def text_row(request: Request, spec: MetricSpec, labels: list[str]) -> MetricRow
 def shown_categories(spec: MetricSpec, document: dict[str, Any], top: int) -> list[str]:
     """The categories a metric page draws over time: a boolean's ``true`` share only (its
     ``false`` share is the mirror image), a histogram's buckets in bucket order (its shape is
-    the point: every bucket up to :data:`MAX_TOP`, else its ``top`` largest), or a categorical
+    the point: every bucket up to :data:`.kindviews.MAX_TOP`, else its ``top`` largest), or a categorical
     metric's ``top`` largest (each kind's :attr:`.kindviews.KindView.shown`)."""
     return view_of(spec).shown(spec, document, top)
 
