@@ -61,28 +61,11 @@ from deniable.client.errors import InvalidInput
 from deniable.client.guarantees import ApproxDP, PureDP
 from deniable.client.mechanisms import Mechanism, NumericMechanism, PrefixSketch
 
-from .shufflelimits import (
-    BOUND_NAMES,
-    DEFAULT_DELTA,
-    MAX_BATCH,
-    MAX_DELTA,
-    MIN_DELTA,
-    Bound,
-    CentralGuarantee,
-    check_batch,
-)
+from .shufflelimits import DEFAULT_DELTA, Bound, CentralGuarantee, check_batch
 
 __all__ = [
-    "BOUND_NAMES",
-    "DEFAULT_DELTA",
-    "MAX_BATCH",
-    "MAX_DELTA",
-    "MIN_DELTA",
-    "Bound",
-    "CentralGuarantee",
     "amplify",
     "central_guarantee",
-    "check_batch",
     "fmt21_closed_form_epsilon",
     "fmt21_numerical_epsilon",
     "krr_epsilon",
@@ -91,8 +74,8 @@ __all__ = [
 ]
 
 TAIL_MASS = 1e-20
-"""The binomial mass left out at each end of a sum (a 1e-8 part of :data:`MIN_DELTA`), charged
-as if every outcome there were distinguishing."""
+"""The binomial mass left out at each end of a sum (a 1e-8 part of
+:data:`.shufflelimits.MIN_DELTA`), charged as if every outcome there were distinguishing."""
 
 BISECTIONS = 34
 """Halvings of [0, eps0]: eps to eps0 * 2^-34 (below 1e-9 relative), always rounded up; the
