@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from deniable.client import MetricSpec
 from deniable.collector.dashboard.charts import Point, fit_text, runs, text_width
-from deniable.collector.dashboard.data import MAX_TOP, shown_categories
+from deniable.collector.dashboard.data import shown_categories
+from deniable.collector.dashboard.kindviews import MAX_TOP
 
 
 def estimate_of(spec: MetricSpec, shares: list[float]) -> dict[str, object]:

@@ -19,13 +19,8 @@ from deniable.estimators import (
     histogram_document,
     mean_document,
 )
-from deniable.estimators.engine import (
-    CountsSource,
-    DocumentOptions,
-    counted_shares,
-    document,
-    share_options,
-)
+from deniable.estimators.engine import CountsSource, DocumentOptions, document
+from deniable.estimators.kinds import counted_shares, share_options
 
 LABELS = ["2026-11-01", "2026-11-02", "2026-11-03"]
 

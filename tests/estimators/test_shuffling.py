@@ -21,9 +21,9 @@ from deniable.client.mechanisms import (
     Piecewise,
     PrefixSketch,
 )
+from deniable.estimators.shufflelimits import MAX_BATCH
 from deniable.estimators.shuffling import (
     DEFAULT_DELTA,
-    MAX_BATCH,
     _PairModel,
     central_guarantee,
     fmt21_closed_form_epsilon,

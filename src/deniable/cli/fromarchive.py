@@ -13,6 +13,7 @@ from typing import Any
 import click
 
 from deniable.client.errors import InvalidInput
+from deniable.client.kinds import TextSpec
 from deniable.client.spec import MetricSpec, period_range
 
 from .periods import check_range_size, resolve_range
@@ -102,7 +103,7 @@ def archive_document(
         raise InvalidInput(f"cannot read the archive at {url}: {exc}") from None
     chosen = options_for(spec, options)
     labels = _labels(url, spec, start, end, last)
-    if spec.type == "text":
+    if isinstance(spec, TextSpec):
         labels = labels[-1:]
     sliced = bool(by or where)
     files = {found.period: found for found in _counts(url, spec, labels, sliced, engine, scheduler)}

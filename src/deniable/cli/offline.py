@@ -15,13 +15,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from deniable.client.errors import InvalidInput
-from deniable.client.kinds import SetSpec
+from deniable.client.kinds import HistogramSpec, NumericSpec, SetSpec
 from deniable.client.spec import MetricSpec
 from deniable.estimators import (
     Estimate,
     PeriodCounts,
     PeriodSums,
-    QuantileInterval,
     check_numeric_method,
     check_quantiles,
 )
@@ -86,20 +85,6 @@ class FileReports:
         from deniable.estimators import report_sums
 
         return report_sums(self.frame)
-
-    def quantiles(self, qs: Sequence[float], **options: Any) -> list[QuantileInterval]:
-        """A histogram's quantile intervals from every report (``confidence``, ``pooling``)."""
-        from deniable.estimators import estimate_quantiles, report_counts
-
-        counts = report_counts(self.spec.randomizer, self.frame)
-        return estimate_quantiles(
-            self.spec.randomizer,
-            self.spec.edges,  # type: ignore[arg-type]
-            counts,
-            qs,
-            confidence=options["confidence"],
-            pooling=options.get("pooling", "overlap-safe"),
-        )
 
     def labels(self) -> list[str]:
         """Every period label of first..last, reports or not (none if the range is unknown)."""
@@ -237,10 +222,10 @@ def file_document(
 
     spec = reports.spec
     name = spec.name
-    if quantiles and spec.type != "histogram":
+    if quantiles and not isinstance(spec, HistogramSpec):
         raise InvalidInput(f"quantiles are for histogram metrics; {name} is {spec.type}")
     qs = check_quantiles(quantiles)
-    if spec.type == "numeric":
+    if isinstance(spec, NumericSpec):
         check_numeric_method(options.get("method", "unbiased"))
         if kind == "series":
             periods = ExportCounts(reports).sums()

@@ -302,16 +302,27 @@ def print_estimate(document: dict[str, Any], fmt: str) -> None:
         from .textrender import print_text_estimate
 
         print_text_estimate(document, fmt)
-    elif fmt == "json":
-        print_json(document)
     elif "mean" in document:
+        print_mean_estimate(document, fmt)
+    else:
+        print_shares(document, fmt)
+
+
+def print_mean_estimate(document: dict[str, Any], fmt: str) -> None:
+    """Print a numeric metric's estimate document as JSON, or its mean as a table or CSV."""
+    if fmt == "json":
+        print_json(document)
+    else:
         print_mean(document, fmt)
+
+
+def print_shares(document: dict[str, Any], fmt: str) -> None:
+    """Print an estimate document of shares as JSON, CSV or a table (a histogram's in bucket
+    order, then its quantiles)."""
+    if fmt == "json":
+        print_json(document)
     elif fmt == "csv":
         sys.stdout.write(estimate_csv_text(document))
-    elif "max_items" in document:
-        from .setrender import print_set_estimate
-
-        print_set_estimate(document)
     else:
         out = console()
         head, how = estimate_heading(document)
@@ -447,12 +458,33 @@ def print_series(
 
         print_text_series(document, fmt, top)
     elif "lower" in document:
-        if categories or top:
-            raise InvalidInput("a numeric metric has no categories: leave out --category and --top")
-        if fmt == "csv":
-            sys.stdout.write(series_csv_text(document))
-        else:
-            console().print(mean_series_chart(document))
+        print_mean_series(document, fmt, categories, top)
+    else:
+        print_shares_series(document, fmt, categories, top)
+
+
+def print_mean_series(
+    document: dict[str, Any], fmt: str, categories: Sequence[str] | None, top: int | None
+) -> None:
+    """Print a numeric metric's series as JSON, CSV or a chart of its means (it has no
+    categories: ``categories`` or ``top`` is refused)."""
+    if fmt == "json":
+        print_json(document)
+        return
+    if categories or top:
+        raise InvalidInput("a numeric metric has no categories: leave out --category and --top")
+    if fmt == "csv":
+        sys.stdout.write(series_csv_text(document))
+    else:
+        console().print(mean_series_chart(document))
+
+
+def print_shares_series(
+    document: dict[str, Any], fmt: str, categories: Sequence[str] | None, top: int | None
+) -> None:
+    """Print a series of shares as JSON, CSV (one row per period and category) or charts."""
+    if fmt == "json":
+        print_json(document)
     elif fmt == "csv":
         sys.stdout.write(series_csv_text(document, set(series_names(document, categories, top))))
     else:

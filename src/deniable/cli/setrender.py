@@ -1,16 +1,28 @@
-"""The table ``deniable estimate`` prints for a set metric: each category's share of devices.
+"""The CLI's render hook of the ``set`` kind (docs/STATS.md section 16): how ``deniable
+estimate`` asks for and prints a set metric, and how ``metrics show`` describes one.
 
-The render hook of the ``set`` kind (docs/STATS.md section 16): the categorical table (share,
-interval, estimated count, whisker bar), under a heading that says what a share of a set
-metric is (the devices holding the category; the shares need not sum to 100%) and what its
-declared maximum size L does (sets above it count partly, so their shares read low).
+Its estimate is the categorical table (share, interval, estimated count, whisker bar) under a
+heading that says what a set metric's share is (the devices holding the category; the shares
+need not sum to 100%) and what its declared maximum size L does (sets above it count partly,
+so their shares read low). Its shares have one estimator, unbiased.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
-from .render import FACT_SEPARATOR, console, estimate_heading, estimate_table, print_facts
+from deniable.client.errors import InvalidInput
+from deniable.client.spec import MetricSpec
+
+from .render import (
+    FACT_SEPARATOR,
+    console,
+    estimate_heading,
+    estimate_table,
+    print_facts,
+    print_shares,
+)
 
 
 def set_heading(document: dict[str, Any]) -> str:
@@ -26,11 +38,39 @@ def set_heading(document: dict[str, Any]) -> str:
     )
 
 
-def print_set_estimate(document: dict[str, Any]) -> None:
-    """Print a set metric's estimate document as a table."""
+def print_set_estimate(document: dict[str, Any], fmt: str) -> None:
+    """Print a set metric's estimate document: JSON and CSV as any shares', else its table."""
+    if fmt in ("json", "csv"):
+        print_shares(document, fmt)
+        return
     out = console()
     head, how = estimate_heading(document)
     print_facts(out, head, "bold")
     print_facts(out, how, "dim")
     print_facts(out, set_heading(document), "dim")
     out.print(estimate_table(document))
+
+
+def set_options(spec: MetricSpec, chosen: dict[str, Any], quantiles: Sequence[float]) -> None:
+    """A set's shares have one estimator (unbiased): another method is refused."""
+    if chosen.pop("method", None) not in (None, "unbiased"):
+        raise InvalidInput(
+            f"{spec.name} is a set metric: its shares have one estimator, unbiased;"
+            " leave out --method"
+        )
+
+
+def set_rows(served: dict[str, Any]) -> list[tuple[str, str]]:
+    """A served set spec's categories and max_items rows."""
+    categories = served.get("categories") or []
+    return [
+        ("categories", ", ".join(categories) + f"  (k={len(categories)})"),
+        ("max_items", f"{served.get('max_items')} (a larger set is sampled down)"),
+    ]
+
+
+def set_device(spec: MetricSpec, index: int) -> Any:
+    """Refused: a simulated device would have to hold a set, which simulate does not make."""
+    raise InvalidInput(
+        f"{spec.name} is a set metric: simulate does not make devices holding sets yet"
+    )

@@ -40,6 +40,8 @@ from deniable.client.errors import (
     InvalidInput,
 )
 
+from .kindrender import render_of
+
 FLUSH_STEP_SECONDS = 0.5
 DEVICES_PER_CLIENT = 1000
 """Simulated devices that share one SDK Client (and one upload batch)."""
@@ -147,7 +149,7 @@ class Population:
     @property
     def numbers(self) -> bool:
         """Whether the devices hold numbers (a numeric or histogram metric)."""
-        return self.spec.type in ("numeric", "histogram")
+        return render_of(self.spec).number_range is not None
 
     @property
     def shares(self) -> dict[str, float]:
@@ -174,7 +176,7 @@ class Population:
         value = self.values[device]
         if self.numbers:
             return value
-        return bool(value) if self.spec.type == "boolean" else self.spec.categories[value]
+        return render_of(self.spec).device_value(self.spec, value)
 
 
 def population(spec: Any, n: int, weights: Sequence[float], rng: random.Random) -> Population:
@@ -185,9 +187,10 @@ def population(spec: Any, n: int, weights: Sequence[float], rng: random.Random) 
 def number_population(spec: Any, n: int, rng: random.Random) -> Population:
     """n devices holding lognormal numbers (median :data:`LOGNORMAL_MEDIAN` of the way up the
     range), clamped to a numeric metric's [lower, upper] or a histogram's outer edges."""
-    low, high = (
-        (spec.lower, spec.upper) if spec.type == "numeric" else (spec.edges[0], spec.edges[-1])
-    )
+    bounds = render_of(spec).number_range
+    if bounds is None:
+        raise InvalidInput(f"{spec.name} is a {spec.type} metric: its devices hold no numbers")
+    low, high = bounds(spec)
     median = low + LOGNORMAL_MEDIAN * (high - low)
     offset = median - low
     values = [

@@ -31,7 +31,8 @@ def _takes_arguments_of(
     def apply(method: Callable[..., _R]) -> Callable[Concatenate[_S, _P], _R]:
         """Copy ``original``'s parameters (keeping ``method``'s return type) onto ``method``."""
         returns = inspect.signature(method).return_annotation
-        method.__signature__ = inspect.signature(original).replace(  # type: ignore[attr-defined]
+        # A function's attributes live in its __dict__, where inspect.signature finds this one.
+        method.__dict__["__signature__"] = inspect.signature(original).replace(
             return_annotation=returns
         )
         return method

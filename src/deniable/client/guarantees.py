@@ -39,6 +39,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TypeVar
 
 from .errors import InvalidInput
 
@@ -119,6 +120,17 @@ def _times(figure: float, factor: int | float) -> float:
     return 0.0 if factor == 0 else factor * figure
 
 
+_G = TypeVar("_G")
+
+
+def _with_fields(guarantee: _G, **fields: object) -> _G:
+    """``guarantee`` with ``fields`` set, which its frozen dataclass refuses to plain assignment
+    (for its own ``__init__`` and ``_of`` only)."""
+    for name, value in fields.items():
+        object.__setattr__(guarantee, name, value)
+    return guarantee
+
+
 @dataclass(frozen=True, init=False, eq=False)
 class PureDP:
     """eps-differential privacy: any output's probability changes by at most e^eps between
@@ -131,17 +143,12 @@ class PureDP:
 
     def __init__(self, epsilon: float) -> None:
         """eps-DP for a number eps >= 0 (``math.inf``: unbounded); InvalidInput otherwise."""
-        value = _epsilon(epsilon)
-        object.__setattr__(self, "value", value)
-        object.__setattr__(self, "figure", float(epsilon))
+        _with_fields(self, value=_epsilon(epsilon), figure=float(epsilon))
 
     @classmethod
     def _of(cls, value: Fraction | None, figure: float) -> PureDP:
         """A guarantee from its exact eps and its figure (the results of arithmetic)."""
-        made = cls.__new__(cls)
-        object.__setattr__(made, "value", value)
-        object.__setattr__(made, "figure", figure)
-        return made
+        return _with_fields(cls.__new__(cls), value=value, figure=figure)
 
     @property
     def epsilon(self) -> float:
@@ -232,10 +239,13 @@ class ApproxDP:
 
     def __init__(self, epsilon: float, delta: float) -> None:
         """(eps, delta)-DP for eps >= 0 and delta in [0, 1); InvalidInput otherwise."""
-        object.__setattr__(self, "value", _epsilon(epsilon))
-        object.__setattr__(self, "delta_value", _delta(delta))
-        object.__setattr__(self, "figure", float(epsilon))
-        object.__setattr__(self, "delta_figure", float(delta))
+        _with_fields(
+            self,
+            value=_epsilon(epsilon),
+            delta_value=_delta(delta),
+            figure=float(epsilon),
+            delta_figure=float(delta),
+        )
 
     @classmethod
     def _of(
@@ -244,12 +254,13 @@ class ApproxDP:
         """A guarantee from its exact parameters and figures; a delta of 1 or more is refused."""
         if not delta < 1:
             raise InvalidInput("the composed delta reaches 1: the guarantee would say nothing")
-        made = cls.__new__(cls)
-        object.__setattr__(made, "value", value)
-        object.__setattr__(made, "delta_value", delta)
-        object.__setattr__(made, "figure", figure)
-        object.__setattr__(made, "delta_figure", delta_figure)
-        return made
+        return _with_fields(
+            cls.__new__(cls),
+            value=value,
+            delta_value=delta,
+            figure=figure,
+            delta_figure=delta_figure,
+        )
 
     @property
     def epsilon(self) -> float:

@@ -245,7 +245,9 @@ class Ledger:
             self._totals[metric] = self._totals.get(metric, 0) + n
         for key, (metric, payload) in memo.items():
             if key.startswith(PIN_PREFIX):
-                self._pins[key] = int(payload)  # type: ignore[arg-type]
+                if type(payload) is not int:  # the outbox sets such a memo aside before loading
+                    raise ValueError(f"memo entry {key!r} holds no pinned level")
+                self._pins[key] = payload
                 continue
             self._memo[key] = payload
             self._memo_sizes[metric] = self._memo_sizes.get(metric, 0) + 1

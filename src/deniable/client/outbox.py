@@ -34,8 +34,10 @@ from .wire import join_reports, parse_payload_text, payload_text, report_text, s
 
 try:
     import fcntl
+
+    _HAVE_FCNTL = True
 except ImportError:  # pragma: no cover - not POSIX
-    fcntl = None  # type: ignore[assignment]
+    _HAVE_FCNTL = False
 
 DB_NAME = "deniable-client.sqlite3"
 LOCK_NAME = "deniable-client.lock"
@@ -94,7 +96,7 @@ def _lock_state_dir(state_dir: Path) -> int | None:
     is refused too, and a child that inherits the descriptor across ``fork`` and closes it
     does not release the parent's lock.
     """
-    if fcntl is None:
+    if not _HAVE_FCNTL:
         return None
     fd = os.open(state_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
     try:

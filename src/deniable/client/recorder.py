@@ -26,7 +26,7 @@ from .errors import InvalidInput, SpecError
 from .holding import HeldValue, Holding
 from .kinds import BooleanSpec, CategoricalSpec, NumericSpec, TextSpec
 from .ledger import Ledger, LedgerDelta, PrivacySpent, ReportCost, report_cost
-from .mechanisms import DEFAULT_INSTANTANEOUS_RATIO, Payload, TwoLayers
+from .mechanisms import DEFAULT_INSTANTANEOUS_RATIO, Payload, PrefixSketch, TwoLayers
 from .outbox import QueuedReport
 from .problems import Problems
 from .randomness import LocalRandomness, Randomness, ReportIds
@@ -83,12 +83,12 @@ class _MetricState:
         self.text = isinstance(spec, TextSpec)
         self.boolean = isinstance(spec, BooleanSpec)
         self.randomize: Callable[[Any, Randomness], Payload]
-        if isinstance(spec, TextSpec):
-            sketch = spec.text_randomizer
+        randomizer = spec.report_randomizer
+        if isinstance(randomizer, PrefixSketch):  # a text metric's: the pinned level is drawn once
             pinned = level or (lambda: 1)
-            self.randomize = lambda padded, rng: sketch.randomize(padded, pinned(), rng)
+            self.randomize = lambda padded, rng: randomizer.randomize(padded, pinned(), rng)
         else:
-            self.randomize = spec.report_randomizer.randomize
+            self.randomize = randomizer.randomize
         self.memo_keys: list[str | None] = [None] * spec.k  # HMACs, made on first use
         self.index: dict[Any, int] = (
             {c: i for i, c in enumerate(spec.categories)}
@@ -116,12 +116,12 @@ class _MetricState:
         """The memo key of a prepared value: cached per category index; for a numeric t or a
         text metric's string made afresh (the values are unbounded, so a cache would grow
         without end)."""
-        if self.numeric or self.text:
+        if type(prepared) is not int:  # a numeric t (float) or a text metric's bytes
             return ledger.memo_key(metric, self.fingerprint, prepared)
-        key = self.memo_keys[prepared]  # type: ignore[index]
+        key = self.memo_keys[prepared]
         if key is None:
             key = ledger.memo_key(metric, self.fingerprint, prepared, self.layers is not None)
-            self.memo_keys[prepared] = key  # type: ignore[index]
+            self.memo_keys[prepared] = key
         return key
 
 
@@ -339,19 +339,21 @@ class Recorder:
         key = state.memo_key(self._ledger, metric, prepared)
         payload = self._ledger.memoized(key)
         layers = state.layers
-        fits = layers is None or (type(payload) is int and 0 <= payload < layers.instantaneous.k)
-        if payload is not None and not fits:
-            self._ledger.malformed.append(metric)
-            payload = None
-        if payload is None:
-            if layers is None:
-                payload = state.randomize(prepared, self._rng)
-            else:
-                payload = layers.permanent_answer(prepared, self._rng)  # type: ignore[arg-type]
-            self._ledger.remember(metric, key, payload)
         if layers is None:
+            if payload is None:
+                payload = state.randomize(prepared, self._rng)
+                self._ledger.remember(metric, key, payload)
             return payload
-        return layers.report(payload, self._rng)  # type: ignore[arg-type]
+        k = layers.instantaneous.k
+        permanent = payload if type(payload) is int and 0 <= payload < k else None
+        if permanent is None:
+            if payload is not None:
+                self._ledger.malformed.append(metric)
+            if type(prepared) is not int:
+                raise TypeError("a memoized answer in two layers needs a category index")
+            permanent = layers.permanent_answer(prepared, self._rng)
+            self._ledger.remember(metric, key, permanent)
+        return layers.report(permanent, self._rng)
 
     def _unknown(self, metric: str, value: Any) -> bool:
         """A metric without a spec: raise or ask for specs (``on_unknown``); hold the value

@@ -45,7 +45,7 @@ import ssl
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 from .errors import InvalidInput
 from .exchange import Answer, AnswerTooLarge, DeadlineExceeded, exchange
@@ -166,7 +166,7 @@ def _is_report_problem(item: Any) -> bool:
     )
 
 
-def _is_count(value: Any) -> bool:
+def _is_count(value: object) -> TypeGuard[int]:
     """A whole number >= 0 (a JSON ``true`` is not one)."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
@@ -193,10 +193,13 @@ def _bad_indices(detail: Any) -> frozenset[int] | None:
     """The report indices a 422 names (``[{"index": i, "reason": ...}, ...]``), if it names them."""
     if not isinstance(detail, list) or not detail:
         return None
-    indices = [item.get("index") if isinstance(item, dict) else None for item in detail]
-    if not all(isinstance(i, int) and not isinstance(i, bool) for i in indices):
-        return None
-    return frozenset(indices)  # type: ignore[arg-type]
+    indices: list[int] = []
+    for item in detail:
+        index = item.get("index") if isinstance(item, dict) else None
+        if not isinstance(index, int) or isinstance(index, bool):
+            return None
+        indices.append(index)
+    return frozenset(indices)
 
 
 def base_url(url: str) -> str:

@@ -41,17 +41,18 @@ def payload_text(payload: Payload) -> str:
     written directly (its keys are already in sorted order), as the device does this once per
     report; anything else goes through ``json``.
     """
-    kind = type(payload)
+    kind = type(payload)  # exact types: a bool is not a number here
     if kind is int:
         return str(payload)
-    if kind is float:
-        if not math.isfinite(payload):  # type: ignore[arg-type]
-            raise ValueError("a payload must be a finite number")
-        return repr(payload)
     if kind is str:
         return _encode_string(payload)
-    if kind is dict and len(payload) == 3:  # type: ignore[arg-type]
-        a, b, y = payload.get("a"), payload.get("b"), payload.get("y")  # type: ignore[union-attr]
+    # Past ``kind is X`` each isinstance is true; it narrows the payload for the type checker.
+    if kind is float and isinstance(payload, float):
+        if not math.isfinite(payload):
+            raise ValueError("a payload must be a finite number")
+        return repr(payload)
+    if kind is dict and isinstance(payload, dict) and len(payload) == 3:
+        a, b, y = payload.get("a"), payload.get("b"), payload.get("y")
         if type(a) is int and type(b) is int and type(y) is int:
             return f'{{"a":{a},"b":{b},"y":{y}}}'
     return json.dumps(payload, separators=(",", ":"), sort_keys=True)

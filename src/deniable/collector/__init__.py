@@ -17,16 +17,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from deniable.client.lazy import lazy_exports
+from deniable.service.listening import DEFAULT_HOST, DEFAULT_LOG_LEVEL, LOG_LEVELS
 
-from .listening import (
-    DEFAULT_HOST,
-    DEFAULT_LISTENING,
-    DEFAULT_LOG_LEVEL,
-    DEFAULT_PORT,
-    DEFAULT_WORKERS,
-    LOG_LEVELS,
-    Listening,
-)
+from .listening import DEFAULT_LISTENING, DEFAULT_PORT, DEFAULT_WORKERS, Listening
 
 if TYPE_CHECKING:
     from .app import create_app

@@ -29,6 +29,7 @@ from deniable.client.errors import StorageUnavailable
 from deniable.client.sealing import KEYS_PATH
 from deniable.client.wire import METRICS_PATH, REPORTS_PATH
 from deniable.service.crossorigin import DeviceCORS
+from deniable.service.middleware import HttpMiddleware
 
 from . import dashboard, exposition
 from .auth import ADMIN, INGEST, SHUFFLER, VIEWER
@@ -74,17 +75,15 @@ def tune_interpreter() -> None:
     sys.setswitchinterval(SWITCH_INTERVAL)
 
 
-class LatencyMiddleware:
+class LatencyMiddleware(HttpMiddleware):
     """Observe every HTTP request's latency by route template, method and status."""
 
     def __init__(self, app: ASGIApp, telemetry: Telemetry) -> None:
-        self.app = app
+        super().__init__(app)
         self.telemetry = telemetry
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on and observe how long its answer took."""
         started = time.perf_counter()
         status = [500]
 
@@ -107,7 +106,7 @@ ANSWERED_FAULT = "deniable.answered_fault"
 """The scope key the 500 handler sets once it has logged a fault (without its message)."""
 
 
-class QuietFaults:
+class QuietFaults(HttpMiddleware):
     """Outside Starlette's error middleware: an exception it answered with a 500 ends here.
 
     Starlette re-raises every exception after answering it, and uvicorn would then log it
@@ -116,13 +115,8 @@ class QuietFaults:
     response had begun) is logged here the same way.
     """
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on; log a fault no handler answered, without its message."""
         try:
             await self.app(scope, receive, send)
         except Exception as exc:

@@ -25,6 +25,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from deniable.client.kinds import TextSpec
 from deniable.client.spec import MetricSpec
 from deniable.estimators import DEFAULT_PERIODS
 
@@ -108,7 +109,7 @@ def page_bounds(specs: list[MetricSpec], page_metrics: int, cells: int) -> list[
     bounds: list[tuple[int, int]] = []
     start, used = 0, 0
     for index, spec in enumerate(specs):
-        cost = (1 if spec.type == "text" else DEFAULT_PERIODS) * categories_of(spec)
+        cost = (1 if isinstance(spec, TextSpec) else DEFAULT_PERIODS) * categories_of(spec)
         full = index - start >= page_metrics
         if index > start and (full or used + cost > cells):
             bounds.append((start, index))

@@ -12,17 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from deniable.service.listening import DEFAULT_HOST, DEFAULT_LOG_LEVEL, LOG_LEVELS
-
-__all__ = [
-    "DEFAULT_HOST",
-    "DEFAULT_LISTENING",
-    "DEFAULT_LOG_LEVEL",
-    "DEFAULT_PORT",
-    "DEFAULT_WORKERS",
-    "LOG_LEVELS",
-    "Listening",
-]
+from deniable.service.listening import DEFAULT_HOST, DEFAULT_LOG_LEVEL
 
 DEFAULT_PORT = 8000
 """The TCP port a collector listens on unless told otherwise (CLI, image and manifests agree)."""

@@ -82,11 +82,14 @@ class NumberRule:
 
     def query(self, description: str) -> Any:
         """FastAPI's ``Query`` for the parameter: its range in the OpenAPI document."""
-        bounds: dict[str, float] = {
-            ("gt" if self.open_low else "ge"): self.low,
-            ("lt" if self.open_high else "le"): self.high,
-        }
-        return Query(description=description, **bounds)  # type: ignore[arg-type]
+        low, high = self.low, self.high
+        return Query(
+            description=description,
+            gt=low if self.open_low else None,
+            ge=None if self.open_low else low,
+            lt=high if self.open_high else None,
+            le=None if self.open_high else high,
+        )
 
 
 def _text(bound: float) -> str:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
+
+from deniable.service.middleware import HttpMiddleware
 
 
 def relative(location: str) -> str:
@@ -23,16 +25,11 @@ def relative(location: str) -> str:
     return urlunsplit(("", "", path, parts.query, parts.fragment))
 
 
-class RelativeRedirects:
+class RelativeRedirects(HttpMiddleware):
     """Rewrite an absolute ``Location`` header of any response to a path on this server."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on, its answer's ``Location`` cut to a path."""
 
         async def send_relative(message: Message) -> None:
             if message["type"] == "http.response.start":

@@ -170,9 +170,7 @@ _DERIVED_MAX = 10_000
 def payload_mechanism(spec: MetricSpec) -> Mechanism | NumericMechanism | PrefixSketch:
     """The mechanism that judges ``spec``'s payloads: its numeric one, its text sketch, or its
     frequency oracle (a histogram's is over its buckets)."""
-    if spec.type == "text":
-        return spec.text_randomizer
-    return spec.numeric_randomizer if spec.type == "numeric" else spec.randomizer
+    return spec.report_randomizer
 
 
 def _derived(spec: MetricSpec) -> tuple[str, PayloadCheck, PayloadParse, Plausibility | None]:

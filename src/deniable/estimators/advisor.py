@@ -36,6 +36,7 @@ from deniable.client.mechanisms import (
     OUE,
     Mechanism,
     NumericMechanism,
+    Payload,
     least_variance,
     make_mechanism,
     make_numeric_mechanism,
@@ -224,14 +225,14 @@ def report_bytes(mechanism: Mechanism) -> int:
     """Bytes of the largest payload ``mechanism`` sends, in its wire form (JSON text): what
     each report adds to an upload and to storage besides its id. OUE's grows with k (k/8
     bytes, base64), the others' stay a few dozen bytes at most."""
-    payload: object
+    payload: Payload
     if isinstance(mechanism, OUE):
         payload = base64.b64encode(bytes(mechanism.n_bytes)).decode("ascii")
     elif isinstance(mechanism, OLH):
         payload = {"a": OLH_PRIME - 1, "b": OLH_PRIME - 1, "y": mechanism.g - 1}
     else:
         payload = mechanism.k - 1
-    return len(payload_text(payload))  # type: ignore[arg-type]
+    return len(payload_text(payload))
 
 
 def v_opt(k: int, epsilon: float) -> float:
@@ -337,6 +338,14 @@ def mean_reports_needed(
     )
 
 
+def _given_reports(reports: int | None) -> int:
+    """The report count a plan without a margin is for; :class:`InvalidInput` if the caller
+    gave neither a margin nor a count."""
+    if reports is None:
+        raise InvalidInput("a plan needs a margin or a number of reports")
+    return reports
+
+
 def candidate_mechanisms(k: int) -> list[str]:
     """The client's mechanisms that can carry a k-category metric: brr only for k = 2, where
     krr is the same mechanism and is left out."""
@@ -394,7 +403,7 @@ def plan_document(
                 margin_of_error(
                     k,
                     epsilon,
-                    reports,  # type: ignore[arg-type]
+                    _given_reports(reports),
                     confidence=confidence,
                     mechanism=name,
                     simultaneous=simultaneous,
@@ -458,9 +467,9 @@ def numeric_plan_document(
                 lower,
                 upper,
                 epsilon,
-                reports,
+                _given_reports(reports),
                 confidence=confidence,
-                mechanism=mechanism,  # type: ignore[arg-type]
+                mechanism=mechanism,
             )
         rows.append(row)
     return {

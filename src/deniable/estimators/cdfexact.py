@@ -18,6 +18,8 @@ least 1 - alpha whatever F, as Clopper-Pearson does for a share. It is used belo
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 EXACT_BELOW = 500
@@ -76,7 +78,7 @@ def oue_exact_interval(
     return low, high
 
 
-def _bisect(accept, size: int, *, first: bool) -> np.ndarray:  # type: ignore[no-untyped-def]
+def _bisect(accept: Callable[[np.ndarray], np.ndarray], size: int, *, first: bool) -> np.ndarray:
     """The least F in [0, 1] that ``accept`` (monotone: false then true) when ``first``, else
     the largest (true then false); vectorized over ``size`` problems."""
     lo, hi = np.zeros(size), np.ones(size)

@@ -30,7 +30,7 @@ import numpy as np
 
 from deniable.client.mechanisms import Mechanism, NumericMechanism
 
-from .choices import check_options
+from .choices import Pooling, check_options
 from .frequency import period_arrays, point_estimate
 from .numeric import pooled_interval, sums_arrays
 from .pooling import pool
@@ -130,7 +130,7 @@ def share_changes(
     confidence: float = 0.95,
     tests: int = 1,
     method: str = "consistent",
-    pooling: str = "overlap-safe",
+    pooling: Pooling = "overlap-safe",
 ) -> list[Change]:
     """Each category's share in ``current`` minus ``baseline`` (each window pooled as
     ``pooling``), every row's interval at 1 - alpha/(tests × k) so that all ``tests`` × k rows
@@ -139,27 +139,39 @@ def share_changes(
     the shown difference. :class:`~deniable.client.errors.InvalidInput` for bad counts."""
     confidence = check_options(confidence, method, pooling)
     alpha = row_alpha(confidence, mechanism.k, tests)
-    windows = []
-    for periods in (current, baseline):
-        n, counts = period_arrays(mechanism, periods)
-        if len(n) == 0:
-            windows.append(None)
-            continue
-        pooled = pool(mechanism, n, counts, alpha, pooling)  # type: ignore[arg-type]
-        point = np.clip(point_estimate(mechanism, pooled, method), 0.0, 1.0)
-        windows.append((point, pooled.low, pooled.high))
+    first = _share_window(mechanism, current, alpha, method, pooling)
+    second = _share_window(mechanism, baseline, alpha, method, pooling)
     rows = []
     for i, category in enumerate(categories):
-        if windows[0] is None or windows[1] is None:
-            points = tuple(None if w is None else float(w[0][i]) for w in windows)
-            rows.append(finished_change(str(category), points, None, 1.0, confidence))  # type: ignore[arg-type]
+        if first is None or second is None:
+            points = (
+                None if first is None else float(first[0][i]),
+                None if second is None else float(second[0][i]),
+            )
+            rows.append(finished_change(str(category), points, None, 1.0, confidence))
             continue
-        (a, a_low, a_high), (b, b_low, b_high) = windows
+        (a, a_low, a_high), (b, b_low, b_high) = first, second
         bounds = ((float(a_low[i]), float(a_high[i])), (float(b_low[i]), float(b_high[i])))
         rows.append(
             finished_change(str(category), (float(a[i]), float(b[i])), bounds, 1.0, confidence)
         )
     return rows
+
+
+def _share_window(
+    mechanism: Mechanism,
+    periods: Sequence[PeriodCounts],
+    alpha: float,
+    method: str,
+    pooling: Pooling,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """One window's shown points and unclipped pooled bounds per category (None: no reports)."""
+    n, counts = period_arrays(mechanism, periods)
+    if len(n) == 0:
+        return None
+    pooled = pool(mechanism, n, counts, alpha, pooling)
+    point = np.clip(point_estimate(mechanism, pooled, method), 0.0, 1.0)
+    return point, pooled.low, pooled.high
 
 
 def mean_change(
@@ -171,7 +183,7 @@ def mean_change(
     *,
     confidence: float = 0.95,
     tests: int = 1,
-    pooling: str = "overlap-safe",
+    pooling: Pooling = "overlap-safe",
 ) -> Change:
     """The mean in ``current`` minus ``baseline`` in value units (each window pooled as
     ``pooling``), its interval at 1 - alpha/tests (Minkowski over the windows' unclipped
@@ -179,17 +191,25 @@ def mean_change(
     confidence = check_options(confidence, "unbiased", pooling)
     level = 1.0 - row_alpha(confidence, 1, tests)
     scale = (upper - lower) / 2.0
-    windows = []
-    for periods in (current, baseline):
-        n, total, squares = sums_arrays(mechanism, periods)
-        if len(n) == 0:
-            windows.append(None)
-            continue
-        mean, _, low, high = pooled_interval(mechanism, n, total, squares, level, pooling)  # type: ignore[arg-type]
-        windows.append((float(np.clip(mean, -1.0, 1.0)), float(low), float(high)))
-    points = tuple(None if w is None else lower + scale * (w[0] + 1.0) for w in windows)
-    if windows[0] is None or windows[1] is None:
-        return finished_change("mean", points, None, upper - lower, confidence)  # type: ignore[arg-type]
-    (_, a_low, a_high), (_, b_low, b_high) = windows
+    first = _mean_window(mechanism, current, level, pooling)
+    second = _mean_window(mechanism, baseline, level, pooling)
+    points = (
+        None if first is None else lower + scale * (first[0] + 1.0),
+        None if second is None else lower + scale * (second[0] + 1.0),
+    )
+    if first is None or second is None:
+        return finished_change("mean", points, None, upper - lower, confidence)
+    (_, a_low, a_high), (_, b_low, b_high) = first, second
     bounds = ((a_low * scale, a_high * scale), (b_low * scale, b_high * scale))
-    return finished_change("mean", points, bounds, upper - lower, confidence)  # type: ignore[arg-type]
+    return finished_change("mean", points, bounds, upper - lower, confidence)
+
+
+def _mean_window(
+    mechanism: NumericMechanism, periods: Sequence[PeriodSums], level: float, pooling: Pooling
+) -> tuple[float, float, float] | None:
+    """One window's pooled mean (clipped to [-1, 1]) and unclipped bounds (None: no reports)."""
+    n, total, squares = sums_arrays(mechanism, periods)
+    if len(n) == 0:
+        return None
+    mean, _, low, high = pooled_interval(mechanism, n, total, squares, level, pooling)
+    return float(np.clip(mean, -1.0, 1.0)), float(low), float(high)

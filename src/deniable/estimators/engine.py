@@ -15,37 +15,11 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from deniable.client.kinds import SetSpec
 from deniable.client.spec import MetricSpec
 
-from .choices import DEFAULT_METHOD, Method, Pooling, check_quantiles
-from .documents import estimate_document, histogram_document, mean_document
-from .frequency import estimate
-from .heavyhitters import text_document
-from .quantiles import estimate_quantiles
-from .results import Estimate, PeriodCounts, PeriodSums
-from .setfrequency import set_source_document
-
-
-@dataclass
-class CellStats:
-    """One cell's statistics per period of a read: n reports, and the support counts per
-    category (``counts``, periods × k) or a numeric metric's sums of y and y^2."""
-
-    n: np.ndarray
-    counts: np.ndarray
-    total: np.ndarray
-    total_squares: np.ndarray
-
-    @classmethod
-    def empty(cls, periods: int, width: int) -> CellStats:
-        """No reports in any of ``periods`` periods, with ``width`` counts per period."""
-        return cls(
-            np.zeros(periods, dtype=np.int64),
-            np.zeros((periods, width), dtype=np.int64),
-            np.zeros(periods),
-            np.zeros(periods),
-        )
+from .choices import Method, Pooling
+from .kinds import estimator_of
+from .results import CellStats, Estimate, PeriodCounts, PeriodSums
 
 
 class CountsSource(Protocol):
@@ -83,7 +57,7 @@ class CountsSource(Protocol):
 
     def shares(self, spec: MetricSpec, options: dict[str, Any]) -> Estimate:
         """The shares' estimate with ``options`` (confidence, method, simultaneous, pooling):
-        :func:`counted_shares` from the counts, unless the source knows better (an export
+        :func:`.kinds.counted_shares` from the counts, unless the source knows better (an export
         file's exact mle over its distinct reports)."""
         ...
 
@@ -149,56 +123,8 @@ class DocumentOptions:
         )
 
 
-def share_options(query: DocumentQuery) -> dict[str, Any]:
-    """The options of a share estimate, the method defaulted."""
-    return {
-        "confidence": query.confidence,
-        "method": query.method or DEFAULT_METHOD,
-        "simultaneous": query.simultaneous,
-        "pooling": query.pooling,
-    }
-
-
-def counted_shares(
-    spec: MetricSpec, periods: list[PeriodCounts], options: dict[str, Any]
-) -> Estimate:
-    """The shares' estimate from ``periods``' counts (periods without reports add nothing)."""
-    return estimate(spec.randomizer, spec.categories, periods, **options)
-
-
 def document(spec: MetricSpec, source: CountsSource, query: DocumentQuery) -> dict[str, Any]:
-    """The estimate document of ``spec`` over ``source``'s range: a text metric's heavy
-    hitters in its one period, a numeric metric's mean, or the shares of each category (a
-    histogram's quantile intervals too)."""
-    if spec.type == "text":
-        candidates = None if query.candidates is None else list(query.candidates)
-        return text_document(
-            spec.name,
-            source.last,
-            spec.text_randomizer,
-            source.text_counts(),
-            confidence=query.confidence,
-            candidates=candidates,
-        )
-    first, last = source.first, source.last
-    if isinstance(spec, SetSpec):
-        return set_source_document(spec, first, last, source.counts(), share_options(query))
-    if spec.type == "numeric":
-        return mean_document(
-            spec, first, last, source.sums(), confidence=query.confidence, pooling=query.pooling
-        )
-    result = source.shares(spec, share_options(query))
-    if spec.type != "histogram":
-        return estimate_document(spec.name, first, last, result)
-    edges = spec.edges
-    assert edges is not None  # a histogram's spec always has them
-    qs = check_quantiles(None if query.quantiles is None else list(query.quantiles))
-    intervals = estimate_quantiles(
-        spec.randomizer,
-        edges,
-        source.counts(),
-        qs,
-        confidence=query.confidence,
-        pooling=query.pooling,
-    )
-    return histogram_document(spec.name, first, last, result, intervals, edges)
+    """The estimate document of ``spec`` over ``source``'s range, made by its kind's
+    estimator (:mod:`.kinds`): a text metric's heavy hitters in its one period, a numeric
+    metric's mean, or the shares of each category (a histogram's quantile intervals too)."""
+    return estimator_of(spec).document(spec, source, query)

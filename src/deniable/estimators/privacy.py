@@ -23,6 +23,7 @@ from deniable.client.account import (
     PrivacyAccount,
     privacy_account,
 )
+from deniable.client.kinds import KINDS, NumericSpec
 from deniable.client.spec import MetricSpec
 
 from .shufflingaccount import ShuffleSection, shuffle_section
@@ -257,7 +258,7 @@ def _memo_and_lifetime(account: PrivacyAccount) -> list[str]:
             " reported afresh instead: only krr and brr metrics have a permanent answer that"
             " can be randomized again for every report."
         )
-    numeric = [m.metric for m in showing if m.type == "numeric"]
+    numeric = [m.metric for m in showing if KINDS.get(m.type) is NumericSpec]
     if numeric:
         sentences.append(
             f"A number rarely repeats exactly, so memoizing {', '.join(numeric)} saves little."

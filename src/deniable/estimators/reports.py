@@ -101,10 +101,12 @@ def _support_blocks(
                 raise InvalidInput(f"an oue payload sets bits past k={k}")
             yield bits[:, :k], times[start : start + chunk.len()]
         return
+    if not isinstance(mechanism, OLH):
+        raise TypeError(f"no support rule for mechanism {mechanism.name!r}")
     a, b, y = (part[c].to_numpy() for c in ("a", "b", "y"))
     for start in range(0, part.height, CHUNK_ROWS):
         stop = start + CHUNK_ROWS
-        support = olh_support(mechanism, a[start:stop], b[start:stop], y[start:stop])  # type: ignore[arg-type]
+        support = olh_support(mechanism, a[start:stop], b[start:stop], y[start:stop])
         yield support, times[start:stop]
 
 

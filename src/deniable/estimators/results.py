@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+
 
 @dataclass(frozen=True)
 class PeriodCounts:
@@ -112,3 +114,24 @@ class Estimate:
     def to_dict(self) -> dict[str, Any]:
         """The estimate as a JSON-ready dict (``estimates`` as a list of dicts)."""
         return asdict(self)
+
+
+@dataclass
+class CellStats:
+    """One cell's statistics per period of a read: n reports, and the support counts per
+    category (``counts``, periods × k) or a numeric metric's sums of y and y^2."""
+
+    n: np.ndarray
+    counts: np.ndarray
+    total: np.ndarray
+    total_squares: np.ndarray
+
+    @classmethod
+    def empty(cls, periods: int, width: int) -> CellStats:
+        """No reports in any of ``periods`` periods, with ``width`` counts per period."""
+        return cls(
+            np.zeros(periods, dtype=np.int64),
+            np.zeros((periods, width), dtype=np.int64),
+            np.zeros(periods),
+            np.zeros(periods),
+        )

@@ -59,30 +59,14 @@ from scipy import stats
 
 from deniable.client.errors import InvalidInput
 from deniable.client.guarantees import ApproxDP, PureDP
+from deniable.client.mechanisms import Mechanism
 from deniable.client.spec import Randomizer
 
-from .shufflelimits import (
-    BOUND_NAMES,
-    DEFAULT_DELTA,
-    MAX_BATCH,
-    MAX_DELTA,
-    MIN_DELTA,
-    Bound,
-    CentralGuarantee,
-    check_batch,
-)
+from .shufflelimits import DEFAULT_DELTA, Bound, CentralGuarantee, check_batch
 
 __all__ = [
-    "BOUND_NAMES",
-    "DEFAULT_DELTA",
-    "MAX_BATCH",
-    "MAX_DELTA",
-    "MIN_DELTA",
-    "Bound",
-    "CentralGuarantee",
     "amplify",
     "central_guarantee",
-    "check_batch",
     "fmt21_closed_form_epsilon",
     "fmt21_numerical_epsilon",
     "krr_epsilon",
@@ -91,8 +75,8 @@ __all__ = [
 ]
 
 TAIL_MASS = 1e-20
-"""The binomial mass left out at each end of a sum (a 1e-8 part of :data:`MIN_DELTA`), charged
-as if every outcome there were distinguishing."""
+"""The binomial mass left out at each end of a sum (a 1e-8 part of
+:data:`.shufflelimits.MIN_DELTA`), charged as if every outcome there were distinguishing."""
 
 BISECTIONS = 34
 """Halvings of [0, eps0]: eps to eps0 * 2^-34 (below 1e-9 relative), always rounded up; the
@@ -278,8 +262,8 @@ def bound_for(mechanism: Randomizer) -> Bound:
     """The bound computed for ``mechanism``, from its own parameters: strong clone for RR with
     k = 2, the pair-clone bound for k-RR with k > 2 (FMT21's where that is lower: see
     :func:`central_guarantee`), FMT21 numerical for everything else."""
-    if mechanism.pointwise_split:
-        return "strong-clone" if mechanism.k == 2 else "krr-pair-clone"  # type: ignore[union-attr]
+    if isinstance(mechanism, Mechanism) and mechanism.pointwise_split:
+        return "strong-clone" if mechanism.k == 2 else "krr-pair-clone"
     return "fmt21-numerical"
 
 
@@ -292,10 +276,10 @@ def _amplification(
     for it; FMT21's is lower at large k, where clones of a pair are rare). A bound no better
     than eps0 gives eps0 and bound ``none``."""
     bound = "fmt21-numerical" if mechanism is None else bound_for(mechanism)
-    if bound == "fmt21-numerical":
+    if bound == "fmt21-numerical" or not isinstance(mechanism, Mechanism):
         eps = fmt21_numerical_epsilon(eps0, n, delta)
     else:
-        eps = krr_epsilon(eps0, mechanism.k, n, delta)  # type: ignore[union-attr]
+        eps = krr_epsilon(eps0, mechanism.k, n, delta)
     if bound == "krr-pair-clone":
         generic = fmt21_numerical_epsilon(eps0, n, delta)
         if generic < eps:

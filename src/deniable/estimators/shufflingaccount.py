@@ -336,13 +336,21 @@ def _figure(x: float) -> str:
     return f"{x:.4g}"
 
 
+def _flagged(
+    metrics: list[ShuffledMetric], batches: Callable[[ShuffledMetric], int]
+) -> tuple[int, str]:
+    """How many batches of ``metrics`` are flagged, ``batches`` giving a metric's count, and
+    the metrics that hold them with their counts (``a (2), b (1)``; 0 and "" if none)."""
+    flagged = [m for m in metrics if batches(m)]
+    count = sum(batches(m) for m in flagged)
+    return count, ", ".join(f"{m.metric} ({batches(m):,})" for m in flagged)
+
+
 def _below_text(metrics: list[ShuffledMetric], min_batch: int | None) -> str:
     """The sentence on batches left below the collector's minimum ("" if none)."""
-    below = [m for m in metrics if m.below_minimum]
-    if min_batch is None or not below:
+    count, which = _flagged(metrics, lambda m: m.below_minimum)
+    if min_batch is None or not count:
         return ""
-    count = sum(m.below_minimum for m in below)
-    which = ", ".join(f"{m.metric} ({m.below_minimum:,})" for m in below)
     return (
         f"{count:,} {'batch holds' if count == 1 else 'batches hold'} fewer than the minimum of"
         f" {min_batch:,} devices once the sealed reports the collector refused are left out"
@@ -354,11 +362,9 @@ def _below_text(metrics: list[ShuffledMetric], min_batch: int | None) -> str:
 
 def _incomplete_text(metrics: list[ShuffledMetric]) -> str:
     """The sentence on batches whose parts have not all arrived ("" if none)."""
-    unfinished = [m for m in metrics if m.incomplete]
-    if not unfinished:
+    count, which = _flagged(metrics, lambda m: m.incomplete)
+    if not count:
         return ""
-    count = sum(m.incomplete for m in unfinished)
-    which = ", ".join(f"{m.metric} ({m.incomplete:,})" for m in unfinished)
     return (
         f"{count:,} {'batch has' if count == 1 else 'batches have'} not arrived whole"
         f" ({which}): such a batch is counted at the distinct reports that arrived, never at"

@@ -13,6 +13,7 @@ Cells pass through :func:`.csvtext.csv_cell`, so a label cannot become a formula
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .csvtext import (
@@ -35,9 +36,13 @@ TEXT_FIELDS = ("value", "share", "ci_low", "ci_high", "reports", "truncated", "d
 """A text metric's row per string of a slice (a shown slice that found none: one row, these
 cells empty)."""
 
-Layout = tuple[str, list[str], list[str]]
-"""The slices' kind (``shares``, ``mean`` or ``text``), the estimate fields every row repeats,
-and the value columns."""
+RowMaker = Callable[[list[Any], dict[str, Any], list[str]], list[list[Any]]]
+"""The rows of one shown slice from its leading cells, its estimate and the estimate fields
+every row repeats."""
+
+Layout = tuple[RowMaker, list[str], list[str]]
+"""How the slices' rows are made (shares, a mean or text strings), the estimate fields every
+row repeats, and the value columns."""
 
 
 def _where_text(where: dict[str, str]) -> str:
@@ -49,19 +54,35 @@ def _layout(by: list[str], slices: list[dict[str, Any]]) -> Layout:
     """The slices' kind, the estimate fields every row repeats, and the value columns (named
     as the estimate CSV names them)."""
     if any(row.get("estimate") and "strings" in row["estimate"] for row in slices):
-        return "text", list(TEXT_HOW), list(TEXT_FIELDS)
+        return _text_rows, list(TEXT_HOW), list(TEXT_FIELDS)
     numeric = any(row.get("estimate") and "mean" in row["estimate"] for row in slices)
     how = [key for key in (MEAN_HOW if numeric else SHARES_HOW) if key != "confidence"]
     keys = MEAN_FIELDS if numeric else CATEGORY_FIELDS
     fields = [RENAMED.get(key, key) for key in keys] + (["margin"] if numeric else [])
-    return "mean" if numeric else "shares", how, fields
+    return _mean_rows if numeric else _share_rows, how, fields
 
 
-def _text_rows(first: list[Any], estimate: dict[str, Any]) -> list[list[Any]]:
+def _text_rows(first: list[Any], estimate: dict[str, Any], how: list[str]) -> list[list[Any]]:
     """A shown text slice's rows: one per string listed (one without strings if none)."""
     made = [*(estimate.get(key) for key in TEXT_HOW[:-1]), estimate["floor"]["t95"]]
     strings = estimate.get("strings") or [{}]
     return [[*first, *made, *(row.get(key) for key in TEXT_FIELDS)] for row in strings]
+
+
+def _mean_rows(first: list[Any], estimate: dict[str, Any], how: list[str]) -> list[list[Any]]:
+    """A shown numeric slice's row: its mean with the interval's half width."""
+    made = [estimate.get(key) for key in how]
+    mean = estimate["mean"]
+    return [[*first, *made, *(mean.get(key) for key in MEAN_FIELDS), half_width(mean)]]
+
+
+def _share_rows(first: list[Any], estimate: dict[str, Any], how: list[str]) -> list[list[Any]]:
+    """A shown slice's rows of shares: one per category."""
+    made = [estimate.get(key) for key in how]
+    return [
+        [*first, *made, *(category.get(key) for key in CATEGORY_FIELDS)]
+        for category in estimate.get("estimates", [])
+    ]
 
 
 def _slice_rows(
@@ -73,7 +94,7 @@ def _slice_rows(
 ) -> list[list[Any]]:
     """The rows of ``slices``: ``leading`` cells, the slice's values and filter and what it
     is, then a row per category (a mean: one), or one row without numbers if suppressed."""
-    kind, how, fields = layout
+    make_rows, how, fields = layout
     by = list(document.get("by", []))
     where = _where_text(document.get("where", {}))
     rows = []
@@ -90,16 +111,7 @@ def _slice_rows(
         if estimate is None:
             rows.append([*first, *(None for _ in how), *(None for _ in fields)])
             continue
-        if kind == "text":
-            rows += _text_rows(first, estimate)
-            continue
-        made = [estimate.get(key) for key in how]
-        if kind == "mean":
-            mean = estimate["mean"]
-            rows.append([*first, *made, *(mean.get(key) for key in MEAN_FIELDS), half_width(mean)])
-            continue
-        for category in estimate.get("estimates", []):
-            rows.append([*first, *made, *(category.get(key) for key in CATEGORY_FIELDS)])
+        rows += make_rows(first, estimate, how)
     return rows
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import binascii
 from collections.abc import Sequence
+from typing import Any, cast
 
 import numpy as np
 
@@ -82,11 +83,14 @@ def support_matrix(mechanism: Mechanism, payloads: Sequence[Payload]) -> np.ndar
     if isinstance(mechanism, KRR):
         return index_support(k, np.fromiter(payloads, dtype=np.int64, count=len(payloads)))
     if isinstance(mechanism, OUE):
-        joined = "".join(payloads).encode("ascii")  # type: ignore[arg-type]
+        # Validated oue payloads are base64 strings (OUE.parse_payload); join rechecks each.
+        joined = "".join(cast("Sequence[str]", payloads)).encode("ascii")
         encoded = np.frombuffer(joined, dtype=np.uint8).reshape(len(payloads), -1)
         return oue_bits(encoded, k)
     if isinstance(mechanism, OLH):
-        triples = np.array([(p["a"], p["b"], p["y"]) for p in payloads], dtype=np.int64)  # type: ignore[index]
+        # Validated olh payloads are {"a", "b", "y"} integers (OLH.parse_payload).
+        olh = cast("Sequence[dict[str, int]]", payloads)
+        triples = np.array([(p["a"], p["b"], p["y"]) for p in olh], dtype=np.int64)
         return olh_support(mechanism, triples[:, 0], triples[:, 1], triples[:, 2])
     raise TypeError(f"no support rule for mechanism {mechanism.name!r}")
 
@@ -97,11 +101,13 @@ def text_support(sketch: PrefixSketch, payloads: Sequence[Payload]) -> list[np.n
     ``PrefixSketch.supported``; a test checks they agree)."""
     if len(payloads) == 0:
         return []
-    joined = "".join(p["b"] for p in payloads).encode("ascii")  # type: ignore[index]
+    # Validated text payloads are {"l", "r", "b"} objects (PrefixSketch.parse_payload).
+    objects = cast("Sequence[dict[str, Any]]", payloads)
+    joined = "".join(p["b"] for p in objects).encode("ascii")
     encoded = np.frombuffer(joined, dtype=np.uint8).reshape(len(payloads), -1)
     bits = oue_bits(encoded, sketch.cells)
-    levels = np.fromiter((p["l"] for p in payloads), dtype=np.int64, count=len(payloads))  # type: ignore[index]
-    rows = np.fromiter((p["r"] for p in payloads), dtype=np.int64, count=len(payloads))  # type: ignore[index]
+    levels = np.fromiter((p["l"] for p in objects), dtype=np.int64, count=len(payloads))
+    rows = np.fromiter((p["r"] for p in objects), dtype=np.int64, count=len(payloads))
     base = ((levels - 1) * sketch.rows + rows) * sketch.cells
     tally = sketch.levels * sketch.rows * sketch.cells + (levels - 1) * sketch.rows + rows
     report, cell = np.nonzero(bits)

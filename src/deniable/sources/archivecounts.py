@@ -86,12 +86,6 @@ class FileCounts:
     archiver's checksum (the CLI says so)."""
 
 
-def count_width(spec: MetricSpec) -> int:
-    """The counts one period keeps: the kind's :attr:`~deniable.client.spec.MetricSpec.count_width`
-    (kept as a function for the CLI's importers)."""
-    return spec.count_width
-
-
 def archive_files(url: str, metric: str, periods: Sequence[str]) -> list[tuple[str, str]]:
     """(period, path) of each archived file of ``metric`` among ``periods``, by period."""
     fs, root = open_archive(url)
@@ -278,7 +272,7 @@ def _batch_counts(spec: MetricSpec, batch: Any) -> dict[str, tuple[int, np.ndarr
     keys = batch.column("cell_key").to_numpy(zero_copy_only=False)
     if isinstance(spec, TextSpec):
         sketch = spec.text_randomizer
-        width = count_width(spec)
+        width = spec.count_width
         bits = oue_bits(_text_column(batch.column("bits")), sketch.cells)
         levels = batch.column("l").to_numpy().astype(np.int64)
         rows = batch.column("r").to_numpy().astype(np.int64)
@@ -365,7 +359,7 @@ def file_counts(
             for cell, n, total, squares in rows:
                 groups[cell] = CellCounts(int(n), None, float(total), float(squares))
         elif isinstance(spec.frequency_oracle, KRR):
-            width = count_width(spec)
+            width = spec.count_width
             rows = connection.execute(
                 f"SELECT {key}, CAST(payload AS BIGINT), count(*) FROM {source} GROUP BY 1, 2"
             ).fetchall()
@@ -374,7 +368,7 @@ def file_counts(
                 counts.n += int(n)
                 counts.support[int(index)] += int(n)  # type: ignore[index]
         else:
-            width = count_width(spec)
+            width = spec.count_width
             batch_rows = max(1024, SUPPORT_CELLS // width)
             relation = connection.sql(
                 f"SELECT {key} AS cell_key, {_projection(spec)} FROM {source}"
@@ -399,7 +393,7 @@ def file_counts(
             if cells:
                 result.cells[cell] = counts
         if result.whole.support is None and not isinstance(spec, NumericSpec):
-            result.whole.support = np.zeros(count_width(spec), dtype=np.int64)
+            result.whole.support = np.zeros(spec.count_width, dtype=np.int64)
         return result
     finally:
         connection.close()

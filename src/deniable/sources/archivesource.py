@@ -10,9 +10,10 @@ import numpy as np
 
 from deniable.client.spec import MetricSpec
 from deniable.estimators import Estimate, PeriodCounts, PeriodSums
-from deniable.estimators.engine import CellStats, counted_shares
+from deniable.estimators.engine import CellStats
+from deniable.estimators.kinds import counted_shares
 
-from .archivecounts import FileCounts, count_width
+from .archivecounts import FileCounts
 
 
 class ArchiveCounts:
@@ -69,13 +70,13 @@ class ArchiveCounts:
         found = self.files.get(self.labels[-1])
         counts = found.whole.support if found is not None else None
         if counts is None:
-            counts = np.zeros(count_width(self.spec), dtype=np.int64)
+            counts = np.zeros(self.spec.count_width, dtype=np.int64)
         return counts
 
     def cells(self) -> dict[str, CellStats]:
         """Each cell's statistics from the files' per-cell counts (files without cells add
         none: the caller refuses a breakdown of an archive that holds none)."""
-        size, width = len(self.labels), count_width(self.spec)
+        size, width = len(self.labels), self.spec.count_width
         cells: dict[str, CellStats] = {}
         for i, label in enumerate(self.labels):
             found = self.files.get(label)

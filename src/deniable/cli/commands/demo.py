@@ -26,6 +26,7 @@ from deniable.client.spec import OTHER
 from deniable.estimators import DEFAULT_QUANTILES, quantile_bounds
 
 from ..api import CollectorAPI
+from ..kindrender import render_of
 from ..options import DEFAULT_CONFIDENCE, format_option
 from ..progress import progress_bar
 from ..render import (
@@ -229,7 +230,7 @@ def demo_populations(
     dark = [value for values in by_platform.values() for value in values]
     populations = [
         number_population(s, clients, rng)
-        if s.type in ("numeric", "histogram")
+        if render_of(s).number_range is not None
         else Population(s, dark)
         if s.name == "dark_mode"
         else population(s, clients, DEMO_TRUTH[s.name], rng)
@@ -311,9 +312,10 @@ def comparison_line(document: dict[str, Any], truths: dict[str, float]) -> str:
 
 def _truth(pop: Any) -> Any:
     """What the demo's devices hold for one metric: shares, a mean, or shares and quantiles."""
-    if pop.spec.type == "numeric":
+    render = render_of(pop.spec)
+    if render.mean:
         return pop.mean
-    if pop.spec.type == "histogram":
+    if render.quantiles:
         quantiles = {f"{q:g}": pop.quantile(q) for q in DEFAULT_QUANTILES}
         return {"shares": pop.shares, "quantiles": quantiles}
     return pop.shares
@@ -500,7 +502,7 @@ def _run_demo(collector: Any, seed: int | None, clients: int, fmt: str) -> None:
             results = []
             for spec, pop in zip(specs, populations, strict=True):
                 period = spec.period_of(moment)
-                shares = {} if spec.type == "numeric" else {"simultaneous": True}
+                shares = {} if render_of(spec).mean else {"simultaneous": True}
                 document = api.estimate(
                     spec.name,
                     start=period,

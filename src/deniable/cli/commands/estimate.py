@@ -13,10 +13,9 @@ from typing import Any, Literal
 import click
 
 from deniable.client.errors import InvalidInput
-from deniable.client.kinds import SetSpec
 from deniable.client.spec import MetricSpec
-from deniable.estimators import DEFAULT_METHOD
 
+from ..kindrender import render_of
 from ..options import (
     GlobalOptions,
     confidence_option,
@@ -30,7 +29,7 @@ from ..options import (
     range_options,
 )
 from ..periods import resolve_range
-from ..render import SERIES_TOP, print_estimate, print_series
+from ..render import SERIES_TOP, print_estimate
 from ..slicerender import print_breakdown, print_changes, print_slice_series
 from ..specs import spec_from_served
 
@@ -45,45 +44,25 @@ def online_range(
 
 
 def options_for(spec: MetricSpec, options: dict[str, Any]) -> dict[str, Any]:
-    """The estimate's options as ``spec``'s type takes them: a numeric metric's mean takes no
-    method (one given is refused) and no simultaneous; shares default to
-    :data:`DEFAULT_METHOD`; only a histogram takes quantiles."""
+    """The estimate's options as ``spec``'s kind takes them (its render's ``options``): a
+    numeric metric's mean takes no method (one given is refused) and no simultaneous; shares
+    default to :data:`~deniable.estimators.DEFAULT_METHOD`; only a histogram takes quantiles
+    and only a text metric candidates."""
     chosen = dict(options)
     quantiles = chosen.pop("quantiles", ())
     candidates = chosen.pop("candidates", ())
-    if quantiles and spec.type != "histogram":
+    render = render_of(spec)
+    if quantiles and not render.quantiles:
         raise InvalidInput(f"--quantile is for histogram metrics; {spec.name} is {spec.type}")
-    if candidates and spec.type != "text":
+    if candidates and not render.strings:
         raise InvalidInput(f"--candidate is for text metrics; {spec.name} is {spec.type}")
-    if spec.type == "text":
-        if chosen.pop("method", None) is not None:
-            raise InvalidInput(f"{spec.name} is a text metric: leave out --method")
-        chosen.pop("simultaneous", None)
-        chosen.pop("pooling", None)
-        if candidates:
-            chosen["candidates"] = list(candidates)
-        return chosen
-    if spec.type == "numeric":
-        if chosen.pop("method", None) is not None:
-            raise InvalidInput(
-                f"{spec.name} is a numeric metric: its mean has one estimator; leave out --method"
-            )
-        chosen.pop("simultaneous", None)
-        return chosen
-    if isinstance(spec, SetSpec):
-        if chosen.pop("method", None) not in (None, "unbiased"):
-            raise InvalidInput(
-                f"{spec.name} is a set metric: its shares have one estimator, unbiased;"
-                " leave out --method"
-            )
-        return chosen
-    chosen["method"] = chosen.get("method") or DEFAULT_METHOD
-    if quantiles:
-        chosen["quantiles"] = list(quantiles)
+    render.options(spec, chosen, quantiles)
+    if candidates:
+        chosen["candidates"] = list(candidates)
     return chosen
 
 
-def fetch_document(
+def fetch_with_spec(
     global_options: GlobalOptions,
     kind: Literal["estimate", "series"],
     name: str,
@@ -94,23 +73,24 @@ def fetch_document(
     end: str | None,
     last: int | None,
     **options: Any,
-) -> dict[str, Any]:
-    """The ``kind`` document: computed from ``from_file`` offline, else asked of the collector;
+) -> tuple[MetricSpec, dict[str, Any]]:
+    """The metric's spec and its ``kind`` document: computed from ``from_file`` offline, else asked of the collector;
     ``options`` are the estimate's (confidence, method, pooling, simultaneous, quantiles), as
     the metric's type takes them (:func:`options_for`)."""
     if from_file is not None:
         from ..offline import file_document, load_reports
 
         reports = load_reports(name, from_file, spec_file, start, end, last)
-        if reports.spec.type == "text":
+        render = render_of(reports.spec)
+        if render.strings:
             raise InvalidInput(
                 f"{name} is a text metric: its heavy hitters are decoded from the collector's"
                 " counts; estimate it online (without --from-file)"
             )
         chosen = options_for(reports.spec, options)
-        if reports.spec.type == "numeric":
+        if render.mean:
             chosen["method"] = "unbiased"
-        return file_document(kind, reports, **chosen)
+        return reports.spec, file_document(kind, reports, **chosen)
     if spec_file is not None:
         raise click.UsageError("--spec goes with --from-file")
     with global_options.api() as api:
@@ -120,7 +100,14 @@ def fetch_document(
         if "quantiles" in chosen:
             chosen["q"] = chosen.pop("quantiles")
         ask = api.estimate if kind == "estimate" else api.series
-        return ask(name, start=start, end=end, **chosen)
+        return spec, ask(name, start=start, end=end, **chosen)
+
+
+def fetch_document(
+    global_options: GlobalOptions, kind: Literal["estimate", "series"], name: str, **options: Any
+) -> dict[str, Any]:
+    """The ``kind`` document of :func:`fetch_with_spec`, without the spec."""
+    return fetch_with_spec(global_options, kind, name, **options)[1]
 
 
 @click.command(short_help="Estimate a metric's shares with intervals over a range of periods.")
@@ -248,8 +235,8 @@ def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -
         document = fetch_document(global_options, "estimate", name, **slicing, **query)
         print_breakdown(document, fmt)
         return
-    document = fetch_document(global_options, "estimate", name, **query)
-    print_estimate(document, fmt)
+    spec, document = fetch_with_spec(global_options, "estimate", name, **query)
+    render_of(spec).print_estimate(document, fmt)
 
 
 def _slicing(by: tuple[str, ...], where: tuple[str, ...]) -> dict[str, list[str]]:
@@ -375,5 +362,5 @@ def series(
         document = fetch_document(global_options, "series", name, **slicing, **query)
         print_slice_series(document, fmt)
         return
-    document = fetch_document(global_options, "series", name, **query)
-    print_series(document, fmt, categories or None, top)
+    spec, document = fetch_with_spec(global_options, "series", name, **query)
+    render_of(spec).print_series(document, fmt, categories or None, top)

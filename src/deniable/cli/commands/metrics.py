@@ -13,12 +13,13 @@ from typing import Any
 import click
 
 from deniable.client.errors import InvalidInput
-from deniable.client.kinds import KINDS, SetSpec
+from deniable.client.kinds import KINDS, BooleanSpec, CategoricalSpec, SetSpec, TextSpec
 from deniable.client.mechanisms import NUMERIC_MECHANISMS
 from deniable.client.sdk import DEFAULT_MAX_EPSILON
 from deniable.client.spec import MetricSpec, PeriodKind
 from deniable.estimators.setfrequency import set_margin
 
+from ..kindrender import categories_rows, kind_named, render_named, render_of
 from ..options import (
     DEFAULT_CONFIDENCE,
     MECHANISM_CHOICES,
@@ -52,7 +53,8 @@ def about_options(kind: str | None, unit: str | None, **texts: str | None) -> di
     """The ``--unit``, ``--description`` and ``--owner`` given, as registration fields; a
     usage error for a unit on a metric that has no values in units (the collector checks
     the rest: lengths, control characters)."""
-    if unit is not None and kind not in ("numeric", "histogram"):
+    render = render_named(kind)
+    if unit is not None and (render is None or render.number_range is None):
         raise click.UsageError("--unit goes with --type numeric or --type histogram")
     given = {"unit": unit, **texts}
     return {key: value for key, value in given.items() if value is not None}
@@ -82,10 +84,11 @@ def spec_from_options(
     it the type follows from --categories or --boolean.
     """
     numbers = {"--lower": lower, "--upper": upper, "--edges": edges}
-    if kind in ("numeric", "histogram"):
+    render = render_named(kind)
+    wanted = () if render is None else render.number_flags
+    if kind is not None and wanted:
         if boolean or categories is not None:
             raise click.UsageError(f"a {kind} metric takes no --categories or --boolean")
-        wanted = ("--lower", "--upper") if kind == "numeric" else ("--edges",)
         missing = [flag for flag in wanted if numbers[flag] is None]
         extra = [
             flag for flag, value in numbers.items() if value is not None and flag not in wanted
@@ -95,23 +98,18 @@ def spec_from_options(
                 f"a {kind} metric needs {' and '.join(wanted)}"
                 + (f", not {', '.join(extra)}" if extra else "")
             )
-        if kind == "numeric" and lower is not None and upper is not None:
-            spec = MetricSpec.numeric(
-                name, lower=lower, upper=upper, epsilon=epsilon, mechanism=mechanism, period=period
-            )
-            body: dict[str, Any] = {"name": name, "type": "numeric"}
-            body.update({"lower": spec.lower, "upper": spec.upper})
-        else:
-            spec = MetricSpec.histogram(
-                name, parse_edges(edges or ""), epsilon=epsilon, mechanism=mechanism, period=period
-            )
-            body = {"name": name, "type": "histogram", "edges": parse_edges(edges or "")}
-        body.update({"epsilon": epsilon, "mechanism": spec.mechanism, "period": period})
-        return body
+        fields = {
+            "lower": lower,
+            "upper": upper,
+            "edges": parse_edges(edges) if edges is not None else None,
+        }
+        body: dict[str, Any] = {"name": name, "type": kind}
+        body.update({flag[2:]: fields[flag[2:]] for flag in wanted})
+        return _checked(body, epsilon, mechanism, period)
     given = [flag for flag, value in numbers.items() if value is not None]
     if given:
         raise click.UsageError(f"{given[0]} goes with --type numeric or --type histogram")
-    if kind == "boolean":
+    if kind_named(kind) is BooleanSpec:
         boolean = True
     if boolean == (categories is not None):
         raise click.UsageError(
@@ -119,14 +117,19 @@ def spec_from_options(
             " --upper U or --type histogram --edges E0,E1,..."
         )
     if boolean:
-        spec = MetricSpec.boolean(name, epsilon=epsilon, mechanism=mechanism, period=period)
-        body = {"name": name, "type": "boolean"}
+        body = {"name": name, "type": BooleanSpec.type}
     else:
         names = [c.strip() for c in (categories or "").split(",")]
-        spec = MetricSpec.categorical(
-            name, names, epsilon=epsilon, mechanism=mechanism, period=period
-        )
-        body = {"name": name, "type": "categorical", "categories": list(spec.categories)}
+        body = {"name": name, "type": CategoricalSpec.type, "categories": names}
+    return _checked(body, epsilon, mechanism, period)
+
+
+def _checked(body: dict[str, Any], epsilon: float, mechanism: str, period: str) -> dict[str, Any]:
+    """``body`` (name, type and domain) with its ε, resolved mechanism and period, checked by
+    the SDK's spec of its kind first (read through the kind registry)."""
+    spec = MetricSpec.from_dict(
+        {**body, "epsilon": epsilon, "mechanism": mechanism, "period": period}
+    )
     body.update({"epsilon": epsilon, "mechanism": spec.mechanism, "period": period})
     return body
 
@@ -141,7 +144,7 @@ def set_body(
 ) -> dict[str, Any]:
     """The name, type, categories and max_items of a set metric to register; a usage error
     unless it has --categories and --max-items and nothing of another type."""
-    if kind not in (None, SetSpec.type) or boolean or numbers != (None, None, None):
+    if kind_named(kind) not in (None, SetSpec) or boolean or numbers != (None, None, None):
         raise click.UsageError("--max-items goes with --categories (a set metric) only")
     if categories is None or max_items is None:
         raise click.UsageError("a set metric needs --categories a,b,c and --max-items L")
@@ -156,6 +159,8 @@ def margins(spec: MetricSpec, confidence: float) -> list[dict[str, Any]]:
     from deniable.estimators import margin_of_error, mean_margin
 
     rows = []
+    render = render_of(spec)
+    bounds = render.number_range
     for n in PLANNING_SIZES:
         if isinstance(spec, SetSpec):  # L times its oracle's margin (docs/STATS.md section 16)
             each, together = (
@@ -164,10 +169,11 @@ def margins(spec: MetricSpec, confidence: float) -> list[dict[str, Any]]:
             )
             rows.append({"reports": n, "margin": each, "simultaneous_margin": together})
             continue
-        if spec.lower is not None and spec.upper is not None:
+        if render.mean and bounds is not None:
+            lower, upper = bounds(spec)
             margin = mean_margin(
-                spec.lower,
-                spec.upper,
+                lower,
+                upper,
                 spec.epsilon,
                 n,
                 confidence=confidence,
@@ -201,7 +207,8 @@ def _margin_table(rows: list[dict[str, Any]], confidence: float, spec: MetricSpe
         title=f"expected margin of error ({confidence * 100:g}% interval, worst case)",
         title_justify="left",
     )
-    if spec.type == "numeric":
+    render = render_of(spec)
+    if render.mean:
         table.add_column("reports", justify="right")
         table.add_column(f"mean (on [{spec.lower:g}, {spec.upper:g}])", justify="right")
         for row in rows:
@@ -212,7 +219,7 @@ def _margin_table(rows: list[dict[str, Any]], confidence: float, spec: MetricSpe
         " worst case)"
     )
     table.add_column("reports", justify="right")
-    one, many = ("bucket", "buckets") if spec.type == "histogram" else ("category", "categories")
+    one, many = render.items
     table.add_column(f"each {one} ({spec.domain})", justify="right")
     table.add_column(f"all {many} at once", justify="right")
     for row in rows:
@@ -234,14 +241,15 @@ def weaknesses(spec: MetricSpec, rows: list[dict[str, Any]]) -> list[str]:
             " by default (the SDK's max_epsilon) and each report is barely randomized"
         )
     at = next(r for r in rows if r["reports"] == WEAK_MARGIN_REPORTS)
-    if spec.type == "numeric":
+    render = render_of(spec)
+    if render.mean:
         return reasons
     if at["simultaneous_margin"] > WEAK_MARGIN:
         reasons.append(
             f"with {WEAK_MARGIN_REPORTS:,} reports all {spec.domain} at once are known only to"
             f" {percentage_points(at['simultaneous_margin'], '.1f')}"
             f" (more than {percentage_points(WEAK_MARGIN, 'g')});"
-            f" use fewer {'buckets' if spec.type == 'histogram' else 'categories'} or a larger ε"
+            f" use fewer {render.items[1]} or a larger ε"
         )
     return reasons
 
@@ -253,7 +261,7 @@ def category_count(raw: dict[str, Any]) -> str:
         spec = MetricSpec.from_dict(raw)
     except (ValueError, TypeError):
         return "—"
-    return str(spec.k) if spec.type != "numeric" else "—"
+    return "—" if render_of(spec).mean else str(spec.k)
 
 
 def _spec_table(spec: dict[str, Any]) -> Any:
@@ -263,19 +271,10 @@ def _spec_table(spec: dict[str, Any]) -> Any:
     table = Table(show_header=False, title=f"metric {spec['name']}", title_justify="left")
     table.add_column("field", style="bold")
     table.add_column("value")
-    categories = spec.get("categories") or ["false", "true"]
     table.add_row("type", str(spec.get("type")))
-    if spec.get("type") == "numeric":
-        table.add_row("range", f"[{spec.get('lower')}, {spec.get('upper')}] (values clamped)")
-    elif spec.get("type") == "text":
-        table.add_row("max_length", f"{spec.get('max_length')} bytes (longer strings are cut)")
-    elif spec.get("type") == "histogram":
-        edges = spec.get("edges") or []
-        table.add_row("edges", ", ".join(f"{e:g}" for e in edges) + f"  ({len(edges) - 1} buckets)")
-    else:
-        table.add_row("categories", ", ".join(categories) + f"  (k={len(categories)})")
-    if spec.get("max_items") is not None:
-        table.add_row("max_items", f"{spec.get('max_items')} (a larger set is sampled down)")
+    render = render_named(spec.get("type"))
+    for field, value in (categories_rows if render is None else render.spec_rows)(spec):
+        table.add_row(field, value)
     table.add_row("epsilon", f"{spec.get('epsilon')}")
     table.add_row("mechanism", str(spec.get("mechanism")))
     table.add_row("period", str(spec.get("period")))
@@ -447,19 +446,21 @@ def create(
       deniable metrics create theme --categories light,dark --epsilon 2 --delivery shuffled
       deniable metrics create features --categories search,share,export --max-items 2 --epsilon 2
     """
-    if kind == "text" or max_length is not None:
+    render = render_named(kind)
+    strings = render is not None and render.strings
+    if strings or max_length is not None:
         given = categories is not None or boolean or (lower, upper, edges) != (None, None, None)
-        if kind != "text" or max_length is None or given:
+        if not strings or max_length is None or given:
             raise click.UsageError("a text metric takes --type text --max-length L and no domain")
-        body = {"name": name, "type": "text", "max_length": max_length, "epsilon": epsilon}
+        body = {"name": name, "type": TextSpec.type, "max_length": max_length, "epsilon": epsilon}
         body.update({"mechanism": mechanism, "period": period})
         if delivery != "direct":
             body["delivery"] = delivery
         spec = MetricSpec.from_dict(body)
-        body.update(about_options("text", unit, description=description, owner=owner))
+        body.update(about_options(TextSpec.type, unit, description=description, owner=owner))
         _create_text(global_options, spec, body, accept_weak, fmt)
         return
-    if kind == SetSpec.type or max_items is not None:
+    if kind_named(kind) is SetSpec or max_items is not None:
         body = set_body(name, categories, boolean, kind, (lower, upper, edges), max_items)
         body.update({"epsilon": epsilon, "mechanism": mechanism, "period": period})
         body["mechanism"] = MetricSpec.from_dict(body).mechanism
@@ -633,7 +634,7 @@ def show(global_options: GlobalOptions, name: str, confidence: float, fmt: str) 
     with global_options.api() as api:
         served = api.get_metric(name)
     spec = spec_from_served(served)
-    if spec.type == "text":
+    if render_of(spec).strings:
         _show_text(spec, served, fmt)
         return
     rows = margins(spec, confidence)

@@ -8,10 +8,9 @@ from typing import Any
 
 import click
 
-from deniable.client.errors import InvalidInput
-from deniable.client.kinds import SetSpec
 from deniable.estimators import DEFAULT_QUANTILES
 
+from ..kindrender import render_of
 from ..options import DATE, GlobalOptions, format_option, pass_global_options
 from ..progress import progress_bar
 from ..render import console, percent, print_json
@@ -21,7 +20,7 @@ from ..specs import spec_from_served
 def number_truth(devices: Any) -> dict[str, Any]:
     """What the devices of a numeric or histogram metric hold: their mean, or their buckets'
     shares and quantiles."""
-    if devices.spec.type == "numeric":
+    if render_of(devices.spec).mean:
         return {"mean": devices.mean}
     quantiles = {f"{q:g}": devices.quantile(q) for q in DEFAULT_QUANTILES}
     return {"shares": devices.shares, "quantiles": quantiles}
@@ -112,11 +111,8 @@ def simulate(
             )
     with global_options.api() as api:
         spec = spec_from_served(api.get_metric(name))
-    if isinstance(spec, SetSpec):
-        raise InvalidInput(
-            f"{name} is a set metric: simulate does not make devices holding sets yet"
-        )
-    if spec.type in ("numeric", "histogram"):
+    render = render_of(spec)
+    if render.number_range is not None:
         if distribution != "zipf":
             raise click.UsageError(
                 f"{name} is a {spec.type} metric: its devices hold lognormal numbers; leave out"
@@ -153,7 +149,7 @@ def simulate(
         )
         return
     out = console()
-    if spec.type == "numeric":
+    if render.mean:
         out.print(
             f"true mean of {name} among the {clients:,} simulated devices: {devices.mean:,.1f}"
             f" (lognormal values clamped to [{spec.lower:g}, {spec.upper:g}])"
@@ -161,7 +157,7 @@ def simulate(
     else:
         out.print(f"true distribution of {name} among the {clients:,} simulated devices:")
         out.print(truth_table(devices.shares))
-    if spec.type == "histogram":
+    if render.quantiles:
         quantiles = ", ".join(f"p{q * 100:g} {devices.quantile(q):,.1f}" for q in DEFAULT_QUANTILES)
         out.print(f"true quantiles: {quantiles}")
     click.echo(

@@ -27,6 +27,7 @@ from ..queries.refusal import QueryRefused, refuse
 from . import slicediff, slicetrend
 from .charts import fit_text, share_axis, share_text, svg, value_axis, value_text
 from .data import shown_categories
+from .kindviews import view_of
 from .pages import metric_path, pct
 from .templating import render
 
@@ -226,7 +227,7 @@ def _rows(
 def _categories(spec: MetricSpec, document: dict[str, Any], top: int) -> list[str]:
     """The categories each slice draws: as the metric page chooses them, from the average of
     the shown slices' shares."""
-    if spec.type == "numeric":
+    if not view_of(spec).shares:
         return ["mean"]
     totals: dict[str, float] = {}
     for row in document["slices"]:
@@ -248,7 +249,7 @@ def multiples(
     where = document["where"]
     drawn = [_rows(spec, row["estimate"], shown) for row in document["slices"] if row["estimate"]]
     points = [point for rows in drawn for point in rows]
-    shares = spec.type != "numeric"
+    shares = view_of(spec).shares
     if shares:
         high, ticks = share_axis(max([p[3] for p in points] + [0.0]))
         axis: tuple[float, float, list[float]] = (0.0, high, ticks)
@@ -291,8 +292,7 @@ def breakdown_table(
 ) -> list[dict[str, Any]]:
     """The table view's rows: one per slice and category drawn (a mean: per slice); a
     suppressed slice is one row, its note under its name."""
-    numeric = spec.type == "numeric"
-    show = value_text if numeric else pct
+    show = pct if view_of(spec).shares else value_text
     rows: list[dict[str, Any]] = []
     for row in document["slices"]:
         name = slice_name(row["values"], document["where"])
@@ -333,12 +333,8 @@ def page(spec: MetricSpec, request: Request, query: dict[str, Any]) -> Markup:
     split = ", ".join(found["by"]) or "one slice"
     filtered = ", ".join(f"{k} = {v}" for k, v in found["where"].items())
     what = f"by {split}" + (f" where {filtered}" if filtered else "")
-    every = len(shown) == spec.k
-    kind = {
-        "boolean": "The share of true",
-        "numeric": "The mean",
-        "histogram": "Each bucket's share" if every else "The largest buckets",
-    }.get(spec.type, "Each category's share" if every else f"The top {len(shown)} categories")
+    view = view_of(spec)
+    kind = view.breakdown_what(spec, shown)
     figures, hidden = multiples(spec, found, shown)
     return render(
         "breakdown.html",
@@ -354,10 +350,10 @@ def page(spec: MetricSpec, request: Request, query: dict[str, Any]) -> Markup:
         min_reports=f"{found['min_slice_reports']:,}",
         figures=figures,
         hidden=suppressed_note(hidden),
-        shares=spec.type != "numeric",
+        shares=view.shares,
         headers=(
             "slice",
-            "mean" if spec.type == "numeric" else "category",
+            "category" if view.shares else "mean",
             "n",
             "estimate",
             "low",

@@ -14,12 +14,9 @@ from typing import Any
 from fastapi import Request
 
 from deniable.client.errors import InvalidInput
-from deniable.client.kinds import SetSpec
 from deniable.client.spec import MetricSpec, period_label, period_range
-from deniable.estimators import margin_of_error, mean_margin
 from deniable.estimators.choices import periods_back
 from deniable.estimators.heavyhitters import floor
-from deniable.estimators.setfrequency import set_margin
 
 from ..context import collector
 from ..numbers import NumberRule
@@ -37,13 +34,12 @@ from ..queries.privacy import privacy as privacy_account
 from ..queries.query import EstimateQuery
 from ..queries.refusal import QueryRefused
 from ..storage.queries import list_specs, read_period_reports
+from .kindviews import view_of
 
 OVERVIEW_PERIODS = 14
 """Periods the overview's sparklines cover (fewer for a metric too large for the cells limit)."""
 DEFAULT_TOP = 5
 """Categories the metric page's time series draws unless ``top`` says otherwise."""
-MAX_TOP = 20
-"""The most categories one time series draws."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,7 +144,7 @@ def change_now(
     except QueryRefused:
         return None
     rows = document["slices"][0]["rows"]
-    wanted = "mean" if spec.type == "numeric" else category
+    wanted = category if view_of(spec).shares else "mean"
     return next((row for row in rows if row["category"] == wanted), None)
 
 
@@ -158,13 +154,7 @@ def margin_now(spec: MetricSpec, n: int) -> float | None:
     if n <= 0:
         return None
     try:
-        if isinstance(spec, SetSpec):  # L times its oracle's (docs/STATS.md section 16)
-            return set_margin(spec.set_randomizer, n)
-        if spec.type == "numeric":
-            return mean_margin(spec.lower, spec.upper, spec.epsilon, n, mechanism=spec.mechanism)  # type: ignore[arg-type]
-        return margin_of_error(
-            spec.k, spec.epsilon, n, mechanism=spec.randomizer, simultaneous=True
-        )
+        return view_of(spec).planned_margin(spec, n)
     except InvalidInput:
         return None
 
@@ -196,7 +186,7 @@ def page_bounds(specs: list[MetricSpec], request: Request) -> list[tuple[int, in
     bounds: list[tuple[int, int]] = []
     start, used = 0, 0
     for index, spec in enumerate(specs):
-        per_period = 1 if spec.type == "text" else categories_of(spec)
+        per_period = view_of(spec).overview_cells(spec)
         cost = periods_within(spec, request, OVERVIEW_PERIODS, 2) * per_period
         full = index - start >= settings.dashboard_page_metrics
         if index > start and (full or used + cost > settings.max_series_cells):
@@ -224,15 +214,14 @@ def overview(request: Request) -> OverviewPage:
     for spec in specs[start:stop]:
         count = periods_within(spec, request, OVERVIEW_PERIODS, 2)
         labels = last_periods(spec, request, count)
-        if spec.type == "text":
-            rows.append(text_row(request, spec, labels))
+        view = view_of(spec)
+        if view.pages is not None:
+            rows.append(view.pages.overview_row(request, spec, labels))
             continue
         document = series(request, spec, labels[0], labels[-1])
         points = document["series"]
-        leading = None
-        if spec.type == "boolean":
-            leading = "true"  # its false share is the mirror image
-        elif spec.type != "numeric":
+        leading = view.lead  # a boolean's false share is the mirror image of its true
+        if leading is None and view.shares:
             leading = leading_category(document)
         current = int(points[-1]["n"]) if points else 0
         previous = int(points[-2]["n"]) if len(points) > 1 else 0
@@ -263,28 +252,12 @@ def text_row(request: Request, spec: MetricSpec, labels: list[str]) -> MetricRow
     )
 
 
-def top_categories(document: dict[str, Any], top: int) -> list[str]:
-    """The ``top`` categories with the largest shares in an estimate document, largest first."""
-    rows = sorted(
-        document["estimates"],
-        key=lambda r: -(r["frequency"] if r["frequency"] is not None else -1.0),
-    )
-    return [r["category"] for r in rows[:top]]
-
-
 def shown_categories(spec: MetricSpec, document: dict[str, Any], top: int) -> list[str]:
     """The categories a metric page draws over time: a boolean's ``true`` share only (its
     ``false`` share is the mirror image), a histogram's buckets in bucket order (its shape is
-    the point: every bucket up to :data:`MAX_TOP`, else its ``top`` largest), or a categorical
-    metric's ``top`` largest."""
-    if spec.type == "boolean":
-        return ["true"]
-    if spec.type == "histogram":
-        if spec.k <= MAX_TOP:
-            return list(spec.categories)
-        largest = set(top_categories(document, top))
-        return [bucket for bucket in spec.categories if bucket in largest]
-    return top_categories(document, top)
+    the point: every bucket up to :data:`.kindviews.MAX_TOP`, else its ``top`` largest), or a categorical
+    metric's ``top`` largest (each kind's :attr:`.kindviews.KindView.shown`)."""
+    return view_of(spec).shown(spec, document, top)
 
 
 def privacy(request: Request, values: dict[str, str]) -> dict[str, Any]:

@@ -15,7 +15,6 @@ from urllib.parse import quote, urlencode
 
 from markupsafe import Markup
 
-from deniable.client.kinds import SetSpec
 from deniable.client.spec import MetricSpec
 from deniable.estimators import quantile_bounds
 from deniable.estimators.advisor import V_STAR_MEANING
@@ -24,7 +23,6 @@ from deniable.estimators.privacy import PRIVACY_DOC
 from deniable.estimators.shufflingaccount import below_note, devices_text
 
 from ..queries.privacy import DEFAULT_RATIO
-from . import setpage
 from .charts import (
     NARROW,
     Bar,
@@ -37,7 +35,8 @@ from .charts import (
     time_chart,
     value_text,
 )
-from .data import MAX_TOP, PAGE_NAME, MetricRow, OverviewPage
+from .data import PAGE_NAME, MetricRow, OverviewPage
+from .kindviews import view_of
 from .templating import render
 
 METHODS = ("unbiased", "consistent", "mle")
@@ -98,11 +97,7 @@ def _margin_text(row: MetricRow) -> str:
     metric's detection floor."""
     if row.margin is None:
         return "—"
-    if row.spec.type == "text":  # the planned floor: a run's own adds its collision noise
-        return f"floor ≥ {row.margin * 100:.1f}%"
-    if row.spec.type == "numeric":
-        return f"±{value_text(row.margin)}"
-    return f"±{row.margin * 100:.1f} pts"
+    return view_of(row.spec).margin_text(row.margin)
 
 
 def change_cell(row: MetricRow) -> dict[str, Any] | None:
@@ -113,7 +108,7 @@ def change_cell(row: MetricRow) -> dict[str, Any] | None:
     change = row.change
     if change is None or change["difference"] is None:
         return None
-    numeric = row.spec.type == "numeric"
+    numeric = not view_of(row.spec).shares
 
     def amount(value: float) -> str:
         return f"{value:+,.4g}" if numeric else f"{value * 100:+.1f} pts"
@@ -200,7 +195,8 @@ def _spec_line(spec: MetricSpec) -> str:
 def _estimate_section(spec: MetricSpec, document: dict[str, Any]) -> dict[str, Any]:
     """Bars with simultaneous whiskers, the margin note and the table view."""
     rows = document["estimates"]
-    boolean = spec.type == "boolean"
+    view = view_of(spec)
+    lead = view.lead
     bars = [
         Bar(
             r["category"],
@@ -209,17 +205,17 @@ def _estimate_section(spec: MetricSpec, document: dict[str, Any]) -> dict[str, A
             r["ci_high"],
         )
         for r in rows
-        if not boolean or r["category"] == "true"
+        if lead is None or r["category"] == lead
     ]
     level = f"{document['confidence'] * 100:g}%"
     caption = (
         f"{spec.name}: estimated shares over {document['start']} to {document['end']}"
         f" with simultaneous {level} intervals"
     )
-    axis = "share of reports that are true" if boolean else "share of reports"
-    if isinstance(spec, SetSpec):
-        axis = setpage.AXIS_TITLE
-    if spec.type == "histogram" and document.get("unit"):
+    axis = f"share of reports that are {lead}" if lead is not None else "share of reports"
+    if view.axis is not None:
+        axis = view.axis
+    if view.quantiles and document.get("unit"):
         axis += f" · buckets in {document['unit']}"
     return {
         "start": document["start"],
@@ -246,7 +242,7 @@ def _estimate_section(spec: MetricSpec, document: dict[str, Any]) -> dict[str, A
             for r in rows
         ],
         "clipped": clipped_count(rows),
-        "kind_note": setpage.set_note(document) if isinstance(spec, SetSpec) else None,
+        "kind_note": None if view.note is None else view.note(document),
     }
 
 
@@ -291,27 +287,22 @@ def _series_section(
         lines.append(Line(category, points))
     x_title = f"{spec.period} (UTC)"
     narrow = None
-    if spec.type == "boolean":
-        caption = f"{spec.name}: share of true per {spec.period}"
+    view = view_of(spec)
+    if view.lead is not None:
+        caption = f"{spec.name}: share of {view.lead} per {spec.period}"
         options: dict[str, Any] = {
             "caption": caption,
             "shares": True,
-            "y_title": "share true",
+            "y_title": f"share {view.lead}",
             "x_title": x_title,
         }
         wide = time_chart(periods, lines, svg_id="series-chart", **options)
         narrow = time_chart(periods, lines, svg_id="series-chart-narrow", frame=NARROW, **options)
-        what = "The share of true"
+        what = f"The share of {view.lead}"
     else:
-        kind = "bucket" if spec.type == "histogram" else "category"
-        caption = f"{spec.name}: share per {spec.period} of each {kind} shown"
+        caption = f"{spec.name}: share per {spec.period} of each {view.item} shown"
         wide = small_multiples(periods, lines, container_id="series-chart", caption=caption)
-        if spec.type == "categorical":
-            what = f"The top {len(shown)} categories, largest first,"
-        elif len(shown) == spec.k:
-            what = f"Every one of the {spec.k} buckets, in bucket order,"
-        else:
-            what = f"The {len(shown)} largest of {spec.k} buckets, in bucket order,"
+        what = view.series_what(spec, shown)
     table_rows = [
         [
             point["period"],
@@ -413,7 +404,8 @@ def metric_page(
     markup a template built) and series (or its mean); ``breakdown`` (markup a template
     built: the breakdown selector) after the estimate. A plain string for either is text,
     escaped like any other."""
-    numeric = spec.type == "numeric"
+    view = view_of(spec)
+    numeric = not view.shares
     return render(
         "metric.html",
         spec=spec,
@@ -424,14 +416,12 @@ def metric_page(
         methods=METHODS,
         poolings=POOLINGS,
         pickers={
-            "method": not numeric and not isinstance(spec, SetSpec),
-            "top": spec.type == "categorical"
-            or isinstance(spec, SetSpec)
-            or (spec.type == "histogram" and spec.k > MAX_TOP),
+            "method": not numeric and view.methods,
+            "top": view.top_picker(spec),
         },
         mean=_mean_sections(spec, estimate_doc, series_doc) if numeric else None,
         estimate=None if numeric else _estimate_section(spec, estimate_doc),
-        quantiles=_quantiles_section(estimate_doc) if spec.type == "histogram" else None,
+        quantiles=_quantiles_section(estimate_doc) if view.quantiles else None,
         series=None if numeric else _series_section(spec, series_doc, shown),
         quantiles_over_time=quantiles_over_time,
         breakdown=breakdown,

@@ -30,6 +30,7 @@ from ..queries.privacy import DEFAULT_MEMOIZE, DEFAULT_RATIO
 from ..queries.ranges import registered_spec
 from ..queries.refusal import QueryRefused, refuse
 from . import breakdownpage, data, numericplan, pages, quantileseries, session
+from .kindviews import MAX_TOP, view_of
 from .style import CSS, ETAG
 
 router = APIRouter(prefix="/dashboard", include_in_schema=False)
@@ -39,7 +40,7 @@ SIGN_IN_BODY_BYTES = 4096
 
 SIGN_IN = "/dashboard/sign-in"
 
-TOP_RULE = NumberRule("top", 1, data.MAX_TOP, whole=True)
+TOP_RULE = NumberRule("top", 1, MAX_TOP, whole=True)
 """How the metric page's ``top`` (categories its time series draws) is read."""
 
 
@@ -204,7 +205,7 @@ def page_query(request: Request, spec: Any) -> dict[str, Any]:
         count = data.periods_within(spec, request, DEFAULT_PERIODS)
         labels = data.last_periods(spec, request, count)
         start, end = labels[0], labels[-1]
-    method = params.get("method") or ("unbiased" if spec.type == "numeric" else DEFAULT_METHOD)
+    method = params.get("method") or (DEFAULT_METHOD if view_of(spec).shares else "unbiased")
     pooling = params.get("pooling") or "overlap-safe"
     if method not in pages.METHODS:
         raise refuse(f"method must be one of {', '.join(pages.METHODS)}")
@@ -247,19 +248,16 @@ def metric(name: str, request: Request) -> Response:
         return to_sign_in()
     try:
         spec = registered_spec(collector(request), name)
-        if spec.type == "text":
-            from .textpage import text_document, text_page
-
-            document = text_document(request, spec, request.query_params.get("end") or None)
-            entry = breakdownpage.entry_card(spec, page_query(request, spec))
-            return html(text_page(spec, document, entry))
+        view = view_of(spec)
+        if view.pages is not None:
+            return html(view.pages.metric(request, spec, lambda: page_query(request, spec)))
         spec, query, estimate, series = documents(request, name)
         over_time = ""
-        if spec.type == "histogram":
+        if view.quantiles:
             over_time = quantileseries.section(request, spec, query)
     except QueryRefused as exc:
         return html(pages.error_page(exc.status, exc.detail), exc.status)
-    shown = [] if spec.type == "numeric" else data.shown_categories(spec, estimate, query["top"])
+    shown = data.shown_categories(spec, estimate, query["top"]) if view.shares else []
     entry = breakdownpage.entry_card(spec, query)
     return html(pages.metric_page(spec, estimate, series, shown, query, over_time, entry))
 
@@ -277,10 +275,9 @@ def breakdown(name: str, request: Request) -> Response:
         return to_sign_in()
     try:
         spec, query = breakdown_read(request, name)
-        if spec.type == "text":
-            from .textslices import page as text_slices
-
-            return html(text_slices(spec, request, query))
+        own = view_of(spec).pages
+        if own is not None:
+            return html(own.breakdown(request, spec, query))
         return html(breakdownpage.page(spec, request, query))
     except QueryRefused as exc:
         return html(pages.error_page(exc.status, exc.detail), exc.status)
@@ -294,10 +291,9 @@ def breakdown_csv(name: str, request: Request) -> Response:
     try:
         spec, query = breakdown_read(request, name)
         by, where = breakdownpage.chosen(request, spec)
-        if spec.type == "text":
-            from .textslices import document as text_slices
-
-            found = text_slices(request, spec, by, where)
+        own = view_of(spec).pages
+        if own is not None:
+            found = own.breakdown_document(request, spec, by, where)
         else:
             found = breakdownpage.document(request, spec, query, by, where)
     except QueryRefused as exc:

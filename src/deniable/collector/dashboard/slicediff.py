@@ -21,6 +21,7 @@ from deniable.client.spec import OTHER, MetricSpec
 
 from ..queries.refusal import refuse
 from .charts import GRID, INK, WARN, fit_text, nice_step, svg, text_width, value_text
+from .kindviews import view_of
 from .templating import render
 
 FIELDS = ("first", "second")
@@ -183,11 +184,12 @@ def card(
     if compared:
         name = document["by"][0]
         first, second = compared["first"][name], compared["second"][name]
-        shares = spec.type != "numeric"
+        view = view_of(spec)
+        shares = view.shares
         text = points_text if shares else signed_value
         rows = compared["rows"]
-        if spec.type == "boolean":
-            rows = [row for row in rows if row["category"] == "true"]
+        if view.lead is not None:
+            rows = [row for row in rows if row["category"] == view.lead]
         level = f"{compared['confidence'] * 100:g}%"
         caption = f"{spec.name}: {first} minus {second} with {level} intervals"
         shown = {

@@ -24,6 +24,7 @@ from ..queries.query import EstimateQuery
 from ..queries.refusal import QueryRefused
 from ..queries.series import series
 from .charts import Line, Point, small_multiples
+from .kindviews import view_of
 from .templating import render
 
 
@@ -53,9 +54,10 @@ def section(
 ) -> Markup:
     """The "Over time" card for the breakdown ``found``; ``name_of(values, where)`` names a
     slice as the page does."""
-    if spec.type == "numeric" or not shown:
+    view = view_of(spec)
+    if not view.shares or not shown:
         return Markup()
-    category = "true" if spec.type == "boolean" else shown[0]
+    category = view.lead or shown[0]
     try:
         document = _slice_series(request, spec, query, found)
     except QueryRefused as exc:
@@ -87,7 +89,7 @@ def section(
         if any(p.estimate is not None for p in drawn[name])
     ]
     never = [name for name in names if all(p.estimate is None for p in drawn[name])]
-    what = "share of true" if spec.type == "boolean" else f"share of {category}"
+    what = f"share of {category}"
     chart = (
         small_multiples(
             periods, lines, container_id="slice-trend-chart", caption=f"{spec.name}: {what}"

@@ -17,26 +17,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from deniable.client.errors import InvalidInput
-from deniable.client.kinds import SetSpec
 from deniable.client.spec import OTHER, MetricSpec
 from deniable.estimators import (
     HistogramEstimate,
     MeanRangeEstimate,
-    PeriodCounts,
-    PeriodSums,
     RangeEstimate,
-    estimate,
-    estimate_document,
-    mean_document,
     plain,
 )
 from deniable.estimators.differences import interval_difference, verdict
 from deniable.estimators.engine import CellStats
-from deniable.estimators.heavyhitters import ALPHA, TextEstimate, text_document
-from deniable.estimators.setfrequency import set_document, set_estimate
+from deniable.estimators.heavyhitters import TextEstimate
+from deniable.estimators.kinds import SliceOptions, estimator_of
 
 from ..context import Collector
-from ..storage.queries import count_width
 from .refusal import refuse
 from .stored import StoredCounts
 
@@ -233,7 +226,7 @@ def group_cells(
         values = _cell_values(spec, cell)
         if all(values[name] == value for name, value in where.items()):
             grouped[tuple(values[name] for name in by)].append(stats)
-    width = count_width(spec)
+    width = spec.count_width
     return {key: _sum_cells(chosen, len(labels), width) for key, chosen in grouped.items()}
 
 
@@ -269,29 +262,6 @@ def breakdown(
     )
 
 
-def _text_slice(
-    spec: MetricSpec,
-    label: str,
-    stats: CellStats,
-    level: float,
-    shown: int,
-    candidates: list[str] | None,
-) -> dict[str, Any]:
-    """One slice of a text metric: its heavy hitters decoded from its summed cell counts in
-    the one period ``label``, intervals at the slice's ``level``. Discovery runs at alpha /
-    ``shown``, so with probability >= 1 - alpha no shown slice lists a string absent from it;
-    its floor (tau and T95) is stated at that alpha, as the whole population's is at alpha."""
-    return text_document(
-        spec.name,
-        label,
-        spec.text_randomizer,
-        stats.counts[0],
-        confidence=level,
-        candidates=candidates,
-        alpha=ALPHA / max(1, shown),
-    )
-
-
 def breakdown_of_cells(
     cells: dict[str, CellStats],
     spec: MetricSpec,
@@ -309,12 +279,15 @@ def breakdown_of_cells(
     """The breakdown document from each cell's statistics (the collector's, or an archive's
     re-analysed), slices of fewer than ``minimum`` reports suppressed. A text metric's slices
     are each one period's heavy hitters (``labels`` one label; ``candidates`` scored instead
-    if given), each run at alpha / (slices shown): :func:`_text_slice`."""
+    if given), each run at alpha / (slices shown). Each kind's estimator
+    (:mod:`deniable.estimators.kinds`) makes a slice's accumulator and its document."""
     wanted = slice_values(spec, by)
     sums = group_cells(cells, spec, labels, by, where)
     shown = [key for key, stats in sums.items() if int(stats.n.sum()) >= minimum]
     level = 1 - (1 - confidence) / max(1, len(shown))
     first, last = labels[0], labels[-1]
+    kind = estimator_of(spec)
+    options = SliceOptions(level, method, pooling, len(shown), candidates)
     slices = []
     for values in wanted:
         key = tuple(values.values())
@@ -322,49 +295,9 @@ def breakdown_of_cells(
             note = f"suppressed, fewer than {minimum:,} reports"
             slices.append(SliceEstimate(values, True, note, None))
             continue
-        stats = sums[key]
+        accumulator = kind.from_cell(spec, sums[key], labels)
         try:
-            if spec.type == "text":
-                document = _text_slice(spec, first, stats, level, len(shown), candidates)
-            elif spec.type == "numeric":
-                periods = [
-                    PeriodSums(
-                        label, int(stats.n[i]), float(stats.total[i]), float(stats.total_squares[i])
-                    )
-                    for i, label in enumerate(labels)
-                ]
-                document = mean_document(
-                    spec, first, last, periods, confidence=level, pooling=pooling
-                )
-            elif isinstance(spec, SetSpec):  # each slice's shares of its devices
-                counts = [
-                    PeriodCounts(label, int(stats.n[i]), stats.counts[i].tolist())
-                    for i, label in enumerate(labels)
-                ]
-                shares = set_estimate(
-                    spec.set_randomizer,
-                    spec.categories,
-                    counts,
-                    confidence=level,
-                    simultaneous=True,
-                    pooling=pooling,
-                )
-                document = set_document(spec.name, first, last, shares)
-            else:
-                counts = [
-                    PeriodCounts(label, int(stats.n[i]), stats.counts[i].tolist())
-                    for i, label in enumerate(labels)
-                ]
-                result = estimate(
-                    spec.randomizer,
-                    spec.categories,
-                    counts,
-                    confidence=level,
-                    method=method,  # type: ignore[arg-type]
-                    simultaneous=True,
-                    pooling=pooling,  # type: ignore[arg-type]
-                )
-                document = estimate_document(spec.name, first, last, result)
+            document = kind.slice_document(spec, accumulator, (first, last), options)
         except InvalidInput as exc:
             raise refuse(f"metric {spec.name}: {exc}") from None
         slices.append(SliceEstimate(values, False, None, document))  # type: ignore[arg-type]

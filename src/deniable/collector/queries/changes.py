@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from deniable.client.errors import InvalidInput
-from deniable.client.kinds import SetSpec
+from deniable.client.kinds import NumericSpec, SetSpec
 from deniable.client.spec import MetricSpec, period_count, period_range
 from deniable.estimators import PeriodCounts, PeriodSums
 from deniable.estimators.choices import periods_back
@@ -120,7 +120,7 @@ def _sums(labels: list[str], stats: CellStats) -> list[PeriodSums]:
 
 def _whole(state: Collector, spec: MetricSpec, labels: list[str]) -> CellStats:
     """The whole population's statistics over ``labels`` (the metric's totals)."""
-    if spec.type == "numeric":
+    if isinstance(spec, NumericSpec):
         sums = read_sums(state.database, spec, labels)
         return CellStats(
             np.array([s.n for s in sums], dtype=np.int64),
@@ -140,7 +140,7 @@ def _rows(
 ) -> list[Change]:
     """The change rows of one slice from its two windows' statistics."""
     (now, then), (current, baseline) = windows, stats
-    if spec.lower is not None and spec.upper is not None:
+    if isinstance(spec, NumericSpec):
         options.pop("method")
         change = mean_change(
             spec.numeric_randomizer,
@@ -202,7 +202,7 @@ def period_comparison(
         return int(now[key].n.sum()), int(then[key].n.sum())
 
     shown = [key for key in now if minimum is None or min(counted(key)) >= minimum]
-    rows_each = 1 if spec.type == "numeric" else spec.k
+    rows_each = 1 if isinstance(spec, NumericSpec) else spec.k
     options = {
         "confidence": confidence,
         "tests": max(1, len(shown)),
@@ -231,14 +231,14 @@ def period_comparison(
             baseline[-1],
             confidence,
             level,
-            "unbiased" if spec.type == "numeric" or isinstance(spec, SetSpec) else method,
+            "unbiased" if isinstance(spec, NumericSpec | SetSpec) else method,
             pooling,
             dims,
             kept,
             minimum,
             dependence(pooling),
             slices,
-            spec.lower if spec.type == "numeric" else None,
-            spec.upper if spec.type == "numeric" else None,
+            spec.lower if isinstance(spec, NumericSpec) else None,
+            spec.upper if isinstance(spec, NumericSpec) else None,
         )
     )

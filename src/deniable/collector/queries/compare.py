@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from deniable.client.kinds import NumericSpec, TextSpec
 from deniable.client.spec import MetricSpec
 
 from ..context import Collector
@@ -24,13 +25,13 @@ def compared_estimate(
     the estimate cells limit; 422 for a text metric, with ``compare`` (one comparison at a
     time) or quantiles."""
     assert query.compare_to is not None
-    if spec.type == "text":
+    if isinstance(spec, TextSpec):
         raise refuse(
             f"compare_to: {spec.name} is a text metric; compare its series' periods instead"
         )
     if query.compare is not None or query.quantiles:
         raise refuse("compare_to compares periods: leave out compare (slices) and q (quantiles)")
-    if spec.type == "numeric":
+    if isinstance(spec, NumericSpec):
         numeric_method(spec, query)
     dims, kept = parse_by(spec, query.by), parse_where(spec, query.where)
     limit_periods = state.settings.max_range_periods
@@ -52,7 +53,7 @@ def compared_estimate(
         None if query.by is None else dims,
         None if query.where is None else kept,
         confidence=query.confidence,
-        method=query.shares_method(spec.type == "numeric"),
+        method=query.shares_method(isinstance(spec, NumericSpec)),
         pooling=query.pooling,
     )
     return about(state, spec, document)

@@ -13,12 +13,12 @@ import math
 from typing import Any
 
 from deniable.client.errors import InvalidInput
+from deniable.client.kinds import NumericSpec, TextSpec
 from deniable.client.spec import MetricSpec
 from deniable.estimators.engine import document
 
 from ..context import Collector
 from ..readcache import cached_document
-from ..storage.queries import count_width
 from .breakdown import breakdown, parse_by, parse_compare, parse_where, slice_count
 from .compare import compared_estimate
 from .limits import categories_of, check_cells
@@ -40,12 +40,12 @@ def estimate(state: Collector, query: EstimateQuery) -> dict[str, Any]:
     quantiles). With ``compare_to``, the change from that window to this one instead (per
     slice with ``by``/``where``)."""
     spec, labels = range_labels(state, query.metric, query.start, query.end)
-    if query.candidates is not None and spec.type != "text":
+    if query.candidates is not None and not isinstance(spec, TextSpec):
         raise refuse(f"candidates are for text metrics; {spec.name} is {spec.type}")
     if query.compare_to is not None:
         return compared_estimate(state, spec, labels, query)
     if query.sliced:
-        if spec.type == "text":
+        if isinstance(spec, TextSpec):
             checked_quantiles(spec, query.quantiles)
             if query.compare is not None:
                 raise refuse(
@@ -55,13 +55,13 @@ def estimate(state: Collector, query: EstimateQuery) -> dict[str, Any]:
             return about(state, spec, text_breakdown(state, spec, labels, query))
         return sliced_estimate(state, spec, labels, query)
     limit = state.settings.max_estimate_cells
-    if spec.type == "text":
+    if isinstance(spec, TextSpec):
         checked_quantiles(spec, query.quantiles)
         labels = [text_period(spec, labels, query)]
     check_cells(spec, len(labels), limit, "the estimate", "DENIABLE_MAX_ESTIMATE_CELLS")
-    if spec.type != "text":
+    if not isinstance(spec, TextSpec):
         checked_quantiles(spec, query.quantiles)
-    if spec.type == "numeric":
+    if isinstance(spec, NumericSpec):
         numeric_method(spec, query)
     try:
         found = document(spec, StoredCounts(state.database, spec, labels), query)
@@ -76,7 +76,7 @@ def sliced_estimate(
     """The breakdown of ``spec`` by the query's ``by`` filtered by its ``where``
     (:mod:`.breakdown`), after checking slices × periods × categories against the estimate
     cells limit."""
-    if spec.type == "numeric":
+    if isinstance(spec, NumericSpec):
         numeric_method(spec, query)
     dims, kept = parse_by(spec, query.by), parse_where(spec, query.where)
     pair = parse_compare(spec, dims, query.compare)
@@ -99,7 +99,7 @@ def sliced_estimate(
             dims,
             kept,
             confidence=query.confidence,
-            method=query.shares_method(spec.type == "numeric"),
+            method=query.shares_method(isinstance(spec, NumericSpec)),
             pooling=query.pooling,
             compare=pair,
         ),
@@ -140,7 +140,7 @@ def text_breakdown(
     and the survivor cap."""
     label = text_period(spec, labels, query)
     dims, kept = parse_by(spec, query.by), parse_where(spec, query.where)
-    cells, width = math.prod(len(v) + 1 for _, v in spec.dimensions), count_width(spec)
+    cells, width = math.prod(len(v) + 1 for _, v in spec.dimensions), spec.count_width
     limit = state.settings.max_estimate_cells
     if cells * width > limit:
         raise refuse(

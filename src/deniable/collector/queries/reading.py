@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from deniable.client.errors import InvalidInput
-from deniable.client.kinds import SetSpec
+from deniable.client.kinds import HistogramSpec, SetSpec
 from deniable.client.spec import MetricSpec
 from deniable.estimators import (
     Estimate,
@@ -82,7 +82,7 @@ def numeric_sums(
 def checked_quantiles(spec: MetricSpec, q: tuple[float, ...] | None) -> tuple[float, ...]:
     """The quantiles asked for (the defaults if none); 422 unless each is in (0, 1) and the
     metric is a histogram."""
-    if q and spec.type != "histogram":
+    if q and not isinstance(spec, HistogramSpec):
         raise refuse(f"q is for histogram metrics; {spec.name} is {spec.type}")
     try:
         return check_quantiles(list(q) if q is not None else None)

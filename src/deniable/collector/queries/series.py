@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from deniable.client.errors import InvalidInput
-from deniable.client.kinds import SetSpec
+from deniable.client.kinds import HistogramSpec, NumericSpec, SetSpec, TextSpec
 from deniable.client.spec import MetricSpec
 from deniable.estimators import (
     histogram_series_document,
@@ -53,17 +53,17 @@ def series(state: Collector, query: EstimateQuery) -> dict[str, Any]:
     if query.by is not None or query.where is not None:
         if query.quantiles:
             raise refuse("q: a series by slice gives bucket shares, not quantiles")
-        if spec.type == "numeric":
+        if isinstance(spec, NumericSpec):
             numeric_method(spec, query)
         return about(state, spec, slice_series(state, spec, labels, query))
-    if spec.type == "text":
+    if isinstance(spec, TextSpec):
         return about(state, spec, text_series(state, spec, labels, query))
     limit = state.settings.max_series_cells
     check_cells(spec, len(labels), limit, "the series", "DENIABLE_MAX_SERIES_CELLS")
     qs = checked_quantiles(spec, query.quantiles) if query.quantiles else ()
     if qs:
         check_quantile_cells(spec, len(labels), len(qs), limit)
-    if spec.type == "numeric":
+    if isinstance(spec, NumericSpec):
         sums = numeric_sums(state, spec, labels, query)
         try:
             document = mean_series_document(spec, sums, confidence=query.confidence)
@@ -77,10 +77,11 @@ def series(state: Collector, query: EstimateQuery) -> dict[str, Any]:
     points = [(period.period, estimate_periods(spec, [period], **chosen)) for period in periods]
     if not qs:
         return about(state, spec, series_document(spec.name, points, **chosen))
+    assert isinstance(spec, HistogramSpec)  # checked_quantiles refused q for any other kind
     try:
         quantiles = quantile_series(
             spec.randomizer,
-            spec.edges,  # type: ignore[arg-type]
+            spec.edges,
             periods,
             qs,
             confidence=query.confidence,
@@ -88,7 +89,7 @@ def series(state: Collector, query: EstimateQuery) -> dict[str, Any]:
     except InvalidInput as exc:
         raise refused(spec, exc) from None
     rows = [(label, result, qi) for (label, result), qi in zip(points, quantiles, strict=True)]
-    document = histogram_series_document(spec.name, rows, spec.edges, **chosen)  # type: ignore[arg-type]
+    document = histogram_series_document(spec.name, rows, spec.edges, **chosen)
     return about(state, spec, document)
 
 

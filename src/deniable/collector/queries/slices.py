@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from deniable.client.kinds import NumericSpec, TextSpec
 from deniable.client.spec import MetricSpec
 from deniable.estimators.engine import CellStats
 
@@ -55,15 +56,15 @@ def slice_series(
     """The series by slice of ``spec`` over ``labels`` (the query's ``by``, ``where``,
     confidence and method); 422 naming the problem (a bad ``by`` or ``where``, or past
     ``DENIABLE_MAX_SERIES_CELLS``)."""
-    confidence, method = query.confidence, query.shares_method(spec.type == "numeric")
-    if spec.type == "text":
+    confidence, method = query.confidence, query.shares_method(isinstance(spec, NumericSpec))
+    if isinstance(spec, TextSpec):
         raise refuse(
             f"metric {spec.name} is text: a series by slice is not built for it; ask the"
             " estimate by slice (by, where) of each period",
         )
     dims, kept = parse_by(spec, query.by), parse_where(spec, query.where)
     slices = slice_count(spec, dims)
-    k = 1 if spec.type == "numeric" else spec.k
+    k = 1 if isinstance(spec, NumericSpec) else spec.k
     limit = state.settings.max_series_cells
     if slices * len(labels) * k > limit:
         raise refuse(

@@ -7,9 +7,11 @@ from typing import Any
 
 import numpy as np
 
+from deniable.client.kinds import TextSpec
 from deniable.client.spec import MetricSpec
 from deniable.estimators import Estimate, PeriodCounts, PeriodSums
-from deniable.estimators.engine import CellStats, counted_shares
+from deniable.estimators.engine import CellStats
+from deniable.estimators.kinds import counted_shares
 
 from ..storage.engine import Database
 from ..storage.queries import read_cells, read_counts, read_sums, read_text_cells
@@ -57,7 +59,7 @@ class StoredCounts:
     def cells(self) -> dict[str, CellStats]:
         """Each cell's statistics: packed rows, or a text metric's sparse sketch counts (each
         cell's whole sketch per period)."""
-        read = read_text_cells if self.spec.type == "text" else read_cells
+        read = read_text_cells if isinstance(self.spec, TextSpec) else read_cells
         return read(self.database, self.spec, self.labels)
 
     def shares(self, spec: MetricSpec, options: dict[str, Any]) -> Estimate:

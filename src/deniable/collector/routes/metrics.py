@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from deniable.client.kinds import KINDS, HistogramSpec, NumericSpec, TextSpec
 from deniable.client.spec import MetricSpec
 from deniable.estimators.documents import MetricAbout
 from deniable.estimators.heavyhitters import floor_warnings
@@ -184,7 +185,7 @@ def register_metric(state: Collector, body: bytes) -> JSONResponse:
     fields = parse_spec(body).model_dump(exclude_none=True)
     claimed = fields.pop("fingerprint", None)
     about = MetricAbout(**{key: fields.pop(key, None) for key in MetricAbout().as_dict()})
-    if fields["type"] == "histogram" and "categories" in fields:
+    if KINDS.get(fields["type"]) is HistogramSpec and "categories" in fields:
         # MetricSpec.from_dict ignores them (they are derived); an operator who wrote some
         # must not believe they were registered.
         raise HTTPException(
@@ -197,7 +198,7 @@ def register_metric(state: Collector, body: bytes) -> JSONResponse:
         fingerprint = spec.fingerprint
     except (ValueError, TypeError) as exc:
         raise HTTPException(status_code=422, detail=str(exc)) from None
-    if about.unit is not None and spec.type not in ("numeric", "histogram"):
+    if about.unit is not None and not isinstance(spec, NumericSpec | HistogramSpec):
         raise HTTPException(
             status_code=422,
             detail=f"unit: metric {spec.name} is {spec.type}; only numeric and histogram"
@@ -226,7 +227,7 @@ def register_metric(state: Collector, body: bytes) -> JSONResponse:
     warnings = (
         registration_warnings(spec, list_specs(state.database, archived=False)) if created else []
     )
-    if created and spec.type == "text":
+    if created and isinstance(spec, TextSpec):
         warnings += floor_warnings(spec.text_randomizer)
     for warning in warnings:
         log.warning("metric %s registered: %s", spec.name, warning)

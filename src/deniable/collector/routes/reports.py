@@ -208,9 +208,10 @@ def parse_batch(
             continue
         if index in reasons:
             name = item.get("metric") if isinstance(item, dict) else None
-            known = isinstance(name, str) and lookup(name) is not None
-            label = name if known else UNKNOWN_METRIC_LABEL
-            problems.append(ReportProblem(index, label, "schema", "; ".join(reasons[index])))  # type: ignore[arg-type]
+            label = (
+                name if isinstance(name, str) and lookup(name) is not None else UNKNOWN_METRIC_LABEL
+            )
+            problems.append(ReportProblem(index, label, "schema", "; ".join(reasons[index])))
             continue
         try:
             good.append((index, REPORT_PARSER.validate_python(item)))

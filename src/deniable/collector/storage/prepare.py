@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from deniable.client.kinds import NumericSpec, TextSpec
 from deniable.client.spec import MetricSpec
 from deniable.client.wire import payload_text
 
@@ -138,7 +139,7 @@ def prepare_batch(
     prepared = PreparedBatch(list(batch), rows, {}, {}, per_metric, fingerprints)
     for metric, where in positions.items():
         spec = specs[metric]
-        _PREPARERS.get(spec.type, _prepare_categorical)(prepared, batch, metric, where, spec)
+        _PREPARERS.get(type(spec), _prepare_categorical)(prepared, batch, metric, where, spec)
     prepared.counts.update(period_n(prepared.sums))
     if dialect == "sqlite":
         _ = prepared.sqlite_rows
@@ -203,6 +204,9 @@ def _prepare_text(
 _Preparer = Callable[[PreparedBatch, Sequence[ValidReport], str, list[int], MetricSpec], None]
 """Adds one metric's rows and sums to the batch being prepared."""
 
-_PREPARERS: dict[str, _Preparer] = {"numeric": _prepare_numeric, "text": _prepare_text}
-"""The preparer of each metric type that is not a frequency oracle's
-(:func:`_prepare_categorical`)."""
+_PREPARERS: dict[type[MetricSpec], _Preparer] = {
+    NumericSpec: _prepare_numeric,
+    TextSpec: _prepare_text,
+}
+"""The preparer of each metric kind that is not a frequency oracle's
+(:func:`_prepare_categorical`), by its kind class."""

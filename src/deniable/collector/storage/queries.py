@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from sqlalchemy import ColumnElement, Connection, Select, Table, bindparam, func, select, update
 
+from deniable.client.kinds import NumericSpec, TextSpec
 from deniable.client.mechanisms import PrefixSketch
 from deniable.client.spec import MetricSpec, canonical_json, registered_specs
 from deniable.estimators import PeriodSums
@@ -246,17 +247,11 @@ def register_spec(
     return False
 
 
-def count_width(spec: MetricSpec) -> int:
-    """The counts one period of ``spec`` keeps: the kind's
-    :attr:`~deniable.client.spec.MetricSpec.count_width`."""
-    return spec.count_width
-
-
 def read_counts(
     database: Database, spec: MetricSpec, periods: Sequence[str]
 ) -> tuple[np.ndarray, np.ndarray]:
     """n per period and the (len(periods), k) support counts of ``spec``'s metric (k: its
-    :func:`count_width`), for labels
+    :attr:`~deniable.client.spec.MetricSpec.count_width`), for labels
     ``periods`` (sorted).
 
     Periods without reports get n = 0 and zero counts. Raises :class:`SpecChanged` if the
@@ -264,12 +259,12 @@ def read_counts(
     this spec's estimator. A metric with dimensions keeps its support in its cells only, so
     its totals are the sum of its cells (one row per cell and period, its k counts packed).
     """
-    k = count_width(spec)
+    k = spec.count_width
     n = np.zeros(len(periods), dtype=np.int64)
     counts = np.zeros((len(periods), k), dtype=np.int64)
-    if spec.dimensions and spec.type == "text":
+    if spec.dimensions and isinstance(spec, TextSpec):
         return _text_totals(database, spec, periods)
-    if spec.dimensions and spec.type != "numeric":
+    if spec.dimensions and not isinstance(spec, NumericSpec):
         for stats in read_cells(database, spec, periods).values():
             n += stats.n
             counts += stats.counts
@@ -349,7 +344,7 @@ def read_cells(
     ``spec``. It reads one row per cell and period (its support packed in it), at most
     cells × periods rows, bounded by the caller.
     """
-    k = spec.count_width
+    k = spec.k
     found: dict[str, CellStats] = {}
     if not periods:
         return found

@@ -12,17 +12,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-from sqlalchemy import (
-    Connection,
-    LargeBinary,
-    Text,
-    bindparam,
-    func,
-    literal_column,
-    select,
-    true,
-)
+from sqlalchemy import Connection, LargeBinary, bindparam, func, literal_column, select, true
 from sqlalchemy.dialects import sqlite
 
 from .increments import CellRow, CountRow, SupportRow
@@ -36,6 +26,7 @@ from .prepare import (
     report_key,
     sqlite_insert_params,
 )
+from .sqlitejson import blob_cut, blob_spans, json_each_rows, json_items
 from .tables import cell_counts, pack_counts, period_counts, reports, support_counts
 
 LOOKUP_CHUNK = 900
@@ -48,8 +39,8 @@ def _json_source(columns: int, *, ids: bool = False) -> Any:
 
     With ``ids``, the first column is row i's 16-byte id cut from the packed ``:ids`` blob.
     """
-    each = func.json_each(bindparam("rows", type_=Text)).table_valued("value", "key")
-    values = [func.json_extract(each.c.value, literal_column(f"'$[{i}]'")) for i in range(columns)]
+    each = json_each_rows()
+    values = json_items(each, range(columns))
     if ids:
         packed = bindparam("ids", type_=LargeBinary)
         values.insert(0, func.substr(packed, each.c.key * 16 + 1, 16))
@@ -84,11 +75,9 @@ def _cell_upsert() -> Any:
     report ids of :func:`_json_source`; an empty blob cuts to NULL, read as no bytes): one
     call into SQLite per group. n and the sums are added in place; the support written is
     already the sum with the stored one (:func:`.packedsums.plus_stored`)."""
-    each = func.json_each(bindparam("rows", type_=Text)).table_valued("value", "key")
-    values = [func.json_extract(each.c.value, literal_column(f"'$[{i}]'")) for i in range(6)]
-    offset, length = (func.json_extract(each.c.value, literal_column(f"'$[{i}]'")) for i in (6, 7))
-    packed = bindparam("support", type_=LargeBinary)
-    support = func.coalesce(func.substr(packed, offset + 1, length), literal_column("x''"))
+    each = json_each_rows()
+    values = json_items(each, range(6))
+    support = func.coalesce(blob_cut(each, "support", 6), literal_column("x''"))
     source = select(*values, support).select_from(each)
     stmt = sqlite.insert(cell_counts).from_select(
         ["metric", "period", "cell", "n", "total", "total_squares", "support"],
@@ -176,8 +165,7 @@ def upsert_cells(connection: Connection, rows: list[CellRow]) -> None:
         [row[:3] for row in rows],
         [pack_counts(row[6]) for row in rows],
     )
-    offsets = np.cumsum([0, *map(len, packed)]).tolist()
-    spans = [(offsets[i], len(blob)) for i, blob in enumerate(packed)]
+    spans = blob_spans(packed)
     connection.execute(
         _CELL_UPSERT,
         {

@@ -25,21 +25,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from sqlalchemy import (
-    Connection,
-    LargeBinary,
-    Text,
-    bindparam,
-    func,
-    literal_column,
-    select,
-    text,
-    true,
-)
+from sqlalchemy import Connection, select, text, true
 from sqlalchemy.dialects import sqlite
 
 from .engine import Database
 from .packedsums import plus_stored
+from .sqlitejson import blob_cut, blob_spans, json_each_rows, json_items
 from .tables import decimal_counts, pack_counts, text_cell_counts
 
 ChunkKey = tuple[str, str, str, int]
@@ -122,10 +113,9 @@ def _sqlite_upsert() -> Any:
     rows and one blob of every row's packed counts (cut out by offset and length), each
     already the sum with the stored counts (:func:`.packedsums.plus_stored`): one call into
     SQLite."""
-    each = func.json_each(bindparam("rows", type_=Text)).table_valued("value", "key")
-    values = [func.json_extract(each.c.value, literal_column(f"'$[{i}]'")) for i in range(4)]
-    offset, length = (func.json_extract(each.c.value, literal_column(f"'$[{i}]'")) for i in (4, 5))
-    packed = func.substr(bindparam("counts", type_=LargeBinary), offset + 1, length)
+    each = json_each_rows()
+    values = json_items(each, range(4))
+    packed = blob_cut(each, "counts", 4)
     stmt = sqlite.insert(text_cell_counts).from_select(
         ["metric", "period", "cell", "chunk", "counts"],
         select(*values, packed).select_from(each).where(true()),
@@ -186,11 +176,7 @@ def upsert_text_cells(
         packed = plus_stored(
             connection, text_cell_counts, "counts", keys, [pack_counts(total[key]) for key in keys]
         )
-        offsets = np.cumsum([0, *map(len, packed)]).tolist()
-        rows = [
-            [*key, offsets[i], len(blob)]
-            for i, (key, blob) in enumerate(zip(keys, packed, strict=True))
-        ]
+        rows = [[*key, *span] for key, span in zip(keys, blob_spans(packed), strict=True)]
         connection.execute(
             _SQLITE_UPSERT,
             {"rows": json.dumps(rows, separators=(",", ":")), "counts": b"".join(packed)},

@@ -1,0 +1,124 @@
+"""What every server kind is: an accumulator of its reports (from a batch, or from a count
+source, and merged across periods, cells or files) and its estimate document from one, keyed
+by the client kind class it estimates.
+
+PipelineDP's ``Combiner`` (create_accumulator, merge_accumulators, compute_metrics) is the
+model: :meth:`KindEstimator.from_reports`, :meth:`~Accumulator.merge` and
+:meth:`KindEstimator.compute`. A kind registers itself once, with :func:`register` on its
+estimator class, and :func:`estimator_of` finds it for a spec (a subclass of a registered
+kind, such as boolean of categorical, takes its parent's).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, Protocol, Self, TypeVar
+
+from deniable.client.mechanisms import Payload
+from deniable.client.spec import MetricSpec
+
+from ..results import CellStats
+
+if TYPE_CHECKING:
+    from ..engine import CountsSource, DocumentQuery
+
+Report = tuple[str, Payload]
+"""One report as an accumulator takes it: its period label and its parsed payload."""
+
+Span = tuple[str | None, str | None]
+"""The first and last period label a document names (None where unknown)."""
+
+
+@dataclass(frozen=True)
+class SliceOptions:
+    """How a breakdown estimates each shown slice: at the slice ``confidence`` (the query's,
+    shared among the ``shown`` slices), with the shares' ``method`` and ``pooling``, and a text
+    metric's ``candidates`` to score (None: discover)."""
+
+    confidence: float
+    method: str
+    pooling: str
+    shown: int
+    candidates: list[str] | None = None
+
+
+class Accumulator(Protocol):
+    """The sufficient statistics of a kind's reports, which add up: merging the accumulators
+    of two disjoint batches gives the accumulator of both."""
+
+    def merge(self, other: Self) -> Self:
+        """The accumulator of this one's reports and ``other``'s."""
+        ...
+
+
+A = TypeVar("A", bound=Accumulator)
+S = TypeVar("S", bound=MetricSpec)
+
+
+class KindEstimator(ABC, Generic[S, A]):
+    """One kind's server side: its accumulator made from reports or read from a count
+    source, and its estimate document computed from the accumulator."""
+
+    @abstractmethod
+    def from_reports(self, spec: S, reports: Iterable[Report]) -> A:
+        """The accumulator of a batch of ``spec``'s reports, periods in label order."""
+
+    @abstractmethod
+    def from_source(self, spec: S, source: CountsSource) -> A:
+        """The accumulator of ``source``'s range, as the source reduced its reports."""
+
+    @abstractmethod
+    def compute(self, spec: S, accumulator: A, span: Span, query: DocumentQuery) -> dict[str, Any]:
+        """The estimate document of ``spec`` over ``span`` from ``accumulator``."""
+
+    @abstractmethod
+    def from_cell(self, spec: S, stats: CellStats, labels: Sequence[str]) -> A:
+        """The accumulator of one dimension cell (or slice) over the periods ``labels``."""
+
+    @abstractmethod
+    def slice_document(
+        self, spec: S, accumulator: A, span: Span, options: SliceOptions
+    ) -> dict[str, Any]:
+        """The estimate document of one shown slice of a breakdown (simultaneous intervals
+        over the slices' categories, no quantiles)."""
+
+    def document(self, spec: S, source: CountsSource, query: DocumentQuery) -> dict[str, Any]:
+        """The estimate document over ``source``'s range (a kind whose source may know
+        better, such as an export file's exact mle, reads it there)."""
+        return self.compute(
+            spec, self.from_source(spec, source), (source.first, source.last), query
+        )
+
+
+_ESTIMATORS: dict[type[MetricSpec], KindEstimator[Any, Any]] = {}
+"""Every server kind by the client kind class it estimates."""
+
+E = TypeVar("E", bound=KindEstimator[Any, Any])
+
+
+def register(kind: type[MetricSpec]) -> Callable[[type[E]], type[E]]:
+    """Register the decorated estimator class (one instance) as the server side of ``kind``
+    and of its subclasses that register none of their own."""
+
+    def decorate(cls: type[E]) -> type[E]:
+        _ESTIMATORS[kind] = cls()
+        return cls
+
+    return decorate
+
+
+def registered() -> dict[type[MetricSpec], KindEstimator[Any, Any]]:
+    """A copy of the registry: kind class to its estimator."""
+    return dict(_ESTIMATORS)
+
+
+def estimator_of(spec: MetricSpec | type[MetricSpec]) -> KindEstimator[Any, Any]:
+    """The estimator of ``spec``'s kind: its class's, or the nearest registered base's."""
+    cls = spec if isinstance(spec, type) else type(spec)
+    for base in cls.__mro__:
+        found = _ESTIMATORS.get(base)
+        if found is not None:
+            return found
+    raise TypeError(f"no estimator is registered for the kind {cls.__name__}")

@@ -1,0 +1,138 @@
+"""The categorical kind's server side (boolean as its case): support counts per period,
+summed per category, and the shares' estimate document from them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from deniable.client.kinds import CategoricalSpec
+from deniable.client.kinds.oracle import OracleSpec
+from deniable.client.spec import MetricSpec
+
+from ..choices import DEFAULT_METHOD
+from ..documents import estimate_document
+from ..frequency import estimate
+from ..results import CellStats, Estimate, PeriodCounts
+from .base import KindEstimator, Report, SliceOptions, Span, register
+
+if TYPE_CHECKING:
+    from ..engine import CountsSource, DocumentQuery
+
+
+@dataclass(frozen=True)
+class ShareCounts:
+    """The accumulator of a kind reported through a frequency oracle: each period's n and
+    support count per category, periods in label order."""
+
+    periods: tuple[PeriodCounts, ...]
+
+    def merge(self, other: ShareCounts) -> ShareCounts:
+        """Both accumulators' counts added, period by period (a period in one only kept)."""
+        merged: dict[str, PeriodCounts] = {p.period: p for p in self.periods}
+        for period in other.periods:
+            mine = merged.get(period.period)
+            merged[period.period] = (
+                period
+                if mine is None
+                else PeriodCounts(
+                    period.period,
+                    mine.n + period.n,
+                    [a + b for a, b in zip(mine.counts, period.counts, strict=True)],
+                )
+            )
+        return ShareCounts(tuple(merged[label] for label in sorted(merged)))
+
+
+def share_options(query: DocumentQuery) -> dict[str, Any]:
+    """The options of a share estimate, the method defaulted."""
+    return {
+        "confidence": query.confidence,
+        "method": query.method or DEFAULT_METHOD,
+        "simultaneous": query.simultaneous,
+        "pooling": query.pooling,
+    }
+
+
+def counted_shares(
+    spec: MetricSpec, periods: Sequence[PeriodCounts], options: dict[str, Any]
+) -> Estimate:
+    """The shares' estimate from ``periods``' counts (periods without reports add nothing)."""
+    return estimate(spec.randomizer, spec.categories, list(periods), **options)
+
+
+def oracle_counts(spec: OracleSpec, reports: Iterable[Report]) -> ShareCounts:
+    """The support counts of a batch of reports of ``spec``, per period."""
+    randomizer, width = spec.report_randomizer, spec.count_width
+    n: dict[str, int] = {}
+    counts: dict[str, list[int]] = {}
+    for period, payload in reports:
+        n[period] = n.get(period, 0) + 1
+        row = counts.setdefault(period, [0] * width)
+        for index in randomizer.supported(payload):
+            row[index] += 1
+    return ShareCounts(tuple(PeriodCounts(p, n[p], counts[p]) for p in sorted(n)))
+
+
+@register(CategoricalSpec)
+class CategoricalEstimator(KindEstimator[OracleSpec, ShareCounts]):
+    """Shares of categories: counts in, the shares' estimate document out."""
+
+    def from_reports(self, spec: OracleSpec, reports: Iterable[Report]) -> ShareCounts:
+        """The support counts of the reports, per period."""
+        return oracle_counts(spec, reports)
+
+    def from_source(self, spec: OracleSpec, source: CountsSource) -> ShareCounts:
+        """The source's counts per period."""
+        return ShareCounts(tuple(source.counts()))
+
+    def from_cell(self, spec: OracleSpec, stats: CellStats, labels: Sequence[str]) -> ShareCounts:
+        """The cell's counts of each period."""
+        return ShareCounts(
+            tuple(
+                PeriodCounts(label, int(stats.n[i]), stats.counts[i].tolist())
+                for i, label in enumerate(labels)
+            )
+        )
+
+    def slice_document(
+        self, spec: OracleSpec, accumulator: ShareCounts, span: Span, options: SliceOptions
+    ) -> dict[str, Any]:
+        """The slice's shares, simultaneous over its categories (a histogram's buckets too)."""
+        result = estimate(
+            spec.randomizer,
+            spec.categories,
+            list(accumulator.periods),
+            confidence=options.confidence,
+            method=options.method,  # type: ignore[arg-type]
+            simultaneous=True,
+            pooling=options.pooling,  # type: ignore[arg-type]
+        )
+        return estimate_document(spec.name, span[0], span[1], result)
+
+    def compute(
+        self, spec: OracleSpec, accumulator: ShareCounts, span: Span, query: DocumentQuery
+    ) -> dict[str, Any]:
+        """The shares' document from the counts."""
+        shares = counted_shares(spec, accumulator.periods, share_options(query))
+        return self.shares_document(spec, span, shares, lambda: accumulator.periods, query)
+
+    def document(
+        self, spec: OracleSpec, source: CountsSource, query: DocumentQuery
+    ) -> dict[str, Any]:
+        """The shares' document with the source's shares (an export file's exact mle runs
+        over its distinct reports), its counts read only if the kind needs them."""
+        shares = source.shares(spec, share_options(query))
+        return self.shares_document(spec, (source.first, source.last), shares, source.counts, query)
+
+    def shares_document(
+        self,
+        spec: OracleSpec,
+        span: Span,
+        shares: Estimate,
+        counts: Callable[[], Sequence[PeriodCounts]],
+        query: DocumentQuery,
+    ) -> dict[str, Any]:
+        """The document of ``shares`` (a kind that needs the counts too reads ``counts``)."""
+        return estimate_document(spec.name, span[0], span[1], shares)

@@ -1,0 +1,98 @@
+"""The numeric kind's server side: each period's n, sum of payloads and sum of their
+squares, and the mean's document from them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from deniable.client.kinds import NumericSpec
+
+from ..documents import mean_document
+from ..results import CellStats, PeriodSums
+from .base import KindEstimator, Report, SliceOptions, Span, register
+
+if TYPE_CHECKING:
+    from ..engine import CountsSource, DocumentQuery
+
+
+@dataclass(frozen=True)
+class MeanSums:
+    """The accumulator of a numeric metric: each period's sums, periods in label order."""
+
+    periods: tuple[PeriodSums, ...]
+
+    def merge(self, other: MeanSums) -> MeanSums:
+        """Both accumulators' sums added, period by period (a period in one only kept)."""
+        merged: dict[str, PeriodSums] = {p.period: p for p in self.periods}
+        for period in other.periods:
+            mine = merged.get(period.period)
+            merged[period.period] = (
+                period
+                if mine is None
+                else PeriodSums(
+                    period.period,
+                    mine.n + period.n,
+                    mine.total + period.total,
+                    mine.total_squares + period.total_squares,
+                )
+            )
+        return MeanSums(tuple(merged[label] for label in sorted(merged)))
+
+
+@register(NumericSpec)
+class NumericEstimator(KindEstimator[NumericSpec, MeanSums]):
+    """A mean: sums in, the mean's document (in value units) out."""
+
+    def from_reports(self, spec: NumericSpec, reports: Iterable[Report]) -> MeanSums:
+        """The sums of the reports' payloads (y on the [-1, 1] axis), per period."""
+        sums: dict[str, tuple[int, float, float]] = {}
+        for period, payload in reports:
+            if not isinstance(payload, int | float):
+                raise TypeError(f"metric {spec.name}: a numeric payload is a number")
+            y = float(payload)
+            n, total, squares = sums.get(period, (0, 0.0, 0.0))
+            sums[period] = (n + 1, total + y, squares + y * y)
+        return MeanSums(tuple(PeriodSums(p, *sums[p]) for p in sorted(sums)))
+
+    def from_source(self, spec: NumericSpec, source: CountsSource) -> MeanSums:
+        """The source's sums per period."""
+        return MeanSums(tuple(source.sums()))
+
+    def from_cell(self, spec: NumericSpec, stats: CellStats, labels: Sequence[str]) -> MeanSums:
+        """The cell's sums of each period."""
+        return MeanSums(
+            tuple(
+                PeriodSums(
+                    label, int(stats.n[i]), float(stats.total[i]), float(stats.total_squares[i])
+                )
+                for i, label in enumerate(labels)
+            )
+        )
+
+    def slice_document(
+        self, spec: NumericSpec, accumulator: MeanSums, span: Span, options: SliceOptions
+    ) -> dict[str, Any]:
+        """The slice's mean at the slice confidence."""
+        return mean_document(
+            spec,
+            span[0],
+            span[1],
+            list(accumulator.periods),
+            confidence=options.confidence,
+            pooling=options.pooling,
+        )
+
+    def compute(
+        self, spec: NumericSpec, accumulator: MeanSums, span: Span, query: DocumentQuery
+    ) -> dict[str, Any]:
+        """The mean's document."""
+        return mean_document(
+            spec,
+            span[0],
+            span[1],
+            list(accumulator.periods),
+            confidence=query.confidence,
+            pooling=query.pooling,
+        )

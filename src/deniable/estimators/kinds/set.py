@@ -1,0 +1,71 @@
+"""The set kind's server side: the k + L support counts of its oracle per period (the
+categorical accumulator, over the oracle's items), and each category's share of devices from
+them (:mod:`..setfrequency`, docs/STATS.md section 16)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from deniable.client.kinds import SetSpec
+
+from ..results import CellStats, PeriodCounts
+from ..setfrequency import set_document, set_estimate, set_source_document
+from .base import KindEstimator, Report, SliceOptions, Span, register
+from .categorical import ShareCounts, share_options
+
+if TYPE_CHECKING:
+    from ..engine import CountsSource, DocumentQuery
+
+
+@register(SetSpec)
+class SetEstimator(KindEstimator[SetSpec, ShareCounts]):
+    """Shares of devices: the oracle's k + L counts in, each category's share out (one
+    method, unbiased: the shares of a set do not lie on a simplex)."""
+
+    def from_reports(self, spec: SetSpec, reports: Iterable[Report]) -> ShareCounts:
+        """The oracle's support counts of the reports over its k + L items, per period."""
+        oracle, width = spec.randomizer, spec.count_width
+        n: dict[str, int] = {}
+        counts: dict[str, list[int]] = {}
+        for period, payload in reports:
+            n[period] = n.get(period, 0) + 1
+            row = counts.setdefault(period, [0] * width)
+            for index in oracle.supported(payload):
+                row[index] += 1
+        return ShareCounts(tuple(PeriodCounts(p, n[p], counts[p]) for p in sorted(n)))
+
+    def from_source(self, spec: SetSpec, source: CountsSource) -> ShareCounts:
+        """The source's k + L counts per period."""
+        return ShareCounts(tuple(source.counts()))
+
+    def from_cell(self, spec: SetSpec, stats: CellStats, labels: Sequence[str]) -> ShareCounts:
+        """The cell's k + L counts of each period."""
+        return ShareCounts(
+            tuple(
+                PeriodCounts(label, int(stats.n[i]), stats.counts[i].tolist())
+                for i, label in enumerate(labels)
+            )
+        )
+
+    def compute(
+        self, spec: SetSpec, accumulator: ShareCounts, span: Span, query: DocumentQuery
+    ) -> dict[str, Any]:
+        """Each category's share of devices over the periods."""
+        return set_source_document(
+            spec, span[0], span[1], accumulator.periods, share_options(query)
+        )
+
+    def slice_document(
+        self, spec: SetSpec, accumulator: ShareCounts, span: Span, options: SliceOptions
+    ) -> dict[str, Any]:
+        """The slice's shares of its devices, simultaneous over its categories."""
+        shares = set_estimate(
+            spec.set_randomizer,
+            spec.categories,
+            list(accumulator.periods),
+            confidence=options.confidence,
+            simultaneous=True,
+            pooling=options.pooling,
+        )
+        return set_document(spec.name, span[0], span[1], shares)
