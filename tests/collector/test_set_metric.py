@@ -201,6 +201,10 @@ def test_the_dashboard_shows_a_set_metric(databases: DatabaseFactory) -> None:
             sliced = browser.get("/dashboard/metrics/features/breakdown", params={"by": "platform"})
             assert sliced.status_code == 200, sliced.text
             assert "other" in sliced.text and "search" in sliced.text
+            sliced_csv = browser.get(
+                "/dashboard/metrics/features/breakdown.csv", params={"by": "platform"}
+            )
+            assert sliced_csv.status_code == 200 and "search" in sliced_csv.text
         with server.client(VIEWER_TOKEN) as prometheus:
             scraped = prometheus.get("/v1/estimates/metrics")
             assert scraped.status_code == 200, scraped.text

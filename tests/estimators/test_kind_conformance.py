@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from deniable.client.kinds import KINDS, HistogramSpec, NumericSpec, TextSpec
+from deniable.client.kinds import KINDS, HistogramSpec, NumericSpec, SetSpec, TextSpec
 from deniable.client.randomness import SeededRandomness
 from deniable.client.spec import MetricSpec
 from deniable.estimators import (
@@ -43,6 +43,7 @@ from deniable.estimators.kinds import (
     registered,
     share_options,
 )
+from deniable.estimators.setfrequency import set_document, set_estimate
 
 EXAMPLES: dict[str, tuple[dict[str, Any], list[Any]]] = {
     "boolean": ({"name": "dark_mode", "type": "boolean", "epsilon": 1.0}, [False, True, True]),
@@ -67,6 +68,17 @@ EXAMPLES: dict[str, tuple[dict[str, Any], list[Any]]] = {
     "text": (
         {"name": "search", "type": "text", "max_length": 4, "epsilon": 4.0},
         ["cats", "dogs", "cats", "cats"],
+    ),
+    "set": (
+        {
+            "name": "features",
+            "type": "set",
+            "categories": ["search", "share", "export", "print"],
+            "max_items": 2,
+            "epsilon": 2.0,
+            "mechanism": "oue",
+        },
+        [["search"], ["share", "export"], [], ["search", "share", "export"]],
     ),
 }
 """For each kind: a spec's JSON form and the values its devices record (cycled)."""
@@ -146,6 +158,16 @@ def engine_before(spec: MetricSpec, source: Pinned, query: DocumentQuery) -> dic
             candidates=candidates,
         )
     first, last = source.first, source.last
+    if isinstance(spec, SetSpec):  # as the set kind's estimate route made it
+        shares = set_estimate(
+            spec.set_randomizer,
+            spec.categories,
+            source.counts(),
+            confidence=query.confidence,
+            simultaneous=query.simultaneous,
+            pooling=query.pooling,
+        )
+        return set_document(spec.name, first, last, shares)
     if isinstance(spec, NumericSpec):
         return mean_document(
             spec, first, last, source.sums(), confidence=query.confidence, pooling=query.pooling

@@ -45,7 +45,7 @@ class ArchiveCounts:
         """One period's counts: its file's (every category counted, zero or not), or none."""
         found = self.files.get(label)
         if found is None:
-            return PeriodCounts(label, 0, [0] * self.spec.k)
+            return PeriodCounts(label, 0, [0] * self.spec.count_width)
         support = found.whole.support
         assert support is not None  # a file of a metric with categories counts each one
         return PeriodCounts(label, found.whole.n, support.tolist())

@@ -344,7 +344,7 @@ def read_cells(
     ``spec``. It reads one row per cell and period (its support packed in it), at most
     cells × periods rows, bounded by the caller.
     """
-    k = spec.k
+    k = spec.count_width
     found: dict[str, CellStats] = {}
     if not periods:
         return found
