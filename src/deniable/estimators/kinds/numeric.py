@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from deniable.client.kinds import NumericSpec
 
+from ..choices import Pooling
 from ..documents import mean_document
 from ..results import CellStats, PeriodSums
 from .base import KindEstimator, Report, SliceOptions, Span, merge_periods, register
@@ -82,7 +83,7 @@ class NumericEstimator(KindEstimator[NumericSpec, MeanSums]):
 
 
 def _mean_document(
-    spec: NumericSpec, accumulator: MeanSums, span: Span, confidence: float, pooling: str
+    spec: NumericSpec, accumulator: MeanSums, span: Span, confidence: float, pooling: Pooling
 ) -> dict[str, Any]:
     """The mean's document of ``accumulator``'s periods over ``span``, at ``confidence`` with
     ``pooling``: a breakdown's slice and a whole range differ only in these two."""
