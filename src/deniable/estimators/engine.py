@@ -62,6 +62,23 @@ class CountsSource(Protocol):
         ...
 
 
+class LabelledRange:
+    """A counts source's range as its period ``labels`` (oldest first, at least one): its
+    first and last label, as :class:`CountsSource` names them."""
+
+    labels: list[str]
+
+    @property
+    def first(self) -> str | None:
+        """The range's first label."""
+        return self.labels[0]
+
+    @property
+    def last(self) -> str | None:
+        """The range's last label."""
+        return self.labels[-1]
+
+
 class DocumentQuery(Protocol):
     """How the estimate is made: the collector's ``EstimateQuery`` is one, the CLI's
     :class:`DocumentOptions` another."""

@@ -10,13 +10,13 @@ import numpy as np
 
 from deniable.client.spec import MetricSpec
 from deniable.estimators import Estimate, PeriodCounts, PeriodSums
-from deniable.estimators.engine import CellStats
+from deniable.estimators.engine import CellStats, LabelledRange
 from deniable.estimators.kinds import counted_shares
 
 from .archivecounts import FileCounts
 
 
-class ArchiveCounts:
+class ArchiveCounts(LabelledRange):
     """The counts of ``spec`` over the periods ``labels`` from each archived file's
     (``files`` by period; a period without a file has no reports)."""
 
@@ -26,16 +26,6 @@ class ArchiveCounts:
         self.spec = spec
         self.labels = labels
         self.files = files
-
-    @property
-    def first(self) -> str | None:
-        """The range's first label."""
-        return self.labels[0]
-
-    @property
-    def last(self) -> str | None:
-        """The range's last label."""
-        return self.labels[-1]
 
     def counts(self) -> list[PeriodCounts]:
         """Each period's counts, in label order."""

@@ -72,10 +72,10 @@ class Comparison:
 
 
 @dataclass(frozen=True)
-class BreakdownEstimate:
-    """A metric's estimate per slice over the periods start..end (the estimate route's answer
-    to ``by`` or ``where``): ``slice_confidence`` is each slice's own level, which makes every
-    interval shown hold at once at ``confidence``."""
+class SlicedRead:
+    """What every answer by slice names first: the ``metric``, its periods ``start``..``end``,
+    the ``by`` dimensions and ``where`` filters that make the slices, and the ``confidence``
+    the query asked."""
 
     metric: str
     start: str
@@ -83,6 +83,14 @@ class BreakdownEstimate:
     by: list[str]
     where: dict[str, str]
     confidence: float
+
+
+@dataclass(frozen=True)
+class BreakdownEstimate(SlicedRead):
+    """A metric's estimate per slice over the periods start..end (the estimate route's answer
+    to ``by`` or ``where``): ``slice_confidence`` is each slice's own level, which makes every
+    interval shown hold at once at ``confidence``."""
+
     slice_confidence: float
     min_slice_reports: int
     slices: list[SliceEstimate]

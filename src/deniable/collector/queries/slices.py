@@ -19,7 +19,14 @@ from deniable.estimators.engine import CellStats
 
 from ..context import Collector
 from ..storage.queries import read_cells
-from .breakdown import SliceEstimate, breakdown, parse_by, parse_where, slice_count
+from .breakdown import (
+    SlicedRead,
+    SliceEstimate,
+    breakdown,
+    parse_by,
+    parse_where,
+    slice_count,
+)
 from .query import EstimateQuery
 from .refusal import refuse
 
@@ -35,16 +42,10 @@ class SlicePoint:
 
 
 @dataclass(frozen=True)
-class SliceSeries:
+class SliceSeries(SlicedRead):
     """The series route's answer to ``by`` or ``where``: a breakdown per period of start..end,
     oldest first, periods without reports included (every slice of theirs suppressed)."""
 
-    metric: str
-    start: str
-    end: str
-    by: list[str]
-    where: dict[str, str]
-    confidence: float
     method: str
     min_slice_reports: int
     series: list[SlicePoint]

@@ -10,14 +10,14 @@ import numpy as np
 from deniable.client.kinds import TextSpec
 from deniable.client.spec import MetricSpec
 from deniable.estimators import Estimate, PeriodCounts, PeriodSums
-from deniable.estimators.engine import CellStats
+from deniable.estimators.engine import CellStats, LabelledRange
 from deniable.estimators.kinds import counted_shares
 
 from ..storage.engine import Database
 from ..storage.queries import read_cells, read_counts, read_sums, read_text_cells
 
 
-class StoredCounts:
+class StoredCounts(LabelledRange):
     """The stored counts of ``spec`` over the periods ``labels`` (oldest first), each read
     once, when the engine first asks for it."""
 
@@ -26,16 +26,6 @@ class StoredCounts:
         self.spec = spec
         self.labels = labels
         self._counts: list[PeriodCounts] | None = None
-
-    @property
-    def first(self) -> str | None:
-        """The range's first label."""
-        return self.labels[0]
-
-    @property
-    def last(self) -> str | None:
-        """The range's last label."""
-        return self.labels[-1]
 
     def counts(self) -> list[PeriodCounts]:
         """The counts of each period, in label order (read once)."""

@@ -24,7 +24,7 @@ from ..queries.estimate import estimate
 from ..queries.query import CONFIDENCE_RULE, QUANTILE_RULE, EstimateQuery, listed
 from ..queries.series import series
 from ..queries.slices import SliceSeries
-from .common import DocumentResponse, MetricPeriodsQuery, metric_read
+from .common import DocumentResponse, MetricPeriods, MetricPeriodsQuery, metric_read
 
 router = APIRouter(tags=["estimates"])
 
@@ -68,6 +68,39 @@ class EstimateOptions:
 
 
 EstimateOptionsQuery = Annotated[EstimateOptions, Depends()]
+
+
+def estimate_query(
+    read: MetricPeriods,
+    options: EstimateOptions,
+    *,
+    pooling: Pooling = "overlap-safe",
+    quantiles: list[float] | None = None,
+    candidates: list[str] | None = None,
+    by: list[str] | None = None,
+    where: list[str] | None = None,
+    compare: str | None = None,
+    compare_to: str | None = None,
+) -> EstimateQuery:
+    """The query both estimate routes fill: ``read``'s metric and periods estimated with
+    ``options``, the repeatable parameters made query fields."""
+    return EstimateQuery(
+        read.name,
+        read.start,
+        read.end,
+        options.confidence,
+        options.method,
+        options.simultaneous,
+        pooling,
+        listed(quantiles),
+        listed(candidates),
+        listed(by),
+        listed(where),
+        compare,
+        compare_to,
+    )
+
+
 """The ``confidence``, ``method`` and ``simultaneous`` query parameters, as one object."""
 
 
@@ -132,20 +165,16 @@ def get_estimate(
 ) -> DocumentResponse:
     """The population estimate over the periods start..end (shares, a mean, quantiles or a
     text metric's heavy hitters), per slice with by/where, or its change with compare_to."""
-    query = EstimateQuery(
-        read.name,
-        read.start,
-        read.end,
-        options.confidence,
-        options.method,
-        options.simultaneous,
-        pooling,
-        listed(q),
-        listed(candidates),
-        listed(by),
-        listed(where),
-        compare,
-        compare_to,
+    query = estimate_query(
+        read,
+        options,
+        pooling=pooling,
+        quantiles=q,
+        candidates=candidates,
+        by=by,
+        where=where,
+        compare=compare,
+        compare_to=compare_to,
     )
     return DocumentResponse(estimate(collector(request), query))
 
@@ -180,15 +209,5 @@ def get_series(
 ) -> dict[str, Any]:
     """One estimate per period of start..end (:func:`..queries.series.series`), or with ``by``
     or ``where`` a breakdown per period (:mod:`..queries.slices`)."""
-    query = EstimateQuery(
-        read.name,
-        read.start,
-        read.end,
-        options.confidence,
-        options.method,
-        options.simultaneous,
-        quantiles=listed(q),
-        by=listed(by),
-        where=listed(where),
-    )
+    query = estimate_query(read, options, quantiles=q, by=by, where=where)
     return series(collector(request), query)

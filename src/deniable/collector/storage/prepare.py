@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 from deniable.client.kinds import NumericSpec, TextSpec
 from deniable.client.spec import MetricSpec
@@ -117,6 +117,16 @@ class PreparedBatch:
         return sqlite_insert_params(self.rows)
 
 
+class MetricPart(NamedTuple):
+    """One metric's share of a batch, as a preparer takes it: the whole ``batch``, the
+    ``metric``, the positions of its reports in the batch (``where``) and its ``spec``."""
+
+    batch: Sequence[ValidReport]
+    metric: str
+    where: list[int]
+    spec: MetricSpec
+
+
 def prepare_batch(
     batch: Sequence[ValidReport],
     specs: Mapping[str, MetricSpec],
@@ -139,22 +149,18 @@ def prepare_batch(
     prepared = PreparedBatch(list(batch), rows, {}, {}, per_metric, fingerprints)
     for metric, where in positions.items():
         spec = specs[metric]
-        _PREPARERS.get(type(spec), _prepare_categorical)(prepared, batch, metric, where, spec)
+        part = MetricPart(batch, metric, where, spec)
+        _PREPARERS.get(type(spec), _prepare_categorical)(prepared, part)
     prepared.counts.update(period_n(prepared.sums))
     if dialect == "sqlite":
         _ = prepared.sqlite_rows
     return prepared
 
 
-def _prepare_categorical(
-    prepared: PreparedBatch,
-    batch: Sequence[ValidReport],
-    metric: str,
-    where: list[int],
-    spec: MetricSpec,
-) -> None:
+def _prepare_categorical(prepared: PreparedBatch, part: MetricPart) -> None:
     """A frequency-oracle metric (categorical, boolean, histogram): its support matrix, with
     its support summed per period, or per (period, cell) if it has dimensions."""
+    batch, metric, where, spec = part
     rows = prepared.metrics[metric] = metric_rows(batch, where, spec)
     prepared.counts.update(
         reports_per_period(rows, metric) if spec.dimensions else rows.counts(metric)
@@ -164,15 +170,10 @@ def _prepare_categorical(
         prepared.cell_counts.update(grouped.counts(metric))
 
 
-def _prepare_numeric(
-    prepared: PreparedBatch,
-    batch: Sequence[ValidReport],
-    metric: str,
-    where: list[int],
-    spec: MetricSpec,
-) -> None:
+def _prepare_numeric(prepared: PreparedBatch, part: MetricPart) -> None:
     """A numeric metric: its payloads y, summed per period and, with dimensions, per
     (period, cell)."""
+    batch, metric, where, spec = part
     rows = prepared.numeric[metric] = numeric_rows(batch, where)
     prepared.sums.update(rows.sums(metric))
     if spec.dimensions:
@@ -180,15 +181,10 @@ def _prepare_numeric(
         prepared.cell_sums.update(grouped.sums(metric))
 
 
-def _prepare_text(
-    prepared: PreparedBatch,
-    batch: Sequence[ValidReport],
-    metric: str,
-    where: list[int],
-    spec: MetricSpec,
-) -> None:
+def _prepare_text(prepared: PreparedBatch, part: MetricPart) -> None:
     """A text metric: its sketch counts per period; with dimensions, its period n only, and
     its rows by (period, cell) for ``text_cell_counts``."""
+    batch, metric, where, spec = part
     rows = prepared.metrics[metric] = text_rows(batch, where, spec)
     if not spec.dimensions:
         prepared.counts.update(rows.counts(metric))
@@ -201,7 +197,7 @@ def _prepare_text(
     prepared.text_cell_counts.update(grouped.increments(metric))
 
 
-_Preparer = Callable[[PreparedBatch, Sequence[ValidReport], str, list[int], MetricSpec], None]
+_Preparer = Callable[[PreparedBatch, MetricPart], None]
 """Adds one metric's rows and sums to the batch being prepared."""
 
 _PREPARERS: dict[type[MetricSpec], _Preparer] = {

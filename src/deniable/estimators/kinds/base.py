@@ -53,6 +53,30 @@ class Accumulator(Protocol):
         ...
 
 
+class PeriodTotals(Protocol):
+    """One period's sufficient statistics, named by its period label."""
+
+    @property
+    def period(self) -> str:
+        """The period's label."""
+        ...
+
+
+P = TypeVar("P", bound=PeriodTotals)
+
+
+def merge_periods(
+    ours: Iterable[P], theirs: Iterable[P], add: Callable[[P, P], P]
+) -> tuple[P, ...]:
+    """Two accumulators' periods as one, in label order: a period in both is ``add(ours,
+    theirs)``, a period in one only is kept as it is."""
+    merged: dict[str, P] = {p.period: p for p in ours}
+    for period in theirs:
+        mine = merged.get(period.period)
+        merged[period.period] = period if mine is None else add(mine, period)
+    return tuple(merged[label] for label in sorted(merged))
+
+
 A = TypeVar("A", bound=Accumulator)
 S = TypeVar("S", bound=MetricSpec)
 

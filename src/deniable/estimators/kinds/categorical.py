@@ -15,7 +15,7 @@ from ..choices import DEFAULT_METHOD
 from ..documents import estimate_document
 from ..frequency import estimate
 from ..results import CellStats, Estimate, PeriodCounts
-from .base import KindEstimator, Report, SliceOptions, Span, register
+from .base import KindEstimator, Report, SliceOptions, Span, merge_periods, register
 
 if TYPE_CHECKING:
     from ..engine import CountsSource, DocumentQuery
@@ -30,19 +30,16 @@ class ShareCounts:
 
     def merge(self, other: ShareCounts) -> ShareCounts:
         """Both accumulators' counts added, period by period (a period in one only kept)."""
-        merged: dict[str, PeriodCounts] = {p.period: p for p in self.periods}
-        for period in other.periods:
-            mine = merged.get(period.period)
-            merged[period.period] = (
-                period
-                if mine is None
-                else PeriodCounts(
-                    period.period,
-                    mine.n + period.n,
-                    [a + b for a, b in zip(mine.counts, period.counts, strict=True)],
-                )
-            )
-        return ShareCounts(tuple(merged[label] for label in sorted(merged)))
+        return ShareCounts(merge_periods(self.periods, other.periods, _add_counts))
+
+
+def _add_counts(mine: PeriodCounts, theirs: PeriodCounts) -> PeriodCounts:
+    """One period's counts from two disjoint batches, added category by category."""
+    return PeriodCounts(
+        mine.period,
+        mine.n + theirs.n,
+        [a + b for a, b in zip(mine.counts, theirs.counts, strict=True)],
+    )
 
 
 def share_options(query: DocumentQuery) -> dict[str, Any]:

@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from deniable.client.kinds import NumericSpec
 
+from ..choices import Pooling
 from ..documents import mean_document
 from ..results import CellStats, PeriodSums
-from .base import KindEstimator, Report, SliceOptions, Span, register
+from .base import KindEstimator, Report, SliceOptions, Span, merge_periods, register
 
 if TYPE_CHECKING:
     from ..engine import CountsSource, DocumentQuery
@@ -25,20 +26,17 @@ class MeanSums:
 
     def merge(self, other: MeanSums) -> MeanSums:
         """Both accumulators' sums added, period by period (a period in one only kept)."""
-        merged: dict[str, PeriodSums] = {p.period: p for p in self.periods}
-        for period in other.periods:
-            mine = merged.get(period.period)
-            merged[period.period] = (
-                period
-                if mine is None
-                else PeriodSums(
-                    period.period,
-                    mine.n + period.n,
-                    mine.total + period.total,
-                    mine.total_squares + period.total_squares,
-                )
-            )
-        return MeanSums(tuple(merged[label] for label in sorted(merged)))
+        return MeanSums(merge_periods(self.periods, other.periods, _add_sums))
+
+
+def _add_sums(mine: PeriodSums, theirs: PeriodSums) -> PeriodSums:
+    """One period's sums from two disjoint batches, added."""
+    return PeriodSums(
+        mine.period,
+        mine.n + theirs.n,
+        mine.total + theirs.total,
+        mine.total_squares + theirs.total_squares,
+    )
 
 
 @register(NumericSpec)
@@ -75,24 +73,25 @@ class NumericEstimator(KindEstimator[NumericSpec, MeanSums]):
         self, spec: NumericSpec, accumulator: MeanSums, span: Span, options: SliceOptions
     ) -> dict[str, Any]:
         """The slice's mean at the slice confidence."""
-        return mean_document(
-            spec,
-            span[0],
-            span[1],
-            list(accumulator.periods),
-            confidence=options.confidence,
-            pooling=options.pooling,
-        )
+        return _mean_document(spec, accumulator, span, options.confidence, options.pooling)
 
     def compute(
         self, spec: NumericSpec, accumulator: MeanSums, span: Span, query: DocumentQuery
     ) -> dict[str, Any]:
         """The mean's document."""
-        return mean_document(
-            spec,
-            span[0],
-            span[1],
-            list(accumulator.periods),
-            confidence=query.confidence,
-            pooling=query.pooling,
-        )
+        return _mean_document(spec, accumulator, span, query.confidence, query.pooling)
+
+
+def _mean_document(
+    spec: NumericSpec, accumulator: MeanSums, span: Span, confidence: float, pooling: Pooling
+) -> dict[str, Any]:
+    """The mean's document of ``accumulator``'s periods over ``span``, at ``confidence`` with
+    ``pooling``: a breakdown's slice and a whole range differ only in these two."""
+    return mean_document(
+        spec,
+        span[0],
+        span[1],
+        list(accumulator.periods),
+        confidence=confidence,
+        pooling=pooling,
+    )
