@@ -5,6 +5,7 @@ estimated as each category's share of devices, with the 422s of what it does not
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import json
 import math
@@ -144,6 +145,31 @@ def test_a_payload_outside_the_oracles_items_is_refused(
         "payload": bad,
     }
     assert uploader.post("/v1/reports", json={"reports": [report]}).status_code == 422
+
+
+def test_an_implausible_oue_vector_of_a_set_is_refused_as_the_oracles(
+    admin: httpx.Client, uploader: httpx.Client
+) -> None:
+    """A set's payload is judged by its oracle over k + L items: oue's plausibility check
+    refuses a vector no honest device sends (no bit of 1,003 set), naming the metric."""
+    categories = [f"c{i}" for i in range(1000)]
+    spec = register(
+        admin,
+        MetricSpec.set_of(
+            unique_name("features"), categories, max_items=3, epsilon=1.0, mechanism="oue"
+        ),
+    )
+    report = {
+        "id": str(uuid.uuid4()),
+        "metric": spec.name,
+        "fingerprint": spec.fingerprint,
+        "period": DAY,
+        "payload": base64.b64encode(bytes(126)).decode(),
+    }
+    response = uploader.post("/v1/reports", json={"reports": [report]})
+    assert response.status_code == 422, response.text
+    reason = response.json()["detail"][0]["reason"]
+    assert spec.name in reason and "sets 0 of 1003 bits" in reason
 
 
 def test_a_set_value_is_checked_on_the_device() -> None:

@@ -169,8 +169,9 @@ _DERIVED_MAX = 10_000
 
 def payload_mechanism(spec: MetricSpec) -> Mechanism | NumericMechanism | PrefixSketch:
     """The mechanism that judges ``spec``'s payloads: its numeric one, its text sketch, or its
-    frequency oracle (a histogram's is over its buckets)."""
-    return spec.report_randomizer
+    frequency oracle (a histogram's is over its buckets, a set's over its k + L items, so that
+    oue's plausibility check and the fast canonical check apply to a set's payloads too)."""
+    return spec.frequency_oracle or spec.report_randomizer
 
 
 def _derived(spec: MetricSpec) -> tuple[str, PayloadCheck, PayloadParse, Plausibility | None]:
