@@ -156,7 +156,7 @@ class HistogramSeries(Series):
     """A histogram's series with quantile intervals per period (asked with ``q``), jointly at
     ``confidence`` within each period, and the metric's ``edges``."""
 
-    series: list[HistogramSeriesPoint]  # type: ignore[assignment]
+    series: list[HistogramSeriesPoint]
     edges: list[float] = field(kw_only=True)
 
 
@@ -285,7 +285,7 @@ def mean_in_value_units(
         spec.numeric_randomizer,
         list(periods),
         confidence=confidence,
-        pooling=pooling,  # type: ignore[arg-type]
+        pooling=pooling,
     )
     return in_value_units(result, spec.lower, spec.upper)
 

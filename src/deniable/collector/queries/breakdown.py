@@ -24,6 +24,7 @@ from deniable.estimators import (
     RangeEstimate,
     plain,
 )
+from deniable.estimators.choices import Method, Pooling
 from deniable.estimators.differences import interval_difference, verdict
 from deniable.estimators.engine import CellStats
 from deniable.estimators.heavyhitters import TextEstimate
@@ -238,8 +239,8 @@ def breakdown(
     where: dict[str, str],
     *,
     confidence: float,
-    method: str,
-    pooling: str,
+    method: Method,
+    pooling: Pooling,
     compare: tuple[str, str] | None = None,
     cells: dict[str, CellStats] | None = None,
     candidates: list[str] | None = None,
@@ -271,8 +272,8 @@ def breakdown_of_cells(
     *,
     minimum: int,
     confidence: float,
-    method: str,
-    pooling: str,
+    method: Method,
+    pooling: Pooling,
     compare: tuple[str, str] | None = None,
     candidates: list[str] | None = None,
 ) -> dict[str, Any]:
