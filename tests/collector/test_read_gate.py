@@ -215,7 +215,7 @@ def test_memory_exhaustion_is_503_with_retry_after_never_500(
     import numpy as np
 
     from deniable.client import MetricSpec
-    from deniable.estimators import engine as estimates
+    from deniable.estimators.kinds import text as estimates
     from testkit import register
 
     real = estimates.text_document

@@ -16,7 +16,7 @@ import datetime as dt
 import functools
 import math
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .errors import InvalidInput
 from .guarantees import PureDP, compose
@@ -86,18 +86,38 @@ class DeviceSettings:
                 f"lifetime_epsilon must be a number > 0 and at most {MAX_LIFETIME_EPSILON:g}"
                 " (or None)"
             )
-        memoize = self.memoize
-        if not isinstance(memoize, bool):
-            names = {memoize} if isinstance(memoize, str) else memoize
-            if not isinstance(names, Collection) or not all(isinstance(n, str) for n in names):
-                raise InvalidInput("memoize must be True, False or a collection of metric names")
-            object.__setattr__(self, "memoize", frozenset(names))
+        if not isinstance(self.memoize, bool):
+            object.__setattr__(self, "memoize", memoized_names(self.memoize))
+
+    @classmethod
+    def memoizing(
+        cls,
+        max_reports_per_period: int,
+        memoize: bool | Collection[str],
+        lifetime_epsilon: float | None,
+        instantaneous_ratio: float | None,
+    ) -> DeviceSettings:
+        """The settings with ``memoize`` given as ``True``, ``False`` or any collection of
+        metric names (as the SDK takes it), checked in the constructor's order."""
+        if isinstance(memoize, bool):
+            return cls(max_reports_per_period, memoize, lifetime_epsilon, instantaneous_ratio)
+        settings = cls(max_reports_per_period, False, lifetime_epsilon, instantaneous_ratio)
+        return replace(settings, memoize=memoized_names(memoize))
 
     def memoized(self, metric: str) -> bool:
         """Whether a device with these settings memoizes ``metric`` (as the recorder decides)."""
         return self.memoize is True or (
             not isinstance(self.memoize, bool) and metric in self.memoize
         )
+
+
+def memoized_names(memoize: object) -> frozenset[str]:
+    """``memoize`` given as metric names, as a frozenset (a single string is one name);
+    :class:`~.errors.InvalidInput` if it is not a collection of strings."""
+    names = {memoize} if isinstance(memoize, str) else memoize
+    if not isinstance(names, Collection) or not all(isinstance(n, str) for n in names):
+        raise InvalidInput("memoize must be True, False or a collection of metric names")
+    return frozenset(names)
 
 
 SDK_DEFAULTS = DeviceSettings()

@@ -199,9 +199,9 @@ class Client:
                 "backoff_cap": backoff_cap,
             },
         )
-        self._settings = DeviceSettings(
+        self._settings = DeviceSettings.memoizing(
             max_reports_per_period,
-            memoize,  # type: ignore[arg-type]
+            memoize,
             lifetime_epsilon,
             instantaneous_ratio,
         )

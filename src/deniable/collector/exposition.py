@@ -200,7 +200,7 @@ def export_page(state: Collector, page: str | None) -> bytes:
             continue
         families.add_estimate(spec, document)
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(families)  # type: ignore[arg-type]
+    registry.register(families)
     return generate_latest(registry)
 
 

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import TYPE_CHECKING, Any
 
 from .about import MetricAbout
+from .choices import Pooling
 from .heavyhitters import TextEstimate, TextSeries
 from .results import CategoryEstimate, Estimate, MeanEstimate, PeriodSums, QuantileInterval
 
@@ -119,7 +120,7 @@ class Series(MetricAbout):
     confidence: float
     method: str
     simultaneous: bool
-    series: list[SeriesPoint]
+    series: Sequence[SeriesPoint]
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,7 @@ class HistogramSeries(Series):
     """A histogram's series with quantile intervals per period (asked with ``q``), jointly at
     ``confidence`` within each period, and the metric's ``edges``."""
 
-    series: list[HistogramSeriesPoint]  # type: ignore[assignment]
+    series: list[HistogramSeriesPoint]
     edges: list[float] = field(kw_only=True)
 
 
@@ -275,7 +276,7 @@ def quantile_bounds(
 
 
 def mean_in_value_units(
-    spec: NumericSpec, periods: Sequence[PeriodSums], confidence: float, pooling: str
+    spec: NumericSpec, periods: Sequence[PeriodSums], confidence: float, pooling: Pooling
 ) -> MeanEstimate:
     """The mean of numeric ``spec`` over ``periods``, in value units; raises
     :class:`~deniable.client.errors.InvalidInput` for bad options or sums."""
@@ -285,7 +286,7 @@ def mean_in_value_units(
         spec.numeric_randomizer,
         list(periods),
         confidence=confidence,
-        pooling=pooling,  # type: ignore[arg-type]
+        pooling=pooling,
     )
     return in_value_units(result, spec.lower, spec.upper)
 
@@ -297,7 +298,7 @@ def mean_document(
     periods: Sequence[PeriodSums],
     *,
     confidence: float,
-    pooling: str,
+    pooling: Pooling,
 ) -> dict[str, Any]:
     """The estimate document of numeric ``spec`` over start..end from its periods' sums."""
     mean = mean_in_value_units(spec, periods, confidence, pooling)

@@ -24,6 +24,7 @@ Choices (STATS.md decides the formulas):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import TypedDict
 
 import numpy as np
 
@@ -35,6 +36,17 @@ from .consistency import composite_mle, is_krr, krr_mle, norm_sub
 from .intervals import intersect_simplex, per_category_alpha, unit_interval
 from .pooling import Pooled, pool
 from .results import CategoryEstimate, Estimate, PeriodCounts
+
+
+class Header(TypedDict):
+    """The fields every :class:`Estimate` of one call shares: how it was made, whatever the data."""
+
+    mechanism: str
+    epsilon: float
+    confidence: float
+    method: Method
+    pooling: Pooling
+    simultaneous: bool
 
 
 def period_arrays(
@@ -82,10 +94,10 @@ def period_arrays(
     return np.asarray(ns, dtype=np.int64), np.vstack(rows)
 
 
-def no_data(mechanism: Mechanism, categories: Sequence[str], header: dict[str, object]) -> Estimate:
+def no_data(mechanism: Mechanism, categories: Sequence[str], header: Header) -> Estimate:
     """The explicit "no data" estimate: no frequency, no SE, interval [0, 1]."""
     rows = [CategoryEstimate(c, None, None, 0.0, 1.0, None) for c in categories]
-    return Estimate(n=0, periods=0, estimates=rows, **header)  # type: ignore[arg-type]
+    return Estimate(n=0, periods=0, estimates=rows, **header)
 
 
 def point_estimate(mechanism: Mechanism, pooled: Pooled, method: str) -> np.ndarray:
@@ -100,7 +112,7 @@ def point_estimate(mechanism: Mechanism, pooled: Pooled, method: str) -> np.ndar
 
 
 def intervals_for(
-    header: dict[str, object], pooled: Pooled, point: np.ndarray
+    header: Header, pooled: Pooled, point: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """The intervals shown for ``method``: the unbiased ones within [0, 1] (never narrower
     than their margin), for consistent and mle also within the simplex when simultaneous,
@@ -116,7 +128,7 @@ def intervals_for(
 def finish(
     mechanism: Mechanism,
     categories: Sequence[str],
-    header: dict[str, object],
+    header: Header,
     n_periods: int,
     pooled: Pooled,
     point: np.ndarray,
@@ -158,7 +170,7 @@ def finish(
         margin=float(np.median(margin)),
         below_margin=below,
         margin_exceeds_most_shares=2 * below > len(rows),
-        **header,  # type: ignore[arg-type]
+        **header,
     )
 
 
@@ -188,9 +200,9 @@ def estimate_with(
     categories: Sequence[str],
     periods: PeriodCounts | Sequence[PeriodCounts],
     confidence: float,
-    method: str,
+    method: Method,
     simultaneous: bool,
-    pooling: str,
+    pooling: Pooling,
     point_for: Callable[[], np.ndarray] | None,
 ) -> Estimate:
     """:func:`estimate`, with the point estimate optionally supplied by ``point_for``."""
@@ -200,7 +212,7 @@ def estimate_with(
             f"expected {mechanism.k} categories for this mechanism, got {len(categories)}"
         )
     n, counts = period_arrays(mechanism, periods)
-    header: dict[str, object] = {
+    header: Header = {
         "mechanism": mechanism.name,
         "epsilon": mechanism.epsilon,
         "confidence": confidence,
@@ -211,6 +223,6 @@ def estimate_with(
     if len(n) == 0:
         return no_data(mechanism, categories, header)
     alpha = per_category_alpha(confidence, mechanism.k, simultaneous)
-    pooled = pool(mechanism, n, counts, alpha, pooling)  # type: ignore[arg-type]
+    pooled = pool(mechanism, n, counts, alpha, pooling)
     point = point_for() if point_for else point_estimate(mechanism, pooled, method)
     return finish(mechanism, categories, header, len(n), pooled, point)

@@ -118,7 +118,7 @@ def variance_bound(
     interval honest then, and it fades like 1/sqrt(n). Never above :func:`largest_variance`;
     that alone with a single report.
     """
-    floor = mechanism.variance(np.clip(mean, -1.0, 1.0))  # type: ignore[arg-type]
+    floor = mechanism.variance(np.clip(mean, -1.0, 1.0))
     slope = 1.0 + mechanism.variance(1.0) - mechanism.variance(0.0)
     cap = largest_variance(mechanism)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -150,7 +150,7 @@ def period_intervals(
         low, high = rate_interval(plus, n, alpha)
         variance = np.where(n > 1, sample, c1 * c1)
         return mean, np.sqrt(variance / n), c1 * (2 * low - 1), c1 * (2 * high - 1)
-    floor = mechanism.variance(np.clip(mean, -1.0, 1.0))  # type: ignore[arg-type]
+    floor = mechanism.variance(np.clip(mean, -1.0, 1.0))
     variance = np.where(n > 1, np.maximum(sample, floor), mechanism.worst_case_variance)
     bound = variance_bound(mechanism, n, sample, mean, alpha)
     half = stats.t.isf(alpha / 2, np.maximum(n - 1.0, 1.0)) * np.sqrt(bound / n)

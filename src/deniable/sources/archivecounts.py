@@ -363,10 +363,13 @@ def file_counts(
             rows = connection.execute(
                 f"SELECT {key}, CAST(payload AS BIGINT), count(*) FROM {source} GROUP BY 1, 2"
             ).fetchall()
+            supports: dict[str, np.ndarray] = {}
             for cell, index, n in rows:
-                counts = groups.setdefault(cell, CellCounts(0, np.zeros(width, dtype=np.int64)))
-                counts.n += int(n)
-                counts.support[int(index)] += int(n)  # type: ignore[index]
+                if cell not in supports:
+                    supports[cell] = np.zeros(width, dtype=np.int64)
+                    groups[cell] = CellCounts(0, supports[cell])
+                groups[cell].n += int(n)
+                supports[cell][int(index)] += int(n)
         else:
             width = spec.count_width
             batch_rows = max(1024, SUPPORT_CELLS // width)
@@ -385,7 +388,7 @@ def file_counts(
                             cell, CellCounts(0, np.zeros(width, dtype=np.int64))
                         )
                         counts.n += n
-                        counts.support += counts_of  # type: ignore[operator]
+                        counts.support += counts_of
             except _BitsPastK:
                 raise _first_invalid(fs, spec, path) from None
         for cell, counts in sorted(groups.items()):

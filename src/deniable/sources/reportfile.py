@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 from deniable.client.errors import InvalidInput
 from deniable.client.mechanisms import NUMERIC_MECHANISMS
@@ -152,7 +152,9 @@ def write_report_file(
 def file_format(path: Path) -> FileFormat | None:
     """The format ``path``'s extension names (``.parquet`` or ``.csv``, any case), or None."""
     suffix = path.suffix.lower().removeprefix(".")
-    return suffix if suffix in get_args(FileFormat) else None  # type: ignore[return-value]
+    if suffix not in get_args(FileFormat):
+        return None
+    return cast(FileFormat, suffix)
 
 
 def read_embedded_spec(path: Path) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from fastapi import Request
 
 from deniable.client.errors import InvalidInput
 from deniable.client.spec import MetricSpec, period_label, period_range
-from deniable.estimators.choices import periods_back
+from deniable.estimators.choices import Method, Pooling, periods_back
 from deniable.estimators.heavyhitters import floor
 
 from ..context import collector
@@ -68,8 +68,8 @@ def estimate(
     start: str | None,
     end: str | None,
     *,
-    method: str | None = None,
-    pooling: str = "overlap-safe",
+    method: Method | None = None,
+    pooling: Pooling = "overlap-safe",
     confidence: float = 0.95,
 ) -> dict[str, Any]:
     """The API's estimate document (simultaneous intervals, the API's default method unless
@@ -84,7 +84,7 @@ def series(
     start: str | None,
     end: str | None,
     *,
-    method: str | None = None,
+    method: Method | None = None,
     confidence: float = 0.95,
 ) -> dict[str, Any]:
     """The API's series document (simultaneous intervals, the API's default method unless
@@ -127,8 +127,10 @@ def band_of(document: dict[str, Any], category: str | None) -> list[tuple[float,
             band.append(None if mean["estimate"] is None else (mean["ci_low"], mean["ci_high"]))
             continue
         row = next((r for r in point["estimates"] if r["category"] == category), None)
-        known = row is not None and row["frequency"] is not None
-        band.append((row["ci_low"], row["ci_high"]) if known else None)  # type: ignore[index]
+        if row is None or row["frequency"] is None:
+            band.append(None)
+        else:
+            band.append((row["ci_low"], row["ci_high"]))
     return band
 
 

@@ -24,6 +24,7 @@ from deniable.estimators import (
     RangeEstimate,
     plain,
 )
+from deniable.estimators.choices import Method, Pooling
 from deniable.estimators.differences import interval_difference, verdict
 from deniable.estimators.engine import CellStats
 from deniable.estimators.heavyhitters import TextEstimate
@@ -45,6 +46,17 @@ class SliceEstimate:
     suppressed: bool
     note: str | None
     estimate: MeanRangeEstimate | HistogramEstimate | RangeEstimate | TextEstimate | None
+
+
+@dataclass(frozen=True)
+class MadeSlice:
+    """One slice as a breakdown makes it: its dimension values, and its estimate's document
+    (None when suppressed, ``note`` saying why); answered in the shape of :class:`SliceEstimate`."""
+
+    values: dict[str, str]
+    suppressed: bool
+    note: str | None
+    estimate: dict[str, Any] | None
 
 
 @dataclass(frozen=True)
@@ -111,8 +123,12 @@ def parse_compare(spec: MetricSpec, by: list[str], compare: str | None) -> tuple
     return first, second
 
 
-def _points(document: dict[str, Any]) -> list[tuple[str, float, float, float]]:
-    """(category, estimate, ci_low, ci_high) of a slice's document (a mean: one row)."""
+def _points(chosen: MadeSlice) -> list[tuple[str, float, float, float]]:
+    """(category, estimate, ci_low, ci_high) of a slice's document (a mean: one row); 422 if
+    the slice is suppressed."""
+    document = chosen.estimate
+    if document is None:
+        raise refuse(f"compare: slice {chosen.values} is {chosen.note}; nothing to compare")
     if "mean" in document:
         mean = document["mean"]
         return [("mean", mean["estimate"], mean["ci_low"], mean["ci_high"])]
@@ -122,16 +138,13 @@ def _points(document: dict[str, Any]) -> list[tuple[str, float, float, float]]:
     ]
 
 
-def compare_slices(first: SliceEstimate, second: SliceEstimate, confidence: float) -> Comparison:
+def compare_slices(first: MadeSlice, second: MadeSlice, confidence: float) -> Comparison:
     """First minus second per category, from the two slices' shown intervals: they all hold
     at once at ``confidence``, so [low1 - high2, high1 - low2] covers every difference at once
     too (:func:`~deniable.estimators.differences.interval_difference`); 422 if either slice is
     suppressed."""
-    for chosen in (first, second):
-        if chosen.estimate is None:
-            raise refuse(f"compare: slice {chosen.values} is {chosen.note}; nothing to compare")
     rows = []
-    a, b = _points(first.estimate), _points(second.estimate)  # type: ignore[arg-type]
+    a, b = _points(first), _points(second)
     for (category, x, low_x, high_x), (_, y, low_y, high_y) in zip(a, b, strict=True):
         if x is None or y is None:
             raise refuse("compare: a slice has no estimate to compare")
@@ -246,8 +259,8 @@ def breakdown(
     where: dict[str, str],
     *,
     confidence: float,
-    method: str,
-    pooling: str,
+    method: Method,
+    pooling: Pooling,
     compare: tuple[str, str] | None = None,
     cells: dict[str, CellStats] | None = None,
     candidates: list[str] | None = None,
@@ -279,8 +292,8 @@ def breakdown_of_cells(
     *,
     minimum: int,
     confidence: float,
-    method: str,
-    pooling: str,
+    method: Method,
+    pooling: Pooling,
     compare: tuple[str, str] | None = None,
     candidates: list[str] | None = None,
 ) -> dict[str, Any]:
@@ -296,19 +309,19 @@ def breakdown_of_cells(
     first, last = labels[0], labels[-1]
     kind = estimator_of(spec)
     options = SliceOptions(level, method, pooling, len(shown), candidates)
-    slices = []
+    slices: list[MadeSlice] = []
     for values in wanted:
         key = tuple(values.values())
         if key not in shown:
             note = f"suppressed, fewer than {minimum:,} reports"
-            slices.append(SliceEstimate(values, True, note, None))
+            slices.append(MadeSlice(values, True, note, None))
             continue
         accumulator = kind.from_cell(spec, sums[key], labels)
         try:
             document = kind.slice_document(spec, accumulator, (first, last), options)
         except InvalidInput as exc:
             raise refuse(f"metric {spec.name}: {exc}") from None
-        slices.append(SliceEstimate(values, False, None, document))  # type: ignore[arg-type]
+        slices.append(MadeSlice(values, False, None, document))
     comparison = None
     if compare is not None:
         named = {row.values[by[0]]: row for row in slices}

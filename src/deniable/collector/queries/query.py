@@ -67,7 +67,7 @@ class EstimateQuery:
         """Whether the query asks per slice (``by``, ``where`` or ``compare``)."""
         return self.by is not None or self.where is not None or self.compare is not None
 
-    def shares_method(self, numeric: bool) -> str:
+    def shares_method(self, numeric: bool) -> Method:
         """The method of its estimates: the one asked, else unbiased for a mean or the
         estimators' default for shares."""
         return self.method or ("unbiased" if numeric else DEFAULT_METHOD)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, Self, TypeVar
 from deniable.client.mechanisms import Payload
 from deniable.client.spec import MetricSpec
 
+from ..choices import Method, Pooling
 from ..results import CellStats
 
 if TYPE_CHECKING:
@@ -38,8 +39,8 @@ class SliceOptions:
     metric's ``candidates`` to score (None: discover)."""
 
     confidence: float
-    method: str
-    pooling: str
+    method: Method
+    pooling: Pooling
     shown: int
     candidates: list[str] | None = None
 

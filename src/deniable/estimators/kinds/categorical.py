@@ -102,9 +102,9 @@ class CategoricalEstimator(KindEstimator[OracleSpec, ShareCounts]):
             spec.categories,
             list(accumulator.periods),
             confidence=options.confidence,
-            method=options.method,  # type: ignore[arg-type]
+            method=options.method,
             simultaneous=True,
-            pooling=options.pooling,  # type: ignore[arg-type]
+            pooling=options.pooling,
         )
         return estimate_document(spec.name, span[0], span[1], result)
 
