@@ -120,7 +120,7 @@ class Series(MetricAbout):
     confidence: float
     method: str
     simultaneous: bool
-    series: Sequence[SeriesPoint]
+    series: list[SeriesPoint]
 
 
 @dataclass(frozen=True)
@@ -157,7 +157,7 @@ class HistogramSeries(Series):
     """A histogram's series with quantile intervals per period (asked with ``q``), jointly at
     ``confidence`` within each period, and the metric's ``edges``."""
 
-    series: list[HistogramSeriesPoint]
+    series: list[HistogramSeriesPoint]  # type: ignore[assignment]
     edges: list[float] = field(kw_only=True)
 
 
