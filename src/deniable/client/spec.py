@@ -219,6 +219,25 @@ def _check_common(name: Any, period: Any, mechanism: Any, delivery: Any, *type_n
         raise SpecError(f"metric {name}: delivery must be one of direct, shuffled")
 
 
+def _from_arguments(
+    type_name: MetricType,
+    name: str,
+    epsilon: float,
+    mechanism: str,
+    period: PeriodKind,
+    dimensions: Mapping[str, Sequence[str]] | None,
+    delivery: Delivery,
+    **domain: Any,
+) -> MetricSpec:
+    """The spec of kind ``type_name`` a factory (:meth:`MetricSpec.boolean` and the others)
+    builds from its arguments: the shared ones in the order every kind takes them, the
+    ``dimensions`` mapping as (name, values) pairs, and the kind's own ``domain`` fields."""
+    from .kinds import KINDS
+
+    kind = KINDS[type_name]
+    return kind(name, epsilon, mechanism, period, dims_argument(dimensions), delivery, **domain)
+
+
 Randomizer = Mechanism | NumericMechanism | PrefixSketch | PaddingSampling
 """Any kind's randomizer: a frequency oracle, a numeric mechanism, a prefix sketch or a set's
 padding-and-sampling."""
@@ -288,9 +307,7 @@ class MetricSpec(ABC):
         delivery: Delivery = "direct",
     ) -> MetricSpec:
         """A yes/no metric; its categories are ``false`` and ``true``."""
-        from .kinds import BooleanSpec
-
-        return BooleanSpec(name, epsilon, mechanism, period, dims_argument(dimensions), delivery)
+        return _from_arguments("boolean", name, epsilon, mechanism, period, dimensions, delivery)
 
     @classmethod
     def categorical(
@@ -305,14 +322,13 @@ class MetricSpec(ABC):
         delivery: Delivery = "direct",
     ) -> MetricSpec:
         """A metric over a fixed list of categories."""
-        from .kinds import CategoricalSpec
-
-        return CategoricalSpec(
+        return _from_arguments(
+            "categorical",
             name,
             epsilon,
             mechanism,
             period,
-            dims_argument(dimensions),
+            dimensions,
             delivery,
             categories=tuple(categories),
         )
@@ -331,14 +347,13 @@ class MetricSpec(ABC):
         delivery: Delivery = "direct",
     ) -> MetricSpec:
         """A number in [lower, upper] (values outside are clamped), for its mean."""
-        from .kinds import NumericSpec
-
-        return NumericSpec(
+        return _from_arguments(
+            "numeric",
             name,
             epsilon,
             mechanism,
             period,
-            dims_argument(dimensions),
+            dimensions,
             delivery,
             lower=lower,
             upper=upper,
@@ -357,14 +372,13 @@ class MetricSpec(ABC):
         delivery: Delivery = "direct",
     ) -> MetricSpec:
         """A number counted in the buckets between ``edges``, for its distribution."""
-        from .kinds import HistogramSpec
-
-        return HistogramSpec(
+        return _from_arguments(
+            "histogram",
             name,
             epsilon,
             mechanism,
             period,
-            dims_argument(dimensions),
+            dimensions,
             delivery,
             edges=tuple(edges),
         )
@@ -384,14 +398,13 @@ class MetricSpec(ABC):
         """Any string (UTF-8, cut to ``max_length`` bytes), for the strings many devices hold;
         ``dimensions`` as for the other types, within :data:`MAX_TEXT_CELLS` cells and
         :data:`MAX_TEXT_CELL_COUNTS` sketch counts."""
-        from .kinds import TextSpec
-
-        return TextSpec(
+        return _from_arguments(
+            "text",
             name,
             epsilon,
             mechanism,
             period,
-            dims_argument(dimensions),
+            dimensions,
             delivery,
             max_length=max_length,
         )
@@ -414,14 +427,13 @@ class MetricSpec(ABC):
         a device is expected to hold (a larger set is sampled down to L, which biases its
         categories' shares low: docs/STATS.md section 16). ``mechanism`` is the frequency
         oracle over k + L items the padded-and-sampled item goes through."""
-        from .kinds import SetSpec
-
-        return SetSpec(
+        return _from_arguments(
+            "set",
             name,
             epsilon,
             mechanism,
             period,
-            dims_argument(dimensions),
+            dimensions,
             delivery,
             categories=tuple(categories),
             max_items=max_items,
