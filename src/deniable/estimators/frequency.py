@@ -125,6 +125,36 @@ def intervals_for(
     return np.minimum(low, point), np.maximum(high, point)
 
 
+def category_rows(
+    categories: Sequence[str],
+    shown: np.ndarray,
+    se: list[float | None],
+    low: np.ndarray,
+    high: np.ndarray,
+    total: int,
+    unbiased: np.ndarray,
+) -> list[CategoryEstimate]:
+    """One row per category: its shown share, standard error, interval, count (share x
+    ``total``), unbiased share and whether that fell outside [0, 1]; shared by the categorical
+    and the set estimates. Whole arrays become Python floats at once (``.tolist()`` gives
+    exactly ``float(x)`` per element)."""
+    columns = zip(
+        categories,
+        shown.tolist(),
+        se,
+        low.tolist(),
+        high.tolist(),
+        (shown * total).tolist(),
+        unbiased.tolist(),
+        ((unbiased < 0.0) | (unbiased > 1.0)).tolist(),
+        strict=True,
+    )
+    return [
+        CategoryEstimate(str(c), f, s, lo, hi, count, u, clipped)
+        for c, f, s, lo, hi, count, u, clipped in columns
+    ]
+
+
 def finish(
     mechanism: Mechanism,
     categories: Sequence[str],
@@ -147,22 +177,7 @@ def finish(
     total = int(pooled.total)
     margin = (pooled.high - pooled.low) / 2.0
     below = int((shown < margin).sum())
-    # whole arrays to Python floats at once (.tolist() gives exactly float(x) per element)
-    columns = zip(
-        categories,
-        shown.tolist(),
-        se,
-        low.tolist(),
-        high.tolist(),
-        (shown * total).tolist(),
-        unbiased.tolist(),
-        ((unbiased < 0.0) | (unbiased > 1.0)).tolist(),
-        strict=True,
-    )
-    rows = [
-        CategoryEstimate(str(c), f, s, lo, hi, count, u, clipped)
-        for c, f, s, lo, hi, count, u, clipped in columns
-    ]
+    rows = category_rows(categories, shown, se, low, high, total, unbiased)
     return Estimate(
         n=total,
         periods=n_periods,

@@ -27,7 +27,7 @@ from deniable.client.mechanisms import PaddingSampling
 from .choices import Pooling, check_options
 from .differences import Change, finished_change, row_alpha
 from .documents import plain
-from .frequency import period_arrays
+from .frequency import category_rows, period_arrays
 from .intervals import per_category_alpha, unit_interval
 from .pooling import Pooled, pool
 from .results import CategoryEstimate, Estimate, PeriodCounts
@@ -130,21 +130,7 @@ def set_estimate(
     low, high = unit_interval(raw_low, raw_high)
     shown = np.clip(unbiased, low, high)
     total = int(shares.total)
-    columns = zip(
-        categories,
-        shown.tolist(),
-        shares.std_error.tolist(),
-        low.tolist(),
-        high.tolist(),
-        (shown * total).tolist(),
-        unbiased.tolist(),
-        ((unbiased < 0.0) | (unbiased > 1.0)).tolist(),
-        strict=True,
-    )
-    rows = [
-        CategoryEstimate(str(c), f, s, lo, hi, count, u, clipped)
-        for c, f, s, lo, hi, count, u, clipped in columns
-    ]
+    rows = category_rows(categories, shown, shares.std_error.tolist(), low, high, total, unbiased)
     return document(rows, total, (raw_high - raw_low) / 2.0)
 
 
