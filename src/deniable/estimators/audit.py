@@ -171,6 +171,34 @@ def payload_ints(payloads: list[Any], low: int, high: int, what: str) -> np.ndar
     return values.astype(np.int64)
 
 
+def oue_payload_bits(payloads: list[Any], n_bytes: int) -> np.ndarray:
+    """oue payloads (base64 of ``n_bytes`` bytes each) as one row of bits per report, bit i of
+    a row being item i; :class:`AuditError` for a payload that is not so."""
+    import numpy as np
+
+    try:
+        joined = b"".join(base64.b64decode(p, validate=True) for p in payloads)
+        raw = np.frombuffer(joined, np.uint8).reshape(len(payloads), n_bytes)
+    except (TypeError, ValueError):
+        raise AuditError(f"oue payloads are not all base64 of {n_bytes} bytes") from None
+    return np.unpackbits(raw, axis=1, bitorder="little")
+
+
+def olh_payload_columns(payloads: list[Any]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """olh payloads as their ``a``, ``b`` and ``y`` columns (int64 arrays);
+    :class:`AuditError` for a payload that is not an object of integers below 2^31 - 1."""
+    import numpy as np
+
+    try:
+        table = np.array([(p["a"], p["b"], p["y"]) for p in payloads])
+    except (TypeError, KeyError):
+        raise AuditError('olh payloads are not all objects with "a", "b", "y"') from None
+    if table.dtype.kind not in "iu" or table.min() < 0 or table.max() >= OLH_PRIME:
+        raise AuditError("olh payloads are not all integers below 2^31 - 1")
+    a, b, y = table.astype(np.int64).T
+    return a, b, y
+
+
 def ordered_pairs(m: int) -> list[tuple[int, int]]:
     """Every ordered pair (a, b) of distinct positions among m inputs."""
     return [(a, b) for a in range(m) for b in range(m) if a != b]
@@ -201,12 +229,7 @@ def _oue_family(spec: MetricSpec, indices: list[int]) -> EventFamily:
     rows, columns = np.array(pairs, dtype=np.int64).reshape(-1, 2).T
 
     def count(payloads: list[Any]) -> np.ndarray:
-        try:
-            joined = b"".join(base64.b64decode(p, validate=True) for p in payloads)
-            raw = np.frombuffer(joined, np.uint8).reshape(len(payloads), n_bytes)
-        except (TypeError, ValueError):
-            raise AuditError(f"oue payloads are not all base64 of {n_bytes} bytes") from None
-        bits = np.unpackbits(raw, axis=1, bitorder="little")[:, indices].astype(np.int64)
+        bits = oue_payload_bits(payloads, n_bytes)[:, indices].astype(np.int64)
         joint = bits.T @ (1 - bits)  # [a, b]: reports with bit a = 1 and bit b = 0
         return np.concatenate([joint[rows, columns], bits.sum(axis=0)])
 
@@ -227,13 +250,7 @@ def _olh_family(spec: MetricSpec, indices: list[int]) -> EventFamily:
     values = np.array(indices, dtype=np.int64)
 
     def count(payloads: list[Any]) -> np.ndarray:
-        try:
-            table = np.array([(p["a"], p["b"], p["y"]) for p in payloads])
-        except (TypeError, KeyError):
-            raise AuditError('olh payloads are not all objects with "a", "b", "y"') from None
-        if table.dtype.kind not in "iu" or table.min() < 0 or table.max() >= OLH_PRIME:
-            raise AuditError("olh payloads are not all integers below 2^31 - 1")
-        a, b, y = table.astype(np.int64).T
+        a, b, y = olh_payload_columns(payloads)
         hashes = ((a[:, None] * values + b[:, None]) % OLH_PRIME) % g
         hit = hashes == y[:, None]
         return np.array(

@@ -19,13 +19,21 @@ krr gets the verdict ``loose``: the code spends less privacy than the metric is 
 
 from __future__ import annotations
 
-import base64
 from typing import TYPE_CHECKING, Any
 
 from deniable.client.kinds import SetSpec
 from deniable.client.mechanisms import OLH, OLH_PRIME
 
-from .audit import AuditError, EventFamily, audit_inputs, event_family, ordered_pairs, payload_ints
+from .audit import (
+    AuditError,
+    EventFamily,
+    audit_inputs,
+    event_family,
+    olh_payload_columns,
+    ordered_pairs,
+    oue_payload_bits,
+    payload_ints,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -83,12 +91,7 @@ def set_family(spec: SetSpec, values: list[Any]) -> EventFamily:
         n_bytes = (ps.width + 7) // 8
 
         def count_oue(payloads: list[Any]) -> np.ndarray:
-            try:
-                joined = b"".join(base64.b64decode(p, validate=True) for p in payloads)
-                raw = np.frombuffer(joined, np.uint8).reshape(len(payloads), n_bytes)
-            except (TypeError, ValueError):
-                raise AuditError(f"oue payloads are not all base64 of {n_bytes} bytes") from None
-            bits = np.unpackbits(raw, axis=1, bitorder="little").astype(bool)
+            bits = oue_payload_bits(payloads, n_bytes).astype(bool)
             joint = [
                 (bits[:, one].all(axis=1) & ~bits[:, zero].any(axis=1)).sum()
                 for one, zero in zip(ones, zeros, strict=True)
@@ -104,13 +107,7 @@ def set_family(spec: SetSpec, values: list[Any]) -> EventFamily:
     g = oracle.g
 
     def count_olh(payloads: list[Any]) -> np.ndarray:
-        try:
-            table = np.array([(p["a"], p["b"], p["y"]) for p in payloads])
-        except (TypeError, KeyError):
-            raise AuditError('olh payloads are not all objects with "a", "b", "y"') from None
-        if table.dtype.kind not in "iu" or table.min() < 0 or table.max() >= OLH_PRIME:
-            raise AuditError("olh payloads are not all integers below 2^31 - 1")
-        a, b, y = table.astype(np.int64).T
+        a, b, y = olh_payload_columns(payloads)
         items = np.arange(ps.width, dtype=np.int64)
         hit = ((a[:, None] * items + b[:, None]) % OLH_PRIME) % g == y[:, None]
         return np.array(
