@@ -23,6 +23,17 @@ def oracle_payload_chars(mechanism: str, k: int) -> int:
     return len(str(k - 1))
 
 
+def check_categories(metric: str, categories: tuple[str, ...]) -> None:
+    """Check a kind's categories: at least two, distinct, each a non-empty string;
+    :class:`~.errors.SpecError` names the metric and the problem."""
+    if not all(isinstance(c, str) and c for c in categories):
+        raise SpecError(f"metric {metric}: categories must be non-empty strings")
+    if len(set(categories)) != len(categories):
+        raise SpecError(f"metric {metric}: categories must be distinct")
+    if len(categories) < 2:
+        raise SpecError(f"metric {metric}: needs at least 2 categories")
+
+
 @dataclass(frozen=True)
 class OracleSpec(MetricSpec):
     """A kind whose reports come from a frequency oracle (krr, brr, oue, olh) over its
@@ -33,12 +44,7 @@ class OracleSpec(MetricSpec):
     def _resolve_oracle(self, categories: tuple[str, ...]) -> None:
         """Check ``categories`` and resolve the mechanism over them (``auto`` picks krr for
         two categories but a boolean's, else the least variance)."""
-        if not all(isinstance(c, str) and c for c in categories):
-            raise SpecError(f"metric {self.name}: categories must be non-empty strings")
-        if len(set(categories)) != len(categories):
-            raise SpecError(f"metric {self.name}: categories must be distinct")
-        if len(categories) < 2:
-            raise SpecError(f"metric {self.name}: needs at least 2 categories")
+        check_categories(self.name, categories)
         boolean = self._takes_brr()
         if self.mechanism in NUMERIC_MECHANISMS:
             raise SpecError(

@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 from ..errors import InvalidInput, SpecError
 from ..mechanisms import Mechanism, PaddingSampling, make_set_mechanism
 from ..spec import MetricSpec, MetricType
-from .oracle import oracle_payload_chars
+from .oracle import check_categories, oracle_payload_chars
 
 
 @dataclass(frozen=True)
@@ -31,12 +31,7 @@ class SetSpec(MetricSpec):
         """Check the categories and ``max_items`` and resolve the oracle over k + L items
         (``auto``: the least variance)."""
         categories = tuple(self.categories)
-        if not all(isinstance(c, str) and c for c in categories):
-            raise SpecError(f"metric {self.name}: categories must be non-empty strings")
-        if len(set(categories)) != len(categories):
-            raise SpecError(f"metric {self.name}: categories must be distinct")
-        if len(categories) < 2:
-            raise SpecError(f"metric {self.name}: needs at least 2 categories")
+        check_categories(self.name, categories)
         if self.max_items is None:
             raise SpecError(
                 f"metric {self.name}: a set metric needs max_items, the most categories a"
