@@ -230,8 +230,8 @@ def file_document(
         if kind == "series":
             periods = ExportCounts(reports).sums()
             return mean_series_document(spec, periods, confidence=options["confidence"])
-    if isinstance(spec, SetSpec):  # its shares' one estimator, which the documents name
-        options = {**options, "method": "unbiased"}
+    if spec.fixed_method is not None:  # the kind's one estimator, which the documents name
+        options = {**options, "method": spec.fixed_method}
     with fitting_progress(options.get("method", "")) as progress:
         if kind == "estimate":
             query = DocumentOptions.of({**options, "quantiles": qs})

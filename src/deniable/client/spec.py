@@ -270,6 +270,12 @@ class MetricSpec(ABC):
     """Whether a device may memoize the kind's reports (one permanent answer per value); a set
     metric's values are too many to remember, so it is always reported afresh."""
 
+    fixed_method: ClassVar[str | None] = None
+    """The kind's one estimator, which its documents name whatever method is asked (a numeric
+    mean's and a set's shares': ``unbiased``), or None where the method is the caller's."""
+    sliced_series: ClassVar[bool] = True
+    """Whether the kind answers a series by slice (``by``/``where``); a set does not yet."""
+
     name: str
     epsilon: float
     mechanism: str = "auto"

@@ -40,6 +40,8 @@ class NumericSpec(MetricSpec):
     """A number in [``lower``, ``upper``], for its mean."""
 
     type: ClassVar[MetricType] = "numeric"
+    fixed_method: ClassVar[str | None] = "unbiased"
+    """A mean has one estimator."""
 
     lower: float = field(kw_only=True)
     upper: float = field(kw_only=True)

@@ -22,6 +22,10 @@ class SetSpec(MetricSpec):
     type: ClassVar[MetricType] = "set"
     memoizable: ClassVar[bool] = False
     """A set's values, the subsets, are too many to remember: every report is drawn afresh."""
+    fixed_method: ClassVar[str | None] = "unbiased"
+    """Its shares have one estimator: they are not on a simplex."""
+    sliced_series: ClassVar[bool] = False
+    """A series by slice of its shares is not available yet."""
 
     categories: tuple[str, ...] = field(kw_only=True)
     max_items: int = field(kw_only=True)

@@ -231,7 +231,7 @@ def period_comparison(
             baseline[-1],
             confidence,
             level,
-            "unbiased" if isinstance(spec, NumericSpec | SetSpec) else method,
+            spec.fixed_method or method,
             pooling,
             dims,
             kept,

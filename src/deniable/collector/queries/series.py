@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from deniable.client.errors import InvalidInput
-from deniable.client.kinds import HistogramSpec, NumericSpec, SetSpec, TextSpec
+from deniable.client.kinds import HistogramSpec, NumericSpec, TextSpec
 from deniable.client.spec import MetricSpec
 from deniable.estimators import (
     histogram_series_document,
@@ -45,9 +45,9 @@ def series(state: Collector, query: EstimateQuery) -> dict[str, Any]:
     adds each period's quantile intervals (``quantiles``) and the metric's ``edges``. With
     ``by`` or ``where``, a breakdown per period instead (:mod:`.slices`)."""
     spec, labels = range_labels(state, query.metric, query.start, query.end)
-    if isinstance(spec, SetSpec) and (query.by is not None or query.where is not None):
+    if not spec.sliced_series and (query.by is not None or query.where is not None):
         raise refuse(
-            f"{spec.name} is a set metric: a series by slice of its shares is not"
+            f"{spec.name} is a {spec.type} metric: a series by slice of its shares is not"
             " available yet; ask for its series without by or where"
         )
     if query.by is not None or query.where is not None:
@@ -72,8 +72,8 @@ def series(state: Collector, query: EstimateQuery) -> dict[str, Any]:
             raise refused(spec, exc) from None
     periods = range_counts(state, spec, labels)
     chosen = share_options(query)
-    if isinstance(spec, SetSpec):  # its shares' one estimator, which the document names
-        chosen["method"] = "unbiased"
+    if spec.fixed_method is not None:  # the kind's one estimator, which the document names
+        chosen["method"] = spec.fixed_method
     points = [(period.period, estimate_periods(spec, [period], **chosen)) for period in periods]
     if not qs:
         return about(state, spec, series_document(spec.name, points, **chosen))
