@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from deniable.client.errors import InvalidInput
-from deniable.client.kinds import HistogramSpec, NumericSpec, SetSpec
+from deniable.client.kinds import HistogramSpec, NumericSpec
 from deniable.client.spec import MetricSpec
 from deniable.estimators import (
     Estimate,
@@ -24,14 +24,11 @@ from deniable.estimators import (
     check_numeric_method,
     check_quantiles,
 )
-from deniable.estimators.setfrequency import set_estimate
+from deniable.estimators.kinds import estimator_of
 from deniable.sources.reportfile import read_embedded_spec, read_report_file
 
 from .periods import check_range_size, resolve_range
 from .specs import spec_from_served
-
-SET_OPTIONS = ("confidence", "simultaneous", "pooling")
-"""The options a set metric's estimate takes (its one method is unbiased)."""
 
 if TYPE_CHECKING:
     import numpy as np
@@ -69,16 +66,8 @@ class FileReports:
         the API's explicit no-data answer."""
         import polars as pl
 
-        from deniable.estimators import estimate_reports
-
         frame = self.frame if period is None else self.frame.filter(pl.col("period") == period)
-        if isinstance(self.spec, SetSpec):  # its shares of devices from its k + L counts
-            from deniable.estimators import report_counts
-
-            counts = report_counts(self.spec.randomizer, frame)
-            shares = {key: value for key, value in options.items() if key in SET_OPTIONS}
-            return set_estimate(self.spec.set_randomizer, self.spec.categories, counts, **shares)
-        return estimate_reports(self.spec.randomizer, self.spec.categories, frame, **options)
+        return estimator_of(self.spec).reports_estimate(self.spec, frame, **options)
 
     def sums(self) -> list[PeriodSums]:
         """A numeric metric's per-period sums of its reports' payloads, in label order."""

@@ -15,19 +15,16 @@ from typing import Any
 import numpy as np
 
 from deniable.client.errors import InvalidInput
-from deniable.client.kinds import NumericSpec, SetSpec
+from deniable.client.kinds import NumericSpec
 from deniable.client.spec import MetricSpec, period_count, period_range
-from deniable.estimators import PeriodCounts, PeriodSums
 from deniable.estimators.choices import periods_back
 from deniable.estimators.differences import (
     Change,
     dependence,
-    mean_change,
     row_alpha,
-    share_changes,
 )
 from deniable.estimators.engine import CellStats
-from deniable.estimators.setfrequency import set_changes
+from deniable.estimators.kinds import estimator_of
 
 from ..context import Collector
 from ..storage.queries import read_counts, read_sums
@@ -104,20 +101,6 @@ def baseline_labels(spec: MetricSpec, labels: list[str], compare_to: str, limit:
     return period_range(spec.period, first, last)
 
 
-def _shares(labels: list[str], stats: CellStats) -> list[PeriodCounts]:
-    return [
-        PeriodCounts(label, int(stats.n[i]), stats.counts[i].tolist())
-        for i, label in enumerate(labels)
-    ]
-
-
-def _sums(labels: list[str], stats: CellStats) -> list[PeriodSums]:
-    return [
-        PeriodSums(label, int(stats.n[i]), float(stats.total[i]), float(stats.total_squares[i]))
-        for i, label in enumerate(labels)
-    ]
-
-
 def _whole(state: Collector, spec: MetricSpec, labels: list[str]) -> CellStats:
     """The whole population's statistics over ``labels`` (the metric's totals)."""
     if isinstance(spec, NumericSpec):
@@ -138,35 +121,8 @@ def _rows(
     stats: tuple[CellStats, CellStats],
     **options: Any,
 ) -> list[Change]:
-    """The change rows of one slice from its two windows' statistics."""
-    (now, then), (current, baseline) = windows, stats
-    if isinstance(spec, NumericSpec):
-        options.pop("method")
-        change = mean_change(
-            spec.numeric_randomizer,
-            spec.lower,
-            spec.upper,
-            _sums(now, current),
-            _sums(then, baseline),
-            **options,
-        )
-        return [change]
-    if isinstance(spec, SetSpec):  # its shares of devices, one estimator (unbiased)
-        options.pop("method")
-        return set_changes(
-            spec.set_randomizer,
-            spec.categories,
-            _shares(now, current),
-            _shares(then, baseline),
-            **options,
-        )
-    return share_changes(
-        spec.randomizer,
-        spec.categories,
-        _shares(now, current),
-        _shares(then, baseline),
-        **options,
-    )
+    """The change rows of one slice from its two windows' statistics, as its kind has them."""
+    return estimator_of(spec).changes(spec, windows, stats, **options)
 
 
 def period_comparison(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from deniable.client.errors import InvalidInput
-from deniable.client.kinds import HistogramSpec, SetSpec
+from deniable.client.kinds import HistogramSpec
 from deniable.client.spec import MetricSpec
 from deniable.estimators import (
     Estimate,
@@ -15,9 +15,8 @@ from deniable.estimators import (
     PeriodSums,
     check_numeric_method,
     check_quantiles,
-    estimate,
 )
-from deniable.estimators.setfrequency import set_estimate
+from deniable.estimators.kinds import estimator_of
 
 from ..context import Collector
 from ..storage.queries import load_about, read_counts, read_sums
@@ -54,10 +53,7 @@ def estimate_periods(spec: MetricSpec, periods: list[PeriodCounts], **options: A
     """The estimate over ``periods`` (those without reports add nothing); 422 naming the metric
     if the estimators refuse the options or the counts."""
     try:
-        if isinstance(spec, SetSpec):  # its one method is unbiased: the shares are not on a simplex
-            shares = {key: value for key, value in options.items() if key != "method"}
-            return set_estimate(spec.set_randomizer, spec.categories, periods, **shares)
-        return estimate(spec.randomizer, spec.categories, periods, **options)
+        return estimator_of(spec).share_estimate(spec, periods, **options)
     except InvalidInput as exc:
         raise refused(spec, exc) from None
 

@@ -20,9 +20,13 @@ from deniable.client.mechanisms import Payload
 from deniable.client.spec import MetricSpec
 
 from ..choices import Method, Pooling
-from ..results import CellStats
+from ..differences import Change, share_changes
+from ..frequency import estimate
+from ..results import CellStats, Estimate, PeriodCounts, PeriodSums
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from ..engine import CountsSource, DocumentQuery
 
 Report = tuple[str, Payload]
@@ -30,6 +34,25 @@ Report = tuple[str, Payload]
 
 Span = tuple[str | None, str | None]
 """The first and last period label a document names (None where unknown)."""
+
+Windows = tuple[list[str], list[str]]
+"""A comparison's two windows of period labels: the current one and its baseline."""
+
+
+def cell_counts(labels: Sequence[str], stats: CellStats) -> list[PeriodCounts]:
+    """A cell's support counts of each period of ``labels``, as the share estimators take them."""
+    return [
+        PeriodCounts(label, int(stats.n[i]), stats.counts[i].tolist())
+        for i, label in enumerate(labels)
+    ]
+
+
+def cell_sums(labels: Sequence[str], stats: CellStats) -> list[PeriodSums]:
+    """A cell's sums of each period of ``labels``, as the mean estimators take them."""
+    return [
+        PeriodSums(label, int(stats.n[i]), float(stats.total[i]), float(stats.total_squares[i]))
+        for i, label in enumerate(labels)
+    ]
 
 
 @dataclass(frozen=True)
@@ -108,6 +131,32 @@ class KindEstimator(ABC, Generic[S, A]):
     ) -> dict[str, Any]:
         """The estimate document of one shown slice of a breakdown (simultaneous intervals
         over the slices' categories, no quantiles)."""
+
+    def share_estimate(self, spec: S, periods: Sequence[PeriodCounts], **options: Any) -> Estimate:
+        """The shares' estimate over ``periods`` (a kind with shares; the default is the
+        frequency oracle's, with the options as given)."""
+        return estimate(spec.randomizer, spec.categories, periods, **options)
+
+    def reports_estimate(self, spec: S, table: pl.DataFrame, **options: Any) -> Estimate:
+        """The shares' estimate from a table of raw reports (an export file's), the default
+        the frequency oracle's over its reports."""
+        from ..reports import estimate_reports
+
+        return estimate_reports(spec.randomizer, spec.categories, table, **options)
+
+    def changes(
+        self, spec: S, windows: Windows, stats: tuple[CellStats, CellStats], **options: Any
+    ) -> list[Change]:
+        """The change rows of one slice between its current and baseline window's statistics
+        (the default: each category's share, with the method asked)."""
+        (now, then), (current, baseline) = windows, stats
+        return share_changes(
+            spec.randomizer,
+            spec.categories,
+            cell_counts(now, current),
+            cell_counts(then, baseline),
+            **options,
+        )
 
     def document(self, spec: S, source: CountsSource, query: DocumentQuery) -> dict[str, Any]:
         """The estimate document over ``source``'s range (a kind whose source may know

@@ -10,9 +10,19 @@ from typing import TYPE_CHECKING, Any
 from deniable.client.kinds import NumericSpec
 
 from ..choices import Pooling
+from ..differences import Change, mean_change
 from ..documents import mean_document
 from ..results import CellStats, PeriodSums
-from .base import KindEstimator, Report, SliceOptions, Span, merge_periods, register
+from .base import (
+    KindEstimator,
+    Report,
+    SliceOptions,
+    Span,
+    Windows,
+    cell_sums,
+    merge_periods,
+    register,
+)
 
 if TYPE_CHECKING:
     from ..engine import CountsSource, DocumentQuery
@@ -68,6 +78,26 @@ class NumericEstimator(KindEstimator[NumericSpec, MeanSums]):
                 for i, label in enumerate(labels)
             )
         )
+
+    def changes(
+        self,
+        spec: NumericSpec,
+        windows: Windows,
+        stats: tuple[CellStats, CellStats],
+        **options: Any,
+    ) -> list[Change]:
+        """The one change row of the mean (one estimator: the method left out)."""
+        (now, then), (current, baseline) = windows, stats
+        options.pop("method", None)
+        change = mean_change(
+            spec.numeric_randomizer,
+            spec.lower,
+            spec.upper,
+            cell_sums(now, current),
+            cell_sums(then, baseline),
+            **options,
+        )
+        return [change]
 
     def slice_document(
         self, spec: NumericSpec, accumulator: MeanSums, span: Span, options: SliceOptions

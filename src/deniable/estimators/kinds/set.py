@@ -9,13 +9,19 @@ from typing import TYPE_CHECKING, Any
 
 from deniable.client.kinds import SetSpec
 
-from ..results import CellStats, PeriodCounts
-from ..setfrequency import set_document, set_estimate, set_source_document
-from .base import KindEstimator, Report, SliceOptions, Span, register
+from ..differences import Change
+from ..results import CellStats, Estimate, PeriodCounts
+from ..setfrequency import set_changes, set_document, set_estimate, set_source_document
+from .base import KindEstimator, Report, SliceOptions, Span, Windows, cell_counts, register
 from .categorical import ShareCounts, share_options
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from ..engine import CountsSource, DocumentQuery
+
+SET_OPTIONS = ("confidence", "simultaneous", "pooling")
+"""The options a set's shares take: no method, as they have one estimator (unbiased)."""
 
 
 @register(SetSpec)
@@ -69,3 +75,35 @@ class SetEstimator(KindEstimator[SetSpec, ShareCounts]):
             pooling=options.pooling,
         )
         return set_document(spec.name, span[0], span[1], shares)
+
+    def share_estimate(
+        self, spec: SetSpec, periods: Sequence[PeriodCounts], **options: Any
+    ) -> Estimate:
+        """Each category's share of devices from the k + L counts (the method, and any option
+        other than :data:`SET_OPTIONS`, left out: its one estimator is unbiased)."""
+        shares = {key: value for key, value in options.items() if key in SET_OPTIONS}
+        return set_estimate(spec.set_randomizer, spec.categories, periods, **shares)
+
+    def reports_estimate(self, spec: SetSpec, table: pl.DataFrame, **options: Any) -> Estimate:
+        """The shares of devices from the raw reports' k + L counts."""
+        from ..reports import report_counts
+
+        return self.share_estimate(spec, report_counts(spec.randomizer, table), **options)
+
+    def changes(
+        self,
+        spec: SetSpec,
+        windows: Windows,
+        stats: tuple[CellStats, CellStats],
+        **options: Any,
+    ) -> list[Change]:
+        """Each category's change of its share of devices (one estimator: the method left out)."""
+        (now, then), (current, baseline) = windows, stats
+        options.pop("method", None)
+        return set_changes(
+            spec.set_randomizer,
+            spec.categories,
+            cell_counts(now, current),
+            cell_counts(then, baseline),
+            **options,
+        )
