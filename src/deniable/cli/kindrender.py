@@ -27,7 +27,13 @@ from deniable.client.spec import MetricSpec
 from deniable.estimators import DEFAULT_METHOD
 
 from .render import print_mean_estimate, print_mean_series, print_shares, print_shares_series
-from .setrender import print_set_estimate, set_device, set_options, set_rows
+from .setrender import (
+    print_set_estimate,
+    set_device,
+    set_options,
+    set_planning_margin,
+    set_rows,
+)
 from .textrender import print_text_estimate, print_text_series
 
 SeriesPrinter = Callable[[dict[str, Any], str, Sequence[str] | None, int | None], None]
@@ -143,6 +149,10 @@ class KindRender:
     """Prints an estimate document of the kind."""
     print_series: SeriesPrinter = print_shares_series
     """Prints a series document of the kind."""
+    planning_margin: Callable[[MetricSpec, int, float, bool], float] | None = None
+    """The planner's worst-case margin at n reports, a confidence and simultaneous or not, of
+    a kind with its own (a set's: L times its oracle's); None: the frequency oracle's, or the
+    mean's for a kind with a number range."""
 
 
 @functools.singledispatch
@@ -221,5 +231,6 @@ _register(
         options=set_options,
         spec_rows=set_rows,
         print_estimate=print_set_estimate,
+        planning_margin=set_planning_margin,
     ),
 )

@@ -13,7 +13,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from deniable.client.errors import InvalidInput
+from deniable.client.kinds import SetSpec
 from deniable.client.spec import MetricSpec
+from deniable.estimators.setfrequency import set_margin
 
 from .render import (
     FACT_SEPARATOR,
@@ -74,3 +76,10 @@ def set_device(spec: MetricSpec, index: int) -> Any:
     raise InvalidInput(
         f"{spec.name} is a set metric: simulate does not make devices holding sets yet"
     )
+
+
+def set_planning_margin(spec: MetricSpec, n: int, confidence: float, simultaneous: bool) -> float:
+    """A set's worst-case margin at ``n`` reports: L times its oracle's (docs/STATS.md
+    section 16)."""
+    assert isinstance(spec, SetSpec)
+    return set_margin(spec.set_randomizer, n, confidence, simultaneous)

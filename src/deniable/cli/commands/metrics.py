@@ -17,7 +17,6 @@ from deniable.client.kinds import KINDS, BooleanSpec, CategoricalSpec, SetSpec, 
 from deniable.client.mechanisms import NUMERIC_MECHANISMS
 from deniable.client.sdk import DEFAULT_MAX_EPSILON
 from deniable.client.spec import MetricSpec, PeriodKind
-from deniable.estimators.setfrequency import set_margin
 
 from ..kindrender import categories_rows, kind_named, render_named, render_of
 from ..options import (
@@ -162,9 +161,9 @@ def margins(spec: MetricSpec, confidence: float) -> list[dict[str, Any]]:
     render = render_of(spec)
     bounds = render.number_range
     for n in PLANNING_SIZES:
-        if isinstance(spec, SetSpec):  # L times its oracle's margin (docs/STATS.md section 16)
+        if render.planning_margin is not None:  # the kind's own (a set's: L times its oracle's)
             each, together = (
-                set_margin(spec.set_randomizer, n, confidence, simultaneous)
+                render.planning_margin(spec, n, confidence, simultaneous)
                 for simultaneous in (False, True)
             )
             rows.append({"reports": n, "margin": each, "simultaneous_margin": together})

@@ -26,7 +26,6 @@ from deniable.client.kinds import (
 )
 from deniable.client.spec import MetricSpec
 from deniable.estimators import margin_of_error, mean_margin
-from deniable.estimators.setfrequency import set_margin
 
 from ..queries.limits import categories_of
 from . import setpage
@@ -71,12 +70,6 @@ def _always(spec: MetricSpec) -> bool:
 def _never(spec: MetricSpec) -> bool:
     """No ``top`` picker: the kind's charts show what they show."""
     return False
-
-
-def _set_margin(spec: MetricSpec, n: int) -> float:
-    """A set's worst-case simultaneous margin at ``n`` reports (95%): L times its oracle's."""
-    assert isinstance(spec, SetSpec)
-    return set_margin(spec.set_randomizer, n)
 
 
 def _top_series(spec: MetricSpec, shown: Sequence[str]) -> str:
@@ -293,7 +286,7 @@ _register(
 _register(
     SetSpec,
     KindView(
-        planned_margin=_set_margin,
+        planned_margin=setpage.set_planned_margin,
         axis=setpage.AXIS_TITLE,
         note=setpage.set_note,
         methods=False,

@@ -12,6 +12,10 @@ from typing import Any
 
 from markupsafe import Markup
 
+from deniable.client.kinds import SetSpec
+from deniable.client.spec import MetricSpec
+from deniable.estimators.setfrequency import set_margin
+
 from .templating import render
 
 AXIS_TITLE = "share of devices holding it"
@@ -23,3 +27,9 @@ def set_note(document: dict[str, Any]) -> Markup:
     return render(
         "set_note.html", size=str(document.get("max_items")), oracle=str(document.get("oracle"))
     )
+
+
+def set_planned_margin(spec: MetricSpec, n: int) -> float:
+    """A set's worst-case simultaneous margin at ``n`` reports (95%): L times its oracle's."""
+    assert isinstance(spec, SetSpec)
+    return set_margin(spec.set_randomizer, n)
