@@ -133,6 +133,8 @@ class KindRender:
     """It takes --quantile, and its simulated truth has quantiles."""
     strings: bool = False
     """Its estimate is the strings found (heavy hitters): online only, with --candidate."""
+    items_bound: bool = False
+    """It takes ``metrics create --max-items`` (a set: the most categories a device holds)."""
     number_range: Callable[[MetricSpec], tuple[float, float]] | None = None
     """Its devices hold numbers between these bounds (None: category indices); it takes
     --unit."""
@@ -227,6 +229,7 @@ _register(
 _register(
     SetSpec,
     KindRender(
+        items_bound=True,
         device_value=set_device,
         options=set_options,
         spec_rows=set_rows,

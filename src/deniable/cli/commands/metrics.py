@@ -143,7 +143,9 @@ def set_body(
 ) -> dict[str, Any]:
     """The name, type, categories and max_items of a set metric to register; a usage error
     unless it has --categories and --max-items and nothing of another type."""
-    if kind_named(kind) not in (None, SetSpec) or boolean or numbers != (None, None, None):
+    render = render_named(kind)
+    other = render is not None and not render.items_bound
+    if other or boolean or numbers != (None, None, None):
         raise click.UsageError("--max-items goes with --categories (a set metric) only")
     if categories is None or max_items is None:
         raise click.UsageError("a set metric needs --categories a,b,c and --max-items L")
@@ -459,7 +461,7 @@ def create(
         body.update(about_options(TextSpec.type, unit, description=description, owner=owner))
         _create_text(global_options, spec, body, accept_weak, fmt)
         return
-    if kind_named(kind) is SetSpec or max_items is not None:
+    if (render is not None and render.items_bound) or max_items is not None:
         body = set_body(name, categories, boolean, kind, (lower, upper, edges), max_items)
         body.update({"epsilon": epsilon, "mechanism": mechanism, "period": period})
         body["mechanism"] = MetricSpec.from_dict(body).mechanism
