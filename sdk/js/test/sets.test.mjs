@@ -4,23 +4,9 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { Client, InvalidInput, MemoryStorage, MetricSpec, PaddingSampling, SpecError, payloadText, supported, parsePayload } from "../dist/index.js";
+import { Replay } from "./replay.mjs";
 
 const vectors = JSON.parse(readFileSync(new URL("../../../tests/vectors/set.json", import.meta.url), "utf8"));
-
-class Replay {
-  constructor(draws) { this.draws = draws; this.i = 0; }
-  random() {
-    const d = this.draws[this.i++];
-    assert.equal(d?.[0], "f", "expected a float draw");
-    return d[1];
-  }
-  randbelow(n) {
-    const d = this.draws[this.i++];
-    assert.deepEqual(d?.slice(0, 2), ["i", n], "expected an integer draw below the same n");
-    return d[2];
-  }
-  bytes() { throw new Error("a set randomizer draws no bytes"); }
-}
 
 test("set: the oracle over k + L items resolves as in Python", () => {
   for (const c of vectors.cases) {

@@ -8,6 +8,7 @@ import {
   pythonFloatText, reportText,
 } from "../dist/index.js";
 import { PrefixSketch, pem, textHashCoefficients } from "../dist/text.js";
+import { Replay } from "./replay.mjs";
 
 const vectors = JSON.parse(readFileSync(new URL("../../../tests/vectors/wire.json", import.meta.url), "utf8"));
 
@@ -103,25 +104,6 @@ test("the numeric grid", () => {
 test("float payload texts as Python writes them", () => {
   for (const { x, text } of vectors.float_texts) assert.equal(pythonFloatText(x), text);
 });
-
-class Replay {
-  constructor(draws) { this.draws = draws; this.i = 0; }
-  random() {
-    const d = this.draws[this.i++];
-    assert.equal(d?.[0], "f", "expected a float draw");
-    return d[1];
-  }
-  randbelow(n) {
-    const d = this.draws[this.i++];
-    assert.deepEqual(d?.slice(0, 2), ["i", n], "expected an integer draw below the same n");
-    return d[2];
-  }
-  bytes(n) {
-    const d = this.draws[this.i++];
-    assert.deepEqual(d?.slice(0, 2), ["b", n], "expected the same number of random bytes");
-    return new Uint8Array(Buffer.from(d[2], "base64"));
-  }
-}
 
 test("randomizers replay Python's draws to the same payloads", () => {
   const specs = new Map(vectors.specs.map(({ input }) => [input.name, MetricSpec.fromDict(input, pem)]));
