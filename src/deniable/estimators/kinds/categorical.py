@@ -9,13 +9,14 @@ from typing import TYPE_CHECKING, Any
 
 from deniable.client.kinds import CategoricalSpec
 from deniable.client.kinds.oracle import OracleSpec
+from deniable.client.mechanisms import Mechanism
 from deniable.client.spec import MetricSpec
 
 from ..choices import DEFAULT_METHOD
 from ..documents import estimate_document
 from ..frequency import estimate
 from ..results import CellStats, Estimate, PeriodCounts
-from .base import KindEstimator, Report, SliceOptions, Span, merge_periods, register
+from .base import KindEstimator, Report, SliceOptions, Span, cell_counts, merge_periods, register
 
 if TYPE_CHECKING:
     from ..engine import CountsSource, DocumentQuery
@@ -59,9 +60,9 @@ def counted_shares(
     return estimate(spec.randomizer, spec.categories, list(periods), **options)
 
 
-def oracle_counts(spec: OracleSpec, reports: Iterable[Report]) -> ShareCounts:
-    """The support counts of a batch of reports of ``spec``, per period."""
-    randomizer, width = spec.report_randomizer, spec.count_width
+def oracle_counts(randomizer: Mechanism, width: int, reports: Iterable[Report]) -> ShareCounts:
+    """The support counts of a batch of reports of a frequency oracle over ``width`` items,
+    per period."""
     n: dict[str, int] = {}
     counts: dict[str, list[int]] = {}
     for period, payload in reports:
@@ -78,7 +79,7 @@ class CategoricalEstimator(KindEstimator[OracleSpec, ShareCounts]):
 
     def from_reports(self, spec: OracleSpec, reports: Iterable[Report]) -> ShareCounts:
         """The support counts of the reports, per period."""
-        return oracle_counts(spec, reports)
+        return oracle_counts(spec.report_randomizer, spec.count_width, reports)
 
     def from_source(self, spec: OracleSpec, source: CountsSource) -> ShareCounts:
         """The source's counts per period."""
@@ -86,12 +87,7 @@ class CategoricalEstimator(KindEstimator[OracleSpec, ShareCounts]):
 
     def from_cell(self, spec: OracleSpec, stats: CellStats, labels: Sequence[str]) -> ShareCounts:
         """The cell's counts of each period."""
-        return ShareCounts(
-            tuple(
-                PeriodCounts(label, int(stats.n[i]), stats.counts[i].tolist())
-                for i, label in enumerate(labels)
-            )
-        )
+        return ShareCounts(tuple(cell_counts(labels, stats)))
 
     def slice_document(
         self, spec: OracleSpec, accumulator: ShareCounts, span: Span, options: SliceOptions

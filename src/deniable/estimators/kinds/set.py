@@ -13,7 +13,7 @@ from ..differences import Change
 from ..results import CellStats, Estimate, PeriodCounts
 from ..setfrequency import set_changes, set_document, set_estimate, set_source_document
 from .base import KindEstimator, Report, SliceOptions, Span, Windows, cell_counts, register
-from .categorical import ShareCounts, share_options
+from .categorical import ShareCounts, oracle_counts, share_options
 
 if TYPE_CHECKING:
     import polars as pl
@@ -31,15 +31,7 @@ class SetEstimator(KindEstimator[SetSpec, ShareCounts]):
 
     def from_reports(self, spec: SetSpec, reports: Iterable[Report]) -> ShareCounts:
         """The oracle's support counts of the reports over its k + L items, per period."""
-        oracle, width = spec.randomizer, spec.count_width
-        n: dict[str, int] = {}
-        counts: dict[str, list[int]] = {}
-        for period, payload in reports:
-            n[period] = n.get(period, 0) + 1
-            row = counts.setdefault(period, [0] * width)
-            for index in oracle.supported(payload):
-                row[index] += 1
-        return ShareCounts(tuple(PeriodCounts(p, n[p], counts[p]) for p in sorted(n)))
+        return oracle_counts(spec.randomizer, spec.count_width, reports)
 
     def from_source(self, spec: SetSpec, source: CountsSource) -> ShareCounts:
         """The source's k + L counts per period."""
@@ -47,12 +39,7 @@ class SetEstimator(KindEstimator[SetSpec, ShareCounts]):
 
     def from_cell(self, spec: SetSpec, stats: CellStats, labels: Sequence[str]) -> ShareCounts:
         """The cell's k + L counts of each period."""
-        return ShareCounts(
-            tuple(
-                PeriodCounts(label, int(stats.n[i]), stats.counts[i].tolist())
-                for i, label in enumerate(labels)
-            )
-        )
+        return ShareCounts(tuple(cell_counts(labels, stats)))
 
     def compute(
         self, spec: SetSpec, accumulator: ShareCounts, span: Span, query: DocumentQuery
