@@ -20,7 +20,7 @@ import numbers
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from typing import Any, ClassVar, Literal
 
@@ -34,6 +34,7 @@ from .calendar import period_start as period_start
 from .calendar import resolve_period as resolve_period
 from .canonical import canonical_json
 from .errors import InvalidInput, SpecError
+from .events import EventRule
 from .mechanisms import Mechanism, NumericMechanism, PaddingSampling, Payload, PrefixSketch
 
 MetricType = Literal["boolean", "categorical", "numeric", "histogram", "text", "set"]
@@ -275,6 +276,9 @@ class MetricSpec(ABC):
     mean's and a set's shares': ``unbiased``), or None where the method is the caller's."""
     sliced_series: ClassVar[bool] = True
     """Whether the kind answers a series by slice (``by``/``where``); a set does not yet."""
+    event_aggregates: ClassVar[frozenset[str]] = frozenset()
+    """The aggregations of events on the device (:mod:`.events`) the kind can report; a text
+    or set metric has none."""
 
     name: str
     epsilon: float
@@ -282,12 +286,32 @@ class MetricSpec(ABC):
     period: PeriodKind = "day"
     dimensions: Dimensions = ()
     delivery: Delivery = "direct"
+    events: EventRule | None = None
+    """How the device aggregates the metric's events before one report per window (``None``:
+    a metric of recorded values, ``record()``)."""
 
     def __post_init__(self) -> None:
-        """Check the shared fields, then the kind's own (:meth:`_resolve`)."""
+        """Check the shared fields, then the kind's own (:meth:`_resolve`), then the event
+        rule against both."""
         _check_common(self.name, self.period, self.mechanism, self.delivery)
         object.__setattr__(self, "dimensions", check_dimensions(self.name, self.dimensions))
         self._resolve()
+        if self.events is not None:
+            if not isinstance(self.events, EventRule):
+                raise SpecError(f"metric {self.name}: events must be an EventRule")
+            self.events.check(self.name, self.type, self.event_aggregates, self.period)
+
+    def with_events(
+        self, aggregate: str, *, window: int | str = "period", report_empty: bool | None = None
+    ) -> MetricSpec:
+        """This metric with its events aggregated on the device: ``aggregate`` (``any``,
+        ``count``, ``sum``, ``mean``, ``median``, ``mode``...), over ``window`` (1, 7 or 28
+        days rolling, or ``"period"``), reporting an empty window per ``report_empty``
+        (default: what the aggregate needs). See :class:`~.events.EventRule`."""
+        raw: dict[str, Any] = {"aggregate": aggregate, "window": window}
+        if report_empty is not None:
+            raw["report_empty"] = report_empty
+        return replace(self, events=EventRule.from_dict(self.name, raw))
 
     @abstractmethod
     def _resolve(self) -> None:
@@ -472,6 +496,8 @@ class MetricSpec(ABC):
             "dimensions": dimensions_from_json(data.get("name"), data.get("dimensions", {})),
             "delivery": data.get("delivery", "direct"),
         }
+        if data.get("events") is not None:
+            common["events"] = EventRule.from_dict(common["name"], data["events"])
         _check_common(
             common["name"], common["period"], common["mechanism"], common["delivery"], type_name
         )
@@ -586,6 +612,8 @@ class MetricSpec(ABC):
             fields["dimensions"] = {name: list(values) for name, values in self.dimensions}
         if self.delivery != "direct":  # absent when direct: every older fingerprint is unchanged
             fields["delivery"] = self.delivery
+        if self.events is not None:  # absent for recorded values, as before events existed
+            fields["events"] = self.events.to_dict()
         return fields
 
     @cached_property

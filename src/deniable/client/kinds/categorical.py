@@ -16,6 +16,7 @@ class CategoricalSpec(OracleSpec):
     """A metric over a fixed list of categories (case-sensitive strings)."""
 
     type: ClassVar[MetricType] = "categorical"
+    event_aggregates: ClassVar[frozenset[str]] = frozenset({"mode"})
 
     categories: tuple[str, ...] = field(kw_only=True)
 
@@ -59,6 +60,7 @@ class BooleanSpec(CategoricalSpec):
     """A yes/no metric: the categories are always ``false`` and ``true``; a value is a bool."""
 
     type: ClassVar[MetricType] = "boolean"
+    event_aggregates: ClassVar[frozenset[str]] = frozenset({"any"})
 
     categories: tuple[str, ...] = field(default=BOOLEAN_CATEGORIES, kw_only=True)
 

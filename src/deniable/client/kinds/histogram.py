@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 
 from ..canonical import number_text
 from ..errors import SpecError
+from ..events import NUMBER_AGGREGATES
 from ..mechanisms import MAX_CATEGORIES
 from ..spec import MetricSpec, MetricType, finite_number
 from .oracle import OracleSpec
@@ -22,6 +23,7 @@ class HistogramSpec(OracleSpec):
     last."""
 
     type: ClassVar[MetricType] = "histogram"
+    event_aggregates: ClassVar[frozenset[str]] = NUMBER_AGGREGATES
 
     edges: tuple[float, ...] = field(kw_only=True)
     categories: tuple[str, ...] = field(init=False)

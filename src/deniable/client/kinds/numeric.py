@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..errors import SpecError
+from ..events import NUMBER_AGGREGATES
 from ..mechanisms import MECHANISMS, NUMERIC_MECHANISMS, NumericMechanism, make_numeric_mechanism
 from ..spec import (
     NUMERIC_MAGNITUDE,
@@ -40,6 +41,7 @@ class NumericSpec(MetricSpec):
     """A number in [``lower``, ``upper``], for its mean."""
 
     type: ClassVar[MetricType] = "numeric"
+    event_aggregates: ClassVar[frozenset[str]] = NUMBER_AGGREGATES
     fixed_method: ClassVar[str | None] = "unbiased"
     """A mean has one estimator."""
 
