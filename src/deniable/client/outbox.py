@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
+import logging
 import os
 import secrets
 import sqlite3
@@ -27,9 +29,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from .errors import DeniableError
+from .errors import DeniableError, InvalidInput
+from .events import DayAggregate
 from .ledger import PIN_PREFIX, LedgerDelta
 from .mechanisms import Payload
+from .windows import BookDelta
 from .wire import join_reports, parse_payload_text, payload_text, report_text, split_reports
 
 try:
@@ -38,6 +42,8 @@ try:
     _HAVE_FCNTL = True
 except ImportError:  # pragma: no cover - not POSIX
     _HAVE_FCNTL = False
+
+log = logging.getLogger("deniable.client")
 
 DB_NAME = "deniable-client.sqlite3"
 LOCK_NAME = "deniable-client.lock"
@@ -56,6 +62,18 @@ CREATE TABLE IF NOT EXISTS ledger (
     PRIMARY KEY (metric, period)
 );
 CREATE TABLE IF NOT EXISTS memo (key TEXT PRIMARY KEY, metric TEXT NOT NULL, payload TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS event_active (day INTEGER PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS event_marks (
+    metric TEXT PRIMARY KEY,
+    fingerprint TEXT NOT NULL,
+    reported_through INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS event_days (
+    metric TEXT NOT NULL,
+    day INTEGER NOT NULL,
+    aggregate TEXT NOT NULL,
+    PRIMARY KEY (metric, day)
+);
 """
 
 QueuedReport = tuple[str, str, str, str, Payload, str]
@@ -243,11 +261,33 @@ class Outbox:
             }
         return counts, memo
 
+    def load_events(
+        self,
+    ) -> tuple[list[int], list[tuple[str, str, int]], list[tuple[str, int, DayAggregate]]]:
+        """The durable event state: the days active, each event metric's mark (fingerprint,
+        the last day of the last window considered) and its day aggregates; a malformed
+        aggregate is skipped (its events are lost, never guessed)."""
+        with self._lock:
+            active = [day for (day,) in self._db.execute("SELECT day FROM event_active")]
+            marks = list(
+                self._db.execute("SELECT metric, fingerprint, reported_through FROM event_marks")
+            )
+            days = []
+            for metric, day, text in self._db.execute(
+                "SELECT metric, day, aggregate FROM event_days"
+            ):
+                try:
+                    days.append((metric, day, DayAggregate.from_json(json.loads(text))))
+                except (InvalidInput, ValueError):
+                    log.warning("skipped a malformed saved event aggregate of %s", metric)
+        return active, marks, days
+
     def commit(
         self,
         reports: Sequence[QueuedReport],
         delta: LedgerDelta,
         *,
+        events: BookDelta | None = None,
         max_queue: int,
         per_chunk: int,
         max_bytes: int,
@@ -276,12 +316,37 @@ class Outbox:
                     " ON CONFLICT (key) DO UPDATE SET payload = excluded.payload",
                     [(k, m, payload_text(p)) for k, (m, p) in delta.memo.items()],
                 )
+                if events:
+                    self._commit_events(db, events)
                 size = self._size + len(items)
                 excess = size - sum(self._flying.values()) - max_queue
                 dropped = self._trim(excess) if excess > 0 else 0
             self._size = size - dropped
             self._max_queue = max_queue
             return dropped
+
+    @staticmethod
+    def _commit_events(db: sqlite3.Connection, events: BookDelta) -> None:
+        """Write the event state's changes (inside the commit's transaction)."""
+        db.executemany(
+            "INSERT OR IGNORE INTO event_active (day) VALUES (?)", [(d,) for d in events.active]
+        )
+        db.execute("DELETE FROM event_active WHERE day < ?", (events.forget_before,))
+        db.executemany(
+            "INSERT INTO event_marks (metric, fingerprint, reported_through) VALUES (?, ?, ?)"
+            " ON CONFLICT (metric) DO UPDATE SET fingerprint = excluded.fingerprint,"
+            " reported_through = excluded.reported_through",
+            [(m, f, through) for m, (f, through) in events.marks.items()],
+        )
+        db.executemany(
+            "DELETE FROM event_days WHERE metric = ? AND day = ?",
+            [key for key, text in events.days.items() if text is None],
+        )
+        db.executemany(
+            "INSERT INTO event_days (metric, day, aggregate) VALUES (?, ?, ?)"
+            " ON CONFLICT (metric, day) DO UPDATE SET aggregate = excluded.aggregate",
+            [(m, d, text) for (m, d), text in events.days.items() if text is not None],
+        )
 
     def fly(self, batch: Sequence[Chunk]) -> None:
         """The chunks of ``batch`` are being uploaded: until :meth:`land`, no trim drops them

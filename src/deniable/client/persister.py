@@ -1,7 +1,7 @@
 """Durability: moves what the recorder queued into the outbox, with the ledger changes behind it.
 
-The reports and the budget counts (and memo entries) that admitted them are committed in one
-SQLite transaction, so after a kill either both exist or neither; a failed commit puts them
+The reports, the budget counts (and memo entries) that admitted them and the event state
+(day aggregates, the windows reported, the days active) are committed in one SQLite transaction, so after a kill either both exist or neither; a failed commit puts them
 back for the next one. A background thread does this every ``persist_interval`` seconds, and
 ``flush``, ``close`` and the interpreter's exit do it once more.
 """
@@ -42,19 +42,20 @@ class Persister:
     def persist(self) -> None:
         """Commit the in-memory queue and its ledger changes in one SQLite transaction."""
         with self.lock:
-            reports, delta = self.recorder.drain()
-            if not reports and not delta:
+            reports, delta, events = self.recorder.drain()
+            if not reports and not delta and not events:
                 return
             try:
                 dropped = self.outbox.commit(
                     reports,
                     delta,
+                    events=events,
                     max_queue=self.max_queue,
                     per_chunk=self.chunk_size(),
                     max_bytes=self.max_bytes,
                 )
             except Exception as exc:
-                self.recorder.put_back(reports, delta)
+                self.recorder.put_back(reports, delta, events)
                 log.warning("could not write the outbox (%s); will retry", type(exc).__name__)
                 return
             finally:

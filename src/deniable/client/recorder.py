@@ -23,6 +23,7 @@ from typing import Any
 
 from .calendar import PERIOD_KINDS, period_label
 from .errors import InvalidInput, SpecError
+from .events import DayAggregate, median_bin
 from .holding import HeldValue, Holding
 from .kinds import BooleanSpec, CategoricalSpec, NumericSpec, TextSpec
 from .ledger import Ledger, LedgerDelta, PrivacySpent, ReportCost, report_cost
@@ -32,6 +33,7 @@ from .problems import Problems
 from .randomness import LocalRandomness, Randomness, ReportIds
 from .spec import MetricSpec
 from .stats import Counters
+from .windows import BookDelta, WindowBook, day_number
 from .wire import dims_text
 
 log = logging.getLogger("deniable.client")
@@ -125,6 +127,83 @@ class _MetricState:
         return key
 
 
+def _number(spec: MetricSpec, value: Any) -> float:
+    """``value`` as a finite float (a plain finite float at once); else the spec's check
+    raises :class:`~.errors.InvalidInput` naming the metric, never the value."""
+    if type(value) is float and value - value == 0.0:
+        return value
+    return spec._finite_value(value)
+
+
+class _EventState:
+    """An event metric's hot-path state: today's aggregate and how one event or observation
+    adds to it (chosen once from the rule, so ``event()`` and ``observe()`` do no dispatch)."""
+
+    __slots__ = ("add", "aggregate", "counted", "day", "dirty", "metric", "spec")
+
+    def __init__(self, metric: _MetricState) -> None:
+        spec = metric.spec
+        rule = spec.events
+        if rule is None:
+            raise TypeError("not an event metric")
+        self.metric = metric
+        self.spec = spec
+        self.counted = rule.counted
+        self.aggregate = DayAggregate()
+        self.day = -1
+        self.dirty = False
+        self.add: Callable[[DayAggregate, Any], None] = self._adder(rule.aggregate)
+
+    def _adder(self, aggregate: str) -> Callable[[DayAggregate, Any], None]:
+        """How one observed value adds to a day's aggregate, for ``aggregate``."""
+        spec, prepare = self.spec, self.metric.prepare
+        lower, upper = spec.lower or 0.0, spec.upper or 0.0
+
+        def total(day: DayAggregate, value: Any) -> None:
+            day.total += _number(spec, value)
+            day.n += 1
+
+        def low(day: DayAggregate, value: Any) -> None:
+            number = _number(spec, value)
+            day.low = min(day.low, number)
+            day.n += 1
+
+        def high(day: DayAggregate, value: Any) -> None:
+            number = _number(spec, value)
+            day.high = max(day.high, number)
+            day.n += 1
+
+        def last(day: DayAggregate, value: Any) -> None:
+            day.last = _number(spec, value)
+            day.n += 1
+
+        def binned(day: DayAggregate, value: Any) -> None:
+            index = prepare(value)  # a histogram's bucket, a mode's category
+            bins = day.bins
+            bins[index] = bins.get(index, 0) + 1
+            day.n += 1
+
+        def numeric_binned(day: DayAggregate, value: Any) -> None:
+            index = median_bin(_number(spec, value), lower, upper)
+            bins = day.bins
+            bins[index] = bins.get(index, 0) + 1
+            day.n += 1
+
+        def counted(day: DayAggregate, value: Any) -> None:
+            day.n += 1
+
+        adders: dict[str, Callable[[DayAggregate, Any], None]] = {
+            "sum": total,
+            "mean": total,
+            "min": low,
+            "max": high,
+            "last": last,
+            "median": numeric_binned if isinstance(spec, NumericSpec) else binned,
+            "mode": binned,
+        }
+        return adders.get(aggregate, counted)
+
+
 class Recorder:
     """Admits, randomizes and queues reports in memory; thread-safe.
 
@@ -174,6 +253,10 @@ class Recorder:
         self._holding = Holding()
         self._context: dict[str, str] = {}
         self._handed_off = 0
+        self._book = WindowBook()
+        self._events: dict[str, _EventState] = {}
+        self._event_from = self._event_until = 0.0
+        self._event_day = 0
         self.closed = False
         self.pending: deque[QueuedReport] = deque()
         """Reports recorded and not yet handed to the persister, oldest first."""
@@ -195,10 +278,16 @@ class Recorder:
             )
             for s in specs
         }
+        events = {name: _EventState(m) for name, m in metrics.items() if m.spec.events}
         with self._lock:
             for state in metrics.values():
                 state.dims = dims_text(state.spec.dimension_values(self._context))
             self._metrics = metrics
+            self._events = events
+            self._event_until = 0.0
+            today = self._today()
+            self._book.install((m.spec for m in metrics.values()), today)
+            self._book.mark_active(self._book.newest)
             held = self._holding.take() if metrics else []
             for value in held:
                 self._replay(value)
@@ -257,6 +346,11 @@ class Recorder:
         state = self._metrics.get(metric)
         if state is None:
             return self._unknown(metric, value)
+        if metric in self._events:
+            raise InvalidInput(
+                f"metric {metric} aggregates events on the device: call event() or observe(),"
+                " which report once per window"
+            )
         prepared = state.prepare(value)
         with self._lock:
             if self.closed:
@@ -267,6 +361,106 @@ class Recorder:
                 period = self._period_labels()[state.kind]
             self._counters.recorded += 1
             return self._admit(metric, state, prepared, period)
+
+    # -- events ----------------------------------------------------------------------------
+
+    def event(self, metric: str) -> bool:
+        """Count one occurrence of ``metric``'s event today; see :meth:`.Client.event`."""
+        state = self._events.get(metric)
+        if state is None or not state.counted:
+            return self._not_an_event(metric, counted=True)
+        with self._lock:
+            if self.closed:
+                return False
+            day = self._event_today()
+            if day != state.day:
+                self._new_day(state, day)
+            state.aggregate.n += 1
+            state.dirty = True
+            return True
+
+    def observe(self, metric: str, value: Any) -> bool:
+        """Add ``value`` to ``metric``'s aggregate of today; see :meth:`.Client.observe`."""
+        state = self._events.get(metric)
+        if state is None or state.counted:
+            return self._not_an_event(metric, counted=False)
+        with self._lock:
+            if self.closed:
+                return False
+            day = self._event_today()
+            if day != state.day:
+                self._new_day(state, day)
+            state.add(state.aggregate, value)
+            state.dirty = True
+            return True
+
+    def _event_today(self) -> int:
+        """The day an event counts on: today, or the newest day seen if the clock went back
+        (under the lock; the system clock's day is cached until it ends)."""
+        if self._clock is None:
+            now = time.time()
+            if self._event_from <= now < self._event_until:
+                return self._event_day
+            day = int(now // 86400)
+            self._event_from, self._event_until = day * 86400.0, (day + 1) * 86400.0
+        else:
+            day = day_number(self._clock())
+            self._event_until = 0.0
+        self._event_day = self._book.see(day)
+        if self._event_day != day:
+            self._event_until = 0.0
+        return self._event_day
+
+    def _new_day(self, state: _EventState, day: int) -> None:
+        """Point ``state`` at its aggregate of ``day`` (under the lock), keeping the previous
+        day's change for the next commit."""
+        if state.dirty:
+            self._book.touch(state.spec.name, state.day)
+        state.aggregate = self._book.day_of(state.spec.name, day)
+        state.day = day
+
+    def _not_an_event(self, metric: str, *, counted: bool) -> bool:
+        """``event()`` or ``observe()`` for a metric that is not of that sort: unknown (as
+        ``record()`` treats one, without holding), or the other call's
+        (:class:`~.errors.InvalidInput` saying which call)."""
+        state = self._metrics.get(metric)
+        if state is None:
+            self._on_unknown(metric)
+            with self._lock:
+                self._counters.unknown_metric += 1
+                first = metric not in self._warned_unknown
+                self._warned_unknown.add(metric)
+            if first:
+                log.warning("metric %r has no spec from the collector (yet); not counted", metric)
+            return False
+        events = state.spec.events
+        if events is None:
+            raise InvalidInput(f"metric {metric} does not aggregate events: call record()")
+        call = "event(metric)" if events.counted else "observe(metric, value)"
+        raise InvalidInput(f"metric {metric} aggregates by {events.aggregate}: call {call}")
+
+    def _today(self) -> int:
+        """Today's UTC day number by the clock."""
+        return day_number(self._clock()) if self._clock is not None else int(time.time() // 86400)
+
+    def _close_windows(self) -> None:
+        """Mark today active (the client is open), then queue a report for every window due
+        (under the lock): the SDK's periodic commit calls this, so a window is reported at the
+        first commit after it closed, at the next start if the app was not running."""
+        book = self._book
+        book.mark_active(book.see(self._today()))
+        for state in self._events.values():
+            if state.dirty:
+                book.touch(state.spec.name, state.day)
+                state.dirty = False
+        for spec, window, value in book.due({s.spec.name: s.spec for s in self._events.values()}):
+            metric = self._metrics[spec.name]
+            self._admit(spec.name, metric, metric.prepare(value), window.label)
+
+    def load_events(self, state: tuple[Any, Any, Any]) -> None:
+        """The saved event state (:meth:`.Outbox.load_events`), before any spec is installed."""
+        with self._lock:
+            self._book.load(*state)
 
     def _admit(
         self, metric: str, state: _MetricState, prepared: int | float | bytes, period: str
@@ -407,24 +601,27 @@ class Recorder:
 
     # -- hand-off to the persister ---------------------------------------------------------
 
-    def drain(self) -> tuple[list[QueuedReport], LedgerDelta]:
-        """Take the queued reports and the ledger changes that admitted them, to be committed
-        together; they still count as in memory until :meth:`drained` or :meth:`put_back`."""
+    def drain(self) -> tuple[list[QueuedReport], LedgerDelta, BookDelta]:
+        """Report the windows that closed, then take the queued reports, the ledger changes
+        that admitted them and the event state's changes, to be committed together; they
+        still count as in memory until :meth:`drained` or :meth:`put_back`."""
         with self._lock:
+            self._close_windows()
             reports = list(self.pending)
             self.pending.clear()
             self._handed_off = len(reports)
-            return reports, self._ledger.take_delta()
+            return reports, self._ledger.take_delta(), self._book.take_delta()
 
     def drained(self) -> None:
         """The reports of the last :meth:`drain` are committed."""
         self._handed_off = 0
 
-    def put_back(self, reports: list[QueuedReport], delta: LedgerDelta) -> None:
+    def put_back(self, reports: list[QueuedReport], delta: LedgerDelta, events: BookDelta) -> None:
         """Return what a failed commit took, ahead of anything recorded since."""
         with self._lock:
             self.pending.extendleft(reversed(reports))
             self._ledger.restore_delta(delta)
+            self._book.restore_delta(events)
             self._handed_off = 0
 
     @property

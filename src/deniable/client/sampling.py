@@ -68,7 +68,7 @@ def randomized_reports(
     for start in range(0, count, CHUNK):
         for _ in range(min(CHUNK, count - start)):
             record(name, value)
-        reports, _delta = recorder.drain()
+        reports, _delta, _events = recorder.drain()
         runs.append(join_reports(report_text(*report) for report in reports))
         recorder.drained()
     return batch_body(runs)

@@ -246,6 +246,7 @@ class Client:
                 through_shuffler=shuffler is not None,
                 problems=problems,
             )
+            self._recorder.load_events(self._outbox.load_events())
             self.set_context(context or {})
             self._recorder.install(self._specs.start(metrics, fetched_by))
             undo.pop_all()
@@ -366,6 +367,31 @@ class Client:
         were passed in ``metrics``.
         """
         return self._recorder.record(metric, value)
+
+    def event(self, metric: str) -> bool:
+        """Count one occurrence of ``metric``'s event (a metric whose spec aggregates events by
+        ``any`` or ``count``); no I/O, nothing leaves the device until its window closes.
+
+        Call it as often as the event happens: the device keeps one count per day, and once a
+        window of days has closed it sends one randomized report of the window's aggregate
+        (whether the event occurred, or how many times), zero included. Returns ``True`` if
+        counted, ``False`` for a metric without a spec (as :meth:`record`) or after
+        :meth:`close`; raises :class:`~.errors.InvalidInput` if the metric aggregates observed
+        values (call :meth:`observe`) or is not an event metric (call :meth:`record`).
+        """
+        return self._recorder.event(metric)
+
+    def observe(self, metric: str, value: Any) -> bool:
+        """Add ``value`` to ``metric``'s aggregate of today (a metric whose spec aggregates
+        values by ``sum``, ``min``, ``max``, ``mean``, ``median``, ``last`` or ``mode``); no
+        I/O, nothing leaves the device until its window closes.
+
+        ``value`` is a number (a category name for ``mode``). Once a window has closed the
+        device sends one randomized report of the window's aggregate, if it observed anything
+        (a ``sum`` may report zero). Raises :class:`~.errors.InvalidInput`, naming the metric
+        but never the value, if the value does not fit or the metric is not of this sort.
+        """
+        return self._recorder.observe(metric, value)
 
     def flush(self, timeout: float | None = None) -> bool:
         """Commit and upload everything queued now; ``True`` if every report was delivered.
