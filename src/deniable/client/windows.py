@@ -67,9 +67,9 @@ def window_ending(spec: MetricSpec, rule: EventRule, day: int) -> Window | None:
 
 
 def first_window_end(spec: MetricSpec, rule: EventRule, known_from: int) -> int:
-    """The last day of the first window that starts on or after ``known_from``, the day the
-    device first had the spec: a window that began before holds no counted events, so it is
-    never reported (it would read low)."""
+    """The last day of the first window that starts on or after ``known_from``, the first
+    whole day the device had the spec: a window that began before holds events not counted
+    under it, so it is never reported (it would read low)."""
     day = known_from
     while True:
         window = window_ending(spec, rule, day)
@@ -133,13 +133,14 @@ class WindowBook:
             state = self.metrics.get(metric)
             if state is not None:
                 state.days[day] = aggregate
-        self.newest = max(
-            [*self.active, *(s.reported_through for s in self.metrics.values())], default=0
-        )
+        counted = (day for state in self.metrics.values() for day in state.days)
+        self.newest = max([*self.active, *counted], default=0)
 
     def install(self, specs: Iterable[MetricSpec], today: int) -> None:
         """Start the state of each event metric not yet known (or known under another
-        fingerprint: its old days are dropped), from ``today``."""
+        fingerprint: its old days are dropped) from the day after ``today``: the events of
+        the day a spec arrived were not all counted under it, so its windows start the next
+        day, and no window is ever partial."""
         self.see(today)
         for spec in specs:
             rule = spec.events
@@ -151,7 +152,7 @@ class WindowBook:
             if state is not None:
                 for day in state.days:
                     self._delta.days[(spec.name, day)] = None
-            through = first_window_end(spec, rule, self.newest) - 1
+            through = first_window_end(spec, rule, self.newest + 1) - 1
             self.metrics[spec.name] = MetricDays(spec.fingerprint, through)
             self._delta.marks[spec.name] = (spec.fingerprint, through)
 
