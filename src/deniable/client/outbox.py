@@ -211,6 +211,7 @@ class Outbox:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA busy_timeout=5000")
+        self._db.execute("PRAGMA secure_delete=ON")  # a closed window's true aggregates: zeroed
         self._db.executescript(_SCHEMA)
         os.chmod(self.path, 0o600)
         return self._db.execute("SELECT COALESCE(SUM(count), 0) FROM outbox").fetchone()[0]
