@@ -372,7 +372,10 @@ class Recorder:
         with self._lock:
             if self.closed:
                 return False
-            day = self._event_today()
+            if self._clock is None and self._event_from <= time.time() < self._event_until:
+                day = self._event_day
+            else:
+                day = self._event_today()
             if day != state.day:
                 self._new_day(state, day)
             state.aggregate.n += 1
@@ -387,7 +390,10 @@ class Recorder:
         with self._lock:
             if self.closed:
                 return False
-            day = self._event_today()
+            if self._clock is None and self._event_from <= time.time() < self._event_until:
+                day = self._event_day
+            else:
+                day = self._event_today()
             if day != state.day:
                 self._new_day(state, day)
             state.add(state.aggregate, value)
