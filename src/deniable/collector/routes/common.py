@@ -1,11 +1,13 @@
 """What the route modules share: how error answers, admin reads of a metric and request bodies
-are documented, the parameters of a read of one metric's periods, and the metric a path names.
+are documented, the parameters of a read of one metric's periods, the metric a path names,
+and the collector's logger.
 
 Route modules import from here, never from one another.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
@@ -24,6 +26,9 @@ from ..queries.refusal import QueryRefused
 from ..schemas import problem_responses
 
 Route = TypeVar("Route", bound=Callable[..., Any])
+
+log = logging.getLogger("deniable.collector")
+"""The collector's logger, which the routes that log write to."""
 
 
 def json_body(schema: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import threading
 from typing import Annotated
 
@@ -37,11 +36,9 @@ from ..storage.queries import (
     register_spec,
     registry_fingerprints,
 )
-from .common import find_spec, json_body, problem_responses
+from .common import find_spec, json_body, log, problem_responses
 
 router = APIRouter(tags=["metrics"])
-
-log = logging.getLogger("deniable.collector")
 
 
 REGISTRY_BODIES_KEPT = 8

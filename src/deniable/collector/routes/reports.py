@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -55,10 +54,9 @@ from ..validation import (
     ValidReport,
     validate_reports,
 )
-from .common import json_body, problem_responses
+from .common import json_body, log, problem_responses
 
 router = APIRouter(tags=["reports"])
-log = logging.getLogger("deniable.collector")
 
 
 def _field_reason(error: Any, depth: int = 2) -> str:
