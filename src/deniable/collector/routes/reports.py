@@ -22,11 +22,10 @@ import orjson
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
-from starlette.concurrency import run_in_threadpool
 
 from deniable.client.spec import MetricSpec
 from deniable.estimators.shufflingaccount import ShuffledBatch
-from deniable.service.body import Refused, read_body
+from deniable.service.body import Refused
 
 from ..auth import INGEST, SHUFFLER
 from ..context import Collector, collector
@@ -54,7 +53,7 @@ from ..validation import (
     ValidReport,
     validate_reports,
 )
-from .common import json_body, log, problem_responses
+from .common import json_body, log, problem_responses, read_then
 
 router = APIRouter(tags=["reports"])
 
@@ -309,13 +308,10 @@ async def _store_upload(
 ) -> JSONResponse:
     """Read an upload's body within the collector's byte budget and deadline, then ``store``
     it off the event loop; a refused upload is counted by its reason before it is answered."""
-    state = collector(request)
-    settings = state.settings
     try:
-        body = await read_body(request, settings.max_body_bytes, settings.body_timeout)
-        return await run_in_threadpool(store, state, body)
+        return await read_then(request, store)
     except Refused as exc:
-        state.telemetry.batches_rejected.labels(exc.code).inc()
+        collector(request).telemetry.batches_rejected.labels(exc.code).inc()
         raise
 
 
