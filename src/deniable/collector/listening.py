@@ -24,7 +24,8 @@ DEFAULT_WORKERS = 1
 @dataclass(frozen=True)
 class Listening:
     """Where a collector listens (``host``, ``port``), with how many worker processes and at
-    which log level; each field defaults to its constant above."""
+    which log level; each field defaults to its constant above and is the keyword of the same
+    name of :func:`deniable.service.launch.server_config`, which gets them all as they are."""
 
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT

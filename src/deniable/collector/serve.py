@@ -17,7 +17,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -57,13 +57,9 @@ def server_config(
     launch of :func:`deniable.service.launch.server_config`, with the settings' header timeout,
     connection cap and shutdown timeout.
     """
-    where = replace(listening, **changes)
     return launch.server_config(
         app,
-        host=where.host,
-        port=where.port,
-        workers=where.workers,
-        log_level=where.log_level,
+        **asdict(replace(listening, **changes)),
         header_timeout=settings.header_timeout,
         max_connections=settings.max_connections,
         shutdown_timeout=settings.shutdown_timeout,

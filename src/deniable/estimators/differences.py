@@ -141,6 +141,18 @@ def share_changes(
     alpha = row_alpha(confidence, mechanism.k, tests)
     first = _share_window(mechanism, current, alpha, method, pooling)
     second = _share_window(mechanism, baseline, alpha, method, pooling)
+    return window_changes(categories, first, second, confidence)
+
+
+Window = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""One window's shown point, unclipped low and unclipped high bound per category."""
+
+
+def window_changes(
+    categories: Sequence[str], first: Window | None, second: Window | None, confidence: float
+) -> list[Change]:
+    """Each category's change from the ``second`` window to the ``first`` (None: a window
+    without reports, so no interval), as :func:`share_changes` and the set's changes state it."""
     rows = []
     for i, category in enumerate(categories):
         if first is None or second is None:
@@ -164,7 +176,7 @@ def _share_window(
     alpha: float,
     method: str,
     pooling: Pooling,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+) -> Window | None:
     """One window's shown points and unclipped pooled bounds per category (None: no reports)."""
     n, counts = period_arrays(mechanism, periods)
     if len(n) == 0:

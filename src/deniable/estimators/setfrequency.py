@@ -25,7 +25,7 @@ from deniable.client.kinds import SetSpec
 from deniable.client.mechanisms import PaddingSampling
 
 from .choices import Pooling, check_options
-from .differences import Change, finished_change, row_alpha
+from .differences import Change, Window, row_alpha, window_changes
 from .documents import plain
 from .frequency import category_rows, period_arrays
 from .intervals import per_category_alpha, unit_interval
@@ -163,7 +163,7 @@ def set_changes(
     builds it (valid whatever devices report in both windows)."""
     confidence = check_options(confidence, "unbiased", pooling)
     alpha = row_alpha(confidence, mechanism.k, tests)
-    windows: list[tuple[np.ndarray, np.ndarray, np.ndarray] | None] = []
+    windows: list[Window | None] = []
     for periods in (current, baseline):
         n, counts = period_arrays(mechanism.oracle, periods)
         if len(n) == 0:
@@ -171,20 +171,7 @@ def set_changes(
             continue
         shares = set_shares(mechanism, n, counts, alpha, cast(Pooling, pooling))
         windows.append((np.clip(shares.estimate, 0.0, 1.0), shares.low, shares.high))
-    rows = []
-    for i, category in enumerate(categories):
-        now, then = windows
-        if now is None or then is None:
-            points = (
-                None if now is None else float(now[0][i]),
-                None if then is None else float(then[0][i]),
-            )
-            rows.append(finished_change(str(category), points, None, 1.0, confidence))
-            continue
-        bounds = ((float(now[1][i]), float(now[2][i])), (float(then[1][i]), float(then[2][i])))
-        points = (float(now[0][i]), float(then[0][i]))
-        rows.append(finished_change(str(category), points, bounds, 1.0, confidence))
-    return rows
+    return window_changes(categories, windows[0], windows[1], confidence)
 
 
 def set_document(

@@ -24,6 +24,15 @@ RESERVED_DESCRIPTORS = 256
 """File descriptors kept for everything but client connections: listening sockets, database
 connections, SQLite and Prometheus files, logs."""
 
+HARDENED: dict[str, Any] = {
+    "ws": "none",
+    "lifespan": "on",
+    "access_log": False,
+    "proxy_headers": False,
+    "server_header": False,
+}
+"""The uvicorn settings every deniable server fixes whatever it serves (module docstring)."""
+
 
 def server_config(
     app: Any,
@@ -44,6 +53,7 @@ def server_config(
     off sends no ``Date`` (the shuffler keeps no time)."""
     return HardenedConfig(
         app,
+        **HARDENED,
         header_timeout=header_timeout,
         max_connections=max_connections,
         host=host,
@@ -51,11 +61,6 @@ def server_config(
         workers=workers,
         factory=isinstance(app, str),
         http=HardenedProtocol,
-        ws="none",
-        lifespan="on",
-        access_log=False,
-        proxy_headers=False,
-        server_header=False,
         date_header=date_header,
         log_level=log_level,
         timeout_graceful_shutdown=shutdown_timeout,

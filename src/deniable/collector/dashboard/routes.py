@@ -107,6 +107,11 @@ def foreign_origin_page() -> HTMLResponse:
     return html(pages.error_page(403, FOREIGN_ORIGIN), 403)
 
 
+def refused_page(refused: QueryRefused) -> HTMLResponse:
+    """The page of a refused query (404, 422), answered with the query's status."""
+    return html(pages.error_page(refused.status, refused.detail), refused.status)
+
+
 def html(body: str, status: int = 200) -> HTMLResponse:
     """An HTML page that no cache keeps."""
     return HTMLResponse(body, status_code=status, headers={"Cache-Control": "no-store"})
@@ -256,7 +261,7 @@ def metric(name: str, request: Request) -> Response:
         if view.quantiles:
             over_time = quantileseries.section(request, spec, query)
     except QueryRefused as exc:
-        return html(pages.error_page(exc.status, exc.detail), exc.status)
+        return refused_page(exc)
     shown = data.shown_categories(spec, estimate, query["top"]) if view.shares else []
     entry = breakdownpage.entry_card(spec, query)
     return html(pages.metric_page(spec, estimate, series, shown, query, over_time, entry))
@@ -280,7 +285,7 @@ def breakdown(name: str, request: Request) -> Response:
             return html(own.breakdown(request, spec, query))
         return html(breakdownpage.page(spec, request, query))
     except QueryRefused as exc:
-        return html(pages.error_page(exc.status, exc.detail), exc.status)
+        return refused_page(exc)
 
 
 @router.get("/metrics/{name}/breakdown.csv")
@@ -297,7 +302,7 @@ def breakdown_csv(name: str, request: Request) -> Response:
         else:
             found = breakdownpage.document(request, spec, query, by, where)
     except QueryRefused as exc:
-        return html(pages.error_page(exc.status, exc.detail), exc.status)
+        return refused_page(exc)
     return csv_response(breakdown_csv_text(found), f"{spec.name}-breakdown.csv")
 
 
@@ -320,7 +325,7 @@ def document_csv(request: Request, name: str, which: str) -> Response:
     try:
         spec, _, estimate, series = documents(request, name)
     except QueryRefused as exc:
-        return html(pages.error_page(exc.status, exc.detail), exc.status)
+        return refused_page(exc)
     text = estimate_csv_text(estimate) if which == "estimate" else series_csv_text(series)
     return csv_response(text, f"{spec.name}-{which}.csv")
 

@@ -1,11 +1,13 @@
 """What the route modules share: how error answers, admin reads of a metric and request bodies
-are documented, the parameters of a read of one metric's periods, and the metric a path names.
+are documented, the parameters of a read of one metric's periods, the metric a path names,
+how a body is read before its work, and the collector's logger.
 
 Route modules import from here, never from one another.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
@@ -14,8 +16,10 @@ import orjson
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from deniable.client.spec import MetricSpec
+from deniable.service.body import read_body
 
 from ..auth import ADMIN, VIEWER
 from ..context import Collector, collector
@@ -24,6 +28,20 @@ from ..queries.refusal import QueryRefused
 from ..schemas import problem_responses
 
 Route = TypeVar("Route", bound=Callable[..., Any])
+
+log = logging.getLogger("deniable.collector")
+"""The collector's logger, which the routes that log write to."""
+
+
+async def read_then(
+    request: Request, work: Callable[[Collector, bytes], JSONResponse]
+) -> JSONResponse:
+    """Read the request's body within the collector's byte budget and deadline, then answer
+    with ``work`` on it, run off the event loop."""
+    state = collector(request)
+    settings = state.settings
+    body = await read_body(request, settings.max_body_bytes, settings.body_timeout)
+    return await run_in_threadpool(work, state, body)
 
 
 def json_body(schema: dict[str, Any]) -> dict[str, Any]:

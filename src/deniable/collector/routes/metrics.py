@@ -8,21 +8,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import threading
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
-from starlette.concurrency import run_in_threadpool
 
 from deniable.client.kinds import KINDS, HistogramSpec, NumericSpec, TextSpec
 from deniable.client.spec import MetricSpec
 from deniable.estimators.documents import MetricAbout
 from deniable.estimators.heavyhitters import floor_warnings
 from deniable.estimators.privacy import registration_warnings
-from deniable.service.body import read_body, refuse_duplicate_keys
+from deniable.service.body import refuse_duplicate_keys
 
 from ..auth import ADMIN
 from ..context import Collector, collector
@@ -37,11 +35,9 @@ from ..storage.queries import (
     register_spec,
     registry_fingerprints,
 )
-from .common import find_spec, json_body, problem_responses
+from .common import find_spec, json_body, log, problem_responses, read_then
 
 router = APIRouter(tags=["metrics"])
-
-log = logging.getLogger("deniable.collector")
 
 
 REGISTRY_BODIES_KEPT = 8
@@ -156,10 +152,7 @@ async def post_metric(request: Request) -> JSONResponse:
     again, nor by later ones above the level; ``GET /v1/privacy`` states the account). The body is read only after the admin token is
     checked (see ``deniable.service.body``).
     """
-    state = collector(request)
-    settings = state.settings
-    body = await read_body(request, settings.max_body_bytes, settings.body_timeout)
-    return await run_in_threadpool(register_metric, state, body)
+    return await read_then(request, register_metric)
 
 
 def parse_spec(body: bytes) -> MetricSpecIn:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -23,11 +22,10 @@ import orjson
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
-from starlette.concurrency import run_in_threadpool
 
 from deniable.client.spec import MetricSpec
 from deniable.estimators.shufflingaccount import ShuffledBatch
-from deniable.service.body import Refused, read_body
+from deniable.service.body import Refused
 
 from ..auth import INGEST, SHUFFLER
 from ..context import Collector, collector
@@ -55,10 +53,9 @@ from ..validation import (
     ValidReport,
     validate_reports,
 )
-from .common import json_body, problem_responses
+from .common import json_body, log, problem_responses, read_then
 
 router = APIRouter(tags=["reports"])
-log = logging.getLogger("deniable.collector")
 
 
 def _field_reason(error: Any, depth: int = 2) -> str:
@@ -311,13 +308,10 @@ async def _store_upload(
 ) -> JSONResponse:
     """Read an upload's body within the collector's byte budget and deadline, then ``store``
     it off the event loop; a refused upload is counted by its reason before it is answered."""
-    state = collector(request)
-    settings = state.settings
     try:
-        body = await read_body(request, settings.max_body_bytes, settings.body_timeout)
-        return await run_in_threadpool(store, state, body)
+        return await read_then(request, store)
     except Refused as exc:
-        state.telemetry.batches_rejected.labels(exc.code).inc()
+        collector(request).telemetry.batches_rejected.labels(exc.code).inc()
         raise
 
 

@@ -239,6 +239,15 @@ def _unpacked(value: Any, dialect: Dialect) -> np.ndarray | None:
     return unpack_counts(value)
 
 
+def metric_period_key() -> tuple[Column[Any], Column[Any]]:
+    """The (metric, period) key columns each per-period counts table starts with, made anew
+    for each table (a column belongs to one)."""
+    return (
+        Column("metric", String(64), primary_key=True),
+        Column("period", String(10), primary_key=True),
+    )
+
+
 metrics = Table(
     "metrics",
     metadata,
@@ -289,8 +298,7 @@ whole partitions, and a statement bounded to some periods reads only their parti
 period_counts = Table(
     "period_counts",
     metadata,
-    Column("metric", String(64), primary_key=True),
-    Column("period", String(10), primary_key=True),
+    *metric_period_key(),
     Column("n", BigInteger, nullable=False),
 )
 """How many distinct reports each (metric, period) has received."""
@@ -298,8 +306,7 @@ period_counts = Table(
 support_counts = Table(
     "support_counts",
     metadata,
-    Column("metric", String(64), primary_key=True),
-    Column("period", String(10), primary_key=True),
+    *metric_period_key(),
     Column("category", Integer, primary_key=True, autoincrement=False),
     Column("support", BigInteger, nullable=False),
 )
@@ -308,8 +315,7 @@ support_counts = Table(
 numeric_sums = Table(
     "numeric_sums",
     metadata,
-    Column("metric", String(64), primary_key=True),
-    Column("period", String(10), primary_key=True),
+    *metric_period_key(),
     Column("n", BigInteger, nullable=False),
     Column("total", Double, nullable=False),
     Column("total_squares", Double, nullable=False),
@@ -321,8 +327,7 @@ per period. Numeric reports also count in ``period_counts``, like every report."
 cell_counts = Table(
     "cell_counts",
     metadata,
-    Column("metric", String(64), primary_key=True),
-    Column("period", String(10), primary_key=True),
+    *metric_period_key(),
     Column("cell", String(300), primary_key=True),
     Column("n", BigInteger, nullable=False),
     Column("total", Double, nullable=False),
@@ -343,8 +348,7 @@ cell is the whole of ``period_counts``, ``support_counts`` and ``numeric_sums``.
 text_cell_counts = Table(
     "text_cell_counts",
     metadata,
-    Column("metric", String(64), primary_key=True),
-    Column("period", String(10), primary_key=True),
+    *metric_period_key(),
     Column("cell", String(300), primary_key=True),
     Column("chunk", Integer, primary_key=True, autoincrement=False),
     Column("counts", PackedCounts, nullable=False),

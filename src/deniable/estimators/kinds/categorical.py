@@ -16,7 +16,16 @@ from ..choices import DEFAULT_METHOD
 from ..documents import estimate_document
 from ..frequency import estimate
 from ..results import CellStats, Estimate, PeriodCounts
-from .base import KindEstimator, Report, SliceOptions, Span, cell_counts, merge_periods, register
+from .base import (
+    KindEstimator,
+    Report,
+    S,
+    SliceOptions,
+    Span,
+    cell_counts,
+    merge_periods,
+    register,
+)
 
 if TYPE_CHECKING:
     from ..engine import CountsSource, DocumentQuery
@@ -73,36 +82,44 @@ def oracle_counts(randomizer: Mechanism, width: int, reports: Iterable[Report]) 
     return ShareCounts(tuple(PeriodCounts(p, n[p], counts[p]) for p in sorted(n)))
 
 
-@register(CategoricalSpec)
-class CategoricalEstimator(KindEstimator[OracleSpec, ShareCounts]):
-    """Shares of categories: counts in, the shares' estimate document out."""
+class OracleCountsEstimator(KindEstimator[S, ShareCounts]):
+    """A kind whose reports come through a frequency oracle (``spec.randomizer``): its
+    accumulator is the oracle's support counts over its ``count_width`` items, per period."""
 
-    def from_reports(self, spec: OracleSpec, reports: Iterable[Report]) -> ShareCounts:
-        """The support counts of the reports, per period."""
-        return oracle_counts(spec.report_randomizer, spec.count_width, reports)
+    def from_reports(self, spec: S, reports: Iterable[Report]) -> ShareCounts:
+        """The oracle's support counts of the reports, per period."""
+        return oracle_counts(spec.randomizer, spec.count_width, reports)
 
-    def from_source(self, spec: OracleSpec, source: CountsSource) -> ShareCounts:
+    def from_source(self, spec: S, source: CountsSource) -> ShareCounts:
         """The source's counts per period."""
         return ShareCounts(tuple(source.counts()))
 
-    def from_cell(self, spec: OracleSpec, stats: CellStats, labels: Sequence[str]) -> ShareCounts:
+    def from_cell(self, spec: S, stats: CellStats, labels: Sequence[str]) -> ShareCounts:
         """The cell's counts of each period."""
         return ShareCounts(tuple(cell_counts(labels, stats)))
 
     def slice_document(
-        self, spec: OracleSpec, accumulator: ShareCounts, span: Span, options: SliceOptions
+        self, spec: S, accumulator: ShareCounts, span: Span, options: SliceOptions
     ) -> dict[str, Any]:
         """The slice's shares, simultaneous over its categories (a histogram's buckets too)."""
-        result = estimate(
-            spec.randomizer,
-            spec.categories,
+        shares = self.share_estimate(
+            spec,
             list(accumulator.periods),
             confidence=options.confidence,
             method=options.method,
             simultaneous=True,
             pooling=options.pooling,
         )
-        return estimate_document(spec.name, span[0], span[1], result)
+        return self.range_document(spec, span, shares)
+
+    def range_document(self, spec: S, span: Span, shares: Estimate) -> dict[str, Any]:
+        """The document of ``shares`` over ``span``: the estimate document (a set has its own)."""
+        return estimate_document(spec.name, span[0], span[1], shares)
+
+
+@register(CategoricalSpec)
+class CategoricalEstimator(OracleCountsEstimator[OracleSpec]):
+    """Shares of categories: counts in, the shares' estimate document out."""
 
     def compute(
         self, spec: OracleSpec, accumulator: ShareCounts, span: Span, query: DocumentQuery

@@ -4,42 +4,36 @@ them (:mod:`..setfrequency`, docs/STATS.md section 16)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from deniable.client.kinds import SetSpec
 
 from ..differences import Change
 from ..results import CellStats, Estimate, PeriodCounts
-from ..setfrequency import set_changes, set_document, set_estimate, set_source_document
-from .base import KindEstimator, Report, SliceOptions, Span, Windows, cell_counts, register
-from .categorical import ShareCounts, oracle_counts, share_options
+from ..setfrequency import (
+    SetEstimate,
+    set_changes,
+    set_document,
+    set_estimate,
+    set_source_document,
+)
+from .base import Span, Windows, cell_counts, register
+from .categorical import OracleCountsEstimator, ShareCounts, share_options
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from ..engine import CountsSource, DocumentQuery
+    from ..engine import DocumentQuery
 
 SET_OPTIONS = ("confidence", "simultaneous", "pooling")
 """The options a set's shares take: no method, as they have one estimator (unbiased)."""
 
 
 @register(SetSpec)
-class SetEstimator(KindEstimator[SetSpec, ShareCounts]):
+class SetEstimator(OracleCountsEstimator[SetSpec]):
     """Shares of devices: the oracle's k + L counts in, each category's share out (one
     method, unbiased: the shares of a set do not lie on a simplex)."""
-
-    def from_reports(self, spec: SetSpec, reports: Iterable[Report]) -> ShareCounts:
-        """The oracle's support counts of the reports over its k + L items, per period."""
-        return oracle_counts(spec.randomizer, spec.count_width, reports)
-
-    def from_source(self, spec: SetSpec, source: CountsSource) -> ShareCounts:
-        """The source's k + L counts per period."""
-        return ShareCounts(tuple(source.counts()))
-
-    def from_cell(self, spec: SetSpec, stats: CellStats, labels: Sequence[str]) -> ShareCounts:
-        """The cell's k + L counts of each period."""
-        return ShareCounts(tuple(cell_counts(labels, stats)))
 
     def compute(
         self, spec: SetSpec, accumulator: ShareCounts, span: Span, query: DocumentQuery
@@ -49,19 +43,9 @@ class SetEstimator(KindEstimator[SetSpec, ShareCounts]):
             spec, span[0], span[1], accumulator.periods, share_options(query)
         )
 
-    def slice_document(
-        self, spec: SetSpec, accumulator: ShareCounts, span: Span, options: SliceOptions
-    ) -> dict[str, Any]:
-        """The slice's shares of its devices, simultaneous over its categories."""
-        shares = set_estimate(
-            spec.set_randomizer,
-            spec.categories,
-            list(accumulator.periods),
-            confidence=options.confidence,
-            simultaneous=True,
-            pooling=options.pooling,
-        )
-        return set_document(spec.name, span[0], span[1], shares)
+    def range_document(self, spec: SetSpec, span: Span, shares: Estimate) -> dict[str, Any]:
+        """The document of the shares of devices over ``span``, a slice's among them."""
+        return set_document(spec.name, span[0], span[1], cast(SetEstimate, shares))
 
     def share_estimate(
         self, spec: SetSpec, periods: Sequence[PeriodCounts], **options: Any

@@ -58,26 +58,32 @@ class TextEstimator(KindEstimator[TextSpec, SketchTally]):
         """The slice's heavy hitters in the period ``span`` starts with, at the slice
         confidence, run at alpha / (slices shown): with probability >= 1 - alpha no shown
         slice lists a string absent from it; its floor is stated at that alpha."""
-        return text_document(
-            spec.name,
-            span[0],
-            spec.text_randomizer,
-            accumulator.counts,
-            confidence=options.confidence,
-            candidates=options.candidates,
-            alpha=ALPHA / max(1, options.shown),
-        )
+        alpha = ALPHA / max(1, options.shown)
+        return _document(spec, accumulator, span[0], options.confidence, options.candidates, alpha)
 
     def compute(
         self, spec: TextSpec, accumulator: SketchTally, span: Span, query: DocumentQuery
     ) -> dict[str, Any]:
         """The heavy hitters' document of the period ``span`` ends with."""
         candidates = None if query.candidates is None else list(query.candidates)
-        return text_document(
-            spec.name,
-            span[1],
-            spec.text_randomizer,
-            accumulator.counts,
-            confidence=query.confidence,
-            candidates=candidates,
-        )
+        return _document(spec, accumulator, span[1], query.confidence, candidates)
+
+
+def _document(
+    spec: TextSpec,
+    tally: SketchTally,
+    period: str | None,
+    confidence: float,
+    candidates: list[str] | None,
+    alpha: float = ALPHA,
+) -> dict[str, Any]:
+    """The heavy hitters' document of ``tally`` in ``period``, by ``spec``'s sketch."""
+    return text_document(
+        spec.name,
+        period,
+        spec.text_randomizer,
+        tally.counts,
+        confidence=confidence,
+        candidates=candidates,
+        alpha=alpha,
+    )
