@@ -199,7 +199,7 @@ def events_table(document: dict[str, Any]) -> Any | None:
             window_words(row),
             eps_text(row["per_window"]),
             _figure(row["per_day_of_events"]),
-            "" if unchanged is None else eps_text(unchanged),
+            "–" if unchanged is None else eps_text(unchanged),
         )
     return table
 

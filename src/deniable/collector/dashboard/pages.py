@@ -572,7 +572,7 @@ def _event_rows(metrics: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
                     window,
                     _epsilon_text(m["per_window"]),
                     _epsilon_text(m["per_day_of_events"]),
-                    "" if unchanged is None else _epsilon_text(unchanged),
+                    "–" if unchanged is None else _epsilon_text(unchanged),
                 ],
             )
         )
