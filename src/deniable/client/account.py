@@ -19,6 +19,7 @@ import functools
 import math
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from .errors import InvalidInput
 from .guarantees import PureDP, compose
@@ -304,29 +305,29 @@ def metric_account(spec: MetricSpec, settings: DeviceSettings = SDK_DEFAULTS) ->
     eps_perm per distinct value the device can report, and at most its lifetime figure.
     """
     rule = _rule(spec, settings)
-    return _metric_account(spec, rule, _guarantees(rule), settings)
+    return _metric_account(spec, rule, _guarantees(rule))
 
 
 def _metric_account(
-    spec: MetricSpec, rule: _Rule, stated: dict[str, PureDP | None], settings: DeviceSettings
+    spec: MetricSpec, rule: _Rule, stated: dict[str, PureDP | None]
 ) -> MetricAccount:
     """:func:`metric_account` from ``spec``'s rule and the guarantees it states, already made."""
     cost = rule.cost
-    common = dict(
-        metric=spec.name,
-        type=spec.type,
-        mechanism=spec.mechanism,
-        epsilon=spec.epsilon,
-        period=spec.period,
-        memoized=cost.memoized,
-        reports_per_period=rule.reports,
-        instantaneous_epsilon=cost.instantaneous_epsilon,
-        permanent_epsilon=cost.permanent_epsilon if cost.memoized else None,
-        change_shows=cost.memoized
+    common: dict[str, Any] = {
+        "metric": spec.name,
+        "type": spec.type,
+        "mechanism": spec.mechanism,
+        "epsilon": spec.epsilon,
+        "period": spec.period,
+        "memoized": cost.memoized,
+        "reports_per_period": rule.reports,
+        "instantaneous_epsilon": cost.instantaneous_epsilon,
+        "permanent_epsilon": cost.permanent_epsilon if cost.memoized else None,
+        "change_shows": cost.memoized
         and cost.instantaneous_epsilon is None
         and (rule.cap is None or rule.cap > 1),
         **{name: _bounded(guarantee) for name, guarantee in stated.items()},
-    )
+    }
     events = spec.events
     if events is None:
         return MetricAccount(**common)
@@ -342,7 +343,7 @@ def _metric_account(
     )
 
 
-_PERIOD_DAYS = {"day": 1, "week": 7, "month": 31}
+_PERIOD_DAYS: dict[str, int] = {"day": 1, "week": 7, "month": 31}
 """The most days one period of each kind covers: a calendar window's length."""
 
 
@@ -421,9 +422,6 @@ def privacy_account(
         raise InvalidInput("metric names must be distinct")
     rules = tuple(_rule(spec, settings) for spec in ordered)
     stated = [_guarantees(rule) for rule in rules]
-    metrics = tuple(
-        _metric_account(*each, settings=settings)
-        for each in zip(ordered, rules, stated, strict=True)
-    )
+    metrics = tuple(_metric_account(*each) for each in zip(ordered, rules, stated, strict=True))
     totals = AccountTotals(**{name: _total([g[name] for g in stated]) for name in _STATED})
     return PrivacyAccount(settings, metrics, totals, rules)
