@@ -3,11 +3,12 @@ sends (issue 40, Privacy; docs/STATS.md sections 13 and 14).
 
 One device, T <= 5 days, a few event counts per day (0, 1 or 2) on the days it is active:
 every history of events is enumerated, and for each the exact distribution of the whole
-sequence of reports it sends. A report goes out on day d iff the device was active on a day of
-d's window (a public fact, never an event: the send pattern is the same for every history of
-one activity pattern, and the enumeration checks it); its content is the window's aggregate
-(:func:`deniable.client.events.window_value` over the window's :class:`DayAggregate`\\ s, then
-the metric's own ``prepare``) randomized by the metric's real mechanism
+sequence of reports it sends, each day's report or the absence of one. A report goes out on day
+d iff the device was active on a day of d's window (the SDK's rule, STATS.md section 14: a
+public fact, never an event, so every history of one activity pattern has the same sends, as
+the enumeration checks); its content is the window's aggregate
+(:func:`deniable.client.events.window_value` over the window's days, then the metric's own
+``prepare``) randomized by the metric's real mechanism
 (:mod:`deniable.client.mechanisms`: brr, krr, and for memoized metrics the two layers of
 :func:`~deniable.client.mechanisms.two_layers`, one permanent answer per value drawn once for
 the device's whole history). Small k: a boolean ``any`` metric with brr, and a ``count``
@@ -63,14 +64,17 @@ def spec_for(aggregate: str, window: int, rolling: bool) -> MetricSpec:
 
 @dataclass(frozen=True)
 class Device:
-    """One device's event metric and whether it memoizes it (two layers at :data:`RATIO`),
-    as the enumeration uses them."""
+    """One device's event metric, whether it memoizes it (two layers at :data:`RATIO`), and
+    ``skips_empty``: a device that breaks the sending rule and reports only windows with an
+    event (what STATS.md section 13 forbids), to show the enumeration sees sends."""
 
     spec: MetricSpec
     memoized: bool
+    skips_empty: bool = False
 
     @property
     def rule(self) -> EventRule:
+        """The metric's event rule."""
         assert self.spec.events is not None
         return self.spec.events
 
@@ -81,48 +85,52 @@ class Device:
 
     @property
     def mechanism(self) -> KRR:
+        """The metric's frequency oracle: brr (k = 2) or krr."""
         oracle = self.spec.randomizer
         assert isinstance(oracle, KRR)
         return oracle
 
-    def window_start(self, day: int) -> int:
-        """The first day (0-based, clipped to the history) of the window reported on ``day``."""
-        return max(0, day - self.days + 1)
+    def window(self, day: int) -> slice:
+        """The days (0-based, clipped to the history) of the window reported on ``day``."""
+        return slice(max(0, day - self.days + 1), day + 1)
 
-    def sent(self, active: tuple[bool, ...]) -> list[int]:
-        """The days a report goes out: those with an active day in their window."""
-        return [d for d in range(len(active)) if any(active[self.window_start(d) : d + 1])]
+    def sent(self, history: tuple[int, ...], active: tuple[bool, ...]) -> list[int]:
+        """The days a report goes out: those with an active day in their window (the SDK's
+        rule, docs/STATS.md section 14), whatever the events."""
+        return [
+            d
+            for d in range(len(active))
+            if any(active[self.window(d)])
+            and (not self.skips_empty or sum(history[self.window(d)]))
+        ]
 
     def values(self, history: tuple[int, ...], sent: list[int]) -> list[int]:
         """What each sent report carries before randomization: its window's aggregate
         (:func:`window_value`), as the metric's mechanism takes it."""
         out = []
         for d in sent:
-            days = [DayAggregate(n=n) for n in history[self.window_start(d) : d + 1]]
-            value = window_value(self.rule, days)
+            value = window_value(self.rule, [DayAggregate(n=n) for n in history[self.window(d)]])
             assert value is not None  # any and count report empty windows
             out.append(self.spec.prepare(value))
         return out
 
     def distribution(self, history: tuple[int, ...], active: tuple[bool, ...]) -> np.ndarray:
         """The exact law of everything sent over the days of ``history``: an array with one
-        axis per day, of length k on a day a report goes out and 1 on a day it does not."""
-        sent = self.sent(active)
-        values = self.values(history, sent)
+        axis per day, of length k + 1 (the report's answer, or the last: no report)."""
+        sent = self.sent(history, active)
+        values = dict(zip(sent, self.values(history, sent), strict=True))
         k = self.mechanism.k
-        shape = [k if d in sent else 1 for d in range(len(history))]
         if not self.memoized:
-            rows = [_krr_row(self.mechanism, v) for v in values]
-            return _outer(rows).reshape(shape) if rows else np.ones(shape)
+            return _law(self.mechanism, values, len(history))
         layers = two_layers(self.mechanism, RATIO)
         assert layers is not None
-        total = np.zeros(k ** len(sent))
+        total = np.zeros((k + 1,) * len(history))
         # One permanent answer per value, drawn once: sum over every table of answers.
         for table in itertools.product(range(k), repeat=k):
             weight = math.prod(_krr_row(layers.permanent, u)[table[u]] for u in range(k))
-            rows = [_krr_row(layers.instantaneous, table[v]) for v in values]
-            total += weight * (_outer(rows) if rows else np.ones(1))
-        return total.reshape(shape)
+            answers = {d: table[v] for d, v in values.items()}
+            total += weight * _law(layers.instantaneous, answers, len(history))
+        return total
 
 
 def _krr_row(mechanism: KRR, value: int) -> np.ndarray:
@@ -133,14 +141,27 @@ def _krr_row(mechanism: KRR, value: int) -> np.ndarray:
     return row
 
 
-def _outer(rows: list[np.ndarray]) -> np.ndarray:
-    """The law of independent answers, flattened (the first report's axis first)."""
-    return reduce(np.multiply.outer, rows).ravel() if len(rows) > 1 else rows[0]
+def _law(mechanism: KRR, values: dict[int, int], days: int) -> np.ndarray:
+    """The law of ``days`` days where a report of ``values[d]`` randomized by ``mechanism``
+    goes out on each day d in ``values`` and nothing on the others (the last index)."""
+    rows = []
+    for day in range(days):
+        row = np.zeros(mechanism.k + 1)
+        if day in values:
+            row[:-1] = _krr_row(mechanism, values[day])
+        else:
+            row[-1] = 1.0
+        rows.append(row)
+    return reduce(np.multiply.outer, rows)
 
 
 def largest_log_ratio(laws: list[np.ndarray]) -> float:
-    """The largest ln P_a(y) / P_b(y) over every ordered pair of laws and every output y."""
-    logs = np.log(np.stack([law.ravel() for law in laws]))
+    """The largest ln P_a(y) / P_b(y) over every ordered pair of laws and every output y
+    (``inf`` where one can send y and another cannot)."""
+    table = np.stack([law.ravel() for law in laws])
+    table = table[:, table.max(axis=0) > 0]
+    with np.errstate(divide="ignore"):
+        logs = np.log(table)
     return float((logs.max(axis=0) - logs.min(axis=0)).max())
 
 
@@ -187,7 +208,13 @@ def enumerate_case(device: Device, days: int, active: tuple[bool, ...]) -> Found
     laws = {h: device.distribution(h, active) for h in every}
     for law in laws.values():
         assert math.isclose(float(law.sum()), 1.0, abs_tol=1e-12)
-    sent = len(device.sent(active))
+    # Whether each day's report goes out is the same for every history (activity alone).
+    sent_days = device.sent(every[0], active)
+    for law in laws.values():
+        silent = [float(marginal(law, d, 1)[-1]) for d in range(days)]
+        expected = [0.0 if d in sent_days else 1.0 for d in range(days)]
+        assert silent == pytest.approx(expected, abs=1e-12)
+    sent = len(sent_days)
 
     # (a) Any L consecutive days, over any two histories: at most the account's L days.
     for length in range(1, days + 1):
@@ -195,11 +222,16 @@ def enumerate_case(device: Device, days: int, active: tuple[bool, ...]) -> Found
         for start in range(days - length + 1):
             window = largest_log_ratio([marginal(law, start, length) for law in laws.values()])
             assert window <= claimed + TIGHT, (length, start, window, claimed)
-            reports = len([d for d in device.sent(active) if start <= d < start + length])
+            if length == 1:
+                assert figures.per_day is not None and figures.per_period is not None
+                assert window <= min(figures.per_day, figures.per_period) + TIGHT
+            reports = len([d for d in sent_days if start <= d < start + length])
             if not device.memoized and reports == length:
                 assert window == pytest.approx(claimed, abs=TIGHT), (length, start)
     over_all = largest_log_ratio(list(laws.values()))
     assert over_all <= account.over_days(days) + TIGHT
+    assert figures.per_7_days is not None  # T <= 5 days lie within 7
+    assert over_all <= figures.per_7_days + TIGHT
     if not device.memoized:
         assert over_all == pytest.approx(sent * EPSILON, abs=TIGHT)
 
@@ -220,9 +252,7 @@ def enumerate_case(device: Device, days: int, active: tuple[bool, ...]) -> Found
     # (c) Memoized: an aggregate that never changes reveals at most eps_perm.
     unchanged = None
     if device.memoized:
-        steady = [
-            law for h, law in laws.items() if len(set(device.values(h, device.sent(active)))) == 1
-        ]
+        steady = [law for h, law in laws.items() if len(set(device.values(h, sent_days))) == 1]
         unchanged = largest_log_ratio(steady)
         assert figures.permanent_epsilon is not None
         assert unchanged <= figures.permanent_epsilon + TIGHT
@@ -249,7 +279,7 @@ def test_every_history_of_an_active_device_stays_within_the_account(
     if memoized:
         assert found.unchanged is not None
         # Not vacuous: the reports of one unchanged aggregate reveal more than one report.
-        assert found.unchanged > EPSILON if days >= 3 else found.unchanged > 0
+        assert found.unchanged > (EPSILON if days >= 3 else 0)
 
 
 @pytest.mark.parametrize(
@@ -266,6 +296,15 @@ def test_windows_without_an_active_day_send_nothing_whatever_the_events(
             enumerate_case(device, 4, active)
 
 
+def test_a_device_that_reports_only_windows_with_an_event_is_not_covered() -> None:
+    """Whether a report is sent is itself an output (STATS.md section 13): a device that
+    skipped its empty windows would tell them apart from the others with certainty, which no
+    ε bounds, so the enumeration counts sends, not only contents."""
+    device = Device(spec_for("any", 2, True), memoized=False, skips_empty=True)
+    laws = [device.distribution(h, (True,) * 3) for h in histories((True,) * 3)]
+    assert largest_log_ratio(laws) == math.inf
+
+
 def test_the_figures_of_the_issue() -> None:
     """The exact figures at eps 1, T = 5 days, a window of 3 days (docs/privacy.md quotes
     them): fresh reports spend 5 over the 5 days and 3 on one day's events, exactly the
@@ -279,3 +318,9 @@ def test_the_figures_of_the_issue() -> None:
     assert layers is not None
     assert memo.over_all < 10.0 and memo.one_day < 6.0
     assert memo.unchanged is not None and EPSILON < memo.unchanged < layers.permanent_epsilon
+    # The figures docs/privacy.md's table prints (to its digits).
+    assert (memo.over_all, memo.one_day) == pytest.approx((4.7536, 4.7536), abs=5e-5)
+    assert memo.unchanged == pytest.approx(1.4074, abs=5e-5)
+    calendar = enumerate_case(Device(spec_for("any", 1, False), True), 5, (True,) * 5)
+    # One differing report among reports that show the permanent answers: above eps.
+    assert EPSILON < calendar.one_day == pytest.approx(1.968, abs=5e-4)
