@@ -3,7 +3,9 @@
 From the metric specs and the SDK's settings (reports per period, memoization and its fresh
 layer, lifetime cap), the account states the worst case per period, per day, per 7 days, per
 30 days and over a device's lifetime, over any two histories of true values (``None``:
-unbounded), and apart from it what a memoized metric reveals per value over its lifetime.
+unbounded), and apart from it what a memoized metric reveals per value over its lifetime. An
+event metric (one report per window, :mod:`.events`) also states its window, one window's eps
+and what all the reports that see one day's events spend together.
 Metrics compose sequentially, so totals are sums. Every figure follows the
 rules :class:`~.ledger.Ledger` enforces (:meth:`~.ledger.Ledger.admit` admits, and
 :meth:`~.ledger.Ledger.spent` counts), so a device's own ledger never exceeds its account and
@@ -17,6 +19,7 @@ import functools
 import math
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from .errors import InvalidInput
 from .guarantees import PureDP, compose
@@ -192,6 +195,31 @@ class MetricAccount:
     change_shows: bool = False
 
 
+@dataclass(frozen=True, kw_only=True)
+class EventMetricAccount(MetricAccount):
+    """The account of an event metric (:mod:`.events`): one report per window whatever the
+    number of events, so ``reports_per_period`` is 1 whatever the SDK's
+    ``max_reports_per_period``, and the figures of :class:`MetricAccount` count one report per
+    day for a rolling window, one per period for a calendar one.
+
+    ``aggregate`` is the rule's aggregation; ``rolling`` says the window is the last
+    ``window_days`` days, reported every day, else it is the metric's period (``window_days``:
+    the most days one period covers, 1, 7 or 31), reported once when it ends. ``per_window``
+    is the eps of one window's report (the metric's eps; 0 when a lifetime cap below it keeps
+    the metric from reporting). ``per_day_of_events`` is what everything the device sends
+    reveals about one day's events (two histories that differ on that day only): the
+    ``window_days`` reports of a rolling window all see that day, so N eps for N days (a
+    memoized metric, N eps_inst: the other reports show its permanent answers), one report's
+    eps for a calendar window; ``None``: unbounded (memoized without a fresh layer).
+    """
+
+    aggregate: str
+    rolling: bool
+    window_days: int
+    per_window: float
+    per_day_of_events: float | None
+
+
 @dataclass(frozen=True)
 class AccountTotals:
     """The account of all metrics together (sequential composition: the sums); a figure is
@@ -222,10 +250,13 @@ class _Rule:
     cap: int | None
     values: int | None
 
+    def capped(self, reports: int) -> int:
+        """``reports``, or fewer where the lifetime cap stops them."""
+        return reports if self.cap is None else min(reports, self.cap)
+
     def reports_in(self, days: int) -> int:
         """The most reports sent in any ``days`` consecutive days."""
-        reports = self.reports * max_periods_touched(self.kind, days)
-        return reports if self.cap is None else min(reports, self.cap)
+        return self.capped(self.reports * max_periods_touched(self.kind, days))
 
     def guarantee_in(self, days: int) -> PureDP:
         """The most one device's reports reveal over any two histories in any ``days`` days."""
@@ -246,13 +277,20 @@ def _rule(spec: MetricSpec, settings: DeviceSettings) -> _Rule:
     cost, _ = report_cost(spec, settings.memoized(spec.name), settings.instantaneous_ratio)
     lifetime = settings.lifetime_epsilon
     cap = None if lifetime is None else cost.lifetime_reports(lifetime)
+    reports = _reports_per_period(spec, settings)
     if not cost.memoized:
-        return _Rule(cost, settings.max_reports_per_period, spec.period, cap, None)
+        return _Rule(cost, reports, spec.period, cap, None)
     bounds = [] if spec.value_count is None else [spec.value_count]
     if cap is not None:
         bounds.append(cap)
     values = min(bounds) if bounds else None
-    return _Rule(cost, settings.max_reports_per_period, spec.period, cap, values)
+    return _Rule(cost, reports, spec.period, cap, values)
+
+
+def _reports_per_period(spec: MetricSpec, settings: DeviceSettings) -> int:
+    """The most reports of ``spec`` per period: the settings' ``max_reports_per_period``, or
+    one for an event metric (one report per window: a rolling window's period is a day)."""
+    return 1 if spec.events is not None else settings.max_reports_per_period
 
 
 def metric_account(spec: MetricSpec, settings: DeviceSettings = SDK_DEFAULTS) -> MetricAccount:
@@ -267,29 +305,64 @@ def metric_account(spec: MetricSpec, settings: DeviceSettings = SDK_DEFAULTS) ->
     eps_perm per distinct value the device can report, and at most its lifetime figure.
     """
     rule = _rule(spec, settings)
-    return _metric_account(spec, rule, _guarantees(rule), settings)
+    return _metric_account(spec, rule, _guarantees(rule))
 
 
 def _metric_account(
-    spec: MetricSpec, rule: _Rule, stated: dict[str, PureDP | None], settings: DeviceSettings
+    spec: MetricSpec, rule: _Rule, stated: dict[str, PureDP | None]
 ) -> MetricAccount:
     """:func:`metric_account` from ``spec``'s rule and the guarantees it states, already made."""
     cost = rule.cost
-    return MetricAccount(
-        metric=spec.name,
-        type=spec.type,
-        mechanism=spec.mechanism,
-        epsilon=spec.epsilon,
-        period=spec.period,
-        memoized=cost.memoized,
-        reports_per_period=settings.max_reports_per_period,
-        instantaneous_epsilon=cost.instantaneous_epsilon,
-        permanent_epsilon=cost.permanent_epsilon if cost.memoized else None,
-        change_shows=cost.memoized
+    common: dict[str, Any] = {
+        "metric": spec.name,
+        "type": spec.type,
+        "mechanism": spec.mechanism,
+        "epsilon": spec.epsilon,
+        "period": spec.period,
+        "memoized": cost.memoized,
+        "reports_per_period": rule.reports,
+        "instantaneous_epsilon": cost.instantaneous_epsilon,
+        "permanent_epsilon": cost.permanent_epsilon if cost.memoized else None,
+        "change_shows": cost.memoized
         and cost.instantaneous_epsilon is None
         and (rule.cap is None or rule.cap > 1),
         **{name: _bounded(guarantee) for name, guarantee in stated.items()},
+    }
+    events = spec.events
+    if events is None:
+        return MetricAccount(**common)
+    days = events.window if events.rolling else _PERIOD_DAYS[spec.period]
+    seeing = days if events.rolling else 1
+    return EventMetricAccount(
+        **common,
+        aggregate=events.aggregate,
+        rolling=events.rolling,
+        window_days=days,
+        per_window=cost.guarantee(rule.capped(1)).figure,
+        per_day_of_events=_bounded(_day_of_events(rule, seeing)),
     )
+
+
+_PERIOD_DAYS: dict[str, int] = {"day": 1, "week": 7, "month": 31}
+"""The most days one period of each kind covers: a calendar window's length."""
+
+
+def _day_of_events(rule: _Rule, seeing: int) -> PureDP:
+    """What everything a device sends reveals about one day's events when ``seeing`` of its
+    reports have that day in their window (the lifetime cap may stop some).
+
+    Fresh reports: only those ``seeing`` reports differ between the two histories, each at
+    eps. Memoized: draw every value's permanent answer once, the same in both histories; then
+    only the fresh layers of those reports differ, each at eps_inst (the other reports show
+    the permanent answers, so even one differing report can spend eps_inst, not eps). Without
+    a fresh layer, unbounded once a device can send two reports (a change of value shows).
+    """
+    cost, reports = rule.cost, rule.capped(seeing)
+    if not cost.memoized or (rule.cap is not None and rule.cap <= 1):
+        return cost.guarantee(reports)
+    if cost.fresh is None:
+        return PureDP(math.inf)
+    return reports * cost.fresh
 
 
 _STATED = ("per_period", "per_day", "per_7_days", "per_30_days", "lifetime", "per_value_lifetime")
@@ -349,9 +422,6 @@ def privacy_account(
         raise InvalidInput("metric names must be distinct")
     rules = tuple(_rule(spec, settings) for spec in ordered)
     stated = [_guarantees(rule) for rule in rules]
-    metrics = tuple(
-        _metric_account(*each, settings=settings)
-        for each in zip(ordered, rules, stated, strict=True)
-    )
+    metrics = tuple(_metric_account(*each) for each in zip(ordered, rules, stated, strict=True))
     totals = AccountTotals(**{name: _total([g[name] for g in stated]) for name in _STATED})
     return PrivacyAccount(settings, metrics, totals, rules)

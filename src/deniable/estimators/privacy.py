@@ -19,6 +19,7 @@ from deniable.client.account import (
     WARNING_LEVEL_30_DAYS,
     AccountTotals,
     DeviceSettings,
+    EventMetricAccount,
     MetricAccount,
     PrivacyAccount,
     privacy_account,
@@ -96,7 +97,9 @@ class PrivacyDocument:
     analyst, beside the local one against the shuffler (:mod:`.shufflingaccount`)."""
 
     settings: PrivacySettings
-    metrics: list[MetricAccount]
+    metrics: list[EventMetricAccount | MetricAccount]
+    """One row per metric; an event metric's also states its window, one window's ε and what
+    the reports that see one day's events spend together (absent for other metrics)."""
     total: AccountTotals
     warning_level_30_days: float
     warnings: list[str]
@@ -219,6 +222,45 @@ def _over_30_days(account: PrivacyAccount) -> str:
     )
 
 
+def window_text(metric: EventMetricAccount) -> str:
+    """An event metric's window in words: ``rolling 7 days`` or ``calendar week``."""
+    if metric.rolling:
+        return f"rolling {metric.window_days:,} day{'s' if metric.window_days > 1 else ''}"
+    return f"calendar {metric.period}"
+
+
+def _day_of_events_text(metric: EventMetricAccount) -> str:
+    """What the reports that see one day's events reveal together, for the statement."""
+    figure = metric.per_day_of_events
+    bound = "no finite ε" if figure is None else f"ε {eps_text(figure)}"
+    if not metric.rolling:
+        return f"{metric.metric}: one report per {metric.period}, {bound}"
+    days = metric.window_days
+    return f"{metric.metric}: the {days:,} daily reports of a {days:,}-day rolling window, {bound}"
+
+
+def _event_windows(account: PrivacyAccount) -> list[str]:
+    """The sentences on event metrics (none without them): one report per window whatever
+    the number of events, and what the reports that see one day's events reveal together."""
+    events = [m for m in account.metrics if isinstance(m, EventMetricAccount)]
+    if not events:
+        return []
+    sentences = [
+        f"Event metrics ({_names(events)}) count or aggregate events on the device and send one"
+        " report per window, whatever the number of events: each window's report has the"
+        " metric's ε. Every report whose window covers a day sees that day's events, so"
+        " together they reveal at most: " + "; ".join(_day_of_events_text(m) for m in events) + "."
+    ]
+    layered = [m for m in events if m.memoized and m.instantaneous_epsilon is not None]
+    if layered:
+        sentences.append(
+            f"Memoized, an aggregate that does not change ({_names(layered)}) reveals at most"
+            " ε " + _epsilons(m.permanent_epsilon for m in layered) + " over any number of"
+            " windows."
+        )
+    return sentences
+
+
 def _memo_and_lifetime(account: PrivacyAccount) -> list[str]:
     """The sentences on memoization (if on) and on the lifetime total."""
     sentences = []
@@ -293,6 +335,7 @@ def statement(account: PrivacyAccount) -> str:
             "Every value is randomized on the device before it is sent.",
             _per_report([m for m in account.metrics if m.per_period is None or m.per_period > 0]),
             _over_30_days(account),
+            *_event_windows(account),
             *_memo_and_lifetime(account),
         ]
     )

@@ -161,6 +161,49 @@ def account_table(document: dict[str, Any]) -> Any:
     return table
 
 
+def window_words(row: dict[str, Any]) -> str:
+    """An event metric's window as the table shows it: ``rolling 7 days`` or ``calendar
+    week``."""
+    if row["rolling"]:
+        days = row["window_days"]
+        return f"rolling {days:,} day{'s' if days > 1 else ''}"
+    return f"calendar {row['period']}"
+
+
+def events_table(document: dict[str, Any]) -> Any | None:
+    """The event metrics' windows as a table (``None`` without event metrics): per metric its
+    aggregation and window, one window's ε, what the reports that see one day's events spend
+    together and, memoized, what an unchanged aggregate reveals."""
+    from rich.table import Table
+
+    rows = [row for row in document["metrics"] if "per_window" in row]
+    if not rows:
+        return None
+    table = Table(
+        title="event metrics: one report per window, whatever the number of events",
+        title_justify="left",
+        caption="a day's events: every report whose window covers one day, together (a rolling"
+        " window of N days is reported daily, so N reports); unchanged: all reports of an"
+        " aggregate that does not change, memoized",
+        caption_justify="left",
+    )
+    for column in ("metric", "aggregate", "window", "per window", "a day's events", "unchanged"):
+        table.add_column(
+            column, justify="left" if column in ("metric", "aggregate", "window") else "right"
+        )
+    for row in rows:
+        unchanged = row["permanent_epsilon"]
+        table.add_row(
+            row["metric"],
+            row["aggregate"],
+            window_words(row),
+            eps_text(row["per_window"]),
+            _figure(row["per_day_of_events"]),
+            "–" if unchanged is None else eps_text(unchanged),
+        )
+    return table
+
+
 @click.command(short_help="The most ε one device spends, and a statement to publish.")
 @click.option(
     "--max-reports-per-period",
@@ -222,7 +265,9 @@ def privacy(
     any two histories of values; "per value, lifetime" is what the reports of unchanging
     values reveal, which memoization bounds (its fresh layer bounds a change of value;
     without it, no ε does). A lifetime cap stops each metric at lifetime_epsilon. A warning
-    says when a device's 30-day total exceeds the warning level (docs/privacy.md).
+    says when a device's 30-day total exceeds the warning level (docs/privacy.md). Event
+    metrics send one report per window; a second table gives their window, one window's ε
+    and what the reports that see one day's events spend together.
 
     Through a shuffler (the batches it released, or --shuffle-batch N assumed for every
     metric), each batch also has a central (ε, δ) against an analyst who sees only released
@@ -255,6 +300,10 @@ def privacy(
     out = console()
     out.print(account_table(document))
     out.print()
+    events = events_table(document)
+    if events is not None:
+        out.print(events)
+        out.print()
     shuffled = document.get("shuffled") or {"batches": [], "statement": ""}
     if shuffled["batches"]:
         out.print(shuffled_table(shuffled))

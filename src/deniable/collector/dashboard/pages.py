@@ -549,6 +549,36 @@ def _clear_rows(metrics: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
     ]
 
 
+def _event_rows(metrics: list[dict[str, Any]]) -> list[tuple[str, list[str]]]:
+    """The event metrics' windows (``table#event-windows``): per metric its aggregation and
+    window, one window's ε, what the reports that see one day's events spend together and,
+    memoized, what an unchanged aggregate reveals (empty without event metrics)."""
+    rows = []
+    for m in metrics:
+        if "per_window" not in m:
+            continue
+        days = m["window_days"]
+        window = (
+            f"rolling {days:,} day{'s' if days > 1 else ''}"
+            if m["rolling"]
+            else f"calendar {m['period']}"
+        )
+        unchanged = m["permanent_epsilon"]
+        rows.append(
+            (
+                m["metric"],
+                [
+                    m["aggregate"],
+                    window,
+                    _epsilon_text(m["per_window"]),
+                    _epsilon_text(m["per_day_of_events"]),
+                    "–" if unchanged is None else _epsilon_text(unchanged),
+                ],
+            )
+        )
+    return rows
+
+
 def privacy_page(
     values: dict[str, str], document: dict[str, Any] | None, problem: str | None
 ) -> Markup:
@@ -586,6 +616,7 @@ def privacy_page(
                 "",
                 *(_epsilon_text(total[w]) for w in windows),
             ],
+            "events": _event_rows(document["metrics"]),
             "warnings": [warning_parts(w) for w in document["warnings"]],
             "shuffled": _shuffled_section(document["shuffled"]),
             "in_clear": _clear_rows(document.get("in_the_clear") or []),
