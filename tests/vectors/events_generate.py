@@ -283,7 +283,9 @@ def run(spec: MetricSpec, steps: list[dict[str, Any]]) -> list[list[Any]]:
     for step in steps:
         now[0] = dt.datetime.fromisoformat(step["day"]).replace(hour=12, tzinfo=dt.UTC)
         for value in step["calls"]:
-            assert (recorder.event(spec.name) if value is None else recorder.observe(spec.name, value))
+            assert (
+                recorder.event(spec.name) if value is None else recorder.observe(spec.name, value)
+            )
         if step["open"]:
             recorder.drain()
     return reported
