@@ -180,3 +180,26 @@ test("a malformed saved aggregate is dropped and reported, the rest kept", () =>
   client.save();
   assert.deepEqual(Object.keys(JSON.parse(storage.load()).events.days.taps), [String(Number(day) + 1)]);
 });
+
+test("a window's report goes through the metric's randomizer, memoized when asked", async () => {
+  const data = specData.opened; // any per day: false for a day without the event
+  const storage = new MemoryStorage();
+  let now = noon("2026-07-01");
+  const client = open(storage, data, () => now, { memoize: true, instantaneousRatio: null });
+  posted.length = 0;
+  for (let day = 1; day <= 12; day++) {
+    now = new Date(noon("2026-07-01").getTime() + day * 86400000);
+    if (day % 2) client.event("opened"); // the window of day d has the event iff d is odd
+    assert.equal(await client.flush(), true);
+  }
+  assert.deepEqual(posted.map((r) => r.period), Array.from({ length: 12 }, (_, d) => new Date(noon("2026-07-01").getTime() + d * 86400000).toISOString().slice(0, 10)));
+  // Without the fresh layer the remembered answer is sent as is: one answer per value.
+  const answers = new Map();
+  for (const [d, r] of posted.entries()) {
+    const value = d % 2 === 1;
+    if (answers.has(value)) assert.deepEqual(r.payload, answers.get(value));
+    answers.set(value, r.payload);
+  }
+  assert.equal(Object.keys(JSON.parse(storage.load()).memo).length, 2);
+  await client.close(100);
+});
