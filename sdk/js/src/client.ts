@@ -8,6 +8,8 @@ import { hex, systemRandomness, uuid4 } from "./random.js";
 import { InvalidInput, MetricSpec, type SpecData, type TextFactory } from "./spec.js";
 import type { PaddingSampling } from "./sets.js";
 import { defaultStorage, type StateStorage, stateProblem } from "./storage.js";
+import { isCounted } from "./events.js";
+import { addObservation, type BookData, dayNumber, WindowBook } from "./windows.js";
 import { batchBody, METRICS_PATH, payloadText, REPORTS_PATH, reportText } from "./wire.js";
 
 export interface ClientOptions {
@@ -118,6 +120,8 @@ interface State {
   memo: Record<string, Payload>;
   /** Reports ever admitted per metric (for lifetimeEpsilon). */
   totals: Record<string, number>;
+  /** Event metrics' days: active days, marks and day aggregates (absent without event metrics). */
+  events?: BookData;
 }
 
 interface MemoPlan {
@@ -150,6 +154,8 @@ export class Client {
   #context: Record<string, string> = {};
   readonly #storage: StateStorage;
   readonly #state: State;
+  /** Event metrics' day aggregates and windows, saved in the state text with the ledger. */
+  readonly #book = new WindowBook();
   readonly #specs = new Map<string, MetricSpec>();
   /** Specs accepted from a collector (stored or adopted), pinned by name; those above
    * maxEpsilon are kept here but not in #specs (not recorded). */
@@ -230,7 +236,12 @@ export class Client {
         if (this.#withinCeiling(spec, "stored")) this.#specs.set(spec.name, spec);
       }
     }
-    if (this.#options.flushInterval > 0) this.#every(this.#options.flushInterval, () => void this.#upload(false));
+    this.#loadEvents();
+    this.#closeWindows();
+    if (this.#options.flushInterval > 0) this.#every(this.#options.flushInterval, () => {
+      this.#closeWindows();
+      void this.#upload(false);
+    });
     if (this.#options.refreshInterval > 0) this.#every(this.#options.refreshInterval, () => void this.refreshSpecs());
     globalThis.document?.addEventListener?.("visibilitychange", this.#onHidden);
   }
@@ -280,6 +291,7 @@ export class Client {
       return true;
     }
     for (const spec of served.values()) this.#adopt(spec);
+    this.#installEvents();
     this.#specsKnown = true;
     this.#state.etag = answer.headers.get("etag");
     this.#scheduleSave();
@@ -334,14 +346,21 @@ export class Client {
       this.#counters.unknown_metric++;
       return false;
     }
+    if (spec.events !== undefined) throw new InvalidInput(`metric ${name} aggregates events on the device: call event() or observe(), which report once per window`);
     const prepared = spec.setRandomizer ? spec.itemsOf(value) : spec.type === "numeric" ? spec.scale(value) : spec.text ? padded(spec, value) : spec.indexOf(value);
     this.#counters.recorded++;
+    return this.#admit(spec, prepared, this.#period(spec));
+  }
+
+  /** Ask the ledger to admit a report of `prepared` in `period`; if it does, randomize and queue
+   * it (a recorded value, or an event window's value labelled with the window's period). */
+  #admit(spec: MetricSpec, prepared: number | Uint8Array | number[], period: string): boolean {
+    const name = spec.name;
     if (spec.delivery === "shuffled" && !this.#seal) {
       // Shuffled-only without a shuffler: not recorded (nothing randomized, queued or spent).
       this.#problemMessages.set(name + "!", `metric ${name} has delivery rule 'shuffled' and no shuffler; not recorded`);
       return false;
     }
-    const period = this.#period(spec);
     const key = `${name}|${period}`;
     const spent = this.#state.ledger[key] ?? 0;
     if (spent >= this.#options.maxReportsPerPeriod || this.#overLifetime(spec)) {
@@ -356,6 +375,74 @@ export class Client {
     this.#trim();
     this.#scheduleSave();
     return true;
+  }
+
+  /** Count one occurrence of an event metric's event today (its rule aggregates by any or count);
+   * no I/O and nothing queued: once a window of days has closed, the client sends one randomized
+   * report of the window's aggregate (zero included), if it was open on a day of the window.
+   * False for a metric without a spec (yet); InvalidInput if the metric takes observe() or record(). */
+  event(name: string): boolean {
+    return this.#addEvent(name, true, undefined);
+  }
+
+  /** Add `value` to an event metric's aggregate of today (sum, min, max, mean, median, last: a
+   * number; mode: a category name); no I/O and nothing queued: once a window has closed, the client
+   * sends one randomized report of its aggregate, if it observed anything (a sum may report 0).
+   * InvalidInput, naming the metric but never the value, if the value does not fit or the metric
+   * takes event() or record(). */
+  observe(name: string, value: unknown): boolean {
+    return this.#addEvent(name, false, value);
+  }
+
+  #addEvent(name: string, counted: boolean, value: unknown): boolean {
+    if (this.#closed) throw new InvalidInput("the client is closed");
+    const spec = this.#specs.get(name);
+    if (spec === undefined) {
+      if (this.#inCode) throw new InvalidInput(`unknown metric ${JSON.stringify(String(name))}: not among the specs in code`);
+      this.#counters.unknown_metric++;
+      return false;
+    }
+    const rule = spec.events;
+    if (rule === undefined) throw new InvalidInput(`metric ${name} does not aggregate events: call record()`);
+    if (isCounted(rule) !== counted) throw new InvalidInput(`metric ${name} aggregates by ${rule.aggregate}: call ${isCounted(rule) ? "event(metric)" : "observe(metric, value)"}`);
+    if (!this.#book.metrics.has(name)) this.#installEvents();
+    // Time never goes back: an event counts on the newest day seen (a window already reported stays as it was).
+    const aggregate = this.#book.dayOf(name, this.#book.see(dayNumber(this.#options.now())));
+    if (counted) aggregate.n++;
+    else addObservation(spec, aggregate, value);
+    this.#scheduleSave();
+    return true;
+  }
+
+  /** The saved event state, read once at start; a malformed day aggregate is dropped (its events
+   * lost, never guessed) and reported. */
+  #loadEvents(): void {
+    const saved = this.#state.events;
+    if (saved !== undefined) {
+      const skipped = this.#book.load(saved);
+      if (skipped > 0) this.#problemMessages.set("events", `the saved state had ${skipped} malformed event aggregate(s); their events were dropped`);
+    }
+    this.#installEvents();
+  }
+
+  /** Start the windows of event metrics not yet known here (from today), and mark today active:
+   * a client open. */
+  #installEvents(): void {
+    if (![...this.#specs.values()].some((s) => s.events !== undefined)) return;
+    this.#book.install(this.#specs.values(), dayNumber(this.#options.now()));
+    this.#book.markActive(this.#book.newest);
+  }
+
+  /** Mark today active (the client is open), then queue one report for every window due: at
+   * start, at each flush and at the periodic tick, so a window is reported at the first of them
+   * after it closed (at the next start if the app was not running, at most MAX_BACKFILL_DAYS late). */
+  #closeWindows(): void {
+    if (this.#book.metrics.size === 0) return;
+    this.#book.markActive(this.#book.see(dayNumber(this.#options.now())));
+    for (const { spec, window, value } of this.#book.due(this.#specs)) {
+      this.#admit(spec, spec.type === "numeric" ? spec.scale(value) : spec.indexOf(value), window.label);
+    }
+    this.#scheduleSave();
   }
 
   /** A fresh randomized answer; for a memoized metric, its value's remembered permanent answer
@@ -506,6 +593,7 @@ export class Client {
 
   /** Upload every queued report now (ignoring backoff); true when none is left. */
   flush(options: { keepalive?: boolean } = {}): Promise<boolean> {
+    this.#closeWindows();
     return this.#upload(true, options.keepalive ?? false);
   }
 
@@ -690,6 +778,7 @@ export class Client {
       if (spec === undefined || spec.periodOf(now) !== period) delete this.#state.ledger[key];
     }
     try {
+      if (this.#book.metrics.size > 0) this.#state.events = this.#book.toJSON();
       this.#storage.save(JSON.stringify(this.#state));
       this.#problemMessages.delete("storage");
     } catch (exc) {

@@ -5,6 +5,7 @@ import {
   type Mechanism, type NumericMechanism, SpecError, type TextPayload,
   makeMechanism, makeNumericMechanism,
 } from "./mechanisms.js";
+import { checkEventRule, type EventRule, eventRuleDict, parseEventRule } from "./events.js";
 import { PaddingSampling } from "./sets.js";
 import { sha256Hex } from "./sha256.js";
 
@@ -29,6 +30,8 @@ export interface SpecData {
   max_items?: number;
   dimensions?: Record<string, string[]>;
   delivery?: Delivery;
+  /** How the device aggregates the metric's events before one report per window. */
+  events?: { aggregate: string; window?: number | "period"; report_empty?: boolean };
   fingerprint?: string;
   [other: string]: unknown;
 }
@@ -107,6 +110,8 @@ export class MetricSpec {
   readonly dimensions: ReadonlyArray<readonly [string, readonly string[]]>;
   /** The delivery rule: `shuffled` metrics are sent only through a shuffler. */
   readonly delivery: Delivery;
+  /** How the device aggregates the metric's events (undefined: a metric of recorded values). */
+  readonly events?: EventRule;
   readonly randomizer?: Mechanism;
   readonly numericRandomizer?: NumericMechanism;
   /** A set metric's padding-and-sampling randomizer (its oracle over k + L items inside). */
@@ -138,6 +143,7 @@ export class MetricSpec {
     this.delivery = delivery;
     const mechanism = data.mechanism ?? "auto";
     if (typeof mechanism !== "string") bad("mechanism must be a name (a string)");
+    const events = data.events === undefined ? undefined : parseEventRule(name, data.events);
     if (type === "text") {
       if (text === undefined) throw new SpecError(`metric ${name} is text: pass text: pem (deniable/text)`);
       const randomizer = wrap(name, () => text(data));
@@ -192,6 +198,8 @@ export class MetricSpec {
         this.epsilon = sets.epsilon;
         this.mechanism = sets.oracle.name;
         this.setRandomizer = sets;
+        if (events !== undefined) checkEventRule(events, name, type, period);
+        this.events = events;
         this.fingerprint = sha256Hex(new TextEncoder().encode(canonicalJson(this.#fields()))).slice(0, 16);
         Object.freeze(this);
         return;
@@ -203,6 +211,8 @@ export class MetricSpec {
       this.mechanism = randomizer.name;
       this.randomizer = randomizer;
     }
+    if (events !== undefined) checkEventRule(events, name, type, period);
+    this.events = events;
     this.fingerprint = sha256Hex(new TextEncoder().encode(canonicalJson(this.#fields()))).slice(0, 16);
     Object.freeze(this);
   }
@@ -229,6 +239,7 @@ export class MetricSpec {
     else if (this.type === "text") fields.max_length = this.maxLength;
     if (this.dimensions.length > 0) fields.dimensions = Object.fromEntries(this.dimensions);
     if (this.delivery !== "direct") fields.delivery = this.delivery; // absent when direct: older fingerprints hold
+    if (this.events !== undefined) fields.events = eventRuleDict(this.events); // absent for recorded values
     return fields;
   }
 
@@ -281,6 +292,9 @@ export class MetricSpec {
     const clamped = Math.min(Math.max(x, lower), upper);
     return Math.max(-1, Math.min(1, ((clamped - lower) / (upper - lower)) * 2 - 1));
   }
+
+  /** A recorded number, checked finite (InvalidInput names the metric, never the value). */
+  number(value: unknown): number { return this.#finite(value); }
 
   #finite(value: unknown): number {
     if (typeof value !== "number") throw new InvalidInput(`metric ${this.name}: expects a number`);

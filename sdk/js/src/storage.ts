@@ -60,6 +60,9 @@ const FIELDS: Record<string, (v: unknown) => boolean> = {
   memo: (v) => isRecord(v) && Object.entries(v).every(([key, answer]) => (key.startsWith("pin:") ? Number.isSafeInteger(answer) && (answer as number) >= 1 : isAnswer(answer))),
   totals: counts,
   memoSizes: counts,
+  events: (v) => isRecord(v) && Array.isArray(v.active) && v.active.every((d) => Number.isSafeInteger(d))
+    && isRecord(v.marks) && Object.values(v.marks).every((m) => Array.isArray(m) && m.length === 2 && typeof m[0] == "string" && Number.isSafeInteger(m[1]))
+    && isRecord(v.days) && Object.values(v.days).every(isRecord),
 };
 
 /** Why the saved state `text` cannot be used (null when it can): not JSON, not version 1, or
