@@ -91,7 +91,8 @@ export class WindowBook {
       }
       this.metrics.set(metric, { fingerprint, through, days });
     }
-    this.newest = Math.max(0, ...this.active, ...[...this.metrics.values()].map((m) => m.through));
+    const counted = [...this.metrics.values()].flatMap((m) => [...m.days.keys()]);
+    this.newest = Math.max(0, ...this.active, ...counted);
     return skipped;
   }
 
@@ -106,14 +107,15 @@ export class WindowBook {
   }
 
   /** Start the state of each event metric not yet known (or known under another fingerprint:
-   * its old days are dropped), from `today`. */
+   * its old days are dropped) from the day after `today`: the events of the day a spec arrived
+   * were not all counted under it, so its windows start the next day and none is partial. */
   install(specs: Iterable<MetricSpec>, today: number): void {
     this.see(today);
     for (const spec of specs) {
       const rule = spec.events;
       if (rule === undefined) continue;
       if (this.metrics.get(spec.name)?.fingerprint === spec.fingerprint) continue;
-      this.metrics.set(spec.name, { fingerprint: spec.fingerprint, through: firstWindowEnd(spec, rule, this.newest) - 1, days: new Map() });
+      this.metrics.set(spec.name, { fingerprint: spec.fingerprint, through: firstWindowEnd(spec, rule, this.newest + 1) - 1, days: new Map() });
     }
   }
 

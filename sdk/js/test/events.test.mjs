@@ -115,8 +115,10 @@ test("event(), observe() and record() each refuse the other sorts of metric", ()
 test("a window is reported after a restart, once, only for days the client was open, within 31 days", async () => {
   const data = specData.taps; // count per calendar day, empty days reported as 0
   const storage = new MemoryStorage();
-  let now = noon("2026-03-02");
+  let now = noon("2026-03-01"); // installed on 03-01: its windows start on 03-02
   let client = open(storage, data, () => now);
+  now = noon("2026-03-02");
+  assert.equal(await client.flush(), true); // open on 03-02: the day is active
   for (let i = 0; i < 3; i++) client.event("taps");
   client.save();
   const saved = JSON.parse(storage.load());
@@ -192,11 +194,12 @@ test("a window's report goes through the metric's randomizer, memoized when aske
     if (day % 2) client.event("opened"); // the window of day d has the event iff d is odd
     assert.equal(await client.flush(), true);
   }
-  assert.deepEqual(posted.map((r) => r.period), Array.from({ length: 12 }, (_, d) => new Date(noon("2026-07-01").getTime() + d * 86400000).toISOString().slice(0, 10)));
+  // The install day (07-01) is not a whole window under the spec: the first window is 07-02.
+  assert.deepEqual(posted.map((r) => r.period), Array.from({ length: 11 }, (_, d) => new Date(noon("2026-07-02").getTime() + d * 86400000).toISOString().slice(0, 10)));
   // Without the fresh layer the remembered answer is sent as is: one answer per value.
   const answers = new Map();
   for (const [d, r] of posted.entries()) {
-    const value = d % 2 === 1;
+    const value = (d + 1) % 2 === 1;
     if (answers.has(value)) assert.deepEqual(r.payload, answers.get(value));
     answers.set(value, r.payload);
   }
