@@ -76,6 +76,8 @@ def test_create_registers_the_rule_and_show_and_list_state_it(collector: LocalCo
     shown = run(*admin(collector), "metrics", "show", "ev_search")
     assert shown.exit_code == 0, shown.output
     assert "any per device, rolling 7 days" in shown.stdout
+    header = next(line for line in shown.stdout.splitlines() if "all categories" in line)
+    assert "devices" in header, "one window's reports are one per active device"
     spent_shown = run(*admin(collector), "metrics", "show", "ev_spent").stdout
     assert "sum per device, ISO week, empty windows not reported" in spent_shown
     listed = run(*admin(collector), "metrics", "list")
@@ -85,6 +87,9 @@ def test_create_registers_the_rule_and_show_and_list_state_it(collector: LocalCo
     plain = run(*admin(collector), "metrics", "create", "ev_plain", "--boolean", "--epsilon", "1")
     assert plain.exit_code == 0 and "events" not in plain.stdout
     assert "ev_plain: events" not in run(*admin(collector), "metrics", "list").stdout
+    plain_shown = run(*admin(collector), "metrics", "show", "ev_plain").stdout
+    plain_header = next(line for line in plain_shown.splitlines() if "all categories" in line)
+    assert "reports" in plain_header and "devices" not in plain_header
 
 
 def one_line_error(result: click.testing.Result, code: int) -> str:

@@ -262,6 +262,12 @@ def test_the_dashboard_says_devices_for_one_window_and_reports_for_more(seeded: 
             f"/dashboard/metrics/{seeded.recorded.name}", params={"start": day, "end": day}
         )
         assert f"n = {ACTIVE:,} ·" in recorded.text and "devices" not in recorded.text
+        sliced = browser.get(
+            f"/dashboard/metrics/{seeded.actives.name}/breakdown",
+            params={"start": day, "end": day, "by": "platform"},
+        )
+        assert sliced.status_code == 200, sliced.text
+        assert " devices</figcaption>" in sliced.text and "reports</figcaption>" not in sliced.text
         overview = browser.get("/dashboard/")
         assert overview.status_code == 200
         assert f"{ACTIVE:,} devices" in overview.text

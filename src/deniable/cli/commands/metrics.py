@@ -18,7 +18,7 @@ from deniable.client.kinds import KINDS, BooleanSpec, CategoricalSpec, SetSpec, 
 from deniable.client.mechanisms import NUMERIC_MECHANISMS
 from deniable.client.sdk import DEFAULT_MAX_EPSILON
 from deniable.client.spec import MetricSpec, PeriodKind
-from deniable.estimators.documents import events_text
+from deniable.estimators.documents import events_text, window_counts_devices
 
 from ..kindrender import categories_rows, kind_named, render_named, render_of
 from ..options import (
@@ -203,7 +203,8 @@ def margins(spec: MetricSpec, confidence: float) -> list[dict[str, Any]]:
 
 def _margin_table(rows: list[dict[str, Any]], confidence: float, spec: MetricSpec) -> Any:
     """A table of :func:`margins`' rows: the expected margin per category and all at once
-    (a numeric metric's: of the mean, in its units)."""
+    (a numeric metric's: of the mean, in its units), at so many reports (devices, for an
+    event metric that reports every window: one window's reports are one per device)."""
     from rich.table import Table
 
     table = Table(
@@ -211,8 +212,9 @@ def _margin_table(rows: list[dict[str, Any]], confidence: float, spec: MetricSpe
         title_justify="left",
     )
     render = render_of(spec)
+    counted = "devices" if window_counts_devices(spec) else "reports"
     if render.mean:
-        table.add_column("reports", justify="right")
+        table.add_column(counted, justify="right")
         table.add_column(f"mean (on [{spec.lower:g}, {spec.upper:g}])", justify="right")
         for row in rows:
             table.add_row(f"{row['reports']:,}", f"±{row['margin']:,.3g}")
@@ -221,7 +223,7 @@ def _margin_table(rows: list[dict[str, Any]], confidence: float, spec: MetricSpe
         f"expected margin of error in percentage points ({confidence * 100:g}% interval,"
         " worst case)"
     )
-    table.add_column("reports", justify="right")
+    table.add_column(counted, justify="right")
     one, many = render.items
     table.add_column(f"each {one} ({spec.domain})", justify="right")
     table.add_column(f"all {many} at once", justify="right")
