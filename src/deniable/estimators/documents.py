@@ -116,15 +116,14 @@ class Counted:
     and for an ``any`` metric over one window the active devices and the estimated number of
     them where the event occurred (PostHog's unique users, with an interval)."""
 
-    counted: str = field(
-        kw_only=True,
-        metadata={
-            "description": "devices: one report per active device (an event metric that"
-            " reports empty windows, over one window); reports: anything else"
-        },
-    )
+    counted: str = field(kw_only=True)
+    """devices: one report per active device (an event metric that reports empty windows,
+    over one window); reports: over more windows, or without report_empty."""
     active_devices: int | None = field(default=None, kw_only=True)
+    """An ``any`` metric over one window: the devices active in it (n)."""
     devices_with_event: DeviceCount | None = field(default=None, kw_only=True)
+    """An ``any`` metric over one window: the devices where the event occurred, n times the
+    share of true and its interval."""
 
 
 @dataclass(frozen=True)
