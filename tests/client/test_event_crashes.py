@@ -33,6 +33,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from deniable.client.calendar import period_label
 from deniable.client.windows import day_date
 from deniable.client.wire import split_reports
@@ -127,6 +129,7 @@ def outbox_reports(state_dir: Path) -> list[dict[str, object]]:
     return [json.loads(text) for (run,) in rows for text in split_reports(run)]
 
 
+@pytest.mark.slow
 def test_each_window_is_reported_once_with_its_durable_events_across_kill_9(
     tmp_path: Path,
 ) -> None:

@@ -62,6 +62,8 @@ from testkit import (
 )
 from testkit.stub_collector import reports_in, serving_specs
 
+pytestmark = pytest.mark.slow
+
 DEVICES = 5000
 DAYS = 30
 SEED = 40
