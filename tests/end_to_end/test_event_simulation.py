@@ -68,9 +68,10 @@ DEVICES = 5000
 DAYS = 30
 SEED = 40
 CONFIDENCE = 0.9
-FAMILIES = 12
-"""Coverage families checked in this module (5 crash buckets, crash mean, load mean, load
-median, first-value mean of first loads, actives): the Bonferroni divisor."""
+FAMILIES = 11
+"""Coverage checks in this module (5 crash buckets, crash mean, load mean, load median,
+first-value mean of first loads, actives, and all but the buckets pooled): the Bonferroni
+divisor."""
 ALPHA = 1e-4 / FAMILIES
 CRASH_EDGES = (0.0, 1.0, 2.0, 3.0, 5.0, 100.0)
 CRASH_UPPER = 10.0
@@ -470,3 +471,28 @@ def test_the_first_value_of_the_day_is_biased_against_the_per_device_mean(
         assert mean["ci_low"] > truth.load_mean[day], day  # cold starts read high
     check_coverage("first loads", held_first)  # it estimates first loads, well
     assert all(missed_mean)
+
+
+def test_the_cells_of_every_metric_pooled_cover_at_the_nominal_rate(
+    simulation: Simulation,
+) -> None:
+    """One bucket's days and each other metric's days are cells of independent reports
+    (fresh randomization, one metric's reports each), so pooled their misses are at most
+    Binomial(144, 0.1): a check that finds intervals covering less than about 75%."""
+    truth = simulation.truth
+    held = []
+    for role, values in (
+        ("crash_mean", truth.crash_mean),
+        ("load_mean", truth.load_mean),
+        ("first", truth.first_mean),
+    ):
+        for day, doc in days_from(simulation, role):
+            held.append(doc["mean"]["ci_low"] <= values[day] <= doc["mean"]["ci_high"])
+    for day, doc in days_from(simulation, "crash_hist"):
+        row = doc["estimates"][0]
+        held.append(row["ci_low"] <= truth.crash_shares[day, 0] <= row["ci_high"])
+    for day, doc in days_from(simulation, "feature"):
+        row = {r["category"]: r for r in doc["estimates"]}["true"]
+        held.append(row["ci_low"] <= truth.actives[day] <= row["ci_high"])
+    assert len(held) == 4 * DAYS + DAYS - 6
+    check_coverage("pooled", held)
