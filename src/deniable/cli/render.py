@@ -22,7 +22,7 @@ from rich.text import Text
 from deniable.client.errors import InvalidInput
 from deniable.estimators import quantile_bounds
 from deniable.estimators.csvtext import estimate_csv_text, half_width, series_csv_text
-from deniable.estimators.documents import CLIPPED_MARKS, clipped_mark
+from deniable.estimators.documents import CLIPPED_MARKS, clipped_mark, counted_n
 
 BAR_WIDTH = 28
 """Characters given to a bar or a whisker when nothing else decides."""
@@ -223,7 +223,7 @@ def estimate_heading(document: dict[str, Any]) -> tuple[str, str]:
     if document.get("start") or document.get("end"):
         start, end = document.get("start"), document.get("end")
         head.append(str(start) if start == end else f"{start} … {end}")
-    how = [f"n={document.get('n', 0):,}"]
+    how = [f"n={counted_n(document)}"]
     if document.get("periods") is not None:
         how.append(f"{document['periods']} period(s) with data")
     if document.get("pooling"):
@@ -260,6 +260,13 @@ def estimate_notes(document: dict[str, Any]) -> list[str]:
         )
     if document.get("n", 0) == 0:
         notes.append("no reports in this range: every interval is [0%, 100%]")
+    found = document.get("devices_with_event")
+    if found is not None:
+        notes.append(
+            f"devices where the event occurred: {count(found['estimate'])}"
+            f" ({_pct_level(document)} interval {count(found['low'])} … {count(found['high'])})"
+            f" of {document['active_devices']:,} active devices"
+        )
     return notes
 
 

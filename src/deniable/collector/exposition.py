@@ -28,6 +28,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from deniable.client.kinds import TextSpec
 from deniable.client.spec import MetricSpec
 from deniable.estimators import DEFAULT_PERIODS
+from deniable.estimators.choices import periods_back
+from deniable.estimators.documents import window_counts_devices
 
 from .auth import VIEWER
 from .context import Collector, collector
@@ -37,7 +39,7 @@ from .queries.limits import categories_of
 from .queries.query import EstimateQuery
 from .queries.refusal import QueryRefused, refuse
 from .schemas import problem_responses
-from .storage.queries import list_specs
+from .storage.queries import list_specs, read_period_reports
 
 router = APIRouter(tags=["estimates"])
 
@@ -98,8 +100,17 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
         "1 for a metric whose estimate the collector refused (e.g. past a cells limit)",
         ("metric",),
     ),
+    "deniable_estimate_active_devices": (
+        "An event metric's active devices in its last closed window (the period before the"
+        " current one): one report per active device; late reports still add to it",
+        ("metric", "period"),
+    ),
 }
 """Every metric family exported: its help and labels (names end up in Grafana queries)."""
+
+SOMETIMES = frozenset({"deniable_estimate_active_devices"})
+"""Families exported only when a metric gives them a sample (event metrics), so that a scrape
+without such a metric is what it was before they existed."""
 
 
 def page_bounds(specs: list[MetricSpec], page_metrics: int, cells: int) -> list[tuple[int, int]]:
@@ -177,8 +188,13 @@ class Families:
             self.add("deniable_estimate_quantile_high", labels, entry["high"])
 
     def collect(self) -> Iterable[Metric]:
-        """The families, for a registry (prometheus_client's collector protocol)."""
-        return list(self.gauges.values())
+        """The families, for a registry (prometheus_client's collector protocol); one of
+        :data:`SOMETIMES` only with samples."""
+        return [
+            family
+            for name, family in self.gauges.items()
+            if family.samples or name not in SOMETIMES
+        ]
 
 
 def export_page(state: Collector, page: str | None) -> bytes:
@@ -199,6 +215,10 @@ def export_page(state: Collector, page: str | None) -> bytes:
             families.add("deniable_estimate_unavailable", [spec.name], 1)
             continue
         families.add_estimate(spec, document)
+        if window_counts_devices(spec) and document["end"]:
+            closed = periods_back(spec.period, document["end"], 2)
+            active = read_period_reports(state.database, spec.name, [closed])[0]
+            families.add("deniable_estimate_active_devices", [spec.name, closed], active)
     registry = CollectorRegistry(auto_describe=False)
     registry.register(families)
     return generate_latest(registry)

@@ -9,7 +9,7 @@ Field checks here are structural (types, UUID form); what depends on a registere
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import (
     AfterValidator,
@@ -24,6 +24,7 @@ from pydantic import (
 )
 from typing_extensions import TypedDict
 
+from deniable.client.events import AGGREGATES, WINDOW_DAYS
 from deniable.client.spec import Delivery, MetricType, PeriodKind
 
 UNIT_MAX = 16
@@ -187,6 +188,41 @@ def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {status: {"model": Problem} for status in statuses}
 
 
+EVENTS_DESCRIPTION = (
+    "events aggregated on the device (absent: recorded values): the device keeps one running"
+    f" aggregate ({', '.join(AGGREGATES)}) over a window and sends ONE report per window,"
+    " however many events it saw; any (boolean) and count must report empty windows, so their"
+    " estimates count active devices. See docs/sdk.md"
+)
+"""What ``events`` means, in the OpenAPI document of a spec."""
+
+
+class EventRuleIn(BaseModel):
+    """A metric's event rule as registered: the aggregation, the window, and whether a device
+    that saw no event in a window reports it. Its checks against the metric (the kind's
+    aggregations, a rolling window's daily period) are :class:`~deniable.client.events.EventRule`'s
+    and answer 422 with its words."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    aggregate: str = Field(
+        description=f"one of {', '.join(AGGREGATES)}: any (boolean), mode (categorical), the"
+        " others (numeric or histogram)",
+        json_schema_extra={"examples": ["any", "count", "mean"]},
+    )
+    window: Literal["period"] | Annotated[StrictInt, Field(ge=1)] = Field(
+        default="period",
+        description='"period": the metric\'s period (a calendar day, ISO week or month),'
+        f" reported when it ends; or {', '.join(map(str, WINDOW_DAYS))}: days of a rolling"
+        " window reported every day (the period must be day)",
+    )
+    report_empty: bool | None = Field(
+        default=None,
+        description="whether a device that saw no event in a window reports it (default: true"
+        " for any and count, which require it; may be true for sum; false for the others)",
+    )
+
+
 class MetricSpecIn(BaseModel):
     """A metric to register; ``mechanism`` may be ``auto`` and is stored resolved.
 
@@ -252,6 +288,17 @@ class MetricSpecIn(BaseModel):
     owner: OwnerText | None = Field(
         default=None, description="who answers for the metric (a team, a person)"
     )
+    events: EventRuleIn | None = Field(default=None, description=EVENTS_DESCRIPTION)
+
+
+class EventRuleOut(BaseModel):
+    """A registered metric's event rule, resolved: ``report_empty`` always given."""
+
+    aggregate: str
+    window: Literal["period"] | int = Field(
+        description='"period" (the metric\'s period) or the days of a rolling window'
+    )
+    report_empty: bool
 
 
 class MetricSpecOut(BaseModel):
@@ -282,6 +329,7 @@ class MetricSpecOut(BaseModel):
     )
     description: str | None = Field(default=None, description="what the metric measures")
     owner: str | None = Field(default=None, description="who answers for the metric")
+    events: EventRuleOut | None = Field(default=None, description=EVENTS_DESCRIPTION)
 
 
 class RegisteredMetric(MetricSpecOut):

@@ -27,6 +27,7 @@ from .results import CategoryEstimate, Estimate, MeanEstimate, PeriodSums, Quant
 
 if TYPE_CHECKING:
     from deniable.client.kinds import NumericSpec
+    from deniable.client.spec import MetricSpec
 
 
 CLIPPED_MARKS = {"below": "▼", "above": "▲"}
@@ -99,8 +100,121 @@ class MeanRangeEstimate(MetricRange):
     mean: MeanEstimate
 
 
-AnyRangeEstimate = HistogramEstimate | MeanRangeEstimate | TextEstimate | RangeEstimate
+@dataclass(frozen=True)
+class DeviceCount:
+    """An estimated number of devices with its interval: the share's estimate and interval
+    times the active devices n (null estimate without reports)."""
+
+    estimate: float | None
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class Counted:
+    """What an event metric's document adds (:func:`counted_document`): what ``n`` counts,
+    and for an ``any`` metric over one window the active devices and the estimated number of
+    them where the event occurred (PostHog's unique users, with an interval)."""
+
+    counted: str = field(
+        kw_only=True,
+        metadata={
+            "description": "devices: one report per active device (an event metric that"
+            " reports empty windows, over one window); reports: anything else"
+        },
+    )
+    active_devices: int | None = field(default=None, kw_only=True)
+    devices_with_event: DeviceCount | None = field(default=None, kw_only=True)
+
+
+@dataclass(frozen=True)
+class EventRangeEstimate(Counted, RangeEstimate):
+    """An event metric's shares (a boolean's ``any``, a categorical's ``mode``)."""
+
+
+@dataclass(frozen=True)
+class EventHistogramEstimate(Counted, HistogramEstimate):
+    """An event metric's histogram (a count, a sum, a mean per device...)."""
+
+
+@dataclass(frozen=True)
+class EventMeanRangeEstimate(Counted, MeanRangeEstimate):
+    """An event metric's mean over devices (a count, a sum, a mean per device...)."""
+
+
+AnyRangeEstimate = (
+    EventHistogramEstimate
+    | EventMeanRangeEstimate
+    | EventRangeEstimate
+    | HistogramEstimate
+    | MeanRangeEstimate
+    | TextEstimate
+    | RangeEstimate
+)
 """The estimate document of any metric type (the estimate route's response model)."""
+
+
+def window_counts_devices(spec: MetricSpec) -> bool:
+    """Whether one window's reports of ``spec`` are one per active device: an event metric
+    whose rule reports empty windows (every active device sends one report per window,
+    docs/STATS.md section 14); a period's reports are one window's."""
+    return spec.events is not None and spec.events.report_empty
+
+
+def counts_devices(spec: MetricSpec, start: str | None, end: str | None) -> bool:
+    """Whether ``spec``'s reports over start..end are one per active device
+    (:func:`window_counts_devices`) over one window (one period label). Over more windows a
+    device sends one report in each, so n counts reports."""
+    return window_counts_devices(spec) and start is not None and start == end
+
+
+def counted_document(spec: MetricSpec, document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` (an estimate document of ``spec``) saying what its ``n`` counts, for an
+    event metric: ``counted`` is "devices" or "reports" (:func:`counts_devices`), and an
+    ``any`` metric counted in devices adds ``active_devices`` (n) and ``devices_with_event``,
+    n times the share of true with its interval. A metric of recorded values' document is
+    returned unchanged (its n counts reports, as it always said)."""
+    if spec.events is None:
+        return document
+    devices = counts_devices(spec, document.get("start"), document.get("end"))
+    counted = {**document, "counted": "devices" if devices else "reports"}
+    if devices and spec.events.aggregate == "any":
+        n = int(document["n"])
+        row = next(r for r in document["estimates"] if r["category"] == "true")
+        share = row["frequency"]
+        counted["active_devices"] = n
+        counted["devices_with_event"] = plain(
+            DeviceCount(None if share is None else n * share, n * row["ci_low"], n * row["ci_high"])
+        )
+    return counted
+
+
+CALENDAR_WINDOWS = {"day": "calendar day", "week": "ISO week", "month": "calendar month"}
+"""A calendar window's words, by the metric's period."""
+
+
+def events_text(spec: MetricSpec) -> str | None:
+    """The metric's event rule in words for its pages and listings, "count per device,
+    calendar day" or "any per device, rolling 7 days"; None for a metric of recorded values."""
+    rule = spec.events
+    if rule is None:
+        return None
+    if rule.rolling:
+        window = f"rolling {rule.window} day" + ("s" if rule.window > 1 else "")
+    else:
+        window = CALENDAR_WINDOWS.get(spec.period, spec.period)
+    text = f"{rule.aggregate} per device, {window}"
+    if rule.aggregate == "sum":
+        text += ", empty windows " + ("reported" if rule.report_empty else "not reported")
+    return text
+
+
+def counted_n(document: dict[str, Any]) -> str:
+    """The document's ``n`` with what it counts, for every surface's label: "1,234 devices"
+    or "1,234 reports" for an event metric (:func:`counted_document`), "1,234" otherwise."""
+    n = f"{document.get('n', 0):,}"
+    counted = document.get("counted")
+    return n if counted is None else f"{n} {counted}"
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import numpy as np
 from deniable.client.spec import MetricSpec
 
 from .choices import Method, Pooling
+from .documents import counted_document
 from .kinds import estimator_of
 from .results import CellStats, Estimate, PeriodCounts, PeriodSums
 
@@ -143,5 +144,6 @@ class DocumentOptions:
 def document(spec: MetricSpec, source: CountsSource, query: DocumentQuery) -> dict[str, Any]:
     """The estimate document of ``spec`` over ``source``'s range, made by its kind's
     estimator (:mod:`.kinds`): a text metric's heavy hitters in its one period, a numeric
-    metric's mean, or the shares of each category (a histogram's quantile intervals too)."""
-    return estimator_of(spec).document(spec, source, query)
+    metric's mean, or the shares of each category (a histogram's quantile intervals too); an
+    event metric's says what its n counts (:func:`.documents.counted_document`)."""
+    return counted_document(spec, estimator_of(spec).document(spec, source, query))

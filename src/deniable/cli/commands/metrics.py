@@ -13,10 +13,12 @@ from typing import Any
 import click
 
 from deniable.client.errors import InvalidInput
+from deniable.client.events import AGGREGATES, WINDOW_DAYS
 from deniable.client.kinds import KINDS, BooleanSpec, CategoricalSpec, SetSpec, TextSpec
 from deniable.client.mechanisms import NUMERIC_MECHANISMS
 from deniable.client.sdk import DEFAULT_MAX_EPSILON
 from deniable.client.spec import MetricSpec, PeriodKind
+from deniable.estimators.documents import events_text, window_counts_devices
 
 from ..kindrender import categories_rows, kind_named, render_named, render_of
 from ..options import (
@@ -201,7 +203,8 @@ def margins(spec: MetricSpec, confidence: float) -> list[dict[str, Any]]:
 
 def _margin_table(rows: list[dict[str, Any]], confidence: float, spec: MetricSpec) -> Any:
     """A table of :func:`margins`' rows: the expected margin per category and all at once
-    (a numeric metric's: of the mean, in its units)."""
+    (a numeric metric's: of the mean, in its units), at so many reports (devices, for an
+    event metric that reports every window: one window's reports are one per device)."""
     from rich.table import Table
 
     table = Table(
@@ -209,8 +212,9 @@ def _margin_table(rows: list[dict[str, Any]], confidence: float, spec: MetricSpe
         title_justify="left",
     )
     render = render_of(spec)
+    counted = "devices" if window_counts_devices(spec) else "reports"
     if render.mean:
-        table.add_column("reports", justify="right")
+        table.add_column(counted, justify="right")
         table.add_column(f"mean (on [{spec.lower:g}, {spec.upper:g}])", justify="right")
         for row in rows:
             table.add_row(f"{row['reports']:,}", f"±{row['margin']:,.3g}")
@@ -219,7 +223,7 @@ def _margin_table(rows: list[dict[str, Any]], confidence: float, spec: MetricSpe
         f"expected margin of error in percentage points ({confidence * 100:g}% interval,"
         " worst case)"
     )
-    table.add_column("reports", justify="right")
+    table.add_column(counted, justify="right")
     one, many = render.items
     table.add_column(f"each {one} ({spec.domain})", justify="right")
     table.add_column(f"all {many} at once", justify="right")
@@ -255,6 +259,36 @@ def weaknesses(spec: MetricSpec, rows: list[dict[str, Any]]) -> list[str]:
     return reasons
 
 
+def events_body(
+    aggregate: str | None, window: str | None, report_empty: bool | None
+) -> dict[str, Any] | None:
+    """The ``events`` of the spec to register from ``--aggregate``, ``--window`` and
+    ``--report-empty``; None without ``--aggregate`` (a usage error if the others are given
+    alone)."""
+    if aggregate is None:
+        if window is not None or report_empty is not None:
+            raise click.UsageError("--window and --report-empty go with --aggregate")
+        return None
+    rule: dict[str, Any] = {
+        "aggregate": aggregate,
+        "window": "period" if window in (None, "period") else int(window),
+    }
+    if report_empty is not None:
+        rule["report_empty"] = report_empty
+    return rule
+
+
+def served_events(raw: dict[str, Any]) -> str | None:
+    """A served spec's event rule in words (:func:`events_text`), or None for a metric of
+    recorded values (or a spec this CLI cannot read)."""
+    if not raw.get("events"):
+        return None
+    try:
+        return events_text(MetricSpec.from_dict(raw))
+    except (ValueError, TypeError):
+        return None
+
+
 def category_count(raw: dict[str, Any]) -> str:
     """A served spec's number of categories (a histogram's buckets) as its spec counts them,
     "—" for a numeric metric (or a spec this CLI cannot read)."""
@@ -284,6 +318,9 @@ def _spec_table(spec: dict[str, Any]) -> Any:
         "delivery",
         "shuffled (only through a shuffler)" if delivery == "shuffled" else delivery,
     )
+    events = served_events(spec)
+    if events is not None:
+        table.add_row("events", events)
     table.add_row("fingerprint", str(spec.get("fingerprint")))
     for field in ABOUT_FIELDS:
         if spec.get(field):
@@ -394,6 +431,30 @@ def metrics() -> None:
 @click.option("--description", metavar="TEXT", help="What the metric measures, in one line.")
 @click.option("--owner", metavar="WHO", help="Who answers for the metric: a team or a person.")
 @click.option(
+    "--aggregate",
+    type=click.Choice(AGGREGATES),
+    help="Make it an event metric: the app calls event() or observe() any number of times and"
+    " each device sends ONE report per window, this aggregate of its events: any (did it"
+    " happen at least once: --boolean), count (how many times: --type numeric or histogram),"
+    " sum, min, max, mean, median, last (of observed values: numeric or histogram), mode (the"
+    " most frequent category: --categories). Without it, the app records one value per"
+    " period.",
+)
+@click.option(
+    "--window",
+    type=click.Choice(("period", *map(str, WINDOW_DAYS))),
+    help="With --aggregate: period (default) aggregates each calendar --period (day, week or"
+    " month) and reports it when it ends; 1, 7 or 28 aggregates the last N days, reported"
+    " every day (needs --period day; 7: weekly actives, reported daily).",
+)
+@click.option(
+    "--report-empty/--no-report-empty",
+    default=None,
+    help="With --aggregate: whether a device active in a window without any event reports it"
+    " (false, 0). Always on for any and count, so their estimates are shares of active devices;"
+    " optional for sum; impossible for the others (no value without an observation).",
+)
+@click.option(
     "--accept-weak",
     is_flag=True,
     help=f"Register even if ε is above {DEFAULT_MAX_EPSILON:g} or all categories at once are"
@@ -420,6 +481,9 @@ def create(
     unit: str | None,
     description: str | None,
     owner: str | None,
+    aggregate: str | None,
+    window: str | None,
+    report_empty: bool | None,
     accept_weak: bool,
     fmt: str,
 ) -> None:
@@ -446,7 +510,11 @@ def create(
       deniable metrics create search_term --type text --max-length 16 --epsilon 4
       deniable metrics create theme --categories light,dark --epsilon 2 --delivery shuffled
       deniable metrics create features --categories search,share,export --max-items 2 --epsilon 2
+      deniable metrics create crashes --type histogram --edges 0,1,2,5,10 --epsilon 1 \
+          --aggregate count
+      deniable metrics create used_search --boolean --epsilon 1 --aggregate any --window 7
     """
+    events = events_body(aggregate, window, report_empty)
     render = render_named(kind)
     strings = render is not None and render.strings
     if strings or max_length is not None:
@@ -457,6 +525,8 @@ def create(
         body.update({"mechanism": mechanism, "period": period})
         if delivery != "direct":
             body["delivery"] = delivery
+        if events is not None:
+            body["events"] = events
         spec = MetricSpec.from_dict(body)
         body.update(about_options(TextSpec.type, unit, description=description, owner=owner))
         _create_text(global_options, spec, body, accept_weak, fmt)
@@ -471,6 +541,8 @@ def create(
         )
     if delivery != "direct":
         body["delivery"] = delivery
+    if events is not None:
+        body["events"] = events
     spec = MetricSpec.from_dict(body)
     body.update(about_options(spec.type, unit, description=description, owner=owner))
     rows = margins(spec, DEFAULT_CONFIDENCE)
@@ -615,6 +687,10 @@ def list_(global_options: GlobalOptions, fmt: str) -> None:
     described = [s for s in specs if s.get("description")]
     for s in described:
         click.echo(f"{s['name']}: {s['description']}")
+    for s in specs:
+        events = served_events(s)
+        if events is not None:
+            click.echo(f"{s['name']}: events: {events}")
 
 
 @metrics.command("show", short_help="Show a spec and its expected margin of error.")

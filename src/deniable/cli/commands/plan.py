@@ -36,19 +36,26 @@ def _optional_epsilon(ctx: click.Context, param: click.Parameter, value: float |
     return None if value is None else _checked_epsilon(ctx, param, value)
 
 
-def _render_numeric(plan_doc: dict[str, Any]) -> None:
-    """Print a numeric plan as a table, the mechanism needing the fewest reports marked, and
-    a note when ``auto`` would resolve to another one."""
+DEVICES_NOTE = (
+    "devices: an event metric reporting every window (any, count) gets one report per active"
+    " device per window, so a window's n counts devices and each share is of active devices."
+)
+"""The note under a plan of an event metric (``--aggregate``)."""
+
+
+def _render_numeric(plan_doc: dict[str, Any], counted: str = "reports") -> None:
+    """Print a numeric plan as a table, the mechanism needing the fewest reports (or
+    devices: ``counted``) marked, and a note when ``auto`` would resolve to another one."""
     inverse = "reports" in plan_doc
     level = f"{plan_doc['confidence'] * 100:g}%"
     span = f"mean on [{plan_doc['lower']:g}, {plan_doc['upper']:g}] ε={plan_doc['epsilon']:g}"
     if inverse:
-        title = f"{span}: margin with {plan_doc['reports']:,} reports"
+        title = f"{span}: margin with {plan_doc['reports']:,} {counted}"
     else:
-        title = f"{span}: reports needed for ±{plan_doc['margin']:g}"
-    table = _mechanism_table("variance per report", "margin" if inverse else "reports needed")
+        title = f"{span}: {counted} needed for ±{plan_doc['margin']:g}"
+    table = _mechanism_table("variance per report", "margin" if inverse else f"{counted} needed")
     for row in plan_doc["mechanisms"]:
-        pick = "← fewest reports" + (
+        pick = f"← fewest {counted}" + (
             " (auto's pick)" if row["mechanism"] == plan_doc["auto"] else ""
         )
         value = f"±{row['margin']:,.4g}" if inverse else _needed_cell(row["reports_needed"])
@@ -69,13 +76,15 @@ def _render_numeric(plan_doc: dict[str, Any]) -> None:
             f" {plan_doc['advised']} needs fewer reports: register with --mechanism"
             f" {plan_doc['advised']} to get it"
         )
+    if counted == "devices":
+        notes.append(DEVICES_NOTE)
     subtitle = f"{level} interval, worst case: half the values at each end of the range"
     _print_plan(title, subtitle, table, notes)
 
 
-def _render(plan_doc: dict[str, Any]) -> None:
-    """Print the plan as a table, the mechanism needing the fewest reports marked, and a note
-    when ``auto`` would resolve to another one."""
+def _render(plan_doc: dict[str, Any], counted: str = "reports") -> None:
+    """Print the plan as a table, the mechanism needing the fewest reports (or devices:
+    ``counted``) marked, and a note when ``auto`` would resolve to another one."""
 
     from deniable.estimators.advisor import V_STAR_MEANING
 
@@ -84,14 +93,14 @@ def _render(plan_doc: dict[str, Any]) -> None:
     level = f"{plan_doc['confidence'] * 100:g}%"
     what = f"k={plan_doc['categories']} ε={plan_doc['epsilon']:g}"
     if inverse:
-        title = f"{what}: margin of error with {plan_doc['reports']:,} reports"
+        title = f"{what}: margin of error with {plan_doc['reports']:,} {counted}"
     else:
-        title = f"{what}: reports needed for {percentage_points(plan_doc['margin'], 'g')}"
+        title = f"{what}: {counted} needed for {percentage_points(plan_doc['margin'], 'g')}"
     table = _mechanism_table(
-        "V* per report", "margin (points)" if inverse else "reports needed", "bytes"
+        "V* per report", "margin (points)" if inverse else f"{counted} needed", "bytes"
     )
     for row in plan_doc["mechanisms"]:
-        pick = "← fewest reports" if row["mechanism"] == plan_doc["advised"] else ""
+        pick = f"← fewest {counted}" if row["mechanism"] == plan_doc["advised"] else ""
         if not row["supported"]:
             table.add_row(row["mechanism"], "—", "—", "—", row["reason"])
             continue
@@ -108,6 +117,8 @@ def _render(plan_doc: dict[str, Any]) -> None:
             f" near 0); for this worst-case margin {plan_doc['advised']} needs fewer reports:"
             f" register with --mechanism {plan_doc['advised']} to get it"
         )
+    if counted == "devices":
+        notes.append(DEVICES_NOTE)
     _print_plan(title, f"{level} intervals, {kind}, worst case over the true shares", table, notes)
 
 
@@ -226,11 +237,20 @@ def _check_reports(reports: int | None) -> None:
     metavar="N",
     help="Instead of --margin: the margin N reports give.",
 )
+@click.option(
+    "--aggregate",
+    type=click.Choice(("any", "count")),
+    help="Plan an event metric that every active device reports each window: any (did the"
+    " event happen: a boolean, 2 categories) or count (how many times: with --numeric, or"
+    " --categories for a histogram's buckets). Its n counts devices, so --reports N reads as"
+    " N active devices and the plan says devices.",
+)
 @confidence_option
 @intervals_option
 @format_option()
 def plan(
     fmt: str,
+    aggregate: str | None,
     numeric: bool,
     text: bool,
     max_length: int | None,
@@ -260,6 +280,11 @@ def plan(
       deniable plan --categories 20 --epsilon 2 --reports 50000 --per-category
       deniable plan --numeric --lower 0 --upper 5000 --epsilon 1 --margin 50
       deniable plan --text --max-length 16 --epsilon 4 --floor 0.01
+      deniable plan --aggregate any --epsilon 1 --reports 20000
+
+    With --aggregate any (or count), an event metric's plan: each active device sends one
+    report per window, so the figures count devices (the share of 7-day actives at 20,000
+    devices, say).
 
     With --text, the detection floor T95 of a text metric's discovery at several batch sizes:
     a string held by at least that share of a period's devices is found with probability
@@ -275,6 +300,15 @@ def plan(
       deniable plan --shuffled --categories 10 --central-epsilon 0.2 --batch 100000
     """
     shuffle_options = (central_epsilon, batch, delta)
+    counted = "reports"
+    if aggregate is not None:
+        if shuffled or text:
+            raise click.UsageError("--aggregate goes with --categories or --numeric")
+        if aggregate == "any":
+            if numeric or request["k"] not in (None, 2):
+                raise click.UsageError("an any metric is a boolean: 2 categories, not --numeric")
+            request["k"] = 2
+        counted = "devices"
     if shuffled:
         _shuffled_plan(fmt, central_epsilon, batch, delta, request)
         return
@@ -292,7 +326,7 @@ def plan(
         raise click.UsageError("give exactly one of --margin or --reports")
     _check_reports(reports)
     if numeric:
-        _numeric_plan(fmt, lower, upper, request)
+        _numeric_plan(fmt, lower, upper, request, counted)
         return
     if request["k"] is None:
         raise click.UsageError("give --categories K, or --numeric --lower L --upper U")
@@ -311,7 +345,7 @@ def plan(
             f" {_max_reports():.0e} reports with every mechanism: ask for a wider margin"
         )
     if fmt == "json":
-        print_json(document)
+        print_json(document if aggregate is None else {**document, "counted": counted})
     elif fmt == "csv":
         key = "margin" if reports is not None else "reports_needed"
         write_csv(
@@ -328,7 +362,7 @@ def plan(
             ),
         )
     else:
-        _render(document)
+        _render(document, counted)
 
 
 def _text_plan(
@@ -381,9 +415,13 @@ def _text_plan(
 
 
 def _numeric_plan(
-    fmt: str, lower: float | None, upper: float | None, request: dict[str, Any]
+    fmt: str,
+    lower: float | None,
+    upper: float | None,
+    request: dict[str, Any],
+    counted: str = "reports",
 ) -> None:
-    """``plan --numeric``: the mean's plan printed as ``fmt``."""
+    """``plan --numeric``: the mean's plan printed as ``fmt``, its n counting ``counted``."""
     if lower is None or upper is None:
         raise click.UsageError("--numeric needs --lower and --upper")
     given = click.get_current_context().get_parameter_source("simultaneous")
@@ -409,7 +447,7 @@ def _numeric_plan(
             " wider margin"
         )
     if fmt == "json":
-        print_json(document)
+        print_json(document if counted == "reports" else {**document, "counted": counted})
     elif fmt == "csv":
         key = "margin" if margin is None else "reports_needed"
         write_csv(
@@ -426,7 +464,7 @@ def _numeric_plan(
             ),
         )
     else:
-        _render_numeric(document)
+        _render_numeric(document, counted)
 
 
 def _shuffled_plan(

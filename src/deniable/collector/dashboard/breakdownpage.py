@@ -19,6 +19,7 @@ from fastapi import Request
 from markupsafe import Markup
 
 from deniable.client.spec import OTHER, MetricSpec
+from deniable.estimators.documents import counted_n
 
 from ..context import collector
 from ..queries import estimate as estimates
@@ -273,7 +274,8 @@ def multiples(
             shares=shares,
             axis=axis,
         )
-        figures.append({"name": name, "chart": chart, "n": f"{estimate['n']:,}"})
+        n = counted_n(estimate) if "counted" in estimate else f"{estimate['n']:,} reports"
+        figures.append({"name": name, "chart": chart, "n": n})
     return figures, hidden
 
 
@@ -299,7 +301,7 @@ def breakdown_table(
         if row["estimate"] is None:
             rows.append({"suppressed": True, "name": name, "note": row["note"]})
             continue
-        n = f"{row['estimate']['n']:,}"
+        n = counted_n(row["estimate"])
         for category, estimate, low, high in _rows(spec, row["estimate"], shown):
             values = [name, category, n, "—" if estimate is None else show(estimate)]
             rows.append(

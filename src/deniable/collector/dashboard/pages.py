@@ -18,7 +18,12 @@ from markupsafe import Markup
 from deniable.client.spec import MetricSpec
 from deniable.estimators import quantile_bounds
 from deniable.estimators.advisor import V_STAR_MEANING
-from deniable.estimators.documents import clipped_mark
+from deniable.estimators.documents import (
+    clipped_mark,
+    counted_n,
+    events_text,
+    window_counts_devices,
+)
 from deniable.estimators.privacy import PRIVACY_DOC
 from deniable.estimators.shufflingaccount import below_note, devices_text
 
@@ -145,8 +150,8 @@ def overview_page(page: OverviewPage, periods: int) -> Markup:
                 "type": spec.type,
                 "epsilon": f"{spec.epsilon:g}",
                 "mechanism": spec.mechanism,
-                "current": f"{row.current:,}",
-                "previous": f"{row.previous:,}",
+                "current": _window_n(spec, row.current),
+                "previous": _window_n(spec, row.previous),
                 "sparkline": sparkline(row.trend, label=label, band=row.band),
                 "change": change_cell(row),
                 "margin": _margin_text(row),
@@ -174,6 +179,12 @@ def overview_page(page: OverviewPage, periods: int) -> Markup:
     )
 
 
+def _window_n(spec: MetricSpec, n: int) -> str:
+    """One period's report count, "1,234 devices" where one period's reports are one per
+    active device (:func:`~deniable.estimators.documents.window_counts_devices`)."""
+    return f"{n:,} devices" if window_counts_devices(spec) else f"{n:,}"
+
+
 def clipped_count(rows: Iterable[dict[str, Any]]) -> int:
     """How many rows carry a clipped mark (the template's ``clipped_note`` explains them)."""
     return sum(1 for row in rows if row.get("clipped"))
@@ -186,9 +197,25 @@ def csv_href(name: str, kind: str, query: dict[str, Any]) -> str:
 
 
 def _spec_line(spec: MetricSpec) -> str:
-    """The metric's kind in a few words."""
-    return (
+    """The metric's kind in a few words (an event metric's rule too)."""
+    line = (
         f"{spec.type} · {spec.mechanism} · ε = {spec.epsilon:g} · per {spec.period} · {spec.domain}"
+    )
+    events = events_text(spec)
+    return line if events is None else f"{line} · events: {events}"
+
+
+def _devices_note(document: dict[str, Any]) -> str | None:
+    """An ``any`` metric's devices over one window, in words: how many of the active devices
+    saw the event, with the interval; None for any other document."""
+    found = document.get("devices_with_event")
+    if found is None:
+        return None
+    level = f"{document['confidence'] * 100:g}%"
+    estimate = "—" if found["estimate"] is None else f"{found['estimate']:,.0f}"
+    return (
+        f"Devices where the event occurred: {estimate} ({level} interval {found['low']:,.0f}"
+        f" to {found['high']:,.0f}) of {document['active_devices']:,} active devices."
     )
 
 
@@ -220,7 +247,7 @@ def _estimate_section(spec: MetricSpec, document: dict[str, Any]) -> dict[str, A
     return {
         "start": document["start"],
         "end": document["end"],
-        "n": f"{document['n']:,}",
+        "n": counted_n(document),
         "method": document["method"],
         "pooling": document["pooling"],
         "level": level,
@@ -243,6 +270,7 @@ def _estimate_section(spec: MetricSpec, document: dict[str, Any]) -> dict[str, A
         ],
         "clipped": clipped_count(rows),
         "kind_note": None if view.note is None else view.note(document),
+        "devices": _devices_note(document),
     }
 
 
@@ -307,7 +335,7 @@ def _series_section(
         [
             point["period"],
             row["category"],
-            f"{point['n']:,}",
+            _window_n(spec, point["n"]),
             pct(row["frequency"]) + clipped_mark(row),
             pct(row["ci_low"]),
             pct(row["ci_high"]),
@@ -357,7 +385,7 @@ def _mean_sections(
         "level": level,
         "low": value_text(mean["ci_low"]),
         "high": value_text(mean["ci_high"]),
-        "n": f"{estimate_doc['n']:,}",
+        "n": counted_n(estimate_doc),
         "start": estimate_doc["start"],
         "end": estimate_doc["end"],
         "pooling": estimate_doc["pooling"],
@@ -367,7 +395,7 @@ def _mean_sections(
         "rows": [
             [
                 p["period"],
-                f"{p['n']:,}",
+                _window_n(spec, p["n"]),
                 value_text(p["mean"]["estimate"]),
                 value_text(p["mean"]["ci_low"]),
                 value_text(p["mean"]["ci_high"]),

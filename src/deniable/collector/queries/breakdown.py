@@ -26,6 +26,7 @@ from deniable.estimators import (
 )
 from deniable.estimators.choices import Method, Pooling
 from deniable.estimators.differences import interval_difference, verdict
+from deniable.estimators.documents import counted_document
 from deniable.estimators.engine import CellStats
 from deniable.estimators.heavyhitters import TextEstimate
 from deniable.estimators.kinds import SliceOptions, estimator_of
@@ -318,7 +319,9 @@ def breakdown_of_cells(
             continue
         accumulator = kind.from_cell(spec, sums[key], labels)
         try:
-            document = kind.slice_document(spec, accumulator, (first, last), options)
+            document = counted_document(
+                spec, kind.slice_document(spec, accumulator, (first, last), options)
+            )
         except InvalidInput as exc:
             raise refuse(f"metric {spec.name}: {exc}") from None
         slices.append(MadeSlice(values, False, None, document))

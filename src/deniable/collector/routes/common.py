@@ -28,8 +28,24 @@ Route = TypeVar("Route", bound=Callable[..., Any])
 
 def json_body(schema: dict[str, Any]) -> dict[str, Any]:
     """The ``openapi_extra`` of a route that reads its required JSON body itself, described by
-    ``schema`` (FastAPI cannot see a body the handler parses on its own)."""
-    return {"requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}}
+    ``schema`` (FastAPI cannot see a body the handler parses on its own); a nested model's
+    definition (pydantic's ``$defs``) is written in place, since a ``#/$defs`` reference
+    would point into the OpenAPI document, where there is none."""
+    definitions = schema.get("$defs", {})
+    inlined = _inline({k: v for k, v in schema.items() if k != "$defs"}, definitions)
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": inlined}}}}
+
+
+def _inline(node: Any, definitions: dict[str, Any]) -> Any:
+    """``node`` with each ``{"$ref": "#/$defs/Name"}`` replaced by that definition."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return _inline(definitions[ref.removeprefix("#/$defs/")], definitions)
+        return {key: _inline(value, definitions) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_inline(item, definitions) for item in node]
+    return node
 
 
 ERRORS = problem_responses(401, 403, 404, 422)
