@@ -32,7 +32,6 @@ from .simulated_devices import (
     Delivery,
     RefusalWitness,
     _flush,
-    allocate,
     check_batch,
 )
 
@@ -64,10 +63,11 @@ def poisson(rng: random.Random, mean: float) -> int:
     return count
 
 
-def true_value(aggregate: str, happened: Sequence[Any]) -> Any:
+def true_value(aggregate: str, happened: Sequence[Any], categories: Sequence[str] = ()) -> Any:
     """What a window aggregates to, from what happened on its active days (numbers of events
     for ``any`` and ``count``, lists of observed values for the others), computed here rather
-    than by the SDK; None when the window holds no observation."""
+    than by the SDK (a mode's tie goes to the category listed first in ``categories``, as the
+    SDK's rule says); None when the window holds no observation."""
     if aggregate == "any":
         return sum(happened) > 0
     if aggregate == "count":
@@ -89,7 +89,7 @@ def true_value(aggregate: str, happened: Sequence[Any]) -> Any:
         return statistics.median_low(values)
     counts = Counter(values)
     most = max(counts.values())
-    return next(v for v in values if counts[v] == most)
+    return min((v for v in counts if counts[v] == most), key=list(categories).index)
 
 
 def run_event_devices(
@@ -203,11 +203,6 @@ def _fresh_copy(template: Any) -> Any:
     return book
 
 
-ACTIVITY_LEVELS: tuple[tuple[float, float], ...] = ((0.5, 1.0), (0.3, 0.5), (0.2, 0.15))
-"""Shares of devices and the chance each is active on a day, scaled by ``--active`` (a
-heavy user opens the app every day, an occasional one some days)."""
-
-
 def event_streams(
     spec: Any,
     clients: int,
@@ -219,28 +214,25 @@ def event_streams(
     weights: Sequence[float] | None = None,
 ) -> list[DeviceDays]:
     """``clients`` devices' streams over ``days`` days for one event metric: each device is
-    active on a day with its own chance (:data:`ACTIVITY_LEVELS` times ``active``, at most 1),
-    and on an active day it has a Poisson number of events with mean ``rate`` times its own
-    rate (gamma-distributed, mean 1, shape 1/2: most devices rarely, a few often); for an
-    ``any`` metric ``rate`` is the chance the event occurs on an active day, per device
-    (beta-distributed around it). Observed values are lognormal numbers in the metric's range
-    (numeric, histogram) or categories in ``weights``' shares (``mode``)."""
+    active (the app open) on each day with chance ``active``. For an ``any`` metric the event
+    occurs on an active day with the device's own chance, beta-distributed with mean
+    ``rate``; otherwise a device has a Poisson number of events (or observations) on each
+    active day, of mean ``rate`` times its own factor (gamma-distributed, mean 1, shape 1/2:
+    most devices rarely, a few often). Observed values are lognormal numbers in the metric's
+    range (numeric, histogram) or categories in ``weights``' shares (``mode``)."""
     from .kindrender import render_of
     from .simulated_devices import LOGNORMAL_MEDIAN, LOGNORMAL_SIGMA
 
     rule = spec.events
-    levels = allocate(clients, [share for share, _ in ACTIVITY_LEVELS], rng)
     bounds = render_of(spec).number_range
-    low = high = 0.0
-    if bounds is not None:
-        low, high = bounds(spec)
+    low, high = bounds(spec) if bounds is not None else (0.0, 0.0)
+    offset = LOGNORMAL_MEDIAN * (high - low)
     streams = []
-    for level in levels:
-        chance = min(1.0, ACTIVITY_LEVELS[level][1] * active)
-        on = tuple(d for d in range(days) if rng.random() < chance)
+    for _ in range(clients):
+        on = tuple(d for d in range(days) if rng.random() < active)
         happened: dict[int, Any] = {}
         if rule.aggregate == "any":
-            own = rng.betavariate(2 * rate + 0.1, 2 * (1 - rate) + 0.1) if 0 < rate < 1 else rate
+            own = rng.betavariate(4 * rate, 4 * (1 - rate)) if 0 < rate < 1 else rate
             happened = {d: 1 for d in on if rng.random() < own}
         else:
             own = rate * rng.gammavariate(0.5, 2.0)
@@ -249,16 +241,11 @@ def event_streams(
                 if rule.aggregate == "count":
                     happened[d] = times
                 elif weights is not None:
-                    happened[d] = [
-                        spec.categories[i]
-                        for i in rng.choices(range(len(weights)), weights, k=times)
-                    ]
+                    picks = rng.choices(range(len(weights)), weights, k=times)
+                    happened[d] = [spec.categories[i] for i in picks]
                 else:
-                    offset = LOGNORMAL_MEDIAN * (high - low)
                     happened[d] = [
-                        min(
-                            high, max(low, low + offset * math.exp(rng.gauss(0.0, LOGNORMAL_SIGMA)))
-                        )
+                        min(high, max(low, low + offset * math.exp(rng.gauss(0, LOGNORMAL_SIGMA))))
                         for _ in range(times)
                     ]
         streams.append(DeviceDays(on, {spec.name: happened}))
@@ -284,7 +271,7 @@ def window_truth(spec: Any, devices: Sequence[DeviceDays], first: int, last: int
             for d in range(first, last + 1)
             if d in happened
         ]
-        value = true_value(rule.aggregate, days)
+        value = true_value(rule.aggregate, days, spec.categories)
         if value is None or (not rule.report_empty and not any(days)):
             continue
         values.append(value if isinstance(value, bool | str) else min(high, max(low, value)))
