@@ -218,6 +218,13 @@ def test_an_event_metric_goes_through_the_archive_and_back(
             )
             assert shown.exit_code == 0, shown.output
             table = shown.stdout
+            trend = run(
+                *("--collector", server.url, "--token", ADMIN_TOKEN, "series", COUNTS.name),
+                *("--start", PERIODS[0], "--end", PERIODS[-1]),
+            )
+            assert trend.exit_code == 0, trend.output
+            header = next(line for line in trend.stdout.splitlines() if "margin" in line)
+            assert "devices" in header, "each period of the series is one window"
         finally:
             server.stop()
         run_ = retain(

@@ -220,6 +220,16 @@ def test_one_window_of_an_any_metric_counts_devices_and_those_with_the_event(
     assert set(document) == set(recorded) | added, "any boolean's shape, plus the counts"
 
 
+def test_a_series_says_what_each_point_counts(seeded: Seeded) -> None:
+    with seeded.server.client(VIEWER_TOKEN) as client:
+        actives = client.get(f"/v1/metrics/{seeded.actives.name}/series").json()
+        crashes = client.get(f"/v1/metrics/{seeded.crashes.name}/series").json()
+        recorded = client.get(f"/v1/metrics/{seeded.recorded.name}/series").json()
+    assert actives["counted"] == crashes["counted"] == "devices", "each point is one window"
+    assert "counted" not in recorded
+    assert [p["n"] for p in actives["series"] if p["period"] in DAYS] == [ACTIVE, ACTIVE]
+
+
 def test_a_breakdown_of_an_event_metric_by_dimension(seeded: Seeded) -> None:
     day = DAYS[-1]
     document = estimate(seeded, seeded.actives.name, start=day, end=day, by="platform")

@@ -146,10 +146,13 @@ def test_the_openapi_document_describes_every_estimate_shape(admin: httpx.Client
         "TextEstimate",
         "BreakdownEstimate",
         "PeriodComparison",
+        "EventRangeEstimate",
+        "EventHistogramEstimate",
+        "EventMeanRangeEstimate",
     } <= names
     estimate = schema["paths"]["/v1/metrics/{name}/estimate"]["get"]
     ok = estimate["responses"]["200"]["content"]["application/json"]["schema"]
-    assert len(ok["anyOf"]) == 6
+    assert len(ok["anyOf"]) == 9  # 4 shapes, 3 of them also an event metric's, 2 more
     assert {"q", "candidates", "by", "where", "compare", "compare_to"} <= {
         parameter["name"] for parameter in estimate["parameters"]
     }

@@ -207,6 +207,7 @@ def file_document(
     progress on stderr.
     """
     from deniable.estimators import mean_series_document, series_document
+    from deniable.estimators.documents import counted_series
     from deniable.estimators.engine import DocumentOptions, document
 
     spec = reports.spec
@@ -218,7 +219,8 @@ def file_document(
         check_numeric_method(options.get("method", "unbiased"))
         if kind == "series":
             periods = ExportCounts(reports).sums()
-            return mean_series_document(spec, periods, confidence=options["confidence"])
+            found = mean_series_document(spec, periods, confidence=options["confidence"])
+            return counted_series(spec, found)
     if spec.fixed_method is not None:  # the kind's one estimator, which the documents name
         options = {**options, "method": spec.fixed_method}
     with fitting_progress(options.get("method", "")) as progress:
@@ -229,4 +231,4 @@ def file_document(
             (label, reports.estimate(label, progress=progress, **options))
             for label in reports.labels()
         ]
-    return series_document(name, points, **options)
+    return counted_series(spec, series_document(name, points, **options))

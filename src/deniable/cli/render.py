@@ -415,7 +415,7 @@ def _series_chart(
         title=f"{document.get('metric', '')} · {name} · {intervals_kind(document)}, per period",
         title_justify="left",
     )
-    headers = ["period", "n", "estimate", "interval"]
+    headers = ["period", document.get("counted", "n"), "estimate", "interval"]
     texts = [
         [
             str(entry.get("period")),
@@ -626,7 +626,7 @@ def mean_series_chart(document: dict[str, Any]) -> Table:
         title=f"{metric_label(document)} · mean · {_pct_level(document)} interval, per period",
         title_justify="left",
     )
-    headers = ["period", "n", "mean", "margin", "interval"]
+    headers = ["period", document.get("counted", "n"), "mean", "margin", "interval"]
     rows = [(entry, mean_texts(entry["mean"], lower, upper)) for entry in document["series"]]
     texts = [[str(entry["period"]), f"{entry.get('n', 0):,}", *shown] for entry, shown in rows]
     width = fit_bar(headers, texts)

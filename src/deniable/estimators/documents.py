@@ -116,15 +116,14 @@ class Counted:
     and for an ``any`` metric over one window the active devices and the estimated number of
     them where the event occurred (PostHog's unique users, with an interval)."""
 
-    counted: str = field(
-        kw_only=True,
-        metadata={
-            "description": "devices: one report per active device (an event metric that"
-            " reports empty windows, over one window); reports: anything else"
-        },
-    )
+    counted: str = field(kw_only=True)
+    """devices: one report per active device (an event metric that reports empty windows,
+    over one window); reports: over more windows, or without report_empty."""
     active_devices: int | None = field(default=None, kw_only=True)
+    """An ``any`` metric over one window: the devices active in it (n)."""
     devices_with_event: DeviceCount | None = field(default=None, kw_only=True)
+    """An ``any`` metric over one window: the devices where the event occurred, n times the
+    share of true and its interval."""
 
 
 @dataclass(frozen=True)
@@ -209,6 +208,16 @@ def events_text(spec: MetricSpec) -> str | None:
     return text
 
 
+def counted_series(spec: MetricSpec, document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` (a series document of ``spec``, one point per period) saying what each
+    point's ``n`` counts, for an event metric: "devices" where a period's reports are one per
+    active device (:func:`window_counts_devices`: each point is one window), else "reports".
+    A metric of recorded values' series is returned unchanged."""
+    if spec.events is None:
+        return document
+    return {**document, "counted": "devices" if window_counts_devices(spec) else "reports"}
+
+
 def counted_n(document: dict[str, Any]) -> str:
     """The document's ``n`` with what it counts, for every surface's label: "1,234 devices"
     or "1,234 reports" for an event metric (:func:`counted_document`), "1,234" otherwise."""
@@ -275,7 +284,40 @@ class HistogramSeries(Series):
     edges: list[float] = field(kw_only=True)
 
 
-AnySeries = MeanSeries | HistogramSeries | TextSeries | Series
+@dataclass(frozen=True)
+class SeriesCounted:
+    """What an event metric's series adds (:func:`counted_series`): what each point's ``n``
+    counts."""
+
+    counted: str = field(kw_only=True)
+    """devices: each point is one window of an event metric that reports empty windows, one
+    report per active device; reports: without report_empty."""
+
+
+@dataclass(frozen=True)
+class EventSeries(SeriesCounted, Series):
+    """An event metric's series of shares."""
+
+
+@dataclass(frozen=True)
+class EventMeanSeries(SeriesCounted, MeanSeries):
+    """An event metric's series of means."""
+
+
+@dataclass(frozen=True)
+class EventHistogramSeries(SeriesCounted, HistogramSeries):
+    """An event metric's histogram series with quantiles."""
+
+
+AnySeries = (
+    EventMeanSeries
+    | EventHistogramSeries
+    | EventSeries
+    | MeanSeries
+    | HistogramSeries
+    | TextSeries
+    | Series
+)
 """The series document of any metric type (the series route's response model); a histogram's
 carries quantiles per period only when they were asked for."""
 

@@ -13,6 +13,7 @@ from deniable.estimators import (
     mean_series_document,
     series_document,
 )
+from deniable.estimators.documents import counted_series
 from deniable.estimators.heavyhitters import text_series_document
 from deniable.estimators.quantiles import quantile_series
 
@@ -67,7 +68,7 @@ def series(state: Collector, query: EstimateQuery) -> dict[str, Any]:
         sums = numeric_sums(state, spec, labels, query)
         try:
             document = mean_series_document(spec, sums, confidence=query.confidence)
-            return about(state, spec, document)
+            return about(state, spec, counted_series(spec, document))
         except InvalidInput as exc:
             raise refused(spec, exc) from None
     periods = range_counts(state, spec, labels)
@@ -76,7 +77,8 @@ def series(state: Collector, query: EstimateQuery) -> dict[str, Any]:
         chosen["method"] = spec.fixed_method
     points = [(period.period, estimate_periods(spec, [period], **chosen)) for period in periods]
     if not qs:
-        return about(state, spec, series_document(spec.name, points, **chosen))
+        document = series_document(spec.name, points, **chosen)
+        return about(state, spec, counted_series(spec, document))
     assert isinstance(spec, HistogramSpec)  # checked_quantiles refused q for any other kind
     try:
         quantiles = quantile_series(
@@ -90,7 +92,7 @@ def series(state: Collector, query: EstimateQuery) -> dict[str, Any]:
         raise refused(spec, exc) from None
     rows = [(label, result, qi) for (label, result), qi in zip(points, quantiles, strict=True)]
     document = histogram_series_document(spec.name, rows, spec.edges, **chosen)
-    return about(state, spec, document)
+    return about(state, spec, counted_series(spec, document))
 
 
 def text_series(
