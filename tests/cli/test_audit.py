@@ -178,3 +178,12 @@ def test_an_event_metric_is_audited_through_its_windows(monkeypatch: pytest.Monk
     dishonest = run("audit", "--spec", USED, "--samples", "20000", "--seed", "2")
     assert dishonest.exit_code == 1, dishonest.output
     assert dishonest.stderr.startswith("audit failed: used")
+
+
+def test_the_js_sampler_refuses_an_event_metric_rather_than_audit_record() -> None:
+    from deniable.cli.jsreports import js_reports
+    from deniable.client.errors import InvalidInput
+
+    spec = MetricSpec.boolean("used", epsilon=1).with_events("any", window=7)
+    with pytest.raises(InvalidInput, match="window path"):
+        js_reports(spec, True, 10)
