@@ -203,3 +203,23 @@ def test_help_documents_the_event_options() -> None:
     text = " ".join(result.stdout.split())
     for words in ("--active P", "--rate R", "event()", "observe()", "one report for the window"):
         assert words in text, words
+
+
+def test_each_simulated_device_keeps_its_own_windows(collector: LocalCollector) -> None:
+    from deniable.cli.api import CollectorAPI
+    from deniable.cli.simulated_events import run_event_devices
+    from deniable.cli.specs import spec_from_served
+
+    spec = MetricSpec.histogram("sim_own", [0, 1, 2, 5], epsilon=2).with_events("count")
+    with CollectorAPI(collector.url, collector.token) as api:
+        served = spec_from_served(api.create_metric(spec.to_dict()))
+    devices = [
+        DeviceDays((0,), {"sim_own": {0: 3}}),  # its window of day 0 only
+        DeviceDays((1,), {"sim_own": {}}),  # its window of day 1 only, a zero
+        DeviceDays((), {"sim_own": {}}),  # never active: nothing
+    ]
+    first = DATE - dt.timedelta(days=1)
+    delivery = run_event_devices(collector.url, [served], devices, first_day=first, days=2, seed=1)
+    assert delivery.delivered == 2
+    for day in (first, DATE):
+        assert _estimate(collector, "sim_own", str(day))["n"] == 1
