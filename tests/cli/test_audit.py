@@ -156,3 +156,34 @@ def test_bad_input_is_one_line_on_stderr(collector: RunningCollector) -> None:
 def test_an_unreachable_collector_is_one_line() -> None:
     result = run("--collector", loopback_url(free_port()), "audit")
     assert "cannot reach the collector" in one_line_error(result)
+
+
+USED = (
+    '{"name": "used", "type": "boolean", "epsilon": 1, "events": {"aggregate": "any", "window": 7}}'
+)
+"""An event metric: 7-day actives, each report one window of the device's events."""
+
+
+def test_an_event_metric_is_audited_through_its_windows(monkeypatch: pytest.MonkeyPatch) -> None:
+    honest = run("audit", "--spec", USED, "--samples", "20000", "--seed", "2", "--format", "json")
+    assert honest.exit_code == 0, honest.output
+    (result,) = json.loads(honest.stdout)["results"]
+    assert result["metric"] == "used" and result["verdict"] == "pass", result
+
+    def as_for_twice_eps(self: BRR, value: int, rng: Randomness) -> int:
+        value = self.check_value(value)
+        return value if rng.random() < 0.88 else 1 - value  # e^2 / (e^2 + 1)
+
+    monkeypatch.setattr(BRR, "randomize", as_for_twice_eps)
+    dishonest = run("audit", "--spec", USED, "--samples", "20000", "--seed", "2")
+    assert dishonest.exit_code == 1, dishonest.output
+    assert dishonest.stderr.startswith("audit failed: used")
+
+
+def test_the_js_sampler_refuses_an_event_metric_rather_than_audit_record() -> None:
+    from deniable.cli.jsreports import js_reports
+    from deniable.client.errors import InvalidInput
+
+    spec = MetricSpec.boolean("used", epsilon=1).with_events("any", window=7)
+    with pytest.raises(InvalidInput, match="window path"):
+        js_reports(spec, True, 10)

@@ -63,8 +63,9 @@ def test_demo_finishes_in_time_and_every_truth_is_inside_its_interval() -> None:
     assert out.returncode == 0, out.stderr
     assert _children_cpu() - cpu_before < CPU_SECONDS
     document = json.loads(out.stdout)
-    assert document["clients"] == 20_000 and document["delivered"] == 4 * 20_000
-    kinds = {m["spec"]["type"]: m for m in document["metrics"]}
+    assert document["clients"] == 20_000
+    assert document["delivered"] == 4 * 20_000 + document["event_reports"]
+    kinds = {m["spec"]["type"]: m for m in document["metrics"] if "events" not in m["spec"]}
     assert set(kinds) == {"boolean", "categorical", "numeric", "histogram"}
     assert all(m["all_inside"] for m in document["metrics"])
     load = kinds["numeric"]
@@ -102,6 +103,33 @@ def test_demo_finishes_in_time_and_every_truth_is_inside_its_interval() -> None:
                 row,
             )
 
+    events = {m["spec"]["name"]: m for m in document["metrics"] if "events" in m["spec"]}
+    _check_event_metrics(events, document["event_devices"], document["event_reports"])
+
+
+def _check_event_metrics(events: dict[str, dict], devices: int, reports: int) -> None:
+    """The demo's event metrics: one report per device and window, n counting devices (those
+    active in the window: fewer than the devices counting events), each truth inside."""
+    assert set(events) == {"crashes", "search_used"} and devices == 10_000
+    crashes, used = events["crashes"], events["search_used"]
+    assert crashes["spec"]["events"] == {
+        "aggregate": "count",
+        "window": "period",
+        "report_empty": True,
+    }
+    assert used["spec"]["events"] == {"aggregate": "any", "window": 7, "report_empty": True}
+    assert crashes["estimate"]["n"] + used["estimate"]["n"] == reports
+    for metric in (crashes, used):
+        estimate = metric["estimate"]
+        assert estimate["counted"] == "devices" and estimate["start"] == estimate["end"]
+        assert 0.5 * devices < estimate["n"] < devices
+        assert metric["all_inside"], metric["spec"]["name"]
+    assert used["estimate"]["n"] > crashes["estimate"]["n"]  # 7 days hold more actives than 1
+    found = used["estimate"]["devices_with_event"]
+    true_count = used["truth"]["true"] * used["estimate"]["active_devices"]
+    assert found["low"] <= true_count <= found["high"]
+    assert [q["q"] for q in crashes["estimate"]["quantiles"]] == [0.5, 0.9, 0.99]
+
 
 def test_demo_table_prints_truth_beside_estimate() -> None:
     result = CliRunner().invoke(
@@ -109,12 +137,17 @@ def test_demo_table_prints_truth_beside_estimate() -> None:
     )
     assert result.exit_code == 0, result.output
     rows = [ln for ln in result.stdout.splitlines() if ln.startswith("│")]
-    assert len(rows) == 2 + 5 + 1 + 6 + 3 + 3
+    assert len(rows) == 2 + 5 + 1 + 6 + 3 + 5 + 3 + 2 + 3
+    titles = [line for line in result.stdout.splitlines() if " devices · " in line]
+    assert [t.split(" ·")[0] for t in titles] == ["crashes", "search_used"]
     lines = [line.rstrip() for line in result.stdout.splitlines()]
     assert "other (a platform not listed): suppressed, fewer than 100 reports" in lines
     (compared,) = [line for line in lines if line.startswith("ios − android, share true: ")]
     assert "(95% interval " in compared and "(truth +9.0)" in compared
     assert "2,000 simulated devices sent 8,000 randomized reports" in result.stdout
+    (found,) = [line for line in lines if line.startswith("search_used: ")]
+    assert "devices active in the 7 days to" in found and "; truth " in found
+    assert "1,000 of the devices also counted events" in result.stdout
     assert "(`deniable privacy` explains it and what lowers it)" in result.stdout
     assert all(("✓" in row) != ("✗" in row) for row in rows)
 

@@ -42,7 +42,13 @@ def js_reports(
     randomness: Randomness | None = None,
     directory: Path = SDK_DIRECTORY,
 ) -> bytes:
-    """The body the JS SDK in ``directory`` uploads after ``count`` records of ``value``."""
+    """The body the JS SDK in ``directory`` uploads after ``count`` records of ``value``; an
+    event metric is refused (its sampler draws through record(), not the window path)."""
+    if spec.events is not None:
+        raise InvalidInput(
+            f"metric {spec.name} aggregates events: the JavaScript SDK's window path has no"
+            " sampler yet; audit it with --sdk python"
+        )
     if randomness is not None:
         raise InvalidInput("the JavaScript SDK draws only from the CSPRNG: --seed does not apply")
     answer = subprocess.run(

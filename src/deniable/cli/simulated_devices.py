@@ -280,6 +280,39 @@ def _flush(client: Any, timeout: float) -> bool:
             return False
 
 
+def check_batch(
+    collector_url: str,
+    stats: Any,
+    kept_back: int,
+    delivered: bool,
+    witness: RefusalWitness,
+    timeout: float,
+) -> None:
+    """Raise if a batch's Client (its ``stats`` after the flush) kept back reports (budget or
+    queue: the simulation would not be one report per device) or could not deliver them (a
+    refusing or unreachable collector)."""
+    if kept_back or stats.dropped_queue_full:
+        raise BudgetExceeded(
+            f"the SDK kept back {kept_back + stats.dropped_queue_full} report(s) of a batch"
+            " (privacy budget or queue); the simulation would not be one report per device"
+        )
+    if stats.refused and not delivered:
+        raise CollectorRefused(
+            f"the collector at {collector_url} refused {stats.queued} report(s) (HTTP"
+            " 401/403/404); check --ingest-key / DENIABLE_INGEST_KEY and the URL"
+        )
+    if stats.dropped_rejected:
+        raise CollectorRefused(
+            f"the collector at {collector_url} refused {stats.dropped_rejected}"
+            f" report(s); {witness.summary()}"
+        )
+    if not delivered:
+        raise CollectorUnavailable(
+            f"could not deliver the reports to {collector_url} within {timeout:g} s;"
+            " is the collector running?"
+        )
+
+
 def run_devices(
     collector_url: str,
     populations: Sequence[Population],
@@ -344,26 +377,7 @@ def run_devices(
             for key in totals:
                 totals[key] += getattr(stats, key)
             kept_back = (stop - start) * len(populations) - stats.admitted
-            if kept_back or stats.dropped_queue_full:
-                raise BudgetExceeded(
-                    f"the SDK kept back {kept_back + stats.dropped_queue_full} report(s) of a batch"
-                    " (privacy budget or queue); the simulation would not be one report per device"
-                )
-            if stats.refused and not delivered:
-                raise CollectorRefused(
-                    f"the collector at {collector_url} refused {stats.queued} report(s) (HTTP"
-                    " 401/403/404); check --ingest-key / DENIABLE_INGEST_KEY and the URL"
-                )
-            if stats.dropped_rejected:
-                raise CollectorRefused(
-                    f"the collector at {collector_url} refused {stats.dropped_rejected}"
-                    f" report(s); {witness.summary()}"
-                )
-            if not delivered:
-                raise CollectorUnavailable(
-                    f"could not deliver the reports to {collector_url} within {timeout:g} s;"
-                    " is the collector running?"
-                )
+            check_batch(collector_url, stats, kept_back, delivered, witness, timeout)
             if on_batch is not None:
                 on_batch(stop - start)
     return Delivery(

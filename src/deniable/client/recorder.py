@@ -469,6 +469,25 @@ class Recorder:
             metric = self._metrics[spec.name]
             self._admit(spec.name, metric, metric.prepare(value), window.label)
 
+    def commit_windows(self) -> None:
+        """Mark today active and queue a report for every window due, as the periodic commit
+        does, without waiting for it: a simulated device's day ends."""
+        with self._lock:
+            self._close_windows()
+
+    def switch_windows(self, book: WindowBook) -> WindowBook:
+        """Make ``book`` the event state that ``event()``, ``observe()`` and the windows use,
+        and return the one it replaces (today's changes saved in it): one Client of a
+        simulation stands in for many devices, each with its own windows, one after another."""
+        with self._lock:
+            previous, self._book = self._book, book
+            for state in self._events.values():
+                if state.dirty:
+                    previous.touch(state.spec.name, state.day)
+                state.aggregate, state.day, state.dirty = DayAggregate(), -1, False
+            self._event_until = 0.0
+            return previous
+
     def load_events(self, state: tuple[Any, Any, Any]) -> None:
         """The saved event state (:meth:`.Outbox.load_events`), before any spec is installed."""
         with self._lock:

@@ -9,7 +9,9 @@ every pair of inputs, from below with one-sided Clopper-Pearson bounds on each i
 counts (drawn once, shared by every pair), Bonferroni over every count used, so that the
 reported bound exceeds the code's true eps with probability at most 1 - confidence. A bound
 above the claimed eps is proof (at that confidence) that the code leaks more than it claims:
-the verdict ``fail``. The auditor only detects violations; privacy itself is proven by review
+the verdict ``fail``. An event metric's inputs are the values its windows aggregate to
+(:func:`sampled_inputs`), each drawn as many windows of one event stream through the event
+path (:func:`deniable.client.sampling.window_reports`). The auditor only detects violations; privacy itself is proven by review
 and the exact checks (STATS.md section 8).
 
 numpy and scipy load on first use, so the CLI can read the constants below without them.
@@ -30,6 +32,7 @@ from multiprocessing import get_context
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from deniable.client.errors import DeniableError, InvalidInput
+from deniable.client.events import MEDIAN_BINS, median_bin
 from deniable.client.kinds import (
     BooleanSpec,
     CategoricalSpec,
@@ -437,6 +440,50 @@ def _text_inputs(spec: TextSpec) -> list[tuple[Any, str]]:
     return [(value, value) for value in TEXT_INPUTS]
 
 
+def sampled_inputs(spec: MetricSpec) -> list[tuple[Any, str]]:
+    """The values the audit draws reports of: :func:`audit_inputs`, or for an event metric
+    the nearest values one of its windows can aggregate to (a ``count`` is a whole number of
+    events, in the same bucket for a histogram; a numeric ``median`` is the middle of its
+    bin), each once. :class:`~deniable.client.errors.InvalidInput` if fewer than two remain."""
+    inputs = audit_inputs(spec)
+    rule = spec.events
+    if rule is None:
+        return inputs
+    reachable: list[tuple[Any, str]] = []
+    seen: set[Any] = set()
+    for value, text in inputs:
+        window = _window_value(spec, rule.aggregate, value)
+        if window is None:
+            continue
+        if window != value:
+            text = f"{window:g}" + (
+                f" in {spec.categories[spec.index_of(window)]}"
+                if isinstance(spec, HistogramSpec)
+                else f" (t = {spec.scale(window):+.3g})"
+            )
+        key = spec.index_of(window) if isinstance(spec, HistogramSpec) else window
+        if key not in seen:
+            seen.add(key)
+            reachable.append((window, text))
+    if len(reachable) < 2:
+        raise InvalidInput(f"metric {spec.name}: its windows reach fewer than two audited values")
+    return reachable
+
+
+def _window_value(spec: MetricSpec, aggregate: str, value: Any) -> Any:
+    """The value nearest ``value`` that a window aggregating by ``aggregate`` reports (None:
+    none in ``value``'s bucket)."""
+    if aggregate == "count":
+        if isinstance(spec, HistogramSpec):
+            whole = float(math.ceil(value))
+            return whole if spec.bucket_of(whole) == spec.bucket_of(value) else None
+        return float(round(value))
+    if aggregate == "median" and isinstance(spec, NumericSpec):
+        lower, upper = float(spec.lower), float(spec.upper)
+        return lower + (median_bin(value, lower, upper) + 0.5) * (upper - lower) / MEDIAN_BINS
+    return value
+
+
 @functools.singledispatch
 def event_family(spec: MetricSpec) -> EventFamily:
     """The spec's output events, fixed before any report is drawn (one implementation per
@@ -447,19 +494,19 @@ def event_family(spec: MetricSpec) -> EventFamily:
 @event_family.register
 def _numeric_events(spec: NumericSpec) -> EventFamily:
     """A numeric metric's events over its inputs' t."""
-    return _numeric_family(spec, [spec.scale(x) for x, _ in audit_inputs(spec)])
+    return _numeric_family(spec, [spec.scale(x) for x, _ in sampled_inputs(spec)])
 
 
 @event_family.register
 def _text_events(spec: TextSpec) -> EventFamily:
     """A text metric's events over its strings."""
-    return _text_family(spec, [value for value, _ in audit_inputs(spec)])
+    return _text_family(spec, [value for value, _ in sampled_inputs(spec)])
 
 
 @event_family.register
 def _oracle_events(spec: OracleSpec) -> EventFamily:
     """A kind with categories: the events of its frequency oracle."""
-    indices = [spec.index_of(value) for value, _ in audit_inputs(spec)]
+    indices = [spec.index_of(value) for value, _ in sampled_inputs(spec)]
     if spec.mechanism in ("krr", "brr"):
         return _choice_family(spec, indices)
     if spec.mechanism == "oue":
@@ -593,7 +640,7 @@ def audit_spec(
         raise InvalidInput("confidence must be strictly between 0 and 1")
     started = time.perf_counter()
     family = event_family(spec)
-    inputs = audit_inputs(spec)
+    inputs = sampled_inputs(spec)
     per_input = samples if samples is not None else max(1, DEFAULT_REPORTS // len(inputs))
     rng = SeededRandomness(seed) if seed is not None else None
     counts = np.stack(

@@ -6,6 +6,12 @@ and prints each estimate beside the truth with its 95% (simultaneous) interval: 
 mean, and a histogram's quantiles. The boolean has a public dimension (the devices' platform,
 sent in the clear): the demo also prints its breakdown by platform and the difference between
 two platforms with its interval and verdict.
+
+Two event metrics follow (issue 40): the devices count crashes and uses of a search feature on
+the device with ``event()`` over the seven days before today, and each sends one report per
+window it was active in, whatever its number of events: crashes per device-day (a histogram
+of yesterday's counts) and the share of the 7-day actives that used search, each estimate
+beside the truth and counted in devices.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import click
 
 from deniable.client.spec import OTHER
 from deniable.estimators import DEFAULT_QUANTILES, quantile_bounds
+from deniable.estimators.documents import counted_n
 
 from ..api import CollectorAPI
 from ..kindrender import render_of
@@ -92,6 +99,46 @@ DEMO_METRICS: tuple[dict[str, Any], ...] = (
 )
 """The metrics the demo registers."""
 
+DEMO_EVENT_METRICS: tuple[dict[str, Any], ...] = (
+    {
+        "name": "crashes",
+        "type": "histogram",
+        "edges": [0, 1, 2, 3, 5, 10],
+        "epsilon": 1.0,
+        "mechanism": "auto",
+        "period": "day",
+        "events": {"aggregate": "count", "window": "period"},
+    },
+    {
+        "name": "search_used",
+        "type": "boolean",
+        "epsilon": 1.0,
+        "mechanism": "auto",
+        "period": "day",
+        "events": {"aggregate": "any", "window": 7},
+    },
+)
+"""The event metrics the demo registers: crashes per device per day (``count``) and whether a
+device used search in the last 7 days (``any``, rolling)."""
+
+EVENT_DEVICES = 2
+"""One device in this many counts events too (the first ones): a device's week of days costs
+more than its recorded values, and the demo keeps its runtime."""
+
+EVENT_DAYS = 7
+"""The days before today the devices count events on; today they open the app once more and
+the windows that closed are sent."""
+
+DEMO_ACTIVITY: tuple[tuple[float, float], ...] = ((0.45, 0.95), (0.35, 0.55), (0.20, 0.2))
+"""Shares of the devices and the chance each is active (the app open) on a day."""
+
+DEMO_SEARCH: tuple[tuple[float, float], ...] = ((0.3, 0.5), (0.4, 0.08), (0.3, 0.0))
+"""Shares of the devices and the chance each uses search on a day it is active."""
+
+DEMO_CRASH_RATE = 0.6
+"""Mean crashes per device-day; each device's own rate is this times a gamma draw of mean 1
+(shape 1/2), so most devices rarely crash and a few often."""
+
 DEMO_TRUTH: dict[str, list[float]] = {
     "dark_mode": [0.62, 0.38],
     "browser": [0.46, 0.24, 0.13, 0.10, 0.07],
@@ -109,7 +156,7 @@ def _comparison_table(
     scale = min(1.0, max(max(r["ci_high"] for r in rows), max(truth.values()), 0.01))
     table = Table(
         title=f"{spec['name']} · {document.get('mechanism')} ε={document.get('epsilon')} · "
-        f"n={document.get('n', 0):,} · {DEFAULT_CONFIDENCE * 100:g}% simultaneous intervals",
+        f"n={counted_n(document)} · {DEFAULT_CONFIDENCE * 100:g}% simultaneous intervals",
         title_justify="left",
     )
     headers = ["category", "truth", "estimate", "interval", "truth inside"]
@@ -154,7 +201,7 @@ def _mean_table(spec: dict[str, Any], truth: float, document: dict[str, Any]) ->
     mean = document["mean"]
     table = Table(
         title=f"{spec['name']} · {document.get('mechanism')} ε={document.get('epsilon')} · "
-        f"n={document.get('n', 0):,} · mean · {DEFAULT_CONFIDENCE * 100:g}% interval",
+        f"n={counted_n(document)} · mean · {DEFAULT_CONFIDENCE * 100:g}% interval",
         title_justify="left",
     )
     headers = ["truth", "estimate", "margin", "interval", "truth inside"]
@@ -238,6 +285,55 @@ def demo_populations(
     ]
     truths = {name: sum(values) / len(values) for name, values in by_platform.items() if values}
     return populations, contexts, truths
+
+
+def demo_event_devices(clients: int, rng: random.Random) -> list[Any]:
+    """Each device's :data:`EVENT_DAYS` days: the days it is active on (its level of
+    :data:`DEMO_ACTIVITY`), its searches on them (at most one counted a day: ``any`` needs
+    no more; its level of :data:`DEMO_SEARCH`), and its crashes yesterday (Poisson at its own
+    rate, :data:`DEMO_CRASH_RATE`), the only day the crashes metric is known on."""
+    from ..simulated_devices import allocate
+    from ..simulated_events import DeviceDays, poisson
+
+    activity = allocate(clients, [share for share, _ in DEMO_ACTIVITY], rng)
+    search = allocate(clients, [share for share, _ in DEMO_SEARCH], rng)
+    last = EVENT_DAYS - 1
+    devices = []
+    for level, user in zip(activity, search, strict=True):
+        chance, uses = DEMO_ACTIVITY[level][1], DEMO_SEARCH[user][1]
+        active = tuple(d for d in range(EVENT_DAYS) if rng.random() < chance)
+        searches = {d: 1 + poisson(rng, 1.0) for d in active if rng.random() < uses}
+        rate = DEMO_CRASH_RATE * rng.gammavariate(0.5, 2.0)
+        crashes = {last: poisson(rng, rate)} if last in active else {}
+        devices.append(DeviceDays(active, {"search_used": searches, "crashes": crashes}))
+    return devices
+
+
+def demo_event_populations(specs: list[Any], devices: list[Any]) -> list[Any]:
+    """What the devices that report each event metric's window hold: yesterday's crash counts
+    of the devices active yesterday, and whether each device active in the last 7 days used
+    search (1) or not (0)."""
+    from ..simulated_devices import Population
+    from ..simulated_events import window_truth
+
+    populations = []
+    for spec in specs:
+        first = 0 if spec.events.rolling else EVENT_DAYS - 1
+        values = window_truth(spec, devices, first, EVENT_DAYS - 1)
+        populations.append(Population(spec, [int(v) if isinstance(v, bool) else v for v in values]))
+    return populations
+
+
+def _devices_line(result: dict[str, Any]) -> str:
+    """The estimated number of devices where an ``any`` event occurred beside the truth."""
+    document, truth = result["estimate"], result["truth"]
+    found, n = document["devices_with_event"], document["active_devices"]
+    level = f"{DEFAULT_CONFIDENCE * 100:g}%"
+    return (
+        f"{result['spec']['name']}: {found['estimate']:,.0f} of {n:,} devices active in the 7"
+        f" days to {document['start']} ({level} interval {found['low']:,.0f} to"
+        f" {found['high']:,.0f}); truth {round(truth['true'] * n):,}"
+    )
 
 
 def _breakdown_table(document: dict[str, Any], truths: dict[str, float]) -> Any:
@@ -479,6 +575,7 @@ def _run_demo(collector: Any, seed: int | None, clients: int, fmt: str) -> None:
     """Start ``collector``, seed it with ``clients`` simulated devices as of now, and print
     each estimate beside the truth (as tables or JSON)."""
     from ..simulated_devices import run_devices
+    from ..simulated_events import run_event_devices
 
     started = time.monotonic()
     rng = random.Random(seed)
@@ -499,9 +596,31 @@ def _run_demo(collector: Any, seed: int | None, clients: int, fmt: str) -> None:
                 on_batch=lambda done: bar.advance(task, done),
                 contexts=contexts,
             )
+            event_specs = [spec_from_served(api.create_metric(m)) for m in DEMO_EVENT_METRICS]
+            counting = max(100, clients // EVENT_DEVICES)
+            event_devices = demo_event_devices(counting, rng)
+            event_task = bar.add_task(
+                f"{counting:,} devices counting events for {EVENT_DAYS} days", total=counting
+            )
+            first_day = moment.date() - dt.timedelta(days=EVENT_DAYS)
+            events = run_event_devices(
+                collector.url,
+                event_specs,
+                event_devices,
+                first_day=first_day,
+                days=EVENT_DAYS,
+                known={"crashes": EVENT_DAYS - 2},
+                seed=None if seed is None else seed + 1,
+                on_batch=lambda done: bar.advance(event_task, done),
+            )
+            event_populations = demo_event_populations(event_specs, event_devices)
+            yesterday = moment - dt.timedelta(days=1)
             results = []
-            for spec, pop in zip(specs, populations, strict=True):
-                period = spec.period_of(moment)
+            for spec, pop, when in [
+                *((s, p, moment) for s, p in zip(specs, populations, strict=True)),
+                *((s, p, yesterday) for s, p in zip(event_specs, event_populations, strict=True)),
+            ]:
+                period = spec.period_of(when)
                 shares = {} if render_of(spec).mean else {"simultaneous": True}
                 document = api.estimate(
                     spec.name,
@@ -532,7 +651,9 @@ def _run_demo(collector: Any, seed: int | None, clients: int, fmt: str) -> None:
             {
                 "seed": seed,
                 "clients": clients,
-                "delivered": delivery.delivered,
+                "delivered": delivery.delivered + events.delivered,
+                "event_devices": counting,
+                "event_reports": events.delivered,
                 "confidence": DEFAULT_CONFIDENCE,
                 "simultaneous": True,
                 "elapsed_seconds": round(elapsed, 2),
@@ -558,6 +679,9 @@ def _run_demo(collector: Any, seed: int | None, clients: int, fmt: str) -> None:
             out.print(_comparison_table(spec, truth, document))
     out.print(_breakdown_table(sliced, platform_truths))
     click.echo(comparison_line(sliced, platform_truths))
+    for result in results:
+        if result["estimate"].get("devices_with_event") is not None:
+            click.echo(_devices_line(result))
     click.echo("")
     click.echo(
         f"{clients:,} simulated devices sent {delivery.delivered:,} randomized reports through the SDK"
@@ -569,6 +693,15 @@ def _run_demo(collector: Any, seed: int | None, clients: int, fmt: str) -> None:
         " load_hist load times counted in buckets. dark_mode is broken down by platform, a public"
         " dimension each device sends in the clear; a slice with fewer than"
         f" {sliced['min_slice_reports']:,} reports is suppressed."
+    )
+    click.echo(
+        f"Over the {EVENT_DAYS} days before today {counting:,} of the devices also counted"
+        " events on the device (event(), any number of times): crashes and search use. Each"
+        f" sent one report per window it was active in, {events.delivered:,} in all, so those"
+        " estimates count"
+        " devices: crashes per device-day is yesterday's histogram over the devices active"
+        " yesterday, search_used the share of the devices active in the 7 days to yesterday"
+        " that used search."
     )
     total = account["total"]
     click.echo(
