@@ -16,7 +16,13 @@ from typing import Any, TypeVar
 
 import click
 
-from deniable.client.mechanisms import MAX_EPSILON, MECHANISMS, MIN_EPSILON, check_epsilon
+from deniable.client.mechanisms import (
+    MAX_EPSILON,
+    MECHANISMS,
+    MIN_EPSILON,
+    TEXT_MAX_LENGTH,
+    check_epsilon,
+)
 from deniable.client.spec import PERIOD_KINDS, period_start
 from deniable.estimators import DEFAULT_PERIODS, METHODS, POOLINGS
 
@@ -164,6 +170,34 @@ confidence_option = click.option(
     help="Confidence level of the intervals.",
 )
 """--confidence LEVEL, default :data:`DEFAULT_CONFIDENCE`."""
+
+
+def bounds_options(lead: str) -> Callable[[F], F]:
+    """--lower and --upper: a numeric metric's range, values outside it clamped into it; ``lead``
+    opens their help as the command names the metric ("A numeric metric's")."""
+
+    def decorate(func: F) -> F:
+        func = click.option(
+            "--upper", type=float, help=f"{lead} highest value (higher ones are clamped)."
+        )(func)
+        return click.option(
+            "--lower", type=float, help=f"{lead} lowest value (lower ones are clamped)."
+        )(func)
+
+    return decorate
+
+
+def max_length_option(lead: str) -> Callable[[F], F]:
+    """--max-length L: a text metric's longest string kept (1 to
+    :data:`~deniable.client.mechanisms.TEXT_MAX_LENGTH` UTF-8 bytes); ``lead`` opens its help as
+    the command names the metric ("A text metric's")."""
+    return click.option(
+        "--max-length",
+        type=click.IntRange(1, TEXT_MAX_LENGTH),
+        metavar="L",
+        help=f"{lead} longest string kept, in UTF-8 bytes (1..{TEXT_MAX_LENGTH}; longer ones"
+        " are cut).",
+    )
 
 
 def format_option(

@@ -38,7 +38,7 @@ from .docspage import install_docs
 from .readcache import ReadCache
 from .readgate import ReadGate
 from .redirects import RelativeRedirects
-from .routes import admin, estimates, keys, metrics, privacy, reports
+from .routes import admin, estimates, keys, metrics, operations, privacy, reports
 from .schemas import ReportBatch, ShuffledPart
 from .settings import Settings
 from .storage import migrate, open_database
@@ -202,7 +202,7 @@ ROLE_SECURITY: dict[Any, list[dict[str, list[str]]]] = {
 """The tokens an operation accepts, by the role dependency its route declares (:mod:`.auth`)."""
 
 
-API_ROUTES = (reports, keys, metrics, estimates, exposition, privacy, admin)
+API_ROUTES = (reports, keys, metrics, estimates, exposition, privacy, admin, operations)
 """The route modules of the API, each with its ``router`` (the dashboard's is apart)."""
 
 

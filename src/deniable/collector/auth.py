@@ -1,7 +1,7 @@
 """Bearer-token checks for admin calls, reads and uploads, compared in constant time.
 
-Every protected route declares its role once, in its decorator: ``dependencies=[ADMIN]``,
-``dependencies=[VIEWER]`` or ``dependencies=[INGEST]``. FastAPI solves dependencies before it
+Every protected route declares its role once, in its decorator or its router's:
+``dependencies=[ADMIN]``, ``dependencies=[VIEWER]`` or ``dependencies=[INGEST]``. FastAPI solves dependencies before it
 validates query parameters, and the routes that take a body read it themselves afterwards
 (``deniable.service.body``), so a caller without the token gets its 401 before anything it
 sent is read, parsed or echoed in a 422.

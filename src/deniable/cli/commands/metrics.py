@@ -25,9 +25,11 @@ from ..options import (
     DEFAULT_CONFIDENCE,
     MECHANISM_CHOICES,
     GlobalOptions,
+    bounds_options,
     confidence_option,
     epsilon_option,
     format_option,
+    max_length_option,
     number_list,
     pass_global_options,
     period_kind_option,
@@ -380,23 +382,13 @@ def metrics() -> None:
     " --edges); boolean and categorical follow from --boolean and --categories, set from"
     " --categories with --max-items.",
 )
-@click.option(
-    "--lower", type=float, help="A numeric metric's lowest value (lower ones are clamped)."
-)
-@click.option(
-    "--upper", type=float, help="A numeric metric's highest value (higher ones are clamped)."
-)
+@bounds_options("A numeric metric's")
 @click.option(
     "--edges",
     metavar="E0,E1,...",
     help="A histogram's bucket edges, increasing: 0,100,250,500 makes [0, 100), [100, 250), ...",
 )
-@click.option(
-    "--max-length",
-    type=click.IntRange(1, 64),
-    metavar="L",
-    help="A text metric's longest string kept, in UTF-8 bytes (longer ones are cut).",
-)
+@max_length_option("A text metric's")
 @click.option(
     "--max-items",
     type=click.IntRange(1, 64),

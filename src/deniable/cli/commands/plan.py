@@ -20,7 +20,14 @@ import click
 from deniable.client.errors import InvalidInput
 from deniable.estimators.shufflingaccount import DEFAULT_DELTA, MAX_BATCH, MAX_DELTA, MIN_DELTA
 
-from ..options import _checked_epsilon, confidence_option, format_option, intervals_option
+from ..options import (
+    _checked_epsilon,
+    bounds_options,
+    confidence_option,
+    format_option,
+    intervals_option,
+    max_length_option,
+)
 from ..render import console, percentage_points, print_json, print_notes, write_csv
 
 if TYPE_CHECKING:
@@ -179,12 +186,7 @@ def _check_reports(reports: int | None) -> None:
 @click.option(
     "--text", is_flag=True, help="Plan a text metric's detection floor (with --max-length)."
 )
-@click.option(
-    "--max-length",
-    type=click.IntRange(1, 64),
-    metavar="L",
-    help="With --text: the longest string kept, in UTF-8 bytes (1..64).",
-)
+@max_length_option("With --text: the")
 @click.option(
     "--floor",
     "target",
@@ -192,8 +194,7 @@ def _check_reports(reports: int | None) -> None:
     metavar="SHARE",
     help="With --text: the reports needed for this floor (0.01 = strings held by 1%).",
 )
-@click.option("--lower", type=float, help="With --numeric: the metric's lowest value.")
-@click.option("--upper", type=float, help="With --numeric: the metric's highest value.")
+@bounds_options("With --numeric: the metric's")
 @click.option(
     "--epsilon",
     type=float,

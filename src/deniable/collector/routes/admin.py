@@ -1,5 +1,4 @@
-"""Operator calls: raw report export, retention (delete old raw reports, keep counts), liveness,
-Prometheus text."""
+"""Operator calls: raw report export and retention (delete old raw reports, keep counts)."""
 
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
-from fastapi.responses import Response
 from pydantic import BaseModel
 
 from deniable.client.spec import MetricSpec, period_label, period_start
@@ -20,11 +18,10 @@ from ..auth import ADMIN
 from ..context import collector
 from ..numbers import NumberRule, query_number
 from ..queries.ranges import period_bounds
-from ..schemas import Health, Payload, RetentionResult
+from ..schemas import Payload, RetentionResult
 from ..storage.partitions import create_ahead
-from ..storage.queries import check_ready, list_specs, read_reports
+from ..storage.queries import list_specs, read_reports
 from ..storage.retention import purge_before
-from ..telemetry import CONTENT_TYPE
 from .common import (
     MetricPeriodsQuery,
     find_spec,
@@ -32,8 +29,7 @@ from .common import (
     problem_responses,
 )
 
-router = APIRouter()
-"""Export and retention (tag admin), and the probes a platform runs (tag operations)."""
+router = APIRouter(tags=["admin"])
 
 EXPORT_LIMIT = 10_000
 """Reports per export page unless ``limit`` says otherwise."""
@@ -91,7 +87,6 @@ LimitQuery = query_number(LIMIT_RULE, int, "reports per page")
     "/v1/admin/metrics/{name}/reports",
     ReportPage,
     operation_id="exportReports",
-    tags=["admin"],
     summary="Export a metric's raw randomized reports, a page at a time",
 )
 def get_reports(
@@ -132,10 +127,8 @@ def get_reports(
 @router.post(
     "/v1/admin/retention",
     dependencies=[ADMIN],
-    tags=["admin"],
     operation_id="deleteExpiredReports",
     summary="Delete raw reports older than the retention window",
-    response_model=RetentionResult,
     responses=problem_responses(401, 422),
 )
 def post_retention(
@@ -144,7 +137,7 @@ def post_retention(
         dt.date | None,
         Query(description="delete raw reports of periods entirely before this date (YYYY-MM-DD)"),
     ] = None,
-) -> dict[str, object]:
+) -> RetentionResult:
     """Delete raw reports of periods entirely before ``before`` (default: the retention cutoff).
 
     Counts stay, so estimates over those periods still work. ``before`` may not be later than
@@ -164,45 +157,4 @@ def post_retention(
     specs = list_specs(state.database)
     deleted = purge_before(state.database, specs, before)
     create_ahead(state.database, state.today())
-    return {"before": before.isoformat(), "deleted": deleted}
-
-
-@router.get(
-    "/healthz",
-    response_model=Health,
-    tags=["operations"],
-    operation_id="checkLiveness",
-    summary="Liveness: the process answers",
-)
-def healthz() -> dict[str, str]:
-    """Liveness: the process answers (restart it if not); says nothing of the database."""
-    return {"status": "ok"}
-
-
-@router.get(
-    "/readyz",
-    response_model=Health,
-    responses=problem_responses(503),
-    tags=["operations"],
-    operation_id="checkReadiness",
-    summary="Readiness: the database answers and is migrated",
-)
-def readyz(request: Request) -> dict[str, str]:
-    """Readiness: the database answers and is migrated; 503 otherwise, so no traffic is sent.
-
-    A database error reaches the app's handlers, which answer 503 without restarting anything.
-    """
-    check_ready(collector(request).database)
-    return {"status": "ready"}
-
-
-@router.get(
-    "/metrics",
-    response_class=Response,
-    tags=["operations"],
-    operation_id="getPrometheusMetrics",
-    summary="The collector's own counters and latencies, for Prometheus",
-)
-def prometheus(request: Request) -> Response:
-    """Prometheus text exposition of the counters and latency histograms (all workers summed)."""
-    return Response(collector(request).telemetry.render(), media_type=CONTENT_TYPE)
+    return RetentionResult(before=before.isoformat(), deleted=deleted)

@@ -29,7 +29,8 @@ from ..queries.privacy import (
 )
 from .common import problem_responses
 
-router = APIRouter(tags=["privacy"])
+router = APIRouter(tags=["privacy"], dependencies=[VIEWER])
+"""The privacy account is a read: the viewer token (or the admin one) may call it."""
 
 ShuffleBatchQuery = Annotated[
     int | None,
@@ -60,10 +61,8 @@ RatioQuery = Annotated[str, Query(max_length=32, description=RATIO_HELP)]
 
 @router.get(
     "/v1/privacy",
-    dependencies=[VIEWER],
     operation_id="getPrivacyAccount",
     summary="The most ε one device spends on the registered metrics",
-    response_model=PrivacyDocument,
     responses=problem_responses(401, 422),
 )
 def get_privacy(

@@ -248,6 +248,16 @@ def metric_period_key() -> tuple[Column[Any], Column[Any]]:
     )
 
 
+def numeric_sums_columns() -> tuple[Column[Any], Column[Any], Column[Any]]:
+    """The columns ``numeric_sums`` and ``cell_counts`` share: n reports and the sums of their
+    payloads y and of y^2 (a numeric metric's mean and its interval), made anew for each table."""
+    return (
+        Column("n", BigInteger, nullable=False),
+        Column("total", Double, nullable=False),
+        Column("total_squares", Double, nullable=False),
+    )
+
+
 metrics = Table(
     "metrics",
     metadata,
@@ -316,9 +326,7 @@ numeric_sums = Table(
     "numeric_sums",
     metadata,
     *metric_period_key(),
-    Column("n", BigInteger, nullable=False),
-    Column("total", Double, nullable=False),
-    Column("total_squares", Double, nullable=False),
+    *numeric_sums_columns(),
 )
 """A numeric metric's sufficient statistics per period: n reports, the sum of their payloads y
 and the sum of y^2 (on the mechanism's [-1, 1] axis), so a mean and its interval read one row
@@ -329,9 +337,7 @@ cell_counts = Table(
     metadata,
     *metric_period_key(),
     Column("cell", String(300), primary_key=True),
-    Column("n", BigInteger, nullable=False),
-    Column("total", Double, nullable=False),
-    Column("total_squares", Double, nullable=False),
+    *numeric_sums_columns(),
     Column("support", PackedCounts, nullable=False),
 )
 """A metric with dimensions: how many reports each cell (its dimension values in name order,
