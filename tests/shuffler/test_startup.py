@@ -16,6 +16,7 @@ from testkit import unique_name
 from testkit.configuration import INGEST_KEY
 from testkit.shuffler_process import SHUFFLER_TOKEN, SHUFFLER_UPLOAD_KEY, Pipeline
 
+ROOT = Path(__file__).resolve().parents[2]
 MIN_BATCH = 2
 WRONG_TOKEN = "not-the-collectors-shuffler-token-5d2f"
 
@@ -89,6 +90,12 @@ def test_both_print_their_set_up_and_a_refused_token_makes_the_shuffler_not_ok(
         assert (
             WRONG_TOKEN not in log and SHUFFLER_TOKEN not in log and SHUFFLER_UPLOAD_KEY not in log
         )
+
+
+def test_the_operations_guide_says_what_healthz_and_the_set_up_show() -> None:
+    guide = " ".join((ROOT / "docs" / "operations.md").read_text().split())
+    assert "`/healthz` answers 503 `{\"status\": \"not ok\"" in guide
+    assert "At start, `deniable shuffle` prints its set-up" in guide
 
 
 def test_a_collector_without_keys_or_token_says_so(tmp_path: Path) -> None:
