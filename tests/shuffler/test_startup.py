@@ -94,7 +94,7 @@ def test_both_print_their_set_up_and_a_refused_token_makes_the_shuffler_not_ok(
 
 def test_the_operations_guide_says_what_healthz_and_the_set_up_show() -> None:
     guide = " ".join((ROOT / "docs" / "operations.md").read_text().split())
-    assert "`/healthz` answers 503 `{\"status\": \"not ok\"" in guide
+    assert '`/healthz` answers 503 `{"status": "not ok"' in guide
     assert "At start, `deniable shuffle` prints its set-up" in guide
 
 
