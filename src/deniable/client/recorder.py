@@ -375,29 +375,23 @@ class Recorder:
         state = self._events.get(metric)
         if state is None or not state.counted:
             return self._not_an_event(metric, counted=True)
-        with self._lock:
-            if self.closed:
-                return False
-            if self._clock is None and self._event_from <= time.time() < self._event_until:
-                day = self._event_day  # the cached day, without a call (the hot path)
-            else:
-                day = self._event_today()
-            if day != state.day:
-                self._new_day(state, day)
-            state.aggregate.n += 1
-            state.dirty = True
-            return True
+        return self._add(state, None)
 
     def observe(self, metric: str, value: Any) -> bool:
         """Add ``value`` to ``metric``'s aggregate of today; see :meth:`.Client.observe`."""
         state = self._events.get(metric)
         if state is None or state.counted:
             return self._not_an_event(metric, counted=False)
+        return self._add(state, value)
+
+    def _add(self, state: _EventState, value: Any) -> bool:
+        """Add one event or observation to ``state``'s aggregate of the day it counts on
+        (the system clock's day is read inline while cached: this is the hot path)."""
         with self._lock:
             if self.closed:
                 return False
             if self._clock is None and self._event_from <= time.time() < self._event_until:
-                day = self._event_day  # the cached day, without a call (the hot path)
+                day = self._event_day
             else:
                 day = self._event_today()
             if day != state.day:
