@@ -432,13 +432,7 @@ class Recorder:
         state = self._metrics.get(metric)
         if state is None:
             self._on_unknown(metric)
-            with self._lock:
-                self._counters.unknown_metric += 1
-                first = metric not in self._warned_unknown
-                self._warned_unknown.add(metric)
-            if first:
-                log.warning("metric %r has no spec from the collector (yet); not counted", metric)
-            return False
+            return self._not_known(metric, "counted")
         events = state.spec.events
         if events is None:
             raise InvalidInput(f"metric {metric} does not aggregate events: call record()")
@@ -583,12 +577,17 @@ class Recorder:
                 return self._hold(metric, value)
         if self._metrics.get(metric) is not None:  # specs arrived meanwhile
             return self.record(metric, value)
+        return self._not_known(metric, "recorded")
+
+    def _not_known(self, metric: str, what: str) -> bool:
+        """``False``: ``metric`` has no spec, so the call is not ``what`` (recorded, counted);
+        counted in ``unknown_metric`` and warned about once per metric."""
         with self._lock:
             self._counters.unknown_metric += 1
             first = metric not in self._warned_unknown
             self._warned_unknown.add(metric)
         if first:
-            log.warning("metric %r has no spec from the collector (yet); not recorded", metric)
+            log.warning("metric %r has no spec from the collector (yet); not %s", metric, what)
         return False
 
     def _hold(self, metric: str, value: Any) -> bool:
