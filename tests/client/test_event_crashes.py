@@ -137,6 +137,8 @@ def test_each_window_is_reported_once_with_its_durable_events_across_kill_9(
     rng = random.Random(40)
     state_dir, journal = tmp_path / "state", tmp_path / "journal"
     start, killed_on, killed_at = START, [], []
+    install = launch(state_dir, journal, START - 86400, "finish")  # windows start the next day
+    assert install.wait(timeout=60) == 0
     for _ in range(KILLS):
         before = len(journal_lines(journal))
         child = launch(state_dir, journal, start, "run")

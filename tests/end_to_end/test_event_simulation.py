@@ -238,10 +238,11 @@ class Device:
 def recorder_reports(
     people: Population, specs: dict[str, MetricSpec], index: int, first_day: dt.date
 ) -> list[tuple[Any, ...]]:
-    """Device ``index``'s reports through its own recorder: made on day 0 (the install), each
+    """Device ``index``'s reports through its own recorder: made the day before day 0 (the
+    install: a spec's windows start the day after it arrives), each
     active day it commits first (as the SDK's periodic commit does, closing yesterday's
     windows) and then acts; on day DAYS it commits the last windows."""
-    moment = [noon(first_day, 0)]
+    moment = [noon(first_day, -1)]  # installed the day before: day 0 is a whole window
     recorder = Recorder(
         Ledger(
             b"device-secret-" + index.to_bytes(4, "big"),
@@ -284,7 +285,7 @@ def client_reports(
         sent.extend(reports)
         return httpx.Response(202, json={"accepted": len(reports), "duplicates": 0})
 
-    moment = [noon(first_day, 0)]
+    moment = [noon(first_day, -1)]  # installed the day before: day 0 is a whole window
     client = Client(
         "http://127.0.0.1:9",
         state_dir=state_dir,
