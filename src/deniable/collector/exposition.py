@@ -17,8 +17,8 @@ A scrape is bounded like an overview page of the dashboard: at most
 ``dashboard_page_metrics`` metrics and ``max_series_cells`` cells (periods × categories, ×
 slices with ``by``) per page, ``?page=N`` for the others; ``deniable_estimate_pages`` says how
 many there are. It waits its turn at the read gate (:mod:`.readgate`) like every estimate.
-Names are in
-docs/operations.md ("Estimates in Grafana"); ``deploy/grafana-dashboard.json`` queries them.
+Names are in docs/operations.md ("Estimates in Grafana"); ``deploy/grafana-dashboard.json``
+queries them.
 """
 
 from __future__ import annotations
