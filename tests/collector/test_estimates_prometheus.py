@@ -50,8 +50,8 @@ class Seeded:
 @pytest.fixture(scope="module")
 def seeded(databases: DatabaseFactory) -> Iterator[Seeded]:
     """A collector with the viewer token and three metrics per overview page: a categorical
-    with an awkward label, a numeric, a histogram, one without reports, and one too wide for
-    the estimate cells limit (20 categories × 7 periods > 100)."""
+    with an awkward label, a numeric, a histogram, one without reports, one too wide for
+    the estimate cells limit (20 categories × 7 periods > 100), and one split by platform."""
     settings = collector_settings(
         databases.new("sqlite"),
         viewer_token=VIEWER_TOKEN,
@@ -70,14 +70,22 @@ def seeded(databases: DatabaseFactory) -> Iterator[Seeded]:
                     admin,
                     MetricSpec.categorical("prom_wide", list("abcdefghijklmnopqrst"), epsilon=1),
                 ),
+                register(
+                    admin,
+                    MetricSpec.boolean("prom_xsplit", epsilon=2, dimensions={"platform": ["ios"]}),
+                ),
             )
-        os_, load, hist, *_ = specs
+        os_, load, hist, *_, dark = specs
         with server.client(INGEST_KEY) as device:
             for i, day in enumerate(DAYS):
                 batch = (
                     make_reports(os_, [0] * 150 + [1] * 50, day, i)
                     + make_numeric_reports(load, [100.0 + j for j in range(200)], day, 10 + i)
                     + make_reports(hist, [0] * 50 + [1] * 100 + [2] * 50, day, 20 + i)
+                    + [
+                        {**report, "dims": {"platform": "ios"}}
+                        for report in make_reports(dark, [0, 1] * 100, day, 30 + i)
+                    ]
                 )
                 response = device.post("/v1/reports", json={"reports": batch})
                 assert response.status_code == 202, response.text
@@ -186,10 +194,10 @@ def test_it_refuses_without_the_viewer_token(seeded: Seeded) -> None:
 
 
 def exported_names(seeded: Seeded) -> set[str]:
-    """The metric names a scrape of every page exports."""
+    """The metric names a scrape of every page exports, and a scrape by a dimension."""
     names: set[str] = set()
-    for page in ("1", "2"):
-        names |= {name for name, _ in parse(scrape(seeded, page=page).text)}
+    for params in ({"page": "1"}, {"page": "2"}, {"by": "platform"}):
+        names |= {name for name, _ in parse(scrape(seeded, **params).text)}
     return names
 
 
@@ -214,7 +222,7 @@ def test_the_grafana_dashboard_queries_only_exported_metrics(seeded: Seeded) -> 
     exported = exported_names(seeded)
     assert len(expressions) >= 6 and len(queried) >= 8
     assert queried <= exported, queried - exported
-    for kind in ("share", "mean", "quantile"):
+    for kind in ("share", "mean", "quantile", "slice_share"):
         assert any(kind in name for name in queried), kind
 
 
