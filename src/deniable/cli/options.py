@@ -25,6 +25,7 @@ from deniable.client.mechanisms import (
 )
 from deniable.client.spec import PERIOD_KINDS, period_start
 from deniable.estimators import DEFAULT_PERIODS, METHODS, POOLINGS
+from deniable.estimators.shufflingaccount import DEFAULT_DELTA, MAX_BATCH, MAX_DELTA, MIN_DELTA
 
 from .api import CollectorAPI
 
@@ -198,6 +199,25 @@ def max_length_option(lead: str) -> Callable[[F], F]:
         help=f"{lead} longest string kept, in UTF-8 bytes (1..{TEXT_MAX_LENGTH}; longer ones"
         " are cut).",
     )
+
+
+def shuffle_options(prefix: str, batch_help: str, delta_lead: str) -> Callable[[F], F]:
+    """--{prefix}batch N and --{prefix}delta D: a shuffler's batch in devices and the δ of its
+    central guarantee, in the ranges the accountant computes; ``delta_lead`` opens the δ's help,
+    which ends with :data:`~deniable.estimators.shufflingaccount.DEFAULT_DELTA`."""
+
+    def decorate(func: F) -> F:
+        func = click.option(
+            f"--{prefix}delta",
+            type=click.FloatRange(MIN_DELTA, MAX_DELTA),
+            metavar="D",
+            help=f"{delta_lead} (default {DEFAULT_DELTA:g}).",
+        )(func)
+        return click.option(
+            f"--{prefix}batch", type=click.IntRange(2, MAX_BATCH), metavar="N", help=batch_help
+        )(func)
+
+    return decorate
 
 
 def format_option(

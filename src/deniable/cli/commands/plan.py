@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from deniable.client.errors import InvalidInput
-from deniable.estimators.shufflingaccount import DEFAULT_DELTA, MAX_BATCH, MAX_DELTA, MIN_DELTA
+from deniable.estimators.shufflingaccount import DEFAULT_DELTA
 
 from ..options import (
     _checked_epsilon,
@@ -27,6 +27,7 @@ from ..options import (
     format_option,
     intervals_option,
     max_length_option,
+    shuffle_options,
 )
 from ..render import console, percentage_points, print_json, print_notes, write_csv
 
@@ -214,17 +215,10 @@ def _check_reports(reports: int | None) -> None:
     metavar="E",
     help="With --shuffled: the central ε wanted against an analyst.",
 )
-@click.option(
-    "--batch",
-    type=click.IntRange(2, MAX_BATCH),
-    metavar="N",
-    help=f"With --shuffled: the shuffler's batch, in devices (default {DEFAULT_BATCH:,}).",
-)
-@click.option(
-    "--delta",
-    type=click.FloatRange(MIN_DELTA, MAX_DELTA),
-    metavar="D",
-    help=f"With --shuffled: the central guarantee's δ (default {DEFAULT_DELTA:g}).",
+@shuffle_options(
+    "",
+    f"With --shuffled: the shuffler's batch, in devices (default {DEFAULT_BATCH:,}).",
+    "With --shuffled: the central guarantee's δ",
 )
 @click.option(
     "--margin",

@@ -15,15 +15,9 @@ import click
 
 from deniable.client.account import MAX_LIFETIME_EPSILON
 from deniable.estimators.privacy import eps_text
-from deniable.estimators.shufflingaccount import (
-    MAX_BATCH,
-    MAX_DELTA,
-    MIN_DELTA,
-    batches_text,
-    devices_text,
-)
+from deniable.estimators.shufflingaccount import batches_text, devices_text
 
-from ..options import GlobalOptions, format_option, pass_global_options
+from ..options import GlobalOptions, format_option, pass_global_options, shuffle_options
 from ..render import console, print_json
 
 WINDOW_COLUMNS = (
@@ -230,18 +224,11 @@ def events_table(document: dict[str, Any]) -> Any | None:
     help="The SDK's instantaneous_ratio: memoized reports' fresh layer at R × ε (R > 1; default"
     " 2, the SDK's), or none.",
 )
-@click.option(
-    "--shuffle-batch",
-    type=click.IntRange(2, MAX_BATCH),
-    metavar="N",
-    help="Assume a shuffler releasing batches of N devices: each metric's central ε against an"
+@shuffle_options(
+    "shuffle-",
+    "Assume a shuffler releasing batches of N devices: each metric's central ε against an"
     " analyst at N, in place of the batches a shuffler released.",
-)
-@click.option(
-    "--shuffle-delta",
-    type=click.FloatRange(MIN_DELTA, MAX_DELTA),
-    metavar="D",
-    help="The δ of the central guarantee, released or assumed batches (default 1e-6).",
+    "The δ of the central guarantee, released or assumed batches",
 )
 @format_option("table", "json")
 @pass_global_options

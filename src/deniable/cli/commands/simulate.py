@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+from dataclasses import dataclass
 from typing import Any
 
 import click
@@ -24,6 +25,21 @@ def number_truth(devices: Any) -> dict[str, Any]:
         return {"mean": devices.mean}
     quantiles = {f"{q:g}": devices.quantile(q) for q in DEFAULT_QUANTILES}
     return {"shares": devices.shares, "quantiles": quantiles}
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """The options of one ``deniable simulate`` run (see its ``--help``), which both the
+    recorded-values and the event-metric simulation read."""
+
+    clients: int
+    distribution: str
+    seed: int | None
+    date: dt.date | None
+    active: float
+    rate: float | None
+    ingest_key: str | None
+    fmt: str
 
 
 def truth_table(shares: dict[str, float]) -> Any:
@@ -94,18 +110,7 @@ def truth_table(shares: dict[str, float]) -> Any:
 )
 @format_option("table", "json")
 @pass_global_options
-def simulate(
-    global_options: GlobalOptions,
-    name: str,
-    clients: int,
-    distribution: str,
-    seed: int | None,
-    date: dt.date | None,
-    active: float,
-    rate: float | None,
-    ingest_key: str | None,
-    fmt: str,
-) -> None:
+def simulate(global_options: GlobalOptions, name: str, **options: Any) -> None:
     """Simulate N devices that each send one randomized report of a metric through the SDK.
 
     Every device holds a true value drawn from the distribution (exact shares, shuffled)
@@ -134,61 +139,53 @@ def simulate(
     from ..simulated_devices import distribution as true_shares
     from ..simulated_devices import is_inline, number_population, population, run_devices
 
-    if distribution not in ("zipf", "uniform") and not is_inline(distribution):
+    run = Simulation(**options)
+    if run.distribution not in ("zipf", "uniform") and not is_inline(run.distribution):
         from pathlib import Path
 
-        if not Path(distribution).is_file():
+        if not Path(run.distribution).is_file():
             raise click.BadParameter(
-                f"{distribution!r} is neither zipf, uniform, a JSON object nor an existing file",
+                f"{run.distribution!r} is neither zipf, uniform, a JSON object nor an existing file",
                 param_hint="'--distribution'",
             )
     with global_options.api() as api:
         spec = spec_from_served(api.get_metric(name))
     render = render_of(spec)
     if spec.events is not None:
-        simulate_events(
-            global_options,
-            spec,
-            clients,
-            distribution=distribution,
-            seed=seed,
-            date=date,
-            active=active,
-            rate=rate,
-            ingest_key=ingest_key,
-            fmt=fmt,
-        )
+        simulate_events(global_options, spec, run)
         return
     if render.number_range is not None:
-        if distribution != "zipf":
+        if run.distribution != "zipf":
             raise click.UsageError(
                 f"{name} is a {spec.type} metric: its devices hold lognormal numbers; leave out"
                 " --distribution"
             )
-        devices = number_population(spec, clients, random.Random(seed))
+        devices = number_population(spec, run.clients, random.Random(run.seed))
     else:
-        weights = true_shares(distribution, spec.categories)
-        devices = population(spec, clients, weights, random.Random(seed))
-    moment = dt.datetime.combine(date, dt.time(12), dt.UTC) if date else dt.datetime.now(dt.UTC)
+        weights = true_shares(run.distribution, spec.categories)
+        devices = population(spec, run.clients, weights, random.Random(run.seed))
+    moment = (
+        dt.datetime.combine(run.date, dt.time(12), dt.UTC) if run.date else dt.datetime.now(dt.UTC)
+    )
     with progress_bar() as bar:
-        task = bar.add_task(f"{name}: devices reporting", total=clients)
+        task = bar.add_task(f"{name}: devices reporting", total=run.clients)
         delivery = run_devices(
             global_options.collector_url,
             [devices],
-            ingest_key=ingest_key or global_options.token,
-            seed=seed,
+            ingest_key=run.ingest_key or global_options.token,
+            seed=run.seed,
             moment=moment,
             on_batch=lambda done: bar.advance(task, done),
         )
     period = spec.period_of(moment)
-    if fmt == "json":
+    if run.fmt == "json":
         print_json(
             {
                 "metric": name,
                 "period": period,
-                "clients": clients,
-                "distribution": "lognormal" if devices.numbers else distribution,
-                "seed": seed,
+                "clients": run.clients,
+                "distribution": "lognormal" if devices.numbers else run.distribution,
+                "seed": run.seed,
                 "truth": number_truth(devices) if devices.numbers else devices.shares,
                 "delivered": delivery.delivered,
                 "duplicates": delivery.duplicates,
@@ -198,18 +195,18 @@ def simulate(
     out = console()
     if render.mean:
         out.print(
-            f"true mean of {name} among the {clients:,} simulated devices: {devices.mean:,.1f}"
+            f"true mean of {name} among the {run.clients:,} simulated devices: {devices.mean:,.1f}"
             f" (lognormal values clamped to [{spec.lower:g}, {spec.upper:g}])"
         )
     else:
-        out.print(f"true distribution of {name} among the {clients:,} simulated devices:")
+        out.print(f"true distribution of {name} among the {run.clients:,} simulated devices:")
         out.print(truth_table(devices.shares))
     if render.quantiles:
         quantiles = ", ".join(f"p{q * 100:g} {devices.quantile(q):,.1f}" for q in DEFAULT_QUANTILES)
         out.print(f"true quantiles: {quantiles}")
     click.echo(
         f"{delivery.delivered:,} randomized report(s) of {name} delivered for period {period}"
-        f" ({clients:,} devices); estimate with: deniable estimate {name} --start {period} --end {period}"
+        f" ({run.clients:,} devices); estimate with: deniable estimate {name} --start {period} --end {period}"
     )
 
 
@@ -224,19 +221,7 @@ def last_window(spec: Any, date: dt.date) -> Any:
     return window
 
 
-def simulate_events(
-    global_options: GlobalOptions,
-    spec: Any,
-    clients: int,
-    *,
-    distribution: str,
-    seed: int | None,
-    date: dt.date | None,
-    active: float,
-    rate: float | None,
-    ingest_key: str | None,
-    fmt: str,
-) -> None:
+def simulate_events(global_options: GlobalOptions, spec: Any, run: Simulation) -> None:
     """Simulate ``clients`` devices counting an event metric's events over its last window
     to ``date`` (see ``simulate --help``) and print the window's truth."""
     from deniable.client.windows import day_date
@@ -248,29 +233,31 @@ def simulate_events(
     rule = spec.events
     weights = None
     if rule.aggregate == "mode":
-        weights = true_shares(distribution, spec.categories)
-    elif distribution != "zipf":
+        weights = true_shares(run.distribution, spec.categories)
+    elif run.distribution != "zipf":
         raise click.UsageError(
             f"{spec.name} aggregates events by {rule.aggregate}: its devices' values come from"
             " --rate (and lognormal numbers); leave out --distribution"
         )
-    rate = rate if rate is not None else 0.3 if rule.aggregate == "any" else 1.0
+    rate = run.rate if run.rate is not None else 0.3 if rule.aggregate == "any" else 1.0
     if rule.aggregate == "any" and rate >= 1:
         raise click.BadParameter("for an any metric it is a chance: below 1", param_hint="'--rate'")
-    window = last_window(spec, date or dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1))
+    window = last_window(spec, run.date or dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1))
     days = window.last - window.first + 1
-    rng = random.Random(seed)
-    devices = event_streams(spec, clients, days, active=active, rate=rate, rng=rng, weights=weights)
+    rng = random.Random(run.seed)
+    devices = event_streams(
+        spec, run.clients, days, active=run.active, rate=rate, rng=rng, weights=weights
+    )
     with progress_bar() as bar:
-        task = bar.add_task(f"{spec.name}: devices counting events", total=clients)
+        task = bar.add_task(f"{spec.name}: devices counting events", total=run.clients)
         delivery = run_event_devices(
             global_options.collector_url,
             [spec],
             devices,
             first_day=day_date(window.first),
             days=days,
-            ingest_key=ingest_key or global_options.token,
-            seed=seed,
+            ingest_key=run.ingest_key or global_options.token,
+            seed=run.seed,
             on_batch=lambda done: bar.advance(task, done),
         )
     values = window_truth(spec, devices, 0, days - 1)
@@ -282,7 +269,7 @@ def simulate_events(
         ],
     )
     render = render_of(spec)
-    if fmt == "json":
+    if run.fmt == "json":
         print_json(
             {
                 "metric": spec.name,
@@ -292,11 +279,11 @@ def simulate_events(
                     "last": str(day_date(window.last)),
                 },
                 "events": rule.to_dict(),
-                "clients": clients,
+                "clients": run.clients,
                 "devices": len(values),
-                "active": active,
+                "active": run.active,
                 "rate": rate,
-                "seed": seed,
+                "seed": run.seed,
                 "truth": (number_truth(reporting) if reporting.numbers else reporting.shares)
                 if values
                 else None,
@@ -327,7 +314,7 @@ def simulate_events(
         out.print(f"true quantiles: {quantiles}")
     click.echo(
         f"{delivery.delivered:,} randomized report(s) of {spec.name} delivered for period"
-        f" {window.label} ({len(values):,} of {clients:,} devices: one per device active in the"
+        f" {window.label} ({len(values):,} of {run.clients:,} devices: one per device active in the"
         f" window); estimate with: deniable estimate {spec.name} --start {window.label} --end"
         f" {window.label}"
     )
