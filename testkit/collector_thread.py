@@ -19,7 +19,7 @@ from deniable.collector.serve import server_config
 
 from .clock import Clock
 from .http_clients import authorized_client
-from .ports import LOOPBACK, loopback_url
+from .ports import LOOPBACK, bind_free, loopback_url
 
 START_TIMEOUT = 30.0
 """Seconds a collector gets to finish starting up."""
@@ -44,7 +44,10 @@ class RunningCollector:
         starting up."""
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((LOOPBACK, port))
+        if port:
+            sock.bind((LOOPBACK, port))
+        else:
+            bind_free(sock)
         self.url = loopback_url(sock.getsockname()[1])
         self.app = create_app(self.settings, clock=self.clock)
         config = server_config(self.app, self.settings, log_level="warning")

@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from http import HTTPStatus
 from typing import Any
 
+from .ports import listen_port
+
 Script = Callable[[socket.socket, threading.Event, Callable[[int], None]], None]
 """Writes an answer to a connection until done, the client leaves (``OSError``) or the server
 stops, telling the third argument each number of bytes it sent."""
@@ -91,7 +93,7 @@ class HostileServer:
         self.sent: list[int] = []
         self.requests: list[str] = []
         self._stop = threading.Event()
-        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener = socket.create_server(("127.0.0.1", listen_port()))
         self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
         self._thread = threading.Thread(target=self._accept, daemon=True)
         self._thread.start()

@@ -30,6 +30,8 @@ from deniable.client.sealing import (
     padded_size,
 )
 
+from .ports import listen_port
+
 
 def raw_public(private: X25519PrivateKey) -> bytes:
     """The raw 32 bytes of ``private``'s public key."""
@@ -92,7 +94,7 @@ class KeyServer:
         class Handler(_Handler):
             owner = server
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", listen_port()), Handler)
         self._server.daemon_threads = True
         threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True

@@ -30,6 +30,8 @@ import httpx
 from deniable.client import Client, MetricSpec
 from deniable.client.spec import period_start
 
+from .ports import listen_port
+
 HOLD_SECONDS = 60.0
 """The longest a held upload waits for the test to release it."""
 PROXY_PAGE = (
@@ -147,7 +149,7 @@ class StubCollector:
             collector = stub
 
         ThreadingHTTPServer.allow_reuse_address = True
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port or listen_port()), Handler)
         self._server.daemon_threads = True
         if self.tls is not None:
             self._server.socket = self.tls.wrap_socket(self._server.socket, server_side=True)

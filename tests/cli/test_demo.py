@@ -19,6 +19,7 @@ from deniable.cli.commands.demo import DEMO_TRUTH
 from deniable.cli.main import cli
 from deniable.client import MetricSpec, privacy_account
 from testkit import LOOPBACK, free_port, quantile_holds
+from testkit.ports import bind_free
 
 SEED = 2026
 CPU_SECONDS = 30.0
@@ -202,7 +203,7 @@ def test_sigterm_stops_the_dashboard_demos_collector_and_removes_its_database(
 
 def test_a_port_in_use_is_one_line_naming_it() -> None:
     with socket.socket() as taken:
-        taken.bind((LOOPBACK, 0))
+        bind_free(taken)
         taken.listen()
         port = taken.getsockname()[1]
         result = CliRunner().invoke(cli, ["demo", "--port", str(port)])

@@ -22,6 +22,7 @@ from deniable.estimators import estimate_reports
 from deniable.sources.reportfile import SPEC_METADATA_KEY, frame_of
 from testkit import free_port
 from testkit.cli import run_cli as run
+from testkit.ports import listen_port
 
 CATEGORIES = ["a", "b", "c", "d"]
 TRUTH = [0.5, 0.3, 0.2, 0.0]
@@ -531,7 +532,7 @@ class _Canned(http.server.BaseHTTPRequestHandler):
 def test_odd_answers_from_a_server_are_one_line(
     canned: tuple[int, str, bytes], needle: str
 ) -> None:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Canned)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", listen_port()), _Canned)
     server.canned = canned  # type: ignore[attr-defined]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -3,8 +3,10 @@ real collector (uvicorn on loopback, in a thread) driven through the click comma
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import click.testing
 import pytest
@@ -12,6 +14,7 @@ from click.testing import CliRunner
 
 from deniable.cli.main import cli
 from deniable.client import WARNING_LEVEL_30_DAYS, MetricSpec, privacy_account
+from deniable.collector.sealingkeys import generate
 from deniable.estimators.privacy import eps_text
 from testkit import (
     ADMIN_TOKEN,
@@ -20,7 +23,11 @@ from testkit import (
     RunningCollector,
     collector_settings,
     register_all,
+    unique_name,
 )
+from testkit.metrics import register
+from testkit.shuffler_process import SHUFFLER_TOKEN
+from tests.shuffler.test_collector_routes import forward, part, sealed_reports
 
 SPECS = (
     MetricSpec.boolean("dark_mode", epsilon=1.0),
@@ -158,9 +165,11 @@ def test_a_refused_token_is_one_line(server: RunningCollector) -> None:
     assert result.stderr.strip().count("\n") == 0 and result.stderr.startswith("error: ")
 
 
-def test_metrics_create_prints_the_registration_warning_once(databases: DatabaseFactory) -> None:
-    """The registration that takes the total across the level prints its warning; creating it
-    again, or another metric above the level, prints none."""
+def test_metrics_create_prints_the_warning_for_each_metric_that_raises_the_total(
+    databases: DatabaseFactory,
+) -> None:
+    """The registration that takes the total across the level prints its warning, and so does
+    another metric that raises it further; creating one again prints none."""
     below = [spec for spec in SPECS if spec.name != "browser"]
     settings = collector_settings(databases.new("sqlite"), viewer_token=VIEWER_TOKEN)
     server = RunningCollector(settings).start()
@@ -181,7 +190,9 @@ def test_metrics_create_prints_the_registration_warning_once(databases: Database
         [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
         for result in results
     ]
-    assert [len(w) for w in warnings] == [1, 0, 0]
+    assert [len(w) for w in warnings] == [1, 0, 1]
+    assert "with tablet (4 metrics in all)" in warnings[2][0]
+    assert "above the level already" in warnings[2][0]
     assert "with font (3 metrics in all) and the SDK defaults" in warnings[0][0]
     assert f"ε {total:g} over 30 days" in warnings[0][0]
     assert "registered font" in results[0].stdout
@@ -215,3 +226,36 @@ def test_bad_shuffle_options_are_one_line_errors(server: RunningCollector, args:
     result = run(server, "privacy", *args)
     assert result.exit_code != 0 and "Traceback" not in result.output
     assert "shuffle" in result.output
+
+
+def test_one_released_batch_is_worded_as_the_dashboard_words_it(tmp_path: Path) -> None:
+    """Issue 41: ``deniable privacy`` says "1 batch of 7 devices", as the dashboard does, not
+    "(1 batches, the smallest of 7 devices)"; two batches keep "the smallest of"."""
+    keys = tmp_path / "keys.json"
+    generate(keys, dt.datetime.now(dt.UTC))
+    settings = collector_settings(
+        f"sqlite:///{tmp_path}/collector.db",
+        shuffler_token=SHUFFLER_TOKEN,
+        sealing_keys_file=keys,
+        shuffle_min_batch=3,
+        viewer_token=VIEWER_TOKEN,
+    )
+    server = RunningCollector(settings).start()
+    try:
+        with server.client(ADMIN_TOKEN) as admin:
+            one, two = (
+                register(admin, MetricSpec.categorical(unique_name(n), ["a", "b", "c"], epsilon=2))
+                for n in ("one", "two")
+            )
+        for spec, sizes in ((one, (7,)), (two, (5, 4))):
+            for size in sizes:
+                answer = forward(server, part(spec, sealed_reports(server, spec, size)[1]))
+                assert answer.status_code == 202, answer.text
+        result = run(server, "privacy")
+    finally:
+        server.stop()
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "1 batches" not in text
+    assert f"{one.name}: central ε ≤" in text and "(1 batch of 7 devices)" in text, text
+    assert "(2 batches, the smallest of 4 devices)" in text, text

@@ -1,7 +1,8 @@
-"""Privacy warnings that say what to change, once: registration warns only when it takes one
-device's 30-day total with the SDK defaults across the level, never when the same spec is
-registered again or when a later metric adds to a total already above it; a second daily metric
-at ε 1 is no cause; the dashboard's warning links to where an operator acts. Over real HTTP."""
+"""Privacy warnings that say what to change: registration warns whenever it raises one device's
+30-day total with the SDK defaults above the level, when it crosses the level and when a later
+metric adds to a total above it already (issue 41), never when the same spec is registered
+again; a second daily metric at ε 1 is no cause; the dashboard's warning links to where an
+operator acts. Over real HTTP."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def total(specs: list[MetricSpec]) -> float:
     return figure
 
 
-def test_only_the_registration_that_crosses_the_level_warns_and_only_once(
+def test_every_registration_that_raises_the_total_above_the_level_warns(
     server: RunningCollector,
 ) -> None:
     two = [MetricSpec.boolean(f"habit_{i}", epsilon=1.0) for i in range(2)]
@@ -70,15 +71,23 @@ def test_only_the_registration_that_crosses_the_level_warns_and_only_once(
         logger.removeHandler(captured)
     assert again.status_code == 200 and again.json()["warnings"] == []
     warned = {name: answer.json()["warnings"] for name, answer in answers.items()}
-    assert {name: w for name, w in warned.items() if w} == {"beta_user": warned["beta_user"]}
+    assert [name for name, w in warned.items() if w] == ["beta_user", "tablet"]
     (warning,) = warned["beta_user"]
+    (added,) = warned["tablet"]
+    before, after = total([*two, heavy, crossing]), total([*two, heavy, crossing, later])
+    assert "with tablet (5 metrics in all)" in added
+    assert f"(it raises the total from ε {before:g}, above the level already)" in added
+    assert f"ε {after:g} over 30 days" in added
     figure = total([*two, heavy, crossing])
     assert f"ε {figure:g} over 30 days" in warning
     assert f"level of {WARNING_LEVEL_30_DAYS:g}" in warning
     assert "archive" in warning and "weekly or monthly period" in warning
     assert "Client(" not in warning, "it says what to change, not how to call the SDK"
     logged = [r.getMessage() for r in captured.records if "registered" in r.getMessage()]
-    assert logged == [f"metric beta_user registered: {warning}"]
+    assert logged == [
+        f"metric beta_user registered: {warning}",
+        f"metric tablet registered: {added}",
+    ]
 
 
 def test_the_dashboard_warning_links_to_where_an_operator_acts(server: RunningCollector) -> None:

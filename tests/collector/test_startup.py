@@ -22,13 +22,14 @@ from testkit import (
     collector_settings,
     free_port,
 )
+from testkit.ports import bind_free
 from testkit.service_process import DENIABLE, inherited_environment
 
 
 def test_a_port_in_use_fails_in_one_line_before_the_database_is_made(tmp_path: Path) -> None:
     database = tmp_path / "collector.db"
     with socket.socket() as taken:
-        taken.bind((LOOPBACK, 0))
+        bind_free(taken)
         taken.listen()
         port = taken.getsockname()[1]
         assert port_problem(Listening(LOOPBACK, port)) is not None

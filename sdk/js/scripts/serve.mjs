@@ -1,21 +1,51 @@
-// The example page on a tiny static server: examples/index.html and the built bundle, with
+// The example page, or a page of your own, on a tiny static server with the built bundles and
 // /v1/ forwarded to a collector, so the page and the collector share one origin (no CORS).
-//   node scripts/serve.mjs [collector URL, default http://127.0.0.1:8000] [port, default 8080]
+//   node scripts/serve.mjs [collector URL, default http://127.0.0.1:8000] [port, default 8080] [folder]
+// With a folder, its files are served (its index.html at /) in place of examples/index.html;
+// /deniable.min.js, /deniable-text.min.js and /deniable-shuffle.min.js stay the built bundles.
 import http from "node:http";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { extname, resolve, sep } from "node:path";
+import { fileURLToPath } from "node:url";
 
 const target = (process.argv[2] ?? "http://127.0.0.1:8000").replace(/\/+$/, "");
 const port = Number(process.argv[3] ?? 8080);
-const FILES = { "/": ["examples/index.html", "text/html"], "/index.html": ["examples/index.html", "text/html"], "/deniable.min.js": ["dist/deniable.min.js", "text/javascript"] };
+const folder = process.argv[4] === undefined ? null : resolve(process.argv[4]);
+const SDK = fileURLToPath(new URL("..", import.meta.url));
+const TYPES = { ".html": "text/html", ".js": "text/javascript", ".mjs": "text/javascript", ".css": "text/css", ".json": "application/json", ".svg": "image/svg+xml", ".png": "image/png" };
+const BUNDLES = Object.fromEntries(
+  ["deniable.min.js", "deniable-text.min.js", "deniable-shuffle.min.js"].map((name) => [`/${name}`, resolve(SDK, "dist", name)]),
+);
+const EXAMPLE = resolve(SDK, "examples", "index.html");
+
+if (folder !== null && !(existsSync(folder) && statSync(folder).isDirectory())) {
+  console.error(`error: ${process.argv[4]} is not a folder`);
+  process.exit(1);
+}
+if (!(port >= 1 && port <= 65535)) {
+  console.error(`error: port ${process.argv[3]} is not 1..65535`);
+  process.exit(1);
+}
+
+/** The file a path names: a bundle, then the folder's (never outside it), else the example page. */
+function fileFor(path) {
+  if (BUNDLES[path]) return BUNDLES[path];
+  if (folder === null) return path === "/" || path === "/index.html" ? EXAMPLE : null;
+  const file = resolve(folder, "." + (path === "/" ? "/index.html" : decodeURIComponent(path)));
+  if (file !== folder && !file.startsWith(folder + sep)) return null;
+  return existsSync(file) && statSync(file).isFile() ? file : null;
+}
 
 http.createServer(async (req, res) => {
-  const file = FILES[req.url];
-  if (file) {
-    res.writeHead(200, { "content-type": file[1] });
-    res.end(readFileSync(new URL(`../${file[0]}`, import.meta.url)));
+  const path = new URL(req.url, "http://x").pathname;
+  if (!path.startsWith("/v1/")) {
+    let file = null;
+    try { file = fileFor(path); } catch { file = null; }
+    if (file === null) { res.writeHead(404); res.end(); return; }
+    res.writeHead(200, { "content-type": TYPES[extname(file)] ?? "application/octet-stream" });
+    res.end(readFileSync(file));
     return;
   }
-  if (!req.url.startsWith("/v1/")) { res.writeHead(404); res.end(); return; }
   const chunks = [];
   for await (const chunk of req) chunks.push(chunk);
   try {
@@ -31,4 +61,4 @@ http.createServer(async (req, res) => {
     res.writeHead(502, { "content-type": "text/plain" });
     res.end("collector unreachable");
   }
-}).listen(port, "127.0.0.1", () => console.log(`http://127.0.0.1:${port}/ (collector ${target})`));
+}).listen(port, "127.0.0.1", () => console.log(`http://127.0.0.1:${port}/ (collector ${target}${folder ? `, page ${folder}` : ""})`));

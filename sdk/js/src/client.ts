@@ -151,6 +151,8 @@ export class Client {
   readonly #plans = new Map<string, MemoPlan>();
   readonly #text?: TextFactory;
   #seal?: Post;
+  /** Where uploads go and the key they carry, as a refused upload's problem names them. */
+  #uploadsTo = "";
   #context: Record<string, string> = {};
   readonly #storage: StateStorage;
   readonly #state: State;
@@ -214,6 +216,9 @@ export class Client {
     this.#inCode = options.metrics !== undefined;
     // A shuffler without sealing throws here (a TypeError), sealing without a shuffler in sealing.
     if (options.shuffler ?? options.sealing) this.#seal = (options.sealing as Sealing)(options, this.#state.secret, this.#specs);
+    this.#uploadsTo = this.#seal
+      ? `the shuffler at ${options.shuffler ?? "(unset)"} answers uploads with HTTP {status}, which blames the URL, the shuffler key (shufflerKey)`
+      : `the collector at ${this.url} answers uploads with HTTP {status}, which blames the URL, the ingest key (ingestKey)`;
     this.#specsKnown = this.#inCode || this.#state.etag !== null || Object.keys(this.#state.specs).length > 0;
     if (options.metrics !== undefined) {
       for (const data of options.metrics) {
@@ -656,10 +661,18 @@ export class Client {
     } else {
       this.#failures++;
       this.#counters.retries++;
-      if (sent.status !== null && sent.status >= 400 && sent.status < 500 && sent.status !== 408 && sent.status !== 429) this.#counters.refused++;
+      const refused = sent.status !== null && sent.status >= 400 && sent.status < 500 && sent.status !== 408 && sent.status !== 429;
       const delay = sent.retryAfter ?? this.#backoff();
       this.#notBefore = Date.now() + delay;
-      this.#problemMessages.set("unreachable", `could not deliver ${queue.length} report(s): ${sent.reason}; retrying in ${Math.round(delay / 1000)} s`);
+      if (refused) {
+        // An answer that blames the URL, the key or a proxy, not the reports: say which, as Python does.
+        this.#counters.refused++;
+        this.#problemMessages.delete("unreachable");
+        this.#problemMessages.set("refused", `${this.#uploadsTo.replace("{status}", String(sent.status))} or a proxy; ${queue.length} report(s) kept and retried`);
+      } else {
+        this.#problemMessages.delete("refused");
+        this.#problemMessages.set("unreachable", `could not deliver ${queue.length} report(s): ${sent.reason}; retrying in ${Math.round(delay / 1000)} s`);
+      }
       this.#scheduleSave();
       return false;
     }

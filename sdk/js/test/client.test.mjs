@@ -94,6 +94,24 @@ test("only the collector's own problem document drops reports", async () => {
   await wrong.close(100);
 });
 
+test("a 401 names the URL, the key or a proxy, as Python's problem does, and clears once delivered", async () => {
+  const client = new Client({ url: proxy.url, metrics: [DARK], storage: new MemoryStorage(), flushInterval: 0, refreshInterval: 0 });
+  client.record("dark_mode", true);
+  proxy.mode = 401;
+  assert.equal(await client.flush(), false);
+  const problems = client.problems();
+  const refused = problems.find((p) => p.includes("answers uploads with HTTP 401"));
+  assert.ok(refused, problems.join("; "));
+  assert.ok(refused.startsWith(`the collector at ${proxy.url} answers uploads with HTTP 401`), refused);
+  assert.ok(refused.includes("which blames the URL, the ingest key (ingestKey) or a proxy"), refused);
+  assert.ok(refused.includes("1 report(s) kept and retried"), refused);
+  assert.ok(!problems.some((p) => p.includes("could not deliver")), "a refusal is not an outage");
+  proxy.mode = "up";
+  assert.equal(await client.flush(), true);
+  assert.deepEqual(client.problems(), []);
+  await client.close(100);
+});
+
 test("a collector that hangs or streams without end: every request is bounded in time and size", async () => {
   const client = new Client({ url: proxy.url, storage: new MemoryStorage(), flushInterval: 0, refreshInterval: 0, timeout: 1500 });
   proxy.mode = "hang";

@@ -13,7 +13,11 @@ import { fileURLToPath } from "node:url";
 export const ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 export const PYTHON = process.env.DENIABLE_PYTHON ?? join(ROOT, ".venv/bin/python");
 
+/** A free loopback port: within DENIABLE_TEST_PORTS when it is set (testkit.ports picks it). */
 export function freePort() {
+  if (process.env.DENIABLE_TEST_PORTS) {
+    return Promise.resolve(Number(python("from testkit.ports import free_port; print(free_port())")));
+  }
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once("error", reject);

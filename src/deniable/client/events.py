@@ -6,7 +6,7 @@ carries an :class:`EventRule`. The app calls ``event()`` or ``observe()`` any nu
 the SDK keeps one small :class:`DayAggregate` per metric and day, and when a window of days
 closes it turns the window's days into one value (:func:`window_value`), which goes through the
 metric's mechanism like a recorded value. So one report per metric and window is sent, whatever
-the number of events, and the estimators apply unchanged (docs/STATS.md section 14).
+the number of events, and the estimators apply unchanged (docs/STATS.md section 17).
 
 Standard library only: the SDK imports this on every device.
 """

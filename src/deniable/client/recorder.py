@@ -375,29 +375,23 @@ class Recorder:
         state = self._events.get(metric)
         if state is None or not state.counted:
             return self._not_an_event(metric, counted=True)
-        with self._lock:
-            if self.closed:
-                return False
-            if self._clock is None and self._event_from <= time.time() < self._event_until:
-                day = self._event_day  # the cached day, without a call (the hot path)
-            else:
-                day = self._event_today()
-            if day != state.day:
-                self._new_day(state, day)
-            state.aggregate.n += 1
-            state.dirty = True
-            return True
+        return self._add(state, None)
 
     def observe(self, metric: str, value: Any) -> bool:
         """Add ``value`` to ``metric``'s aggregate of today; see :meth:`.Client.observe`."""
         state = self._events.get(metric)
         if state is None or state.counted:
             return self._not_an_event(metric, counted=False)
+        return self._add(state, value)
+
+    def _add(self, state: _EventState, value: Any) -> bool:
+        """Add one event or observation to ``state``'s aggregate of the day it counts on
+        (the system clock's day is read inline while cached: this is the hot path)."""
         with self._lock:
             if self.closed:
                 return False
             if self._clock is None and self._event_from <= time.time() < self._event_until:
-                day = self._event_day  # the cached day, without a call (the hot path)
+                day = self._event_day
             else:
                 day = self._event_today()
             if day != state.day:
@@ -438,13 +432,7 @@ class Recorder:
         state = self._metrics.get(metric)
         if state is None:
             self._on_unknown(metric)
-            with self._lock:
-                self._counters.unknown_metric += 1
-                first = metric not in self._warned_unknown
-                self._warned_unknown.add(metric)
-            if first:
-                log.warning("metric %r has no spec from the collector (yet); not counted", metric)
-            return False
+            return self._not_known(metric, "counted")
         events = state.spec.events
         if events is None:
             raise InvalidInput(f"metric {metric} does not aggregate events: call record()")
@@ -589,12 +577,17 @@ class Recorder:
                 return self._hold(metric, value)
         if self._metrics.get(metric) is not None:  # specs arrived meanwhile
             return self.record(metric, value)
+        return self._not_known(metric, "recorded")
+
+    def _not_known(self, metric: str, what: str) -> bool:
+        """``False``: ``metric`` has no spec, so the call is not ``what`` (recorded, counted);
+        counted in ``unknown_metric`` and warned about once per metric."""
         with self._lock:
             self._counters.unknown_metric += 1
             first = metric not in self._warned_unknown
             self._warned_unknown.add(metric)
         if first:
-            log.warning("metric %r has no spec from the collector (yet); not recorded", metric)
+            log.warning("metric %r has no spec from the collector (yet); not %s", metric, what)
         return False
 
     def _hold(self, metric: str, value: Any) -> bool:

@@ -4,7 +4,7 @@ and which windows are due to be reported.
 Days are UTC day numbers (days since 1970-01-01). A window is due once the device's newest day
 is past its last day; it is reported iff the device was active on one of its days (an SDK
 client was open: the send decision depends on that public fact only, never on the events,
-docs/STATS.md sections 13 and 14) and it has a value (:func:`~.events.window_value`). Every
+docs/STATS.md section 17) and it has a value (:func:`~.events.window_value`). Every
 window is considered once: ``reported_through`` moves past it whether or not it was sent, and
 that mark is committed with the report in one transaction, so a window is reported at most
 once however the app is killed.

@@ -337,9 +337,10 @@ class RegisteredMetric(MetricSpecOut):
     means for one device's privacy account (always present, often empty)."""
 
     warnings: list[str] = Field(
-        description="e.g. this registration took one device's 30-day total with the SDK"
-        " defaults across the warning level (said once: empty when the same spec is registered"
-        " again; GET /v1/privacy states the account, docs/privacy.md)"
+        description="e.g. this registration raised one device's 30-day total with the SDK"
+        " defaults above the warning level (said by every registration that raises it: empty"
+        " when the same spec is registered again; GET /v1/privacy states the account,"
+        " docs/privacy.md)"
     )
 
 

@@ -3,7 +3,8 @@
 The port is tried before the database is touched, so a port in use fails in one line instead
 of after a migration (and an SQLite file created for nothing) and uvicorn's start-up log. The
 summary says where the collector answers, on which database (never its password), whether
-admin calls and uploads need a secret, and how long reports are kept.
+admin calls and uploads need a secret, how long reports are kept, and what a shuffler finds:
+the sealing keys loaded, whether its token is set (never the token) and the minimum batch.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from .listening import Listening
+from .sealingkeys import KeyFileError, current_key, read_keys
 from .settings import Settings
 
 
@@ -56,8 +58,31 @@ def public_database(database_url: str) -> str:
         return "(unparsable database URL)"
 
 
+def sealing_keys_text(settings: Settings) -> str:
+    """The sealing keys as the summary states them: how many the file holds and the current
+    one's id, none (sealed reports cannot be opened), or why the file cannot be used."""
+    path = settings.sealing_keys_file
+    if path is None:
+        return "none (DENIABLE_SEALING_KEYS_FILE unset: shuffled reports cannot be opened)"
+    try:
+        keys = read_keys(path)
+        current = current_key(keys).id
+    except KeyFileError as exc:
+        return f"unusable: {exc}"
+    return f"{len(keys)} loaded from {path} (current {current})"
+
+
+def shuffler_text(settings: Settings) -> str:
+    """Whether a shuffler may forward batches: its token set or not (never the token), and the
+    smallest batch accepted."""
+    if not settings.shuffler_tokens():
+        return "token none (DENIABLE_SHUFFLER_TOKEN unset: POST /v1/shuffled refuses every call)"
+    return f"token set, min batch {settings.shuffle_min_batch:,} devices"
+
+
 def summary(settings: Settings, listening: Listening) -> str:
-    """The start-up block: URL, API docs, database, auth and retention, one fact a line."""
+    """The start-up block: URL, API docs, database, auth, retention, sealing keys and the
+    shuffler's token and minimum batch, one fact a line."""
     host = f"[{listening.host}]" if ":" in listening.host else listening.host
     url = f"http://{host}:{listening.port}"
     admin = "set" if settings.admin_secret() else "none (admin calls are open: loopback only)"
@@ -78,6 +103,8 @@ def summary(settings: Settings, listening: Listening) -> str:
             f"  viewer token  {viewer}",
             f"  ingest key    {ingest}",
             f"  retention     {days} days (older reports are refused and deleted by retention)",
+            f"  sealing keys  {sealing_keys_text(settings)}",
+            f"  shuffler      {shuffler_text(settings)}",
             f"  workers       {listening.workers}",
         )
     )

@@ -156,7 +156,7 @@ AnyRangeEstimate = (
 def window_counts_devices(spec: MetricSpec) -> bool:
     """Whether one window's reports of ``spec`` are one per active device: an event metric
     whose rule reports empty windows (every active device sends one report per window,
-    docs/STATS.md section 14); a period's reports are one window's."""
+    docs/STATS.md section 17); a period's reports are one window's."""
     return spec.events is not None and spec.events.report_empty
 
 

@@ -399,17 +399,22 @@ def dimensions_sentence(specs: Iterable[MetricSpec]) -> str:
 
 def registration_warnings(new_spec: MetricSpec, registered: Iterable[MetricSpec]) -> list[str]:
     """Why newly registering ``new_spec`` beside the ``registered`` metrics (not archived)
-    deserves a warning: it takes the 30-day total with the SDK defaults across the level
+    deserves a warning: it leaves the 30-day total with the SDK defaults above the level
     (empty if not).
 
-    Said once, by the registration that crosses the level: the metrics registered after it,
-    above the level already, say nothing new (``GET /v1/privacy``, ``deniable privacy`` and the
-    dashboard's Privacy page keep stating it), and neither does registering a spec again.
+    Said by every registration that raises the total above the level, whether it crosses it
+    or adds to a total above it already: each such metric is one more an operator could drop
+    or make less frequent. A registration that raises nothing (a spec registered again is
+    never counted twice) says nothing.
     """
     others = [spec for spec in registered if spec.name != new_spec.name]
-    before = privacy_account(others).totals.per_30_days
-    if before is not None and before > WARNING_LEVEL_30_DAYS:
-        return []
     specs = [*others, new_spec]
+    before = privacy_account(others).totals.per_30_days
+    account = privacy_account(specs)
+    after = account.totals.per_30_days
+    if before is not None and after is not None and after <= before:
+        return []
+    above = before is not None and before > WARNING_LEVEL_30_DAYS
+    raised = f" (it raises the total from ε {eps_text(before or 0)}, above the level already)"
     lead = f"with {new_spec.name} ({len(specs)} metrics in all) and the SDK defaults"
-    return _over_level(privacy_account(specs), lead)
+    return _over_level(account, lead + (raised if above else ""))

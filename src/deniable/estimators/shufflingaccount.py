@@ -320,6 +320,19 @@ def devices_text(row: Mapping[str, Any]) -> str:
     return f"{n:,}" + (f" ({', '.join(notes)})" if notes else "")
 
 
+def batches_text(metric: Mapping[str, Any]) -> str:
+    """A metric's released batches as its weakest bound's note, the same on the dashboard and
+    in the CLI: ``1 batch of 7 devices`` or ``3 batches, the smallest of 7 devices``, then
+    those below the minimum; ``metric`` a :class:`ShuffledMetric` as JSON."""
+    count, smallest = int(metric["batches"]), int(metric["smallest_batch"])
+    size = (
+        f"1 batch of {smallest:,} devices"
+        if count == 1
+        else f"{count:,} batches, the smallest of {smallest:,} devices"
+    )
+    return size + below_note(metric)
+
+
 def below_note(metric: Mapping[str, Any]) -> str:
     """A metric's batches below the collector's minimum or incomplete, as notes after its
     weakest show them (``, 2 below the minimum, 1 incomplete``; "" if none), ``metric`` a

@@ -10,6 +10,7 @@ collector (:mod:`.keyset`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -33,6 +34,7 @@ UPLOAD_KEY_REFUSED = (
     " DENIABLE_SHUFFLER_UPLOAD_KEY (Client(shuffler_key=...), shufflerKey in JS)"
 )
 """The 401 detail of an upload without the shuffler's key."""
+log = logging.getLogger("deniable.shuffler")
 KEYS_RETRY_AFTER = "5"
 """Seconds a device waits before asking again while the shuffler holds no key set."""
 
@@ -59,7 +61,12 @@ def create_app(settings: ShufflerSettings | None = None, *, release: bool = True
         keys = KeySet(settings.collector_url, settings.keys_refresh, settings.keys_keep)
         app.state.store = store
         app.state.keys = keys
+        app.state.releaser = releaser if release else None
         await run_in_threadpool(keys.start)
+        if keys.problem:
+            log.warning("sealing keys: none loaded yet (%s)", keys.problem)
+        else:
+            log.info("sealing keys: %s", keys.loaded())
         if release:
             releaser.start()
         try:
@@ -124,10 +131,15 @@ def create_app(settings: ShufflerSettings | None = None, *, release: bool = True
         return JSONResponse({"accepted": new, "duplicates": duplicates}, status_code=202)
 
     @app.get("/healthz")
-    async def healthz(request: Request) -> dict[str, str]:
+    async def healthz(request: Request) -> JSONResponse:
         """Liveness and readiness, nothing more: any count of waiting or batched reports,
         polled, would show each upload's arrival and size, or when a batch formed (which the
-        random delay hides). The operator reads counts from the store (``counts_of``)."""
-        return {"status": "ok"}
+        random delay hides). The operator reads counts from the store (``counts_of``). 503
+        when the collector keeps refusing the shuffler's token: it cannot forward anything."""
+        releaser = request.app.state.releaser
+        problem = None if releaser is None else releaser.forwarder.problem()
+        if problem is not None:
+            return JSONResponse({"status": "not ok", "detail": problem}, status_code=503)
+        return JSONResponse({"status": "ok"})
 
     return app

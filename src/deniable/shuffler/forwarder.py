@@ -59,6 +59,15 @@ class Outcome(enum.Enum):
 
 _EVERY_BATCH = frozenset({401, 403, 408, 429})
 """4xx answers about the collector or the shuffler's credentials, not about one batch."""
+_CREDENTIALS = frozenset({401, 403})
+"""Answers refusing the shuffler's token: its DENIABLE_SHUFFLER_TOKEN is not the collector's."""
+REFUSALS_UNHEALTHY = 3
+"""Refusals of the token in a row after which ``/healthz`` reports the shuffler not ok."""
+TOKEN_REFUSED = (
+    "the collector refused the shuffler's token (HTTP {status}): set DENIABLE_SHUFFLER_TOKEN"
+    " (or _FILE) to the collector's DENIABLE_SHUFFLER_TOKEN"
+)
+"""What the log and ``/healthz`` say when the collector refuses the token."""
 
 
 def _acknowledged(answer: httpx.Response) -> bool:
@@ -85,6 +94,17 @@ class Forwarder:
         self.retry_cap = retry_cap
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(headers=headers, timeout=60.0, trust_env=False)
+        self.token_refusals = 0
+        """The collector's refusals of the token in a row (401, 403), 0 after any other answer."""
+        self.refused_status = 0
+        """The status of the last refusal of the token."""
+
+    def problem(self) -> str | None:
+        """Why the shuffler cannot forward (the collector refused its token
+        :data:`REFUSALS_UNHEALTHY` times in a row), or None."""
+        if self.token_refusals < REFUSALS_UNHEALTHY:
+            return None
+        return TOKEN_REFUSED.format(status=self.refused_status)
 
     def forward(self, batch: Batch, stop: threading.Event) -> Outcome:
         """Forward ``batch``'s unacknowledged parts in order, until all are acknowledged,
@@ -110,9 +130,15 @@ class Forwarder:
         except httpx.HTTPError as exc:
             log.warning("forwarding a part failed (%s); retrying", type(exc).__name__)
             return None
+        status = answer.status_code
+        if status in _CREDENTIALS:
+            self.token_refusals += 1
+            self.refused_status = status
+            log.warning(TOKEN_REFUSED.format(status=status) + "; retrying")
+            return None
+        self.token_refusals = 0
         if _acknowledged(answer):
             return Outcome.DONE
-        status = answer.status_code
         if 400 <= status < 500 and status not in _EVERY_BATCH:
             log.warning(
                 "the collector refused a part of a batch of %s with HTTP %d; trying it again"

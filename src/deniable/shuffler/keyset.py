@@ -134,6 +134,16 @@ class KeySet:
             }
             self.problem = ""
 
+    def loaded(self) -> str:
+        """The key set held, as the start-up log states it: how many keys, which is current
+        and where they came from (public ids only)."""
+        with self._lock:
+            if self._document is None:
+                return "none"
+            keys = json.loads(self._document)["keys"]
+        (current,) = [key["id"] for key in keys if key["current"]]
+        return f"{len(keys)} from {self.url} (current {current})"
+
     def document(self) -> bytes:
         """The document every device is served; :class:`KeysUnavailable` before the first."""
         with self._lock:

@@ -176,3 +176,29 @@ class ShufflerSettings(BaseSettings):
     def token_secret(self) -> str | None:
         """The token, or None when none is set (forwarding is then refused by the collector)."""
         return None if self.token is None else self.token.get_secret_value() or None
+
+
+def summary(settings: ShufflerSettings, host: str, port: int) -> str:
+    """The start-up block ``deniable shuffle`` prints: where it answers, the collector it
+    forwards to, its store, whether its token and upload key are set (never their values),
+    the minimum batch and the longest delay, one fact a line."""
+    shown = f"[{host}]" if ":" in host else host
+    token = (
+        "set (DENIABLE_SHUFFLER_TOKEN; the collector's must be the same)"
+        if settings.token_secret()
+        else "none (DENIABLE_SHUFFLER_TOKEN unset: the collector refuses every batch)"
+    )
+    upload = "set (devices must send it)" if settings.upload_keys() else "none (anyone may upload)"
+    return "\n".join(
+        (
+            f"deniable shuffler on http://{shown}:{port}  (devices: Client(shuffler=...))",
+            f"  collector     {settings.collector_url}",
+            f"  store         {settings.store}",
+            f"  token         {token}",
+            f"  upload key    {upload}",
+            f"  min batch     {settings.min_batch:,} devices",
+            f"  max delay     {settings.max_delay:g} s",
+            f"  sealing keys  fetched from {settings.collector_url}/v1/keys every"
+            f" {settings.keys_refresh:g} s",
+        )
+    )

@@ -145,6 +145,15 @@ def _checked(body: dict[str, Any], epsilon: float, mechanism: str, period: str) 
     return body
 
 
+def rules(delivery: str, events: dict[str, Any] | None) -> dict[str, Any]:
+    """The body's delivery rule (only when not ``direct``, as a spec's JSON has it) and event
+    rule (only when given)."""
+    body: dict[str, Any] = {} if delivery == "direct" else {"delivery": delivery}
+    if events is not None:
+        body["events"] = events
+    return body
+
+
 def set_body(
     name: str,
     categories: str | None,
@@ -567,11 +576,7 @@ def create(
         if not strings or max_length is None or given:
             raise click.UsageError("a text metric takes --type text --max-length L and no domain")
         body = {"name": name, "type": TextSpec.type, "max_length": max_length, "epsilon": epsilon}
-        body.update({"mechanism": mechanism, "period": period})
-        if delivery != "direct":
-            body["delivery"] = delivery
-        if events is not None:
-            body["events"] = events
+        body.update({"mechanism": mechanism, "period": period, **rules(delivery, events)})
         if declared:
             body["dimensions"] = declared
         spec = MetricSpec.from_dict(body)
@@ -586,10 +591,7 @@ def create(
         body = spec_from_options(
             name, categories, boolean, epsilon, mechanism, period, kind, lower, upper, edges
         )
-    if delivery != "direct":
-        body["delivery"] = delivery
-    if events is not None:
-        body["events"] = events
+    body.update(rules(delivery, events))
     if declared:
         body["dimensions"] = declared
     spec = MetricSpec.from_dict(body)

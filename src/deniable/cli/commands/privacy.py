@@ -19,7 +19,7 @@ from deniable.estimators.shufflingaccount import (
     MAX_BATCH,
     MAX_DELTA,
     MIN_DELTA,
-    below_note,
+    batches_text,
     devices_text,
 )
 
@@ -124,8 +124,7 @@ def released_note(shuffled: dict[str, Any]) -> str:
         else f"{total:,} released batches; "
     )
     weakest = "; ".join(
-        f"{m['metric']}: central ε ≤ {m['central_epsilon']:.4g} ({m['batches']:,} batches,"
-        f" the smallest of {m['smallest_batch']:,} devices{below_note(m)})"
+        f"{m['metric']}: central ε ≤ {m['central_epsilon']:.4g} ({batches_text(m)})"
         for m in shuffled["metrics"]
     )
     return head + "per metric, the weakest, which holds for every batch: " + weakest

@@ -66,9 +66,11 @@ def shuffle(
           --collector https://collector.internal --min-batch 1000
     """
     import logging
+    import sys
 
     from deniable.service.launch import run_server, server_config
     from deniable.shuffler import ShufflerSettings, create_app
+    from deniable.shuffler.settings import summary
 
     overrides: dict[str, Any] = {
         name: value
@@ -95,6 +97,7 @@ def shuffle(
             " with their sealed reports (Client(shuffler_key=...)); without one anyone could"
             " fill its disk"
         )
+    print(summary(settings, host, port), file=sys.stderr, flush=True)
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s:     %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)
     config = server_config(

@@ -25,7 +25,7 @@ from deniable.estimators.documents import (
     window_counts_devices,
 )
 from deniable.estimators.privacy import PRIVACY_DOC
-from deniable.estimators.shufflingaccount import below_note, devices_text
+from deniable.estimators.shufflingaccount import batches_text, devices_text
 
 from ..queries.privacy import DEFAULT_RATIO
 from .charts import (
@@ -506,18 +506,6 @@ def _epsilon_text(value: float | None) -> str:
     return "unbounded" if value is None else f"{value:.3g}"
 
 
-def _batches_text(metric: dict[str, Any]) -> str:
-    """A metric's released batches as its weakest bound's note: ``1 batch of 7 devices`` or
-    ``3 batches, the smallest of 7 devices``, then those below the minimum."""
-    count, smallest = metric["batches"], metric["smallest_batch"]
-    size = (
-        f"1 batch of {smallest:,} devices"
-        if count == 1
-        else f"{count:,} batches, the smallest of {smallest:,} devices"
-    )
-    return size + below_note(metric)
-
-
 def _shuffled_section(shuffled: dict[str, Any]) -> dict[str, Any]:
     """The account's shuffled batches: per batch the central ε against an analyst beside the
     local ε against the shuffler (``table#shuffled``), or one line saying there are none."""
@@ -546,7 +534,7 @@ def _shuffled_section(shuffled: dict[str, Any]) -> dict[str, Any]:
         weakest = {
             "which": f"The {listed:,} most recent of {total:,}" if listed < total else "All",
             "metrics": [
-                f"{m['metric']}: central ε ≤ {m['central_epsilon']:.4g} ({_batches_text(m)})"
+                f"{m['metric']}: central ε ≤ {m['central_epsilon']:.4g} ({batches_text(m)})"
                 for m in shuffled["metrics"]
             ],
         }

@@ -147,10 +147,10 @@ async def post_metric(request: Request) -> JSONResponse:
     ``unit`` (numeric and histogram metrics), ``description`` and ``owner`` are not part of
     the spec: registering the identical spec again with other ones replaces them (200), and
     the fingerprint devices pin stays. The answer is the stored spec with them and
-    ``warnings``: whether this registration took one device's 30-day total with the SDK
-    defaults across the warning level (said once: not by a registration of the same spec
-    again, nor by later ones above the level; ``GET /v1/privacy`` states the account). The body is read only after the admin token is
-    checked (see ``deniable.service.body``).
+    ``warnings``: whether this registration raised one device's 30-day total with the SDK
+    defaults above the warning level (said by every registration that raises it, not by a
+    registration of the same spec again; ``GET /v1/privacy`` states the account). The body is
+    read only after the admin token is checked (see ``deniable.service.body``).
     """
     return await read_then(request, register_metric)
 

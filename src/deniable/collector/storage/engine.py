@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sqlite3
 import sys
 import threading
@@ -79,16 +80,46 @@ def schema_missing(error: DBAPIError) -> bool:
 SCHEMA_MISSING = "database schema missing or not migrated; run `deniable migrate`"
 """What :class:`~deniable.client.errors.StorageUnavailable` says when the schema is missing."""
 
+_NO_DATABASE = re.compile(r'database "([^"]+)" does not exist')
+"""PostgreSQL's message when the URL names a database the server does not have."""
+
+
+class DatabaseMissing(StorageUnavailable):
+    """The PostgreSQL server has no database of the name the URL gives: a configuration error
+    (create it, or fix the URL), not a failure of the server."""
+
+
+def missing_database(error: BaseException, url: str) -> DatabaseMissing | None:
+    """A :class:`DatabaseMissing` saying how to create the database if ``error`` is
+    PostgreSQL refusing a connection to a database it does not have, else None."""
+    found = _NO_DATABASE.search(str(getattr(error, "orig", None) or error))
+    if found is None:
+        return None
+    parsed = make_url(url)
+    options = [
+        f"-h {parsed.host}" * bool(parsed.host),
+        f"-p {parsed.port}" * bool(parsed.port),
+        f"-U {parsed.username}" * bool(parsed.username),
+    ]
+    command = " ".join(["createdb", *filter(None, options), found.group(1)])
+    return DatabaseMissing(
+        f'database "{found.group(1)}" does not exist on the PostgreSQL server: create it'
+        f" ({command}), or point DENIABLE_DATABASE_URL (--database) at one that does"
+    )
+
 
 def _refuse_missing_schema(engine: Engine) -> None:
     """Make ``engine`` raise :class:`~deniable.client.errors.StorageUnavailable` (the driver's
-    error as its cause) wherever a statement finds a table of the schema missing."""
+    error as its cause) wherever a statement finds a table of the schema missing, and
+    :class:`DatabaseMissing` when PostgreSQL has no database of the URL's name."""
 
     @event.listens_for(engine, "handle_error")
     def _translate(context: ExceptionContext) -> BaseException | None:
         error = context.sqlalchemy_exception
         if isinstance(error, DBAPIError) and schema_missing(error):
             return StorageUnavailable(SCHEMA_MISSING)
+        if isinstance(error, DBAPIError) and engine.dialect.name == "postgresql":
+            return missing_database(error, engine.url.render_as_string(hide_password=True))
         return None
 
 
