@@ -287,6 +287,7 @@ def test_where_labels_the_slice_by_its_filter(
     shown = narrow(monkeypatch, *served, "estimate", "dark_mode", "--where", "platform:ios")
     lines = [line.strip() for line in shown.splitlines()]
     assert "platform=ios" in lines and "all" not in lines
+    assert lines[0].startswith("dark_mode where platform=ios, ")
 
 
 def test_series_by_prints_a_table(served: tuple[str, ...], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -46,7 +46,7 @@ def print_breakdown(document: dict[str, Any], fmt: str) -> None:
         return
     out = console()
     where = document["where"]
-    head = f"{document['metric']} by {', '.join(document['by']) or 'slice'}"
+    head = document["metric"] + (f" by {', '.join(document['by'])}" if document["by"] else "")
     if where:
         head += f" where {slice_title(where)}"
     print_facts(out, f"{head}, {document['start']} to {document['end']}", "bold")
@@ -221,7 +221,8 @@ def print_slice_series(document: dict[str, Any], fmt: str) -> None:
         sys.stdout.write(slice_series_csv_text(document))
         return
     out = console()
-    head = f"{document['metric']} per period by {', '.join(document.get('by') or []) or 'slice'}"
+    by = document.get("by") or []
+    head = f"{document['metric']} per period" + (f" by {', '.join(by)}" if by else "")
     where = slice_title(document.get("where") or {})
     if where:
         head += f" where {where}"
