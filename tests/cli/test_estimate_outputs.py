@@ -48,7 +48,7 @@ def test_the_defaults_are_consistent_and_simultaneous_and_the_header_says_so(
     assert (document["method"], document["simultaneous"]) == ("consistent", True)
     table = run("estimate", "screen", "--from-file", str(path)).stdout
     assert "simultaneous intervals (all at once)" in table
-    assert "est. count" in table
+    assert "est. reports" in table
     per_category = run("estimate", "screen", "--from-file", str(path), "--per-category").stdout
     assert "per-category intervals" in per_category
 

@@ -233,7 +233,7 @@ def test_an_event_metric_goes_through_the_archive_and_back(
         assert run_.deleted == 2 * DEVICES * len(PERIODS)
     finally:
         database.dispose()
-    assert f"n={DEVICES:,} devices" in table
+    assert f"{DEVICES:,} devices · " in table
     assert f"of {DEVICES:,} active devices" in table and "devices where the event occurred" in table
     assert online[ACTIVES.name, "one"]["counted"] == "devices"
     assert online[ACTIVES.name, "both"]["counted"] == "reports"

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from deniable.cli.main import cli
 from deniable.client import WARNING_LEVEL_30_DAYS, MetricSpec, privacy_account
 from deniable.collector.sealingkeys import generate
+from deniable.estimators.privacy import eps_text
 from testkit import (
     ADMIN_TOKEN,
     VIEWER_TOKEN,
@@ -74,16 +75,17 @@ def test_the_table_shows_each_metric_the_totals_and_the_statement(
     account = privacy_account(SPECS)
     for metric in account.metrics:
         cells = table_row(result.stdout, metric.metric)
-        assert cells[1:5] == [metric.type, f"{metric.epsilon:g}", metric.period, "no"]
-        assert cells[5:9] == [
+        assert cells[1:4] == [f"{metric.epsilon:g}", metric.period, "no"]
+        assert cells[4:8] == [
             f"{getattr(metric, w):g}"
             for w in ("per_period", "per_day", "per_7_days", "per_30_days")
         ]
-        assert cells[9:11] == ["unbounded", "unbounded"]  # lifetime, and per value
     totals = table_row(result.stdout, "total")
-    assert totals[-3:] == [f"{account.totals.per_30_days:g}", "unbounded", "unbounded"]
+    assert totals[-1] == f"{account.totals.per_30_days:g}"
     document = api_document(server)
     flat = " ".join(result.stdout.split())
+    assert "over a lifetime every metric's ε is unbounded (no cap, no memoization)" in flat
+    assert "over a lifetime (worst case)" not in flat
     assert document["statement"] in flat
     assert "the SDK defaults" in flat
     warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
@@ -105,8 +107,12 @@ def test_settings_reach_the_account(server: RunningCollector) -> None:
     }
     table = run(server, "privacy", "--memoize-metric", "load_ms", "--memoize-metric", "browser")
     assert table.exit_code == 0, table.output
-    assert table_row(table.stdout, "browser")[4] == "yes"
-    assert table_row(table.stdout, "dark_mode")[4] == "no"
+    assert table_row(table.stdout, "browser")[3] == "yes"
+    assert table_row(table.stdout, "dark_mode")[3] == "no"
+    capped = run(server, "privacy", "--memoize", "--lifetime-epsilon", "10")
+    assert capped.exit_code == 0, capped.output
+    lifetime = capped.stdout.split("over a lifetime (worst case)")[1]
+    assert table_row(lifetime, "total")[1] == eps_text(document["total"]["lifetime"])
     assert "memoized: browser, load_ms with a fresh layer at 2 × ε" in " ".join(
         table.stdout.split()
     )

@@ -58,4 +58,4 @@ def test_the_account_table_rows_of_other_metrics_do_not_change() -> None:
     mixed = rows(rendered(account_table(as_json(privacy_document([*PLAIN, *EVENTS])))))
     for name in ("dark_mode", "load_ms"):
         assert mixed[name] == plain[name]
-    assert mixed["search_actives"][5:9] == ["1", "1", "7", "30"]
+    assert mixed["search_actives"][4:8] == ["1", "1", "7", "30"]

@@ -82,7 +82,7 @@ def test_estimate_prints_the_strings_found_and_the_floor(
     series = run_cli(*base, "series", spec.name)
     assert series.exit_code == 0, series.output
     assert "one discovery per period" in series.stdout and "dark…" not in series.stdout
-    assert f"{today}  n=1,600" in series.stdout and "dark" in series.stdout
+    assert f"{today}  1,600 reports" in series.stdout and "dark" in series.stdout
     shown = run_cli(*base, "metrics", "show", spec.name, "--format", "json")
     assert shown.exit_code == 0, shown.output
     assert json.loads(shown.stdout)["floor"]["max_length"] == 4

@@ -181,7 +181,7 @@ def test_estimate_table_and_csv(collector: LocalCollector, populated: dict) -> N
     rows = [ln for ln in result.stdout.splitlines() if ln.startswith("│")]
     shares = [float(ln.split("│")[2].strip().rstrip("%")) for ln in rows]
     assert len(rows) == len(BROWSERS) and shares == sorted(shares, reverse=True)
-    assert "pooling overlap-safe" in result.stdout and "n=3,000" in result.stdout
+    assert "pooling overlap-safe" in result.stdout and "3,000 reports · " in result.stdout
     csv_lines = run(*admin(collector), "estimate", "browser", "--format", "csv").stdout.splitlines()
     column = csv_lines[0].split(",").index("category")
     assert [line.split(",")[column] for line in csv_lines[1:]] == BROWSERS

@@ -335,4 +335,10 @@ def test_the_cli_writes_a_slice_series_as_json_or_csv(
     assert [row["by.platform"] for row in hidden] == ["web", "other"]
     assert all(row["n"] == row["frequency"] == row["slice_confidence"] == "" for row in hidden)
     table = run_cli(*cli, *span)
-    assert table.exit_code != 0 and "--format json or csv" in table.stderr
+    assert table.exit_code == 0, table.output
+    drawn = [line.split("│") for line in table.stdout.splitlines() if line.startswith("│")]
+    cells = [[cell.strip() for cell in line[1:-1]] for line in drawn]
+    assert [(row[1], row[2]) for row in cells if row[2]] == [("ios", "true"), ("android", "true")]
+    assert [row[1] for row in cells if row[4] == "suppressed"] == ["web", "other"]
+    picked = run_cli(*cli, *span, "--top", "1")
+    assert picked.exit_code != 0 and "leave out --category and --top" in picked.stderr

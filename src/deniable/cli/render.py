@@ -15,14 +15,14 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
 from deniable.client.errors import InvalidInput
 from deniable.estimators import quantile_bounds
 from deniable.estimators.csvtext import estimate_csv_text, half_width, series_csv_text
-from deniable.estimators.documents import CLIPPED_MARKS, clipped_mark, counted_n
+from deniable.estimators.documents import CLIPPED_MARKS, clipped_mark
 
 BAR_WIDTH = 28
 """Characters given to a bar or a whisker when nothing else decides."""
@@ -203,10 +203,36 @@ def sorted_rows(estimates: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     )
 
 
+def level_text(confidence: float) -> str:
+    """A confidence level as every CLI line prints one: a percentage to at most two decimals
+    ("95%", "98.33%"), never a fraction or six digits."""
+    return f"{round(confidence * 100, 2):g}%"
+
+
 def _pct_level(document: dict[str, Any]) -> str:
-    """The document's confidence level as a percentage, or CI if it has none."""
+    """The document's confidence level as a percentage (:func:`level_text`), or CI if it has
+    none."""
     confidence = document.get("confidence")
-    return f"{confidence * 100:g}%" if isinstance(confidence, int | float) else "CI"
+    return level_text(confidence) if isinstance(confidence, int | float) else "CI"
+
+
+def reports_text(document: dict[str, Any]) -> str:
+    """The document's n with what it counts: "1,234 devices" for an event metric that says so
+    (one report per device and window), else "1,234 reports" (never users)."""
+    counted = document.get("counted") or "reports"
+    return f"{document.get('n', 0):,} {counted}"
+
+
+def number_column(table: Table, header: str, justify: JustifyMethod = "right") -> None:
+    """A column of numbers: never wrapped nor cut (a header of several words may be given on
+    lines of its own with "\\n")."""
+    table.add_column(header, justify=justify, no_wrap=True)
+
+
+def words_column(table: Table, header: str, justify: JustifyMethod = "left") -> None:
+    """A column of words (names, verdicts): wrapped between words, and a word longer than the
+    column folded onto the next line rather than cut, so a narrow terminal loses nothing."""
+    table.add_column(header, justify=justify, overflow="fold")
 
 
 def metric_label(document: dict[str, Any]) -> str:
@@ -223,7 +249,7 @@ def estimate_heading(document: dict[str, Any]) -> tuple[str, str]:
     if document.get("start") or document.get("end"):
         start, end = document.get("start"), document.get("end")
         head.append(str(start) if start == end else f"{start} … {end}")
-    how = [f"n={counted_n(document)}"]
+    how = [reports_text(document)]
     if document.get("periods") is not None:
         how.append(f"{document['periods']} period(s) with data")
     if document.get("pooling"):
@@ -276,7 +302,8 @@ def estimate_table(document: dict[str, Any]) -> Table:
     if "quantiles" not in document:
         rows = sorted_rows(rows)
     scale = _scale(rows)
-    headers = ["category", "estimate", f"{_pct_level(document)} interval", "est. count"]
+    counted = document.get("counted") or "reports"
+    headers = ["category", "estimate", f"{_pct_level(document)} interval", f"est. {counted}"]
     texts = [
         [
             str(row.get("category")),
@@ -415,7 +442,7 @@ def _series_chart(
         title=f"{document.get('metric', '')} · {name} · {intervals_kind(document)}, per period",
         title_justify="left",
     )
-    headers = ["period", document.get("counted", "n"), "estimate", "interval"]
+    headers = ["period", document.get("counted") or "reports", "estimate", "interval"]
     texts = [
         [
             str(entry.get("period")),
@@ -601,7 +628,7 @@ def print_quantiles(out: Console, document: dict[str, Any]) -> None:
 def mean_heading(document: dict[str, Any]) -> tuple[str, str]:
     """Two lines saying what mean was estimated and over what, then how."""
     head, _ = estimate_heading(document)
-    how = [f"n={document.get('n', 0):,}", f"{document.get('periods', 0)} period(s) with data"]
+    how = [reports_text(document), f"{document.get('periods', 0)} period(s) with data"]
     how.append(f"pooling {document.get('pooling')}")
     how.append(f"{_pct_level(document)} interval")
     return head, " · ".join(how)
@@ -626,7 +653,7 @@ def mean_series_chart(document: dict[str, Any]) -> Table:
         title=f"{metric_label(document)} · mean · {_pct_level(document)} interval, per period",
         title_justify="left",
     )
-    headers = ["period", document.get("counted", "n"), "mean", "margin", "interval"]
+    headers = ["period", document.get("counted") or "reports", "mean", "margin", "interval"]
     rows = [(entry, mean_texts(entry["mean"], lower, upper)) for entry in document["series"]]
     texts = [[str(entry["period"]), f"{entry.get('n', 0):,}", *shown] for entry, shown in rows]
     width = fit_bar(headers, texts)

@@ -9,7 +9,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from .render import console, print_json, write_csv
+from .render import console, level_text, number_column, print_json, words_column, write_csv
 
 _WIDTH = 40
 
@@ -90,17 +90,17 @@ def print_text_estimate(document: dict[str, Any], fmt: str) -> None:
     t95 = "none: no string can be found" if floor["t95"] >= 1 else f"{floor['t95']:.2%}"
     out.print(
         Text(
-            f"n={document['n']:,} · {document['mode']} · floor T95 {t95} · "
-            f"{document['confidence']:.0%} intervals for all strings at once",
+            f"{document['n']:,} reports · {document['mode']} · floor T95 {t95} · "
+            f"{level_text(document['confidence'])} intervals for all strings at once",
             style="dim",
         )
     )
     top = _axis(document)
     table = Table()
-    table.add_column("string")
-    table.add_column("share", justify="right")
-    table.add_column("interval", justify="right")
-    table.add_column(f"0 … {top:.1%}  (┆ floor)")
+    words_column(table, "string")
+    number_column(table, "share")
+    number_column(table, "interval")
+    table.add_column(f"0 … {top:.1%}  (┆ floor)", no_wrap=True)
     for row in document["strings"]:
         name = row["value"] + ("…" if row["truncated"] else "")
         if document["mode"] == "candidates" and not row["detected"]:
@@ -167,4 +167,6 @@ def print_text_series(document: dict[str, Any], fmt: str, top: int | None = None
         )
         more = len(entry["strings"]) - shown
         tail = f" and {more} more" if more > 0 else ""
-        out.print(Text(f"{entry['end']}  n={entry['n']:,}  floor {floor}  {found or '—'}{tail}"))
+        out.print(
+            Text(f"{entry['end']}  {entry['n']:,} reports  floor {floor}  {found or '—'}{tail}")
+        )

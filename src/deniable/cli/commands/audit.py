@@ -22,7 +22,7 @@ from deniable.client.errors import InvalidInput
 from deniable.estimators.audit import DEFAULT_CONFIDENCE, DEFAULT_REPORTS, SWEEP_EPSILONS
 
 from ..options import CONFIDENCE, GlobalOptions, format_option, number_list, pass_global_options
-from ..render import console, print_json
+from ..render import console, level_text, number_column, print_json, words_column
 from ..specs import spec_from_served
 
 if TYPE_CHECKING:
@@ -78,24 +78,23 @@ def collector_specs(global_options: GlobalOptions, names: tuple[str, ...]) -> li
 
 
 def audit_table(results: list[AuditResult]) -> Any:
-    """One row per metric: claimed eps, audited lower bound, confidence, samples, time, verdict."""
+    """One row per metric: claimed eps, audited lower bound, samples and verdict (the level in
+    the title when every metric has the same; the time in the summary line): 80 columns."""
     from rich.table import Table
 
-    table = Table(title="randomizer audit (eps the code gives, at least)", title_justify="left")
-    for column in (
-        "metric",
-        "mechanism",
-        "claimed ε",
-        "audited ε ≥",
-        "of claim",
-        "confidence",
-        "samples",
-        "seconds",
-        "verdict",
-    ):
-        table.add_column(
-            column, justify="left" if column in ("metric", "mechanism", "verdict") else "right"
-        )
+    levels = {r.confidence for r in results}
+    title = "randomizer audit (eps the code gives, at least"
+    if len(levels) == 1:
+        title += f", at {level_text(next(iter(levels)))} confidence"
+    table = Table(title=title + ")", title_justify="left")
+    words_column(table, "metric")
+    number_column(table, "mechanism", justify="left")
+    for header in ("claimed\nε", "audited\nε ≥", "of\nclaim"):
+        number_column(table, header)
+    if len(levels) > 1:
+        number_column(table, "level")
+    number_column(table, "samples")
+    number_column(table, "verdict", justify="left")
     for r in results:
         table.add_row(
             r.metric,
@@ -103,9 +102,8 @@ def audit_table(results: list[AuditResult]) -> Any:
             f"{r.epsilon:g}",
             f"{r.lower_bound:.3f}",
             f"{r.ratio:.0%}",
-            f"{r.confidence * 100:g}%",
+            *([level_text(r.confidence)] if len(levels) > 1 else []),
             f"{r.samples:,}",
-            f"{r.seconds:.1f}",
             f"[{VERDICT_STYLES[r.verdict]}]{r.verdict}[/]",
         )
     return table

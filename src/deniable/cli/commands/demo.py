@@ -30,7 +30,6 @@ import click
 
 from deniable.client.spec import OTHER
 from deniable.estimators import DEFAULT_QUANTILES, quantile_bounds
-from deniable.estimators.documents import counted_n
 
 from ..api import CollectorAPI
 from ..kindrender import render_of
@@ -42,10 +41,14 @@ from ..render import (
     console,
     fit_bar,
     interval,
+    level_text,
     mean_texts,
     mean_whisker,
+    number_column,
     percent,
     print_json,
+    reports_text,
+    words_column,
 )
 from ..specs import spec_from_served
 
@@ -146,6 +149,10 @@ DEMO_TRUTH: dict[str, list[float]] = {
 """The true shares the simulated devices hold, in category order."""
 
 
+HEADINGS = {"truth inside": "truth\ninside"}
+"""Headings broken between words, so that a column is no wider than its cells."""
+
+
 def _comparison_table(
     spec: dict[str, Any], truth: dict[str, float], document: dict[str, Any]
 ) -> Any:
@@ -156,7 +163,7 @@ def _comparison_table(
     scale = min(1.0, max(max(r["ci_high"] for r in rows), max(truth.values()), 0.01))
     table = Table(
         title=f"{spec['name']} · {document.get('mechanism')} ε={document.get('epsilon')} · "
-        f"n={counted_n(document)} · {DEFAULT_CONFIDENCE * 100:g}% simultaneous intervals",
+        f"{reports_text(document)} · {level_text(DEFAULT_CONFIDENCE)} simultaneous intervals",
         title_justify="left",
     )
     headers = ["category", "truth", "estimate", "interval", "truth inside"]
@@ -187,9 +194,9 @@ def _truth_texts(name: str, true: float, estimate: dict[str, Any]) -> list[str]:
 def _share_columns(table: Table, headers: list[str], scale: float) -> None:
     """Add ``headers`` to ``table`` (the first, the row's name, to the left; the numbers to
     the right), then the bar column drawn from 0 to ``scale``."""
-    for header in headers:
-        justify = "left" if header == headers[0] else "right"
-        table.add_column(header, justify=justify, no_wrap=True)
+    words_column(table, headers[0])
+    for header in headers[1:]:
+        number_column(table, HEADINGS.get(header, header))
     table.add_column(f"0 … {percent(scale)}", no_wrap=True)
 
 
@@ -201,7 +208,7 @@ def _mean_table(spec: dict[str, Any], truth: float, document: dict[str, Any]) ->
     mean = document["mean"]
     table = Table(
         title=f"{spec['name']} · {document.get('mechanism')} ε={document.get('epsilon')} · "
-        f"n={counted_n(document)} · mean · {DEFAULT_CONFIDENCE * 100:g}% interval",
+        f"{reports_text(document)} · mean · {level_text(DEFAULT_CONFIDENCE)} interval",
         title_justify="left",
     )
     headers = ["truth", "estimate", "margin", "interval", "truth inside"]
@@ -210,7 +217,7 @@ def _mean_table(spec: dict[str, Any], truth: float, document: dict[str, Any]) ->
     texts = [f"{truth:,.1f}", shown, margin, between, "✓" if inside else "✗"]
     width = fit_bar(headers, [texts])
     for header in headers:
-        table.add_column(header, justify="right", no_wrap=True)
+        number_column(table, HEADINGS.get(header, header))
     table.add_column(axis_label(lower, upper), no_wrap=True)
     table.add_row(*texts, mean_whisker(mean, lower, upper, width))
     return table
@@ -223,11 +230,11 @@ def _quantiles_table(
     from rich.table import Table
 
     table = Table(
-        title=f"{spec['name']} · quantiles · {DEFAULT_CONFIDENCE * 100:g}% jointly",
+        title=f"{spec['name']} · quantiles · {level_text(DEFAULT_CONFIDENCE)} jointly",
         title_justify="left",
     )
     for header in ("quantile", "truth", "at least", "at most", "truth inside"):
-        table.add_column(header, justify="right", no_wrap=True)
+        number_column(table, HEADINGS.get(header, header))
     for entry in document["quantiles"]:
         true = truth[f"{entry['q']:g}"]
         table.add_row(
@@ -328,7 +335,7 @@ def _devices_line(result: dict[str, Any]) -> str:
     """The estimated number of devices where an ``any`` event occurred beside the truth."""
     document, truth = result["estimate"], result["truth"]
     found, n = document["devices_with_event"], document["active_devices"]
-    level = f"{DEFAULT_CONFIDENCE * 100:g}%"
+    level = level_text(DEFAULT_CONFIDENCE)
     return (
         f"{result['spec']['name']}: {found['estimate']:,.0f} of {n:,} devices active in the 7"
         f" days to {document['start']} ({level} interval {found['low']:,.0f} to"
@@ -347,7 +354,7 @@ def _breakdown_table(document: dict[str, Any], truths: dict[str, float]) -> Any:
     scale = min(1.0, max([*highs, *truths.values(), 0.01]))
     table = Table(
         title=f"{document['metric']} by platform · share true · every interval holds at once"
-        f" ({document['confidence'] * 100:g}%)",
+        f" ({level_text(document['confidence'])})",
         title_justify="left",
     )
     headers = ["platform", "truth", "estimate", "interval", "truth inside"]
@@ -398,11 +405,25 @@ def comparison_line(document: dict[str, Any], truths: dict[str, float]) -> str:
     first, second = compared["first"]["platform"], compared["second"]["platform"]
     row = next(r for r in compared["rows"] if r["category"] == "true")
     true = truths[first] - truths[second]
-    level = f"{compared['confidence'] * 100:g}%"
+    level = level_text(compared["confidence"])
     return (
         f"{first} − {second}, share true: {row['difference'] * 100:+.1f} points ({level} interval"
         f" {row['ci_low'] * 100:+.1f} to {row['ci_high'] * 100:+.1f}): {row['verdict']}"
         f" (truth {true * 100:+.1f})"
+    )
+
+
+def coverage_line(results: list[dict[str, Any]], slices_inside: bool) -> str:
+    """How many of the printed sets of intervals hold their truth, with the miss rate their
+    level expects: at 95% about 1 set in 20 misses, so a ✗ is no fault on its own."""
+    sets = len(results) + 1
+    held = sum(1 for result in results if result["all_inside"]) + int(slices_inside)
+    level = level_text(DEFAULT_CONFIDENCE)
+    miss = round(1 / (1 - DEFAULT_CONFIDENCE))
+    return (
+        f"truth inside: every interval holds its truth (✓) in {held} of {sets} estimates."
+        f" Each estimate's intervals hold together with {level} confidence, so about 1"
+        f" estimate in {miss} is expected to miss somewhere (✗) by chance alone."
     )
 
 
@@ -679,6 +700,7 @@ def _run_demo(collector: Any, seed: int | None, clients: int, fmt: str) -> None:
             out.print(_comparison_table(spec, truth, document))
     out.print(_breakdown_table(sliced, platform_truths))
     click.echo(comparison_line(sliced, platform_truths))
+    click.echo(coverage_line(results, _slices_inside(sliced, platform_truths)))
     for result in results:
         if result["estimate"].get("devices_with_event") is not None:
             click.echo(_devices_line(result))

@@ -29,7 +29,7 @@ from ..options import (
     range_options,
 )
 from ..periods import resolve_range
-from ..render import SERIES_TOP, print_estimate
+from ..render import SERIES_TOP, console, print_estimate, print_facts
 from ..slicerender import print_breakdown, print_changes, print_slice_series
 from ..specs import spec_from_served
 
@@ -201,7 +201,8 @@ def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -
     With --by or --where, one estimate per slice of the metric's dimensions, every interval
     holding at once; a slice with too few reports says "suppressed" and shows no number (in
     --format csv too: its row's number cells are empty).
-    With --compare-to, the change from that window: higher, lower, or no detectable change.
+    With --compare-to, the change from that window: higher, lower, or no detectable change
+    (--format csv: a row per slice and category).
     """
     by, where, compare_to = query.pop("by"), query.pop("where"), query.pop("compare_to")
     archive, engine, scheduler = (
@@ -221,8 +222,6 @@ def estimate(global_options: GlobalOptions, name: str, fmt: str, **query: Any) -
     if compare_to is not None:
         if query["from_file"] is not None:
             raise InvalidInput("--compare-to reads the collector's counts; leave out --from-file")
-        if fmt == "csv":
-            raise InvalidInput("--compare-to prints a table or JSON (--format json), not CSV")
         if query.get("quantiles"):
             raise InvalidInput("--compare-to compares shares or means; leave out --quantile")
         document = fetch_document(
@@ -285,10 +284,18 @@ def estimate_from_archive(
         where=where,
         **query,
     )
+    if fmt == "table":
+        print_facts(console(), archive_line(url, engine), "bold")
     if by or where:
         print_breakdown(document, fmt)
         return
     print_estimate(document, fmt)
+
+
+def archive_line(url: str, engine: str) -> str:
+    """The line above a table re-analysed from an archive: where its reports came from (not
+    the collector, whose raw reports of these periods may be deleted)."""
+    return f"from the archive at {url} (re-analysed with {engine}; the collector was not asked)"
 
 
 @click.command(short_help="Estimate per period, drawn as a chart of intervals.")
@@ -317,14 +324,14 @@ def estimate_from_archive(
     "by",
     multiple=True,
     metavar="DIMENSION",
-    help="One series per slice of this dimension (repeatable, at most 2; JSON or CSV).",
+    help="One series per slice of this dimension (repeatable, at most 2).",
 )
 @click.option(
     "--where",
     "where",
     multiple=True,
     metavar="NAME:VALUE",
-    help="The series of this value of a dimension only, e.g. platform:ios (JSON or CSV).",
+    help="The series of this value of a dimension only, e.g. platform:ios.",
 )
 @from_file_options
 @format_option()
@@ -348,16 +355,16 @@ def series(
       deniable series browser --last 7 --per-category
       deniable series dark_mode --where platform:ios --format csv
 
-    With --by or --where, each period's breakdown (JSON, or CSV: a row per period, slice and
-    category); a slice with too few reports in a period is suppressed there, with no number.
+    With --by or --where, each period's breakdown (a table or CSV: a row per period, slice and
+    category; a boolean's table shows true only); a slice with too few reports in a period is
+    suppressed there, with no number.
     """
     by, where = query.pop("by"), query.pop("where")
     if by or where:
         slicing = _collector_slicing(by, where, query)
-        if fmt == "table" or categories or top is not None:
+        if categories or top is not None:
             raise InvalidInput(
-                "--by and --where give a series as --format json or csv (without --category or"
-                " --top); the dashboard's breakdown page draws it"
+                "--by and --where give every category of each slice: leave out --category and --top"
             )
         document = fetch_document(global_options, "series", name, **slicing, **query)
         print_slice_series(document, fmt)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import click
+from rich.text import Text
 
 from deniable.client.errors import InvalidInput
 from deniable.client.events import AGGREGATES, WINDOW_DAYS
@@ -34,7 +35,14 @@ from ..options import (
     pass_global_options,
     period_kind_option,
 )
-from ..render import console, percentage_points, print_json, write_csv
+from ..render import (
+    console,
+    number_column,
+    percentage_points,
+    print_json,
+    words_column,
+    write_csv,
+)
 from ..specs import spec_from_served
 
 PLANNING_SIZES = (1_000, 10_000, 100_000)
@@ -289,6 +297,35 @@ def events_body(
     return rule
 
 
+def dimensions_body(given: tuple[str, ...]) -> dict[str, list[str]]:
+    """``--dimension platform=ios,android`` options as the spec's ``dimensions`` object; a
+    usage error naming an option that is not NAME=V1,V2 or a name given twice (the SDK's
+    spec checks the names, values and cell cap)."""
+    dimensions: dict[str, list[str]] = {}
+    for text in given:
+        name, sep, values = text.partition("=")
+        listed = [value.strip() for value in values.split(",") if value.strip()]
+        if not sep or not name.strip() or not listed:
+            raise click.UsageError(
+                f"--dimension {text!r}: give NAME=V1,V2,... such as platform=ios,android,web"
+            )
+        if name.strip() in dimensions:
+            raise click.UsageError(f"--dimension {name.strip()} is given twice")
+        dimensions[name.strip()] = listed
+    return dimensions
+
+
+def dimensions_text(raw: dict[str, Any]) -> str | None:
+    """A served spec's dimensions in words, "platform: ios, android, web (or other)", a line
+    per dimension; None without dimensions."""
+    dimensions = raw.get("dimensions") or {}
+    if not dimensions:
+        return None
+    return "\n".join(
+        f"{name}: {', '.join(values)} (or other)" for name, values in dimensions.items()
+    )
+
+
 def served_events(raw: dict[str, Any]) -> str | None:
     """A served spec's event rule in words (:func:`events_text`), or None for a metric of
     recorded values (or a spec this CLI cannot read)."""
@@ -315,8 +352,8 @@ def _spec_table(spec: dict[str, Any]) -> Any:
     from rich.table import Table
 
     table = Table(show_header=False, title=f"metric {spec['name']}", title_justify="left")
-    table.add_column("field", style="bold")
-    table.add_column("value")
+    table.add_column("field", style="bold", no_wrap=True)
+    table.add_column("value", overflow="fold")
     table.add_row("type", str(spec.get("type")))
     render = render_named(spec.get("type"))
     for field, value in (categories_rows if render is None else render.spec_rows)(spec):
@@ -332,6 +369,9 @@ def _spec_table(spec: dict[str, Any]) -> Any:
     events = served_events(spec)
     if events is not None:
         table.add_row("events", events)
+    dimensions = dimensions_text(spec)
+    if dimensions is not None:
+        table.add_row("dimensions", dimensions)
     table.add_row("fingerprint", str(spec.get("fingerprint")))
     for field in ABOUT_FIELDS:
         if spec.get(field):
@@ -456,6 +496,16 @@ def metrics() -> None:
     " optional for sum; impossible for the others (no value without an observation).",
 )
 @click.option(
+    "--dimension",
+    "dimensions",
+    multiple=True,
+    metavar="NAME=V1,V2,...",
+    help="A dimension the estimates can be broken down by (--by, --where), with its listed"
+    " values: platform=ios,android,web (repeatable). Each device sends its value in the clear,"
+    " not randomized (one not listed counts as 'other'): a coarse public attribute many devices"
+    " share, never an identifier.",
+)
+@click.option(
     "--accept-weak",
     is_flag=True,
     help=f"Register even if ε is above {DEFAULT_MAX_EPSILON:g} or all categories at once are"
@@ -485,6 +535,7 @@ def create(
     aggregate: str | None,
     window: str | None,
     report_empty: bool | None,
+    dimensions: tuple[str, ...],
     accept_weak: bool,
     fmt: str,
 ) -> None:
@@ -514,8 +565,10 @@ def create(
       deniable metrics create crashes --type histogram --edges 0,1,2,5,10 --epsilon 1 \
           --aggregate count
       deniable metrics create used_search --boolean --epsilon 1 --aggregate any --window 7
+      deniable metrics create dark_mode --boolean --epsilon 1 --dimension platform=ios,android,web
     """
     events = events_body(aggregate, window, report_empty)
+    declared = dimensions_body(dimensions)
     render = render_named(kind)
     strings = render is not None and render.strings
     if strings or max_length is not None:
@@ -524,6 +577,8 @@ def create(
             raise click.UsageError("a text metric takes --type text --max-length L and no domain")
         body = {"name": name, "type": TextSpec.type, "max_length": max_length, "epsilon": epsilon}
         body.update({"mechanism": mechanism, "period": period, **rules(delivery, events)})
+        if declared:
+            body["dimensions"] = declared
         spec = MetricSpec.from_dict(body)
         body.update(about_options(TextSpec.type, unit, description=description, owner=owner))
         _create_text(global_options, spec, body, accept_weak, fmt)
@@ -537,6 +592,8 @@ def create(
             name, categories, boolean, epsilon, mechanism, period, kind, lower, upper, edges
         )
     body.update(rules(delivery, events))
+    if declared:
+        body["dimensions"] = declared
     spec = MetricSpec.from_dict(body)
     body.update(about_options(spec.type, unit, description=description, owner=owner))
     rows = margins(spec, DEFAULT_CONFIDENCE)
@@ -642,7 +699,6 @@ def list_(global_options: GlobalOptions, fmt: str) -> None:
     Example:
       deniable metrics list --format csv
     """
-    from rich.table import Table
 
     with global_options.api() as api:
         specs = api.list_metrics()
@@ -662,9 +718,35 @@ def list_(global_options: GlobalOptions, fmt: str) -> None:
     if not specs:
         click.echo("no metrics registered yet; create one with `deniable metrics create`")
         return
+    out = console()
+    out.print(list_table(specs))
+    lines = [f"{s['name']}: {s['description']}" for s in specs if s.get("description")]
+    for s in specs:
+        events = served_events(s)
+        if events is not None:
+            lines.append(f"{s['name']}: events: {events}")
+        dimensions = dimensions_text(s)
+        if dimensions is not None:
+            lines.append(f"{s['name']}: dimensions: {dimensions.replace(chr(10), '; ')}")
+    for line in lines:
+        out.print(Text(line), overflow="fold")
+
+
+def list_table(specs: list[dict[str, Any]]) -> Any:
+    """The registered metrics, one row each: names and words wrap, numbers and fingerprints
+    stay whole; the unit and owner columns only when some metric has one (80 columns hold
+    the rest)."""
+    from rich.table import Table
+
     table = Table(title=f"{len(specs)} metric(s)", title_justify="left")
-    for column in ("name", "type", "k", "ε", "mechanism", "period", "unit", "owner", "fingerprint"):
-        table.add_column(column, justify="right" if column in ("k", "ε") else "left")
+    optional = [field for field in ("unit", "owner") if any(s.get(field) for s in specs)]
+    for column in ("name", "type"):
+        words_column(table, column)
+    number_column(table, "k")
+    number_column(table, "ε")
+    for column in ("mechanism", "period", *optional):
+        words_column(table, column)
+    number_column(table, "fingerprint", justify="left")
     for s in specs:
         table.add_row(
             s["name"],
@@ -673,18 +755,10 @@ def list_(global_options: GlobalOptions, fmt: str) -> None:
             f"{s.get('epsilon')}",
             s.get("mechanism", ""),
             s.get("period", ""),
-            s.get("unit") or "",
-            s.get("owner") or "",
+            *(s.get(field) or "" for field in optional),
             s.get("fingerprint", ""),
         )
-    console().print(table)
-    described = [s for s in specs if s.get("description")]
-    for s in described:
-        click.echo(f"{s['name']}: {s['description']}")
-    for s in specs:
-        events = served_events(s)
-        if events is not None:
-            click.echo(f"{s['name']}: events: {events}")
+    return table
 
 
 @metrics.command("show", short_help="Show a spec and its expected margin of error.")

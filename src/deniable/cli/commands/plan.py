@@ -29,7 +29,15 @@ from ..options import (
     max_length_option,
     shuffle_options,
 )
-from ..render import console, percentage_points, print_json, print_notes, write_csv
+from ..render import (
+    console,
+    number_column,
+    percentage_points,
+    print_json,
+    print_notes,
+    words_column,
+    write_csv,
+)
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -136,10 +144,10 @@ def _mechanism_table(*numbers: str) -> Table:
     from rich.table import Table
 
     table = Table()
-    table.add_column("mechanism")
+    number_column(table, "mechanism", justify="left")
     for header in numbers:
-        table.add_column(header, justify="right")
-    table.add_column("")
+        number_column(table, header)
+    words_column(table, "")
     return table
 
 
@@ -388,18 +396,21 @@ def _text_plan(
         " period",
         title_justify="left",
     )
-    table.add_column("reports per period", justify="right")
-    table.add_column("floor T95", justify="right")
-    table.add_column("cut τ", justify="right")
+    number_column(table, "reports per\nperiod")
+    number_column(table, "floor T95")
+    number_column(table, "cut τ")
     for row in rows:
         t95 = "none: above 100%" if row["t95"] >= 1 else f"{row['t95']:.2%}"
         table.add_row(f"{row['reports']:,}", t95, f"{row['tau']:.2%}")
-    table.caption = (
-        "a string held by at least T95 of a period's devices is found with probability 0.95;"
-        " with probability 0.95 nothing absent from the batch is returned"
-    )
     out = console()
     out.print(table)
+    print_notes(
+        out,
+        [
+            "a string held by at least T95 of a period's devices is found with probability"
+            " 0.95; with probability 0.95 nothing absent from the batch is returned"
+        ],
+    )
     if target is not None:
         needed = document["reports_needed"]
         out.print(
@@ -509,22 +520,20 @@ def _shuffled_plan(
     from rich.table import Table
 
     table = Table()
-    table.add_column("mechanism")
-    table.add_column(f"no shuffler, ε={central_epsilon:g}: margin", justify="right")
-    table.add_column("through it: local ε", justify="right")
-    table.add_column("central ε", justify="right")
-    table.add_column("margin", justify="right")
-    table.add_column("bound")
-    table.add_column("")
+    number_column(table, "mechanism", justify="left")
+    number_column(table, "no shuffler,\nmargin")
+    number_column(table, "local\nε")
+    number_column(table, "central\nε")
+    number_column(table, "margin")
+    words_column(table, "bound")
     for r in rows:
         table.add_row(
-            r["mechanism"],
+            r["mechanism"] + (" ←" if r["mechanism"] == document["advised"] else ""),
             f"±{r['local_only_margin'] * 100:.2f}",
             f"{r['local_epsilon']:g}",
             f"{r['central_epsilon_reached']:.4g}",
             f"±{r['margin'] * 100:.2f}",
             r["bound"],
-            "← least margin" if r["mechanism"] == document["advised"] else "",
         )
     level = f"{document['confidence'] * 100:g}%"
     kind = "all categories at once" if document["simultaneous"] else "each category"
@@ -535,6 +544,8 @@ def _shuffled_plan(
         f"{level} intervals, {kind}, worst case over the true shares",
         table,
         [
+            "← the least margin through the shuffler.",
+            f"no shuffler, margin: the margin at ε = {central_epsilon:g} without a shuffler.",
             "central ε: against an analyst who sees only the shuffler's released batches.",
             "local ε: what holds against the shuffler, or the shuffler and the collector"
             " together, and against a batch padded with fake reports; it must be acceptable"

@@ -84,8 +84,15 @@ def shuffled_table(shuffled: dict[str, Any]) -> Any:
         " shuffler, or the shuffler and the collector together",
         caption_justify="left",
     )
-    for column in ("metric", "mechanism", "batch", "δ", "central ε", "local ε", "bound"):
-        table.add_column(column, justify="right" if column in ("batch", "δ") else "left")
+    from ..render import number_column, words_column
+
+    words_column(table, "metric")
+    words_column(table, "mechanism")
+    words_column(table, "batch", justify="right")
+    number_column(table, "δ")
+    number_column(table, "central ε", justify="left")
+    number_column(table, "local ε", justify="left")
+    words_column(table, "bound")
     for row in shuffled["batches"]:
         table.add_row(
             row["metric"],
@@ -117,40 +124,72 @@ def released_note(shuffled: dict[str, Any]) -> str:
     return head + "per metric, the weakest, which holds for every batch: " + weakest
 
 
+SPENT_COLUMNS = WINDOW_COLUMNS[:4]
+"""The account's figures over a window of time, in the main table."""
+LIFETIME_COLUMNS = WINDOW_COLUMNS[4:]
+"""The account's figures over a lifetime, in a table of their own when any is bounded."""
+HEADINGS = {"per period": "per\nperiod", "per value, lifetime": "per value,\nlifetime"}
+"""Headings broken between words, so that a figure's column is no wider than its figures."""
+
+
 def account_table(document: dict[str, Any]) -> Any:
-    """The account as a table: one row per metric, then the totals."""
+    """The account as a table: one row per metric, then the totals, over a period, a day, 7
+    and 30 days (the lifetime figures: :func:`lifetime_table`, or the caption when every one
+    is unbounded). Names wrap, figures never do: it fits 80 columns."""
     from rich.table import Table
 
+    from ..render import number_column, words_column
+
+    caption = f"settings: {settings_text(document['settings'])}"
+    if lifetime_table(document) is None:
+        caption += "; over a lifetime every metric's ε is unbounded (no cap, no memoization)"
     table = Table(
         title="privacy account: the most ε one device spends (worst case)",
         title_justify="left",
-        caption=f"settings: {settings_text(document['settings'])}",
+        caption=caption,
         caption_justify="left",
     )
-    for column in ("metric", "type", "ε", "period", "memoized"):
-        table.add_column(column, justify="right" if column == "ε" else "left")
-    for _, heading in WINDOW_COLUMNS:
-        table.add_column(heading, justify="right")
+    words_column(table, "metric")
+    number_column(table, "ε")
+    words_column(table, "period")
+    number_column(table, "memoized", justify="left")
+    for _, heading in SPENT_COLUMNS:
+        number_column(table, HEADINGS.get(heading, heading))
     for row in document["metrics"]:
         table.add_row(
             row["metric"],
-            row["type"],
             eps_text(row["epsilon"]),
             row["period"],
             "yes" if row["memoized"] else "no",
-            *(_figure(row[key]) for key, _ in WINDOW_COLUMNS),
+            *(_figure(row[key]) for key, _ in SPENT_COLUMNS),
         )
     total = document["total"]
     table.add_section()
     table.add_row(
-        "total",
-        "",
-        "",
-        "",
-        "",
-        *(_figure(total[key]) for key, _ in WINDOW_COLUMNS),
-        style="bold",
+        "total", "", "", "", *(_figure(total[key]) for key, _ in SPENT_COLUMNS), style="bold"
     )
+    return table
+
+
+def lifetime_table(document: dict[str, Any]) -> Any | None:
+    """What one device spends over its lifetime, per metric and in total (None when every
+    figure is unbounded: the account's caption says so in words)."""
+    from rich.table import Table
+
+    from ..render import number_column, words_column
+
+    rows = [*document["metrics"], document["total"]]
+    if all(row[key] is None for row in rows for key, _ in LIFETIME_COLUMNS):
+        return None
+    table = Table(title="over a lifetime (worst case)", title_justify="left")
+    words_column(table, "metric")
+    for _, heading in LIFETIME_COLUMNS:
+        number_column(table, HEADINGS.get(heading, heading))
+    for row in document["metrics"]:
+        table.add_row(row["metric"], *(_figure(row[key]) for key, _ in LIFETIME_COLUMNS))
+    table.add_section()
+    total = document["total"]
+    table.add_row("total", *(_figure(total[key]) for key, _ in LIFETIME_COLUMNS), style="bold")
     return table
 
 
@@ -180,10 +219,12 @@ def events_table(document: dict[str, Any]) -> Any | None:
         " aggregate that does not change, memoized",
         caption_justify="left",
     )
-    for column in ("metric", "aggregate", "window", "per window", "a day's events", "unchanged"):
-        table.add_column(
-            column, justify="left" if column in ("metric", "aggregate", "window") else "right"
-        )
+    from ..render import number_column, words_column
+
+    for column in ("metric", "aggregate", "window"):
+        words_column(table, column)
+    for column in ("per\nwindow", "a day's\nevents", "unchanged"):
+        number_column(table, column)
     for row in rows:
         unchanged = row["permanent_epsilon"]
         table.add_row(
@@ -285,6 +326,9 @@ def privacy(
         return
     out = console()
     out.print(account_table(document))
+    lifetime = lifetime_table(document)
+    if lifetime is not None:
+        out.print(lifetime)
     out.print()
     events = events_table(document)
     if events is not None:

@@ -14,7 +14,7 @@ from deniable.estimators import DEFAULT_QUANTILES
 from ..kindrender import render_of
 from ..options import DATE, GlobalOptions, format_option, pass_global_options
 from ..progress import progress_bar
-from ..render import console, percent, print_json
+from ..render import console, number_column, percent, print_json, words_column
 from ..specs import spec_from_served
 
 
@@ -47,8 +47,8 @@ def truth_table(shares: dict[str, float]) -> Any:
     from rich.table import Table
 
     table = Table()
-    table.add_column("category")
-    table.add_column("true share", justify="right")
+    words_column(table, "category")
+    number_column(table, "true share")
     for category, share in shares.items():
         table.add_row(category, percent(share))
     return table
