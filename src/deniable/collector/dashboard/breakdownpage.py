@@ -29,7 +29,7 @@ from . import slicediff, slicetrend
 from .charts import fit_text, share_axis, share_text, svg, value_axis, value_text
 from .data import shown_categories
 from .kindviews import view_of
-from .pages import metric_path, pct
+from .pages import metric_path, pct, pooled_note
 from .templating import render
 
 MAX_FIELDS = 16
@@ -363,6 +363,14 @@ def page(spec: MetricSpec, request: Request, query: dict[str, Any]) -> Markup:
         ),
         rows=breakdown_table(spec, found, shown),
         csv=csv_href(spec, request),
+        pooled=pooled_note(
+            spec.period,
+            found["start"],
+            found["end"],
+            found.get("pooling", query["pooling"]),
+            breakdown_path(spec.name),
+            request.query_params.multi_items(),
+        ),
         compared=slicediff.card(spec, request, found, problem),
         trend=slicetrend.section(request, spec, query, found, shown, slice_name),
     )

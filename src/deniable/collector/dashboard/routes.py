@@ -372,6 +372,14 @@ def plan_inputs(values: dict[str, str]) -> tuple[int, float, float, float]:
     return int(k), float(epsilon), float(margin), float(confidence)
 
 
+@router.get("/help/pooling")
+def pooling_help(request: Request) -> Response:
+    """Why an interval pooled over several periods is about as wide as one period's."""
+    if not signed_in(request):
+        return to_sign_in()
+    return html(pages.pooling_help_page())
+
+
 @router.get("/plan")
 def plan(request: Request) -> Response:
     """The planner: reports needed per mechanism for a margin, the fewest recommended; with
