@@ -234,12 +234,16 @@ def bar_chart(
 
 @dataclass(frozen=True)
 class Point:
-    """One period's estimate (None without reports) and its interval."""
+    """One period's estimate (None without reports) and its interval; ``open_low`` and
+    ``open_high`` say the interval has no bound on that side (drawn to the axis's end with an
+    arrow, in a bare interval chart)."""
 
     period: str
     estimate: float | None
     low: float
     high: float
+    open_low: bool = False
+    open_high: bool = False
 
 
 @dataclass(frozen=True)
@@ -284,6 +288,7 @@ def time_chart(
     x_title: str = "",
     title: str | None = None,
     top: float | None = None,
+    bare: bool = False,
 ) -> Markup:
     """Points over periods with the interval as a translucent band, one colour per line.
 
@@ -295,11 +300,16 @@ def time_chart(
     period, or one between two without) gets its interval as a ``line.errorbar`` with caps.
     ``y_title`` is written above the y axis (or ``title``, a small multiple's name, in its
     place), ``x_title`` under the period labels.
+
+    ``bare`` draws each period's interval alone (``line.interval``, no point, band or trace:
+    for intervals with no estimate inside them, such as a quantile's bucket edges), the lines
+    side by side within a period; a side with no bound runs to the axis's end and ends in an
+    arrow (``path.open``, ``data-open`` low or high) instead of a cap.
     """
     width, height, font = frame.width, frame.height, frame.font
     left, right, top_pad = frame.left, width - frame.right, frame.top
     plot_bottom = height - frame.bottom
-    drawn = [p for line in lines for p in line.points if p.estimate is not None]
+    drawn = [p for line in lines for p in line.points if bare or p.estimate is not None]
     if shares:
         highest = top if top is not None else max([p.high for p in drawn] + [0.0])
         axis_top, ticks = share_axis(highest)
@@ -363,8 +373,72 @@ def time_chart(
         x_title_x=f"{(left + right) / 2:.1f}",
         x_title_y=plot_bottom + 2 * font + 16,
         value_name=value_name,
-        lines=[_line_marks(line, color(n), index, x, y, shares) for n, line in enumerate(lines)],
+        lines=[
+            _bare_marks(line, color(n), (n - (len(lines) - 1) / 2) * 9, x, y, shares)
+            if bare
+            else _line_marks(line, color(n), index, x, y, shares)
+            for n, line in enumerate(lines)
+        ],
     )
+
+
+def _bare_marks(
+    line: Line,
+    stroke: str,
+    offset: float,
+    x: Callable[[str], float],
+    y: Callable[[float], float],
+    shares: bool,
+) -> dict[str, Any]:
+    """One line's intervals alone, each ``offset`` units right of its period: a bar with a cap
+    on each bounded side and an arrow on each open one."""
+    text = share_text if shares else value_text
+    intervals = []
+    for p in line.points:
+        px = x(p.period) + offset
+        top_y, bottom_y = y(p.high), y(p.low)
+        ends = []
+        for side, open_, end_y, sign in (
+            ("high", p.open_high, top_y, -1),
+            ("low", p.open_low, bottom_y, 1),
+        ):
+            if open_:
+                tip = end_y + sign * 2
+                back = tip - sign * 7
+                ends.append(
+                    {
+                        "open": side,
+                        "d": f"M{px - 5:.2f},{back:.2f} L{px:.2f},{tip:.2f} L{px + 5:.2f},{back:.2f} Z",
+                    }
+                )
+            else:
+                ends.append({"open": None, "y": f"{end_y:.2f}"})
+        low = "open" if p.open_low else text(p.low)
+        high = "open" if p.open_high else text(p.high)
+        who = f"{line.name} " if line.name is not None else ""
+        intervals.append(
+            {
+                "period": p.period,
+                "low": p.low,
+                "high": p.high,
+                "x": f"{px:.2f}",
+                "cap_left": f"{px - 5:.2f}",
+                "cap_right": f"{px + 5:.2f}",
+                "y_high": f"{top_y:.2f}",
+                "y_low": f"{bottom_y:.2f}",
+                "ends": ends,
+                "open": " ".join(e["open"] for e in ends if e["open"]),
+                "tip": f"{who}{p.period}: between {low} and {high}",
+            }
+        )
+    return {
+        "named": line.name is not None,
+        "name": line.name,
+        "stroke": stroke,
+        "runs": [],
+        "points": [],
+        "intervals": intervals,
+    }
 
 
 def _line_marks(

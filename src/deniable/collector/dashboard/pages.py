@@ -475,13 +475,29 @@ def metric_page(
     query: dict[str, Any],
     quantiles_over_time: Markup | str = "",
     breakdown: Markup | str = "",
+    empty: Markup | None = None,
 ) -> Markup:
     """A metric's page: pickers, then its estimate, quantiles (and ``quantiles_over_time``,
     markup a template built) and series (or its mean); ``breakdown`` (markup a template
     built: the breakdown selector) after the estimate. A plain string for either is text,
-    escaped like any other."""
+    escaped like any other. ``empty`` (the range holds no report: :mod:`.emptystate`'s card)
+    is shown instead of the estimates, the quantiles and the series."""
     view = view_of(spec)
     numeric = not view.shares
+    if empty is not None:
+        return render(
+            "metric.html",
+            spec=spec,
+            spec_line=_spec_line(spec),
+            about=about_lines(estimate_doc),
+            path=metric_path(spec.name),
+            query=query,
+            methods=METHODS,
+            poolings=POOLINGS,
+            pickers={"method": not numeric and view.methods, "top": view.top_picker(spec)},
+            empty=empty,
+            breakdown=breakdown,
+        )
     return render(
         "metric.html",
         spec=spec,

@@ -29,7 +29,7 @@ from ..numbers import InvalidNumber, NumberRule
 from ..queries.privacy import DEFAULT_MEMOIZE, DEFAULT_RATIO
 from ..queries.ranges import registered_spec
 from ..queries.refusal import QueryRefused, refuse
-from . import breakdownpage, data, numericplan, pages, quantileseries, session
+from . import breakdownpage, data, emptystate, numericplan, pages, quantileseries, session
 from .kindviews import MAX_TOP, view_of
 from .style import CSS, ETAG
 
@@ -257,6 +257,10 @@ def metric(name: str, request: Request) -> Response:
         if view.pages is not None:
             return html(view.pages.metric(request, spec, lambda: page_query(request, spec)))
         spec, query, estimate, series = documents(request, name)
+        if not emptystate.has_reports(series):
+            empty = emptystate.card(spec, estimate["start"], estimate["end"])
+            entry = breakdownpage.entry_card(spec, query)
+            return html(pages.metric_page(spec, estimate, series, [], query, "", entry, empty))
         over_time = ""
         if view.quantiles:
             over_time = quantileseries.section(request, spec, query)
