@@ -497,6 +497,7 @@ def _line_marks(
         "stroke": stroke,
         "runs": drawn_runs,
         "points": points,
+        "intervals": [],
     }
 
 

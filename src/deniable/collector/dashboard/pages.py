@@ -525,6 +525,7 @@ def metric_page(
         series=None if numeric else _series_section(spec, series_doc, shown),
         quantiles_over_time=quantiles_over_time,
         breakdown=breakdown,
+        empty=None,
         estimate_csv=csv_href(spec.name, "estimate", query),
         series_csv=csv_href(spec.name, "series", query),
     )
