@@ -257,7 +257,8 @@ def test_a_numeric_breakdown_page_draws_slice_means(
             params={"by": "platform", "start": TODAY, "end": TODAY},
         ).text
     assert page.status_code == 200, page.text
-    dots = re.findall(r'<circle class="dot" data-estimate="([^"]+)"', page.text)
+    wide = page.text.split('id="slices-chart"', 1)[1].split("</svg>", 1)[0]
+    dots = re.findall(r'<circle class="dot" data-estimate="([^"]+)"', wide)
     assert len(dots) == 2
     rows = list(csv.DictReader(io.StringIO(csv_text)))
     assert [row["by.platform"] for row in rows] == ["ios", "android", "web", "other"]
