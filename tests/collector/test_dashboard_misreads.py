@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,9 +23,11 @@ import pytest
 
 from deniable.client import MetricSpec
 from deniable.collector.dashboard.charts import text_width, value_text
+from deniable.collector.dashboard.emptystate import COLLECTOR_URL
 from deniable.estimators.documents import CLIPPED_MARKS
 from testkit import (
     ADMIN_TOKEN,
+    INGEST_KEY,
     TEST_NOW,
     VIEWER_TOKEN,
     DatabaseFactory,
@@ -35,6 +38,7 @@ from testkit import (
     register,
     unique_name,
 )
+from testkit.cli import run_cli
 
 TODAY = TEST_NOW.date().isoformat()
 YESTERDAY = (TEST_NOW.date() - dt.timedelta(days=1)).isoformat()
@@ -289,6 +293,15 @@ def test_a_metric_without_reports_shows_how_to_send_them_not_zero_estimates(
     assert "DENIABLE_INGEST_KEY" in card.one("p", id="ingest-key-note").text()
     simulate = card.one("pre", id="snippet-simulate").text()
     assert f"simulate --metric {spec.name}" in simulate
+    if spec.events is None:  # the command runs as shown, and the page then has estimates
+        line = simulate.replace("\\\n", " ").replace(COLLECTOR_URL, collector.url)
+        args = shlex.split(line.replace("$DENIABLE_INGEST_KEY", INGEST_KEY))
+        assert args[0] == "deniable"
+        result = run_cli(*args[1:], "--date", TODAY)  # the test collector's clock
+        assert result.exit_code == 0, result.output
+        filled = page(collector, f"/dashboard/metrics/{spec.name}")
+        assert filled.find("section", id="empty-state") == []
+        assert filled.find("svg", id="estimate-chart")
     # nothing drawn as if it were an estimate: no bar, whisker, point, band or small multiple
     assert tree.find("svg", class_="chart") == []
     assert tree.find("table", id="estimate-table") == tree.find("div", id="series-chart") == []
@@ -396,12 +409,12 @@ def test_slices_share_one_chart_and_axis_with_no_colliding_tick_labels(
             x, size = float(text.attrs["x"]), float(text.attrs["font-size"])
             room = text_width(text.text(), size)
             anchor = text.attrs.get("text-anchor", "middle")
-            left = x - room if anchor == "end" else x - room / 2
+            left = {"end": x - room, "start": x}.get(anchor, x - room / 2)
             labels.append((left, left + room))
         assert len(labels) >= 2
         for (_, right), (left, _) in itertools.pairwise(labels):
             assert right < left, labels
-        assert labels[-1][1] <= width
+        assert labels[0][0] >= 0 and labels[-1][1] <= width
         # one bar per slice gets the chart's width, not a third of it
         bars = chart.find("rect", class_="bar")
         assert len(bars) == 3 and all(float(b.attrs["x"]) < 0.05 * width for b in bars)

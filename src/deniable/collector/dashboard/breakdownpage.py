@@ -150,7 +150,7 @@ def axis_labels(
     ticks: Sequence[float], x: Any, text: Any, font: int, width: int
 ) -> list[dict[str, Any]]:
     """The shared axis's ticks, each labelled only where its label clears the one before it
-    by :data:`TICK_GAP` (no "40%50%"), the last one kept inside the chart."""
+    by :data:`TICK_GAP` (no "40%50%"), the first and the last kept inside the chart."""
     out: list[dict[str, Any]] = []
     right_of_last = -math.inf
     for value in ticks:
@@ -159,7 +159,9 @@ def axis_labels(
         half = text_width(label, font) / 2
         anchor = "middle"
         left, right = tx - half, tx + half
-        if right > width:
+        if left < 0:
+            anchor, left, right = "start", tx, tx + 2 * half
+        elif right > width:
             anchor, left, right = "end", tx - 2 * half, tx
         shown = left >= right_of_last + TICK_GAP
         if shown:

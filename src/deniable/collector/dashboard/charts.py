@@ -323,10 +323,12 @@ def time_chart(
     count = max(len(periods), 1)
     index = {label: i for i, label in enumerate(periods)}
 
+    inset = 8 * len(lines) if bare else 0  # side-by-side intervals stay clear of the y axis
+
     def x(label: str) -> float:
         if count == 1:
             return (left + right) / 2
-        return left + (right - left) * index[label] / (count - 1)
+        return left + inset + (right - left - 2 * inset) * index[label] / (count - 1)
 
     def y(value: float) -> float:
         clamped = min(max(value, bottom), axis_top)

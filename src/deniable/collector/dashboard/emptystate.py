@@ -73,8 +73,11 @@ def snippets(spec: MetricSpec, url: str = COLLECTOR_URL) -> dict[str, str]:
         (
             "from deniable.client import Client",
             "",
-            f'with Client("{url}", state_dir="/var/lib/myapp/deniable",',
-            '            ingest_key="...") as client:  # DENIABLE_INGEST_KEY',
+            "with Client(",
+            f'    "{url}",',
+            '    state_dir="/var/lib/myapp/deniable",',
+            '    ingest_key="...",  # DENIABLE_INGEST_KEY',
+            ") as client:",
             f"    {_call(spec, True)}",
         )
     )
@@ -82,14 +85,20 @@ def snippets(spec: MetricSpec, url: str = COLLECTOR_URL) -> dict[str, str]:
         (
             'import { Client } from "deniable";',
             "",
-            f'const client = new Client({{ url: "{url}", ingestKey: "..." }}); // DENIABLE_INGEST_KEY',
+            "const client = new Client({",
+            f'  url: "{url}",',
+            '  ingestKey: "...", // DENIABLE_INGEST_KEY',
+            "});",
             f"{_call(spec, False)};",
             "await client.close();",
         )
     )
-    simulate = (
-        f"deniable --collector {url} simulate --metric {spec.name} --clients 2000"
-        " --ingest-key $DENIABLE_INGEST_KEY"
+    simulate = "\n".join(
+        (
+            f"deniable --collector {url} \\",
+            f"  simulate --metric {spec.name} --clients 2000 \\",
+            "  --ingest-key $DENIABLE_INGEST_KEY",
+        )
     )
     return {"python": python, "js": js, "simulate": simulate}
 
