@@ -56,10 +56,10 @@ class MetricRow:
     change: dict[str, Any] | None = None
     unit: str | None = None
     """The metric's unit, kept beside a mean's margin."""
-    margin_source: str = "worst case"
+    margin_source: str = "planned"
     """Which margin ``margin`` is: "this data's" (half the widest of the current period's
     intervals, as the metric page's table and ``deniable estimate`` give it) or the
-    planner's "worst case" at the current period's reports."""
+    "planned" one at the current period's reports (a text metric's floor)."""
 
 
 def last_periods(spec: MetricSpec, request: Request, count: int) -> list[str]:

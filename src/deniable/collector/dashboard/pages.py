@@ -111,7 +111,10 @@ def _margin_text(row: MetricRow) -> dict[str, str]:
             " the metric page's Over time table and in deniable estimate for that period"
         )
     else:
-        title = "the worst case at the current period's reports, as the Plan page gives it"
+        title = (
+            "planned at the current period's reports, before the data: the metric's page"
+            " gives this run's own floor, a little higher"
+        )
     return {"text": text, "source": row.margin_source, "title": title}
 
 
