@@ -23,7 +23,6 @@ import pytest
 
 from deniable.client import MetricSpec
 from deniable.collector.dashboard.charts import text_width, value_text
-from deniable.collector.dashboard.emptystate import COLLECTOR_URL
 from deniable.estimators.documents import CLIPPED_MARKS
 from testkit import (
     ADMIN_TOKEN,
@@ -43,6 +42,8 @@ from testkit.cli import run_cli
 TODAY = TEST_NOW.date().isoformat()
 YESTERDAY = (TEST_NOW.date() - dt.timedelta(days=1)).isoformat()
 EDGES = (0, 100, 250, 500, 1000, 2000, 5000)
+COLLECTOR_URL = "https://telemetry.example.com"
+"""The placeholder URL the snippets show (never the Host a request named)."""
 VOID = frozenset(
     {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "wbr"}
 )
@@ -419,3 +420,18 @@ def test_slices_share_one_chart_and_axis_with_no_colliding_tick_labels(
         bars = chart.find("rect", class_="bar")
         assert len(bars) == 3 and all(float(b.attrs["x"]) < 0.05 * width for b in bars)
     assert tree.find("figure", class_="slice") == []
+
+
+def test_a_breakdown_without_reports_shows_the_empty_state_not_empty_multiples(
+    collector: RunningCollector, admin: httpx.Client
+) -> None:
+    spec = register(
+        admin,
+        MetricSpec.boolean(
+            unique_name("nobody"), epsilon=1.0, dimensions={"platform": ["ios", "android"]}
+        ),
+    )
+    tree = page(collector, f"/dashboard/metrics/{spec.name}/breakdown", by="platform")
+    card = tree.one("section", id="empty-state")
+    assert f'client.record("{spec.name}", True)' in card.one("pre", id="snippet-python").text()
+    assert tree.find("svg") == [] and tree.find("section", id="slice-trend") == []

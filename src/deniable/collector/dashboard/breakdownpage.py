@@ -27,7 +27,7 @@ from ..context import collector
 from ..queries import estimate as estimates
 from ..queries.query import EstimateQuery
 from ..queries.refusal import QueryRefused, refuse
-from . import slicediff, slicetrend
+from . import data, emptystate, slicediff, slicetrend
 from .charts import fit_text, share_axis, share_text, svg, text_width, value_axis, value_text
 from .data import shown_categories
 from .kindviews import view_of
@@ -392,6 +392,11 @@ def page(spec: MetricSpec, request: Request, query: dict[str, Any]) -> Markup:
     view = view_of(spec)
     kind = view.breakdown_what(spec, shown)
     chart, hidden = multiples(spec, found, shown)
+    empty = None
+    if chart is None:  # every slice suppressed: no reports at all gets the empty state
+        whole = data.estimate(request, spec, found["start"], found["end"])
+        if not whole["n"]:
+            empty = emptystate.card(spec, found["start"], found["end"])
     return render(
         "breakdown.html",
         spec=spec,
@@ -425,6 +430,7 @@ def page(spec: MetricSpec, request: Request, query: dict[str, Any]) -> Markup:
             breakdown_path(spec.name),
             request.query_params.multi_items(),
         ),
-        compared=slicediff.card(spec, request, found, problem),
-        trend=slicetrend.section(request, spec, query, found, shown, slice_name),
+        empty=empty,
+        compared="" if empty else slicediff.card(spec, request, found, problem),
+        trend="" if empty else slicetrend.section(request, spec, query, found, shown, slice_name),
     )

@@ -155,9 +155,11 @@ pre.snippet {
 pre.snippet code { font-size: inherit; }
 .note.pooled { background: #f1f5f9; color: var(--ink); border-color: var(--line); }
 abbr.mark { text-decoration: none; cursor: help; }
-#metrics tbody th { white-space: normal; min-width: 9rem; max-width: 15rem; }
-#metrics td.change.none { white-space: normal; min-width: 6.5rem; }
-#metrics td.margin .sub { white-space: nowrap; }
+#pooling-help p { margin: 0; max-width: 48rem; }
+@media (min-width: 601px) {
+  #metrics tbody th { white-space: normal; min-width: 9rem; max-width: 15rem; }
+  #metrics td.change.none { white-space: normal; min-width: 6.5rem; }
+}
 @media (max-width: 720px) {
   .chart-pair > .wide-chart { display: none; }
   .chart-pair > .narrow-chart { display: block; }
