@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import shlex
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ import httpx
 import numpy as np
 import pytest
 
-from deniable.client import MetricSpec
+from deniable.client import MetricSpec, SeededRandomness
 from deniable.collector.dashboard.charts import text_width, value_text
 from deniable.estimators.documents import CLIPPED_MARKS
 from testkit import (
@@ -435,3 +436,44 @@ def test_a_breakdown_without_reports_shows_the_empty_state_not_empty_multiples(
     card = tree.one("section", id="empty-state")
     assert f'client.record("{spec.name}", True)' in card.one("pre", id="snippet-python").text()
     assert tree.find("svg") == [] and tree.find("section", id="slice-trend") == []
+
+
+def test_text_slices_share_one_axis(
+    collector: RunningCollector, admin: httpx.Client, uploader: httpx.Client
+) -> None:
+    """Each slice's strings on the same x scale, so that slices compare by eye: ios holds
+    "dark" in 60% of its reports, android in 25%."""
+    spec = register(
+        admin,
+        MetricSpec.text(
+            unique_name("search"),
+            max_length=4,
+            epsilon=4,
+            dimensions={"platform": ["ios", "android"]},
+        ),
+    )
+    sketch, rng = spec.text_randomizer, SeededRandomness(11)
+    for platform, share in (("ios", 0.6), ("android", 0.25)):
+        reports = [
+            {
+                "id": str(uuid.uuid4()),
+                "metric": spec.name,
+                "fingerprint": spec.fingerprint,
+                "period": TODAY,
+                "payload": sketch.randomize(
+                    sketch.encode("dark" if i < 2000 * share else f"{i:04d}"),
+                    1 + i % sketch.levels,
+                    rng,
+                ),
+            }
+            for i in range(2000)
+        ]
+        post(uploader, reports, {"platform": platform})
+    tree = page(collector, f"/dashboard/metrics/{spec.name}/breakdown", by="platform", end=TODAY)
+    for suffix in ("", "-narrow"):
+        axes = []
+        for i in (1, 2):
+            chart = tree.one("svg", id=f"text-slice-{i}{suffix}")
+            assert chart.find("rect", class_="bar"), "each slice found its common string"
+            axes.append([tick.text() for tick in chart.find("text", class_="tick")])
+        assert axes[0] == axes[1], axes

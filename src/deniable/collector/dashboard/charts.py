@@ -158,9 +158,12 @@ def bar_chart(
     narrow: bool = False,
     axis_title: str = "share of reports",
     threshold: tuple[str, float] | None = None,
+    highest: float | None = None,
 ) -> Markup:
     """Horizontal bars, one per category, each with its interval as a dark whisker with caps;
     ``threshold`` (its name and share) is drawn as a dashed vertical line across them.
+    ``highest`` sets the axis (the same for charts that must compare, such as slices), else
+    it covers this chart's own intervals.
 
     Wide, category labels sit left of the bars; narrow (a phone), each label sits on its own
     line above its bar. A label too long for its room ends in an ellipsis, the full text in its
@@ -172,7 +175,8 @@ def bar_chart(
     label_room = width - 8 if narrow else 196
     x0, x1 = (14, width - 22) if narrow else (label_room + 12, width - 24)
     marked = [threshold] if threshold is not None and threshold[1] < 1 else []
-    top, ticks = share_axis(max([b.high for b in bars] + [m[1] for m in marked] + [0.0]))
+    own = max([b.high for b in bars] + [m[1] for m in marked] + [0.0])
+    top, ticks = share_axis(own if highest is None else max(highest, own))
     bottom = top_pad + row * len(bars)
     height = bottom + 26 + font + 10
 
