@@ -247,6 +247,9 @@ def test_a_pooled_interval_says_why_it_is_wide_and_links_each_day_alone(
         assert query["start"] == query["end"] == [TODAY]
         if path.endswith("breakdown"):
             assert query["by"] == ["platform"]
+            compared = page(collector, path, **week, by="platform", first="ios", second="android")
+            meta = compared.one("p", id="comparison-meta")
+            assert meta.one("a", class_="why").attrs["href"] == why
         alone = page(collector, one.path, **{k: v[0] for k, v in query.items()})
         assert alone.find("p", id="pooled-note") == [], "one day is pooled over nothing"
 

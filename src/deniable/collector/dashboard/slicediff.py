@@ -23,6 +23,7 @@ from deniable.client.spec import OTHER, MetricSpec
 from ..queries.refusal import refuse
 from .charts import GRID, INK, WARN, fit_text, nice_step, svg, text_width, value_text
 from .kindviews import view_of
+from .pages import POOLING_HELP
 from .templating import render
 
 FIELDS = ("first", "second")
@@ -200,6 +201,8 @@ def card(
         level = f"{compared['confidence'] * 100:g}%"
         caption = f"{spec.name}: {first} minus {second} with {level} intervals"
         shown = {
+            "pooled": document["start"] != document["end"],
+            "help": POOLING_HELP,
             "first": first,
             "second": second,
             "level": level,
