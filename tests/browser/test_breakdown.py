@@ -191,7 +191,7 @@ def test_the_breakdown_page_draws_bars_per_slice_and_no_number_for_a_suppressed_
     Select(picker.find_element(By.CSS_SELECTOR, 'select[name="by"]')).select_by_value("platform")
     submit_form(driver, picker)
     assert "/breakdown" in driver.current_url
-    figures = driver.find_elements(By.CSS_SELECTOR, "#breakdown-multiples figure.slice")
+    figures = driver.find_elements(By.CSS_SELECTOR, "#breakdown-multiples svg#slices-chart g.slice")
     assert [f.get_attribute("data-slice") for f in figures] == ["ios", "android"]
     for figure in figures:
         platform = figure.get_attribute("data-slice")
@@ -201,7 +201,7 @@ def test_the_breakdown_page_draws_bars_per_slice_and_no_number_for_a_suppressed_
         low, high = (float(whisker.get_attribute(f"data-{end}")) for end in ("low", "high"))
         assert low <= fleet.truth[platform] <= high, (platform, low, high)
         reports = DARK[platform][0] + EARLIER[platform][0]
-        assert f"n = {reports:,} reports" in figure.text
+        assert f"n = {reports:,} reports" in figure.get_attribute("textContent")
     note = driver.find_element(By.CSS_SELECTOR, "#suppressed-slices")
     assert note.text == "Suppressed, fewer than 100 reports: web, other."
     assert digits_besides_the_minimum(note.text) == []

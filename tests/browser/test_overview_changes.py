@@ -88,7 +88,7 @@ def test_only_the_detectable_change_is_marked_and_every_sparkline_draws_its_band
     assert true_row["verdict"] == "higher"
     assert true_row["ci_low"] <= DARK[1] - DARK[0] <= true_row["ci_high"], true_row
     assert cells["shift_dark"].get_attribute("data-verdict") == "higher"
-    assert cells["shift_dark"].text == f"▲ {true_row['difference'] * 100:+.1f} pts"
+    assert cells["shift_dark"].text == f"↑ {true_row['difference'] * 100:+.1f} pts"
     color_rows = comparison(overview_url, "steady_color")["slices"][0]["rows"]
     assert all(row["verdict"] == "no detectable change at 95%" for row in color_rows), color_rows
     steady = cells["steady_color"]

@@ -154,8 +154,9 @@ def test_the_dashboard_breakdown_shows_slice_bars_and_never_a_suppressed_number(
             params={"by": "platform", "start": TODAY, "end": TODAY},
         )
         assert page.status_code == 200, page.text
+        chart = page.text.split('id="slices-chart"', 1)[1].split("</svg>", 1)[0]
         figures = re.findall(
-            r'<figure class="slice" data-slice="([^"]+)">(.*?)</figure>', page.text, flags=re.S
+            r'<g class="slice" data-slice="([^"]+)">(.*?)<line class="rule"', chart, flags=re.S
         )
         assert [name for name, _ in figures] == ["ios", "android"]
         for name, inner in figures:
@@ -256,7 +257,8 @@ def test_a_numeric_breakdown_page_draws_slice_means(
             params={"by": "platform", "start": TODAY, "end": TODAY},
         ).text
     assert page.status_code == 200, page.text
-    dots = re.findall(r'<circle class="dot" data-estimate="([^"]+)"', page.text)
+    wide = page.text.split('id="slices-chart"', 1)[1].split("</svg>", 1)[0]
+    dots = re.findall(r'<circle class="dot" data-estimate="([^"]+)"', wide)
     assert len(dots) == 2
     rows = list(csv.DictReader(io.StringIO(csv_text)))
     assert [row["by.platform"] for row in rows] == ["ios", "android", "web", "other"]

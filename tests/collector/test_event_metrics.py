@@ -277,7 +277,7 @@ def test_the_dashboard_says_devices_for_one_window_and_reports_for_more(seeded: 
             params={"start": day, "end": day, "by": "platform"},
         )
         assert sliced.status_code == 200, sliced.text
-        assert " devices</figcaption>" in sliced.text and "reports</figcaption>" not in sliced.text
+        assert " devices</title>" in sliced.text and " reports</title>" not in sliced.text
         overview = browser.get("/dashboard/")
         assert overview.status_code == 200
         assert f"{ACTIVE:,} devices" in overview.text

@@ -1,6 +1,6 @@
 """A metric's breakdown page (``/dashboard/metrics/{name}/breakdown?by=platform``): its
-estimate per slice of its public dimensions as small multiples, one small chart per slice
-with each interval as a whisker, a table and the CSV.
+estimate per slice of its public dimensions in one chart on one shared axis, each interval as
+a whisker, a table and the CSV.
 
 The numbers are the estimate route's own (``GET /v1/metrics/{name}/estimate?by=...``, read
 through its query function as every page does): every interval shown holds at once over every slice
@@ -11,7 +11,9 @@ same way (422 naming ``DENIABLE_MAX_ESTIMATE_CELLS``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
 
@@ -25,11 +27,11 @@ from ..context import collector
 from ..queries import estimate as estimates
 from ..queries.query import EstimateQuery
 from ..queries.refusal import QueryRefused, refuse
-from . import slicediff, slicetrend
-from .charts import fit_text, share_axis, share_text, svg, value_axis, value_text
+from . import data, emptystate, slicediff, slicetrend
+from .charts import fit_text, share_axis, share_text, svg, text_width, value_axis, value_text
 from .data import shown_categories
 from .kindviews import view_of
-from .pages import metric_path, pct
+from .pages import metric_path, pct, pooled_note
 from .templating import render
 
 MAX_FIELDS = 16
@@ -125,86 +127,137 @@ def entry_card(spec: MetricSpec, query: dict[str, Any]) -> Markup:
     )
 
 
-ROW = 26
-"""A slice chart's row height (SVG units)."""
-WIDTH = 300
-"""A slice chart's width: one cell of the small-multiples grid (at least 17rem wide)."""
-FONT = 13
-LABEL_ROOM = 96
-"""Room for a category's label, left of its bar."""
+@dataclass(frozen=True)
+class SliceFrame:
+    """The per-slice chart's box: width, font, room for a category's label, row heights."""
+
+    width: int
+    font: int
+    label_room: int
+    row: int
+    head: int
 
 
-def slice_chart(
-    rows: Sequence[tuple[str, float | None, float, float]],
+SLICES_WIDE = SliceFrame(640, 12, 150, 24, 20)
+"""The per-slice chart for a container wider than the phone breakpoint."""
+SLICES_NARROW = SliceFrame(340, 13, 96, 26, 22)
+"""The per-slice chart for a phone."""
+TICK_GAP = 8
+"""The least room between two tick labels of the shared axis (SVG units)."""
+
+
+def axis_labels(
+    ticks: Sequence[float], x: Any, text: Any, font: int, width: int
+) -> list[dict[str, Any]]:
+    """The shared axis's ticks, each labelled only where its label clears the one before it
+    by :data:`TICK_GAP` (no "40%50%"), the first and the last kept inside the chart."""
+    out: list[dict[str, Any]] = []
+    right_of_last = -math.inf
+    for value in ticks:
+        tx = x(value)
+        label = text(value)
+        half = text_width(label, font) / 2
+        anchor = "middle"
+        left, right = tx - half, tx + half
+        if left < 0:
+            anchor, left, right = "start", tx, tx + 2 * half
+        elif right > width:
+            anchor, left, right = "end", tx - 2 * half, tx
+        shown = left >= right_of_last + TICK_GAP
+        if shown:
+            right_of_last = right
+        out.append({"x": f"{tx:.1f}", "text": label if shown else None, "anchor": anchor})
+    return out
+
+
+def slices_chart(
+    groups: Sequence[dict[str, Any]],
     *,
     svg_id: str,
     caption: str,
-    title: str,
     shares: bool,
     axis: tuple[float, float, list[float]],
+    frame: SliceFrame,
 ) -> Markup:
-    """One slice's small chart: a row per category (label, bar to the estimate, whisker with
-    caps over the interval) or, for a mean, a dot and whisker on the value axis; ``axis``
-    (bottom, top, ticks) is shared by every slice so that they compare at a glance."""
+    """Every shown slice in one chart on one shared axis: per slice (``g.slice``) a line with
+    its name and n, then a row per category (label, bar to the estimate, whisker with caps
+    over the interval) or, for a mean, a dot and whisker; the tick labels once, at the bottom,
+    thinned so that none collide. A slice of one row draws no category label (the slice's line
+    names it), so its bar gets the width."""
     bottom, top, ticks = axis
-    x0, x1 = LABEL_ROOM + 8, WIDTH - 16
-    top_pad = FONT + 10
-    plot_bottom = top_pad + ROW * len(rows)
-    height = plot_bottom + FONT + 12
+    font = frame.font
+    single = all(len(group["rows"]) <= 1 for group in groups)
+    x0 = 8 if single else frame.label_room + 8
+    x1 = frame.width - 18
+    text = share_text if shares else value_text
 
     def x(value: float) -> float:
         return x0 + (x1 - x0) * (min(max(value, bottom), top) - bottom) / (top - bottom)
 
-    tick = share_text if shares else value_text
-    every = max(1, (len(ticks) + 3) // 4)
-    last = len(ticks) - 1
-    drawn_ticks = [
-        {
-            "x": f"{x(value):.1f}",
-            "text": tick(value) if i % every == 0 or i == last else None,
-            "anchor": "end" if i == last else "middle",
-        }
-        for i, value in enumerate(ticks)
-    ]
-    drawn_rows = []
-    for i, (category, estimate, low, high) in enumerate(rows):
-        y = top_pad + i * ROW
-        mid = y + ROW / 2
-        shown = "no reports" if estimate is None else tick(estimate)
-        drawn_rows.append(
+    y = 4.0
+    drawn = []
+    for group in groups:
+        head_y = y + font
+        rows = []
+        y += frame.head
+        for category, estimate, low, high in group["rows"]:
+            mid = y + frame.row / 2
+            shown = "no reports" if estimate is None else text(estimate)
+            rows.append(
+                {
+                    "category": category,
+                    "label": None if single else fit_text(category, font, frame.label_room),
+                    "tip": f"{group['name']}, {category}: {shown}, interval {text(low)} to"
+                    f" {text(high)}",
+                    "label_y": f"{mid + font / 3:.1f}",
+                    "y": f"{mid - (frame.row - 10) / 2:.1f}",
+                    "mid": mid,
+                    "estimate": estimate,
+                    "low": low,
+                    "high": high,
+                    "bar_width": (
+                        f"{max(x(estimate) - x0, 0.0):.2f}"
+                        if shares and estimate is not None
+                        else None
+                    ),
+                    "x_low": f"{x(low):.2f}",
+                    "x_high": f"{x(high):.2f}",
+                    "x_estimate": "" if estimate is None else f"{x(estimate):.2f}",
+                }
+            )
+            y += frame.row
+        heading = f"{group['name']} · n = {group['n']}"
+        drawn.append(
             {
-                "category": category,
-                "label": fit_text(category, FONT, LABEL_ROOM),
-                "tip": f"{title}, {category}: {shown}, interval {tick(low)} to {tick(high)}",
-                "label_y": f"{mid + FONT / 3:.1f}",
-                "y": y,
-                "mid": mid,
-                "estimate": estimate,
-                "low": low,
-                "high": high,
-                "bar_width": (
-                    f"{max(x(estimate) - x0, 0.0):.2f}" if shares and estimate is not None else None
-                ),
-                "x_low": f"{x(low):.2f}",
-                "x_high": f"{x(high):.2f}",
-                "x_estimate": "" if estimate is None else f"{x(estimate):.2f}",
+                "name": group["name"],
+                "heading": fit_text(heading, font, frame.width),
+                "full": heading,
+                "head_y": f"{head_y:.1f}",
+                "rows": rows,
+                "rule_y": f"{y + 3:.1f}",
             }
         )
+        y += 6
+    plot_bottom = y
+    height = plot_bottom + 2 * font + 16
     return svg(
-        "charts/slice.svg",
+        "charts/slices.svg",
         svg_id=svg_id,
+        kind="wide-chart" if frame is SLICES_WIDE else "narrow-chart",
         caption=caption,
-        title=title,
-        shown_title=fit_text(title, FONT, WIDTH),
-        width=WIDTH,
-        height=height,
-        font=FONT,
-        top_pad=top_pad,
-        plot_bottom=plot_bottom,
+        width=frame.width,
+        height=f"{height:.0f}",
+        font=font,
+        top_pad=4,
+        plot_bottom=f"{plot_bottom:.1f}",
+        tick_y=f"{plot_bottom + font + 4:.1f}",
+        axis_title="share of reports" if shares else "mean",
+        axis_x=f"{(x0 + x1) / 2:.1f}",
+        axis_y=f"{plot_bottom + 2 * font + 12:.1f}",
         x0=x0,
-        bar_height=ROW - 10,
-        ticks=drawn_ticks,
-        rows=drawn_rows,
+        bar_height=frame.row - 10,
+        ticks=axis_labels(ticks, x, text, font, frame.width),
+        groups=drawn,
     )
 
 
@@ -244,9 +297,9 @@ def _categories(spec: MetricSpec, document: dict[str, Any], top: int) -> list[st
 
 def multiples(
     spec: MetricSpec, document: dict[str, Any], shown: Sequence[str]
-) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
-    """The grid's figures, one per shown slice (its name, chart and n), and the suppressed
-    slices with their notes (no number of theirs)."""
+) -> tuple[dict[str, Markup] | None, list[tuple[str, str]]]:
+    """The per-slice chart (wide and for a phone: every shown slice on one shared axis), None
+    when no slice is shown, and the suppressed slices with their notes (no number of theirs)."""
     where = document["where"]
     drawn = [_rows(spec, row["estimate"], shown) for row in document["slices"] if row["estimate"]]
     points = [point for rows in drawn for point in rows]
@@ -258,25 +311,26 @@ def multiples(
         axis = value_axis(
             min([p[2] for p in points] or [0.0]), max([p[3] for p in points] or [1.0])
         )
-    figures, hidden = [], []
-    for i, row in enumerate(document["slices"]):
+    groups, hidden = [], []
+    for row in document["slices"]:
         name = slice_name(row["values"], where)
         if row["estimate"] is None:
             hidden.append((name, row["note"] or "suppressed"))
             continue
         estimate = row["estimate"]
-        caption = f"{spec.name}, {name}: estimate with its simultaneous interval"
-        chart = slice_chart(
-            _rows(spec, estimate, shown),
-            svg_id=f"slice-chart-{i + 1}",
-            caption=caption,
-            title=name,
-            shares=shares,
-            axis=axis,
-        )
         n = counted_n(estimate) if "counted" in estimate else f"{estimate['n']:,} reports"
-        figures.append({"name": name, "chart": chart, "n": n})
-    return figures, hidden
+        groups.append({"name": name, "n": n, "rows": _rows(spec, estimate, shown)})
+    if not groups:
+        return None, hidden
+    caption = f"{spec.name} per slice: estimates with their simultaneous intervals, one axis"
+    options: dict[str, Any] = {"caption": caption, "shares": shares, "axis": axis}
+    chart = {
+        "wide": slices_chart(groups, svg_id="slices-chart", frame=SLICES_WIDE, **options),
+        "narrow": slices_chart(
+            groups, svg_id="slices-chart-narrow", frame=SLICES_NARROW, **options
+        ),
+    }
+    return chart, hidden
 
 
 def suppressed_note(hidden: Sequence[tuple[str, str]]) -> list[tuple[str, list[str]]]:
@@ -337,7 +391,12 @@ def page(spec: MetricSpec, request: Request, query: dict[str, Any]) -> Markup:
     what = f"by {split}" + (f" where {filtered}" if filtered else "")
     view = view_of(spec)
     kind = view.breakdown_what(spec, shown)
-    figures, hidden = multiples(spec, found, shown)
+    chart, hidden = multiples(spec, found, shown)
+    empty = None
+    if chart is None:  # every slice suppressed: no reports at all gets the empty state
+        whole = data.estimate(request, spec, found["start"], found["end"])
+        if not whole["n"]:
+            empty = emptystate.card(spec, found["start"], found["end"])
     return render(
         "breakdown.html",
         spec=spec,
@@ -350,7 +409,7 @@ def page(spec: MetricSpec, request: Request, query: dict[str, Any]) -> Markup:
         level=level,
         each=each,
         min_reports=f"{found['min_slice_reports']:,}",
-        figures=figures,
+        chart=chart,
         hidden=suppressed_note(hidden),
         shares=view.shares,
         headers=(
@@ -363,6 +422,15 @@ def page(spec: MetricSpec, request: Request, query: dict[str, Any]) -> Markup:
         ),
         rows=breakdown_table(spec, found, shown),
         csv=csv_href(spec, request),
-        compared=slicediff.card(spec, request, found, problem),
-        trend=slicetrend.section(request, spec, query, found, shown, slice_name),
+        pooled=pooled_note(
+            spec.period,
+            found["start"],
+            found["end"],
+            found.get("pooling", query["pooling"]),
+            breakdown_path(spec.name),
+            request.query_params.multi_items(),
+        ),
+        empty=empty,
+        compared="" if empty else slicediff.card(spec, request, found, problem),
+        trend="" if empty else slicetrend.section(request, spec, query, found, shown, slice_name),
     )

@@ -158,9 +158,12 @@ def bar_chart(
     narrow: bool = False,
     axis_title: str = "share of reports",
     threshold: tuple[str, float] | None = None,
+    highest: float | None = None,
 ) -> Markup:
     """Horizontal bars, one per category, each with its interval as a dark whisker with caps;
     ``threshold`` (its name and share) is drawn as a dashed vertical line across them.
+    ``highest`` sets the axis (the same for charts that must compare, such as slices), else
+    it covers this chart's own intervals.
 
     Wide, category labels sit left of the bars; narrow (a phone), each label sits on its own
     line above its bar. A label too long for its room ends in an ellipsis, the full text in its
@@ -172,7 +175,8 @@ def bar_chart(
     label_room = width - 8 if narrow else 196
     x0, x1 = (14, width - 22) if narrow else (label_room + 12, width - 24)
     marked = [threshold] if threshold is not None and threshold[1] < 1 else []
-    top, ticks = share_axis(max([b.high for b in bars] + [m[1] for m in marked] + [0.0]))
+    own = max([b.high for b in bars] + [m[1] for m in marked] + [0.0])
+    top, ticks = share_axis(own if highest is None else max(highest, own))
     bottom = top_pad + row * len(bars)
     height = bottom + 26 + font + 10
 
@@ -234,12 +238,16 @@ def bar_chart(
 
 @dataclass(frozen=True)
 class Point:
-    """One period's estimate (None without reports) and its interval."""
+    """One period's estimate (None without reports) and its interval; ``open_low`` and
+    ``open_high`` say the interval has no bound on that side (drawn to the axis's end with an
+    arrow, in a bare interval chart)."""
 
     period: str
     estimate: float | None
     low: float
     high: float
+    open_low: bool = False
+    open_high: bool = False
 
 
 @dataclass(frozen=True)
@@ -284,6 +292,7 @@ def time_chart(
     x_title: str = "",
     title: str | None = None,
     top: float | None = None,
+    bare: bool = False,
 ) -> Markup:
     """Points over periods with the interval as a translucent band, one colour per line.
 
@@ -295,11 +304,16 @@ def time_chart(
     period, or one between two without) gets its interval as a ``line.errorbar`` with caps.
     ``y_title`` is written above the y axis (or ``title``, a small multiple's name, in its
     place), ``x_title`` under the period labels.
+
+    ``bare`` draws each period's interval alone (``line.interval``, no point, band or trace:
+    for intervals with no estimate inside them, such as a quantile's bucket edges), the lines
+    side by side within a period; a side with no bound runs to the axis's end and ends in an
+    arrow (``path.open``, ``data-open`` low or high) instead of a cap.
     """
     width, height, font = frame.width, frame.height, frame.font
     left, right, top_pad = frame.left, width - frame.right, frame.top
     plot_bottom = height - frame.bottom
-    drawn = [p for line in lines for p in line.points if p.estimate is not None]
+    drawn = [p for line in lines for p in line.points if bare or p.estimate is not None]
     if shares:
         highest = top if top is not None else max([p.high for p in drawn] + [0.0])
         axis_top, ticks = share_axis(highest)
@@ -313,10 +327,12 @@ def time_chart(
     count = max(len(periods), 1)
     index = {label: i for i, label in enumerate(periods)}
 
+    inset = 8 * len(lines) if bare else 0  # side-by-side intervals stay clear of the y axis
+
     def x(label: str) -> float:
         if count == 1:
             return (left + right) / 2
-        return left + (right - left) * index[label] / (count - 1)
+        return left + inset + (right - left - 2 * inset) * index[label] / (count - 1)
 
     def y(value: float) -> float:
         clamped = min(max(value, bottom), axis_top)
@@ -363,8 +379,72 @@ def time_chart(
         x_title_x=f"{(left + right) / 2:.1f}",
         x_title_y=plot_bottom + 2 * font + 16,
         value_name=value_name,
-        lines=[_line_marks(line, color(n), index, x, y, shares) for n, line in enumerate(lines)],
+        lines=[
+            _bare_marks(line, color(n), (n - (len(lines) - 1) / 2) * 9, x, y, shares)
+            if bare
+            else _line_marks(line, color(n), index, x, y, shares)
+            for n, line in enumerate(lines)
+        ],
     )
+
+
+def _bare_marks(
+    line: Line,
+    stroke: str,
+    offset: float,
+    x: Callable[[str], float],
+    y: Callable[[float], float],
+    shares: bool,
+) -> dict[str, Any]:
+    """One line's intervals alone, each ``offset`` units right of its period: a bar with a cap
+    on each bounded side and an arrow on each open one."""
+    text = share_text if shares else value_text
+    intervals = []
+    for p in line.points:
+        px = x(p.period) + offset
+        top_y, bottom_y = y(p.high), y(p.low)
+        ends = []
+        for side, open_, end_y, sign in (
+            ("high", p.open_high, top_y, -1),
+            ("low", p.open_low, bottom_y, 1),
+        ):
+            if open_:
+                tip = end_y + sign * 2
+                back = tip - sign * 7
+                ends.append(
+                    {
+                        "open": side,
+                        "d": f"M{px - 5:.2f},{back:.2f} L{px:.2f},{tip:.2f} L{px + 5:.2f},{back:.2f} Z",
+                    }
+                )
+            else:
+                ends.append({"open": None, "y": f"{end_y:.2f}"})
+        low = "open" if p.open_low else text(p.low)
+        high = "open" if p.open_high else text(p.high)
+        who = f"{line.name} " if line.name is not None else ""
+        intervals.append(
+            {
+                "period": p.period,
+                "low": p.low,
+                "high": p.high,
+                "x": f"{px:.2f}",
+                "cap_left": f"{px - 5:.2f}",
+                "cap_right": f"{px + 5:.2f}",
+                "y_high": f"{top_y:.2f}",
+                "y_low": f"{bottom_y:.2f}",
+                "ends": ends,
+                "open": " ".join(e["open"] for e in ends if e["open"]),
+                "tip": f"{who}{p.period}: between {low} and {high}",
+            }
+        )
+    return {
+        "named": line.name is not None,
+        "name": line.name,
+        "stroke": stroke,
+        "runs": [],
+        "points": [],
+        "intervals": intervals,
+    }
 
 
 def _line_marks(
@@ -423,6 +503,7 @@ def _line_marks(
         "stroke": stroke,
         "runs": drawn_runs,
         "points": points,
+        "intervals": [],
     }
 
 

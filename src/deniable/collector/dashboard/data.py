@@ -54,6 +54,12 @@ class MetricRow:
     margin: float | None
     band: list[tuple[float, float] | None] = dataclasses.field(default_factory=list)
     change: dict[str, Any] | None = None
+    unit: str | None = None
+    """The metric's unit, kept beside a mean's margin."""
+    margin_source: str = "planned"
+    """Which margin ``margin`` is: "this data's" (half the widest of the current period's
+    intervals, as the metric page's table and ``deniable estimate`` give it) or the
+    "planned" one at the current period's reports (a text metric's floor)."""
 
 
 def last_periods(spec: MetricSpec, request: Request, count: int) -> list[str]:
@@ -161,6 +167,25 @@ def margin_now(spec: MetricSpec, n: int) -> float | None:
         return None
 
 
+def data_margin(document: dict[str, Any]) -> float | None:
+    """This data's margin in the current period of a series ``document``: half the widest
+    interval of its categories (the simultaneous margin) or of its mean, the figure the metric
+    page's table and ``deniable estimate`` show for that period; None without reports."""
+    points = document["series"]
+    if not points or not points[-1]["n"]:
+        return None
+    last = points[-1]
+    if "mean" in last:
+        low, high = last["mean"]["ci_low"], last["mean"]["ci_high"]
+        return None if low is None or high is None else (high - low) / 2
+    widths = [
+        (r["ci_high"] - r["ci_low"]) / 2
+        for r in last["estimates"]
+        if r["ci_low"] is not None and r["ci_high"] is not None
+    ]
+    return max(widths) if widths else None
+
+
 def periods_within(spec: MetricSpec, request: Request, wanted: int, least: int = 1) -> int:
     """``wanted`` periods, or fewer (not below ``least``) so that a series of ``spec`` stays
     within the collector's cells limit (``max_series_cells``)."""
@@ -234,7 +259,9 @@ def overview(request: Request) -> OverviewPage:
                 previous=previous,
                 trend=trend_of(document, leading),
                 leading=leading,
-                margin=margin_now(spec, current),
+                margin=data_margin(document),
+                unit=document.get("unit"),
+                margin_source="this data's",
                 band=band_of(document, leading),
                 change=change_now(request, spec, labels[-1], leading),
             )

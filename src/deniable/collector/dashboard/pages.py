@@ -97,16 +97,34 @@ def error_page(status: int, detail: str) -> Markup:
     return render("error.html", status=status, detail=detail)
 
 
-def _margin_text(row: MetricRow) -> str:
-    """The overview's margin cell: ± points for shares, ± value units for a mean, a text
-    metric's detection floor."""
+def _margin_text(row: MetricRow) -> dict[str, str]:
+    """The overview's margin cell: ± points for shares, ± value units (and the unit) for a
+    mean, a text metric's detection floor; and which figure it is, said in the cell."""
     if row.margin is None:
-        return "—"
-    return view_of(row.spec).margin_text(row.margin)
+        return {"text": "—", "source": "", "title": "no reports in the current period"}
+    text = view_of(row.spec).margin_text(row.margin)
+    if row.unit and not view_of(row.spec).shares:
+        text += f" {row.unit}"
+    if row.margin_source == "this data's":
+        title = (
+            "this data's margin: half the widest 95% interval of the current period, as on"
+            " the metric page's Over time table and in deniable estimate for that period"
+        )
+    else:
+        title = (
+            "planned at the current period's reports, before the data: the metric's page"
+            " gives this run's own floor, a little higher"
+        )
+    return {"text": text, "source": row.margin_source, "title": title}
+
+
+CHANGE_MARKS = ("↓", "↑")
+"""The overview's marks of a detectable drop and rise: arrows, never the ▼/▲ that mark an
+estimate clipped at 0 or 100% in a metric's tables (``clipped_marks``)."""
 
 
 def change_cell(row: MetricRow) -> dict[str, Any] | None:
-    """The overview's change cell: ▲/▼ and the difference only when the period comparison
+    """The overview's change cell: ↑/↓ and the difference only when the period comparison
     (current period minus the one before) says ``higher`` or ``lower`` (``detectable``);
     otherwise its verdict, in muted text, with no number to read a trend into. None: no
     comparison (an em dash)."""
@@ -123,7 +141,7 @@ def change_cell(row: MetricRow) -> dict[str, Any] | None:
     return {
         "detectable": verdict in ("higher", "lower"),
         "verdict": verdict,
-        "mark": "▲" if verdict == "higher" else "▼",
+        "mark": CHANGE_MARKS[verdict == "higher"],
         "amount": amount(change["difference"]),
         "title": (
             f"{what}, current period minus the one before: {amount(change['difference'])},"
@@ -166,7 +184,7 @@ def overview_page(page: OverviewPage, periods: int) -> Markup:
         "Last period",
         f"Trend ({periods} periods)",
         "Change",
-        "Margin now",
+        "Margin now (95%)",
     )
     return render(
         "overview.html",
@@ -188,6 +206,39 @@ def _window_n(spec: MetricSpec, n: int) -> str:
 def clipped_count(rows: Iterable[dict[str, Any]]) -> int:
     """How many rows carry a clipped mark (the template's ``clipped_note`` explains them)."""
     return sum(1 for row in rows if row.get("clipped"))
+
+
+POOLING_HELP = "/dashboard/help/pooling"
+"""The dashboard's page on why a pooled interval is no narrower than its best period's."""
+
+
+def pooled_note(
+    period: str, start: str, end: str, pooling: str, path: str, params: Iterable[tuple[str, str]]
+) -> dict[str, str] | None:
+    """The sentence beside an interval pooled over ``start``..``end`` (None for one period):
+    why it is no narrower than its best period's, the link to :data:`POOLING_HELP`, and the
+    same page for ``end`` alone (``path`` with ``params``, start and end replaced)."""
+    if not start or not end or start == end:
+        return None
+    kept = [(k, v) for k, v in params if k not in ("start", "end") and v]
+    if pooling == "independent":
+        text = (
+            f"Pooled over {start} to {end} as independent: right only if different devices"
+            f" report each {period}; if the same devices report every {period}, this interval"
+            " is too narrow."
+        )
+    else:
+        text = (
+            f"Pooled over {start} to {end} (overlap-safe): when the same devices report every"
+            f" {period}, the whole range is no more precise than its best {period}, so this"
+            f" interval is about as wide as one {period}'s."
+        )
+    return {
+        "text": text,
+        "help": POOLING_HELP,
+        "one": f"{path}?{urlencode([*kept, ('start', end), ('end', end)])}",
+        "one_text": f"{end} alone",
+    }
 
 
 def csv_href(name: str, kind: str, query: dict[str, Any]) -> str:
@@ -427,13 +478,29 @@ def metric_page(
     query: dict[str, Any],
     quantiles_over_time: Markup | str = "",
     breakdown: Markup | str = "",
+    empty: Markup | None = None,
 ) -> Markup:
     """A metric's page: pickers, then its estimate, quantiles (and ``quantiles_over_time``,
     markup a template built) and series (or its mean); ``breakdown`` (markup a template
     built: the breakdown selector) after the estimate. A plain string for either is text,
-    escaped like any other."""
+    escaped like any other. ``empty`` (the range holds no report: :mod:`.emptystate`'s card)
+    is shown instead of the estimates, the quantiles and the series."""
     view = view_of(spec)
     numeric = not view.shares
+    if empty is not None:
+        return render(
+            "metric.html",
+            spec=spec,
+            spec_line=_spec_line(spec),
+            about=about_lines(estimate_doc),
+            path=metric_path(spec.name),
+            query=query,
+            methods=METHODS,
+            poolings=POOLINGS,
+            pickers={"method": not numeric and view.methods, "top": view.top_picker(spec)},
+            empty=empty,
+            breakdown=breakdown,
+        )
     return render(
         "metric.html",
         spec=spec,
@@ -447,15 +514,29 @@ def metric_page(
             "method": not numeric and view.methods,
             "top": view.top_picker(spec),
         },
+        pooled=pooled_note(
+            spec.period,
+            estimate_doc["start"],
+            estimate_doc["end"],
+            estimate_doc.get("pooling", query.get("pooling", "")),
+            metric_path(spec.name),
+            [(key, str(value)) for key, value in query.items()],
+        ),
         mean=_mean_sections(spec, estimate_doc, series_doc) if numeric else None,
         estimate=None if numeric else _estimate_section(spec, estimate_doc),
         quantiles=_quantiles_section(estimate_doc) if view.quantiles else None,
         series=None if numeric else _series_section(spec, series_doc, shown),
         quantiles_over_time=quantiles_over_time,
         breakdown=breakdown,
+        empty=None,
         estimate_csv=csv_href(spec.name, "estimate", query),
         series_csv=csv_href(spec.name, "series", query),
     )
+
+
+def pooling_help_page() -> Markup:
+    """Why an interval pooled over several periods is about as wide as one period's."""
+    return render("help_pooling.html")
 
 
 def plan_page(values: dict[str, str], plan: dict[str, Any] | None, problem: str | None) -> Markup:

@@ -79,18 +79,22 @@ def section(request: Request, spec: MetricSpec, query: dict[str, Any]) -> Markup
     for i, q in enumerate(qs):
         drawn = []
         for point in points:
+            if not point["n"]:
+                continue
             entry = point["quantiles"][i]
             low, high = entry["low"], entry["high"]
-            bounded = low is not None and high is not None
             drawn.append(
                 Point(
                     point["period"],
-                    (low + high) / 2 if bounded else None,
+                    None,
                     edges[0] if low is None else low,
                     edges[-1] if high is None else high,
+                    open_low=low is None,
+                    open_high=high is None,
                 )
             )
         lines.append(Line(_label(q), drawn))
+    opened = sum(1 for line in lines for p in line.points if p.open_low or p.open_high)
     rows = [
         (
             point["period"],
@@ -106,12 +110,13 @@ def section(request: Request, spec: MetricSpec, query: dict[str, Any]) -> Markup
         for entry in point["quantiles"]
     ]
     level = f"{document['confidence'] * 100:g}%"
-    unit = f" ({document['unit']})" if document.get("unit") else ""
+    unit = document.get("unit")
+    axis = f"{spec.name} ({unit})" if unit else f"{spec.name} (no unit registered)"
     options: dict[str, Any] = {
         "caption": f"{spec.name}: quantile intervals per period ({level})",
         "shares": False,
-        "value_name": "middle",
-        "y_title": f"{spec.name}{unit}",
+        "bare": True,
+        "y_title": axis,
         "x_title": f"{spec.period} (UTC)",
     }
     periods = [point["period"] for point in points]
@@ -129,4 +134,6 @@ def section(request: Request, spec: MetricSpec, query: dict[str, Any]) -> Markup
             periods, lines, svg_id="quantile-series-chart-narrow", frame=NARROW, **options
         ),
         rows=rows,
+        opened=opened,
+        unit=unit,
     )

@@ -29,7 +29,7 @@ from ..numbers import InvalidNumber, NumberRule
 from ..queries.privacy import DEFAULT_MEMOIZE, DEFAULT_RATIO
 from ..queries.ranges import registered_spec
 from ..queries.refusal import QueryRefused, refuse
-from . import breakdownpage, data, numericplan, pages, quantileseries, session
+from . import breakdownpage, data, emptystate, numericplan, pages, quantileseries, session
 from .kindviews import MAX_TOP, view_of
 from .style import CSS, ETAG
 
@@ -257,6 +257,10 @@ def metric(name: str, request: Request) -> Response:
         if view.pages is not None:
             return html(view.pages.metric(request, spec, lambda: page_query(request, spec)))
         spec, query, estimate, series = documents(request, name)
+        if not emptystate.has_reports(series):
+            empty = emptystate.card(spec, estimate["start"], estimate["end"])
+            entry = breakdownpage.entry_card(spec, query)
+            return html(pages.metric_page(spec, estimate, series, [], query, "", entry, empty))
         over_time = ""
         if view.quantiles:
             over_time = quantileseries.section(request, spec, query)
@@ -370,6 +374,14 @@ def plan_inputs(values: dict[str, str]) -> tuple[int, float, float, float]:
     """k, eps, margin and confidence from the form; InvalidInput naming a bad one."""
     k, epsilon, margin, confidence = (rule.parse(values[rule.name]) for rule in PLAN_RULES)
     return int(k), float(epsilon), float(margin), float(confidence)
+
+
+@router.get("/help/pooling")
+def pooling_help(request: Request) -> Response:
+    """Why an interval pooled over several periods is about as wide as one period's."""
+    if not signed_in(request):
+        return to_sign_in()
+    return html(pages.pooling_help_page())
 
 
 @router.get("/plan")

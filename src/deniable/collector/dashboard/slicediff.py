@@ -1,6 +1,7 @@
 """The breakdown page's comparison of two slices: first minus second per category (or mean),
 each difference with its interval drawn as a whisker across a zero line, and the API's plain
-verdict ("higher", "lower", "no detectable change at 95%").
+verdict across slices ("ios higher than android", "lower", "no detectable difference at 95%":
+the API's "change" is between periods, so across slices the word is "difference").
 
 The numbers are the estimate route's ``compare`` (``GET /v1/metrics/{name}/estimate?by=platform
 &compare=ios,android``): the difference intervals hold at once with every slice interval
@@ -22,6 +23,7 @@ from deniable.client.spec import OTHER, MetricSpec
 from ..queries.refusal import refuse
 from .charts import GRID, INK, WARN, fit_text, nice_step, svg, text_width, value_text
 from .kindviews import view_of
+from .pages import POOLING_HELP
 from .templating import render
 
 FIELDS = ("first", "second")
@@ -135,7 +137,7 @@ def difference_chart(
                 "label_y": f"{mid + font / 3:.1f}",
                 "tip": (
                     f"{row['category']}: {text(row['difference'])}, interval"
-                    f" {text(row['ci_low'])} to {text(row['ci_high'])}, {row['verdict']}"
+                    f" {text(row['ci_low'])} to {text(row['ci_high'])}, {across_slices(row['verdict'])}"
                 ),
                 "mid": mid,
                 "stroke": WARN if detectable else INK,
@@ -165,10 +167,16 @@ def difference_chart(
 
 
 def verdict_text(row: dict[str, Any], first: str, second: str) -> str:
-    """The API's verdict in a sentence's words: "ios higher than android"."""
+    """The API's verdict in a sentence's words across slices: "ios higher than android", or
+    "no detectable difference at 95%" (two slices differ; they do not change)."""
     if row["verdict"] in ("higher", "lower"):
         return f"{first} {row['verdict']} than {second}"
-    return row["verdict"]
+    return across_slices(row["verdict"])
+
+
+def across_slices(verdict: str) -> str:
+    """The API's verdict with the word across slices: "no detectable difference at 95%"."""
+    return verdict.replace("no detectable change", "no detectable difference")
 
 
 def card(
@@ -193,6 +201,8 @@ def card(
         level = f"{compared['confidence'] * 100:g}%"
         caption = f"{spec.name}: {first} minus {second} with {level} intervals"
         shown = {
+            "pooled": document["start"] != document["end"],
+            "help": POOLING_HELP,
             "first": first,
             "second": second,
             "level": level,

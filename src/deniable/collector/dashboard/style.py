@@ -147,6 +147,19 @@ button.quiet { background: transparent; color: var(--muted); border: 1px solid v
 .big { display: block; font-size: 1.9rem; font-weight: 700; margin: 0; letter-spacing: -0.02em; font-variant-numeric: tabular-nums; }
 .answer { display: flex; flex-wrap: wrap; gap: 1rem 3rem; }
 .answer .label { display: block; color: var(--muted); font-size: 0.8rem; font-weight: 500; }
+.empty-state h3 { font-size: 0.95rem; margin: 0.25rem 0 0; }
+pre.snippet {
+  margin: 0; padding: 0.6rem 0.8rem; background: #0f172a; color: #e2e8f0; border-radius: 8px;
+  overflow-x: auto; font-size: 0.85rem; line-height: 1.45; max-width: 100%;
+}
+pre.snippet code { font-size: inherit; }
+.note.pooled { background: #f1f5f9; color: var(--ink); border-color: var(--line); }
+abbr.mark { text-decoration: none; cursor: help; }
+#pooling-help p { margin: 0; max-width: 48rem; }
+@media (min-width: 601px) {
+  #metrics tbody th { white-space: normal; min-width: 9rem; max-width: 15rem; }
+  #metrics td.change.none { white-space: normal; min-width: 6.5rem; }
+}
 @media (max-width: 720px) {
   .chart-pair > .wide-chart { display: none; }
   .chart-pair > .narrow-chart { display: block; }

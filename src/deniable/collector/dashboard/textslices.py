@@ -32,8 +32,9 @@ def document(request: Request, spec: MetricSpec, by: list[str], where: list[str]
     return estimate(collector(request), query)
 
 
-def _figure(i: int, name: str, estimate: dict[str, Any]) -> dict[str, Any]:
-    """One shown slice: its ranked strings with their whiskers and its floor line, its n."""
+def _figure(i: int, name: str, estimate: dict[str, Any], highest: float) -> dict[str, Any]:
+    """One shown slice: its ranked strings with their whiskers and its floor line, its n, on
+    the axis every slice shares (up to ``highest``)."""
     bars = [
         Bar(row["value"] + ("…" if row["truncated"] else ""), row["share"], *_interval(row))
         for row in estimate["strings"]
@@ -42,14 +43,35 @@ def _figure(i: int, name: str, estimate: dict[str, Any]) -> dict[str, Any]:
     caption = f"{name}: strings found, each share with its interval; dashed: the slice's floor"
     return {
         "name": name,
-        "wide": bar_chart(bars, svg_id=f"text-slice-{i}", caption=caption, threshold=floor),
+        "wide": bar_chart(
+            bars, svg_id=f"text-slice-{i}", caption=caption, threshold=floor, highest=highest
+        ),
         "narrow": bar_chart(
-            bars, svg_id=f"text-slice-{i}-narrow", caption=caption, threshold=floor, narrow=True
+            bars,
+            svg_id=f"text-slice-{i}-narrow",
+            caption=caption,
+            threshold=floor,
+            narrow=True,
+            highest=highest,
         ),
         "empty": not bars,
         "n": f"{estimate['n']:,}",
         "t95": "none" if estimate["floor"]["t95"] >= 1 else pct(estimate["floor"]["t95"]),
     }
+
+
+def _highest(slices: list[dict[str, Any]]) -> float:
+    """The top of the axis every shown slice shares: its highest interval end or floor line
+    (a floor of 1, no string findable, is not drawn)."""
+    ends = [0.0]
+    for row in slices:
+        estimate = row["estimate"]
+        if estimate is None:
+            continue
+        ends += [hit["ci_high"] for hit in estimate["strings"]]
+        if estimate["floor"]["t95"] < 1:
+            ends.append(estimate["floor"]["t95"])
+    return max(ends)
 
 
 def _interval(row: dict[str, Any]) -> tuple[float, float]:
@@ -64,13 +86,14 @@ def page(spec: MetricSpec, request: Request, query: dict[str, Any]) -> Markup:
     figures: list[dict[str, Any]] = []
     hidden: list[tuple[str, str]] = []
     rows: list[dict[str, Any]] = []
+    highest = _highest(found["slices"])
     for i, row in enumerate(found["slices"]):
         name = slice_name(row["values"], found["where"])
         if row["estimate"] is None:
             hidden.append((name, row["note"] or "suppressed"))
             rows.append({"suppressed": True, "name": name, "note": row["note"]})
             continue
-        figures.append(_figure(i + 1, name, row["estimate"]))
+        figures.append(_figure(i + 1, name, row["estimate"], highest))
         n = f"{row['estimate']['n']:,}"
         for hit in row["estimate"]["strings"]:
             values = [name, hit["value"], n, *map(pct, (hit["share"], *_interval(hit)))]
