@@ -19,6 +19,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
 from deniable.client import MetricSpec
+from deniable.client.calendar import next_period, period_start
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
@@ -145,11 +146,20 @@ def test_a_scrape_equals_the_estimate_api(seeded: Seeded) -> None:
             "mechanism": spec.mechanism,
             "epsilon": f"{spec.epsilon:g}",
             "period": spec.period,
-            "start": document["start"],
-            "end": document["end"],
             "confidence": "0.95",
         }
         assert value(samples, "deniable_estimate_info", **info) == 1.0
+        start = dt.datetime.combine(period_start(spec.period, document["start"]), dt.time(), dt.UTC)
+        after = period_start(spec.period, next_period(spec.period, document["end"]))
+        end = dt.datetime.combine(after, dt.time(), dt.UTC)
+        window = {"metric": spec.name}
+        assert (
+            value(samples, "deniable_estimate_start_timestamp_seconds", **window)
+            == start.timestamp()
+        )
+        assert (
+            value(samples, "deniable_estimate_end_timestamp_seconds", **window) == end.timestamp()
+        )
     assert value(samples, "deniable_estimate_share", metric=os_.name, category=QUOTED) is not None
     quantiles = api_estimate(seeded, hist.name)["quantiles"]
     assert [q["q"] for q in quantiles] == [0.5, 0.9, 0.99]

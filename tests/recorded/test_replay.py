@@ -1,6 +1,11 @@
 """Every recorded API answer (``answers.json``, recorded from the code before issue 39's
 refactor) replayed against a freshly built scenario: status, content type and body must be
-byte-identical, so no refactor changes what the collector answers."""
+byte-identical, so no refactor changes what the collector answers.
+
+One change was recorded on purpose since: the two Prometheus scrapes
+(``/v1/estimates/metrics``, ``?page=2``) on 2026-12-05, when issue 41 asked for an info series
+whose labels do not change every day (the estimate's window moved from its labels to two
+timestamp gauges); every other answer is as recorded before issue 39."""
 
 from __future__ import annotations
 

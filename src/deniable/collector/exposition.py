@@ -23,6 +23,7 @@ queries them.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Iterable
 from typing import Annotated, Any
 
@@ -32,6 +33,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from deniable.client.calendar import next_period, period_start
 from deniable.client.kinds import TextSpec
 from deniable.client.spec import DIMENSION_NAME, MetricSpec
 from deniable.estimators import DEFAULT_PERIODS
@@ -82,8 +84,16 @@ ByQuery = Annotated[
 FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "deniable_estimate_pages": ("Pages of metrics this endpoint exports (?page=1..N)", ()),
     "deniable_estimate_info": (
-        "1 per metric, its estimate's settings as labels",
-        ("metric", "type", "mechanism", "epsilon", "period", "start", "end", "confidence"),
+        "1 per metric, its settings as labels (they change only with the metric)",
+        ("metric", "type", "mechanism", "epsilon", "period", "confidence"),
+    ),
+    "deniable_estimate_start_timestamp_seconds": (
+        "Start of the estimate's first period (Unix seconds, UTC)",
+        ("metric",),
+    ),
+    "deniable_estimate_end_timestamp_seconds": (
+        "End of the estimate's last period, exclusive (Unix seconds, UTC)",
+        ("metric",),
     ),
     "deniable_estimate_reports": ("Reports in the estimate's periods", ("metric",)),
     "deniable_estimate_share": (
@@ -202,6 +212,14 @@ def page_bounds(
     return bounds
 
 
+def period_bounds(kind: str, first: str, last: str) -> tuple[float, float]:
+    """The Unix seconds (UTC) where period ``first`` starts and period ``last`` ends: the
+    estimate's window as values, so the info series' labels stay the same day after day."""
+    start = dt.datetime.combine(period_start(kind, first), dt.time(), dt.UTC)
+    end = dt.datetime.combine(period_start(kind, next_period(kind, last)), dt.time(), dt.UTC)
+    return start.timestamp(), end.timestamp()
+
+
 class Families:
     """The gauge families of one scrape, filled metric by metric."""
 
@@ -227,12 +245,14 @@ class Families:
                 spec.mechanism,
                 f"{spec.epsilon:g}",
                 spec.period,
-                document["start"] or "",
-                document["end"] or "",
                 f"{document['confidence']:g}",
             ],
             1,
         )
+        if document["start"] and document["end"]:
+            start, end = period_bounds(spec.period, document["start"], document["end"])
+            self.add("deniable_estimate_start_timestamp_seconds", [name], start)
+            self.add("deniable_estimate_end_timestamp_seconds", [name], end)
         self.add("deniable_estimate_reports", [name], document["n"])
         if "mean" in document:
             mean = document["mean"]
