@@ -8,19 +8,19 @@ fills it with simulated devices.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
 from markupsafe import Markup
 
+from deniable.client.kinds import BooleanSpec, CategoricalSpec, HistogramSpec, SetSpec, TextSpec
 from deniable.client.spec import MetricSpec
 
 from .templating import render
 
 COLLECTOR_URL = "https://telemetry.example.com"
 """The collector's URL in the snippets: a placeholder, never the Host a request named."""
-COUNTED_AGGREGATES = frozenset({"any", "count"})
-"""Event aggregates the SDK feeds with ``event(metric)``; the others take ``observe``."""
 
 
 def has_reports(series_doc: dict[str, Any]) -> bool:
@@ -28,21 +28,37 @@ def has_reports(series_doc: dict[str, Any]) -> bool:
     return any(point["n"] for point in series_doc["series"])
 
 
+@functools.singledispatch
 def example_value(spec: MetricSpec) -> Any:
-    """A value of the metric's kind to put in the snippet: a category, a number in its range,
-    True, or a list of categories."""
-    if spec.type == "boolean":
-        return True
-    if spec.type in ("categorical", "set"):
-        first = list(spec.categories[:2])
-        return first if spec.type == "set" else first[0]
-    if spec.type == "text":
-        return "dark mode"
-    edges = getattr(spec, "edges", None)
-    if edges:
-        return round((float(edges[0]) + float(edges[1])) / 2, 1)
-    lower, upper = float(getattr(spec, "lower", 0.0)), float(getattr(spec, "upper", 1.0))
+    """A value of the metric's kind to put in the snippet: a number in a numeric metric's
+    range (each other kind registers its own below)."""
+    lower = spec.lower if spec.lower is not None else 0.0
+    upper = spec.upper if spec.upper is not None else 1.0
     return round(lower + (upper - lower) / 4, 1)
+
+
+@example_value.register
+def _(spec: CategoricalSpec) -> Any:
+    """The first category (a boolean's: True)."""
+    return True if isinstance(spec, BooleanSpec) else spec.categories[0]
+
+
+@example_value.register
+def _(spec: HistogramSpec) -> Any:
+    """The middle of the first bucket."""
+    return round((spec.edges[0] + spec.edges[1]) / 2, 1)
+
+
+@example_value.register
+def _(spec: SetSpec) -> Any:
+    """The first two categories."""
+    return list(spec.categories[:2])
+
+
+@example_value.register
+def _(spec: TextSpec) -> Any:
+    """A short string."""
+    return "dark mode"
 
 
 def _literal(value: Any, python: bool) -> str:
@@ -56,7 +72,7 @@ def _call(spec: MetricSpec, python: bool) -> str:
     """The SDK call that sends one value (or event) of ``spec``."""
     name = json.dumps(spec.name)
     rule = spec.events
-    if rule is not None and rule.aggregate in COUNTED_AGGREGATES:
+    if rule is not None and rule.counted:
         return f"client.event({name})"
     value = example_value(spec)
     if rule is not None:
