@@ -17,6 +17,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from deniable.client.account import SDK_DEFAULTS
 from deniable.client.errors import InvalidInput
+from deniable.client.kinds import TextSpec
 from deniable.estimators import DEFAULT_METHOD, DEFAULT_PERIODS
 from deniable.estimators.advisor import plan_document
 from deniable.estimators.csvtext import estimate_csv_text, series_csv_text
@@ -29,7 +30,7 @@ from ..numbers import InvalidNumber, NumberRule
 from ..queries.privacy import DEFAULT_MEMOIZE, DEFAULT_RATIO
 from ..queries.ranges import registered_spec
 from ..queries.refusal import QueryRefused, refuse
-from . import breakdownpage, data, numericplan, pages, quantileseries, session
+from . import breakdownpage, data, numericplan, pages, quantileseries, session, textpage
 from .kindviews import MAX_TOP, view_of
 from .style import CSS, ETAG
 
@@ -328,6 +329,21 @@ def document_csv(request: Request, name: str, which: str) -> Response:
         return refused_page(exc)
     text = estimate_csv_text(estimate) if which == "estimate" else series_csv_text(series)
     return csv_response(text, f"{spec.name}-{which}.csv")
+
+
+@router.get("/metrics/{name}/strings.csv")
+def strings_csv(name: str, request: Request) -> Response:
+    """A text metric's strings found in the page's period, as CSV (404 for another kind)."""
+    if not signed_in(request):
+        return to_sign_in()
+    try:
+        spec = registered_spec(collector(request), name)
+        if not isinstance(spec, TextSpec):
+            raise refuse(f"{spec.name} is a {spec.type} metric: its CSVs are estimate and series")
+        document = textpage.text_document(request, spec, request.query_params.get("end") or None)
+    except QueryRefused as exc:
+        return refused_page(exc)
+    return csv_response(textpage.text_csv(document), f"{spec.name}-{document['end']}.csv")
 
 
 @router.get("/metrics/{name}/estimate.csv")

@@ -15,7 +15,7 @@ CSS = """
 :root {
   --ink: #0f172a; --muted: #64748b; --line: #e2e8f0; --page: #f6f7f9; --card: #ffffff;
   --accent: #2563eb; --accent-soft: #dbe6fd; --warn-bg: #fff7e6; --warn: #92400e;
-  --error: #b91c1c;
+  --error: #b91c1c; --floor: #dc2626;
 }
 * { box-sizing: border-box; }
 html { -webkit-text-size-adjust: 100%; }
@@ -86,7 +86,11 @@ tr.suppressed .sub { white-space: normal; }
 #shuffled thead th, #shuffled td:last-child { white-space: normal; }
 #breakdown-entry #breakdown-picker { border: 0; padding: 0; }
 .gaps { margin: 0; color: var(--muted); font-size: 0.875rem; }
-.key { margin: 0; font-size: 0.8rem; color: var(--muted); display: flex; align-items: center; gap: 0.4rem; }
+.key { margin: 0; font-size: 0.8rem; color: var(--muted); display: flex; flex-wrap: wrap; align-items: center; gap: 0.4rem; }
+.key-floor {
+  display: inline-block; width: 0; height: 1rem; margin-left: 0.6rem;
+  border-left: 2px dashed var(--floor);
+}
 .key-bar { display: inline-block; width: 1.2rem; height: 0.6rem; background: #bfd3fb; border-radius: 2px; }
 .key-whisker {
   display: inline-block; width: 1.2rem; height: 0.6rem; margin-left: 0.6rem;
