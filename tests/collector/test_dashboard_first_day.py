@@ -16,6 +16,7 @@ import io
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
@@ -28,6 +29,7 @@ from testkit import (
     VIEWER_TOKEN,
     RunningCollector,
     collector_settings,
+    make_numeric_reports,
     make_reports,
     make_text_reports,
     register,
@@ -51,6 +53,7 @@ class Seeded:
     server: RunningCollector
     text: MetricSpec
     color: MetricSpec
+    load: MetricSpec
 
     @property
     def url(self) -> str:
@@ -85,12 +88,15 @@ def seeded(databases: DatabaseFactory) -> Iterator[Seeded]:
             color = register(
                 admin, MetricSpec.categorical("fd_color", ["red", "green", "blue"], epsilon=2.0)
             )
+            load = register(admin, MetricSpec.numeric("fd_load", lower=0, upper=1000, epsilon=2))
         with server.client(INGEST_KEY) as device:
             upload(device, make_text_reports(text, text_values("yterm", "yrare"), YESTERDAY, 5))
             upload(device, make_text_reports(text, text_values("nterm", "nrare"), NOW_DAY, 6))
             for i, day in enumerate(DAYS):
                 upload(device, make_reports(color, [0] * 300 + [1] * 200 + [2] * 100, day, i))
-        yield Seeded(server, text, color)
+                values = [100.0 + 150 * i] * 400
+                upload(device, make_numeric_reports(load, values, day, 10 + i))
+        yield Seeded(server, text, color, load)
     finally:
         server.stop()
 
@@ -194,3 +200,52 @@ def test_the_floor_line_has_a_legend_and_no_bar_ends_left_of_it(seeded: Seeded) 
     assert [row[0] for row in root.by_id("text-table").rows()] == [
         s["value"] for s in document["strings"] if s["share"] >= t95
     ]
+
+
+# --- time-range presets and the comparison to the previous period ---------------------------
+
+
+@pytest.mark.parametrize("which", ["color", "load"])
+def test_every_metric_page_offers_time_range_presets(seeded: Seeded, which: str) -> None:
+    name = getattr(seeded, which).name
+    root = page(seeded, f"/dashboard/metrics/{name}")
+    presets = {a.attrs["data-preset"]: a for a in root.by_id("presets").find_all("a")}
+    assert list(presets) == ["today", "7d", "30d", "month"]
+    expected = {
+        "today": (NOW_DAY, NOW_DAY),
+        "7d": (DAYS[0], NOW_DAY),
+        "30d": ((TODAY - dt.timedelta(days=29)).isoformat(), NOW_DAY),
+        "month": (TODAY.replace(day=1).isoformat(), NOW_DAY),
+    }
+    for key, (start, end) in expected.items():
+        query = parse_qs(urlsplit(presets[key].attrs["href"]).query)
+        assert (query["start"], query["end"]) == ([start], [end]), key
+    assert "aria-current" in presets["7d"].attrs  # the default range is the last 7 days
+    chosen = page(seeded, presets["today"].attrs["href"])
+    assert chosen.find("input", name="start").attrs["value"] == NOW_DAY
+    assert "aria-current" in chosen.by_id("presets").find("a", data_preset="today").attrs
+
+
+@pytest.mark.parametrize("which", ["color", "load"])
+def test_the_metric_page_compares_to_the_previous_period(seeded: Seeded, which: str) -> None:
+    """The form's checkbox asks for the API's compare_to=previous; the card shows its rows."""
+    name = getattr(seeded, which).name
+    root = page(seeded, f"/dashboard/metrics/{name}")
+    box = root.by_id("pickers").find("input", name="compare")
+    assert box is not None and box.attrs["type"] == "checkbox" and box.attrs["value"] == "previous"
+    assert root.by_id("comparison") is None
+    window = f"start={DAYS[-3]}&end={NOW_DAY}"
+    shown = page(seeded, f"/dashboard/metrics/{name}?{window}&compare=previous")
+    assert "checked" in shown.by_id("pickers").find("input", name="compare").attrs
+    card = shown.by_id("comparison")
+    assert card is not None
+    assert DAYS[-6] in card.text and DAYS[-4] in card.text
+    method = "&method=unbiased" if which == "load" else ""
+    document = api(seeded, f"/v1/metrics/{name}/estimate?{window}&compare_to=previous{method}")
+    rows = document["slices"][0]["rows"]
+    table = shown.by_id("comparison-table").rows()
+    assert [r[0] for r in table] == [r["category"] for r in rows]
+    assert [r[-1] for r in table] == [r["verdict"] for r in rows]
+    if which == "load":  # the mean rose by 150 a day: 3 days against the 3 before
+        assert rows[0]["verdict"] == "higher"
+        assert table[0][3].startswith("+")

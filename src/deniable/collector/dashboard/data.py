@@ -9,6 +9,7 @@ here a second way.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from typing import Any
 
 from fastapi import Request
@@ -91,6 +92,41 @@ def series(
     ``method`` is given); :class:`~..queries.refusal.QueryRefused` as the API's."""
     query = EstimateQuery(spec.name, start, end, confidence, method)
     return serieses.series(collector(request), query)
+
+
+def comparison(
+    request: Request,
+    spec: MetricSpec,
+    start: str | None,
+    end: str | None,
+    *,
+    method: Method | None = None,
+    pooling: Pooling = "overlap-safe",
+) -> dict[str, Any]:
+    """The API's period comparison of start..end with as many periods just before it
+    (``compare_to=previous``); :class:`~..queries.refusal.QueryRefused` as the API's."""
+    query = EstimateQuery(
+        spec.name, start, end, 0.95, method, pooling=pooling, compare_to="previous"
+    )
+    return estimates.estimate(collector(request), query)
+
+
+PRESETS = (("today", "Today"), ("7d", "7 days"), ("30d", "30 days"), ("month", "This month"))
+"""The metric page's time-range presets: (name, label)."""
+
+
+def preset_ranges(spec: MetricSpec, request: Request) -> list[tuple[str, str, str, str]]:
+    """Each preset as (name, label, start, end) in the metric's period labels, ending at the
+    current period: today, the last 7 and 30 days, and this calendar month."""
+    today = collector(request).today()
+    current = period_label(spec.period, today)
+    firsts = {
+        "today": today,
+        "7d": today - dt.timedelta(days=6),
+        "30d": today - dt.timedelta(days=29),
+        "month": today.replace(day=1),
+    }
+    return [(key, label, period_label(spec.period, firsts[key]), current) for key, label in PRESETS]
 
 
 def leading_category(document: dict[str, Any]) -> str | None:

@@ -406,6 +406,48 @@ def _mean_sections(
     }
 
 
+def comparison_section(spec: MetricSpec, document: dict[str, Any] | str) -> dict[str, Any]:
+    """The card comparing the range with as many periods just before it (the API's
+    ``compare_to=previous``): per category (or the mean) both windows, the change with its
+    interval and the API's verdict; ``document`` a string is why the comparison was refused."""
+    if isinstance(document, str):
+        return {"problem": document}
+    numeric = not view_of(spec).shares
+
+    def amount(value: float | None, signed: bool = False) -> str:
+        if value is None:
+            return "—"
+        if numeric:
+            return f"{value:+,.4g}" if signed else value_text(value)
+        return f"{value * 100:+.1f} pts" if signed else pct(value)
+
+    part = document["slices"][0]
+    return {
+        "problem": None,
+        "start": document["start"],
+        "end": document["end"],
+        "baseline_start": document["baseline_start"],
+        "baseline_end": document["baseline_end"],
+        "n": f"{part['n']:,}",
+        "baseline_n": f"{part['baseline_n']:,}",
+        "level": f"{document['confidence'] * 100:g}%",
+        "rows": [
+            (
+                row["verdict"],
+                [
+                    row["category"],
+                    amount(row["current"]),
+                    amount(row["baseline"]),
+                    amount(row["difference"], signed=True),
+                    f"{amount(row['ci_low'], signed=True)} to {amount(row['ci_high'], signed=True)}",
+                    row["verdict"],
+                ],
+            )
+            for row in part["rows"]
+        ],
+    }
+
+
 def about_lines(document: dict[str, Any]) -> dict[str, Any]:
     """What the registration says of the metric (its document's ``description``, ``unit`` and
     ``owner``), for under its name; empty if it says nothing."""
@@ -427,6 +469,8 @@ def metric_page(
     query: dict[str, Any],
     quantiles_over_time: Markup | str = "",
     breakdown: Markup | str = "",
+    comparison: dict[str, Any] | str | None = None,
+    presets: Sequence[tuple[str, str, str, str]] = (),
 ) -> Markup:
     """A metric's page: pickers, then its estimate, quantiles (and ``quantiles_over_time``,
     markup a template built) and series (or its mean); ``breakdown`` (markup a template
@@ -455,7 +499,26 @@ def metric_page(
         breakdown=breakdown,
         estimate_csv=csv_href(spec.name, "estimate", query),
         series_csv=csv_href(spec.name, "series", query),
+        comparison=None if comparison is None else comparison_section(spec, comparison),
+        presets=preset_links(spec.name, query, presets),
     )
+
+
+def preset_links(
+    name: str, query: dict[str, Any], presets: Sequence[tuple[str, str, str, str]]
+) -> list[dict[str, Any]]:
+    """The time-range presets as links keeping the page's other choices, the one whose range
+    the page shows marked current."""
+    kept = {k: query[k] for k in ("method", "pooling", "compare") if query.get(k)}
+    return [
+        {
+            "key": key,
+            "label": label,
+            "href": f"{metric_path(name)}?{urlencode({'start': start, 'end': end, **kept})}",
+            "current": query.get("start") == start and query.get("end") == end,
+        }
+        for key, label, start, end in presets
+    ]
 
 
 def plan_page(values: dict[str, str], plan: dict[str, Any] | None, problem: str | None) -> Markup:

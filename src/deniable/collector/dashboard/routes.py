@@ -224,13 +224,36 @@ def page_query(request: Request, spec: Any) -> dict[str, Any]:
     for name, value in (("start", start), ("end", end)):
         if value is not None and len(value) > 32:
             raise refuse(f"{name} is not a period label")
+    compare = params.get("compare") or ""
+    if compare not in ("", COMPARE_PREVIOUS):
+        raise refuse(f"compare must be {COMPARE_PREVIOUS} or empty")
     return {
         "start": start or "",
         "end": end or "",
         "method": method,
         "pooling": pooling,
         "top": top,
+        "compare": compare,
     }
+
+
+COMPARE_PREVIOUS = "previous"
+"""The metric page's ``compare`` choice: the range against as many periods just before it."""
+
+
+def page_comparison(request: Request, spec: Any, query: dict[str, Any]) -> dict[str, Any] | str:
+    """The period comparison the page's ``compare`` asks for, or why the API refused it."""
+    try:
+        return data.comparison(
+            request,
+            spec,
+            query["start"] or None,
+            query["end"] or None,
+            method=query["method"],
+            pooling=query["pooling"],
+        )
+    except QueryRefused as exc:
+        return exc.detail
 
 
 def documents(
@@ -265,7 +288,11 @@ def metric(name: str, request: Request) -> Response:
         return refused_page(exc)
     shown = data.shown_categories(spec, estimate, query["top"]) if view.shares else []
     entry = breakdownpage.entry_card(spec, query)
-    return html(pages.metric_page(spec, estimate, series, shown, query, over_time, entry))
+    compared = page_comparison(request, spec, query) if query["compare"] else None
+    presets = data.preset_ranges(spec, request)
+    return html(
+        pages.metric_page(spec, estimate, series, shown, query, over_time, entry, compared, presets)
+    )
 
 
 def breakdown_read(request: Request, name: str) -> tuple[Any, dict[str, Any]]:

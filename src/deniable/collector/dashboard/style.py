@@ -142,6 +142,13 @@ button {
 }
 button.quiet { background: transparent; color: var(--muted); border: 1px solid var(--line); font-weight: 500; padding: 0.3rem 0.75rem; }
 .actions { margin: 0; }
+.presets { display: flex; flex-wrap: wrap; gap: 0.35rem; flex-basis: 100%; }
+.presets a {
+  padding: 0.25rem 0.7rem; border: 1px solid var(--line); border-radius: 999px; font-size: 0.85rem;
+}
+.presets a[aria-current] { background: var(--accent-soft); border-color: var(--accent); font-weight: 600; }
+label.check { display: flex; align-items: center; font-size: 0.85rem; color: var(--ink); }
+label.check input { width: auto; margin: 0 0.35rem 0 0; vertical-align: -0.1em; }
 .csv::before { content: "↓ "; }
 .note {
   margin: 0; padding: 0.6rem 0.8rem; border-radius: 8px; background: var(--warn-bg);
