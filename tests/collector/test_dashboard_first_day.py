@@ -27,6 +27,7 @@ from testkit import (
     INGEST_KEY,
     TEST_NOW,
     VIEWER_TOKEN,
+    Clock,
     RunningCollector,
     collector_settings,
     make_numeric_reports,
@@ -249,3 +250,62 @@ def test_the_metric_page_compares_to_the_previous_period(seeded: Seeded, which: 
     if which == "load":  # the mean rose by 150 a day: 3 days against the 3 before
         assert rows[0]["verdict"] == "higher"
         assert table[0][3].startswith("+")
+
+
+# --- did my event arrive? ----------------------------------------------------------------------
+
+
+def test_the_overview_and_the_metric_page_say_when_reports_last_arrived(
+    databases: DatabaseFactory, backend: str
+) -> None:
+    """The last report received and the reports of the last hour, per metric, from the
+    collector's clock; a metric that had reports and received none for an hour turns amber on
+    the overview, one that never had any does not; a resent report is no new arrival."""
+    clock = Clock(TEST_NOW)
+    settings = collector_settings(databases.new(backend), viewer_token=VIEWER_TOKEN)
+    server = RunningCollector(settings, clock=clock).start()
+    try:
+        with server.client(ADMIN_TOKEN) as admin:
+            busy = register(admin, MetricSpec.boolean("arrive_busy", epsilon=1.0))
+            register(admin, MetricSpec.boolean("arrive_never", epsilon=1.0))
+        reports = make_reports(busy, [0, 1] * 150, NOW_DAY, 3)
+        with server.client(INGEST_KEY) as device:
+            upload(device, reports[:200])
+            clock.now = TEST_NOW + dt.timedelta(minutes=30)
+            upload(device, reports[200:])
+            upload(device, reports[:50])  # resent: no new report arrives
+        clock.now = TEST_NOW + dt.timedelta(minutes=30, seconds=12)
+        seeded = Seeded(server, busy, busy, busy)
+
+        overview = page(seeded, "/dashboard/")
+        rows = {
+            r.attrs["data-metric"]: r
+            for r in overview.by_id("metrics").find_all("tr")
+            if "data-metric" in r.attrs
+        }
+        cell = rows["arrive_busy"].find("td", cls="arrival")
+        assert cell is not None and cell.attrs["data-last-hour"] == "300"
+        assert "12 s ago" in cell.text and "300 in the last hour" in cell.text
+        assert "stopped" not in rows["arrive_busy"].classes
+        never = rows["arrive_never"].find("td", cls="arrival")
+        assert "never" in never.text and "stopped" not in rows["arrive_never"].classes
+
+        metric = page(seeded, "/dashboard/metrics/arrive_busy")
+        assert metric.by_id("last-report").text == "12 s ago"
+        assert metric.by_id("last-hour").text == "300"
+
+        clock.now = TEST_NOW + dt.timedelta(minutes=89)  # the first 200 are over an hour old
+        assert page(seeded, "/dashboard/metrics/arrive_busy").by_id("last-hour").text == "100"
+        clock.now = TEST_NOW + dt.timedelta(hours=3)
+        overview = page(seeded, "/dashboard/")
+        rows = {
+            r.attrs["data-metric"]: r
+            for r in overview.by_id("metrics").find_all("tr")
+            if "data-metric" in r.attrs
+        }
+        assert "stopped" in rows["arrive_busy"].classes
+        assert "2 h ago" in rows["arrive_busy"].find("td", cls="arrival").text
+        assert rows["arrive_busy"].find("td", cls="arrival").attrs["data-last-hour"] == "0"
+        assert "stopped" not in rows["arrive_never"].classes
+    finally:
+        server.stop()

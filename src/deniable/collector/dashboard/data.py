@@ -34,6 +34,7 @@ from ..queries.privacy import (
 from ..queries.privacy import privacy as privacy_account
 from ..queries.query import EstimateQuery
 from ..queries.refusal import QueryRefused
+from ..storage.arrivals import read_arrivals
 from ..storage.queries import list_specs, read_period_reports
 from .kindviews import view_of
 
@@ -127,6 +128,46 @@ def preset_ranges(spec: MetricSpec, request: Request) -> list[tuple[str, str, st
         "month": today.replace(day=1),
     }
     return [(key, label, period_label(spec.period, firsts[key]), current) for key, label in PRESETS]
+
+
+STALE_AFTER = 3600.0
+"""Seconds without a new report after which a metric that had traffic is marked stopped."""
+
+
+def ago_text(seconds: float) -> str:
+    """How long ago, in the largest whole unit: "12 s ago", "5 min ago", "3 h ago", "2 days ago"."""
+    seconds = max(0.0, seconds)
+    for size, unit in ((86400, " days"), (3600, " h"), (60, " min")):
+        if seconds >= size:
+            count = int(seconds // size)
+            return f"{count}{unit.removesuffix('s') if count == 1 else unit} ago"
+    return f"{int(seconds)} s ago"
+
+
+def arrivals(request: Request, names: list[str]) -> dict[str, dict[str, Any]]:
+    """When each metric's last report arrived and its reports in the last hour, as the pages
+    show them: ``last`` ("12 s ago", or "never"), ``last_hour`` (a count), ``stopped`` (it had
+    reports, but none for :data:`STALE_AFTER` seconds) and ``title`` (the same in a sentence)."""
+    state = collector(request)
+    now = state.clock().timestamp()
+    found = read_arrivals(state.database, names, now)
+    shown = {}
+    for name, arrival in found.items():
+        if arrival.last_at is None:
+            last, stopped = "never", False
+            title = "No report has arrived since the collector began recording arrivals."
+        else:
+            last, stopped = ago_text(now - arrival.last_at), now - arrival.last_at > STALE_AFTER
+            title = f"Last report received {last}; {arrival.last_hour:,} in the last hour."
+            if stopped:
+                title += " Reports stopped arriving: check the SDK, its ingest key and the URL."
+        shown[name] = {
+            "last": last,
+            "last_hour": f"{arrival.last_hour:,}",
+            "stopped": stopped,
+            "title": title,
+        }
+    return shown
 
 
 def leading_category(document: dict[str, Any]) -> str | None:

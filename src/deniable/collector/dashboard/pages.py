@@ -132,9 +132,13 @@ def change_cell(row: MetricRow) -> dict[str, Any] | None:
     }
 
 
-def overview_page(page: OverviewPage, periods: int) -> Markup:
+def overview_page(
+    page: OverviewPage, periods: int, arrivals: dict[str, dict[str, Any]] | None = None
+) -> Markup:
     """One page of the metrics with their recent reports, a sparkline of each one's leading
-    estimate and its margin."""
+    estimate and its margin, and (``arrivals``, :func:`.data.arrivals`) when each one's last
+    report arrived."""
+    arrivals = arrivals or {}
     rows = []
     for row in page.rows:
         spec = row.spec
@@ -155,6 +159,7 @@ def overview_page(page: OverviewPage, periods: int) -> Markup:
                 "sparkline": sparkline(row.trend, label=label, band=row.band),
                 "change": change_cell(row),
                 "margin": _margin_text(row),
+                "arrival": arrivals.get(spec.name),
             }
         )
     headers = (
@@ -167,6 +172,7 @@ def overview_page(page: OverviewPage, periods: int) -> Markup:
         f"Trend ({periods} periods)",
         "Change",
         "Margin now",
+        "Last report",
     )
     return render(
         "overview.html",
@@ -471,6 +477,7 @@ def metric_page(
     breakdown: Markup | str = "",
     comparison: dict[str, Any] | str | None = None,
     presets: Sequence[tuple[str, str, str, str]] = (),
+    arrival: dict[str, Any] | None = None,
 ) -> Markup:
     """A metric's page: pickers, then its estimate, quantiles (and ``quantiles_over_time``,
     markup a template built) and series (or its mean); ``breakdown`` (markup a template
@@ -501,6 +508,7 @@ def metric_page(
         series_csv=csv_href(spec.name, "series", query),
         comparison=None if comparison is None else comparison_section(spec, comparison),
         presets=preset_links(spec.name, query, presets),
+        arrival=arrival,
     )
 
 

@@ -200,7 +200,8 @@ def overview(request: Request) -> Response:
         page = data.overview(request)
     except InvalidInput as exc:
         return html(pages.error_page(422, str(exc)), 422)
-    return html(pages.overview_page(page, data.OVERVIEW_PERIODS))
+    arrived = data.arrivals(request, [row.spec.name for row in page.rows])
+    return html(pages.overview_page(page, data.OVERVIEW_PERIODS, arrived))
 
 
 def page_query(request: Request, spec: Any) -> dict[str, Any]:
@@ -290,8 +291,11 @@ def metric(name: str, request: Request) -> Response:
     entry = breakdownpage.entry_card(spec, query)
     compared = page_comparison(request, spec, query) if query["compare"] else None
     presets = data.preset_ranges(spec, request)
+    arrival = data.arrivals(request, [spec.name])[spec.name]
     return html(
-        pages.metric_page(spec, estimate, series, shown, query, over_time, entry, compared, presets)
+        pages.metric_page(
+            spec, estimate, series, shown, query, over_time, entry, compared, presets, arrival
+        )
     )
 
 

@@ -142,6 +142,10 @@ button {
 }
 button.quiet { background: transparent; color: var(--muted); border: 1px solid var(--line); font-weight: 500; padding: 0.3rem 0.75rem; }
 .actions { margin: 0; }
+#metrics tr.stopped > * { background: #fef3c7; }
+#metrics tr.stopped .arrival { color: var(--warn); font-weight: 600; }
+#metrics .arrival { white-space: nowrap; }
+#arrivals.stopped { color: var(--warn); background: #fef3c7; padding: 0.2rem 0.5rem; border-radius: 6px; }
 .presets { display: flex; flex-wrap: wrap; gap: 0.35rem; flex-basis: 100%; }
 .presets a {
   padding: 0.25rem 0.7rem; border: 1px solid var(--line); border-radius: 999px; font-size: 0.85rem;

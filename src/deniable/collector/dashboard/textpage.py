@@ -128,6 +128,7 @@ def text_page(
     document: dict[str, Any],
     entry: Markup | str = "",
     history: dict[str, Any] | None = None,
+    arrival: dict[str, Any] | None = None,
 ) -> Markup:
     """The whole page: the period picker, what the floor means, the ranked chart with its
     legend and its table view, the strings found below the floor, the CSV, the periods before;
@@ -153,4 +154,5 @@ def text_page(
         csv_href=f"{path}/strings.csv?end={document['end']}",
         history=history_rows(spec, history) if history is not None else [],
         entry=entry,
+        arrival=arrival,
     )
