@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from deniable.client import MetricSpec
+from deniable.estimators.advisor import plan_document
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
@@ -309,3 +310,50 @@ def test_the_overview_and_the_metric_page_say_when_reports_last_arrived(
         assert "stopped" not in rows["arrive_never"].classes
     finally:
         server.stop()
+
+
+# --- explanations where the jargon is -----------------------------------------------------------
+
+
+def test_the_method_and_pooling_pickers_explain_their_choices(seeded: Seeded) -> None:
+    root = page(seeded, f"/dashboard/metrics/{seeded.color.name}")
+    help_box = root.by_id("pickers-help")
+    assert help_box is not None and help_box.tag == "details"
+    methods = {d.attrs["data-term"]: d.text for d in root.by_id("method-terms").find_all("div")}
+    options = [o.attrs["value"] for o in root.find("select", name="method").find_all("option")]
+    assert list(methods) == options
+    assert "below 0" in methods["unbiased"] and "100%" in methods["consistent"]
+    poolings = {d.attrs["data-term"]: d.text for d in root.by_id("pooling-terms").find_all("div")}
+    assert list(poolings) == ["overlap-safe", "independent"]
+    assert "same devices" in poolings["overlap-safe"]
+    numeric = page(seeded, f"/dashboard/metrics/{seeded.load.name}")
+    assert numeric.by_id("method-terms") is None and numeric.by_id("pooling-terms") is not None
+
+
+def test_the_planners_name_their_mechanisms_and_v_star(seeded: Seeded) -> None:
+    root = page(seeded, "/dashboard/plan?k=12&epsilon=1&margin=3")
+    listed = [row[0] for row in root.by_id("mechanisms").rows()]
+    names = {d.attrs["data-term"]: d.text for d in root.by_id("mechanism-names").find_all("div")}
+    assert list(names) == listed
+    assert "randomized response" in names["krr"] and "unary encoding" in names["oue"]
+    assert "noise one report carries" in root.by_id("v-star").text
+    numeric = page(seeded, "/dashboard/plan?kind=numeric&margin=50")
+    choices = [
+        o.attrs["value"] for o in numeric.find("select", name="mechanism").find_all("option")
+    ]
+    terms = [d.attrs["data-term"] for d in numeric.by_id("mechanism-names").find_all("div")]
+    assert terms == choices
+
+
+@pytest.mark.parametrize("typed", ["2", "0.02"])
+def test_the_planner_reads_a_margin_in_points_and_says_points(seeded: Seeded, typed: str) -> None:
+    """2 and 0.02 are the same margin: ±2 points, so the same reports needed."""
+    expected = plan_document(12, 1.0, margin=0.02, reports=None, confidence=0.95, simultaneous=True)
+    needed = next(r for r in expected["mechanisms"] if r["mechanism"] == expected["advised"])
+    root = page(seeded, f"/dashboard/plan?k=12&epsilon=1&margin={typed}")
+    assert root.by_id("reports-needed").text == f"{needed['reports_needed']:,}"
+    label = root.find("input", name="margin")
+    assert label.attrs["aria-describedby"] == "margin-hint"
+    assert "points" in root.by_id("margin-hint").text
+    assert "±2 points" in root.text
+    assert "±2%" not in root.text

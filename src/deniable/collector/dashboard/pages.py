@@ -28,13 +28,13 @@ from deniable.estimators.privacy import PRIVACY_DOC
 from deniable.estimators.shufflingaccount import below_note, devices_text
 
 from ..queries.privacy import DEFAULT_RATIO
+from . import glossary
 from .charts import (
     NARROW,
     Bar,
     Line,
     Point,
     bar_chart,
-    share_text,
     small_multiples,
     sparkline,
     time_chart,
@@ -507,6 +507,7 @@ def metric_page(
         estimate_csv=csv_href(spec.name, "estimate", query),
         series_csv=csv_href(spec.name, "series", query),
         comparison=None if comparison is None else comparison_section(spec, comparison),
+        help={"methods": glossary.METHODS, "poolings": glossary.POOLINGS},
         presets=preset_links(spec.name, query, presets),
         arrival=arrival,
     )
@@ -553,7 +554,8 @@ def plan_page(values: dict[str, str], plan: dict[str, Any] | None, problem: str 
             "needed": "more than 1e15" if needed is None else f"{needed:,}",
             "advised": advised,
             "auto": plan["auto"],
-            "margin": share_text(plan["margin"]),
+            "margin": f"{plan['margin'] * 100:g} points",
+            "names": [row["mechanism"] for row in plan["mechanisms"]],
             "over": (
                 f"every one of {plan['categories']} categories at once"
                 if plan["simultaneous"]
@@ -568,6 +570,8 @@ def plan_page(values: dict[str, str], plan: dict[str, Any] | None, problem: str 
         plan=shown,
         problem=problem,
         v_star=V_STAR_MEANING,
+        margin_hint=glossary.MARGIN_HINT,
+        mechanism_names=glossary.MECHANISMS,
         current="plan",
     )
 

@@ -30,7 +30,7 @@ from ..numbers import InvalidNumber, NumberRule
 from ..queries.privacy import DEFAULT_MEMOIZE, DEFAULT_RATIO
 from ..queries.ranges import registered_spec
 from ..queries.refusal import QueryRefused, refuse
-from . import breakdownpage, data, numericplan, pages, quantileseries, session, textpage
+from . import breakdownpage, data, glossary, numericplan, pages, quantileseries, session, textpage
 from .kindviews import MAX_TOP, view_of
 from .style import CSS, ETAG
 
@@ -392,7 +392,7 @@ def series_csv(name: str, request: Request) -> Response:
 PLAN_DEFAULTS = {
     "k": "5",
     "epsilon": "1",
-    "margin": "0.02",
+    "margin": "2",
     "confidence": "0.95",
     "intervals": "simultaneous",
 }
@@ -406,17 +406,17 @@ PLAN_INTERVALS = ("simultaneous", "per-category")
 PLAN_RULES = (
     NumberRule("k", 2, 100_000, whole=True),
     NumberRule("epsilon", 0, 20, open_low=True),
-    NumberRule("margin", 0, 1, open_low=True, open_high=True),
+    NumberRule("margin", 0, 100, open_low=True, open_high=True),
     NumberRule("confidence", 0, 1, open_low=True, open_high=True),
 )
-"""How the planner's form numbers are read: categories, eps, the margin (a share) and the
+"""How the planner's form numbers are read: categories, eps, the margin (percentage points, or a share below 1: :func:`.glossary.margin_share`) and the
 confidence level."""
 
 
 def plan_inputs(values: dict[str, str]) -> tuple[int, float, float, float]:
     """k, eps, margin and confidence from the form; InvalidInput naming a bad one."""
     k, epsilon, margin, confidence = (rule.parse(values[rule.name]) for rule in PLAN_RULES)
-    return int(k), float(epsilon), float(margin), float(confidence)
+    return int(k), float(epsilon), glossary.margin_share(float(margin)), float(confidence)
 
 
 @router.get("/plan")

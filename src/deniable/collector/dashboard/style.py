@@ -142,6 +142,12 @@ button {
 }
 button.quiet { background: transparent; color: var(--muted); border: 1px solid var(--line); font-weight: 500; padding: 0.3rem 0.75rem; }
 .actions { margin: 0; }
+details.help { font-size: 0.875rem; }
+details.help summary, details.rows summary { cursor: pointer; color: var(--accent); }
+.glossary { margin: 0.4rem 0 0; display: grid; gap: 0.3rem; font-size: 0.875rem; }
+.glossary div { display: grid; grid-template-columns: minmax(6rem, max-content) 1fr; gap: 0.75rem; }
+.glossary dt { font-weight: 600; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+.glossary dd { margin: 0; color: var(--muted); }
 #metrics tr.stopped > * { background: #fef3c7; }
 #metrics tr.stopped .arrival { color: var(--warn); font-weight: 600; }
 #metrics .arrival { white-space: nowrap; }
