@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from deniable.client import MetricSpec
+from deniable.estimators import margin_of_error
 from deniable.estimators.advisor import plan_document
 from testkit import (
     ADMIN_TOKEN,
@@ -357,3 +358,31 @@ def test_the_planner_reads_a_margin_in_points_and_says_points(seeded: Seeded, ty
     assert "points" in root.by_id("margin-hint").text
     assert "±2 points" in root.text
     assert "±2%" not in root.text
+
+
+# --- a planner that knows your metrics ------------------------------------------------------------
+
+
+def test_the_planner_opens_with_your_metrics_at_todays_reports(seeded: Seeded) -> None:
+    """The metrics with the most reports today first, each with the worst-case simultaneous
+    margin its reports give (the overview's planner figure), in points."""
+    root = page(seeded, "/dashboard/plan")
+    listed = root.by_id("your-metrics").find_all("li")
+    assert [li.attrs["data-metric"] for li in listed[:3]] == [
+        seeded.text.name,
+        seeded.color.name,
+        seeded.load.name,
+    ]
+    heading = root.find("div", cls="heading")
+    assert heading.children[1].attrs.get("id") == "your-metrics"  # right under the title
+    color = next(li for li in listed if li.attrs["data-metric"] == seeded.color.name)
+    spec = seeded.color
+    margin = margin_of_error(
+        spec.k, spec.epsilon, 600, mechanism=spec.randomizer, simultaneous=True
+    )
+    assert color.text == f"{spec.name} at today's 600 reports: ±{margin * 100:.1f} points"
+    text = next(li for li in listed if li.attrs["data-metric"] == seeded.text.name)
+    assert text.text.startswith(
+        f"{seeded.text.name} at today's {TEXT_REPORTS:,} reports: detection floor"
+    )
+    assert color.find("a").attrs["href"] == f"/dashboard/metrics/{spec.name}"

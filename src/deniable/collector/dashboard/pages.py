@@ -530,8 +530,15 @@ def preset_links(
     ]
 
 
-def plan_page(values: dict[str, str], plan: dict[str, Any] | None, problem: str | None) -> Markup:
-    """The planner: its form, the reports needed by the recommended mechanism, every mechanism."""
+def plan_page(
+    values: dict[str, str],
+    plan: dict[str, Any] | None,
+    problem: str | None,
+    yours: Sequence[dict[str, Any]] = (),
+) -> Markup:
+    """The planner: first what your metrics' reports give now (``yours``,
+    :func:`.data.planner_metrics`), then its form, the reports needed by the recommended
+    mechanism, every mechanism."""
     shown = None
     if problem is None and plan is not None:
         advised = plan["advised"]
@@ -571,6 +578,7 @@ def plan_page(values: dict[str, str], plan: dict[str, Any] | None, problem: str 
         problem=problem,
         v_star=V_STAR_MEANING,
         margin_hint=glossary.MARGIN_HINT,
+        yours=[{**line, "path": metric_path(line["name"])} for line in yours],
         mechanism_names=glossary.MECHANISMS,
         current="plan",
     )

@@ -444,8 +444,8 @@ def plan(request: Request) -> Response:
             simultaneous=values["intervals"] == "simultaneous",
         )
     except (InvalidInput, ValueError) as exc:
-        return html(pages.plan_page(values, None, str(exc)), 422)
-    return html(pages.plan_page(values, document, None))
+        return html(pages.plan_page(values, None, str(exc), data.planner_metrics(request)), 422)
+    return html(pages.plan_page(values, document, None, data.planner_metrics(request)))
 
 
 PRIVACY_DEFAULTS = {

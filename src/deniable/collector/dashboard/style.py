@@ -142,6 +142,8 @@ button {
 }
 button.quiet { background: transparent; color: var(--muted); border: 1px solid var(--line); font-weight: 500; padding: 0.3rem 0.75rem; }
 .actions { margin: 0; }
+.yours { margin: 0.25rem 0 0; padding: 0; list-style: none; display: grid; gap: 0.15rem; }
+.yours li:first-child { font-size: 1.05rem; }
 details.help { font-size: 0.875rem; }
 details.help summary, details.rows summary { cursor: pointer; color: var(--accent); }
 .glossary { margin: 0.4rem 0 0; display: grid; gap: 0.3rem; font-size: 0.875rem; }
