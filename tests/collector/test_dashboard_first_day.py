@@ -386,3 +386,46 @@ def test_the_planner_opens_with_your_metrics_at_todays_reports(seeded: Seeded) -
         f"{seeded.text.name} at today's {TEXT_REPORTS:,} reports: detection floor"
     )
     assert color.find("a").attrs["href"] == f"/dashboard/metrics/{spec.name}"
+
+
+# --- collapsed tables, decimals, /docs and the dashboard ------------------------------------------
+
+
+def test_the_per_period_tables_are_collapsed(seeded: Seeded) -> None:
+    for name, details_id, table_id in (
+        (seeded.color.name, "series-rows", "series-table"),
+        (seeded.load.name, "mean-rows", "mean-table"),
+    ):
+        root = page(seeded, f"/dashboard/metrics/{name}")
+        details = root.by_id(details_id)
+        assert details is not None and details.tag == "details" and "open" not in details.attrs
+        rows = details.find("table", id=table_id).rows()
+        assert len(rows) >= 7
+        assert f"{len(rows)} rows" in details.find("summary").text
+
+
+def test_a_table_shows_one_decimal_where_the_interval_is_points_wide(seeded: Seeded) -> None:
+    """fd_color's intervals are several points wide at 600 reports a day: 41.3%, not 41.27%."""
+    root = page(seeded, f"/dashboard/metrics/{seeded.color.name}")
+    document = api(
+        seeded, f"/v1/metrics/{seeded.color.name}/estimate?start={DAYS[0]}&end={NOW_DAY}"
+    )
+    for row, expected in zip(
+        root.by_id("estimate-table").rows(), document["estimates"], strict=True
+    ):
+        assert expected["ci_high"] - expected["ci_low"] > 0.02
+        values = (expected["frequency"], expected["ci_low"], expected["ci_high"])
+        assert row[1:4] == [f"{v * 100:.1f}%" for v in values]
+    for row in root.by_id("series-table").rows():
+        for cell in row[3:6]:
+            number = cell.split("%")[0]
+            assert len(number.split(".")[1]) == 1, row
+
+
+def test_the_dashboard_and_docs_link_to_each_other(seeded: Seeded) -> None:
+    root = page(seeded, "/dashboard/")
+    nav = root.find("nav", aria_label="Dashboard")
+    assert nav.find("a", href="/docs") is not None
+    with httpx.Client(base_url=seeded.url, trust_env=False) as client:
+        schema = client.get("/openapi.json").json()
+    assert "](/dashboard/)" in schema["info"]["description"]

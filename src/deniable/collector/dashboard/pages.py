@@ -87,6 +87,22 @@ def pct(value: float | None) -> str:
     return "—" if value is None else f"{value * 100:.2f}%"
 
 
+POINT = 0.01
+"""One percentage point: an interval at least this wide on each side shows one decimal."""
+
+
+def interval_pcts(value: float | None, low: float, high: float) -> list[str]:
+    """A share and its interval as percentages with as many decimals as the interval warrants:
+    one where it is ±1 point or wider (a second decimal would be noise), two where narrower."""
+    places = 1 if (high - low) / 2 >= POINT else 2
+    return ["—" if v is None else f"{v * 100:.{places}f}%" for v in (value, low, high)]
+
+
+def _marked(shown: list[str], row: dict[str, Any]) -> list[str]:
+    """The estimate's cell with its clipped mark (if any), then the interval's two."""
+    return [shown[0] + clipped_mark(row), *shown[1:]]
+
+
 def sign_in_page(message: str | None = None) -> Markup:
     """The sign-in form (the token goes in a POST body, never a URL)."""
     return render("sign_in.html", message=message, signed_in=False)
@@ -267,9 +283,7 @@ def _estimate_section(spec: MetricSpec, document: dict[str, Any]) -> dict[str, A
         "rows": [
             [
                 r["category"],
-                pct(r["frequency"]) + clipped_mark(r),
-                pct(r["ci_low"]),
-                pct(r["ci_high"]),
+                *_marked(interval_pcts(r["frequency"], r["ci_low"], r["ci_high"]), r),
                 f"{r['count']:,.0f}" if r["count"] is not None else "—",
             ]
             for r in rows
@@ -342,9 +356,7 @@ def _series_section(
             point["period"],
             row["category"],
             _window_n(spec, point["n"]),
-            pct(row["frequency"]) + clipped_mark(row),
-            pct(row["ci_low"]),
-            pct(row["ci_high"]),
+            *_marked(interval_pcts(row["frequency"], row["ci_low"], row["ci_high"]), row),
         ]
         for point in series
         if point["n"]
