@@ -188,7 +188,6 @@ def overview_page(
         f"Trend ({periods} periods)",
         "Change",
         "Margin now",
-        "Last report",
     )
     return render(
         "overview.html",

@@ -62,7 +62,7 @@ h2 { font-size: 1.1rem; margin: 0; }
 .card.narrow { max-width: 28rem; width: 100%; justify-self: center; }
 .card-head { display: grid; gap: 0.2rem; }
 svg.chart { display: block; width: 100%; height: auto; font-family: inherit; }
-svg.wide-chart { max-width: 50rem; }
+svg.wide-chart { max-width: none; }
 svg.narrow-chart { max-width: 32rem; }
 .chart-pair > .narrow-chart { display: none; }
 .multiples {
@@ -152,7 +152,6 @@ details.help summary, details.rows summary { cursor: pointer; color: var(--accen
 .glossary dd { margin: 0; color: var(--muted); }
 #metrics tr.stopped > * { background: #fef3c7; }
 #metrics tr.stopped .arrival { color: var(--warn); font-weight: 600; }
-#metrics .arrival { white-space: nowrap; }
 #arrivals.stopped { color: var(--warn); background: #fef3c7; padding: 0.2rem 0.5rem; border-radius: 6px; }
 .presets { display: flex; flex-wrap: wrap; gap: 0.35rem; flex-basis: 100%; }
 .presets a {
