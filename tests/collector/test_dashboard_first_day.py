@@ -290,7 +290,7 @@ def test_the_overview_and_the_metric_page_say_when_reports_last_arrived(
         assert "12 s ago" in cell.text and "300 in the last hour" in cell.text
         assert "stopped" not in rows["arrive_busy"].classes
         never = rows["arrive_never"].find(cls="arrival")
-        assert "never" in never.text and "stopped" not in rows["arrive_never"].classes
+        assert "no report yet" in never.text and "stopped" not in rows["arrive_never"].classes
 
         metric = page(seeded, "/dashboard/metrics/arrive_busy")
         assert metric.by_id("last-report").text == "12 s ago"

@@ -436,7 +436,7 @@ def comparison_section(spec: MetricSpec, document: dict[str, Any] | str) -> dict
             return "—"
         if numeric:
             return f"{value:+,.4g}" if signed else value_text(value)
-        return f"{value * 100:+.1f} pts" if signed else pct(value)
+        return f"{value * 100:+.1f} pts" if signed else f"{value * 100:.1f}%"
 
     part = document["slices"][0]
     return {

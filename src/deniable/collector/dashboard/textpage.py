@@ -21,7 +21,7 @@ from ..queries.limits import categories_of
 from ..queries.query import EstimateQuery
 from ..queries.series import series
 from .charts import Bar, bar_chart
-from .pages import metric_path, pct
+from .pages import interval_pcts, metric_path, pct
 from .templating import render
 
 HISTORY_PERIODS = 7
@@ -149,8 +149,8 @@ def text_page(
         cap_bound=document["cap_bound"],
         wide=wide,
         narrow=narrow,
-        rows=[[shown_text(r), *map(pct, _shares(r))] for r in above],
-        below=[[shown_text(r), *map(pct, _shares(r))] for r in below],
+        rows=[[shown_text(r), *interval_pcts(*_shares(r))] for r in above],
+        below=[[shown_text(r), *interval_pcts(*_shares(r))] for r in below],
         csv_href=f"{path}/strings.csv?end={document['end']}",
         history=history_rows(spec, history) if history is not None else [],
         entry=entry,
