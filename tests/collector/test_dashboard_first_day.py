@@ -292,6 +292,8 @@ def test_the_overview_and_the_metric_page_say_when_reports_last_arrived(
         never = rows["arrive_never"].find(cls="arrival")
         assert "no report yet" in never.text and "stopped" not in rows["arrive_never"].classes
 
+        quiet = page(seeded, "/dashboard/metrics/arrive_never")
+        assert quiet.by_id("arrivals").text == "No report received yet."
         metric = page(seeded, "/dashboard/metrics/arrive_busy")
         assert metric.by_id("last-report").text == "12 s ago"
         assert metric.by_id("last-hour").text == "300"

@@ -151,7 +151,7 @@ details.help summary, details.rows summary { cursor: pointer; color: var(--accen
 .glossary dt { font-weight: 600; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
 .glossary dd { margin: 0; color: var(--muted); }
 #metrics tr.stopped > * { background: #fef3c7; }
-#metrics tbody th { min-width: 11rem; }
+@media (min-width: 601px) { #metrics tbody th { min-width: 11rem; } }
 #metrics tbody th .sub { white-space: normal; }
 #metrics tr.stopped .arrival { color: var(--warn); font-weight: 600; }
 #arrivals.stopped { color: var(--warn); background: #fef3c7; padding: 0.2rem 0.5rem; border-radius: 6px; }
