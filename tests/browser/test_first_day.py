@@ -115,7 +115,7 @@ def seen_items(driver: WebDriver, page: str) -> dict[str, bool]:
             driver, "details#series-rows summary, details#mean-rows summary"
         ) and not shown(driver, "#series-table, #mean-table")
     if page == "categorical-compared":
-        items["the comparison"] = shown(driver, "#comparison-table")
+        items["the comparison"] = shown(driver, "#comparison")
     if page.startswith("text"):
         items["the period picker"] = shown(driver, '#pickers input[name="end"]')
         items["the floor's legend"] = shown(driver, "#floor-key .key-floor")

@@ -431,3 +431,11 @@ def test_the_dashboard_and_docs_link_to_each_other(seeded: Seeded) -> None:
     with httpx.Client(base_url=seeded.url, trust_env=False) as client:
         schema = client.get("/openapi.json").json()
     assert "](/dashboard/)" in schema["info"]["description"]
+
+
+def test_a_comparison_with_an_empty_previous_period_says_so(seeded: Seeded) -> None:
+    """The week before the seeded one has no reports: no rows of ±100 points, one sentence."""
+    root = page(seeded, f"/dashboard/metrics/{seeded.color.name}?compare=previous")
+    assert root.by_id("comparison-table") is None
+    problem = root.by_id("comparison-problem").text
+    assert "previous period" in problem and "no reports" in problem

@@ -439,6 +439,16 @@ def comparison_section(spec: MetricSpec, document: dict[str, Any] | str) -> dict
         return f"{value * 100:+.1f} pts" if signed else f"{value * 100:.1f}%"
 
     part = document["slices"][0]
+    if not part["baseline_n"] or not part["n"]:
+        empty = "the previous period" if not part["baseline_n"] else "this range"
+        return {
+            "problem": (
+                f"{empty} ({document['baseline_start']} to {document['baseline_end']}"
+                if not part["baseline_n"]
+                else f"{empty} ({document['start']} to {document['end']}"
+            )
+            + ") has no reports, so there is nothing to compare yet."
+        }
     return {
         "problem": None,
         "start": document["start"],
