@@ -31,6 +31,7 @@ from .http_clients import authorized_client
 from .metrics import (
     make_numeric_reports,
     make_reports,
+    make_text_reports,
     overlapping_uploads,
     post_reports,
     quantile_holds,
@@ -65,6 +66,7 @@ __all__ = [
     "loopback_url",
     "make_numeric_reports",
     "make_reports",
+    "make_text_reports",
     "overlapping_uploads",
     "post_reports",
     "postgres_problem",

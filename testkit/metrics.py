@@ -111,3 +111,25 @@ def quantile_holds(entry: dict[str, Any], value: float) -> bool:
     """Whether a histogram document's quantile interval holds ``value`` (a null end is open)."""
     low, high = entry["low"], entry["high"]
     return (low is None or low <= value) and (high is None or value <= high)
+
+
+def make_text_reports(
+    spec: MetricSpec, values: Sequence[str], period: str, seed: int
+) -> list[dict[str, Any]]:
+    """Reports of a text metric holding ``values``, each device's level drawn as the SDK's
+    would be and randomized by the real sketch (seeded); fresh uuid4 ids."""
+    sketch = spec.text_randomizer
+    rng = SeededRandomness(seed)
+    reports = []
+    for value in values:
+        level = 1 + rng.randbelow(sketch.levels)
+        reports.append(
+            {
+                "id": str(uuid.uuid4()),
+                "metric": spec.name,
+                "fingerprint": spec.fingerprint,
+                "period": period,
+                "payload": sketch.randomize(sketch.encode(value), level, rng),
+            }
+        )
+    return reports

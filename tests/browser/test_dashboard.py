@@ -472,6 +472,7 @@ def test_a_lone_period_draws_its_interval_and_days_without_reports_are_said_once
     assert bar.get_attribute("data-period") == seeded.days[-1]
     assert bar.rect["height"] >= 10, bar.rect
     assert driver.find_element(By.ID, "series-gaps").text.startswith("No reports on 6 of 7 days")
+    driver.find_element(By.CSS_SELECTOR, "details#series-rows summary").click()  # collapsed
     rows = driver.find_elements(By.CSS_SELECTOR, "table#series-table tbody tr")
     assert [row.find_element(By.TAG_NAME, "th").text for row in rows] == [seeded.days[-1]]
     name = seeded.numeric.name
@@ -479,6 +480,7 @@ def test_a_lone_period_draws_its_interval_and_days_without_reports_are_said_once
     open_page(
         driver, f"{seeded.url}/dashboard/metrics/{name}?start={earlier}&end={seeded.days[-1]}"
     )
+    driver.find_element(By.CSS_SELECTOR, "details#mean-rows summary").click()
     rows = driver.find_elements(By.CSS_SELECTOR, "table#mean-table tbody tr")
     assert [row.find_element(By.TAG_NAME, "th").text for row in rows] == list(seeded.days)
     assert driver.find_element(By.ID, "mean-gaps").text.startswith("No reports on 3 of 10 days")

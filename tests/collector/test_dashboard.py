@@ -529,7 +529,7 @@ def test_the_plan_page_shows_the_advisors_numbers(seeded: Seeded) -> None:
             for k, eps, m in (
                 ("x", "1", "0.1"),
                 ("5", "-1", "0.1"),
-                ("5", "1", "2"),
+                ("5", "1", "100"),  # 100 points or more: no margin
                 ("5", "nan", "0.1"),
             )
         ]

@@ -17,6 +17,7 @@ from deniable.client import MetricSpec
 from deniable.client.wire import payload_text
 from deniable.collector import migrate
 from deniable.collector.storage import open_database, read_batches, read_sums
+from deniable.collector.storage.arrivals import Arrival, read_arrivals
 from deniable.collector.storage.engine import normalize_url
 from deniable.collector.storage.migrator import alembic_config, run_locked
 from deniable.collector.storage.partitions import include_name
@@ -357,5 +358,68 @@ def test_counted_parts_migration_counts_old_batches_at_nothing_they_cannot_show(
         (0, 3),
         (1, 0),
     ]
+    migrate(url)
+    assert_schema_is_the_tables(url)
+
+
+def test_arrivals_migration_adds_and_drops_its_table_and_ingest_writes_it_only_once_there(
+    databases: DatabaseFactory, backend: str
+) -> None:
+    """0016 creates ``arrivals``; a collector on a 0015 database still stores reports (and
+    records no arrival); after the upgrade each new report counts in its minute, a resent one
+    does not; the downgrade drops the table and nothing else."""
+    url = databases.new(backend)
+    migrate(url, "0015")
+    spec = MetricSpec.boolean("arrives", epsilon=1.0)
+    period = TEST_NOW.date().isoformat()
+    at = TEST_NOW.timestamp()
+    database = open_database(url)
+    try:
+        register_spec(database, spec, dt.datetime.now(dt.UTC))
+        old = [ValidReport(str(uuid.uuid4()), spec.name, period, 1) for _ in range(3)]
+        store_batches(
+            database, [prepare_batch(old, {spec.name: spec}, TEST_NOW.date(), received_at=at)]
+        )
+    finally:
+        database.dispose()
+    assert "arrivals" not in _tables(url)
+
+    migrate(url)
+    assert_schema_is_the_tables(url)
+    database = open_database(url)
+    try:
+        assert read_arrivals(database, [spec.name], at)[spec.name] == Arrival(None, 0)
+        new = [ValidReport(str(uuid.uuid4()), spec.name, period, 0) for _ in range(5)]
+        batches = [
+            prepare_batch(new[:4] + old[:1], {spec.name: spec}, TEST_NOW.date(), received_at=at),
+            prepare_batch(new[2:], {spec.name: spec}, TEST_NOW.date(), received_at=at + 5),
+        ]
+        store_batches(database, batches)  # 4 new, then 1 new beside 2 resent: 5 at +5 s
+        assert read_arrivals(database, [spec.name], at + 10)[spec.name] == Arrival(at + 5, 5)
+        store_batches(
+            database,
+            [prepare_batch(new[:1], {spec.name: spec}, TEST_NOW.date(), received_at=at + 9)],
+        )  # resent alone: nothing new arrived
+        assert read_arrivals(database, [spec.name], at + 10)[spec.name] == Arrival(at + 5, 5)
+        later = at + 60 * 60  # the same slot an hour on: counted afresh
+        store_batches(
+            database,
+            [prepare_batch(old[1:], {spec.name: spec}, TEST_NOW.date(), received_at=later)],
+        )
+        assert read_arrivals(database, [spec.name], later)[spec.name] == Arrival(at + 5, 0)
+        fresh = [ValidReport(str(uuid.uuid4()), spec.name, period, 1)]
+        store_batches(
+            database, [prepare_batch(fresh, {spec.name: spec}, TEST_NOW.date(), received_at=later)]
+        )
+        assert read_arrivals(database, [spec.name], later)[spec.name] == Arrival(later, 1)
+        assert _rows(url, text("SELECT minute, n FROM arrivals")) == [
+            (int(at // 60) + 60, 1),
+        ]
+    finally:
+        database.dispose()
+
+    _downgrade(url, "0015")
+    assert "arrivals" not in _tables(url)
+    assert len(_rows(url, text("SELECT id FROM reports"))) == 9
     migrate(url)
     assert_schema_is_the_tables(url)

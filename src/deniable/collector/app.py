@@ -131,7 +131,8 @@ API_DESCRIPTION = (
     " intervals. Every token is sent as `Authorization: Bearer <token>` (the Authorize button"
     " takes them): the ingest key uploads, the viewer token reads, and the admin token"
     " registers, archives, exports and deletes, and reads too. docs/DESIGN.md describes the"
-    " API; docs/security.md what each token may do."
+    " API; docs/security.md what each token may do. The dashboard, for people rather than"
+    " programs, is at [/dashboard/](/dashboard/) (sign in with the viewer token)."
 )
 """The description at the top of /docs."""
 

@@ -9,6 +9,7 @@ here a second way.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from typing import Any
 
 from fastapi import Request
@@ -33,7 +34,9 @@ from ..queries.privacy import (
 from ..queries.privacy import privacy as privacy_account
 from ..queries.query import EstimateQuery
 from ..queries.refusal import QueryRefused
+from ..storage.arrivals import read_arrivals
 from ..storage.queries import list_specs, read_period_reports
+from .charts import value_text
 from .kindviews import view_of
 
 OVERVIEW_PERIODS = 14
@@ -97,6 +100,81 @@ def series(
     ``method`` is given); :class:`~..queries.refusal.QueryRefused` as the API's."""
     query = EstimateQuery(spec.name, start, end, confidence, method)
     return serieses.series(collector(request), query)
+
+
+def comparison(
+    request: Request,
+    spec: MetricSpec,
+    start: str | None,
+    end: str | None,
+    *,
+    method: Method | None = None,
+    pooling: Pooling = "overlap-safe",
+) -> dict[str, Any]:
+    """The API's period comparison of start..end with as many periods just before it
+    (``compare_to=previous``); :class:`~..queries.refusal.QueryRefused` as the API's."""
+    query = EstimateQuery(
+        spec.name, start, end, 0.95, method, pooling=pooling, compare_to="previous"
+    )
+    return estimates.estimate(collector(request), query)
+
+
+PRESETS = (("today", "Today"), ("7d", "7 days"), ("30d", "30 days"), ("month", "This month"))
+"""The metric page's time-range presets: (name, label)."""
+
+
+def preset_ranges(spec: MetricSpec, request: Request) -> list[tuple[str, str, str, str]]:
+    """Each preset as (name, label, start, end) in the metric's period labels, ending at the
+    current period: today, the last 7 and 30 days, and this calendar month."""
+    today = collector(request).today()
+    current = period_label(spec.period, today)
+    firsts = {
+        "today": today,
+        "7d": today - dt.timedelta(days=6),
+        "30d": today - dt.timedelta(days=29),
+        "month": today.replace(day=1),
+    }
+    return [(key, label, period_label(spec.period, firsts[key]), current) for key, label in PRESETS]
+
+
+STALE_AFTER = 3600.0
+"""Seconds without a new report after which a metric that had traffic is marked stopped."""
+
+
+def ago_text(seconds: float) -> str:
+    """How long ago, in the largest whole unit: "12 s ago", "5 min ago", "3 h ago", "2 days ago"."""
+    seconds = max(0.0, seconds)
+    for size, unit in ((86400, " days"), (3600, " h"), (60, " min")):
+        if seconds >= size:
+            count = int(seconds // size)
+            return f"{count}{unit.removesuffix('s') if count == 1 else unit} ago"
+    return f"{int(seconds)} s ago"
+
+
+def arrivals(request: Request, names: list[str]) -> dict[str, dict[str, Any]]:
+    """When each metric's last report arrived and its reports in the last hour, as the pages
+    show them: ``last`` ("12 s ago", or "never"), ``last_hour`` (a count), ``stopped`` (it had
+    reports, but none for :data:`STALE_AFTER` seconds) and ``title`` (the same in a sentence)."""
+    state = collector(request)
+    now = state.clock().timestamp()
+    found = read_arrivals(state.database, names, now)
+    shown = {}
+    for name, arrival in found.items():
+        if arrival.last_at is None:
+            last, stopped = "never", False
+            title = "No report has arrived since the collector began recording arrivals."
+        else:
+            last, stopped = ago_text(now - arrival.last_at), now - arrival.last_at > STALE_AFTER
+            title = f"Last report received {last}; {arrival.last_hour:,} in the last hour."
+            if stopped:
+                title += " Reports stopped arriving: check the SDK, its ingest key and the URL."
+        shown[name] = {
+            "last": last,
+            "last_hour": f"{arrival.last_hour:,}",
+            "stopped": stopped,
+            "title": title,
+        }
+    return shown
 
 
 def leading_category(document: dict[str, Any]) -> str | None:
@@ -184,6 +262,46 @@ def data_margin(document: dict[str, Any]) -> float | None:
         if r["ci_low"] is not None and r["ci_high"] is not None
     ]
     return max(widths) if widths else None
+
+
+PLAN_METRICS_READ = 50
+"""Metrics the planner reads today's reports of (the first by name), to name those with most."""
+PLAN_METRICS_SHOWN = 6
+"""Metrics the planner names, those with the most reports today first."""
+
+
+def planner_metrics(request: Request) -> list[dict[str, Any]]:
+    """The registered metrics with the most reports today, each with the worst-case margin
+    (95%) those reports give: "dark_mode at today's 3,021 reports: ±4.4 points" (a text
+    metric's detection floor instead), for the planner's first lines."""
+    state = collector(request)
+    found = []
+    for spec in list_specs(state.database, archived=False)[:PLAN_METRICS_READ]:
+        label = period_label(spec.period, state.today())
+        n = read_period_reports(state.database, spec.name, [label])[0]
+        found.append((spec, n))
+    found.sort(key=lambda item: (-item[1], item[0].name))
+    lines = []
+    for spec, n in found[:PLAN_METRICS_SHOWN]:
+        view = view_of(spec)
+        when = "today's" if spec.period == "day" else f"this {spec.period}'s"
+        margin = None
+        if n:
+            margin = (
+                floor(spec.text_randomizer, n).t95
+                if view.pages is not None
+                else margin_now(spec, n)
+            )
+        if margin is None:
+            said = "no reports yet" if not n else "no margin"
+        elif view.pages is not None:
+            said = f"detection floor {margin * 100:.1f}%"
+        elif view.shares:
+            said = f"±{margin * 100:.1f} points"
+        else:
+            said = f"±{value_text(margin)} (its units)"
+        lines.append({"name": spec.name, "n": n, "when": when, "said": said})
+    return lines
 
 
 def periods_within(spec: MetricSpec, request: Request, wanted: int, least: int = 1) -> int:

@@ -215,10 +215,13 @@ def _text_metric(
 ) -> Markup:
     """A text metric's page: the strings found in the query's period (:mod:`.textpage`)."""
     from .breakdownpage import entry_card
-    from .textpage import text_document, text_page
+    from .data import arrivals
+    from .textpage import history_document, text_document, text_page
 
     document = text_document(request, spec, request.query_params.get("end") or None)
-    return text_page(spec, document, entry_card(spec, query_of()))
+    history = history_document(request, spec, document["end"])
+    arrival = arrivals(request, [spec.name])[spec.name]
+    return text_page(spec, document, entry_card(spec, query_of()), history, arrival)
 
 
 def _text_breakdown(request: Request, spec: MetricSpec, query: dict[str, Any]) -> Markup:

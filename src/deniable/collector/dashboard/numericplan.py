@@ -18,6 +18,7 @@ from deniable.client.spec import NUMERIC_MAGNITUDE
 from deniable.estimators.advisor import MAX_REPORTS, numeric_plan_document, plan_document
 
 from ..numbers import NumberRule
+from . import glossary
 from .charts import share_text, value_text
 from .templating import render
 
@@ -164,6 +165,7 @@ def numeric_plan_page(
         "numeric_plan.html",
         kind=KIND,
         mechanisms=MECHANISM_CHOICES,
+        mechanism_names=glossary.MECHANISMS,
         values=values,
         problem=problem,
         answer=None if problem is not None or document is None else answer(document),

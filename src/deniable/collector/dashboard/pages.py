@@ -28,13 +28,13 @@ from deniable.estimators.privacy import PRIVACY_DOC
 from deniable.estimators.shufflingaccount import batches_text, devices_text
 
 from ..queries.privacy import DEFAULT_RATIO
+from . import glossary
 from .charts import (
     NARROW,
     Bar,
     Line,
     Point,
     bar_chart,
-    share_text,
     small_multiples,
     sparkline,
     time_chart,
@@ -85,6 +85,22 @@ def metric_path(name: str) -> str:
 def pct(value: float | None) -> str:
     """A share as a percentage with two decimals, or an em dash."""
     return "—" if value is None else f"{value * 100:.2f}%"
+
+
+POINT = 0.01
+"""One percentage point: an interval at least this wide on each side shows one decimal."""
+
+
+def interval_pcts(value: float | None, low: float, high: float) -> list[str]:
+    """A share and its interval as percentages with as many decimals as the interval warrants:
+    one where it is ±1 point or wider (a second decimal would be noise), two where narrower."""
+    places = 1 if (high - low) / 2 >= POINT else 2
+    return ["—" if v is None else f"{v * 100:.{places}f}%" for v in (value, low, high)]
+
+
+def _marked(shown: list[str], row: dict[str, Any]) -> list[str]:
+    """The estimate's cell with its clipped mark (if any), then the interval's two."""
+    return [shown[0] + clipped_mark(row), *shown[1:]]
 
 
 def sign_in_page(message: str | None = None) -> Markup:
@@ -150,9 +166,13 @@ def change_cell(row: MetricRow) -> dict[str, Any] | None:
     }
 
 
-def overview_page(page: OverviewPage, periods: int) -> Markup:
+def overview_page(
+    page: OverviewPage, periods: int, arrivals: dict[str, dict[str, Any]] | None = None
+) -> Markup:
     """One page of the metrics with their recent reports, a sparkline of each one's leading
-    estimate and its margin."""
+    estimate and its margin, and (``arrivals``, :func:`.data.arrivals`) when each one's last
+    report arrived."""
+    arrivals = arrivals or {}
     rows = []
     for row in page.rows:
         spec = row.spec
@@ -173,6 +193,7 @@ def overview_page(page: OverviewPage, periods: int) -> Markup:
                 "sparkline": sparkline(row.trend, label=label, band=row.band),
                 "change": change_cell(row),
                 "margin": _margin_text(row),
+                "arrival": arrivals.get(spec.name),
             }
         )
     headers = (
@@ -312,9 +333,7 @@ def _estimate_section(spec: MetricSpec, document: dict[str, Any]) -> dict[str, A
         "rows": [
             [
                 r["category"],
-                pct(r["frequency"]) + clipped_mark(r),
-                pct(r["ci_low"]),
-                pct(r["ci_high"]),
+                *_marked(interval_pcts(r["frequency"], r["ci_low"], r["ci_high"]), r),
                 f"{r['count']:,.0f}" if r["count"] is not None else "—",
             ]
             for r in rows
@@ -387,9 +406,7 @@ def _series_section(
             point["period"],
             row["category"],
             _window_n(spec, point["n"]),
-            pct(row["frequency"]) + clipped_mark(row),
-            pct(row["ci_low"]),
-            pct(row["ci_high"]),
+            *_marked(interval_pcts(row["frequency"], row["ci_low"], row["ci_high"]), row),
         ]
         for point in series
         if point["n"]
@@ -457,6 +474,58 @@ def _mean_sections(
     }
 
 
+def comparison_section(spec: MetricSpec, document: dict[str, Any] | str) -> dict[str, Any]:
+    """The card comparing the range with as many periods just before it (the API's
+    ``compare_to=previous``): per category (or the mean) both windows, the change with its
+    interval and the API's verdict; ``document`` a string is why the comparison was refused."""
+    if isinstance(document, str):
+        return {"problem": document}
+    numeric = not view_of(spec).shares
+
+    def amount(value: float | None, signed: bool = False) -> str:
+        if value is None:
+            return "—"
+        if numeric:
+            return f"{value:+,.4g}" if signed else value_text(value)
+        return f"{value * 100:+.1f} pts" if signed else f"{value * 100:.1f}%"
+
+    part = document["slices"][0]
+    if not part["baseline_n"] or not part["n"]:
+        empty = "the previous period" if not part["baseline_n"] else "this range"
+        return {
+            "problem": (
+                f"{empty} ({document['baseline_start']} to {document['baseline_end']}"
+                if not part["baseline_n"]
+                else f"{empty} ({document['start']} to {document['end']}"
+            )
+            + ") has no reports, so there is nothing to compare yet."
+        }
+    return {
+        "problem": None,
+        "start": document["start"],
+        "end": document["end"],
+        "baseline_start": document["baseline_start"],
+        "baseline_end": document["baseline_end"],
+        "n": f"{part['n']:,}",
+        "baseline_n": f"{part['baseline_n']:,}",
+        "level": f"{document['confidence'] * 100:g}%",
+        "rows": [
+            (
+                row["verdict"],
+                [
+                    row["category"],
+                    amount(row["current"]),
+                    amount(row["baseline"]),
+                    amount(row["difference"], signed=True),
+                    f"{amount(row['ci_low'], signed=True)} to {amount(row['ci_high'], signed=True)}",
+                    row["verdict"],
+                ],
+            )
+            for row in part["rows"]
+        ],
+    }
+
+
 def about_lines(document: dict[str, Any]) -> dict[str, Any]:
     """What the registration says of the metric (its document's ``description``, ``unit`` and
     ``owner``), for under its name; empty if it says nothing."""
@@ -479,6 +548,9 @@ def metric_page(
     quantiles_over_time: Markup | str = "",
     breakdown: Markup | str = "",
     empty: Markup | None = None,
+    comparison: dict[str, Any] | str | None = None,
+    presets: Sequence[tuple[str, str, str, str]] = (),
+    arrival: dict[str, Any] | None = None,
 ) -> Markup:
     """A metric's page: pickers, then its estimate, quantiles (and ``quantiles_over_time``,
     markup a template built) and series (or its mean); ``breakdown`` (markup a template
@@ -531,6 +603,10 @@ def metric_page(
         empty=None,
         estimate_csv=csv_href(spec.name, "estimate", query),
         series_csv=csv_href(spec.name, "series", query),
+        comparison=None if comparison is None else comparison_section(spec, comparison),
+        help={"methods": glossary.METHODS, "poolings": glossary.POOLINGS},
+        presets=preset_links(spec.name, query, presets),
+        arrival=arrival,
     )
 
 
@@ -539,8 +615,32 @@ def pooling_help_page() -> Markup:
     return render("help_pooling.html")
 
 
-def plan_page(values: dict[str, str], plan: dict[str, Any] | None, problem: str | None) -> Markup:
-    """The planner: its form, the reports needed by the recommended mechanism, every mechanism."""
+def preset_links(
+    name: str, query: dict[str, Any], presets: Sequence[tuple[str, str, str, str]]
+) -> list[dict[str, Any]]:
+    """The time-range presets as links keeping the page's other choices, the one whose range
+    the page shows marked current."""
+    kept = {k: query[k] for k in ("method", "pooling", "compare") if query.get(k)}
+    return [
+        {
+            "key": key,
+            "label": label,
+            "href": f"{metric_path(name)}?{urlencode({'start': start, 'end': end, **kept})}",
+            "current": query.get("start") == start and query.get("end") == end,
+        }
+        for key, label, start, end in presets
+    ]
+
+
+def plan_page(
+    values: dict[str, str],
+    plan: dict[str, Any] | None,
+    problem: str | None,
+    yours: Sequence[dict[str, Any]] = (),
+) -> Markup:
+    """The planner: first what your metrics' reports give now (``yours``,
+    :func:`.data.planner_metrics`), then its form, the reports needed by the recommended
+    mechanism, every mechanism."""
     shown = None
     if problem is None and plan is not None:
         advised = plan["advised"]
@@ -563,7 +663,8 @@ def plan_page(values: dict[str, str], plan: dict[str, Any] | None, problem: str 
             "needed": "more than 1e15" if needed is None else f"{needed:,}",
             "advised": advised,
             "auto": plan["auto"],
-            "margin": share_text(plan["margin"]),
+            "margin": f"{plan['margin'] * 100:g} points",
+            "names": [row["mechanism"] for row in plan["mechanisms"]],
             "over": (
                 f"every one of {plan['categories']} categories at once"
                 if plan["simultaneous"]
@@ -578,6 +679,9 @@ def plan_page(values: dict[str, str], plan: dict[str, Any] | None, problem: str 
         plan=shown,
         problem=problem,
         v_star=V_STAR_MEANING,
+        margin_hint=glossary.MARGIN_HINT,
+        yours=[{**line, "path": metric_path(line["name"])} for line in yours],
+        mechanism_names=glossary.MECHANISMS,
         current="plan",
     )
 

@@ -17,6 +17,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from deniable.client.account import SDK_DEFAULTS
 from deniable.client.errors import InvalidInput
+from deniable.client.kinds import TextSpec
 from deniable.estimators import DEFAULT_METHOD, DEFAULT_PERIODS
 from deniable.estimators.advisor import plan_document
 from deniable.estimators.csvtext import estimate_csv_text, series_csv_text
@@ -29,7 +30,17 @@ from ..numbers import InvalidNumber, NumberRule
 from ..queries.privacy import DEFAULT_MEMOIZE, DEFAULT_RATIO
 from ..queries.ranges import registered_spec
 from ..queries.refusal import QueryRefused, refuse
-from . import breakdownpage, data, emptystate, numericplan, pages, quantileseries, session
+from . import (
+    breakdownpage,
+    data,
+    emptystate,
+    glossary,
+    numericplan,
+    pages,
+    quantileseries,
+    session,
+    textpage,
+)
 from .kindviews import MAX_TOP, view_of
 from .style import CSS, ETAG
 
@@ -199,7 +210,8 @@ def overview(request: Request) -> Response:
         page = data.overview(request)
     except InvalidInput as exc:
         return html(pages.error_page(422, str(exc)), 422)
-    return html(pages.overview_page(page, data.OVERVIEW_PERIODS))
+    arrived = data.arrivals(request, [row.spec.name for row in page.rows])
+    return html(pages.overview_page(page, data.OVERVIEW_PERIODS, arrived))
 
 
 def page_query(request: Request, spec: Any) -> dict[str, Any]:
@@ -223,13 +235,36 @@ def page_query(request: Request, spec: Any) -> dict[str, Any]:
     for name, value in (("start", start), ("end", end)):
         if value is not None and len(value) > 32:
             raise refuse(f"{name} is not a period label")
+    compare = params.get("compare") or ""
+    if compare not in ("", COMPARE_PREVIOUS):
+        raise refuse(f"compare must be {COMPARE_PREVIOUS} or empty")
     return {
         "start": start or "",
         "end": end or "",
         "method": method,
         "pooling": pooling,
         "top": top,
+        "compare": compare,
     }
+
+
+COMPARE_PREVIOUS = "previous"
+"""The metric page's ``compare`` choice: the range against as many periods just before it."""
+
+
+def page_comparison(request: Request, spec: Any, query: dict[str, Any]) -> dict[str, Any] | str:
+    """The period comparison the page's ``compare`` asks for, or why the API refused it."""
+    try:
+        return data.comparison(
+            request,
+            spec,
+            query["start"] or None,
+            query["end"] or None,
+            method=query["method"],
+            pooling=query["pooling"],
+        )
+    except QueryRefused as exc:
+        return exc.detail
 
 
 def documents(
@@ -268,7 +303,14 @@ def metric(name: str, request: Request) -> Response:
         return refused_page(exc)
     shown = data.shown_categories(spec, estimate, query["top"]) if view.shares else []
     entry = breakdownpage.entry_card(spec, query)
-    return html(pages.metric_page(spec, estimate, series, shown, query, over_time, entry))
+    compared = page_comparison(request, spec, query) if query["compare"] else None
+    presets = data.preset_ranges(spec, request)
+    arrival = data.arrivals(request, [spec.name])[spec.name]
+    return html(
+        pages.metric_page(
+            spec, estimate, series, shown, query, over_time, entry, compared, presets, arrival
+        )
+    )
 
 
 def breakdown_read(request: Request, name: str) -> tuple[Any, dict[str, Any]]:
@@ -334,6 +376,21 @@ def document_csv(request: Request, name: str, which: str) -> Response:
     return csv_response(text, f"{spec.name}-{which}.csv")
 
 
+@router.get("/metrics/{name}/strings.csv")
+def strings_csv(name: str, request: Request) -> Response:
+    """A text metric's strings found in the page's period, as CSV (404 for another kind)."""
+    if not signed_in(request):
+        return to_sign_in()
+    try:
+        spec = registered_spec(collector(request), name)
+        if not isinstance(spec, TextSpec):
+            raise refuse(f"{spec.name} is a {spec.type} metric: its CSVs are estimate and series")
+        document = textpage.text_document(request, spec, request.query_params.get("end") or None)
+    except QueryRefused as exc:
+        return refused_page(exc)
+    return csv_response(textpage.text_csv(document), f"{spec.name}-{document['end']}.csv")
+
+
 @router.get("/metrics/{name}/estimate.csv")
 def estimate_csv(name: str, request: Request) -> Response:
     """The estimate document the page shows, as CSV."""
@@ -349,7 +406,7 @@ def series_csv(name: str, request: Request) -> Response:
 PLAN_DEFAULTS = {
     "k": "5",
     "epsilon": "1",
-    "margin": "0.02",
+    "margin": "2",
     "confidence": "0.95",
     "intervals": "simultaneous",
 }
@@ -363,17 +420,17 @@ PLAN_INTERVALS = ("simultaneous", "per-category")
 PLAN_RULES = (
     NumberRule("k", 2, 100_000, whole=True),
     NumberRule("epsilon", 0, 20, open_low=True),
-    NumberRule("margin", 0, 1, open_low=True, open_high=True),
+    NumberRule("margin", 0, 100, open_low=True, open_high=True),
     NumberRule("confidence", 0, 1, open_low=True, open_high=True),
 )
-"""How the planner's form numbers are read: categories, eps, the margin (a share) and the
+"""How the planner's form numbers are read: categories, eps, the margin (percentage points, or a share below 1: :func:`.glossary.margin_share`) and the
 confidence level."""
 
 
 def plan_inputs(values: dict[str, str]) -> tuple[int, float, float, float]:
     """k, eps, margin and confidence from the form; InvalidInput naming a bad one."""
     k, epsilon, margin, confidence = (rule.parse(values[rule.name]) for rule in PLAN_RULES)
-    return int(k), float(epsilon), float(margin), float(confidence)
+    return int(k), float(epsilon), glossary.margin_share(float(margin)), float(confidence)
 
 
 @router.get("/help/pooling")
@@ -409,8 +466,8 @@ def plan(request: Request) -> Response:
             simultaneous=values["intervals"] == "simultaneous",
         )
     except (InvalidInput, ValueError) as exc:
-        return html(pages.plan_page(values, None, str(exc)), 422)
-    return html(pages.plan_page(values, document, None))
+        return html(pages.plan_page(values, None, str(exc), data.planner_metrics(request)), 422)
+    return html(pages.plan_page(values, document, None, data.planner_metrics(request)))
 
 
 PRIVACY_DEFAULTS = {

@@ -15,7 +15,7 @@ CSS = """
 :root {
   --ink: #0f172a; --muted: #64748b; --line: #e2e8f0; --page: #f6f7f9; --card: #ffffff;
   --accent: #2563eb; --accent-soft: #dbe6fd; --warn-bg: #fff7e6; --warn: #92400e;
-  --error: #b91c1c;
+  --error: #b91c1c; --floor: #dc2626;
 }
 * { box-sizing: border-box; }
 html { -webkit-text-size-adjust: 100%; }
@@ -62,7 +62,7 @@ h2 { font-size: 1.1rem; margin: 0; }
 .card.narrow { max-width: 28rem; width: 100%; justify-self: center; }
 .card-head { display: grid; gap: 0.2rem; }
 svg.chart { display: block; width: 100%; height: auto; font-family: inherit; }
-svg.wide-chart { max-width: 50rem; }
+svg.wide-chart { max-width: none; }
 svg.narrow-chart { max-width: 32rem; }
 .chart-pair > .narrow-chart { display: none; }
 .multiples {
@@ -86,7 +86,11 @@ tr.suppressed .sub { white-space: normal; }
 #shuffled thead th, #shuffled td:last-child { white-space: normal; }
 #breakdown-entry #breakdown-picker { border: 0; padding: 0; }
 .gaps { margin: 0; color: var(--muted); font-size: 0.875rem; }
-.key { margin: 0; font-size: 0.8rem; color: var(--muted); display: flex; align-items: center; gap: 0.4rem; }
+.key { margin: 0; font-size: 0.8rem; color: var(--muted); display: flex; flex-wrap: wrap; align-items: center; gap: 0.4rem; }
+.key-floor {
+  display: inline-block; width: 0; height: 1rem; margin-left: 0.6rem;
+  border-left: 2px dashed var(--floor);
+}
 .key-bar { display: inline-block; width: 1.2rem; height: 0.6rem; background: #bfd3fb; border-radius: 2px; }
 .key-whisker {
   display: inline-block; width: 1.2rem; height: 0.6rem; margin-left: 0.6rem;
@@ -138,6 +142,26 @@ button {
 }
 button.quiet { background: transparent; color: var(--muted); border: 1px solid var(--line); font-weight: 500; padding: 0.3rem 0.75rem; }
 .actions { margin: 0; }
+.yours { margin: 0.25rem 0 0; padding: 0; list-style: none; display: grid; gap: 0.15rem; }
+.yours li:first-child { font-size: 1.05rem; }
+details.help { font-size: 0.875rem; }
+details.help summary, details.rows summary { cursor: pointer; color: var(--accent); }
+.glossary { margin: 0.4rem 0 0; display: grid; gap: 0.3rem; font-size: 0.875rem; }
+.glossary div { display: grid; grid-template-columns: minmax(6rem, max-content) 1fr; gap: 0.75rem; }
+.glossary dt { font-weight: 600; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+.glossary dd { margin: 0; color: var(--muted); }
+#metrics tr.stopped > * { background: #fef3c7; }
+@media (min-width: 601px) { #metrics tbody th { min-width: 11rem; } }
+#metrics tbody th .sub { white-space: normal; }
+#metrics tr.stopped .arrival { color: var(--warn); font-weight: 600; }
+#arrivals.stopped { color: var(--warn); background: #fef3c7; padding: 0.2rem 0.5rem; border-radius: 6px; }
+.presets { display: flex; flex-wrap: wrap; gap: 0.35rem; flex-basis: 100%; }
+.presets a {
+  padding: 0.25rem 0.7rem; border: 1px solid var(--line); border-radius: 999px; font-size: 0.85rem;
+}
+.presets a[aria-current] { background: var(--accent-soft); border-color: var(--accent); font-weight: 600; }
+label.check { display: flex; align-items: center; font-size: 0.85rem; color: var(--ink); }
+label.check input { width: auto; margin: 0 0.35rem 0 0; vertical-align: -0.1em; }
 .csv::before { content: "↓ "; }
 .note {
   margin: 0; padding: 0.6rem 0.8rem; border-radius: 8px; background: var(--warn-bg);

@@ -266,7 +266,13 @@ def _prepared(
     """The valid reports prepared for the writer, in the request thread's turn
     (:attr:`.Collector.cpu_turn`)."""
     with state.cpu_turn:
-        return prepare_batch(valid, specs, day, dialect=state.database.dialect)
+        return prepare_batch(
+            valid,
+            specs,
+            day,
+            dialect=state.database.dialect,
+            received_at=state.clock().timestamp(),
+        )
 
 
 def _refuse(telemetry: Telemetry, problems: list[ReportProblem]) -> JSONResponse:

@@ -250,6 +250,7 @@ class Database:
     _write_lock: WriterLock | None = field(default=None, repr=False)
     sqlite_file: SQLiteFile | None = field(default=None, repr=False)
     _versioned: bool = field(default=False, repr=False)
+    _found_tables: set[str] = field(default_factory=set, repr=False)
 
     @property
     def dialect(self) -> str:
@@ -284,6 +285,13 @@ class Database:
         if not self._versioned:  # frozen: set once, from False to True
             object.__setattr__(self, "_versioned", inspect(connection).has_table("read_versions"))
         return self._versioned
+
+    def has_table(self, connection: Connection, name: str) -> bool:
+        """Whether the schema has the table ``name`` yet (a collector may run against a
+        database not migrated to its release); checked until it is found, then remembered."""
+        if name not in self._found_tables and inspect(connection).has_table(name):
+            self._found_tables.add(name)
+        return name in self._found_tables
 
     def check_file(self) -> None:
         """On SQLite, raise StorageUnavailable if the database file is gone (else nothing)."""

@@ -105,6 +105,9 @@ class PreparedBatch:
     """The shuffled part these reports came in, if any: recorded with the distinct reports it
     stored anew in the same transaction, so a crash can never store the reports and lose the
     part's count (a part sent again would then count nothing)."""
+    received_at: float | None = None
+    """When the collector received the batch (epoch seconds, its clock), for ``arrivals``;
+    None records no arrival."""
 
     @cached_property
     def sqlite_rows(self) -> dict[str, Any]:
@@ -133,6 +136,7 @@ def prepare_batch(
     received: dt.date,
     *,
     dialect: str | None = None,
+    received_at: float | None = None,
 ) -> PreparedBatch:
     """Build the insert rows, support matrices and sums (work done outside the writer).
 
@@ -146,7 +150,9 @@ def prepare_batch(
         positions[report.metric].append(i)
     per_metric = {metric: len(where) for metric, where in positions.items()}
     fingerprints = {metric: specs[metric].fingerprint for metric in positions}
-    prepared = PreparedBatch(list(batch), rows, {}, {}, per_metric, fingerprints)
+    prepared = PreparedBatch(
+        list(batch), rows, {}, {}, per_metric, fingerprints, received_at=received_at
+    )
     for metric, where in positions.items():
         spec = specs[metric]
         part = MetricPart(batch, metric, where, spec)

@@ -415,3 +415,23 @@ transaction. The read cache (collector/readcache.py) keys a document by its metr
 ``""`` row's versions, read from the database, so no process serves an answer made before a
 commit it can see. The ``""`` row starts at a random number (migration 0014), so a database
 dropped and made again never repeats an earlier one's versions."""
+
+ARRIVAL_SLOTS = 60
+"""Minutes ``arrivals`` keeps per metric: one row per minute of the last hour, reused."""
+
+arrivals = Table(
+    "arrivals",
+    metadata,
+    Column("metric", String(64), primary_key=True),
+    Column("slot", Integer, primary_key=True, autoincrement=False),
+    Column("minute", BigInteger, nullable=False),
+    Column("n", BigInteger, nullable=False),
+    Column("last_at", Double, nullable=False),
+)
+"""When each metric's reports arrived, for the dashboard's "did my event arrive?": per metric
+at most :data:`ARRIVAL_SLOTS` rows, one per minute of the hour (``slot`` = ``minute`` modulo
+60), each holding the epoch ``minute`` it counts, the new reports stored in it (``n``) and the
+time of its last one (``last_at``, epoch seconds, the collector's clock). A write into a slot
+whose ``minute`` is older starts it again, so the table stays bounded with no clean-up: the
+reports of the last hour are the slots whose minute is within it, the last report received
+the largest ``last_at``. Counts only distinct new reports, as ``period_counts`` does."""

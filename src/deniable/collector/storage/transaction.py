@@ -21,7 +21,8 @@ counts, so concurrent writers on PostgreSQL never deadlock. Numeric sums are ups
 after the support counts, and only by a group that holds numeric reports: a group of
 categorical reports runs exactly the statements it ran before numeric metrics existed. The
 cells of metrics with dimensions come last, ``cell_counts`` then a text metric's
-``text_cell_counts`` (:mod:`.textcells`).
+``text_cell_counts`` (:mod:`.textcells`); then a shuffled part's row, and last each metric's
+minute in ``arrivals`` (:mod:`.arrivals`): when its new reports arrived, and how many.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import numpy as np
 from sqlalchemy import Connection
 
 from . import pgupserts, sqliteupserts
+from .arrivals import arrival_rows, upsert_arrivals
 from .engine import Database
 from .increments import SumRow, cell_increments, count_rows
 from .partitions import with_partitions
@@ -87,6 +89,7 @@ def _store_group(database: Database, batches: Sequence[PreparedBatch]) -> list[S
             if batch.part is not None:
                 counted = len(batch.rows) if new is None else int(new[index].sum())
                 insert_part(connection, database, batch.part, counted)
+        upsert_arrivals(connection, database, arrival_rows(batches, new))
     if new is None:
         return [StoredBatch(len(batch.rows), 0, dict(batch.per_metric), {}) for batch in batches]
     results = []
