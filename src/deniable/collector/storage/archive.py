@@ -17,14 +17,11 @@ an archived period.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-
-from sqlalchemy import TextClause, text
 
 from deniable.client.errors import DeniableError
 from deniable.client.spec import MetricSpec, canonical_json
@@ -68,26 +65,21 @@ class ArchivedPeriod:
 
 _PAGE_SQL = {
     "sqlite": "SELECT id, payload, received, cell FROM reports"
-    " WHERE metric = :metric AND period = :period{after} ORDER BY id LIMIT :limit",
+    " WHERE metric = ? AND period = ?{after} ORDER BY id LIMIT ?",
     "postgresql": "SELECT uuid_send(id), payload, to_char(received, 'YYYY-MM-DD'), cell"
-    " FROM reports WHERE metric = :metric AND period = :period{after} ORDER BY id LIMIT :limit",
+    " FROM reports WHERE metric = %s AND period = %s{after} ORDER BY id LIMIT %s",
 }
 """A page of a (metric, period)'s reports in id order, each as the archive stores it: the id's
 16 bytes (SQLite keeps them so; PostgreSQL's ``uuid_send``), the payload text, the received
-date as ISO text, the cell. Selected as bytes and text, no id goes through a UUID object or
-its text and back (38% of the archive's time did)."""
+date as ISO text, the cell. Selected as bytes and text on the driver's own cursor (plain
+tuples), no id goes through a UUID object or its text and back (38% of the archive's time
+did)."""
 
 _AFTER = {
-    "sqlite": " AND id > :after",
-    "postgresql": " AND id > CAST(encode(:after, 'hex') AS uuid)",
+    "sqlite": " AND id > ?",
+    "postgresql": " AND id > CAST(encode(%s, 'hex') AS uuid)",
 }
 """The keyset condition of the pages after the first: ids past the last one read (bytes)."""
-
-
-@functools.cache
-def _page_statement(dialect: str, after: bool) -> TextClause:
-    """The page query of ``dialect`` (the first page, or one after a given id)."""
-    return text(_PAGE_SQL[dialect].format(after=_AFTER[dialect] if after else ""))
 
 
 def _pages(database: Database, metric: str, period: str) -> Iterator[Any]:
@@ -97,14 +89,22 @@ def _pages(database: Database, metric: str, period: str) -> Iterator[Any]:
     import pyarrow as pa
 
     schema = arrow_schema(True)
-    arguments: dict[str, Any] = {"metric": metric, "period": period, "limit": PAGE}
+    sql = _PAGE_SQL[database.dialect]
     after: bytes | None = None
     while True:
-        statement = _page_statement(database.dialect, after is not None)
-        if after is not None:
-            arguments["after"] = after
+        if after is None:
+            statement, arguments = sql.format(after=""), (metric, period, PAGE)
+        else:
+            statement = sql.format(after=_AFTER[database.dialect])
+            arguments = (metric, period, after, PAGE)
         with database.reader.connect() as connection:
-            rows = connection.execute(statement, arguments).all()
+            cursor = connection.connection.cursor()
+            try:
+                cursor.execute(statement, arguments)
+                rows = cursor.fetchall()
+            finally:
+                cursor.close()
+            connection.rollback()
         if not rows:
             return
         ids, payloads, received, cells = zip(*rows, strict=True)
