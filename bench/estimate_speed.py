@@ -283,8 +283,13 @@ def get_estimate(port: int, cached: bool) -> Callable[[str, str], int]:
         calls[0] += 1
         confidence = "0.95" if cached else f"0.9{calls[0] % 1000:03d}"
         path = f"/v1/metrics/bench_route/estimate?start={first}&end={last}&confidence={confidence}"
-        connection.request("GET", path, headers=headers)
-        answer = connection.getresponse()
+        try:
+            connection.request("GET", path, headers=headers)
+            answer = connection.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            connection.close()  # the server closed the idle kept-alive connection: reconnect
+            connection.request("GET", path, headers=headers)
+            answer = connection.getresponse()
         body = answer.read()
         if answer.status != 200:
             raise RuntimeError(f"estimate answered {answer.status}: {body[:200]!r}")
