@@ -15,6 +15,14 @@ oue and krr (closed form) at k = 256, eps 1, from 100,000 reports (issue 14's ta
     .venv/bin/python -m bench.estimate_speed [--reports 10000000] [--mechanisms krr,oue,olh]
     .venv/bin/python -m bench.estimate_speed --counts-only
     .venv/bin/python -m bench.estimate_speed --mle-only
+    .venv/bin/python -m bench.estimate_speed --route sqlite --route postgresql [--stored 1000000]
+
+``--route`` times only ``GET /v1/metrics/{name}/estimate`` (a k = 100 oue metric, 1 and 90
+periods, ``--stored`` raw reports beside its counts) against the engine alone reading the same
+rows (the range's n and support rows in one plain statement on the driver's own connection),
+alternated ``--pairs`` times with two ``deniable serve`` processes (the read cache off, and on
+with the same query each time): every pair, the median ratios, each side's CPU per call and
+the load.
 """
 
 from __future__ import annotations
@@ -362,6 +370,7 @@ def route_ratio(backend: str, stored: int, pairs: int, calls: int) -> None:
         for periods in (1, 90):
             first, last = ROUTE_LABELS[-periods], ROUTE_LABELS[-1]
             ratios: list[tuple[float, float]] = []
+            cpu_ratios: list[float] = []
             for pair in range(pairs):
                 found = {
                     name: timed(call, first, last, calls, pid)
@@ -369,6 +378,7 @@ def route_ratio(backend: str, stored: int, pairs: int, calls: int) -> None:
                 }
                 read, get, hit = found["read"], found["GET"], found["GET cached"]
                 ratios.append((get.wall / read.wall, hit.wall / read.wall))
+                cpu_ratios.append(get.cpu / read.cpu)
                 cpu = f"{1e3 * read.cpu:.2f}/{1e3 * get.cpu:.2f}/{1e3 * hit.cpu:.2f}"
                 print(
                     f"{periods:>7} {pair + 1:>4} {1e3 * read.wall:>8.3f} {1e3 * get.wall:>8.3f}"
@@ -377,7 +387,9 @@ def route_ratio(backend: str, stored: int, pairs: int, calls: int) -> None:
                 )
             print(
                 f"{periods:>7} median GET/read {np.median([r[0] for r in ratios]):.2f}x,"
-                f" cached/read {np.median([r[1] for r in ratios]):.2f}x"
+                f" cached/read {np.median([r[1] for r in ratios]):.2f}x; CPU GET/read"
+                f" {np.median(cpu_ratios):.2f}x (SQLite reads in the reading process; on"
+                " PostgreSQL the server's CPU is in neither side)"
             )
 
 
