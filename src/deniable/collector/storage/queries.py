@@ -375,15 +375,22 @@ def _supports(
         rows = connection.execute(statement, arguments).all()
     if not rows or rows[0][0] != spec.fingerprint:
         raise SpecChanged([spec.name])
+    places: list[int] = []
+    texts: list[str] = []
     for _, _, _, _, period, value, supports in rows:
         i = position.get(period)
         if i is None:
             continue
         n[i] = value
         if supports:
-            pairs = np.fromstring(supports, dtype=np.int64, sep=" ").reshape(-1, 2)
-            kept = pairs[(pairs[:, 0] >= 0) & (pairs[:, 0] < k)]
-            counts[i, kept[:, 0]] = kept[:, 1]
+            places.append(i)
+            texts.append(supports)
+    if texts:  # every period's pairs parsed at once, each placed by its period's position
+        pairs = np.fromstring(" ".join(texts), dtype=np.int64, sep=" ").reshape(-1, 2)
+        lengths = [(supports.count(" ") + 1) // 2 for supports in texts]
+        where = np.repeat(np.asarray(places, dtype=np.intp), lengths)
+        kept = (pairs[:, 0] >= 0) & (pairs[:, 0] < k)
+        counts[where[kept], pairs[kept, 0]] = pairs[kept, 1]
     first = rows[0]
     return n, counts, MetricAbout(unit=first[1], description=first[2], owner=first[3])
 
