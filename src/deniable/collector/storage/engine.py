@@ -61,7 +61,7 @@ def _never_log_rows() -> None:
     and payloads of an export, the ids an insert returns); statements, with their parameters
     hidden, still log at INFO for whoever turned SQLAlchemy's logging on before the engine
     was made. Otherwise the logger keeps SQLAlchemy's level (WARNING), so no statement builds
-    a log record nobody reads: set at INFO regardless, that cost a quarter of a one-period
+    a log record nobody reads: set at INFO regardless, that cost a seventh of a one-period
     estimate's time."""
     wanted = logging.getLogger("sqlalchemy.engine").getEffectiveLevel()
     logger = logging.getLogger(f"sqlalchemy.engine.Engine.{LOGGING_NAME}")
