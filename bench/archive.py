@@ -11,6 +11,12 @@
    strings (aggregate first: the period's sketch counts, then the scorer).
 
 Run: ``.venv/bin/python -m bench.archive [--reports 10000000] [--db-reports 1000000]``.
+
+``--ratio postgresql`` (or ``sqlite``; repeatable) runs only the archive against the engine
+alone on the same ``--db-reports`` rows: a plain export (one SELECT per period on the driver's
+connection, written to Parquet by pyarrow) alternated ``--pairs`` times with ``Archive.store``
+of every period (written, checksummed, read back and verified), printing each pair, the median
+ratio of rates, each side's CPU per report and the load.
 """
 
 from __future__ import annotations
@@ -101,6 +107,151 @@ def archive_run(reports: int) -> dict[str, Any]:
         "Parquet B/report": parquet / run.deleted,
         "PostgreSQL B/report": pg_bytes / run.deleted,
     }
+
+
+def _fill_reports(database: Any, reports: int) -> None:
+    """``reports`` oue reports of bench_oue spread over :data:`PERIODS` (bulk SQL: random ids,
+    short base64 payloads), on PostgreSQL or SQLite."""
+    from deniable.collector.storage.partitions import create_partitions
+
+    postgres = database.dialect == "postgresql"
+    with database.writer.begin() as connection:
+        if postgres:
+            create_partitions(connection, PERIODS)
+            connection.exec_driver_sql(
+                "INSERT INTO reports (id, metric, period, payload, received)"
+                " SELECT gen_random_uuid(), 'bench_oue',"
+                " to_char(date '2026-06-01' + (i %% 10), 'YYYY-MM-DD'),"
+                " '\"' || encode(substring(uuid_send(gen_random_uuid()) from 1 for 2)"
+                " || '\\x0a'::bytea, 'base64') || '\"', date '2026-06-11'"
+                " FROM generate_series(1, %(n)s) i",
+                {"n": reports},
+            )
+        else:
+            connection.exec_driver_sql(
+                "WITH RECURSIVE i(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM i WHERE x < ?)"
+                " INSERT INTO reports (id, metric, period, payload, received, cell)"
+                " SELECT randomblob(16), 'bench_oue', '2026-06-' || printf('%02d', 1 + x % 10),"
+                " '\"' || hex(randomblob(2)) || '\"', '2026-06-11', '' FROM i",
+                (reports,),
+            )
+    if postgres:
+        with database.writer.connect() as connection:
+            connection.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql(
+                "VACUUM ANALYZE reports"
+            )
+
+
+def plain_export(url: str, metric: str, folder: Path) -> int:
+    """The engine alone: each period's rows (id bytes, payload, received, cell) in one plain
+    SELECT on the driver's own connection (no SQLAlchemy, no pages, no checksum, no read-back),
+    written to Parquet (zstd) by pyarrow; the rows written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from deniable.collector.storage.engine import normalize_url
+
+    normalized = str(normalize_url(url))
+    if normalized.startswith("sqlite"):
+        import sqlite3
+
+        connection: Any = sqlite3.connect(normalized.split("///", 1)[1])
+        sql = (
+            "SELECT id, payload, received, cell FROM reports"
+            " WHERE metric = ? AND period = ? ORDER BY id"
+        )
+    else:
+        import psycopg
+
+        connection = psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"))
+        sql = (
+            "SELECT uuid_send(id), payload, to_char(received, 'YYYY-MM-DD'), cell FROM reports"
+            " WHERE metric = %s AND period = %s ORDER BY id"
+        )
+    written = 0
+    try:
+        for period in PERIODS:
+            rows = connection.execute(sql, (metric, period)).fetchall()
+            ids, payloads, received, cells = zip(*rows, strict=True)
+            table = pa.table(
+                {
+                    "id": pa.array(ids, pa.binary(16)),
+                    "payload": pa.array(payloads, pa.string()),
+                    "received": pa.array(received, pa.string()).cast(pa.date32()),
+                    "cell": pa.array(cells, pa.string()),
+                }
+            )
+            pq.write_table(table, folder / f"{period}.parquet", compression="zstd")
+            written += table.num_rows
+    finally:
+        connection.close()
+    return written
+
+
+def archive_ratio(backend: str, reports: int, pairs: int) -> None:
+    """The archive (``Archive.store`` of each period: written, checksummed, read back and
+    verified; not dropped, so the same rows serve every run) against :func:`plain_export` of
+    the same rows, alternated ``pairs`` times: every pair, the median ratio of rates, the CPU
+    per report of this process on each side (the database server's is not counted), the load."""
+    import contextlib
+    import shutil
+
+    from deniable.collector import migrate
+    from deniable.collector.storage import open_database
+    from deniable.collector.storage.archive import Archive
+    from deniable.collector.storage.queries import register_spec
+
+    spec = _specs()["oue"]
+    with contextlib.ExitStack() as stack:
+        scratch = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        if backend == "postgresql":
+            url = stack.enter_context(fresh_database("bench_archive_ratio"))
+        else:
+            url = f"sqlite:///{scratch}/archive.db"
+        migrate(url)
+        database = open_database(url)
+        stack.callback(database.dispose)
+        register_spec(database, spec, dt.datetime.now(dt.UTC))
+        began = time.perf_counter()
+        _fill_reports(database, reports)
+        print(
+            f"\narchive vs plain export, {backend}, {reports:,} reports over {len(PERIODS)}"
+            f" periods (filled in {time.perf_counter() - began:,.0f} s)"
+        )
+        print(
+            f"{'pair':>4} {'export/s':>10} {'archive/s':>10} {'ratio':>6}"
+            f" {'CPU us/report export':>21} {'archive':>8} {'load':>6}"
+        )
+
+        def export_run(folder: Path) -> int:
+            return plain_export(url, spec.name, folder)
+
+        def archive_run(folder: Path) -> int:
+            target = Archive(str(folder))
+            return sum(target.store(database, spec, period).rows for period in PERIODS)
+
+        ratios, cpu_ratios = [], []
+        for pair in range(pairs):
+            found = {}
+            for name, run in (("export", export_run), ("archive", archive_run)):
+                folder = scratch / name
+                folder.mkdir()
+                cpu, wall = time.process_time(), time.perf_counter()
+                rows = run(folder)
+                wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                shutil.rmtree(folder)
+                found[name] = (rows / wall, 1e6 * cpu / rows)
+            ratios.append(found["archive"][0] / found["export"][0])
+            cpu_ratios.append(found["export"][1] / found["archive"][1])
+            print(
+                f"{pair + 1:>4} {found['export'][0]:>10,.0f} {found['archive'][0]:>10,.0f}"
+                f" {ratios[-1]:>6.2f} {found['export'][1]:>21.2f} {found['archive'][1]:>8.2f}"
+                f" {os.getloadavg()[0]:>6.2f}"
+            )
+        print(
+            f"median archive/export {float(np.median(ratios)):.2f}x by rate,"
+            f" {float(np.median(cpu_ratios)):.2f}x by this process's CPU per report"
+        )
 
 
 def _write(root: Path, spec: Any, period: str, payloads: Any, cells: Any | None) -> None:
@@ -282,7 +433,19 @@ def main() -> None:
     parser.add_argument("--reports", type=int, default=10_000_000)
     parser.add_argument("--oue-reports", type=int, default=2_000_000)
     parser.add_argument("--text-reports", type=int, default=100_000)
+    parser.add_argument(
+        "--ratio",
+        choices=["sqlite", "postgresql"],
+        action="append",
+        help="only the archive against a plain export of the same rows, alternated, on this"
+        " engine (repeatable)",
+    )
+    parser.add_argument("--pairs", type=int, default=3, help="alternated runs (--ratio)")
     args = parser.parse_args()
+    if args.ratio:
+        for backend in args.ratio:
+            archive_ratio(backend, args.db_reports, args.pairs)
+        return
     if args.db_reports:
         problem = postgres_problem()
         if problem:

@@ -15,20 +15,36 @@ oue and krr (closed form) at k = 256, eps 1, from 100,000 reports (issue 14's ta
     .venv/bin/python -m bench.estimate_speed [--reports 10000000] [--mechanisms krr,oue,olh]
     .venv/bin/python -m bench.estimate_speed --counts-only
     .venv/bin/python -m bench.estimate_speed --mle-only
+    .venv/bin/python -m bench.estimate_speed --route sqlite --route postgresql [--stored 1000000]
+
+``--route`` times only ``GET /v1/metrics/{name}/estimate`` (a k = 100 oue metric, 1 and 90
+periods, ``--stored`` raw reports beside its counts) against the engine alone reading the same
+rows (the range's n and support rows in one plain statement on the driver's own connection),
+alternated ``--pairs`` times with two ``deniable serve`` processes (the read cache off, and on
+with the same query each time): every pair, the median ratios, each side's CPU per call and
+the load.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import os
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 from deniable.client.mechanisms import KRR, OLH, OUE, Mechanism
+from deniable.collector.storage.tables import period_counts, support_counts
 from deniable.estimators import PeriodCounts, estimate, estimate_reports
+from testkit.configuration import ADMIN_TOKEN
+from testkit.ports import LOOPBACK
 
 B64 = np.frombuffer(
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", dtype=np.uint8
@@ -161,6 +177,222 @@ def exact_mle_time(n: int = 100_000, k: int = 256) -> None:
         print(f"{mechanism!r:<34}{n:>10,}{elapsed:>9.2f}{iterations[0]:>12,}")
 
 
+ROUTE_K = 100
+ROUTE_END = dt.date(2026, 11, 29)
+ROUTE_LABELS = [(ROUTE_END - dt.timedelta(days=d)).isoformat() for d in range(89, -1, -1)]
+"""The route section's 90 daily periods, oldest first (the 1-period estimate reads the last)."""
+
+
+def fill_counts(url: str, stored: int) -> None:
+    """A k = 100 oue metric with ``stored`` raw reports over :data:`ROUTE_LABELS` (bulk SQL:
+    random ids, two-byte payloads) and its counts: every period's n and 100 support counts."""
+    from deniable.client import MetricSpec
+    from deniable.collector import migrate
+    from deniable.collector.storage import open_database
+    from deniable.collector.storage.partitions import create_partitions
+    from deniable.collector.storage.queries import register_spec
+
+    spec = MetricSpec.categorical(
+        "bench_route", [f"c{v}" for v in range(ROUTE_K)], epsilon=1.0, mechanism="oue"
+    )
+    migrate(url)
+    database = open_database(url)
+    rng = np.random.default_rng(42)
+    per = stored // len(ROUTE_LABELS)
+    try:
+        register_spec(database, spec, dt.datetime.now(dt.UTC))
+        postgres = database.dialect == "postgresql"
+        with database.writer.begin() as connection:
+            if postgres:
+                create_partitions(connection, ROUTE_LABELS)
+            for label in ROUTE_LABELS:
+                if postgres:
+                    connection.exec_driver_sql(
+                        "INSERT INTO reports (id, metric, period, payload, received)"
+                        " SELECT gen_random_uuid(), 'bench_route', %(p)s, '\"AAA=\"',"
+                        " date '2026-11-30' FROM generate_series(1, %(n)s)",
+                        {"p": label, "n": per},
+                    )
+                else:
+                    connection.exec_driver_sql(
+                        "WITH RECURSIVE i(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM i"
+                        " WHERE x < ?) INSERT INTO reports (id, metric, period, payload,"
+                        " received, cell) SELECT randomblob(16), 'bench_route', ?, '\"AAA=\"',"
+                        " '2026-11-30', '' FROM i",
+                        (per, label),
+                    )
+            n_rows = [{"metric": "bench_route", "period": p, "n": per} for p in ROUTE_LABELS]
+            support = [
+                {"metric": "bench_route", "period": p, "category": v, "support": int(s)}
+                for p in ROUTE_LABELS
+                for v, s in enumerate(rng.binomial(per, 0.3, ROUTE_K))
+            ]
+            connection.execute(period_counts.insert(), n_rows)
+            connection.execute(support_counts.insert(), support)
+        if postgres:
+            with database.writer.connect() as connection:
+                connection.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql(
+                    "VACUUM ANALYZE"
+                )
+    finally:
+        database.dispose()
+
+
+PLAIN_READ = (
+    "SELECT p.period, p.n, s.category, s.support FROM period_counts p"
+    " LEFT JOIN support_counts s ON s.metric = p.metric AND s.period = p.period"
+    " WHERE p.metric = {name} AND p.period >= {first} AND p.period <= {last}"
+)
+"""The database read alone: the range's n and support rows, one statement, as the driver
+returns them (what an estimate needs, with nothing made of it)."""
+
+
+def engine_read(url: str) -> Callable[[str, str], int]:
+    """A function reading :data:`PLAIN_READ` for (first, last) on one open driver connection
+    (psycopg or sqlite3, no SQLAlchemy): the rows it fetched."""
+    from deniable.collector.storage.engine import normalize_url
+
+    normalized = str(normalize_url(url))
+    if normalized.startswith("sqlite"):
+        import sqlite3
+
+        connection: Any = sqlite3.connect(normalized.split("///", 1)[1])
+        sql = PLAIN_READ.format(name="?", first="?", last="?")
+
+        def read(first: str, last: str) -> int:
+            return len(connection.execute(sql, ("bench_route", first, last)).fetchall())
+
+        return read
+    import psycopg
+
+    connection = psycopg.connect(url.replace("postgresql+psycopg://", "postgresql://"))
+    connection.autocommit = True
+    sql = PLAIN_READ.format(name="%s", first="%s", last="%s")
+
+    def read_pg(first: str, last: str) -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, ("bench_route", first, last))
+            return len(cursor.fetchall())
+
+    return read_pg
+
+
+def get_estimate(port: int, cached: bool) -> Callable[[str, str], int]:
+    """A function asking the collector on ``port`` for the estimate of (first, last) over one
+    kept-alive connection: the answer's bytes (``cached``: the same query each time, so the
+    read cache answers; else a distinct confidence each time, so it never does)."""
+    import http.client
+
+    connection = http.client.HTTPConnection(LOOPBACK, port)
+    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    calls = [0]
+
+    def get(first: str, last: str) -> int:
+        calls[0] += 1
+        confidence = "0.95" if cached else f"0.9{calls[0] % 1000:03d}"
+        path = f"/v1/metrics/bench_route/estimate?start={first}&end={last}&confidence={confidence}"
+        try:
+            connection.request("GET", path, headers=headers)
+            answer = connection.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            connection.close()  # the server closed the idle kept-alive connection: reconnect
+            connection.request("GET", path, headers=headers)
+            answer = connection.getresponse()
+        body = answer.read()
+        if answer.status != 200:
+            raise RuntimeError(f"estimate answered {answer.status}: {body[:200]!r}")
+        return len(body)
+
+    return get
+
+
+@dataclass
+class Side:
+    """One side's timings over a run: wall seconds per call and CPU seconds per call."""
+
+    wall: float
+    cpu: float
+
+
+def timed(
+    call: Callable[[str, str], int], first: str, last: str, calls: int, pid: int | None
+) -> Side:
+    """Median wall seconds of ``calls`` calls and the CPU per call of process ``pid`` (this
+    process if None)."""
+    from testkit.cpu import cpu_seconds
+
+    for _ in range(5):
+        call(first, last)
+    cpu = cpu_seconds(pid) if pid is not None else time.process_time()
+    walls = []
+    for _ in range(calls):
+        started = time.perf_counter()
+        call(first, last)
+        walls.append(time.perf_counter() - started)
+    used = (cpu_seconds(pid) if pid is not None else time.process_time()) - cpu
+    return Side(float(np.median(walls)), used / calls)
+
+
+def route_ratio(backend: str, stored: int, pairs: int, calls: int) -> None:
+    """GET estimate against the database read alone, 1 and 90 periods, alternated ``pairs``
+    times: every pair, the median ratio (wall), each side's CPU per call, the load."""
+    import contextlib
+
+    from testkit import fresh_database
+    from testkit.collector_process import CollectorProcess
+    from testkit.configuration import collector_settings
+
+    with contextlib.ExitStack() as stack:
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        if backend == "postgresql":
+            url = stack.enter_context(fresh_database("bench_route"))
+        else:
+            url = f"sqlite:///{folder}/route.db"
+        began = time.perf_counter()
+        fill_counts(url, stored)
+        print(
+            f"\nGET estimate vs the database read alone: {backend}, {stored:,} stored reports,"
+            f" oue k={ROUTE_K}; filled in {time.perf_counter() - began:,.0f} s"
+        )
+        uncached = stack.enter_context(
+            CollectorProcess(collector_settings(url, read_cache_bytes=0), folder)
+        )
+        cached = stack.enter_context(CollectorProcess(collector_settings(url), folder))
+        sides = {
+            "read": (engine_read(url), None),
+            "GET": (get_estimate(uncached.port, False), uncached.pid),
+            "GET cached": (get_estimate(cached.port, True), cached.pid),
+        }
+        print(
+            f"{'periods':>7} {'pair':>4} {'read ms':>8} {'GET ms':>8} {'cached ms':>9}"
+            f" {'GET/read':>8} {'cached/read':>11} {'CPU ms read/GET/cached':>24} {'load':>6}"
+        )
+        for periods in (1, 90):
+            first, last = ROUTE_LABELS[-periods], ROUTE_LABELS[-1]
+            ratios: list[tuple[float, float]] = []
+            cpu_ratios: list[float] = []
+            for pair in range(pairs):
+                found = {
+                    name: timed(call, first, last, calls, pid)
+                    for name, (call, pid) in sides.items()
+                }
+                read, get, hit = found["read"], found["GET"], found["GET cached"]
+                ratios.append((get.wall / read.wall, hit.wall / read.wall))
+                cpu_ratios.append(get.cpu / read.cpu)
+                cpu = f"{1e3 * read.cpu:.2f}/{1e3 * get.cpu:.2f}/{1e3 * hit.cpu:.2f}"
+                print(
+                    f"{periods:>7} {pair + 1:>4} {1e3 * read.wall:>8.3f} {1e3 * get.wall:>8.3f}"
+                    f" {1e3 * hit.wall:>9.3f} {ratios[-1][0]:>8.2f} {ratios[-1][1]:>11.2f}"
+                    f" {cpu:>24} {os.getloadavg()[0]:>6.2f}"
+                )
+            print(
+                f"{periods:>7} median GET/read {np.median([r[0] for r in ratios]):.2f}x,"
+                f" cached/read {np.median([r[1] for r in ratios]):.2f}x; CPU GET/read"
+                f" {np.median(cpu_ratios):.2f}x (SQLite reads in the reading process; on"
+                " PostgreSQL the server's CPU is in neither side)"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reports", type=int, default=10_000_000)
@@ -171,7 +403,20 @@ def main() -> None:
         "--counts-only", action="store_true", help="only time estimate() from counts"
     )
     parser.add_argument("--mle-only", action="store_true", help="only time the exact mle")
+    parser.add_argument(
+        "--route",
+        choices=["sqlite", "postgresql"],
+        action="append",
+        help="only GET estimate against the database read alone on this engine (repeatable)",
+    )
+    parser.add_argument("--stored", type=int, default=1_000_000, help="stored reports (--route)")
+    parser.add_argument("--pairs", type=int, default=3, help="alternated runs (--route)")
+    parser.add_argument("--calls", type=int, default=300, help="calls per side and run (--route)")
     args = parser.parse_args()
+    if args.route:
+        for backend in args.route:
+            route_ratio(backend, args.stored, args.pairs, args.calls)
+        return
     exact_mle_time()
     if args.mle_only:
         return

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, select, text
 
 from deniable.client import MetricSpec
 from deniable.collector import migrate
@@ -23,15 +23,16 @@ from deniable.collector.storage import count_reports, open_database
 from deniable.collector.storage.archive import Archive
 from deniable.collector.storage.engine import Database, normalize_url
 from deniable.collector.storage.prepare import prepare_batch
-from deniable.collector.storage.queries import read_counts, register_spec
+from deniable.collector.storage.queries import read_counts, register_spec, report_pages
 from deniable.collector.storage.retention import retain
-from deniable.collector.storage.tables import id_text
+from deniable.collector.storage.tables import id_bytes, id_text, reports
 from deniable.collector.storage.transaction import store_batches
 from deniable.collector.validation import ValidReport
 from deniable.sources.archivefiles import (
     FILE_NAME,
     MANIFEST_NAME,
     ArchiveLink,
+    Digest,
     EphemeralArchive,
     check_file,
     open_archive,
@@ -320,3 +321,46 @@ def test_a_link_planted_after_the_check_is_not_written_through(tmp_path: Path) -
     with pytest.raises(ArchiveLink):
         open_for_writing(fs, str(link), "w")
     assert victim.read_text() == "kept"
+
+
+def test_the_checksum_is_the_pinned_digest_of_the_database_rows(
+    filled: tuple[str, dict[str, set[str]]], tmp_path: Path
+) -> None:
+    """The manifest's checksum (hashed on Arrow columns as the rows are written) is the
+    pinned one: :class:`Digest` of the period's rows as the export reads them (id text, payload,
+    received, cell), in id order, on both engines."""
+    url, _ = filled
+    database = open_database(url)
+    try:
+        expected = {}
+        for period in OLD:
+            digest = Digest()
+            for rows in report_pages(database, SPEC.name, start=period, end=period, size=128):
+                received = _received(database, period)
+                digest.update(
+                    [id_bytes(row[0]) for row in rows],
+                    [row[2] for row in rows],
+                    [received] * len(rows),
+                    [row[3] for row in rows],
+                )
+            expected[period] = (digest.rows, digest.hexdigest())
+        archive = Archive(str(tmp_path))
+        for period in OLD:
+            stored = archive.store(database, SPEC, period)
+            assert (stored.rows, stored.sha256) == expected[period]
+            assert not stored.kept
+            again = archive.store(database, SPEC, period)
+            assert again.kept and (again.rows, again.sha256) == expected[period]
+    finally:
+        database.dispose()
+
+
+def _received(database: Database, period: str) -> str:
+    """The one received date (ISO) of the period's reports (``_fill`` stores each batch on one
+    day)."""
+    with database.reader.connect() as connection:
+        days = connection.execute(
+            select(reports.c.received).where(reports.c.period == period).distinct()
+        ).all()
+    [(day,)] = days
+    return day.isoformat()

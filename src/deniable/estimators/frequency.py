@@ -55,6 +55,9 @@ def period_arrays(
     """Validate the periods and return (n of shape (T,), counts of shape (T, k)), n = 0 rows dropped."""
     if isinstance(periods, PeriodCounts):
         periods = [periods]
+    fast = _checked_at_once(mechanism, periods)
+    if fast is not None:
+        return fast
     k = mechanism.k
     seen: set[str] = set()
     ns: list[int] = []
@@ -92,6 +95,35 @@ def period_arrays(
     if not rows:
         return np.zeros(0, dtype=np.int64), np.zeros((0, k), dtype=np.int64)
     return np.asarray(ns, dtype=np.int64), np.vstack(rows)
+
+
+def _checked_at_once(
+    mechanism: Mechanism, periods: Sequence[PeriodCounts]
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`period_arrays`' answer checked in a few array operations when every period holds
+    its counts as an int64 array of k and passes every check (a range read from the
+    collector's database: 90 periods checked one by one cost a fifth of the estimate); None
+    otherwise, and the period-by-period checks then name the first period that fails."""
+    k = mechanism.k
+    if not periods or not all(
+        isinstance(item, PeriodCounts)
+        and isinstance(item.counts, np.ndarray)
+        and item.counts.dtype == np.int64
+        and item.counts.shape == (k,)
+        and type(item.n) is int
+        for item in periods
+    ):
+        return None
+    if len({item.period for item in periods}) != len(periods):
+        return None
+    n = np.fromiter((item.n for item in periods), dtype=np.int64, count=len(periods))
+    counts = np.vstack([item.counts for item in periods])
+    if (n < 0).any() or (counts < 0).any() or (counts > n[:, None]).any():
+        return None
+    if is_krr(mechanism) and (counts.sum(axis=1) != n).any():
+        return None
+    kept = n > 0
+    return n[kept], counts[kept]
 
 
 def no_data(mechanism: Mechanism, categories: Sequence[str], header: Header) -> Estimate:

@@ -63,10 +63,13 @@ def estimate(state: Collector, query: EstimateQuery) -> dict[str, Any]:
         checked_quantiles(spec, query.quantiles)
     if isinstance(spec, NumericSpec):
         numeric_method(spec, query)
+    source = StoredCounts(state.database, spec, labels)
     try:
-        found = document(spec, StoredCounts(state.database, spec, labels), query)
+        found = document(spec, source, query)
     except InvalidInput as exc:
         raise refused(spec, exc) from None
+    if source.about is not None:  # read with the counts, from the same snapshot
+        return found | source.about.as_dict()
     return about(state, spec, found)
 
 

@@ -10,11 +10,18 @@ import numpy as np
 from deniable.client.kinds import TextSpec
 from deniable.client.spec import MetricSpec
 from deniable.estimators import Estimate, PeriodCounts, PeriodSums
+from deniable.estimators.documents import MetricAbout
 from deniable.estimators.engine import CellStats, LabelledRange
 from deniable.estimators.kinds import counted_shares
 
 from ..storage.engine import Database
-from ..storage.queries import read_cells, read_counts, read_sums, read_text_cells
+from ..storage.queries import (
+    read_cells,
+    read_counts,
+    read_counts_about,
+    read_sums,
+    read_text_cells,
+)
 
 
 class StoredCounts(LabelledRange):
@@ -26,14 +33,16 @@ class StoredCounts(LabelledRange):
         self.spec = spec
         self.labels = labels
         self._counts: list[PeriodCounts] | None = None
+        self.about: MetricAbout | None = None
+        """The metric's unit, description and owner, when the counts' statement read them."""
 
     def counts(self) -> list[PeriodCounts]:
         """The counts of each period, in label order (read once)."""
         if self._counts is None:
-            n, counts = read_counts(self.database, self.spec, self.labels)
+            n, counts, self.about = read_counts_about(self.database, self.spec, self.labels)
             self._counts = [
-                PeriodCounts(label, int(n[i]), counts[i].tolist())
-                for i, label in enumerate(self.labels)
+                PeriodCounts(label, value, row)
+                for label, value, row in zip(self.labels, n.tolist(), counts, strict=True)
             ]
         return self._counts
 

@@ -17,13 +17,11 @@ an archived period.
 
 from __future__ import annotations
 
-import datetime as dt
+import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-
-from sqlalchemy import select
 
 from deniable.client.errors import DeniableError
 from deniable.client.spec import MetricSpec, canonical_json
@@ -32,8 +30,8 @@ from deniable.sources.archivefiles import (
     COMPRESSION,
     FILE_NAME,
     MANIFEST_NAME,
-    Digest,
     arrow_schema,
+    batch_rows,
     check_durable,
     check_file,
     open_archive,
@@ -43,7 +41,6 @@ from deniable.sources.archivefiles import (
 )
 
 from .engine import Database
-from .tables import id_bytes, reports
 
 PAGE = 50_000
 """Reports read per query and written per row group."""
@@ -66,37 +63,77 @@ class ArchivedPeriod:
     kept: bool
 
 
-def _pages(database: Database, metric: str, period: str) -> Iterator[list[Any]]:
-    """The reports of (metric, period) in id order, a page at a time: (id, payload,
-    received, cell), one index range seek per page (one partition on PostgreSQL)."""
-    columns = [reports.c.id, reports.c.payload, reports.c.received, reports.c.cell]
-    base = select(*columns).where(reports.c.metric == metric, reports.c.period == period)
-    after: str | None = None
+_PAGE_SQL = {
+    "sqlite": "SELECT id, payload, received, cell FROM reports"
+    " WHERE metric = ? AND period = ?{after} ORDER BY id LIMIT ?",
+    "postgresql": "SELECT uuid_send(id), payload, to_char(received, 'YYYY-MM-DD'), cell"
+    " FROM reports WHERE metric = %s AND period = %s{after} ORDER BY id LIMIT %s",
+}
+"""A page of a (metric, period)'s reports in id order, each as the archive stores it: the id's
+16 bytes (SQLite keeps them so; PostgreSQL's ``uuid_send``), the payload text, the received
+date as ISO text, the cell. Selected as bytes and text on the driver's own cursor (plain
+tuples), no id goes through a UUID object or its text and back (38% of the archive's time
+did)."""
+
+_AFTER = {
+    "sqlite": " AND id > ?",
+    "postgresql": " AND id > CAST(encode(%s, 'hex') AS uuid)",
+}
+"""The keyset condition of the pages after the first: ids past the last one read (bytes)."""
+
+
+def _pages(database: Database, metric: str, period: str) -> Iterator[Any]:
+    """The reports of (metric, period) in id order, a page at a time, as Arrow tables of the
+    archive's schema (with cells): one index range seek per page (one partition on
+    PostgreSQL)."""
+    import pyarrow as pa
+
+    schema = arrow_schema(True)
+    sql = _PAGE_SQL[database.dialect]
+    after: bytes | None = None
     while True:
-        query = base if after is None else base.where(reports.c.id > after)
+        if after is None:
+            statement, arguments = sql.format(after=""), (metric, period, PAGE)
+        else:
+            statement = sql.format(after=_AFTER[database.dialect])
+            arguments = (metric, period, after, PAGE)
         with database.reader.connect() as connection:
-            rows = connection.execute(query.order_by(reports.c.id).limit(PAGE)).all()
+            cursor = connection.connection.cursor()
+            try:
+                cursor.execute(statement, arguments)
+                rows = cursor.fetchall()
+            finally:
+                cursor.close()
+            connection.rollback()
         if not rows:
             return
-        yield rows
-        after = rows[-1][0]
+        ids, payloads, received, cells = zip(*rows, strict=True)
+        arrays = [
+            pa.array(ids, pa.binary(16)),
+            pa.array(payloads, pa.string()),
+            pa.array(received, pa.string()).cast(pa.date32()),
+            pa.array(cells, pa.string()),
+        ]
+        yield pa.Table.from_arrays(arrays, schema=schema)
+        after = bytes(ids[-1])
 
 
-def _columns(rows: list[Any]) -> tuple[list[bytes], list[str], list[dt.date], list[str]]:
-    ids = [id_bytes(row[0]) for row in rows]
-    payloads = [row[1] for row in rows]
-    received = [row[2] for row in rows]
-    cells = [row[3] for row in rows]
-    return ids, payloads, received, cells
+def _digest(digest: Any, table: Any) -> None:
+    """Feed ``table``'s rows to ``digest`` (a SHA-256), joined by Arrow in C as the read-back
+    check joins them (:func:`~deniable.sources.archivefiles.batch_rows`): the same bytes
+    :class:`~deniable.sources.archivefiles.Digest` hashes, so the pinned checksum is
+    unchanged."""
+    for batch in table.to_batches():
+        digest.update(batch_rows(batch))
 
 
 def database_check(database: Database, metric: str, period: str) -> tuple[int, str]:
     """The rows and checksum of (metric, period) as the database holds them."""
-    digest = Digest()
-    for rows in _pages(database, metric, period):
-        ids, payloads, received, cells = _columns(rows)
-        digest.update(ids, payloads, [day.isoformat() for day in received], cells)
-    return digest.rows, digest.hexdigest()
+    digest, rows = hashlib.sha256(), 0
+    for table in _pages(database, metric, period):
+        _digest(digest, table)
+        rows += table.num_rows
+    return rows, digest.hexdigest()
 
 
 class Archive:
@@ -114,31 +151,26 @@ class Archive:
         final = f"{directory}/{FILE_NAME}"
         return directory, final, f"{directory}/{MANIFEST_NAME}"
 
-    def _write(self, database: Database, spec: MetricSpec, period: str, path: str) -> Digest:
+    def _write(
+        self, database: Database, spec: MetricSpec, period: str, path: str
+    ) -> tuple[int, str]:
         """Write (metric, period) to ``path`` (``.partial`` first, then moved); the database
-        rows' checksum."""
-        import pyarrow as pa
+        rows' count and checksum."""
         import pyarrow.parquet as pq
 
         schema = arrow_schema(True, canonical_json(spec.to_dict()))
         partial = path + ".partial"
-        digest = Digest()
+        digest, rows = hashlib.sha256(), 0
         with (
             open_for_writing(self.fs, partial) as handle,
             pq.ParquetWriter(handle, schema, compression=COMPRESSION) as writer,
         ):
-            for rows in _pages(database, spec.name, period):
-                ids, payloads, received, cells = _columns(rows)
-                digest.update(ids, payloads, [day.isoformat() for day in received], cells)
-                arrays = [
-                    pa.array(ids, pa.binary(16)),
-                    pa.array(payloads, pa.string()),
-                    pa.array(received, pa.date32()),
-                    pa.array(cells, pa.string()),
-                ]
-                writer.write_table(pa.Table.from_arrays(arrays, schema=schema))
+            for table in _pages(database, spec.name, period):
+                _digest(digest, table)
+                rows += table.num_rows
+                writer.write_table(table.replace_schema_metadata(schema.metadata))
         self.fs.mv(partial, path)
-        return digest
+        return rows, digest.hexdigest()
 
     def _file_matches(self, path: str, rows: int, sha256: str) -> bool:
         if not self.fs.exists(path):
@@ -162,8 +194,7 @@ class Archive:
             rows, sha256 = database_check(database, spec.name, period)
             kept = self._file_matches(path, rows, sha256)
         if not kept:
-            digest = self._write(database, spec, period, path)
-            rows, sha256 = digest.rows, digest.hexdigest()
+            rows, sha256 = self._write(database, spec, period, path)
             if not self._file_matches(path, rows, sha256):
                 raise ArchiveMismatch(
                     f"archive of {spec.name} {period} at {self.url} does not read back as the"
