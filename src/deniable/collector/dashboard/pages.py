@@ -547,6 +547,7 @@ def metric_page(
     query: dict[str, Any],
     quantiles_over_time: Markup | str = "",
     breakdown: Markup | str = "",
+    *,
     empty: Markup | None = None,
     comparison: dict[str, Any] | str | None = None,
     presets: Sequence[tuple[str, str, str, str]] = (),
@@ -572,6 +573,10 @@ def metric_page(
             pickers={"method": not numeric and view.methods, "top": view.top_picker(spec)},
             empty=empty,
             breakdown=breakdown,
+            comparison=None,
+            help={"methods": glossary.METHODS, "poolings": glossary.POOLINGS},
+            presets=preset_links(spec.name, query, presets),
+            arrival=arrival,
         )
     return render(
         "metric.html",

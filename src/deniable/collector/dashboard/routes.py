@@ -295,7 +295,20 @@ def metric(name: str, request: Request) -> Response:
         if not emptystate.has_reports(series):
             empty = emptystate.card(spec, estimate["start"], estimate["end"])
             entry = breakdownpage.entry_card(spec, query)
-            return html(pages.metric_page(spec, estimate, series, [], query, "", entry, empty))
+            return html(
+                pages.metric_page(
+                    spec,
+                    estimate,
+                    series,
+                    [],
+                    query,
+                    "",
+                    entry,
+                    empty=empty,
+                    presets=data.preset_ranges(spec, request),
+                    arrival=data.arrivals(request, [spec.name])[spec.name],
+                )
+            )
         over_time = ""
         if view.quantiles:
             over_time = quantileseries.section(request, spec, query)
@@ -308,7 +321,16 @@ def metric(name: str, request: Request) -> Response:
     arrival = data.arrivals(request, [spec.name])[spec.name]
     return html(
         pages.metric_page(
-            spec, estimate, series, shown, query, over_time, entry, compared, presets, arrival
+            spec,
+            estimate,
+            series,
+            shown,
+            query,
+            over_time,
+            entry,
+            comparison=compared,
+            presets=presets,
+            arrival=arrival,
         )
     )
 
