@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from deniable.client import MetricSpec
 from deniable.client.mechanisms import make_mechanism, make_numeric_mechanism
-from deniable.collector.routes.reports import _well_formed, parse_batch
+from deniable.collector.routes.reports import _oversized, _well_formed, parse_batch
 from deniable.collector.schemas import BATCH_PARSER, REPORT_PARSER, Report
 from deniable.collector.storage.kindrows import CELL_SEP, MetricRows, NumericRows, cell_rows
 from deniable.collector.validation import (
@@ -295,9 +295,10 @@ def test_ingestion_accepts_the_dims_the_documented_model_and_the_spec_accept(
 @given(value=st.one_of(reports, reports.map(lambda r: {**r, "dims": {"p": "ios"}}), st.integers()))
 def test_well_formed_reports_are_the_ones_the_parser_takes_unchanged(value: Any) -> None:
     """``parse_batch`` passes a report ``_well_formed`` accepts without the parser: the parser
-    must take it and return it as it is."""
+    must take it and return it as it is, and it must not be too large to validate."""
     if _well_formed(value):
         assert REPORT_PARSER.validate_python(value) == value
+        assert _oversized(value) is None
 
 
 OUE_MECHANISMS = [make_mechanism("oue", k, eps) for k, eps in [(100, 1.0), (8, 1.0), (3, 4.0)]]

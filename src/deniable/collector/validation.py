@@ -10,12 +10,11 @@ ahead of the server's clock, not older than the retention window).
 from __future__ import annotations
 
 import binascii
-import dataclasses
 import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -40,9 +39,9 @@ UNKNOWN_METRIC_LABEL = "_unknown"
 _EXAMPLES = {"day": "2026-11-21", "week": "2026-W47", "month": "2026-11"}
 
 
-@dataclass(frozen=True)
-class ValidReport:
-    """A report that passed validation, with its payload in canonical form."""
+class ValidReport(NamedTuple):
+    """A report that passed validation, with its payload in canonical form (a named tuple:
+    one is built per stored report, three times faster than a frozen dataclass)."""
 
     id: str
     metric: str
@@ -451,7 +450,7 @@ def _judge_deferred(
                 dropped.add(places[j])
             elif payload != payloads[j]:
                 place = places[j]
-                valid[place] = dataclasses.replace(valid[place], payload=payload)
+                valid[place] = valid[place]._replace(payload=payload)
     if not dropped:
         return valid, problems
     kept = [report for place, report in enumerate(valid) if place not in dropped]
