@@ -267,6 +267,9 @@ def validate_reports(
     ``direct``: the reports were uploaded straight to the collector, so those of a metric whose
     delivery rule is ``shuffled`` are refused (its reports come only through a shuffler).
     """
+    whole = _one_valid_metric(reports, lookup, window, archived, direct)
+    if whole is not None:
+        return whole
     specs: dict[str, MetricSpec | None] = {}
     retired: dict[str, bool] = {}
     fingerprints: dict[str, str] = {}
@@ -387,6 +390,49 @@ def validate_reports(
         )
     used = {name: spec for name, spec in specs.items() if spec is not None}
     return valid, problems, used
+
+
+def _one_valid_metric(
+    reports: Sequence[tuple[int, ReportIn]],
+    lookup: Callable[[str], MetricSpec | None],
+    window: PeriodWindow,
+    archived: Callable[[str], bool],
+    direct: bool,
+) -> tuple[list[ValidReport], list[ReportProblem], dict[str, MetricSpec]] | None:
+    """The usual batch judged whole: every report of one registered metric, valid, with its
+    payload already canonical and no dimensions; None for any other batch (it then goes
+    report by report, which finds the same valid reports and says why the others fail)."""
+    if not reports:
+        return None
+    name = reports[0][1]["metric"]
+    spec = lookup(name)
+    if spec is None or spec.dimensions or (direct and spec.delivery == "shuffled"):
+        return None
+    items = [report for _, report in reports]
+    fingerprint, check, _, plausibility = _derived(spec)
+    if (
+        any(report["metric"] != name for report in items)
+        or any(report["fingerprint"] != fingerprint for report in items)
+        or any("dims" in report for report in items)
+        or archived(name)
+    ):
+        return None
+    if any(window.check(spec.period, label) for label in {report["period"] for report in items}):
+        return None
+    payloads = [report["payload"] for report in items]
+    mechanism = payload_mechanism(spec)
+    if type(mechanism) is OUE:
+        if not all(type(payload) is str for payload in payloads):
+            return None
+        if not oue_canonical_plausible(mechanism, payloads).all():
+            return None
+    elif plausibility is not None or not all(map(check, payloads)):
+        return None
+    valid = [
+        ValidReport(report["id"], name, report["period"], payload)
+        for report, payload in zip(items, payloads, strict=True)
+    ]
+    return valid, [], {name: spec}
 
 
 def _judge_payload(
