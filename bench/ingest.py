@@ -22,8 +22,15 @@ ingestion rows with a run without it (issue 27's target: within 20%).
 It also prints the CPU share of the collector processes and of this client process while
 ingesting (both share the machine's cores). Run:
 ``.venv/bin/python -m bench.ingest [--backend sqlite|postgresql|both] [--ingest-only] [--big]
-[--dimensions] [--one-period] [--ratio ROUNDS]``; ``--ratio 3`` alternates runs without and
-with dimensions three times per backend and prints the median ratio.
+[--dimensions] [--one-period] [--ratio ROUNDS] [--versus ROUNDS]``; ``--ratio 3`` alternates
+runs without and with dimensions three times per backend and prints the median ratio.
+
+``--versus 3`` (issue 42) stores the same 100,000 reports of 90 periods through a fresh
+collector and with the engine alone (the rows the product prepares, built before the timer:
+SQLite's executemany, PostgreSQL's COPY into the period's partition, counts upserted by
+executemany, one transaction per body), alternately three times, and prints every pair's
+CPU per report (the collector's processes, or this process, plus the PostgreSQL backends),
+the median ratio and the load average. Partitions are made before either timer starts.
 """
 
 from __future__ import annotations
@@ -41,14 +48,28 @@ import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
+import psycopg
 
 from deniable.client import MetricSpec
 from deniable.client.wire import payload_text
-from deniable.collector.storage import open_database
-from deniable.collector.storage.tables import period_counts, reports, support_counts
+from deniable.collector.storage import open_database, pgupserts, sqliteupserts
+from deniable.collector.storage.engine import is_sqlite
+from deniable.collector.storage.increments import (
+    CellRow,
+    CountRow,
+    SupportRow,
+    cell_increments,
+    count_rows,
+)
+from deniable.collector.storage.migrator import migrate
+from deniable.collector.storage.partitions import ensure_partitions, partition_name
+from deniable.collector.storage.prepare import prepare_batch
+from deniable.collector.storage.tables import id_bytes, period_counts, reports, support_counts
+from deniable.collector.validation import ValidReport
 from deniable.estimators import support_matrix
 from testkit import (
     ADMIN_TOKEN,
@@ -59,6 +80,8 @@ from testkit import (
     register_all,
     scratch_database,
 )
+from testkit.cpu import cpu_seconds
+from testkit.postgres import PG_ADMIN_URL
 
 BATCH = 500
 K = 100
@@ -480,9 +503,21 @@ def main() -> None:
         " per backend, and print the median ratio (alternating keeps the ratio fair on a"
         " machine whose load changes)",
     )
+    parser.add_argument(
+        "--versus",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="store the same 100,000 reports through the collector and with the engine alone"
+        " (SQLite executemany, PostgreSQL COPY), alternately ROUNDS times per backend, and"
+        " print every pair, the median ratio of CPU per report and the load",
+    )
     args = parser.parse_args()
     rows: list[list[str]] = []
     backends = ("sqlite", "postgresql") if args.backend == "both" else (args.backend,)
+    if args.versus:
+        print_table([compare_engine(backend, args) for backend in backends])
+        return
     if args.ratio:
         ratio_rows = [compare_dimensions(backend, args, rows) for backend in backends]
         print_table(rows)
@@ -511,6 +546,201 @@ def compare_dimensions(backend: str, args: argparse.Namespace, rows: list[list[s
         f"median of {args.ratio}: {with_:,.0f} / {without:,.0f} reports/s",
         "each pair run back to back",
     ]
+
+
+VERSUS_BODIES = 200
+"""Request bodies (of BATCH reports) each side of ``--versus`` stores per run: 100,000 reports."""
+
+
+def backend_cpu(url: str) -> float:
+    """CPU seconds used so far by every PostgreSQL backend connected to ``url``'s database (0 on
+    SQLite, whose engine runs inside the process that calls it)."""
+    if is_sqlite(url):
+        return 0.0
+    name = url.rsplit("/", 1)[1]
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as connection:
+        pids = connection.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s", (name,)
+        ).fetchall()
+    return sum(cpu_seconds(pid) for (pid,) in pids)
+
+
+def versus_spec(backend: str, args: argparse.Namespace) -> MetricSpec:
+    """The k=100 metric both sides of ``--versus`` store (with 2 dimensions if asked)."""
+    return MetricSpec.categorical(
+        f"bench_{backend}",
+        [f"c{i}" for i in range(K)],
+        epsilon=args.epsilon,
+        mechanism=args.mechanism,
+        dimensions=DIMENSIONS if args.dimensions else None,
+    )
+
+
+def product_run(backend: str, args: argparse.Namespace, bodies: list[bytes]) -> tuple[int, float]:
+    """Store ``bodies`` through a fresh collector (partitions made before the timer): the
+    reports stored and the CPU seconds of the collector's processes and database backends."""
+    with tempfile.TemporaryDirectory(prefix="deniable-bench-") as tmp:
+        directory = Path(tmp)
+        workers = args.workers or (1 if backend == "sqlite" else 2)
+        with (
+            scratch_database(backend, directory, "deniable_bench") as url,
+            CollectorProcess(
+                collector_settings(url, ingest_key=None), directory, workers=workers
+            ) as collector,
+        ):
+            spec = versus_spec(backend, args)
+            register_all(collector.url, [spec])
+            _make_partitions(url)
+            load(collector.url, bodies[:1], 1, 3600)
+            started = process_tree_cpu(collector.process.pid) + backend_cpu(url)
+            accepted, _, _, _ = load(collector.url, bodies[1:], args.threads, 3600)
+            used = process_tree_cpu(collector.process.pid) + backend_cpu(url) - started
+            return accepted, used
+
+
+def _make_partitions(url: str) -> None:
+    """Create the partitions of the DAYS periods (PostgreSQL), so no timed run makes any."""
+    if is_sqlite(url):
+        return
+    database = open_database(url)
+    try:
+        ensure_partitions(database, periods(dt.datetime.now(dt.UTC).date()))
+    finally:
+        database.dispose()
+
+
+EngineRows = tuple[list[tuple[Any, ...]], list[CountRow], list[SupportRow], list[CellRow]]
+"""One body's rows as the engine alone writes them: reports, period counts, support counts,
+cells (the rows the product's own preparation makes, built before the timer)."""
+
+
+def engine_rows(spec: MetricSpec, bodies: list[bytes], backend: str) -> list[EngineRows]:
+    """Each body's rows, prepared outside any timer (ids as bytes on SQLite)."""
+    day = dt.datetime.now(dt.UTC).date()
+    prepared = []
+    for body in bodies:
+        valid = [
+            ValidReport(
+                r["id"],
+                r["metric"],
+                r["period"],
+                r["payload"],
+                spec.cell_of(r["dims"]) if spec.dimensions else "",
+            )
+            for r in json.loads(body)["reports"]
+        ]
+        batch = prepare_batch(valid, {spec.name: spec}, day)
+        n_rows, support_rows, _ = count_rows([batch], None)
+        cells = cell_increments([batch], None) if batch.cells else []
+        rows = [
+            (id_bytes(row[0]) if backend == "sqlite" else row[0], *row[1:]) for row in batch.rows
+        ]
+        prepared.append((rows, n_rows, support_rows, cells))
+    return prepared
+
+
+_SQLITE_REPORTS = (
+    "INSERT INTO reports (id, metric, period, payload, received, cell) VALUES (?, ?, ?, ?, ?, ?)"
+)
+_N_UPSERT = (
+    "INSERT INTO period_counts (metric, period, n) VALUES ({}, {}, {})"
+    " ON CONFLICT (metric, period) DO UPDATE SET n = period_counts.n + excluded.n"
+)
+_SUPPORT_UPSERT = (
+    "INSERT INTO support_counts (metric, period, category, support) VALUES ({}, {}, {}, {})"
+    " ON CONFLICT (metric, period, category)"
+    " DO UPDATE SET support = support_counts.support + excluded.support"
+)
+
+
+def engine_run(backend: str, args: argparse.Namespace, bodies: list[bytes]) -> tuple[int, float]:
+    """Store the same reports with the engine alone, one transaction per body: SQLite's
+    executemany of the prepared rows, PostgreSQL's COPY into the period's partition, and the
+    counts upserted by executemany; the reports stored and the CPU seconds of this process
+    and the database backends while writing."""
+    with (
+        tempfile.TemporaryDirectory(prefix="deniable-bench-") as tmp,
+        scratch_database(backend, Path(tmp), "deniable_engine") as url,
+    ):
+        migrate(url)
+        spec = versus_spec(backend, args)
+        database = open_database(url)
+        try:
+            _make_partitions(url)
+            prepared = engine_rows(spec, bodies[1:], backend)
+            started = time.process_time() + backend_cpu(url)
+            for rows, n_rows, support_rows, cells in prepared:
+                with database.writer.begin() as connection:
+                    _engine_write(backend, connection, rows, n_rows, support_rows, cells)
+            used = time.process_time() + backend_cpu(url) - started
+        finally:
+            database.dispose()
+        return sum(len(p[0]) for p in prepared), used
+
+
+def _engine_write(
+    backend: str,
+    connection: Any,
+    rows: list[tuple[Any, ...]],
+    n_rows: list[CountRow],
+    support_rows: list[SupportRow],
+    cells: list[CellRow],
+) -> None:
+    """One body's rows in the transaction ``connection`` holds, as the engine alone writes
+    them (through the driver's own connection; the cells by the product's one statement)."""
+    raw = connection.connection.driver_connection
+    if backend == "sqlite":
+        cursor = raw.cursor()
+        cursor.executemany(_SQLITE_REPORTS, rows)
+        cursor.executemany(_N_UPSERT.format("?", "?", "?"), n_rows)
+        cursor.executemany(_SUPPORT_UPSERT.format("?", "?", "?", "?"), support_rows)
+        if cells:
+            sqliteupserts.upsert_cells(connection, cells)
+        return
+    with raw.cursor() as cursor:
+        partition = partition_name(rows[0][2])
+        with cursor.copy(
+            f"COPY {partition} (id, metric, period, payload, received, cell) FROM STDIN"
+        ) as copy:
+            for row in rows:
+                copy.write_row(row)
+        cursor.executemany(_N_UPSERT.format("%s", "%s", "%s"), n_rows)
+        cursor.executemany(_SUPPORT_UPSERT.format("%s", "%s", "%s", "%s"), support_rows)
+    if cells:
+        pgupserts.upsert_cells(connection, cells)
+
+
+def compare_engine(backend: str, args: argparse.Namespace) -> list[str]:
+    """The product and the engine alone on the same reports, alternately ``args.versus``
+    times: every pair's CPU per report, then the row of the median ratio."""
+    spec = versus_spec(backend, args)
+    labels = periods(dt.datetime.now(dt.UTC).date())
+    bodies = build_bodies(spec, labels, VERSUS_BODIES + 1, seed=1)
+    product: list[float] = []
+    engine: list[float] = []
+    for round_ in range(args.versus):
+        stored, cpu = product_run(backend, args, bodies)
+        product.append(cpu / stored * 1e6)
+        stored, cpu = engine_run(backend, args, bodies)
+        engine.append(cpu / stored * 1e6)
+        print(
+            f"[{backend}{', 2 dimensions' if args.dimensions else ''}] pair {round_ + 1}:"
+            f" product {product[-1]:.1f} us/report, engine alone {engine[-1]:.1f} us/report,"
+            f" ratio {product[-1] / engine[-1]:.2f}x; load {_load()}"
+        )
+    ours, theirs = statistics.median(product), statistics.median(engine)
+    return [
+        backend,
+        "ingest CPU per report / engine alone" + (", 2 dimensions" if args.dimensions else ""),
+        f"{ours / theirs:.2f}x",
+        f"median of {args.versus}: {ours:.1f} / {theirs:.1f} us/report",
+        f"load {_load()}",
+    ]
+
+
+def _load() -> str:
+    """The machine's load averages over 1, 5 and 15 minutes."""
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 if __name__ == "__main__":

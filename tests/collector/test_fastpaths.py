@@ -26,13 +26,14 @@ from pydantic import ValidationError
 
 from deniable.client import MetricSpec
 from deniable.client.mechanisms import make_mechanism, make_numeric_mechanism
-from deniable.collector.routes.reports import parse_batch
+from deniable.collector.routes.reports import _oversized, _well_formed, parse_batch
 from deniable.collector.schemas import BATCH_PARSER, REPORT_PARSER, Report
 from deniable.collector.storage.kindrows import CELL_SEP, MetricRows, NumericRows, cell_rows
 from deniable.collector.validation import (
     PeriodWindow,
     ValidReport,
     canonical_check,
+    oue_canonical_plausible,
     validate_reports,
 )
 from testkit import FastRandomness, make_reports
@@ -288,3 +289,50 @@ def test_ingestion_accepts_the_dims_the_documented_model_and_the_spec_accept(
     valid, refused, _ = validate_reports(parsed, lookup, PeriodWindow(today, 30))
     assert bool(valid) == expected, (problems, refused)
     assert all("dims" in p.message for p in problems + refused)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=st.one_of(reports, reports.map(lambda r: {**r, "dims": {"p": "ios"}}), st.integers()))
+def test_well_formed_reports_are_the_ones_the_parser_takes_unchanged(value: Any) -> None:
+    """``parse_batch`` passes a report ``_well_formed`` accepts without the parser: the parser
+    must take it and return it as it is, and it must not be too large to validate."""
+    if _well_formed(value):
+        assert REPORT_PARSER.validate_python(value) == value
+        assert _oversized(value) is None
+
+
+OUE_MECHANISMS = [make_mechanism("oue", k, eps) for k, eps in [(100, 1.0), (8, 1.0), (3, 4.0)]]
+
+
+@pytest.mark.parametrize("mechanism", OUE_MECHANISMS, ids=repr)
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_bulk_oue_check_accepts_only_what_the_one_by_one_path_accepts(
+    mechanism: Any, data: Any
+) -> None:
+    """``oue_canonical_plausible`` may only accept a payload that ``parse_payload`` returns
+    unchanged and ``implausible`` lets through (anything else goes one by one)."""
+    width = len(mechanism.randomize(0, FastRandomness(1)))
+    same_length = st.text(alphabet=B64 + "-_ \n", min_size=width, max_size=width)
+    randomized = st.integers(0, 2**31).map(
+        lambda seed: mechanism.randomize(seed % mechanism.k, FastRandomness(seed))
+    )
+    raw = st.binary(min_size=mechanism.n_bytes, max_size=mechanism.n_bytes).map(
+        lambda b: base64.b64encode(b).decode()
+    )
+    payloads_ = data.draw(st.lists(st.one_of(same_length, randomized, raw), min_size=1))
+    for payload, good in zip(
+        payloads_, oue_canonical_plausible(mechanism, payloads_).tolist(), strict=True
+    ):
+        if good:
+            assert _parsed(mechanism, payload) == payload
+            assert mechanism.implausible(payload) is None
+
+
+@pytest.mark.parametrize("mechanism", OUE_MECHANISMS, ids=repr)
+def test_bulk_oue_check_takes_the_randomized_payloads(mechanism: Any) -> None:
+    source = FastRandomness(5)
+    sent = [mechanism.randomize(source.randbelow(mechanism.k), source) for _ in range(300)]
+    plausible = [p for p in sent if mechanism.implausible(p) is None]
+    assert oue_canonical_plausible(mechanism, plausible).all()
+    assert not oue_canonical_plausible(mechanism, ["AR==" if mechanism.k == 8 else "!"]).any()

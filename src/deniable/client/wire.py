@@ -28,7 +28,8 @@ METRICS_PATH = "/v1/metrics"
 """Where a device fetches the metric specs a collector serves."""
 
 _REPORT_START = '{"id":'
-_encode_string = json.JSONEncoder().encode
+_encode_string = json.encoder.encode_basestring_ascii
+"""A string's JSON text, exactly as ``json.dumps`` writes it (its C encoder, called directly)."""
 
 
 def payload_text(payload: Payload) -> str:

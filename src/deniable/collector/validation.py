@@ -14,7 +14,9 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
+
+import numpy as np
 
 from deniable.client.mechanisms import (
     KRR,
@@ -37,9 +39,9 @@ UNKNOWN_METRIC_LABEL = "_unknown"
 _EXAMPLES = {"day": "2026-11-21", "week": "2026-W47", "month": "2026-11"}
 
 
-@dataclass(frozen=True)
-class ValidReport:
-    """A report that passed validation, with its payload in canonical form."""
+class ValidReport(NamedTuple):
+    """A report that passed validation, with its payload in canonical form (a named tuple:
+    one is built per stored report, three times faster than a frozen dataclass)."""
 
     id: str
     metric: str
@@ -157,6 +159,50 @@ def canonical_check(mechanism: Mechanism | NumericMechanism | PrefixSketch) -> P
     return _never
 
 
+_BASE64_VALUES = np.full(256, 255, dtype=np.uint8)
+_BASE64_VALUES[
+    np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", np.uint8)
+] = np.arange(64, dtype=np.uint8)
+"""Each ASCII code's 6-bit value in standard base64; 255 for a character outside it."""
+
+
+def oue_canonical_plausible(mechanism: OUE, payloads: Sequence[str]) -> np.ndarray:
+    """Which of ``payloads`` (strings of the length of ``mechanism``'s base64) are canonical
+    base64 of its bytes, set no bit past k and set a plausible number of bits: the whole
+    batch's payloads checked at once rather than one decode and re-encode per report.
+
+    Only a shortcut, like :func:`canonical_check`: a payload it refuses goes through the
+    mechanism's own ``parse_payload`` and ``implausible``, which say why.
+    """
+    m = len(payloads)
+    length = 4 * ((mechanism.n_bytes + 2) // 3)
+    joined = "".join(payloads).encode("ascii", "replace")
+    if len(joined) != m * length:
+        return np.zeros(m, dtype=bool)
+    encoded = np.frombuffer(joined, dtype=np.uint8).reshape(m, length)
+    pad = length // 4 * 3 - mechanism.n_bytes
+    values = _BASE64_VALUES[encoded]
+    ok = (values[:, : length - pad] != 255).all(axis=1)
+    if pad:
+        ok &= (encoded[:, length - pad :] == ord("=")).all(axis=1)
+        values[:, length - pad :] = 0
+    groups = values.reshape(m, length // 4, 4)
+    decoded = np.empty((m, length // 4, 3), dtype=np.uint8)
+    decoded[:, :, 0] = (groups[:, :, 0] << 2) | (groups[:, :, 1] >> 4)
+    decoded[:, :, 1] = ((groups[:, :, 1] & 15) << 4) | (groups[:, :, 2] >> 2)
+    decoded[:, :, 2] = ((groups[:, :, 2] & 3) << 6) | groups[:, :, 3]
+    data = decoded.reshape(m, -1)
+    if pad:  # the unused bits of the last character are zero in canonical base64
+        ok &= (data[:, mechanism.n_bytes :] == 0).all(axis=1)
+    data = data[:, : mechanism.n_bytes]
+    tail = mechanism.k % 8
+    if tail:
+        ok &= (data[:, -1] >> tail) == 0
+    bits = np.unpackbits(data, axis=1, bitorder="little").sum(axis=1)
+    low, high = mechanism.plausible_set_bits
+    return ok & (bits >= low) & (bits <= high)
+
+
 PayloadParse = Callable[[Any], Any]
 """A mechanism's ``parse_payload``: the payload in canonical form, or ``ValueError`` saying why."""
 
@@ -221,6 +267,9 @@ def validate_reports(
     ``direct``: the reports were uploaded straight to the collector, so those of a metric whose
     delivery rule is ``shuffled`` are refused (its reports come only through a shuffler).
     """
+    whole = _one_valid_metric(reports, lookup, window, archived, direct)
+    if whole is not None:
+        return whole
     specs: dict[str, MetricSpec | None] = {}
     retired: dict[str, bool] = {}
     fingerprints: dict[str, str] = {}
@@ -233,6 +282,10 @@ def validate_reports(
     # repeat a few devices' contexts, so each is checked once (only valid ones are kept, all
     # strings: a value equal to a kept one is the same string).
     cells: dict[tuple[str, tuple[tuple[str, str], ...]], str] = {}
+    bulk: dict[str, OUE | None] = {}
+    # Each metric's oue payloads judged after the loop, all at once (their reports' places in
+    # ``valid``, their indexes and payloads); the ones the bulk check refuses go one by one.
+    deferred: dict[str, tuple[list[int], list[int], list[str]]] = {}
     for index, report in reports:
         name = report["metric"]
         if name not in specs:
@@ -242,6 +295,8 @@ def validate_reports(
                     found
                 )
                 retired[name] = archived(name)
+                mechanism = payload_mechanism(found)
+                bulk[name] = mechanism if type(mechanism) is OUE else None
         spec = specs[name]
         if spec is None:
             problems.append(
@@ -281,25 +336,13 @@ def validate_reports(
             problems.append(ReportProblem(index, name, verdict[0], f"metric {name}: {verdict[1]}"))
             continue
         payload = report["payload"]
-        if not checks[name](payload):
-            try:
-                payload = parsers[name](payload)
-            except ValueError as exc:
-                problems.append(
-                    ReportProblem(
-                        index, name, "payload", f"metric {name} ({spec.mechanism}): {exc}"
-                    )
-                )
-                continue
-        implausible = plausibility[name]
-        if implausible is not None:
-            reason = implausible(payload)
-            if reason is not None:
-                problems.append(
-                    ReportProblem(
-                        index, name, "implausible", f"metric {name} ({spec.mechanism}): {reason}"
-                    )
-                )
+        later = bulk[name] is not None and type(payload) is str
+        if not later:
+            payload, problem = _judge_payload(
+                index, name, spec, payload, checks[name], parsers[name], plausibility[name]
+            )
+            if problem is not None:
+                problems.append(problem)
                 continue
         cell = ""
         if spec.dimensions or "dims" in report:
@@ -316,11 +359,145 @@ def validate_reports(
                     except ValueError as exc:
                         reason = str(exc)
                 if reason is not None:
-                    problems.append(ReportProblem(index, name, "dims", reason))
+                    if later:  # the payload's problem comes first, as for any other report
+                        _, problem = _judge_payload(
+                            index,
+                            name,
+                            spec,
+                            payload,
+                            checks[name],
+                            parsers[name],
+                            plausibility[name],
+                        )
+                        if problem is not None:
+                            reason = None
+                            problems.append(problem)
+                    if reason is not None:
+                        problems.append(ReportProblem(index, name, "dims", reason))
                     continue
                 if dims:
                     cells[(name, tuple(dims.items()))] = found
             cell = found
+        if later:
+            places, indexes, payloads = deferred.setdefault(name, ([], [], []))
+            places.append(len(valid))
+            indexes.append(index)
+            payloads.append(payload)
         valid.append(ValidReport(report["id"], name, report["period"], payload, cell))
+    if deferred:
+        valid, problems = _judge_deferred(
+            valid, problems, deferred, bulk, specs, checks, parsers, plausibility
+        )
     used = {name: spec for name, spec in specs.items() if spec is not None}
     return valid, problems, used
+
+
+def _one_valid_metric(
+    reports: Sequence[tuple[int, ReportIn]],
+    lookup: Callable[[str], MetricSpec | None],
+    window: PeriodWindow,
+    archived: Callable[[str], bool],
+    direct: bool,
+) -> tuple[list[ValidReport], list[ReportProblem], dict[str, MetricSpec]] | None:
+    """The usual batch judged whole: every report of one registered metric, valid, with its
+    payload already canonical and no dimensions; None for any other batch (it then goes
+    report by report, which finds the same valid reports and says why the others fail)."""
+    if not reports:
+        return None
+    name = reports[0][1]["metric"]
+    spec = lookup(name)
+    if spec is None or spec.dimensions or (direct and spec.delivery == "shuffled"):
+        return None
+    items = [report for _, report in reports]
+    fingerprint, check, _, plausibility = _derived(spec)
+    if (
+        any(report["metric"] != name for report in items)
+        or any(report["fingerprint"] != fingerprint for report in items)
+        or any("dims" in report for report in items)
+        or archived(name)
+    ):
+        return None
+    if any(window.check(spec.period, label) for label in {report["period"] for report in items}):
+        return None
+    payloads = [report["payload"] for report in items]
+    mechanism = payload_mechanism(spec)
+    if type(mechanism) is OUE:
+        if not all(type(payload) is str for payload in payloads):
+            return None
+        if not oue_canonical_plausible(mechanism, payloads).all():
+            return None
+    elif plausibility is not None or not all(map(check, payloads)):
+        return None
+    valid = [
+        ValidReport(report["id"], name, report["period"], payload)
+        for report, payload in zip(items, payloads, strict=True)
+    ]
+    return valid, [], {name: spec}
+
+
+def _judge_payload(
+    index: int,
+    name: str,
+    spec: MetricSpec,
+    payload: Any,
+    check: PayloadCheck,
+    parse: PayloadParse,
+    implausible: Plausibility | None,
+) -> tuple[Any, ReportProblem | None]:
+    """One report's payload in canonical form, or the problem that refuses it."""
+    if not check(payload):
+        try:
+            payload = parse(payload)
+        except ValueError as exc:
+            return payload, ReportProblem(
+                index, name, "payload", f"metric {name} ({spec.mechanism}): {exc}"
+            )
+    if implausible is not None:
+        reason = implausible(payload)
+        if reason is not None:
+            return payload, ReportProblem(
+                index, name, "implausible", f"metric {name} ({spec.mechanism}): {reason}"
+            )
+    return payload, None
+
+
+def _judge_deferred(
+    valid: list[ValidReport],
+    problems: list[ReportProblem],
+    deferred: dict[str, tuple[list[int], list[int], list[str]]],
+    bulk: dict[str, OUE | None],
+    specs: dict[str, MetricSpec | None],
+    checks: dict[str, PayloadCheck],
+    parsers: dict[str, PayloadParse],
+    plausibility: dict[str, Plausibility | None],
+) -> tuple[list[ValidReport], list[ReportProblem]]:
+    """Judge each metric's oue payloads at once (:func:`oue_canonical_plausible`), the
+    refused ones one by one: the valid reports without the refused, in batch order, and
+    every problem in index order."""
+    dropped: set[int] = set()
+    for name, (places, indexes, payloads) in deferred.items():
+        mechanism, spec = bulk[name], specs[name]
+        assert mechanism is not None and spec is not None
+        good = oue_canonical_plausible(mechanism, payloads)
+        if good.all():
+            continue
+        for j in np.flatnonzero(~good).tolist():
+            payload, problem = _judge_payload(
+                indexes[j],
+                name,
+                spec,
+                payloads[j],
+                checks[name],
+                parsers[name],
+                plausibility[name],
+            )
+            if problem is not None:
+                problems.append(problem)
+                dropped.add(places[j])
+            elif payload != payloads[j]:
+                place = places[j]
+                valid[place] = valid[place]._replace(payload=payload)
+    if not dropped:
+        return valid, problems
+    kept = [report for place, report in enumerate(valid) if place not in dropped]
+    return kept, sorted(problems, key=lambda problem: problem.index)

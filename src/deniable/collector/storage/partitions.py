@@ -197,6 +197,13 @@ _TARGET = "INSERT INTO reports ("
 _direct: dict[tuple[int, str], Any] = {}
 
 
+def partitioned(database: Database) -> bool:
+    """Whether this process found ``database``'s reports table partitioned (False until
+    :func:`ensure_partitions` looked)."""
+    with _known_lock:
+        return _partitioned.get(database.url, False)
+
+
 def one_partition(database: Database, statement: Any, periods: Sequence[str]) -> Any:
     """``statement`` (an ingest ``text()`` inserting ``INTO reports``) inserting straight into
     the partition of its one period when every row has that period (the usual group): the

@@ -1,20 +1,28 @@
-"""PostgreSQL: a group's reports and counts written in one statement, its cells in another.
+"""PostgreSQL: a group's reports written by COPY into their period's partition when none is
+stored yet (the usual group), else with its counts in one statement; its cells in another.
 
-Each column travels as one text parameter split by ``string_to_array`` in the database:
-psycopg dumps a Python list into an array literal in Python, which cost more than the insert
-itself.
+The COPY text is built before the transaction opens (:func:`copy_plan`), so the transaction
+only sends it. A group holding a report stored before (or twice) makes COPY fail on the key:
+it is rolled back to a savepoint and the group written by :data:`STORE`, which skips the
+duplicates.
+
+Each column of :data:`STORE` travels as one text parameter split by ``string_to_array`` in the
+database: psycopg dumps a Python list into an array literal in Python, which cost more than
+the insert itself.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
+from psycopg import errors
 from sqlalchemy import Connection, text
 
 from .engine import Database
 from .increments import CellRow, CountRow, SupportRow, count_rows
-from .partitions import one_partition
+from .partitions import one_partition, partition_name, partitioned
 from .prepare import InsertRow, PreparedBatch, ReportKey
 from .tables import decimal_counts, period_counts, support_counts
 
@@ -122,6 +130,117 @@ ON CONFLICT (metric, period, cell) DO UPDATE SET
 """The cell upsert as one statement, each column one text parameter (as :data:`STORE`; a
 row's support is its packed ``numeric``, :func:`.tables.decimal_counts`), rows in sorted key
 order; adding two packed vectors is one numeric addition (a numeric metric's support is 0)."""
+
+
+_COUNTS = text("""
+WITH pc AS (
+    INSERT INTO period_counts AS t (metric, period, n)
+    SELECT * FROM unnest(
+        string_to_array(:n_metrics, :sep),
+        string_to_array(:n_periods, :sep),
+        string_to_array(:n_counts, ',')::bigint[]
+    )
+    ON CONFLICT (metric, period) DO UPDATE SET n = t.n + excluded.n
+    RETURNING 1
+)
+INSERT INTO support_counts AS t (metric, period, category, support)
+SELECT * FROM unnest(
+    string_to_array(:s_metrics, :sep),
+    string_to_array(:s_periods, :sep),
+    string_to_array(:s_categories, ',')::int[],
+    string_to_array(:s_counts, ',')::bigint[]
+)
+WHERE (SELECT count(*) FROM pc) >= 0
+ON CONFLICT (metric, period, category) DO UPDATE SET support = t.support + excluded.support
+""")
+"""The period counts, then the support counts (it reads ``pc``, so it runs after), of a group
+whose reports were all new, in one statement: the lock order of :data:`STORE`."""
+
+
+@dataclass(frozen=True)
+class CopyPlan:
+    """A group's reports as one COPY, made before its transaction: the table it goes into
+    (its one period's partition, or ``reports``), the rows as COPY text in key order, and
+    the parameters of :data:`_COUNTS` for the counts they add."""
+
+    table: str
+    data: bytes
+    rows: int
+    counts: dict[str, Any]
+
+
+def _copy_value(value: str) -> str:
+    """``value`` escaped for COPY's text format (a backslash, a tab, a line break)."""
+    return (
+        value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    )
+
+
+def copy_plan(
+    database: Database,
+    ordered: list[InsertRow],
+    n_rows: list[CountRow],
+    support_rows: list[SupportRow],
+) -> CopyPlan | None:
+    """The COPY of the group's distinct reports ``ordered`` (sorted by key) and its counts
+    ``n_rows`` and ``support_rows``, or None if there are no reports."""
+    if not ordered:
+        return None
+    first = ordered[0][2]
+    one = all(row[2] == first for row in ordered)
+    table = f'"{partition_name(first)}"' if one and partitioned(database) else "reports"
+    data = "".join([f"{i}\t{m}\t{p}\t{v}\t{r}\t{c}\n" for i, m, p, v, r, c in ordered])
+    plain = (
+        "\\" not in data
+        and "\r" not in data
+        and data.count("\t") == 5 * len(ordered)
+        and data.count("\n") == len(ordered)
+    )
+    if not plain:  # a value holds a character COPY escapes: escape each value
+        data = "".join("\t".join(map(_copy_value, row)) + "\n" for row in ordered)
+    return CopyPlan(table, data.encode(), len(ordered), _count_params(n_rows, support_rows))
+
+
+def _count_params(n_rows: list[CountRow], support_rows: list[SupportRow]) -> dict[str, Any]:
+    """The text parameters of :data:`_COUNTS` (and :data:`STORE`'s counts)."""
+    n_metrics, n_periods, n_counts = zip(*n_rows, strict=True) if n_rows else ((), (), ())
+    s_metrics, s_periods, s_categories, s_counts = (
+        zip(*support_rows, strict=True) if support_rows else ((), (), (), ())
+    )
+    return {
+        "sep": SEP,
+        "n_metrics": _joined(n_metrics),
+        "n_periods": _joined(n_periods),
+        "n_counts": _joined(n_counts, ","),
+        "s_metrics": _joined(s_metrics),
+        "s_periods": _joined(s_periods),
+        "s_categories": _joined(s_categories, ","),
+        "s_counts": _joined(s_counts, ","),
+    }
+
+
+def write_counts(connection: Connection, plan: CopyPlan) -> None:
+    """Add the planned period and support counts (one statement)."""
+    connection.execute(_COUNTS, plan.counts)
+
+
+def copy_all_new(connection: Connection, plan: CopyPlan) -> bool:
+    """COPY the planned reports; True if all went in (every one new), else False with
+    nothing of them written (a key was stored already: the caller takes :func:`store`)."""
+    raw = connection.connection.driver_connection
+    with raw.cursor() as cursor:
+        cursor.execute("SAVEPOINT deniable_copy")
+        try:
+            with cursor.copy(
+                f"COPY {plan.table} (id, metric, period, payload, received, cell) FROM STDIN"
+            ) as copy:
+                copy.write(plan.data)
+        except errors.UniqueViolation:
+            cursor.execute("ROLLBACK TO SAVEPOINT deniable_copy")
+            cursor.execute("RELEASE SAVEPOINT deniable_copy")
+            return False
+        cursor.execute("RELEASE SAVEPOINT deniable_copy")
+    return True
 
 
 def _joined(values: Sequence[Any], sep: str = SEP) -> str:

@@ -37,9 +37,9 @@ from sqlalchemy import Connection
 from . import pgupserts, sqliteupserts
 from .arrivals import arrival_rows, upsert_arrivals
 from .engine import Database
-from .increments import SumRow, cell_increments, count_rows
+from .increments import CountRow, SumRow, SupportRow, cell_increments, count_rows
 from .partitions import with_partitions
-from .prepare import PreparedBatch, ReportKey, report_key
+from .prepare import InsertRow, PreparedBatch, ReportKey, report_key
 from .queries import check_fingerprints
 from .shuffled import insert_part
 from .tables import numeric_sums
@@ -72,10 +72,15 @@ def _store_group(database: Database, batches: Sequence[PreparedBatch]) -> list[S
     longer registered under the spec its reports were validated against.
     """
     expected = _expected_fingerprints(batches)
+    group = _Group.of(database, batches)
     with database.writing(changes=expected) as connection:
         check_fingerprints(connection, expected)
-        new, counted = _insert(connection, database, batches)
-        if not counted:
+        new, counted = _insert(connection, database, batches, group)
+        if new is None and not counted and group.copy is not None and group.counts is not None:
+            # Every report went in by COPY: the counts planned before the transaction.
+            pgupserts.write_counts(connection, group.copy)
+            _upsert_sums(connection, database, group.counts[2])
+        elif not counted:
             n_rows, support_rows, sum_rows = count_rows(batches, new)
             if database.dialect == "sqlite":
                 sqliteupserts.upsert_counts(connection, n_rows, support_rows)
@@ -111,23 +116,61 @@ def _expected_fingerprints(batches: Sequence[PreparedBatch]) -> dict[str, set[st
     return expected
 
 
+@dataclass(frozen=True)
+class _Group:
+    """What PostgreSQL's write of a group needs, made before its transaction opens, so the
+    transaction never waits for Python: each report's first place in the group, the distinct
+    reports in key order, their COPY, and the counts if every report is new."""
+
+    first: dict[ReportKey, tuple[int, int]] | None = None
+    ordered: list[InsertRow] | None = None
+    copy: pgupserts.CopyPlan | None = None
+    counts: tuple[list[CountRow], list[SupportRow], list[SumRow]] | None = None
+
+    @classmethod
+    def of(cls, database: Database, batches: Sequence[PreparedBatch]) -> _Group:
+        """The group's plan on PostgreSQL (an empty one on SQLite, which writes in one
+        statement what its request threads built)."""
+        if database.dialect == "sqlite":
+            return cls()
+        first, ordered = _distinct(batches)
+        if len(ordered) != sum(len(batch.rows) for batch in batches):
+            return cls(first, ordered)
+        counts = count_rows(batches, None)
+        copy = pgupserts.copy_plan(database, ordered, counts[0], counts[1])
+        return cls(first, ordered, copy, counts)
+
+
+def _distinct(
+    batches: Sequence[PreparedBatch],
+) -> tuple[dict[ReportKey, tuple[int, int]], list[InsertRow]]:
+    """Each report's first place (batch, row) in the group, and the distinct reports in key
+    order."""
+    first: dict[ReportKey, tuple[int, int]] = {}
+    for b, batch in enumerate(batches):
+        for i, row in enumerate(batch.rows):
+            first.setdefault(report_key(row), (b, i))
+    return first, [batches[b].rows[i] for b, i in (first[key] for key in sorted(first))]
+
+
 def _insert(
-    connection: Connection, database: Database, batches: Sequence[PreparedBatch]
+    connection: Connection, database: Database, batches: Sequence[PreparedBatch], group: _Group
 ) -> tuple[list[np.ndarray] | None, bool]:
     """Insert the group's new reports; each batch's mask of new reports, or None if all are,
     and whether the counts are stored already (PostgreSQL, every report new).
 
     Each report is inserted once, in key order across the whole group; a report is new for
     its first occurrence (in batch order) if its key was not stored before, and a duplicate
-    everywhere else.
+    everywhere else. On PostgreSQL a group of distinct reports is first tried by COPY.
     """
     if database.dialect == "sqlite" and sqliteupserts.insert_if_all_new(connection, batches):
         return None, False
-    first: dict[ReportKey, tuple[int, int]] = {}
-    for b, batch in enumerate(batches):
-        for i, row in enumerate(batch.rows):
-            first.setdefault(report_key(row), (b, i))
-    ordered = [batches[b].rows[i] for b, i in (first[key] for key in sorted(first))]
+    if group.copy is not None and pgupserts.copy_all_new(connection, group.copy):
+        return None, False
+    if group.first is not None and group.ordered is not None:
+        first, ordered = group.first, group.ordered
+    else:
+        first, ordered = _distinct(batches)
     if database.dialect == "sqlite":
         new_keys = sqliteupserts.insert_new(connection, ordered)
     elif not ordered:
