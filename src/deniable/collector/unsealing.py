@@ -85,6 +85,7 @@ def open_slice(
     eps, fingerprint) with ``keys`` (raw private keys by id): its report as compact JSON, or
     None when it does not open or is not a report of this metric and fingerprint."""
     metric, mechanism, epsilon, fingerprint = header
+    headers = {kid: Header(metric, mechanism, epsilon, fingerprint, kid) for kid in keys}
     out: list[str | None] = []
     for key, sealed in envelopes:
         raw = keys.get(key)
@@ -92,12 +93,7 @@ def open_slice(
             out.append(None)
             continue
         try:
-            text = open_sealed(
-                Header(metric, mechanism, epsilon, fingerprint, key),
-                decode_sealed(sealed),
-                _private(raw),
-                size,
-            )
+            text = open_sealed(headers[key], decode_sealed(sealed), _private(raw), size)
             item = json.loads(text)
         except (SealingError, ValueError, RecursionError):
             out.append(None)
