@@ -11,8 +11,9 @@ alternates:
   ``POST /v1/sealed`` as one upload per device (its pending envelopes under its pseudonym), from
   4 threads, each acknowledged only once durable;
 - **release**: the batches (one per metric, one report per device each) form once the last
-  upload is stored; from then until the collector's estimates count every report: forming,
-  shuffling, forwarding in parts, opening and storing.
+  upload is stored; from then until the collector acknowledged every part (read from the
+  shuffler's store file, so the wait loads neither server): forming, shuffling, forwarding in
+  parts, opening and storing; then each estimate is checked to count every report.
 
 Each leg's figures are reports per second of wall time and the server's CPU per report (the
 serving process and its children, from psutil); every pair is printed, then the median ratios
@@ -23,10 +24,12 @@ and the load average. Run: ``.venv/bin/python -m bench.shuffler [--devices 500] 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
 import secrets
+import sqlite3
 import statistics
 import tempfile
 import threading
@@ -102,20 +105,22 @@ def _counted(collector_url: str, metric: str) -> int:
     return int(answer.json()["n"])
 
 
-def _wait_counted(collector_url: str, specs: list[MetricSpec], target: int) -> float:
-    """Seconds until every metric's estimate counts ``target`` reports: one estimate read every
-    200 ms (a read costs the collector milliseconds, so polling all metrics at once would load
-    the leg it measures), moving to the next metric once one is complete."""
+def _wait_released(store: Path, batches: int) -> float:
+    """Seconds until the shuffler's store (read here, read-only: no load on either server)
+    holds ``batches`` batches, every part of each acknowledged by the collector (it answers a
+    part only once its reports are stored)."""
     began = time.perf_counter()
-    waiting = list(specs)
-    while waiting:
-        if _counted(collector_url, waiting[0].name) >= target:
-            waiting.pop(0)
-            continue
+    uri = f"file:{store}?mode=ro"
+    while True:
+        with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=30)) as connection:
+            formed, pending = connection.execute(
+                "SELECT COUNT(*), COALESCE(SUM(forwarded < parts), 0) FROM batches"
+            ).fetchone()
+        if formed >= batches and not pending:
+            return time.perf_counter() - began
         if time.perf_counter() - began > 3600:
-            raise TimeoutError("the estimates never counted every report")
-        time.sleep(0.2)
-    return time.perf_counter() - began
+            raise TimeoutError("the shuffler never released every batch")
+        time.sleep(0.05)
 
 
 def _bodies(
@@ -172,9 +177,10 @@ def main() -> None:
     )
     print(
         "| round | direct reports/s | shuffler stored/s | ratio | direct CPU µs/report |"
-        " shuffler CPU µs/report | released/s | release collector CPU µs/report |"
+        " shuffler CPU µs/report | released/s | release CPU µs/report: collector |"
+        " shuffler |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     ratios, cpu_ratios, released = [], [], []
     with (
         tempfile.TemporaryDirectory() as tmp,
@@ -198,10 +204,12 @@ def main() -> None:
                         shuffler.url + SEALED_PATH, uploads, SHUFFLER_UPLOAD_KEY
                     ),
                 )
+                before = cpu_seconds(collector.pid), cpu_seconds(shuffler.pid)
+                tail = _wait_released(Path(tmp) / "shuffler.db", args.metrics * (index + 1))
+                r_cpu = cpu_seconds(collector.pid) - before[0]
+                r_shuffler = cpu_seconds(shuffler.pid) - before[1]
                 target = args.devices * (index + 1)
-                before = cpu_seconds(collector.pid)
-                tail = _wait_counted(collector.url, shuffled, target)
-                r_cpu = cpu_seconds(collector.pid) - before
+                assert all(_counted(collector.url, spec.name) == target for spec in shuffled)
                 ratio = (reports / s_wall) / (reports / d_wall)
                 ratios.append(ratio)
                 cpu_ratios.append(s_cpu / max(d_cpu, 1e-9))
@@ -210,6 +218,7 @@ def main() -> None:
                     f"| {index + 1} | {reports / d_wall:,.0f} | {reports / s_wall:,.0f} |"
                     f" {ratio:.2f} | {1e6 * d_cpu / reports:.0f} | {1e6 * s_cpu / reports:.0f} |"
                     f" {reports / tail:,.0f} | {1e6 * r_cpu / reports:.0f} |"
+                    f" {1e6 * r_shuffler / reports:.0f} |"
                 )
         finally:
             pipeline.stop()
