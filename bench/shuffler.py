@@ -1,32 +1,36 @@
-"""Shuffler throughput beside the collector's, and the latency from a report to its estimate.
+"""Shuffler intake beside the collector's direct intake of the same reports, and the release leg.
 
-For each ``--min-batch`` (default 1,000 and 100,000) it starts a real collector (SQLite, or
-``--backend postgresql``) with sealing keys and a real ``deniable shuffle`` (``max_delay`` 0,
-so the figures are the pipeline's own), then:
+It starts a real collector (SQLite, or ``--backend postgresql``) with sealing keys and a real
+``deniable shuffle`` (``max_delay`` 0, ``min_batch`` the devices of one round), registers
+``--metrics`` metrics twice (one set shuffled, one direct), and then for ``--rounds`` rounds
+alternates:
 
-- **sealed**: seals ``min_batch`` reports in this process, as the SDK does (reports/s, one
-  core);
-- **stored**: posts them to the shuffler from 4 threads, one upload per report, each from its
-  own device pseudonym (as devices send), acknowledged only once durable (reports/s);
-- **released**: the batch forms once the last is stored; from then until the collector's
-  estimate counts all of them: forming, shuffling, forwarding in parts, opening and storing
-  (reports/s, and that time as the **tail latency**: the wait after the batch's last report);
-- **first report**: from the first upload until the estimate counts it, i.e. the wait for
-  ``min_batch`` devices at the upload rate above, plus the tail;
-- **collector direct**: the same number of plain reports posted to ``POST /v1/reports`` (4
-  threads, 1,000 per request) for comparison (reports/s).
+- **baseline, the collector direct**: every device's ``--metrics`` plain reports (one per
+  metric) posted to ``POST /v1/reports`` as one body per device, from 4 threads;
+- **product, the shuffler**: the same devices' reports sealed (before the timer) and posted to
+  ``POST /v1/sealed`` as one upload per device (its pending envelopes under its pseudonym), from
+  4 threads, each acknowledged only once durable;
+- **release**: the batches (one per metric, one report per device each) form once the last
+  upload is stored; from then until the collector acknowledged every part (read from the
+  shuffler's store file, so the wait loads neither server): forming, shuffling, forwarding in
+  parts, opening and storing; then each estimate is checked to count every report.
 
-An app's ``record()`` adds its own persist and flush intervals (0.5 s and 1 s by default) before
-the upload. Run: ``.venv/bin/python -m bench.shuffler [--min-batch 1000 100000]
-[--backend sqlite|postgresql]``.
+Each leg's figures are reports per second of wall time and the server's CPU per report (the
+serving process and its children, from psutil); every pair is printed, then the median ratios
+and the load average. Run: ``.venv/bin/python -m bench.shuffler [--devices 500] [--metrics 20]
+[--rounds 3] [--backend sqlite|postgresql]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
+import os
 import secrets
+import sqlite3
+import statistics
 import tempfile
 import threading
 import time
@@ -35,6 +39,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+import psutil
 
 from deniable.client import MetricSpec
 from deniable.client.sealing import SEALED_PATH, Plan, envelope, public_key_of
@@ -44,7 +49,6 @@ from testkit import ADMIN_TOKEN, INGEST_KEY, scratch_database, unique_name
 from testkit.shuffler_process import SHUFFLER_UPLOAD_KEY, Pipeline
 
 THREADS = 4
-PER_UPLOAD = 1000
 
 
 def _post_all(url: str, bodies: list[bytes], token: str | None = None) -> float:
@@ -77,14 +81,17 @@ def _post_all(url: str, bodies: list[bytes], token: str | None = None) -> float:
     return time.perf_counter() - began
 
 
-def _wait_for(condition: Callable[[], bool], timeout: float = 3600.0) -> float:
-    """Seconds until ``condition()`` holds (polled every 50 ms)."""
-    began = time.perf_counter()
-    while not condition():
-        if time.perf_counter() - began > timeout:
-            raise TimeoutError("the estimate never counted every report")
-        time.sleep(0.05)
-    return time.perf_counter() - began
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process and its live children."""
+    total = 0.0
+    root = psutil.Process(pid)
+    for process in [root, *root.children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
 
 
 def _counted(collector_url: str, metric: str) -> int:
@@ -98,97 +105,131 @@ def _counted(collector_url: str, metric: str) -> int:
     return int(answer.json()["n"])
 
 
-def _uploads(envelopes: list[dict[str, object]]) -> list[bytes]:
-    """One upload per report, each from its own device pseudonym (a batch takes one report
-    per device, so every report here counts toward ``min_batch``)."""
-    return [
-        json.dumps(
-            {"device": secrets.token_hex(16), "envelopes": [item]}, separators=(",", ":")
-        ).encode()
-        for item in envelopes
-    ]
+def _wait_released(store: Path, batches: int) -> float:
+    """Seconds until the shuffler's store (read here, read-only: no load on either server)
+    holds ``batches`` batches, every part of each acknowledged by the collector (it answers a
+    part only once its reports are stored)."""
+    began = time.perf_counter()
+    uri = f"file:{store}?mode=ro"
+    while True:
+        with contextlib.closing(sqlite3.connect(uri, uri=True, timeout=30)) as connection:
+            formed, pending = connection.execute(
+                "SELECT COUNT(*), COALESCE(SUM(forwarded < parts), 0) FROM batches"
+            ).fetchone()
+        if formed >= batches and not pending:
+            return time.perf_counter() - began
+        if time.perf_counter() - began > 3600:
+            raise TimeoutError("the shuffler never released every batch")
+        time.sleep(0.05)
 
 
-def _plain_bodies(spec: MetricSpec, period: str, count: int) -> list[bytes]:
-    """``count`` plain reports of ``spec`` as ``POST /v1/reports`` bodies of 1,000."""
-    texts = [
-        report_text(str(uuid.uuid4()), spec.name, spec.fingerprint, period, i % 4)
-        for i in range(count)
-    ]
-    return [
-        f'{{"reports":[{",".join(texts[i : i + PER_UPLOAD])}]}}'.encode()
-        for i in range(0, count, PER_UPLOAD)
-    ]
-
-
-def measure(backend: str, min_batch: int) -> dict[str, float]:
-    """One pipeline at ``min_batch``: the figures of one table row."""
-    spec = MetricSpec.categorical(unique_name("bench"), ["a", "b", "c", "d"], epsilon=2.0)
-    direct_spec = MetricSpec.categorical(unique_name("bench"), ["a", "b", "c", "d"], epsilon=2.0)
+def _bodies(
+    shuffled: list[MetricSpec], direct: list[MetricSpec], devices: int, public: bytes
+) -> tuple[list[bytes], list[bytes]]:
+    """(one shuffler upload per device, one direct body per device): each device's report of
+    every metric, the same report texts but for the metric's name."""
     period = period_label("day", dt.datetime.now(dt.UTC))
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        scratch_database(backend, Path(tmp), "shuffler_bench") as url,
-    ):
-        pipeline = Pipeline(url, Path(tmp), min_batch=min_batch).start([spec, direct_spec])
-        try:
-            assert pipeline.shuffler is not None
-            collector = pipeline.collector.url
-            keys = httpx.get(pipeline.shuffler.url + "/v1/keys", trust_env=False).json()["keys"]
-            public = public_key_of(next(k for k in keys if k["current"]))[1]
-            texts = [
-                report_text(str(uuid.uuid4()), spec.name, spec.fingerprint, period, i % 4)
-                for i in range(min_batch)
-            ]
-            plan = Plan.of(spec)
-            began = time.perf_counter()
-            sealed = [envelope(text, plan, public) for text in texts]
-            sealing = time.perf_counter() - began
-            uploads = _uploads(sealed)
-            first = time.perf_counter()
-            stored = _post_all(pipeline.shuffler.url + SEALED_PATH, uploads, SHUFFLER_UPLOAD_KEY)
-            tail = _wait_for(lambda: _counted(collector, spec.name) >= min_batch)
-            first_report = time.perf_counter() - first
-            direct = _post_all(
-                collector + "/v1/reports", _plain_bodies(direct_spec, period, min_batch), INGEST_KEY
+    plans = [Plan.of(spec) for spec in shuffled]
+    uploads, plain = [], []
+    for device in range(devices):
+        value = device % 4
+        sealed = [
+            envelope(
+                report_text(str(uuid.uuid4()), spec.name, spec.fingerprint, period, value),
+                plan,
+                public,
             )
-        finally:
-            pipeline.stop()
-    return {
-        "sealed": min_batch / sealing,
-        "stored": min_batch / stored,
-        "released": min_batch / tail,
-        "tail": tail,
-        "first": first_report,
-        "direct": min_batch / direct,
-    }
+            for spec, plan in zip(shuffled, plans, strict=True)
+        ]
+        document = {"device": secrets.token_hex(16), "envelopes": sealed}
+        uploads.append(json.dumps(document, separators=(",", ":")).encode())
+        texts = [
+            report_text(str(uuid.uuid4()), spec.name, spec.fingerprint, period, value)
+            for spec in direct
+        ]
+        plain.append(f'{{"reports":[{",".join(texts)}]}}'.encode())
+    return uploads, plain
+
+
+def _leg(pid: int, post: Callable[[], float]) -> tuple[float, float]:
+    """(wall seconds, server CPU seconds) of one timed leg."""
+    before = cpu_seconds(pid)
+    wall = post()
+    return wall, cpu_seconds(pid) - before
 
 
 def main() -> None:
+    """Alternate the collector direct and the shuffler; print every pair and the medians."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--backend", choices=["sqlite", "postgresql"], default="sqlite")
-    parser.add_argument("--min-batch", type=int, nargs="+", default=[1000, 100_000])
+    parser.add_argument("--devices", type=int, default=500)
+    parser.add_argument("--metrics", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    header = ["min_batch", "sealed/s", "stored/s", "released/s", "collector direct/s",
-              "tail s", "first report s"]  # fmt: skip
-    rows = [header]
-    for min_batch in args.min_batch:
-        got = measure(args.backend, min_batch)
-        rows.append(
-            [
-                f"{min_batch:,}",
-                f"{got['sealed']:,.0f}",
-                f"{got['stored']:,.0f}",
-                f"{got['released']:,.0f}",
-                f"{got['direct']:,.0f}",
-                f"{got['tail']:.2f}",
-                f"{got['first']:.2f}",
-            ]
-        )
-    print(f"backend: {args.backend}; shuffler max_delay 0; {THREADS} upload threads")
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    for row in rows:
-        print("  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)))
+    shape = {"categories": ["a", "b", "c", "d"], "epsilon": 2.0}
+    shuffled = [MetricSpec.categorical(unique_name("shuf"), **shape) for _ in range(args.metrics)]  # type: ignore[arg-type]
+    direct = [MetricSpec.categorical(unique_name("dire"), **shape) for _ in range(args.metrics)]  # type: ignore[arg-type]
+    reports = args.devices * args.metrics
+    print(f"load average before: {os.getloadavg()}")
+    print(
+        f"backend {args.backend}; {args.devices} devices x {args.metrics} reports per upload ="
+        f" {reports:,} reports per leg; {THREADS} upload threads; shuffler max_delay 0"
+    )
+    print(
+        "| round | direct reports/s | shuffler stored/s | ratio | direct CPU µs/report |"
+        " shuffler CPU µs/report | released/s | release CPU µs/report: collector |"
+        " shuffler |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    ratios, cpu_ratios, released = [], [], []
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        scratch_database(args.backend, Path(tmp), "shuffler_bench") as url,
+    ):
+        pipeline = Pipeline(url, Path(tmp), min_batch=args.devices).start([*shuffled, *direct])
+        try:
+            assert pipeline.shuffler is not None
+            collector, shuffler = pipeline.collector, pipeline.shuffler
+            keys = httpx.get(shuffler.url + "/v1/keys", trust_env=False).json()["keys"]
+            public = public_key_of(next(k for k in keys if k["current"]))[1]
+            for index in range(args.rounds):
+                uploads, plain = _bodies(shuffled, direct, args.devices, public)
+                d_wall, d_cpu = _leg(
+                    collector.pid,
+                    lambda plain=plain: _post_all(collector.url + "/v1/reports", plain, INGEST_KEY),
+                )
+                s_wall, s_cpu = _leg(
+                    shuffler.pid,
+                    lambda uploads=uploads: _post_all(
+                        shuffler.url + SEALED_PATH, uploads, SHUFFLER_UPLOAD_KEY
+                    ),
+                )
+                before = cpu_seconds(collector.pid), cpu_seconds(shuffler.pid)
+                tail = _wait_released(Path(tmp) / "shuffler.db", args.metrics * (index + 1))
+                r_cpu = cpu_seconds(collector.pid) - before[0]
+                r_shuffler = cpu_seconds(shuffler.pid) - before[1]
+                target = args.devices * (index + 1)
+                assert all(_counted(collector.url, spec.name) == target for spec in shuffled)
+                ratio = (reports / s_wall) / (reports / d_wall)
+                ratios.append(ratio)
+                cpu_ratios.append(s_cpu / max(d_cpu, 1e-9))
+                released.append(reports / tail)
+                print(
+                    f"| {index + 1} | {reports / d_wall:,.0f} | {reports / s_wall:,.0f} |"
+                    f" {ratio:.2f} | {1e6 * d_cpu / reports:.0f} | {1e6 * s_cpu / reports:.0f} |"
+                    f" {reports / tail:,.0f} | {1e6 * r_cpu / reports:.0f} |"
+                    f" {1e6 * r_shuffler / reports:.0f} |"
+                )
+        finally:
+            pipeline.stop()
+    print(
+        f"median ratio shuffler stored/s over collector direct/s: {statistics.median(ratios):.2f}"
+    )
+    print(
+        f"median ratio of CPU per report, shuffler over direct: {statistics.median(cpu_ratios):.2f}"
+    )
+    print(f"median released/s: {statistics.median(released):,.0f}")
+    print(f"load average after: {os.getloadavg()}")
 
 
 if __name__ == "__main__":

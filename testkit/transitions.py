@@ -13,7 +13,9 @@ answers the comparison, so whole client paths (a Recorder and its Ledger) can be
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import math
+import struct
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
@@ -55,8 +57,14 @@ class Scripted:
         return int(self._next(0))
 
     def token_bytes(self, n: int) -> bytes:
-        """Refused: a randomizer draws no raw bytes."""
-        raise AssertionError("randomizers are not expected to draw raw bytes")
+        """``n / 8`` little-endian 64-bit words, each a scripted uniform draw f given as the word
+        ``floor(f 2^53) 2^11``: what ``random()`` would turn back into f (oue, pem draw so)."""
+        assert n % 8 == 0, "a randomizer draws whole 64-bit words"
+        words = []
+        for _ in range(n // 8):
+            self.calls.append(("random", 0))
+            words.append(int(float(self._next(0.0)) * 2**53) << 11)
+        return struct.pack(f"<{len(words)}Q", *words)
 
 
 def _freeze(payload: Any) -> Hashable:
@@ -118,8 +126,9 @@ class Branching:
     many choices each draw had and ``weight`` the probability of the path taken.
     """
 
-    def __init__(self, script: list[int]) -> None:
+    def __init__(self, script: list[int], cuts: Sequence[int] = ()) -> None:
         self.script = script
+        self.cuts = sorted(set(cuts))
         self.widths: list[int] = []
         self.weight = 1.0
 
@@ -140,8 +149,22 @@ class Branching:
         return self.choose([1.0 / n] * n)
 
     def token_bytes(self, n: int) -> bytes:
-        """Refused: a randomizer draws no raw bytes."""
-        raise AssertionError("randomizers are not expected to draw raw bytes")
+        """``n / 8`` 64-bit words, each one of the intervals the ``cuts`` split [0, 2^64) into
+        (given as its lowest word), with the interval's probability: exact for code that
+        compares each word with cuts only (``word < cut``, as oue does)."""
+        assert n % 8 == 0, "a randomizer draws whole 64-bit words"
+        assert self.cuts, "pass the word thresholds the code compares with (word_cuts)"
+        bounds = [0, *self.cuts, 2**64]
+        weights = [(high - low) / 2**64 for low, high in itertools.pairwise(bounds)]
+        words = [bounds[self.choose(weights)] for _ in range(n // 8)]
+        return struct.pack(f"<{len(words)}Q", *words)
+
+
+def word_cuts(mechanism: object) -> tuple[int, ...]:
+    """The word thresholds a mechanism that draws 64-bit words compares them with (oue's
+    ``word_thresholds``; a set randomizer's oracle's), or none."""
+    oracle = getattr(mechanism, "oracle", mechanism)
+    return tuple(getattr(oracle, "word_thresholds", ()))
 
 
 class _Draw:
@@ -157,12 +180,15 @@ class _Draw:
         return rng.choose([p, 1.0 - p]) == 0
 
 
-def explore_branches(run: Callable[[Branching], Any]) -> dict[Hashable, float]:
-    """The exact output distribution of ``run``, walking every path of its draws in turn."""
+def explore_branches(
+    run: Callable[[Branching], Any], cuts: Sequence[int] = ()
+) -> dict[Hashable, float]:
+    """The exact output distribution of ``run``, walking every path of its draws in turn;
+    ``cuts`` are the thresholds its drawn 64-bit words are compared with (:func:`word_cuts`)."""
     result: dict[Hashable, float] = defaultdict(float)
     script: list[int] = []
     while True:
-        rng = Branching(script)
+        rng = Branching(script, cuts)
         out = _freeze(run(rng))
         if rng.weight > 0:
             result[out] += rng.weight
@@ -228,7 +254,15 @@ def reports_of_history(
         return tuple(report[4] for report in recorder.pending)
 
     with mock.patch.object(recorder_module, "_UUID_BLOCK", 1):  # ids one at a time: faster
-        return explore_branches(run)
+        return explore_branches(run, _spec_cuts(spec))
+
+
+def _spec_cuts(spec: MetricSpec) -> tuple[int, ...]:
+    """The word thresholds of a categorical spec's randomizer (none for other kinds)."""
+    try:
+        return word_cuts(spec.randomizer)
+    except (AttributeError, TypeError, ValueError):
+        return ()
 
 
 def max_log_ratio(first: dict[Hashable, float], second: dict[Hashable, float]) -> float:
@@ -280,4 +314,4 @@ def outputs_over_days(
         return tuple(sent)
 
     with mock.patch.object(recorder_module, "_UUID_BLOCK", 1):
-        return explore_branches(run)
+        return explore_branches(run, _spec_cuts(spec))

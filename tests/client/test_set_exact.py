@@ -24,7 +24,7 @@ from collections.abc import Hashable
 import pytest
 
 from deniable.client.mechanisms import OLH_PRIME, PaddingSampling
-from testkit.transitions import explore, explore_branches
+from testkit.transitions import explore, explore_branches, word_cuts
 
 TIGHT = 1e-12
 EPSILONS = (0.5, 1.0, 2.0)
@@ -40,7 +40,10 @@ def every_set(k: int) -> list[tuple[int, ...]]:
 def output_laws(ps: PaddingSampling, seed: tuple[int, int] | None = None) -> list[dict]:
     """P(payload | S) for every set S, read off ``ps.randomize``; olh given a fixed ``seed``."""
     if seed is None:
-        return [explore_branches(lambda rng, s=s: ps.randomize(s, rng)) for s in every_set(ps.k)]
+        cuts = word_cuts(ps)
+        return [
+            explore_branches(lambda rng, s=s: ps.randomize(s, rng), cuts) for s in every_set(ps.k)
+        ]
     fixed = {1: seed[0] - 1, 2: seed[1]}  # draw 0 samples the item, draws 1 and 2 are a - 1, b
     return [explore(lambda rng, s=s: ps.randomize(s, rng), fixed) for s in every_set(ps.k)]
 
@@ -129,7 +132,7 @@ def _thaw(ps: PaddingSampling, frozen: Hashable) -> object:
 def test_the_same_law_for_every_input_shape_and_a_refusal_for_a_string() -> None:
     ps = PaddingSampling(4, 2, 1.0, "oue")
     laws = [
-        explore_branches(lambda rng, v=value: ps.randomize(v, rng))
+        explore_branches(lambda rng, v=value: ps.randomize(v, rng), word_cuts(ps))
         for value in ({2, 0}, frozenset({0, 2}), [2, 0, 2], (0, 2))
     ]
     assert all(law == laws[0] for law in laws)

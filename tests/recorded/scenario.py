@@ -8,6 +8,7 @@ the report ids (seeded uuids), so two builds answer every read with the same byt
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import random
 import uuid
@@ -19,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from deniable.client import MetricSpec, SeededRandomness
+from deniable.client import OUE, MetricSpec, SeededRandomness
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
@@ -143,8 +144,23 @@ def _value(truth: Truth, draw: random.Random, step: int) -> Any:
     return WORDS[index] if spec.type == "text" else index
 
 
+def _pinned_oue(mechanism: OUE, value: int, rng: SeededRandomness) -> str:
+    """oue as it drew when the answers were recorded: one ``random()`` per category (the same
+    law as the client's word-per-category draw, issue 42), so the stored reports, and with
+    them every recorded answer, stay the same."""
+    bits = bytearray(mechanism.n_bytes)
+    for v in range(mechanism.k):
+        if rng.random() < (mechanism.p if v == value else mechanism.q):
+            bits[v >> 3] |= 1 << (v & 7)
+    return base64.b64encode(bytes(bits)).decode("ascii")
+
+
 def _payload(spec: MetricSpec, value: Any, rng: SeededRandomness, level: int) -> Any:
-    """``value`` randomized by the metric's real mechanism, drawing from ``rng``."""
+    """``value`` randomized by the metric's real mechanism (oue as recorded), drawing from
+    ``rng``."""
+    if spec.type in ("categorical", "histogram") and isinstance(spec.randomizer, OUE):
+        index = spec.bucket_of(value) if spec.type == "histogram" else value
+        return _pinned_oue(spec.randomizer, index, rng)
     if spec.type == "text":
         sketch = spec.text_randomizer
         return sketch.randomize(sketch.encode(value), level, rng)

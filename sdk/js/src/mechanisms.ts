@@ -113,15 +113,25 @@ export class OUE implements Mechanism {
     this.epsilon = checkEpsilon(epsilon);
     this.q = 1 / (Math.exp(this.epsilon) + 1);
     this.bytes = (k + 7) >> 3;
+    this.#belowP = Math.ceil(this.p * 2 ** 53);
+    this.#belowQ = Math.ceil(this.q * 2 ** 53);
   }
+  readonly #belowP: number;
+  readonly #belowQ: number;
   get pStar(): number { return this.p; }
   get qStar(): number { return this.q; }
+  /** One 64-bit little-endian word w per category, as Python draws them (one block of bytes):
+   * a bit is set when floor(w / 2^11) < ceil(x 2^53), the probability `random() < x` gives. */
   randomize(value: number, rng: Randomness = systemRandomness): string {
     checkIndex(value, this.k);
+    const words = rng.bytes(8 * this.k);
+    const view = new DataView(words.buffer, words.byteOffset, words.byteLength);
+    const top = (v: number): number => view.getUint32(8 * v + 4, true) * 2097152 + (view.getUint32(8 * v, true) >>> 11);
     const bits = new Uint8Array(this.bytes);
-    for (let v = 0; v < this.k; v++) {
-      if (rng.random() < (v === value ? this.p : this.q)) bits[v >> 3] |= 1 << (v & 7);
-    }
+    const belowQ = this.#belowQ;
+    for (let v = 0; v < this.k; v++) if (top(v) < belowQ) bits[v >> 3] |= 1 << (v & 7);
+    if (top(value) < this.#belowP) bits[value >> 3] |= 1 << (value & 7);
+    else bits[value >> 3] &= ~(1 << (value & 7));
     return toBase64(bits);
   }
 }

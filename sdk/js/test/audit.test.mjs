@@ -90,14 +90,14 @@ const BROKEN = [
   },
   {
     what: "an oue with p = 0.6", // z = 21 at 40,000 per input; 10.5 at 10,000
-    patches: [["mechanisms.js", "(v === value ? this.p : this.q)", "(v === value ? 0.6 : this.q)"]],
+    patches: [["mechanisms.js", "if (top(value) < this.#belowP)", "if (top(value) < Math.ceil(0.6 * 2 ** 53))"]],
     spec: { name: "o", type: "categorical", categories: FIVE, epsilon: 1, mechanism: "oue" },
     extra: ["--samples", "10000"],
   },
   {
     what: "an oue that never flips its middle bit", // an infinite ratio: bound 8.35 at 40,000 whatever the draws; > 5 at 5,000
-    patches: [["mechanisms.js", "                bits[v >> 3] |= 1 << (v & 7);\n        }\n        return toBase64(bits);",
-      "                bits[v >> 3] |= 1 << (v & 7);\n        }\n        const middle = this.k >> 1;\n        bits[middle >> 3] &= ~(1 << (middle & 7));\n        if (value === middle) bits[middle >> 3] |= 1 << (middle & 7);\n        return toBase64(bits);"]],
+    patches: [["mechanisms.js", "            bits[value >> 3] &= ~(1 << (value & 7));\n        return toBase64(bits);",
+      "            bits[value >> 3] &= ~(1 << (value & 7));\n        const middle = this.k >> 1;\n        bits[middle >> 3] &= ~(1 << (middle & 7));\n        if (value === middle) bits[middle >> 3] |= 1 << (middle & 7);\n        return toBase64(bits);"]],
     spec: { name: "o", type: "categorical", categories: FIVE, epsilon: 1, mechanism: "oue" },
     extra: ["--samples", "5000"],
   },

@@ -15,6 +15,7 @@ import math
 import struct
 from abc import ABC, abstractmethod
 from functools import cache
+from itertools import compress
 from typing import Any, ClassVar
 
 from .errors import SpecError
@@ -319,6 +320,11 @@ class BitVectorPayload:
         )
 
 
+_OUE_INT_CELLS = 512
+"""Up to this k an oue report's bits are summed as one Python integer (fastest for small k);
+above it they are set in a byte array (summing wide integers grows with k squared)."""
+
+
 class OUE(BitVectorPayload, Mechanism):
     """Optimized unary encoding: bit v is 1 w.p. 1/2 if v is the value, else q = 1/(e^eps+1)."""
 
@@ -329,15 +335,39 @@ class OUE(BitVectorPayload, Mechanism):
         self.p = 0.5
         self.q = 1 / (math.exp(self.epsilon) + 1)
         self.n_bytes = (self.k + 7) // 8
+        self._below_p = math.ceil(self.p * 2**53) << 11
+        self._below_q = math.ceil(self.q * 2**53) << 11
+        self._words = struct.Struct(f"<{self.k}Q").unpack
+        self._powers = [1 << v for v in range(self.k)] if self.k <= _OUE_INT_CELLS else []
 
     def randomize(self, value: int, rng: Randomness = system_randomness) -> str:
         value = self.check_value(value)
+        # One 64-bit word w per category, as the text sketch draws them: random() would be
+        # (w >> 11) * 2^-53, and (w >> 11) * 2^-53 < x <=> w < ceil(x 2^53) 2^11, so each bit has
+        # exactly the probability ``random() < p`` (or ``< q``) gives, from one block of bytes.
+        words = self._words(rng.token_bytes(8 * self.k))
+        below_q = self._below_q
+        chosen = compress(self._powers or range(self.k), [w < below_q for w in words])
+        if self._powers:
+            vector = sum(chosen)
+            bit = 1 << value
+            vector = vector | bit if words[value] < self._below_p else vector & ~bit
+            return base64.b64encode(vector.to_bytes(self.n_bytes, "little")).decode("ascii")
         bits = bytearray(self.n_bytes)
-        draw, q = rng.random, self.q
-        for v in range(self.k):
-            if draw() < (self.p if v == value else q):
-                bits[v >> 3] |= 1 << (v & 7)
+        for v in chosen:
+            bits[v >> 3] |= 1 << (v & 7)
+        mask = 1 << (value & 7)
+        if words[value] < self._below_p:
+            bits[value >> 3] |= mask
+        else:
+            bits[value >> 3] &= ~mask & 0xFF
         return base64.b64encode(bytes(bits)).decode("ascii")
+
+    @property
+    def word_thresholds(self) -> tuple[int, int]:
+        """The 64-bit word bounds a drawn word is compared with (q's, then p's): a bit is set
+        when its word is below its bound, so its probability is the bound over 2^64."""
+        return self._below_q, self._below_p
 
     def parse_payload(self, payload: Any) -> str:
         if not isinstance(payload, str):

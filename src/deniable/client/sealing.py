@@ -176,13 +176,19 @@ def seal(report: str, plan: Plan | MetricSpec, public: bytes) -> tuple[Header, b
     return header, sealed
 
 
+@functools.lru_cache(maxsize=256)
+def _info(header: Header) -> bytes:
+    """A header's HPKE info, computed once per header (a part's reports share a few)."""
+    return header.info()
+
+
 def open_sealed(header: Header, sealed: bytes, private: X25519PrivateKey, size: int) -> str:
     """The report text inside ``sealed`` (padding removed); :class:`SealingError` if it does
     not open under ``private`` with this header, or is not exactly ``size`` bytes padded."""
     from cryptography.exceptions import InvalidTag
 
     try:
-        plain = _suite().decrypt(sealed, private, info=header.info())
+        plain = _suite().decrypt(sealed, private, info=_info(header))
     except (InvalidTag, ValueError):
         raise SealingError("the sealed report does not open with its header and key") from None
     if len(plain) != size:

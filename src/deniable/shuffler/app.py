@@ -95,11 +95,11 @@ def create_app(settings: ShufflerSettings | None = None, *, release: bool = True
             document, media_type="application/json", headers={"Cache-Control": "no-cache"}
         )
 
-    @app.post(SEALED_PATH, status_code=202)
     async def post_sealed(request: Request) -> JSONResponse:
         """Store a device's sealed reports durably; 202 ``{"accepted", "duplicates"}`` after
         the commit. 401 without the upload key (before the body is read); 409 when an envelope
-        is sealed to a key this shuffler does not serve."""
+        is sealed to a key this shuffler does not serve. A plain Starlette route (the thin
+        intake): no parameter resolution or response model, one upload per device batch."""
         if upload_keys and not any_match(bearer_token(request), upload_keys):
             return JSONResponse(
                 {"detail": UPLOAD_KEY_REFUSED},
@@ -129,6 +129,8 @@ def create_app(settings: ShufflerSettings | None = None, *, release: bool = True
         except LimitReached as exc:
             return JSONResponse({"detail": exc.detail}, status_code=exc.status)
         return JSONResponse({"accepted": new, "duplicates": duplicates}, status_code=202)
+
+    app.router.add_route(SEALED_PATH, post_sealed, methods=["POST"], include_in_schema=False)
 
     @app.get("/healthz")
     async def healthz(request: Request) -> JSONResponse:

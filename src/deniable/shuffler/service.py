@@ -7,7 +7,9 @@ holds up the others, and is deleted, logged at ERROR, ``max_wait_hours`` after i
 refusal), then it looks every ``check_interval`` seconds for batch keys with
 reports of at least ``min_batch`` devices, forms each batch (one transaction) and forwards it
 after a uniformly random delay in [0, ``max_delay``] from the OS CSPRNG. Batches are released
-whole and never as a stream.
+whole and never as a stream. Up to :data:`FORWARDERS` batches (each waiting its own delay, each
+with its parts in order) are forwarded at once, so the collector opens several parts together
+on its cores; a round ends when every batch it started is forwarded, refused or stopped.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import logging
 import secrets
 import threading
 import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from .forwarder import Forwarder, Outcome
 from .settings import ShufflerSettings
@@ -24,6 +28,8 @@ from .store import Batch, Store
 log = logging.getLogger("deniable.shuffler")
 
 _RANDOM = secrets.SystemRandom()
+FORWARDERS = 4
+"""Batches forwarded at once."""
 
 
 class Releaser:
@@ -36,6 +42,7 @@ class Releaser:
             store, settings.collector_url, settings.token_secret(), settings.retry_cap
         )
         self._stop = threading.Event()
+        self._refused_lock = threading.Lock()
         self._refused: dict[str, tuple[float, int]] = {}
         """Batches the collector refused: when to try each again, and how often it refused."""
         self._thread = threading.Thread(target=self._run, name="deniable-releaser", daemon=True)
@@ -46,12 +53,36 @@ class Releaser:
         outcome = self.forwarder.forward(batch, self._stop)
         if outcome is Outcome.REFUSED:
             self.store.refused(batch)
-            refusals = self._refused.get(batch.id, (0.0, 0))[1] + 1
-            wait = _RANDOM.uniform(0, min(self.settings.retry_cap, 0.1 * 2**refusals))
-            self._refused[batch.id] = (time.monotonic() + wait, refusals)
+            with self._refused_lock:
+                refusals = self._refused.get(batch.id, (0.0, 0))[1] + 1
+                wait = _RANDOM.uniform(0, min(self.settings.retry_cap, 0.1 * 2**refusals))
+                self._refused[batch.id] = (time.monotonic() + wait, refusals)
         else:
-            self._refused.pop(batch.id, None)
+            with self._refused_lock:
+                self._refused.pop(batch.id, None)
         return outcome
+
+    def _delayed(self, batch: Batch) -> Outcome:
+        """Wait the batch's random delay, then forward it (STOPPED if stopped meanwhile)."""
+        if self._stop.wait(_RANDOM.uniform(0, self.settings.max_delay)):
+            return Outcome.STOPPED
+        return self._forward(batch)
+
+    def _all(self, jobs: Iterable[Callable[[], Outcome]]) -> bool:
+        """Run ``jobs`` on up to :data:`FORWARDERS` threads (a job is taken only when a thread
+        is free); False if any was stopped."""
+        stopped = False
+        with ThreadPoolExecutor(FORWARDERS, thread_name_prefix="deniable-forward") as pool:
+            running: set[Future[Outcome]] = set()
+            for job in jobs:
+                if self._stop.is_set():
+                    break
+                if len(running) >= FORWARDERS:
+                    done, running = _first_done(running)
+                    stopped |= any(f.result() is Outcome.STOPPED for f in done)
+                running.add(pool.submit(job))
+            stopped |= any(f.result() is Outcome.STOPPED for f in running)
+        return not stopped and not self._stop.is_set()
 
     def start(self) -> None:
         self._thread.start()
@@ -73,7 +104,6 @@ class Releaser:
     def round(self) -> None:
         """Expire, finish unfinished batches, then form and forward every batch that is
         ready."""
-        settings = self.settings
         self.store.settle()
         expired = self.store.expire()
         if expired:
@@ -90,11 +120,18 @@ class Releaser:
         self._refused = {
             batch.id: self._refused[batch.id] for batch in unfinished if batch.id in self._refused
         }
-        for batch in unfinished:
-            if self._refused.get(batch.id, (0.0, 0))[0] > time.monotonic():
-                continue
-            if self._forward(batch) is Outcome.STOPPED:
-                return
+        due = [
+            batch
+            for batch in unfinished
+            if self._refused.get(batch.id, (0.0, 0))[0] <= time.monotonic()
+        ]
+        if not self._all(lambda batch=batch: self._forward(batch) for batch in due):
+            return
+        self._all(lambda batch=batch: self._delayed(batch) for batch in self._formed())
+
+    def _formed(self) -> Iterable[Batch]:
+        """Form the batches that are ready, one at a time as they are taken."""
+        settings = self.settings
         for key in self.store.waiting_keys(settings.min_batch):
             while not self._stop.is_set():
                 batch = self.store.form_batch(
@@ -106,7 +143,12 @@ class Releaser:
                 )
                 if batch is None:
                     break
-                if self._stop.wait(_RANDOM.uniform(0, settings.max_delay)):
-                    return
-                if self._forward(batch) is Outcome.STOPPED:
-                    return
+                yield batch
+
+
+def _first_done(
+    running: set[Future[Outcome]],
+) -> tuple[set[Future[Outcome]], set[Future[Outcome]]]:
+    """(done, still running) once at least one of ``running`` is done."""
+    done, pending = wait(running, return_when=FIRST_COMPLETED)
+    return set(done), set(pending)

@@ -12,6 +12,8 @@ import json
 import re
 from typing import Any
 
+import orjson
+
 from deniable.client.mechanisms import MAX_EPSILON, MIN_EPSILON
 from deniable.client.spec import METRIC_NAME
 
@@ -67,9 +69,12 @@ def parse_upload(body: bytes, max_upload: int) -> tuple[str, list[Incoming]]:
     """The device pseudonym and the envelopes of an upload; :class:`UploadRefused` 400 for bad
     JSON, 413 past ``max_upload`` envelopes, 422 naming the bad ones."""
     try:
-        document = json.loads(body)
-    except (ValueError, RecursionError):
-        raise UploadRefused(400, "request body is not valid JSON") from None
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError:  # what orjson refuses and json takes (NaN, huge ints)
+        try:
+            document = json.loads(body)
+        except (ValueError, RecursionError):
+            raise UploadRefused(400, "request body is not valid JSON") from None
     if not (
         type(document) is dict
         and document.keys() == {"device", "envelopes"}
