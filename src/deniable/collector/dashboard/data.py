@@ -80,10 +80,15 @@ def estimate(
     method: Method | None = None,
     pooling: Pooling = "overlap-safe",
     confidence: float = 0.95,
+    compare_to: str | None = None,
 ) -> dict[str, Any]:
     """The API's estimate document (simultaneous intervals, the API's default method unless
-    ``method`` is given); :class:`~..queries.refusal.QueryRefused` as the API's."""
-    query = EstimateQuery(spec.name, start, end, confidence, method, pooling=pooling)
+    ``method`` is given; with ``compare_to="previous"`` the period comparison of start..end
+    with as many periods just before it); :class:`~..queries.refusal.QueryRefused` as the
+    API's."""
+    query = EstimateQuery(
+        spec.name, start, end, confidence, method, pooling=pooling, compare_to=compare_to
+    )
     return estimates.estimate(collector(request), query)
 
 
@@ -100,23 +105,6 @@ def series(
     ``method`` is given); :class:`~..queries.refusal.QueryRefused` as the API's."""
     query = EstimateQuery(spec.name, start, end, confidence, method)
     return serieses.series(collector(request), query)
-
-
-def comparison(
-    request: Request,
-    spec: MetricSpec,
-    start: str | None,
-    end: str | None,
-    *,
-    method: Method | None = None,
-    pooling: Pooling = "overlap-safe",
-) -> dict[str, Any]:
-    """The API's period comparison of start..end with as many periods just before it
-    (``compare_to=previous``); :class:`~..queries.refusal.QueryRefused` as the API's."""
-    query = EstimateQuery(
-        spec.name, start, end, 0.95, method, pooling=pooling, compare_to="previous"
-    )
-    return estimates.estimate(collector(request), query)
 
 
 PRESETS = (("today", "Today"), ("7d", "7 days"), ("30d", "30 days"), ("month", "This month"))

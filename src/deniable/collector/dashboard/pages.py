@@ -560,37 +560,25 @@ def metric_page(
     is shown instead of the estimates, the quantiles and the series."""
     view = view_of(spec)
     numeric = not view.shares
+    common = {
+        "spec": spec,
+        "spec_line": _spec_line(spec),
+        "about": about_lines(estimate_doc),
+        "path": metric_path(spec.name),
+        "query": query,
+        "methods": METHODS,
+        "poolings": POOLINGS,
+        "pickers": {"method": not numeric and view.methods, "top": view.top_picker(spec)},
+        "breakdown": breakdown,
+        "help": {"methods": glossary.METHODS, "poolings": glossary.POOLINGS},
+        "presets": preset_links(spec.name, query, presets),
+        "arrival": arrival,
+    }
     if empty is not None:
-        return render(
-            "metric.html",
-            spec=spec,
-            spec_line=_spec_line(spec),
-            about=about_lines(estimate_doc),
-            path=metric_path(spec.name),
-            query=query,
-            methods=METHODS,
-            poolings=POOLINGS,
-            pickers={"method": not numeric and view.methods, "top": view.top_picker(spec)},
-            empty=empty,
-            breakdown=breakdown,
-            comparison=None,
-            help={"methods": glossary.METHODS, "poolings": glossary.POOLINGS},
-            presets=preset_links(spec.name, query, presets),
-            arrival=arrival,
-        )
+        return render("metric.html", **common, empty=empty, comparison=None)
     return render(
         "metric.html",
-        spec=spec,
-        spec_line=_spec_line(spec),
-        about=about_lines(estimate_doc),
-        path=metric_path(spec.name),
-        query=query,
-        methods=METHODS,
-        poolings=POOLINGS,
-        pickers={
-            "method": not numeric and view.methods,
-            "top": view.top_picker(spec),
-        },
+        **common,
         pooled=pooled_note(
             spec.period,
             estimate_doc["start"],
@@ -604,14 +592,10 @@ def metric_page(
         quantiles=_quantiles_section(estimate_doc) if view.quantiles else None,
         series=None if numeric else _series_section(spec, series_doc, shown),
         quantiles_over_time=quantiles_over_time,
-        breakdown=breakdown,
         empty=None,
         estimate_csv=csv_href(spec.name, "estimate", query),
         series_csv=csv_href(spec.name, "series", query),
         comparison=None if comparison is None else comparison_section(spec, comparison),
-        help={"methods": glossary.METHODS, "poolings": glossary.POOLINGS},
-        presets=preset_links(spec.name, query, presets),
-        arrival=arrival,
     )
 
 

@@ -255,13 +255,14 @@ COMPARE_PREVIOUS = "previous"
 def page_comparison(request: Request, spec: Any, query: dict[str, Any]) -> dict[str, Any] | str:
     """The period comparison the page's ``compare`` asks for, or why the API refused it."""
     try:
-        return data.comparison(
+        return data.estimate(
             request,
             spec,
             query["start"] or None,
             query["end"] or None,
             method=query["method"],
             pooling=query["pooling"],
+            compare_to=COMPARE_PREVIOUS,
         )
     except QueryRefused as exc:
         return exc.detail
