@@ -44,7 +44,7 @@ test("JS devices send one report per closed window, which the collector stores a
   const first = new Date((today - 9) * DAY + 12 * 3600000);
   const devices = 30;
   for (let i = 0; i < devices; i++) {
-    let now = first;
+    let now = new Date(first.getTime() - DAY); // installed the day before: windows start the next day
     const client = new Client({ url: collector.url, metrics: [OPENED, TAPS], storage: new MemoryStorage(), flushInterval: 0, refreshInterval: 0, now: () => now });
     for (let day = 0; day < 8; day++) {
       now = new Date(first.getTime() + day * DAY);
