@@ -164,7 +164,10 @@ def test_a_proxys_html_answer_keeps_the_reports_until_the_collector_takes_them(
         stats = client.stats
         assert (stats.queued, stats.delivered, stats.dropped_rejected) == (5, 0, 0)
         assert stats.refused == stats.retries == stub.statuses.count(status) >= 2
-        warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+        # the upload's warnings (under load the spec check in the background may also time out)
+        warnings = [
+            r for r in caplog.records if r.levelno == logging.WARNING and r.module == "uploader"
+        ]
         assert len(warnings) == 1
         assert f"HTTP {status} (not the collector's problem document)" in warnings[0].getMessage()
         assert "firefox" not in caplog.text and "nginx" not in caplog.text

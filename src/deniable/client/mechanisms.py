@@ -340,6 +340,15 @@ class OUE(BitVectorPayload, Mechanism):
         self._words = struct.Struct(f"<{self.k}Q").unpack
         self._powers = [1 << v for v in range(self.k)] if self.k <= _OUE_INT_CELLS else []
 
+    def __getstate__(self) -> dict[str, Any]:
+        """The state to pickle (a process pool's auditor): the word reader is rebuilt."""
+        return {key: value for key, value in self.__dict__.items() if key != "_words"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore a pickled state, rebuilding the word reader."""
+        self.__dict__.update(state)
+        self._words = struct.Struct(f"<{self.k}Q").unpack
+
     def randomize(self, value: int, rng: Randomness = system_randomness) -> str:
         value = self.check_value(value)
         # One 64-bit word w per category, as the text sketch draws them: random() would be
