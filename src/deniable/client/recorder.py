@@ -190,7 +190,13 @@ class _EventState:
             number = (
                 value if type(value) is float and value - value == 0.0 else _number(spec, value)
             )
-            index = min(int((min(max(number, lower), upper) - lower) / width * MEDIAN_BINS), top)
+            if number < lower:
+                number = lower
+            elif number > upper:
+                number = upper
+            index = int((number - lower) / width * MEDIAN_BINS)
+            if index > top:
+                index = top
             bins = day.bins
             bins[index] = bins.get(index, 0) + 1
             day.n += 1
