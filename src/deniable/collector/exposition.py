@@ -24,7 +24,7 @@ queries them.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
@@ -295,22 +295,42 @@ def export_page(state: Collector, page: str | None) -> bytes:
     settings = state.settings
     specs = list_specs(state.database, archived=False)
     bounds = page_bounds(specs, settings.dashboard_page_metrics, settings.max_series_cells)
-    rule = NumberRule(PAGE_PARAMETER, 1, len(bounds), whole=True)
-    number = int(rule.parse(page)) if page else 1
-    start, stop = bounds[number - 1]
     families = Families()
-    families.add("deniable_estimate_pages", [], len(bounds))
-    for spec in specs[start:stop]:
-        try:
-            document = estimate(state, EstimateQuery(spec.name))
-        except QueryRefused:
-            families.add("deniable_estimate_unavailable", [spec.name], 1)
-            continue
+    for spec, document in _page_estimates(state, specs, bounds, page, families, None):
         families.add_estimate(spec, document)
         if window_counts_devices(spec) and document["end"]:
             closed = periods_back(spec.period, document["end"], 2)
             active = read_period_reports(state.database, spec.name, [closed])[0]
             families.add("deniable_estimate_active_devices", [spec.name, closed], active)
+    return _exposition(families)
+
+
+def _page_estimates(
+    state: Collector,
+    specs: list[MetricSpec],
+    bounds: list[tuple[int, int]],
+    page: str | None,
+    families: Families | SliceFamilies,
+    by: tuple[str, ...] | None,
+) -> Iterator[tuple[MetricSpec, dict[str, Any]]]:
+    """Each metric of the chosen ``page`` of ``specs`` with its estimate (broken down ``by``
+    if given), after adding the page count to ``families``; a refused metric is only counted
+    there as unavailable. InvalidNumber names a bad page."""
+    rule = NumberRule(PAGE_PARAMETER, 1, len(bounds), whole=True)
+    number = int(rule.parse(page)) if page else 1
+    start, stop = bounds[number - 1]
+    families.add("deniable_estimate_pages", [], len(bounds))
+    for spec in specs[start:stop]:
+        try:
+            document = estimate(state, EstimateQuery(spec.name, by=by))
+        except QueryRefused:
+            families.add("deniable_estimate_unavailable", [spec.name], 1)
+            continue
+        yield spec, document
+
+
+def _exposition(families: Families | SliceFamilies) -> bytes:
+    """The text exposition of one scrape's filled ``families``."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(families)
     return generate_latest(registry)
@@ -394,21 +414,10 @@ def export_slices(state: Collector, page: str | None, dimension: str) -> bytes:
         settings.max_series_cells,
         lambda spec: slice_count(spec, [dimension]),
     )
-    rule = NumberRule(PAGE_PARAMETER, 1, len(bounds), whole=True)
-    number = int(rule.parse(page)) if page else 1
-    start, stop = bounds[number - 1]
     families = SliceFamilies()
-    families.add("deniable_estimate_pages", [], len(bounds))
-    for spec in specs[start:stop]:
-        try:
-            document = estimate(state, EstimateQuery(spec.name, by=(dimension,)))
-        except QueryRefused:
-            families.add("deniable_estimate_unavailable", [spec.name], 1)
-            continue
+    for spec, document in _page_estimates(state, specs, bounds, page, families, (dimension,)):
         families.add_breakdown(spec, dimension, document)
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(families)
-    return generate_latest(registry)
+    return _exposition(families)
 
 
 @router.get(

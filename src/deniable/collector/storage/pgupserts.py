@@ -263,12 +263,8 @@ def store(
     total = sum(len(batch.rows) for batch in batches)
     n_rows, support_rows, sum_rows = count_rows(batches, None)
     ids, metrics, periods, payloads, received, cells = zip(*ordered, strict=True)
-    n_metrics, n_periods, n_counts = zip(*n_rows, strict=True) if n_rows else ((), (), ())
-    s_metrics, s_periods, s_categories, s_counts = (
-        zip(*support_rows, strict=True) if support_rows else ((), (), (), ())
-    )
     params = {
-        "sep": SEP,
+        **_count_params(n_rows, support_rows),
         "total": total,
         "ids": _joined(ids, ","),
         "metrics": _joined(metrics),
@@ -276,13 +272,6 @@ def store(
         "payloads": _joined(payloads),
         "received": _joined(received, ","),
         "cells": _joined(cells),
-        "n_metrics": _joined(n_metrics),
-        "n_periods": _joined(n_periods),
-        "n_counts": _joined(n_counts, ","),
-        "s_metrics": _joined(s_metrics),
-        "s_periods": _joined(s_periods),
-        "s_categories": _joined(s_categories, ","),
-        "s_counts": _joined(s_counts, ","),
     }
     statement = STORE
     if sum_rows:
