@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from deniable.client import Client, MetricSpec
-from testkit import free_port, real_collector
+from testkit import real_collector, spare_port
 from testkit.stub_collector import StubCollector
 
 SPECS = [
@@ -82,7 +82,7 @@ def delivery_rate(n: int, url: str | None) -> tuple[float, int]:
     wait in its state_dir, as after an app ran offline); a new client on that state_dir then
     delivers them, and only that is timed. ``url=None`` uses the in-process stub.
     """
-    stub = StubCollector(SPECS, port=free_port()).start() if url is None else None
+    stub = StubCollector(SPECS, port=spare_port()).start() if url is None else None
     options: dict[str, Any] = {
         "metrics": SPECS,
         "max_reports_per_period": 10**9,

@@ -39,7 +39,7 @@ from .metrics import (
     register_all,
     unique_name,
 )
-from .ports import LOOPBACK, free_port, loopback_url
+from .ports import LOOPBACK, loopback_url, spare_port
 from .postgres import PG_ADMIN_URL, fresh_database, postgres_problem
 from .randomness import FastRandomness
 
@@ -61,7 +61,6 @@ __all__ = [
     "cluster",
     "collector_settings",
     "cpu_seconds",
-    "free_port",
     "fresh_database",
     "loopback_url",
     "make_numeric_reports",
@@ -78,6 +77,7 @@ __all__ = [
     "require_postgres",
     "run_migrations",
     "scratch_database",
+    "spare_port",
     "total_cpu",
     "unique_name",
 ]

@@ -19,7 +19,7 @@ from deniable.collector.serve import server_config
 
 from .clock import Clock
 from .http_clients import authorized_client
-from .ports import LOOPBACK, bind_free, loopback_url
+from .ports import LOOPBACK, bind_spare, loopback_url
 
 START_TIMEOUT = 30.0
 """Seconds a collector gets to finish starting up."""
@@ -47,7 +47,7 @@ class RunningCollector:
         if port:
             sock.bind((LOOPBACK, port))
         else:
-            bind_free(sock)
+            bind_spare(sock)
         self.url = loopback_url(sock.getsockname()[1])
         self.app = create_app(self.settings, clock=self.clock)
         config = server_config(self.app, self.settings, log_level="warning")

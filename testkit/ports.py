@@ -8,10 +8,9 @@ the OS picks any free port.
 from __future__ import annotations
 
 import os
-import random
 import socket
 
-from deniable.service.listening import DEFAULT_HOST
+from deniable.service.listening import DEFAULT_HOST, bind_free, free_port
 
 LOOPBACK = DEFAULT_HOST
 """The only address test servers listen on."""
@@ -22,14 +21,12 @@ PORTS_VARIABLE = "DENIABLE_TEST_PORTS"
 __all__ = [
     "LOOPBACK",
     "PORTS_VARIABLE",
-    "bind_free",
-    "free_port",
+    "bind_spare",
     "listen_port",
     "loopback_url",
     "port_range",
+    "spare_port",
 ]
-
-_RANDOM = random.Random()
 
 
 def port_range() -> range | None:
@@ -50,35 +47,23 @@ def port_range() -> range | None:
     return range(first, last + 1)
 
 
-def bind_free(sock: socket.socket, host: str = LOOPBACK) -> int:
-    """Bind ``sock`` to a free port on ``host`` (in ``DENIABLE_TEST_PORTS``' range when set,
-    tried from a random place in it, so parallel workers rarely collide); the port."""
-    allowed = port_range()
-    if allowed is None:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-    start = _RANDOM.randrange(len(allowed))
-    for offset in range(len(allowed)):
-        port = allowed[(start + offset) % len(allowed)]
-        try:
-            sock.bind((host, port))
-        except OSError:
-            continue
-        return port
-    raise OSError(f"no free port on {host} in {PORTS_VARIABLE}={allowed.start}-{allowed.stop - 1}")
+def bind_spare(sock: socket.socket, host: str = LOOPBACK) -> int:
+    """Bind ``sock`` to a free port on ``host``, within ``DENIABLE_TEST_PORTS`` when it is
+    set (the service's :func:`~deniable.service.listening.bind_free`); the port."""
+    return bind_free(sock, host, port_range())
 
 
-def free_port(host: str = LOOPBACK) -> int:
+def spare_port(host: str = LOOPBACK) -> int:
     """A TCP port on ``host`` that nothing listens on right now, within
-    ``DENIABLE_TEST_PORTS`` when it is set."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        return bind_free(sock, host)
+    ``DENIABLE_TEST_PORTS`` when it is set (the service's
+    :func:`~deniable.service.listening.free_port`)."""
+    return free_port(host, port_range())
 
 
 def listen_port() -> int:
     """The port to give a server that binds its own socket: 0 (the OS picks) when no range
     is set, else a free port of the range."""
-    return 0 if port_range() is None else free_port()
+    return 0 if port_range() is None else spare_port()
 
 
 def loopback_url(port: int) -> str:

@@ -20,7 +20,7 @@ from typing import Self
 
 import httpx
 
-from .ports import free_port, loopback_url
+from .ports import loopback_url, spare_port
 
 DENIABLE = (sys.executable, "-m", "deniable.cli.main")
 """The ``deniable`` command the container image runs, from this interpreter."""
@@ -79,7 +79,7 @@ class ServiceProcess:
     def launch(self, port: int | None = None) -> Self:
         """Start the process on ``port`` (else the last port or a new free one, as ``keep_port``
         says) without waiting for it to be ready."""
-        self.port = port or (self.port if self.keep_port else 0) or free_port()
+        self.port = port or (self.port if self.keep_port else 0) or spare_port()
         self.log_path = self.log_dir / f"{self.name}-{self.port}.log"
         with self.log_path.open("ab" if self.append_log else "wb") as log:
             self._process = subprocess.Popen(

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from deniable.client import MetricSpec
-from testkit import ADMIN_TOKEN, free_port
+from testkit import ADMIN_TOKEN, spare_port
 from testkit.browser import browser_problem, require_browser
 from testkit.jsbundles import built_bundles
 from testkit.shuffler_process import SHUFFLER_UPLOAD_KEY, Pipeline
@@ -52,7 +52,7 @@ class Site:
                 """Quiet."""
 
         handler = functools.partial(Quiet, directory=str(folder))
-        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", spare_port()), handler)
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from testkit import free_port, loopback_url
+from testkit import loopback_url, spare_port
 from testkit.service_process import DENIABLE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +52,7 @@ def test_the_archive_recipe_runs_as_written(tmp_path: Path) -> None:
     serve, commands = recipe()
     assert "simulate" in commands and "--date" in commands
     assert "DENIABLE_RETENTION_DAYS=1 deniable retention --archive-to" in commands
-    port, folder = free_port(), tmp_path / "archive-demo"
+    port, folder = spare_port(), tmp_path / "archive-demo"
     collector = subprocess.Popen(
         ["bash", "-c", bash(serve, port, folder)],
         env=environment(),

@@ -24,8 +24,8 @@ from testkit import (
     DatabaseFactory,
     RunningCollector,
     collector_settings,
-    free_port,
     loopback_url,
+    spare_port,
 )
 from testkit import register as register_spec
 from testkit.cli import run_cli as run
@@ -154,7 +154,7 @@ def test_bad_input_is_one_line_on_stderr(collector: RunningCollector) -> None:
 
 
 def test_an_unreachable_collector_is_one_line() -> None:
-    result = run("--collector", loopback_url(free_port()), "audit")
+    result = run("--collector", loopback_url(spare_port()), "audit")
     assert "cannot reach the collector" in one_line_error(result)
 
 

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from deniable.cli.main import cli
-from testkit import DatabaseFactory, RunningCollector, collector_settings, free_port
+from testkit import DatabaseFactory, RunningCollector, collector_settings, spare_port
 
 VIEWER = "viewer-token-for-cli-tests-1"
 
@@ -59,7 +59,7 @@ def test_the_browser_opens_the_dashboard_without_a_token(
 
 
 def test_an_unreachable_collector_is_one_line_on_stderr() -> None:
-    url = f"http://127.0.0.1:{free_port()}"
+    url = f"http://127.0.0.1:{spare_port()}"
     result = CliRunner().invoke(cli, ["dashboard", "--collector", url, "--no-open"])
     assert result.exit_code == 1
     assert result.stdout == ""

@@ -18,8 +18,8 @@ from click.testing import CliRunner
 from deniable.cli.commands.demo import DEMO_TRUTH
 from deniable.cli.main import cli
 from deniable.client import MetricSpec, privacy_account
-from testkit import LOOPBACK, free_port, quantile_holds
-from testkit.ports import bind_free
+from testkit import LOOPBACK, quantile_holds, spare_port
+from testkit.ports import bind_spare
 
 SEED = 2026
 CPU_SECONDS = 30.0
@@ -176,7 +176,7 @@ def _wait_for_line(process: subprocess.Popen[str], prefix: str) -> str:
 def test_sigterm_stops_the_dashboard_demos_collector_and_removes_its_database(
     tmp_path: Path,
 ) -> None:
-    port = free_port()
+    port = spare_port()
     command = [sys.executable, "-m", "deniable.cli.main", "demo", "--dashboard"]
     options = ["--port", str(port), "--clients", "100", "--seed", "1", "--format", "json"]
     demo = subprocess.Popen(
@@ -203,7 +203,7 @@ def test_sigterm_stops_the_dashboard_demos_collector_and_removes_its_database(
 
 def test_a_port_in_use_is_one_line_naming_it() -> None:
     with socket.socket() as taken:
-        bind_free(taken)
+        bind_spare(taken)
         taken.listen()
         port = taken.getsockname()[1]
         result = CliRunner().invoke(cli, ["demo", "--port", str(port)])

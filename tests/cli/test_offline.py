@@ -20,7 +20,7 @@ from deniable.cli.main import cli
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.estimators import estimate_reports
 from deniable.sources.reportfile import SPEC_METADATA_KEY, frame_of
-from testkit import free_port
+from testkit import spare_port
 from testkit.cli import run_cli as run
 from testkit.ports import listen_port
 
@@ -366,7 +366,7 @@ def test_bad_dates_are_usage_errors_or_one_line(tmp_path: Path) -> None:
 
 
 def test_unreachable_collector_is_one_line() -> None:
-    url = f"http://127.0.0.1:{free_port()}"
+    url = f"http://127.0.0.1:{spare_port()}"
     for args in (
         ("metrics", "list"),
         ("estimate", "browser"),
@@ -485,7 +485,7 @@ def test_migrate_creates_the_schema_and_reports_a_bad_database_in_one_line(tmp_p
             row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
         }
     assert {"metrics", "reports", "period_counts", "support_counts"} <= tables
-    port = free_port()
+    port = spare_port()
     message = assert_one_line_error(
         run("migrate", "--database", f"postgresql://postgres@127.0.0.1:{port}/x")
     )

@@ -28,7 +28,7 @@ from deniable.client import (
 from deniable.client.ledger import Ledger, ReportCost, lifetime_reports, report_cost
 from deniable.client.mechanisms import two_layers
 from deniable.client.spec import period_label
-from testkit import free_port, loopback_url
+from testkit import loopback_url, spare_port
 
 BRUTE_FORCE_YEARS = (1999, 2000, 2001, 2023, 2024, 2025, 2099, 2100, 2101)
 """Start years of the brute force: leap years (2000, 2024), common ones, and 2100 (no leap)."""
@@ -317,7 +317,7 @@ def test_memoize_names_are_kept_as_a_frozenset() -> None:
 
 def test_a_client_states_its_own_account(tmp_path: Path) -> None:
     """``Client.privacy_account()`` is the account of its installed specs and own settings."""
-    url = loopback_url(free_port())  # nothing listens: only the specs and settings matter
+    url = loopback_url(spare_port())  # nothing listens: only the specs and settings matter
     with Client(
         url, state_dir=tmp_path, metrics=SPECS, max_reports_per_period=2, memoize={"browser"}
     ) as client:

@@ -6,7 +6,7 @@ import asyncio
 from pathlib import Path
 
 from deniable.client import AsyncClient, MetricSpec
-from testkit import free_port
+from testkit import spare_port
 from testkit.stub_collector import running
 
 SPECS = [
@@ -45,7 +45,7 @@ def test_async_client_records_flushes_and_closes(tmp_path: Path) -> None:
 
 
 def test_async_close_with_the_collector_down_keeps_reports_on_disk(tmp_path: Path) -> None:
-    url = f"http://127.0.0.1:{free_port()}"
+    url = f"http://127.0.0.1:{spare_port()}"
 
     async def main() -> int:
         client = AsyncClient(url, state_dir=tmp_path, metrics=SPECS)

@@ -16,7 +16,7 @@ import pytest
 from deniable.client import Client, MetricSpec, PrivacySpent, SeededRandomness
 from deniable.client.mechanisms import two_layers
 from deniable.client.outbox import DB_NAME
-from testkit import free_port
+from testkit import spare_port
 from testkit.stub_collector import StubCollector, fast_client, running
 
 BOOL = MetricSpec.boolean("dark_mode", epsilon=0.5)
@@ -101,7 +101,7 @@ def test_weekly_metrics_are_budgeted_per_iso_week(collector: StubCollector, tmp_
 
 
 def test_the_budget_survives_a_restart(tmp_path: Path) -> None:
-    url = f"http://127.0.0.1:{free_port()}"
+    url = f"http://127.0.0.1:{spare_port()}"
     client = make_client(url, tmp_path)
     assert client.record("browser", "other")
     client.close(timeout=0.1)
@@ -115,7 +115,7 @@ def test_the_budget_survives_a_restart(tmp_path: Path) -> None:
 def test_the_lifetime_cap_stops_reports_across_periods(tmp_path: Path) -> None:
     clock = Clock()
     client = make_client(
-        f"http://127.0.0.1:{free_port()}", tmp_path, clock=clock, lifetime_epsilon=1.6
+        f"http://127.0.0.1:{spare_port()}", tmp_path, clock=clock, lifetime_epsilon=1.6
     )
     sent = []
     for _ in range(6):
@@ -127,7 +127,7 @@ def test_the_lifetime_cap_stops_reports_across_periods(tmp_path: Path) -> None:
     assert spent.period_epsilon == 0
     client.close(timeout=0.1)
     reopened = make_client(
-        f"http://127.0.0.1:{free_port()}", tmp_path, clock=clock, lifetime_epsilon=1.6
+        f"http://127.0.0.1:{spare_port()}", tmp_path, clock=clock, lifetime_epsilon=1.6
     )
     clock.advance()
     assert reopened.record("dark_mode", False) is False
@@ -137,7 +137,7 @@ def test_the_lifetime_cap_stops_reports_across_periods(tmp_path: Path) -> None:
 def test_privacy_spent_counts_eps_per_report_without_memoization(tmp_path: Path) -> None:
     clock = Clock()
     client = make_client(
-        f"http://127.0.0.1:{free_port()}", tmp_path, clock=clock, max_reports_per_period=2
+        f"http://127.0.0.1:{spare_port()}", tmp_path, clock=clock, max_reports_per_period=2
     )
     for _ in range(3):
         client.record("browser", "chrome")
@@ -224,7 +224,7 @@ def _distinct_payloads(collector: StubCollector) -> set[str]:
 def test_memo_is_per_value_and_keyed_by_hmac_not_by_the_value(tmp_path: Path) -> None:
     clock = Clock()
     client = make_client(
-        f"http://127.0.0.1:{free_port()}",
+        f"http://127.0.0.1:{spare_port()}",
         tmp_path,
         clock=clock,
         memoize=True,
@@ -261,7 +261,7 @@ def test_with_memoization_the_lifetime_cap_counts_reports_whatever_the_values(
     for name, values in (("same", [True] * 9), ("changing", [True, False, True] * 3)):
         clock = Clock()
         client = make_client(
-            f"http://127.0.0.1:{free_port()}",
+            f"http://127.0.0.1:{spare_port()}",
             tmp_path / name,
             clock=clock,
             memoize=True,
@@ -308,7 +308,7 @@ def test_seeded_randomness_makes_payloads_reproducible(tmp_path: Path) -> None:
     runs = []
     for run in range(2):
         client = make_client(
-            f"http://127.0.0.1:{free_port()}",
+            f"http://127.0.0.1:{spare_port()}",
             tmp_path / str(run),
             randomness=SeededRandomness(7),
             max_reports_per_period=50,

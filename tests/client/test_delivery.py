@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from deniable.client import Client, MetricSpec
-from testkit import free_port
+from testkit import spare_port
 from testkit.stub_collector import (
     StubCollector,
     accept_answer,
@@ -148,7 +148,7 @@ def test_a_lost_ack_resends_the_same_ids_and_the_collector_dedups(
 
 
 def test_offline_then_online_delivers_everything(tmp_path: Path) -> None:
-    stub = StubCollector(SPECS, port=free_port())
+    stub = StubCollector(SPECS, port=spare_port())
     client = make_client(stub.url, tmp_path, max_reports_per_period=20)
     record_many(client, 20)
     assert client.flush(timeout=0.3) is False
@@ -163,7 +163,7 @@ def test_offline_then_online_delivers_everything(tmp_path: Path) -> None:
 
 
 def test_a_week_offline_across_app_restarts_loses_nothing(tmp_path: Path) -> None:
-    stub = StubCollector(SPECS, port=free_port())
+    stub = StubCollector(SPECS, port=spare_port())
     for day in range(7):
         moment = DAY0 + dt.timedelta(days=day)
         client = make_client(stub.url, tmp_path, clock=lambda m=moment: m)
@@ -183,7 +183,7 @@ def test_a_week_offline_across_app_restarts_loses_nothing(tmp_path: Path) -> Non
 
 
 def test_fails_over_to_the_next_collector_url(collector: StubCollector, tmp_path: Path) -> None:
-    dead = f"http://127.0.0.1:{free_port()}"
+    dead = f"http://127.0.0.1:{spare_port()}"
     client = make_client([dead, collector.url], tmp_path, max_reports_per_period=10)
     record_many(client, 10)
     assert client.flush(timeout=10)
@@ -283,7 +283,7 @@ def test_specs_are_fetched_then_cached_for_an_offline_start(
     assert set(client.metrics) == {s.name for s in SPECS}
     assert client.metrics["country"].fingerprint == SPECS[2].fingerprint
     client.close()
-    offline = make_client(f"http://127.0.0.1:{free_port()}", tmp_path, metrics=None)
+    offline = make_client(f"http://127.0.0.1:{spare_port()}", tmp_path, metrics=None)
     assert set(offline.metrics) == {s.name for s in SPECS}
     assert offline.record("font", "f1")
     assert offline.stats.queued == 1
@@ -306,7 +306,7 @@ def test_a_spec_whose_served_fingerprint_differs_is_refused(
 
 
 def test_the_queue_is_bounded_dropping_the_oldest(tmp_path: Path) -> None:
-    stub = StubCollector(SPECS, port=free_port())
+    stub = StubCollector(SPECS, port=spare_port())
     moments = [DAY0 + dt.timedelta(days=d) for d in range(25)]
     now = iter(moments)
     current = [moments[0]]
@@ -397,7 +397,7 @@ def test_a_batch_in_flight_that_fails_is_then_the_oldest_and_a_full_outbox_drops
 
 
 def test_close_with_the_collector_down_neither_raises_nor_hangs(tmp_path: Path) -> None:
-    url = f"http://127.0.0.1:{free_port()}"
+    url = f"http://127.0.0.1:{spare_port()}"
     client = make_client(url, tmp_path)
     assert client.record("dark_mode", True)
     started = time.monotonic()

@@ -16,7 +16,7 @@ import pytest
 
 from deniable.client import AsyncClient, Client, InvalidInput, MetricSpec
 from deniable.client.holding import MAX_HELD
-from testkit import free_port
+from testkit import spare_port
 from testkit.stub_collector import eventually, fast_client, running
 
 CATEGORIES = ["chrome", "firefox", "safari", "other"]
@@ -38,13 +38,13 @@ def test_specs_may_be_passed_as_plain_dicts(tmp_path: Path) -> None:
 
 def test_specs_of_another_kind_get_a_type_error_saying_what_to_pass(tmp_path: Path) -> None:
     with pytest.raises(TypeError, match="MetricSpec"):
-        Client(f"http://127.0.0.1:{free_port()}", state_dir=tmp_path, metrics=["dark_mode"])  # type: ignore[list-item]
+        Client(f"http://127.0.0.1:{spare_port()}", state_dir=tmp_path, metrics=["dark_mode"])  # type: ignore[list-item]
 
 
 def test_values_recorded_before_any_spec_arrived_are_delivered_in_their_own_period(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    port = free_port()
+    port = spare_port()
     moment = [dt.datetime(2026, 3, 1, 12, tzinfo=dt.UTC)]
     client = fast_client(
         f"http://127.0.0.1:{port}/v1/",
@@ -78,7 +78,7 @@ def test_values_recorded_before_any_spec_arrived_are_delivered_in_their_own_peri
 
 
 def test_the_holding_is_bounded_and_counts_what_it_drops(tmp_path: Path) -> None:
-    client = fast_client(f"http://127.0.0.1:{free_port()}", tmp_path)
+    client = fast_client(f"http://127.0.0.1:{spare_port()}", tmp_path)
     kept = [client.record("dark_mode", i % 2 == 0) for i in range(MAX_HELD + 5)]
     assert kept == [True] * MAX_HELD + [False] * 5
     assert (client.stats.held, client.stats.dropped_held) == (MAX_HELD, 5)
@@ -91,7 +91,7 @@ def test_held_values_never_reach_disk_or_logs(
 ) -> None:
     mark = "zqxheldvalue"
     with caplog.at_level(logging.DEBUG):
-        client = fast_client(f"http://127.0.0.1:{free_port()}", tmp_path)
+        client = fast_client(f"http://127.0.0.1:{spare_port()}", tmp_path)
         assert client.record("secret", f"{mark}-one")
         assert client.flush(timeout=0.2) is False
         problems = client.problems()
@@ -146,7 +146,7 @@ def test_the_budget_says_its_rule_once_per_metric_and_period(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     moment = [dt.datetime(2026, 3, 1, tzinfo=dt.UTC)]
-    url = f"http://127.0.0.1:{free_port()}"
+    url = f"http://127.0.0.1:{spare_port()}"
     with caplog.at_level(logging.WARNING, logger="deniable.client"):
         client = fast_client(url, tmp_path, metrics=SPECS, clock=lambda: moment[0])
         sent = [client.record("browser", "chrome") for _ in range(100)]
@@ -162,7 +162,7 @@ def test_the_budget_says_its_rule_once_per_metric_and_period(
 
 
 def test_a_value_outside_the_categories_names_them_but_never_the_value(tmp_path: Path) -> None:
-    client = fast_client(f"http://127.0.0.1:{free_port()}", tmp_path, metrics=SPECS)
+    client = fast_client(f"http://127.0.0.1:{spare_port()}", tmp_path, metrics=SPECS)
     with pytest.raises(InvalidInput) as info:
         client.record("browser", "Chrome")
     client.close(timeout=0.1)

@@ -20,7 +20,7 @@ import pytest
 
 from deniable.client import AsyncClient, Client, InvalidInput, MetricSpec, specsource
 from deniable.client.specsource import DEFAULT_MAX_EPSILON, SPECS_FILE
-from testkit import free_port
+from testkit import spare_port
 from testkit.hostile_server import hostile, json_answer, whole
 from testkit.stub_collector import eventually, fast_client, running
 
@@ -89,7 +89,7 @@ def test_a_changed_spec_for_a_known_metric_is_refused_and_the_accepted_one_kept(
         "dark_mode": DARK_MODE.fingerprint,
         "newcomer": NEWCOMER.fingerprint,
     }
-    offline = fast_client(f"http://127.0.0.1:{free_port()}", tmp_path)
+    offline = fast_client(f"http://127.0.0.1:{spare_port()}", tmp_path)
     assert offline.metrics["browser"] == BROWSER
     offline.close(timeout=0.1)
 
@@ -131,7 +131,7 @@ def test_served_specs_above_max_epsilon_are_refused_unless_the_app_raises_it(
 def test_the_apps_specs_in_code_must_fit_its_ceiling_and_win_over_cached_ones(
     tmp_path: Path,
 ) -> None:
-    url = f"http://127.0.0.1:{free_port()}"
+    url = f"http://127.0.0.1:{spare_port()}"
     with pytest.raises(ValueError, match=r"metric greedy: epsilon 8 is above max_epsilon 4;"):
         Client(url, state_dir=tmp_path, metrics=[DARK_MODE, GREEDY])
     for bad in (0.0, 25.0, float("nan"), True, "4"):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from deniable.client import Client, MetricSpec
-from testkit import free_port
+from testkit import spare_port
 from testkit.stub_collector import running
 
 MARK = f"zqx{uuid.uuid4().hex[:12]}"
@@ -108,7 +108,7 @@ def test_true_numbers_appear_in_no_body_file_log_or_exception(
 ) -> None:
     moment = [dt.datetime(2026, 9, 1, tzinfo=dt.UTC)]
     errors: list[str] = []
-    port = free_port()
+    port = spare_port()
     with caplog.at_level(logging.DEBUG):
         # Served specs, first recorded while the collector is down: the values are held.
         served = Client(

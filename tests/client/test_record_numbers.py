@@ -17,7 +17,7 @@ from deniable.client.ledger import Ledger, LedgerDelta
 from deniable.client.outbox import Outbox, QueuedReport
 from deniable.client.randomness import SeededRandomness, uuid4_texts
 from deniable.client.wire import parse_payload_text, payload_text, split_reports
-from testkit import free_port
+from testkit import spare_port
 from testkit.stub_collector import fast_client, running
 
 LOAD = MetricSpec.numeric("load_ms", lower=0, upper=5000, epsilon=1.0, mechanism="pm")
@@ -197,7 +197,7 @@ def test_float_payloads_round_trip_exactly_through_the_wire_and_the_outbox(
 
 
 def test_numbers_recorded_before_the_specs_are_held_then_randomized(tmp_path: Path) -> None:
-    port = free_port()
+    port = spare_port()
     moment = [DAY]
     client = fast_client(f"http://127.0.0.1:{port}", tmp_path, clock=lambda: moment[0])
     assert client.record("load_ms", 4817.263) is True
@@ -241,7 +241,7 @@ def test_async_client_records_numbers(tmp_path: Path) -> None:
 def test_bad_numbers_are_invalid_input_naming_the_metric_never_the_value(
     tmp_path: Path, bad: object
 ) -> None:
-    client = fast_client(f"http://127.0.0.1:{free_port()}", tmp_path, metrics=SPECS)
+    client = fast_client(f"http://127.0.0.1:{spare_port()}", tmp_path, metrics=SPECS)
     try:
         for metric in ("load_ms", "coin", "load_hist"):
             with pytest.raises(InvalidInput) as caught:

@@ -20,7 +20,7 @@ from deniable.client.errors import SpecError
 from deniable.client.ledger import Ledger
 from deniable.client.mechanisms import TEXT_MAX_LENGTH, PrefixSketch
 from deniable.estimators.support import text_support
-from testkit import free_port, loopback_url
+from testkit import loopback_url, spare_port
 from testkit.stub_collector import fast_client, running
 
 SEARCH = MetricSpec.text("search_term", max_length=8, epsilon=2.0)
@@ -140,7 +140,7 @@ def test_the_level_is_pinned_for_the_devices_lifetime(tmp_path: Path) -> None:
     levels = set()
     for start in range(3):
         client = fast_client(
-            loopback_url(free_port()),
+            loopback_url(spare_port()),
             tmp_path,
             metrics=[SEARCH],
             randomness=SeededRandomness(start),

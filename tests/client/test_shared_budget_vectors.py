@@ -18,7 +18,7 @@ import pytest
 
 from deniable.client import MetricSpec
 from deniable.client.specsource import SPECS_FILE
-from testkit import free_port
+from testkit import spare_port
 from testkit.stub_collector import fast_client
 from tests.vectors.generate import PATH
 
@@ -30,7 +30,7 @@ BROWSER = next(e["input"] for e in VECTORS["specs"] if e["input"]["name"] == "br
 def test_a_lifetime_cap_sends_what_the_vectors_say(tmp_path: Path, case: dict[str, Any]) -> None:
     moment = [dt.datetime(2026, 1, 1, 12, tzinfo=dt.UTC)]
     client = fast_client(
-        f"http://127.0.0.1:{free_port()}",
+        f"http://127.0.0.1:{spare_port()}",
         tmp_path,
         metrics=[MetricSpec.from_dict(BROWSER)],
         memoize=case["memoize"],
@@ -63,7 +63,7 @@ def test_the_lifetime_vectors_send_the_same_for_every_history() -> None:
 def test_a_stored_spec_above_max_epsilon_is_not_used(tmp_path: Path, case: dict[str, Any]) -> None:
     (tmp_path / SPECS_FILE).write_text(json.dumps(case["stored"]))
     client = fast_client(
-        f"http://127.0.0.1:{free_port()}", tmp_path, max_epsilon=case["max_epsilon"]
+        f"http://127.0.0.1:{spare_port()}", tmp_path, max_epsilon=case["max_epsilon"]
     )
     try:
         for spec in case["stored"]:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from deniable.client import AsyncClient, Client, MetricSpec, StateDirInUseError
-from testkit import free_port
+from testkit import spare_port
 from testkit.stub_collector import fast_client
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the lock needs fcntl")
@@ -38,7 +38,7 @@ time.sleep(60)
 
 
 def dead_url() -> str:
-    return f"http://127.0.0.1:{free_port()}"
+    return f"http://127.0.0.1:{spare_port()}"
 
 
 def make_client(state_dir: Path, **kwargs: Any) -> Client:

@@ -29,10 +29,10 @@ from testkit import (
     DatabaseFactory,
     RunningCollector,
     collector_settings,
-    free_port,
     make_reports,
     post_reports,
     register,
+    spare_port,
     unique_name,
 )
 
@@ -51,7 +51,7 @@ def test_readiness_follows_the_database_while_liveness_does_not(
 
 def test_readiness_is_503_while_the_database_is_unreachable(tmp_path: Path) -> None:
     settings = collector_settings(
-        f"postgresql://postgres@127.0.0.1:{free_port()}/nowhere", migrate_on_start=False
+        f"postgresql://postgres@127.0.0.1:{spare_port()}/nowhere", migrate_on_start=False
     )
     server = RunningCollector(settings).start()
     try:

@@ -20,16 +20,16 @@ from testkit import (
     CollectorProcess,
     RunningCollector,
     collector_settings,
-    free_port,
+    spare_port,
 )
-from testkit.ports import bind_free
+from testkit.ports import bind_spare
 from testkit.service_process import DENIABLE, inherited_environment
 
 
 def test_a_port_in_use_fails_in_one_line_before_the_database_is_made(tmp_path: Path) -> None:
     database = tmp_path / "collector.db"
     with socket.socket() as taken:
-        bind_free(taken)
+        bind_spare(taken)
         taken.listen()
         port = taken.getsockname()[1]
         assert port_problem(Listening(LOOPBACK, port)) is not None
@@ -47,7 +47,7 @@ def test_a_port_in_use_fails_in_one_line_before_the_database_is_made(tmp_path: P
 
 
 def test_a_free_port_and_port_zero_pass_the_check() -> None:
-    assert port_problem(Listening(LOOPBACK, free_port())) is None
+    assert port_problem(Listening(LOOPBACK, spare_port())) is None
     assert port_problem(Listening(LOOPBACK, 0)) is None
 
 

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from deniable.client import Client, MetricSpec
-from testkit import ADMIN_TOKEN, free_port, real_collector
+from testkit import ADMIN_TOKEN, real_collector, spare_port
 
 SPECS = [
     MetricSpec.boolean("dark_mode", epsilon=0.5),
@@ -54,7 +54,7 @@ def test_records_reach_the_real_collector_once_even_when_resent(
     }
     fetching.close()
     offline = Client(
-        f"http://127.0.0.1:{free_port()}", state_dir=state, clock=lambda: current[0], batch_size=5
+        f"http://127.0.0.1:{spare_port()}", state_dir=state, clock=lambda: current[0], batch_size=5
     )
     assert set(offline.metrics) == set(VALUES)
     for day in days:

@@ -15,7 +15,7 @@ import pytest
 from deniable.client import MetricSpec
 from testkit import CollectorProcess, DatabaseFactory, RunningCollector, collector_settings
 from testkit.key_server import KeyServer
-from testkit.ports import PORTS_VARIABLE, free_port, port_range
+from testkit.ports import PORTS_VARIABLE, port_range, spare_port
 from testkit.postgres import PREFIX_VARIABLE, fresh_database, postgres_problem
 from testkit.stub_collector import StubCollector
 
@@ -35,7 +35,7 @@ def test_every_port_and_server_stays_in_the_range(
 ) -> None:
     monkeypatch.setenv(PORTS_VARIABLE, RANGE)
     assert port_range() == ALLOWED
-    assert all(free_port() in ALLOWED for _ in range(20))
+    assert all(spare_port() in ALLOWED for _ in range(20))
     thread = RunningCollector(collector_settings(f"sqlite:///{tmp_path}/t.db")).start()
     process = CollectorProcess(collector_settings(f"sqlite:///{tmp_path}/p.db"), tmp_path)
     stub = StubCollector([MetricSpec.boolean("flag", epsilon=1.0)]).start()

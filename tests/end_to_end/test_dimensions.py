@@ -23,10 +23,10 @@ from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     RunningCollector,
-    free_port,
     loopback_url,
     make_reports,
     register,
+    spare_port,
     unique_name,
 )
 from testkit.cli import run_cli
@@ -53,7 +53,7 @@ def deliver(
     ``copy``, if given)."""
     now = collector.clock() - dt.timedelta(days=days_ago)
     offline = Client(
-        loopback_url(free_port()),
+        loopback_url(spare_port()),
         state_dir=state,
         metrics=[spec],
         context={"platform": platform},

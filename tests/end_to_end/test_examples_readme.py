@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from testkit import free_port, loopback_url
+from testkit import loopback_url, spare_port
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "examples" / "README.md"
@@ -38,7 +38,7 @@ class Newcomer:
     """Runs the page's commands with its own ports and directory, as one user at one desk."""
 
     def __init__(self, tmp_path: Path) -> None:
-        self.collector_port, self.app_port = free_port(), free_port()
+        self.collector_port, self.app_port = spare_port(), spare_port()
         self.tmp_path = tmp_path
         inherited = {k: v for k, v in os.environ.items() if not k.startswith("DENIABLE_")}
         self.env = {

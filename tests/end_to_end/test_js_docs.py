@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from deniable.client import MetricSpec
-from testkit import RunningCollector, collector_settings, free_port, loopback_url, register_all
+from testkit import RunningCollector, collector_settings, loopback_url, register_all, spare_port
 from testkit.configuration import INGEST_KEY
 from testkit.jsbundles import SDK, built_bundles
 
@@ -88,7 +88,7 @@ def collector(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningColle
 def test_serve_mjs_takes_the_port_the_guide_documents(collector: RunningCollector) -> None:
     text = " ".join(GUIDE.read_text().split())
     assert "The second argument is the port (default 8080)" in text
-    port = free_port()
+    port = spare_port()
     with serving(collector.url, str(port)) as url, httpx.Client(trust_env=False) as http:
         page = http.get(url + "/")
         assert page.status_code == 200 and "ingestKey" in page.text
@@ -106,7 +106,7 @@ def test_serve_mjs_serves_a_page_of_ones_own(collector: RunningCollector, tmp_pa
     (mine / "index.html").write_text("<!doctype html><title>mine</title>")
     (mine / "js" / "app.js").write_text("export const app = 1;\n")
     (tmp_path / "secret.txt").write_text("outside the folder")
-    port = free_port()
+    port = spare_port()
     with serving(collector.url, str(port), str(mine)) as url, httpx.Client(trust_env=False) as http:
         assert "<title>mine</title>" in http.get(url + "/").text
         script = http.get(url + "/js/app.js")

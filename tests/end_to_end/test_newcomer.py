@@ -14,7 +14,7 @@ from contextlib import closing
 from pathlib import Path
 
 from deniable.client import MetricSpec
-from testkit import CollectorProcess, collector_settings, free_port, register_all
+from testkit import CollectorProcess, collector_settings, register_all, spare_port
 from tests.end_to_end.test_examples import PAGE, reports_of
 from tests.end_to_end.web_app_process import WebApp, metrics_file
 
@@ -25,7 +25,7 @@ def test_values_recorded_while_the_collector_is_down_are_all_delivered(tmp_path:
     server = CollectorProcess(
         collector_settings(f"sqlite:///{tmp_path}/collector.db", ingest_key=None), tmp_path
     )
-    port = free_port()
+    port = spare_port()
     server.start(port)
     register_all(server.url, [PAGE])
     server.stop()

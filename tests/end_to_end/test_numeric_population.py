@@ -22,10 +22,10 @@ from deniable.client import Client, MetricSpec, SeededRandomness
 from testkit import (
     INGEST_KEY,
     RunningCollector,
-    free_port,
     loopback_url,
     quantile_holds,
     register,
+    spare_port,
     unique_name,
 )
 
@@ -66,7 +66,7 @@ def deliver_twice(
     estimate is identical. Returns the estimate."""
     now = collector.clock()
     offline = Client(
-        loopback_url(free_port()),
+        loopback_url(spare_port()),
         state_dir=state,
         metrics=[spec],
         max_reports_per_period=len(values),

@@ -36,7 +36,7 @@ from deniable.client import Client, DeviceSettings, MetricSpec, privacy_account
 from deniable.client.ledger import lifetime_reports
 from deniable.client.mechanisms import TwoLayers, two_layers
 from deniable.client.spec import period_label
-from testkit import Clock, free_port, loopback_url
+from testkit import Clock, loopback_url, spare_port
 
 SPECS = (
     MetricSpec.boolean("dark_mode", epsilon=0.5),
@@ -206,7 +206,7 @@ def test_no_device_spends_past_its_account_and_full_devices_reach_it(
     tmp_path: Path, calendar: str
 ) -> None:
     first, full_per_profile, casual_per_profile = CALENDARS[calendar]
-    url = loopback_url(free_port())
+    url = loopback_url(spare_port())
     rng = random.Random(f"privacy-account-{calendar}")
     reached = 0
     for p, settings in enumerate(PROFILES):

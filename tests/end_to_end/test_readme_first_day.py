@@ -20,7 +20,7 @@ from deniable.client.guarantees import PureDP
 from deniable.client.mechanisms import PrefixSketch
 from deniable.estimators.heavyhitters import floor_plan
 from deniable.estimators.shuffling import amplify
-from testkit import free_port, loopback_url
+from testkit import loopback_url, spare_port
 from testkit.service_process import DENIABLE, inherited_environment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -78,7 +78,7 @@ def test_the_quick_start_shows_port_and_its_serve_command_listens_there(tmp_path
     ]
     shown = re.search(r"--port (\d+)", command)
     assert shown is not None and f"http://127.0.0.1:{shown.group(1)}" in quick
-    port = free_port()
+    port = spare_port()
     args = command.replace(".venv/bin/deniable", "").split()
     args[args.index("--port") + 1] = str(port)
     server = subprocess.Popen(

@@ -30,9 +30,9 @@ from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     RunningCollector,
-    free_port,
     loopback_url,
     register,
+    spare_port,
     unique_name,
 )
 from testkit.cli import run_cli
@@ -70,7 +70,7 @@ def record(spec: MetricSpec, platform: str, values: list[str], root: Path, now: 
     for start in range(0, len(values), PER_CLIENT):
         folder = root / f"{platform}{start // PER_CLIENT:03d}"
         client = Client(
-            loopback_url(free_port()),
+            loopback_url(spare_port()),
             state_dir=folder,
             metrics=[spec],
             context={"platform": platform},

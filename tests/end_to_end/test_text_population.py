@@ -28,9 +28,9 @@ from deniable.client import Client, MetricSpec, SeededRandomness
 from testkit import (
     INGEST_KEY,
     RunningCollector,
-    free_port,
     loopback_url,
     register,
+    spare_port,
     unique_name,
 )
 
@@ -58,7 +58,7 @@ def record_offline(spec: MetricSpec, values: list[str], root: Path, now: object)
     for start in range(0, len(values), PER_CLIENT):
         folder = root / f"batch{start // PER_CLIENT:03d}"
         client = Client(
-            loopback_url(free_port()),
+            loopback_url(spare_port()),
             state_dir=folder,
             metrics=[spec],
             max_reports_per_period=PER_CLIENT,

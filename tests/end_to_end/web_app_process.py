@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from testkit import free_port, loopback_url
+from testkit import loopback_url, spare_port
 
 WEB_APP = Path(__file__).resolve().parents[2] / "examples" / "web_app.py"
 """The example app these tests run."""
@@ -23,7 +23,7 @@ class WebApp:
     """The example web app on a free loopback port, its output kept in a log file."""
 
     def __init__(self, collector_url: str, state_dir: Path, *extra: str) -> None:
-        self.port = free_port()
+        self.port = spare_port()
         self.url = loopback_url(self.port)
         self.log_path = state_dir.with_suffix(".log")
         arguments = ["--collector", collector_url, "--state-dir", str(state_dir)]

@@ -16,7 +16,7 @@ export const PYTHON = process.env.DENIABLE_PYTHON ?? join(ROOT, ".venv/bin/pytho
 /** A free loopback port: within DENIABLE_TEST_PORTS when it is set (testkit.ports picks it). */
 export function freePort() {
   if (process.env.DENIABLE_TEST_PORTS) {
-    return Promise.resolve(Number(python("from testkit.ports import free_port; print(free_port())")));
+    return Promise.resolve(Number(python("from testkit.ports import spare_port; print(spare_port())")));
   }
   return new Promise((resolve, reject) => {
     const server = net.createServer();

@@ -8,6 +8,7 @@ without importing a server.
 from __future__ import annotations
 
 import ipaddress
+import random
 import socket
 
 DEFAULT_HOST = "127.0.0.1"
@@ -23,6 +24,10 @@ DEFAULT_SHUTDOWN_TIMEOUT = 25
 """Seconds in-flight requests get after SIGTERM: inside Kubernetes' default 30 s grace period."""
 
 
+_PLACES = random.Random()
+"""Where :func:`bind_free` starts in a range of ports (not a secret)."""
+
+
 def is_loopback(host: str) -> bool:
     """Whether ``host`` is a loopback address or ``localhost``."""
     if host == "localhost":
@@ -33,9 +38,26 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def free_port(host: str = DEFAULT_HOST) -> int:
-    """A TCP port on ``host`` that nothing listens on right now (the OS picks it), for a
-    server started in the background such as the demo's collector."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+def bind_free(sock: socket.socket, host: str = DEFAULT_HOST, ports: range | None = None) -> int:
+    """Bind ``sock`` to a port on ``host`` that nothing listens on: the OS's pick, or one of
+    ``ports`` (tried from a random place in it, so parallel binders rarely collide, for a host
+    whose firewall opens only some ports); the port."""
+    if ports is None:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+    start = _PLACES.randrange(len(ports))
+    for offset in range(len(ports)):
+        port = ports[(start + offset) % len(ports)]
+        try:
+            sock.bind((host, port))
+        except OSError:
+            continue
+        return port
+    raise OSError(f"no free port on {host} in {ports.start}-{ports.stop - 1}")
+
+
+def free_port(host: str = DEFAULT_HOST, ports: range | None = None) -> int:
+    """A TCP port on ``host`` (one of ``ports`` when given) that nothing listens on right now,
+    for a server started in the background such as the demo's collector."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        return bind_free(sock, host, ports)
