@@ -16,7 +16,6 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
 
 from deniable.client import MetricSpec
 from deniable.client.calendar import next_period, period_start
@@ -32,14 +31,13 @@ from testkit import (
     make_reports,
     register,
 )
+from testkit.exposition import parse_exposition, sample_value
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 PATH = "/v1/estimates/metrics"
 DAYS = tuple((TEST_NOW.date() - dt.timedelta(days=back)).isoformat() for back in range(2, -1, -1))
 QUOTED = 'say "hi"\\\n'
 """A category with a quote, a backslash and a newline: the exposition must escape them."""
-
-Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
 @dataclass(frozen=True)
@@ -101,22 +99,6 @@ def scrape(seeded: Seeded, token: str | None = VIEWER_TOKEN, **params: str) -> h
         return client.get(PATH, params=params)
 
 
-def parse(text: str) -> Samples:
-    """Every sample of the exposition, by name and labels, read by prometheus_client's parser."""
-    samples: Samples = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            key = (sample.name, tuple(sorted(sample.labels.items())))
-            assert key not in samples, key
-            samples[key] = sample.value
-    return samples
-
-
-def value(samples: Samples, name: str, **labels: str) -> float | None:
-    """The sample ``name`` with exactly ``labels``, or None."""
-    return samples.get((name, tuple(sorted(labels.items()))))
-
-
 def api_estimate(seeded: Seeded, name: str) -> dict:
     with seeded.server.client(VIEWER_TOKEN) as client:
         response = client.get(f"/v1/metrics/{name}/estimate")
@@ -128,18 +110,25 @@ def test_a_scrape_equals_the_estimate_api(seeded: Seeded) -> None:
     response = scrape(seeded)
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/plain; version=")
-    samples = parse(response.text)
-    assert value(samples, "deniable_estimate_pages") == 2.0  # 5 metrics, 3 per page
+    samples = parse_exposition(response.text)
+    assert sample_value(samples, "deniable_estimate_pages") == 2.0  # 5 metrics, 3 per page
     os_, load, hist, *_ = seeded.specs
     for spec in (os_, hist):
         document = api_estimate(seeded, spec.name)
-        assert value(samples, "deniable_estimate_reports", metric=spec.name) == document["n"] > 0
-        assert value(samples, "deniable_estimate_margin", metric=spec.name) == document["margin"]
+        assert (
+            sample_value(samples, "deniable_estimate_reports", metric=spec.name)
+            == document["n"]
+            > 0
+        )
+        assert (
+            sample_value(samples, "deniable_estimate_margin", metric=spec.name)
+            == document["margin"]
+        )
         for row in document["estimates"]:
             labels = {"metric": spec.name, "category": row["category"]}
-            assert value(samples, "deniable_estimate_share", **labels) == row["frequency"]
-            assert value(samples, "deniable_estimate_share_low", **labels) == row["ci_low"]
-            assert value(samples, "deniable_estimate_share_high", **labels) == row["ci_high"]
+            assert sample_value(samples, "deniable_estimate_share", **labels) == row["frequency"]
+            assert sample_value(samples, "deniable_estimate_share_low", **labels) == row["ci_low"]
+            assert sample_value(samples, "deniable_estimate_share_high", **labels) == row["ci_high"]
         info = {
             "metric": spec.name,
             "type": spec.type,
@@ -148,44 +137,50 @@ def test_a_scrape_equals_the_estimate_api(seeded: Seeded) -> None:
             "period": spec.period,
             "confidence": "0.95",
         }
-        assert value(samples, "deniable_estimate_info", **info) == 1.0
+        assert sample_value(samples, "deniable_estimate_info", **info) == 1.0
         start = dt.datetime.combine(period_start(spec.period, document["start"]), dt.time(), dt.UTC)
         after = period_start(spec.period, next_period(spec.period, document["end"]))
         end = dt.datetime.combine(after, dt.time(), dt.UTC)
         window = {"metric": spec.name}
         assert (
-            value(samples, "deniable_estimate_start_timestamp_seconds", **window)
+            sample_value(samples, "deniable_estimate_start_timestamp_seconds", **window)
             == start.timestamp()
         )
         assert (
-            value(samples, "deniable_estimate_end_timestamp_seconds", **window) == end.timestamp()
+            sample_value(samples, "deniable_estimate_end_timestamp_seconds", **window)
+            == end.timestamp()
         )
-    assert value(samples, "deniable_estimate_share", metric=os_.name, category=QUOTED) is not None
+    assert (
+        sample_value(samples, "deniable_estimate_share", metric=os_.name, category=QUOTED)
+        is not None
+    )
     quantiles = api_estimate(seeded, hist.name)["quantiles"]
     assert [q["q"] for q in quantiles] == [0.5, 0.9, 0.99]
     for entry in quantiles:
         labels = {"metric": hist.name, "quantile": f"{entry['q']:g}"}
-        assert value(samples, "deniable_estimate_quantile_low", **labels) == entry["low"]
-        assert value(samples, "deniable_estimate_quantile_high", **labels) == entry["high"]
+        assert sample_value(samples, "deniable_estimate_quantile_low", **labels) == entry["low"]
+        assert sample_value(samples, "deniable_estimate_quantile_high", **labels) == entry["high"]
     mean = api_estimate(seeded, load.name)["mean"]
-    assert value(samples, "deniable_estimate_mean", metric=load.name) == mean["estimate"]
-    assert value(samples, "deniable_estimate_mean_low", metric=load.name) == mean["ci_low"]
-    assert value(samples, "deniable_estimate_mean_high", metric=load.name) == mean["ci_high"]
+    assert sample_value(samples, "deniable_estimate_mean", metric=load.name) == mean["estimate"]
+    assert sample_value(samples, "deniable_estimate_mean_low", metric=load.name) == mean["ci_low"]
+    assert sample_value(samples, "deniable_estimate_mean_high", metric=load.name) == mean["ci_high"]
 
 
 def test_the_second_page_holds_the_rest_and_a_page_past_the_last_is_422(seeded: Seeded) -> None:
-    second = parse(scrape(seeded, page="2").text)
+    second = parse_exposition(scrape(seeded, page="2").text)
     quiet = seeded.specs[3].name
     document = api_estimate(seeded, quiet)
-    assert value(second, "deniable_estimate_reports", metric=quiet) == 0.0 == document["n"]
-    assert value(second, "deniable_estimate_share", metric=quiet, category="true") is None
-    assert value(second, "deniable_estimate_share_high", metric=quiet, category="true") == 1.0
-    assert value(second, "deniable_estimate_reports", metric=seeded.specs[0].name) is None
+    assert sample_value(second, "deniable_estimate_reports", metric=quiet) == 0.0 == document["n"]
+    assert sample_value(second, "deniable_estimate_share", metric=quiet, category="true") is None
+    assert (
+        sample_value(second, "deniable_estimate_share_high", metric=quiet, category="true") == 1.0
+    )
+    assert sample_value(second, "deniable_estimate_reports", metric=seeded.specs[0].name) is None
     wide = seeded.specs[4].name
     with seeded.server.client(VIEWER_TOKEN) as client:
         assert client.get(f"/v1/metrics/{wide}/estimate").status_code == 422
-    assert value(second, "deniable_estimate_unavailable", metric=wide) == 1.0
-    assert value(second, "deniable_estimate_reports", metric=wide) is None
+    assert sample_value(second, "deniable_estimate_unavailable", metric=wide) == 1.0
+    assert sample_value(second, "deniable_estimate_reports", metric=wide) is None
     for page in ("3", "0", "two"):
         refused = scrape(seeded, page=page)
         assert refused.status_code == 422
@@ -207,7 +202,7 @@ def exported_names(seeded: Seeded) -> set[str]:
     """The metric names a scrape of every page exports, and a scrape by a dimension."""
     names: set[str] = set()
     for params in ({"page": "1"}, {"page": "2"}, {"by": "platform"}):
-        names |= {name for name, _ in parse(scrape(seeded, **params).text)}
+        names |= {name for name, _ in parse_exposition(scrape(seeded, **params).text)}
     return names
 
 

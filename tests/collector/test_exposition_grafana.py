@@ -18,7 +18,6 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
 
 from deniable.client import MetricSpec
 from testkit import (
@@ -34,6 +33,7 @@ from testkit import (
     post_reports,
     register,
 )
+from testkit.exposition import parse_exposition, sample_value
 from testkit.promtool import promtool, require_promtool
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana-dashboard.json"
@@ -44,8 +44,6 @@ SHARE_OF_TRUE = {"ios": 0.8, "android": 0.2}
 """Each platform's true share of dark mode: the slices differ, so each is its own."""
 DAILY = 300
 """Reports per platform, metric and day."""
-
-Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
 @dataclass(frozen=True)
@@ -111,22 +109,6 @@ def scrape(seeded: Seeded, **params: str) -> httpx.Response:
         return client.get(PATH, params=params)
 
 
-def parse(text: str) -> Samples:
-    """Every sample of the exposition, by name and sorted labels (none twice)."""
-    samples: Samples = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            key = (sample.name, tuple(sorted(sample.labels.items())))
-            assert key not in samples, key
-            samples[key] = sample.value
-    return samples
-
-
-def value(samples: Samples, name: str, **labels: str) -> float | None:
-    """The sample ``name`` with exactly ``labels``, or None."""
-    return samples.get((name, tuple(sorted(labels.items()))))
-
-
 def breakdown(seeded: Seeded, name: str) -> dict[str, Any]:
     """The estimate API's breakdown of ``name`` by platform."""
     with seeded.server.client(VIEWER_TOKEN) as client:
@@ -138,32 +120,46 @@ def breakdown(seeded: Seeded, name: str) -> dict[str, Any]:
 def test_a_scrape_by_a_dimension_exports_each_slice_as_the_breakdown_api(seeded: Seeded) -> None:
     response = scrape(seeded, by="platform")
     assert response.status_code == 200, response.text
-    samples = parse(response.text)
-    assert value(samples, "deniable_estimate_pages") == 1.0
+    samples = parse_exposition(response.text)
+    assert sample_value(samples, "deniable_estimate_pages") == 1.0
     dark = breakdown(seeded, "graf_dark")
     for entry in dark["slices"]:
         where = {"dimension": "platform", "slice": entry["values"]["platform"]}
         if entry["suppressed"]:
             assert entry["values"]["platform"] == "other"
-            assert value(samples, "deniable_estimate_slice_suppressed", metric="graf_dark", **where)
+            assert sample_value(
+                samples, "deniable_estimate_slice_suppressed", metric="graf_dark", **where
+            )
             assert (
-                value(samples, "deniable_estimate_slice_reports", metric="graf_dark", **where)
+                sample_value(
+                    samples, "deniable_estimate_slice_reports", metric="graf_dark", **where
+                )
                 is None
             )
             continue
         found = entry["estimate"]
-        reports = value(samples, "deniable_estimate_slice_reports", metric="graf_dark", **where)
+        reports = sample_value(
+            samples, "deniable_estimate_slice_reports", metric="graf_dark", **where
+        )
         assert reports == found["n"] == DAILY * len(DAYS)
-        assert value(
+        assert sample_value(
             samples, "deniable_estimate_slice_confidence", metric="graf_dark", **where
         ) == pytest.approx(found["confidence"])
         for row in found["estimates"]:
             labels = {"metric": "graf_dark", "category": row["category"], **where}
-            assert value(samples, "deniable_estimate_slice_share", **labels) == row["frequency"]
-            assert value(samples, "deniable_estimate_slice_share_low", **labels) == row["ci_low"]
-            assert value(samples, "deniable_estimate_slice_share_high", **labels) == row["ci_high"]
+            assert (
+                sample_value(samples, "deniable_estimate_slice_share", **labels) == row["frequency"]
+            )
+            assert (
+                sample_value(samples, "deniable_estimate_slice_share_low", **labels)
+                == row["ci_low"]
+            )
+            assert (
+                sample_value(samples, "deniable_estimate_slice_share_high", **labels)
+                == row["ci_high"]
+            )
     shares = {
-        name: value(
+        name: sample_value(
             samples,
             "deniable_estimate_slice_share",
             metric="graf_dark",
@@ -184,9 +180,11 @@ def test_a_scrape_by_a_dimension_exports_each_slice_as_the_breakdown_api(seeded:
             "slice": entry["values"]["platform"],
         }
         mean = entry["estimate"]["mean"]
-        assert value(samples, "deniable_estimate_slice_mean", **where) == mean["estimate"]
-        assert value(samples, "deniable_estimate_slice_mean_low", **where) == mean["ci_low"]
-        assert value(samples, "deniable_estimate_slice_mean_high", **where) == mean["ci_high"]
+        assert sample_value(samples, "deniable_estimate_slice_mean", **where) == mean["estimate"]
+        assert sample_value(samples, "deniable_estimate_slice_mean_low", **where) == mean["ci_low"]
+        assert (
+            sample_value(samples, "deniable_estimate_slice_mean_high", **where) == mean["ci_high"]
+        )
     exported = {labels for name, labels in samples if name.startswith("deniable_estimate_slice")}
     metrics = {dict(labels)["metric"] for labels in exported}
     assert metrics == {"graf_dark", "graf_load"}  # only the metrics that declare platform
@@ -196,8 +194,8 @@ def test_the_default_scrape_has_no_slices_and_a_bad_dimension_is_422(seeded: See
     default = scrape(seeded).text
     assert "deniable_estimate_slice" not in default
     assert 'category="true",metric="graf_dark"' in default
-    none = parse(scrape(seeded, by="region").text)
-    assert value(none, "deniable_estimate_pages") == 1.0
+    none = parse_exposition(scrape(seeded, by="region").text)
+    assert sample_value(none, "deniable_estimate_pages") == 1.0
     assert not [name for name, _ in none if name.startswith("deniable_estimate_slice")]
     for bad in ("Platform", "plat form", "1x"):
         refused = scrape(seeded, by=bad)
@@ -274,7 +272,7 @@ def test_quantile_legends_read_p50_on_a_recorded_scrape(seeded: Seeded, tmp_path
     each answer carries a ``percentile`` label ``p50``, ``p90`` or ``p99``, and the legends
     name it."""
     require_promtool()
-    samples = parse(scrape(seeded).text)
+    samples = parse_exposition(scrape(seeded).text)
     quantiles = {
         key: number
         for key, number in samples.items()

@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 import yaml
-from prometheus_client.parser import text_string_to_metric_families
 
 from deniable.client import MetricSpec
 from testkit import (
@@ -37,6 +36,7 @@ from testkit import (
     post_reports,
     register,
 )
+from testkit.exposition import Samples, parse_exposition
 from testkit.promtool import promtool, require_promtool
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,8 +64,6 @@ ESTIMATES = {"job": "deniable-estimates", "instance": "telemetry.example.com:443
 OPERATOR = {"job": "deniable-collector", "instance": "10.0.0.7:8000"}
 """The target labels Prometheus adds (the jobs of deploy/grafana-prometheus-scrape.yaml)."""
 
-Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
-
 
 @dataclass(frozen=True)
 class Recorded:
@@ -77,15 +75,6 @@ class Recorded:
     """Estimates at the end of the second week."""
     operator: list[Samples]
     """``/metrics`` at each tick of the ingestion recording."""
-
-
-def parse(text: str) -> Samples:
-    """Every sample of an exposition, by name and sorted labels."""
-    samples: Samples = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-    return samples
 
 
 def days(end: dt.datetime) -> list[str]:
@@ -127,7 +116,7 @@ def recorded(databases: DatabaseFactory) -> Iterator[Recorded]:
                         assert response.status_code == 202, response.text
                 scrape = viewer.get("/v1/estimates/metrics")
                 assert scrape.status_code == 200, scrape.text
-                scrapes.append(parse(scrape.text))
+                scrapes.append(parse_exposition(scrape.text))
                 clock.advance(7)
             clock.now = FIRST_WEEK_END + dt.timedelta(days=7)
             today = clock.now.date().isoformat()
@@ -142,7 +131,7 @@ def recorded(databases: DatabaseFactory) -> Iterator[Recorded]:
                     assert response.status_code == 202, response.text
                     metrics = prometheus.get("/metrics")
                     assert metrics.status_code == 200, metrics.text
-                    operator.append(parse(metrics.text))
+                    operator.append(parse_exposition(metrics.text))
         yield Recorded(scrapes[0], scrapes[1], operator)
     finally:
         server.stop()
