@@ -15,9 +15,10 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from deniable.cli.commands.demo import DEMO_TRUTH
+from deniable.cli.commands.demo import DEMO_EVENT_METRICS, DEMO_METRICS, DEMO_TRUTH
 from deniable.cli.main import cli
-from deniable.client import MetricSpec, privacy_account
+from deniable.client import WARNING_LEVEL_30_DAYS, MetricSpec, privacy_account
+from deniable.estimators.privacy import registration_warnings
 from testkit import LOOPBACK, quantile_holds, spare_port
 from testkit.ports import bind_spare
 
@@ -79,6 +80,7 @@ def test_demo_finishes_in_time_and_every_truth_is_inside_its_interval() -> None:
         assert quantile_holds(entry, buckets["truth"]["quantiles"][f"{entry['q']:g}"])
     specs = [MetricSpec.from_dict(m["spec"]) for m in document["metrics"]]
     assert document["privacy"]["total"] == asdict(privacy_account(specs).totals)
+    assert document["registration_warnings"] == [] and document["privacy"]["warnings"] == []
     sliced = document["breakdown"]
     assert sliced["all_inside"] and sliced["truth"] == {"ios": 0.44, "android": 0.35, "web": 0.28}
     slices = {row["values"]["platform"]: row for row in sliced["estimate"]["slices"]}
@@ -149,8 +151,28 @@ def test_demo_table_prints_truth_beside_estimate() -> None:
     (found,) = [line for line in lines if line.startswith("search_used: ")]
     assert "devices active in the 7 days to" in found and "; truth " in found
     assert "1,000 of the devices also counted events" in result.stdout
-    assert "(`deniable privacy` explains it and what lowers it)" in result.stdout
+    (privacy,) = [line for line in lines if line.startswith("Privacy: ")]
+    specs = [MetricSpec.from_dict(m) for m in (*DEMO_METRICS, *DEMO_EVENT_METRICS)]
+    total = privacy_account(specs).totals.per_30_days
+    assert total is not None and total < WARNING_LEVEL_30_DAYS
+    said = f" {total:g} over 30 days, under the warning level of {WARNING_LEVEL_30_DAYS:g}: "
+    assert said in privacy and "docs/privacy.md" in privacy, privacy
+    assert "browser, load_hist and load_ms report once a week" in privacy, privacy
+    assert "warning" not in result.stderr, result.stderr
     assert all(("✓" in row) != ("✗" in row) for row in rows)
+
+
+def test_the_demo_registers_its_metrics_under_the_warning_level() -> None:
+    """Registered in the demo's order, no metric raises a privacy warning: one device's
+    30-day total with the SDK's defaults stays under the level the project warns at (issue
+    41), so the demo models a set-up an operator can copy."""
+    registered: list[MetricSpec] = []
+    for fields in (*DEMO_METRICS, *DEMO_EVENT_METRICS):
+        spec = MetricSpec.from_dict(fields)
+        assert registration_warnings(spec, registered) == [], spec.name
+        registered.append(spec)
+    total = privacy_account(registered).totals.per_30_days
+    assert total is not None and total < WARNING_LEVEL_30_DAYS
 
 
 def _accepts_connections(port: int) -> bool:
