@@ -69,10 +69,10 @@ def test_the_csv_says_which_metric_range_n_and_method_each_row_is_from(tmp_path:
     text = run("estimate", "screen", "--from-file", str(path), "--format", "csv").stdout
     rows = list(csv.DictReader(io.StringIO(text)))
     assert len(rows) == K
-    assert {(r["metric"], r["start"], r["end"], r["n"], r["method"]) for r in rows} == {
+    assert {(r["metric"], r["start"], r["end"], r["reports"], r["method"]) for r in rows} == {
         ("screen", DAYS[0], DAYS[-1], "1200", "consistent")
     }
-    assert "estimated_count" in rows[0] and "count" not in rows[0]
+    assert "estimated_reports" in rows[0] and "count" not in rows[0]
     for row in rows:
         assert float(row["ci_low"]) <= float(row["frequency"]) <= float(row["ci_high"])
 

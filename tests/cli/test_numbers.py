@@ -170,7 +170,7 @@ def test_series_draws_the_mean_per_period(collector: LocalCollector, truth: dict
             )
         )
     )
-    assert [int(row["n"]) for row in rows] == [0, DEVICES]
+    assert [int(row["reports"]) for row in rows] == [0, DEVICES]
 
 
 def test_offline_estimates_from_an_export_equal_the_apis(

@@ -281,8 +281,8 @@ def test_offline_estimate_table_is_sorted_and_draws_whiskers(tmp_path: Path) -> 
         "estimate", "browser", "--from-file", str(path), "--format", "csv"
     ).stdout.splitlines()
     assert csv_out[0] == (
-        "metric,start,end,n,periods,pooling,method,confidence,simultaneous,"
-        "category,frequency,std_error,ci_low,ci_high,estimated_count,unbiased,clipped"
+        "metric,start,end,reports,periods,pooling,method,confidence,simultaneous,"
+        "category,frequency,std_error,ci_low,ci_high,estimated_reports,unbiased,clipped"
     )
     assert [line.split(",")[9] for line in csv_out[1:]] == CATEGORIES
     assert {tuple(line.split(",")[:9]) for line in csv_out[1:]} == {

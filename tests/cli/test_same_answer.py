@@ -88,7 +88,7 @@ def test_shares_are_the_same_on_every_surface(server: RunningCollector) -> None:
         text = browser.get("/dashboard/metrics/same_browser/estimate.csv").text
         page = browser.get("/dashboard/metrics/same_browser").text
     rows = list(csv.DictReader(io.StringIO(text)))
-    assert [(r["start"], r["end"], r["n"], r["method"], r["simultaneous"]) for r in rows] == [
+    assert [(r["start"], r["end"], r["reports"], r["method"], r["simultaneous"]) for r in rows] == [
         ("2026-11-15", "2026-11-21", "200", "consistent", "true")
     ] * 4
     for row, expected in zip(rows, api["estimates"], strict=True):
@@ -113,7 +113,7 @@ def test_a_mean_is_the_same_on_every_surface(server: RunningCollector) -> None:
     with dashboard(server) as browser:
         text = browser.get("/dashboard/metrics/same_load/estimate.csv").text
     (row,) = list(csv.DictReader(io.StringIO(text)))
-    assert (row["start"], row["end"], row["n"]) == ("2026-11-15", "2026-11-21", "200")
+    assert (row["start"], row["end"], row["reports"]) == ("2026-11-15", "2026-11-21", "200")
     for key in ("estimate", "ci_low", "ci_high"):
         assert float(row["mean" if key == "estimate" else key]) == api["mean"][key]
 
@@ -135,7 +135,7 @@ def test_the_cli_and_the_dashboard_write_the_same_csv(
     assert rows and "True" not in downloaded and "False" not in downloaded
     if name != "same_load":
         assert {row["simultaneous"] for row in rows} == {"true"}
-        assert "estimated_count" in rows[0] and "count" not in rows[0]
+        assert "estimated_reports" in rows[0] and "count" not in rows[0]
     if name == "same_hist" and document == "estimate":
         quantiles = [row for row in rows if row["quantile"]]
         assert [float(row["quantile"]) for row in quantiles] == [0.5, 0.9, 0.99]

@@ -247,8 +247,8 @@ def test_series_chart_json_and_csv(collector: LocalCollector, populated: dict) -
         "csv",
     ).stdout.splitlines()
     assert csv_lines[0] == (
-        "metric,period,n,method,confidence,simultaneous,"
-        "category,frequency,std_error,ci_low,ci_high,estimated_count,unbiased,clipped"
+        "metric,period,reports,method,confidence,simultaneous,"
+        "category,frequency,std_error,ci_low,ci_high,estimated_reports,unbiased,clipped"
     )
     assert [line.split(",")[6] for line in csv_lines[1:]] == ["edge"] * 3
     assert [line.split(",")[0] for line in csv_lines[1:]] == ["browser"] * 3

@@ -262,7 +262,7 @@ def test_a_numeric_breakdown_page_draws_slice_means(
     assert len(dots) == 2
     rows = list(csv.DictReader(io.StringIO(csv_text)))
     assert [row["by.platform"] for row in rows] == ["ios", "android", "web", "other"]
-    assert "mean" in rows[0] and rows[2]["mean"] == "" and rows[2]["n"] == ""
+    assert "mean" in rows[0] and rows[2]["mean"] == "" and rows[2]["reports"] == ""
 
 
 def test_the_breakdown_page_compares_two_slices_and_draws_each_slice_over_time(
@@ -335,7 +335,9 @@ def test_the_cli_writes_a_slice_series_as_json_or_csv(
     ]
     hidden = [row for row in rows if row["suppressed"] == "true"]
     assert [row["by.platform"] for row in hidden] == ["web", "other"]
-    assert all(row["n"] == row["frequency"] == row["slice_confidence"] == "" for row in hidden)
+    assert all(
+        row["reports"] == row["frequency"] == row["slice_confidence"] == "" for row in hidden
+    )
     table = run_cli(*cli, *span)
     assert table.exit_code == 0, table.output
     drawn = [line.split("│") for line in table.stdout.splitlines() if line.startswith("│")]

@@ -6,7 +6,9 @@ dashboard, the Prometheus scrape and a breakdown by dimension follow. Over real 
 
 from __future__ import annotations
 
+import csv
 import datetime as dt
+import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -283,6 +285,38 @@ def test_the_dashboard_says_devices_for_one_window_and_reports_for_more(seeded: 
         overview = browser.get("/dashboard/")
         assert overview.status_code == 200
         assert f"{ACTIVE:,} devices" in overview.text
+
+
+def test_the_csvs_count_devices_for_one_window_and_reports_for_more(seeded: Seeded) -> None:
+    """The CSV columns say what they count (issue 41): ``devices`` and ``estimated_devices``
+    where one window's reports are one per active device, ``reports`` and
+    ``estimated_reports`` over more windows and for a metric of recorded values."""
+    day, name = DAYS[-1], seeded.actives.name
+    one = {"start": day, "end": day}
+    with httpx.Client(base_url=seeded.server.url, trust_env=False, timeout=30) as browser:
+        signed = browser.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN})
+        assert signed.status_code == 303, signed.text
+
+        def rows(path: str, **params: str) -> list[dict[str, str]]:
+            answer = browser.get(f"/dashboard/metrics/{path}", params=params)
+            assert answer.status_code == 200, answer.text
+            return list(csv.DictReader(io.StringIO(answer.text)))
+
+        devices = rows(f"{name}/estimate.csv", **one)
+        sliced = rows(f"{name}/breakdown.csv", by="platform", **one)
+        series = rows(f"{name}/series.csv", start=DAYS[0], end=day)
+        pooled = rows(f"{name}/estimate.csv", start=DAYS[0], end=day)
+        recorded = rows(f"{seeded.recorded.name}/estimate.csv", **one)
+        crashes = rows(f"{seeded.crashes.name}/estimate.csv", **one)
+    true = next(row for row in devices if row["category"] == "true")
+    assert int(true["devices"]) == ACTIVE and "reports" not in true and "n" not in true
+    assert float(true["estimated_devices"]) == pytest.approx(ACTIVE * float(true["frequency"]))
+    assert all("devices" in row and "estimated_devices" in row for row in sliced)
+    assert [int(row["devices"]) for row in series if row["category"] == "true"] == [ACTIVE] * 2
+    for each in (pooled, recorded):
+        assert "reports" in each[0] and "estimated_reports" in each[0] and "devices" not in each[0]
+    assert int(pooled[0]["reports"]) == 2 * ACTIVE and "estimated_count" not in pooled[0]
+    assert int(crashes[0]["devices"]) == ACTIVE and "mean" in crashes[0]
 
 
 def test_the_scrape_adds_active_devices_of_event_metrics_only(seeded: Seeded) -> None:

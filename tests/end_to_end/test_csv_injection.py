@@ -151,5 +151,5 @@ def test_the_breakdown_csvs_neutralize_every_label(hostile: tuple[RunningCollect
         numbers_stay_numbers(shown)
         hidden = [row for row in rows if row["suppressed"] == "true"]
         assert [row["by.platform"] for row in hidden] == ["android", "other"]
-        assert all(row["frequency"] == row["n"] == "" for row in hidden)
+        assert all(row["frequency"] == row["reports"] == "" for row in hidden)
     assert "=cmd|' /C" not in page.text and "=cmd|&#39; /C calc&#39;!A0" in page.text

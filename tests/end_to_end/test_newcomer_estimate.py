@@ -96,7 +96,7 @@ def test_json_and_csv_show_every_point_within_a_real_interval(
     table = list(csv.DictReader(io.StringIO(deniable(collector, *options, "--format", "csv"))))
     rows = [{key: float(row[key]) for key in ("frequency", "ci_low", "ci_high")} for row in table]
     assert_shown_honestly(rows)
-    assert {(row["metric"], row["n"]) for row in table} == {("screen", str(REPORTS))}
+    assert {(row["metric"], row["reports"]) for row in table} == {("screen", str(REPORTS))}
 
 
 @pytest.mark.parametrize("options", OPTIONS, ids=" ".join)

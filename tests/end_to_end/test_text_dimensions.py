@@ -186,7 +186,15 @@ def test_each_slice_finds_its_strings_and_the_small_slice_shows_no_number(
     assert {row["value"] for row in csv_rows if row["by.platform"] == "ios"} >= {"cat", "dog"}
     (web,) = [row for row in csv_rows if row["by.platform"] == "web"]
     assert web["note"] == "suppressed, fewer than 100 reports"
-    numbers = ("slice_confidence", "n", "floor_t95", "share", "ci_low", "ci_high", "reports")
+    numbers = (
+        "slice_confidence",
+        "reports",
+        "floor_t95",
+        "share",
+        "ci_low",
+        "ci_high",
+        "level_reports",
+    )
     assert all(web[key] == "" for key in numbers), web
 
 

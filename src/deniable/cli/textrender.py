@@ -49,7 +49,7 @@ def print_text_estimate(document: dict[str, Any], fmt: str) -> None:
             (
                 "metric",
                 "period",
-                "n",
+                "reports",
                 "mode",
                 "value",
                 "share",
@@ -139,7 +139,7 @@ def print_text_series(document: dict[str, Any], fmt: str, top: int | None = None
     shown = top or 5
     if fmt == "csv":
         write_csv(
-            ("metric", "period", "n", "floor_t95", "value", "share", "ci_low", "ci_high"),
+            ("metric", "period", "reports", "floor_t95", "value", "share", "ci_low", "ci_high"),
             (
                 (
                     document["metric"],

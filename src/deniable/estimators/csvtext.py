@@ -2,10 +2,12 @@
 the dashboard's downloads both write through this module, so a document has ONE CSV schema
 whichever of them wrote it (docs/DESIGN.md, "CSV").
 
-Every row repeats the document fields that say how it was made (metric, range or period, n,
-method, confidence, ...), so a row read alone is complete. Columns are the JSON document's
-keys, except ``count``, written ``estimated_count`` (it is n times a debiased share, not a
-tally), and a mean's ``estimate``, written ``mean``. Booleans are ``true``/``false`` (as in
+Every row repeats the document fields that say how it was made (metric, range or period, its
+reports, method, confidence, ...), so a row read alone is complete. Columns are the JSON
+document's keys, except three named for what they hold (:func:`column_names`): ``n``, written
+``reports`` (``devices`` where the document counts devices: an event metric over one window),
+``count``, written ``estimated_reports`` (``estimated_devices``; it is n times a debiased share,
+not a tally), and a mean's ``estimate``, written ``mean``. Booleans are ``true``/``false`` (as in
 the JSON), ``None`` an empty cell, floats at full precision.
 
 Category labels are chosen by whoever registers a metric, so a cell may read
@@ -51,17 +53,15 @@ unit (empty if it has none)."""
 MEAN_FIELDS = ("estimate", "std_error", "ci_low", "ci_high")
 """A mean's keys, in CSV column order (``estimate`` is written ``mean``), then its margin."""
 
-RENAMED = {"count": "estimated_count", "estimate": "mean"}
-"""Columns named for what they hold rather than by their document key."""
 
 SHARES_HOW = ("n", "periods", "pooling", "method", "confidence", "simultaneous")
 """The estimate document's fields every shares row repeats."""
 MEAN_HOW = ("n", "periods", "pooling", "confidence", "lower", "upper", "unit")
 """The numeric estimate document's fields its row holds (``unit`` empty if it has none)."""
 SERIES_HOW = ("method", "confidence", "simultaneous")
-"""The series document's fields every row repeats, after its period's n."""
+"""The series document's fields every row repeats, after its period's reports."""
 MEAN_SERIES_HOW = ("confidence", "lower", "upper", "unit")
-"""The numeric series document's fields every row repeats, after its period's n."""
+"""The numeric series document's fields every row repeats, after its period's reports."""
 
 
 def csv_cell(value: Any) -> Any:
@@ -90,9 +90,17 @@ def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return out.getvalue()
 
 
-def _named(fields: Iterable[str]) -> list[str]:
-    """Column names for document keys (:data:`RENAMED`)."""
-    return [RENAMED.get(field, field) for field in fields]
+def counted_unit(document: dict[str, Any]) -> str:
+    """What a document's ``n`` counts, as its CSV says it: ``devices`` where the document says
+    so (``counted``, :func:`.documents.counted_document`), else ``reports``."""
+    return "devices" if document.get("counted") == "devices" else "reports"
+
+
+def column_names(fields: Iterable[str], unit: str) -> list[str]:
+    """Column names for document keys: ``n`` is the ``unit`` counted, ``count`` its estimate
+    (``estimated_reports``), a mean's ``estimate`` is ``mean``; other keys as they are."""
+    renamed = {"n": unit, "count": f"estimated_{unit}", "estimate": "mean"}
+    return [renamed.get(field, field) for field in fields]
 
 
 def half_width(mean: dict[str, Any]) -> float | None:
@@ -115,14 +123,15 @@ def estimate_csv_text(document: dict[str, Any]) -> str:
     mean.
     """
     leading = ["metric", "start", "end"]
+    unit = counted_unit(document)
     if "mean" in document:
         how = [document.get(key) for key in (*leading, *MEAN_HOW)]
-        header = [*leading, *MEAN_HOW, *_named(MEAN_FIELDS), "margin"]
+        header = [*leading, *column_names((*MEAN_HOW, *MEAN_FIELDS), unit), "margin"]
         return csv_text(header, [[*how, *_mean_cells(document["mean"])]])
     how = [document.get(key) for key in (*leading, *SHARES_HOW)]
     quantiles = document.get("quantiles")
     extra = QUANTILE_COLUMNS if quantiles is not None else ()
-    header = [*leading, *SHARES_HOW, *_named(CATEGORY_FIELDS), *extra]
+    header = [*leading, *column_names((*SHARES_HOW, *CATEGORY_FIELDS), unit), *extra]
     rows = [
         [*how, *(row.get(key) for key in CATEGORY_FIELDS), *(None for _ in extra)]
         for row in document.get("estimates", [])
@@ -147,16 +156,18 @@ def series_csv_text(document: dict[str, Any], categories: Collection[str] | None
     when given), or a numeric metric's row per period with its mean."""
     metric = document.get("metric")
     points = document.get("series", [])
+    unit = counted_unit(document)
     if "lower" in document:
         how = [document.get(key) for key in MEAN_SERIES_HOW]
-        header = ["metric", "period", "n", *MEAN_SERIES_HOW, *_named(MEAN_FIELDS), "margin"]
+        names = column_names(("n", *MEAN_SERIES_HOW, *MEAN_FIELDS), unit)
+        header = ["metric", "period", *names, "margin"]
         rows = [
             [metric, point.get("period"), point.get("n"), *how, *_mean_cells(point["mean"])]
             for point in points
         ]
         return csv_text(header, rows)
     how = [document.get(key) for key in SERIES_HOW]
-    header = ["metric", "period", "n", *SERIES_HOW, *_named(CATEGORY_FIELDS)]
+    header = ["metric", "period", *column_names(("n", *SERIES_HOW, *CATEGORY_FIELDS), unit)]
     rows = [
         [metric, point.get("period"), point.get("n"), *how]
         + [row.get(key) for key in CATEGORY_FIELDS]

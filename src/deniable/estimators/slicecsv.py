@@ -2,7 +2,7 @@
 --by ... --format csv`` and the dashboard's breakdown download alike (the same bytes).
 
 One row per slice and category (a numeric metric: per slice, its mean; a text metric: per
-slice and string listed, with the slice's n, mode and floor T95), each repeating what
+slice and string listed, with the slice's reports, mode and floor T95), each repeating what
 it is from, as every CSV of :mod:`.csvtext` does: the metric and range, the slice's value of
 each ``by`` dimension (columns ``by.<name>``), the ``where`` filter (``name:value`` joined by
 ``;``), the simultaneous and the per-slice confidence, ``suppressed`` and ``note``, then the
@@ -20,8 +20,9 @@ from .csvtext import (
     CATEGORY_FIELDS,
     MEAN_FIELDS,
     MEAN_HOW,
-    RENAMED,
     SHARES_HOW,
+    column_names,
+    counted_unit,
     csv_text,
     half_width,
 )
@@ -34,15 +35,18 @@ TEXT_HOW = ("n", "mode", "cap_bound", "floor_t95")
 whether the survivor cap bound, and its floor T95."""
 TEXT_FIELDS = ("value", "share", "ci_low", "ci_high", "reports", "truncated", "detected")
 """A text metric's row per string of a slice (a shown slice that found none: one row, these
-cells empty)."""
+cells empty); its ``reports`` are those of the prefix level the string was scored at, written
+``level_reports`` (the slice's own are ``reports``)."""
+TEXT_NAMES = {"reports": "level_reports"}
+"""A text string's keys written under another name, beside the slice's ``reports``."""
 
 RowMaker = Callable[[list[Any], dict[str, Any], list[str]], list[list[Any]]]
 """The rows of one shown slice from its leading cells, its estimate and the estimate fields
 every row repeats."""
 
-Layout = tuple[RowMaker, list[str], list[str]]
+Layout = tuple[RowMaker, list[str], list[str], list[str]]
 """How the slices' rows are made (shares, a mean or text strings), the estimate fields every
-row repeats, and the value columns."""
+row repeats, their columns' names, and the value columns."""
 
 
 def _where_text(where: dict[str, str]) -> str:
@@ -51,15 +55,19 @@ def _where_text(where: dict[str, str]) -> str:
 
 
 def _layout(by: list[str], slices: list[dict[str, Any]]) -> Layout:
-    """The slices' kind, the estimate fields every row repeats, and the value columns (named
-    as the estimate CSV names them)."""
-    if any(row.get("estimate") and "strings" in row["estimate"] for row in slices):
-        return _text_rows, list(TEXT_HOW), list(TEXT_FIELDS)
-    numeric = any(row.get("estimate") and "mean" in row["estimate"] for row in slices)
+    """The slices' kind, the estimate fields every row repeats and their columns, and the
+    value columns (named as the estimate CSV names them: reports, or devices where the
+    slices' estimates count devices)."""
+    shown = [row["estimate"] for row in slices if row.get("estimate")]
+    unit = counted_unit(shown[0] if shown else {})
+    if any("strings" in estimate for estimate in shown):
+        fields = [TEXT_NAMES.get(key, key) for key in TEXT_FIELDS]
+        return _text_rows, list(TEXT_HOW), column_names(TEXT_HOW, unit), fields
+    numeric = any("mean" in estimate for estimate in shown)
     how = [key for key in (MEAN_HOW if numeric else SHARES_HOW) if key != "confidence"]
     keys = MEAN_FIELDS if numeric else CATEGORY_FIELDS
-    fields = [RENAMED.get(key, key) for key in keys] + (["margin"] if numeric else [])
-    return _mean_rows if numeric else _share_rows, how, fields
+    fields = column_names(keys, unit) + (["margin"] if numeric else [])
+    return _mean_rows if numeric else _share_rows, how, column_names(how, unit), fields
 
 
 def _text_rows(first: list[Any], estimate: dict[str, Any], how: list[str]) -> list[list[Any]]:
@@ -94,7 +102,7 @@ def _slice_rows(
 ) -> list[list[Any]]:
     """The rows of ``slices``: ``leading`` cells, the slice's values and filter and what it
     is, then a row per category (a mean: one), or one row without numbers if suppressed."""
-    make_rows, how, fields = layout
+    make_rows, how, _, fields = layout
     by = list(document.get("by", []))
     where = _where_text(document.get("where", {}))
     rows = []
@@ -116,7 +124,9 @@ def _slice_rows(
 
 
 def _header(leading: list[str], by: list[str], layout: Layout) -> list[str]:
-    _, how, fields = layout
+    """The columns: ``leading``, the ``by`` dimensions, the filter and the slice's, then the
+    layout's."""
+    _, _, how, fields = layout
     return [*leading, *(f"by.{name}" for name in by), "where", *SLICE_COLUMNS, *how, *fields]
 
 
