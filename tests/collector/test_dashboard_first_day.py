@@ -390,6 +390,21 @@ def test_the_planner_opens_with_your_metrics_at_todays_reports(seeded: Seeded) -
     assert color.find("a").attrs["href"] == f"/dashboard/metrics/{spec.name}"
 
 
+def test_the_numeric_planner_opens_with_the_same_lines_on_your_metrics(seeded: Seeded) -> None:
+    """The number form's planner knows your metrics too: the shares planner's first lines,
+    from the same source, right under its title."""
+    shares = page(seeded, "/dashboard/plan").by_id("your-metrics")
+    root = page(seeded, "/dashboard/plan?kind=numeric")
+    numbers = root.by_id("your-metrics")
+    heading = root.find("div", cls="heading")
+    assert heading.children[1].attrs.get("id") == "your-metrics"
+    assert [li.text for li in numbers.find_all("li")] == [li.text for li in shares.find_all("li")]
+    load = next(li for li in numbers.find_all("li") if li.attrs["data-metric"] == seeded.load.name)
+    assert load.text.startswith(f"{seeded.load.name} at today's ") and "(its units)" in load.text
+    assert load.find("a").attrs["href"] == f"/dashboard/metrics/{seeded.load.name}"
+    assert "what your metrics' reports give now" in root.find("p", cls="lede").text
+
+
 # --- collapsed tables, decimals, /docs and the dashboard ------------------------------------------
 
 

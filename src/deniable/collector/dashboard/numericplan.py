@@ -10,6 +10,7 @@ the buckets for a histogram): no second formula here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from deniable.client.errors import InvalidInput
@@ -20,6 +21,7 @@ from deniable.estimators.advisor import MAX_REPORTS, numeric_plan_document, plan
 from ..numbers import NumberRule
 from . import glossary
 from .charts import share_text, value_text
+from .pages import your_metrics
 from .templating import render
 
 KIND = "numeric"
@@ -158,11 +160,17 @@ def answer(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def numeric_plan_page(
-    values: dict[str, str], document: dict[str, Any] | None, problem: str | None
+    values: dict[str, str],
+    document: dict[str, Any] | None,
+    problem: str | None,
+    yours: Sequence[dict[str, Any]] = (),
 ) -> str:
-    """The Plan page's number form, and its answer or the problem with the form."""
+    """The Plan page's number form, and its answer or the problem with the form; first what
+    your metrics' reports give now (``yours``, :func:`.data.planner_metrics`), as the shares
+    form shows it."""
     return render(
         "numeric_plan.html",
+        yours=your_metrics(yours),
         kind=KIND,
         mechanisms=MECHANISM_CHOICES,
         mechanism_names=glossary.MECHANISMS,
@@ -173,11 +181,12 @@ def numeric_plan_page(
     )
 
 
-def numeric_plan(query: Any) -> tuple[str, int]:
-    """The number form's page for ``query`` and its status: 200, or 422 with the problem."""
+def numeric_plan(query: Any, yours: Sequence[dict[str, Any]] = ()) -> tuple[str, int]:
+    """The number form's page for ``query`` and its status: 200, or 422 with the problem;
+    ``yours``, the planner's lines on your metrics."""
     values = form_values(query)
     try:
         document = plan_for(values)
     except (InvalidInput, ValueError) as exc:
-        return numeric_plan_page(values, None, str(exc)), 422
-    return numeric_plan_page(values, document, None), 200
+        return numeric_plan_page(values, None, str(exc), yours), 422
+    return numeric_plan_page(values, document, None, yours), 200

@@ -82,6 +82,11 @@ def metric_path(name: str) -> str:
     return f"/dashboard/metrics/{quote(name, safe='')}"
 
 
+def your_metrics(lines: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Both planners' first lines (:func:`.data.planner_metrics`), each with its metric's path."""
+    return [{**line, "path": metric_path(line["name"])} for line in lines]
+
+
 def pct(value: float | None) -> str:
     """A share as a percentage with two decimals, or an em dash."""
     return "—" if value is None else f"{value * 100:.2f}%"
@@ -669,7 +674,7 @@ def plan_page(
         problem=problem,
         v_star=V_STAR_MEANING,
         margin_hint=glossary.MARGIN_HINT,
-        yours=[{**line, "path": metric_path(line["name"])} for line in yours],
+        yours=your_metrics(yours),
         mechanism_names=glossary.MECHANISMS,
         current="plan",
     )

@@ -471,7 +471,7 @@ def plan(request: Request) -> Response:
     if not signed_in(request):
         return to_sign_in()
     if request.query_params.get("kind") == numericplan.KIND:
-        return html(*numericplan.numeric_plan(request.query_params))
+        return html(*numericplan.numeric_plan(request.query_params, data.planner_metrics(request)))
     values = {
         key: (request.query_params.get(key) or default).strip()[:32]
         for key, default in PLAN_DEFAULTS.items()
