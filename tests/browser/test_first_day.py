@@ -122,8 +122,9 @@ def seen_items(driver: WebDriver, page: str) -> dict[str, bool]:
         items["the floor's legend"] = shown(driver, "#floor-key .key-floor")
         items["the CSV"] = shown(driver, "#text-csv")
         items["the periods before"] = shown(driver, "#text-history-table")
-    if page == "plan":
+    if page in ("plan", "plan-numeric"):
         items["your metrics first"] = shown(driver, "#your-metrics li")
+    if page == "plan":
         items["the mechanisms named"] = shown(driver, "#mechanism-names")
         items["the margin hint"] = shown(driver, "#margin-hint")
     return items
