@@ -11,6 +11,7 @@
 - ``cluster``: several collector processes on one database.
 - ``metrics``: metric names, registration and randomized reports through the API.
 - ``http_clients``: httpx clients of test collectors.
+- ``dashboard``: a collector with the viewer token, and a client signed in to its dashboard.
 - ``cpu``: CPU time of processes (benches).
 - ``randomness``: a fast seeded randomness source for mechanisms.
 - ``transitions``: a randomizer's exact output distribution, read off its code.
@@ -26,6 +27,7 @@ from .collector_process import CollectorProcess, real_collector
 from .collector_thread import RunningCollector
 from .configuration import ADMIN_TOKEN, INGEST_KEY, VIEWER_TOKEN, collector_settings
 from .cpu import cpu_seconds, process_tree_cpu, total_cpu
+from .dashboard import signed_in, viewer_collector
 from .databases import BACKENDS, DatabaseFactory, require_postgres, scratch_database
 from .http_clients import authorized_client
 from .metrics import (
@@ -77,7 +79,9 @@ __all__ = [
     "require_postgres",
     "run_migrations",
     "scratch_database",
+    "signed_in",
     "spare_port",
     "total_cpu",
     "unique_name",
+    "viewer_collector",
 ]

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from testkit import DatabaseFactory, RunningCollector, collector_settings
-from testkit.browser import VIEWER_TOKEN, browser_problem, chromium, require_browser
+from testkit import DatabaseFactory, RunningCollector, viewer_collector
+from testkit.browser import browser_problem, chromium, require_browser
 
 require_browser(browser_problem())  # before Selenium is imported: skip, or fail in CI
 
@@ -21,10 +21,8 @@ DRAW_WAIT = 20.0
 
 @pytest.fixture(scope="module")
 def server(databases: DatabaseFactory) -> Iterator[RunningCollector]:
-    settings = collector_settings(databases.new("sqlite"), viewer_token=VIEWER_TOKEN)
-    running = RunningCollector(settings).start()
-    yield running
-    running.stop()
+    with viewer_collector(databases.new("sqlite")) as running:
+        yield running
 
 
 def test_docs_has_an_authorize_button_for_each_token_and_tagged_operations(

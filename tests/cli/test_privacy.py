@@ -24,6 +24,7 @@ from testkit import (
     collector_settings,
     register_all,
     unique_name,
+    viewer_collector,
 )
 from testkit.metrics import register
 from testkit.shuffler_process import SHUFFLER_TOKEN
@@ -40,11 +41,9 @@ SPECS = (
 @pytest.fixture(scope="module")
 def server(databases: DatabaseFactory) -> Iterator[RunningCollector]:
     """A collector with a viewer token holding SPECS."""
-    settings = collector_settings(databases.new("sqlite"), viewer_token=VIEWER_TOKEN)
-    running = RunningCollector(settings).start()
-    register_all(running.url, SPECS)
-    yield running
-    running.stop()
+    with viewer_collector(databases.new("sqlite")) as running:
+        register_all(running.url, SPECS)
+        yield running
 
 
 def run(server: RunningCollector, *args: str, token: str = VIEWER_TOKEN) -> click.testing.Result:
@@ -171,16 +170,12 @@ def test_metrics_create_prints_the_warning_for_each_metric_that_raises_the_total
     """The registration that takes the total across the level prints its warning, and so does
     another metric that raises it further; creating one again prints none."""
     below = [spec for spec in SPECS if spec.name != "browser"]
-    settings = collector_settings(databases.new("sqlite"), viewer_token=VIEWER_TOKEN)
-    server = RunningCollector(settings).start()
-    try:
+    with viewer_collector(databases.new("sqlite")) as server:
         register_all(server.url, below)
         args = ("metrics", "create", "font", "--categories", "serif,sans,mono", "--epsilon", "4")
         results = [run(server, *args, token=ADMIN_TOKEN) for _ in range(2)]
         other = ("metrics", "create", "tablet", "--boolean", "--epsilon", "1")
         results.append(run(server, *other, token=ADMIN_TOKEN))
-    finally:
-        server.stop()
     assert all(result.exit_code == 0 for result in results), [r.output for r in results]
     font = MetricSpec.categorical("font", ["serif", "sans", "mono"], epsilon=4.0)
     assert privacy_account(below).totals.per_30_days <= WARNING_LEVEL_30_DAYS

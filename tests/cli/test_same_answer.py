@@ -12,9 +12,7 @@ import csv
 import io
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
 
-import httpx
 import pytest
 
 from deniable.client.spec import MetricSpec
@@ -24,11 +22,12 @@ from testkit import (
     VIEWER_TOKEN,
     DatabaseFactory,
     RunningCollector,
-    collector_settings,
     make_numeric_reports,
     make_reports,
     post_reports,
     register,
+    signed_in,
+    viewer_collector,
 )
 from testkit.cli import run_cli
 
@@ -38,26 +37,31 @@ DAYS = {"2026-11-21": 120, "2026-11-18": 80, "2026-11-10": 200}
 
 @pytest.fixture(scope="module")
 def server(databases: DatabaseFactory) -> Iterator[RunningCollector]:
-    running = RunningCollector(
-        collector_settings(databases.new("sqlite"), viewer_token=VIEWER_TOKEN)
-    ).start()
-    with running.client(ADMIN_TOKEN) as admin:
-        shares = register(
-            admin, MetricSpec.categorical("same_browser", ["a", "b", "c", "d"], epsilon=1.0)
-        )
-        mean = register(admin, MetricSpec.numeric("same_load", lower=0, upper=1000, epsilon=1.0))
-        buckets = register(
-            admin, MetricSpec.histogram("same_hist", [0, 100, 250, 500, 1000], epsilon=2.0)
-        )
-        for seed, (day, n) in enumerate(DAYS.items(), start=4):  # 4: c and d fall below 0
-            values = [0 if i % 3 else 1 for i in range(n)]  # c and d: no one
-            assert post_reports(admin, make_reports(shares, values, day, seed)).status_code == 202
-            numbers = [100.0 + 7 * (i % 50) for i in range(n)]
-            assert post_reports(admin, make_numeric_reports(mean, numbers, day, seed)).status_code
-            spread = [i % 4 for i in range(n)]
-            assert post_reports(admin, make_reports(buckets, spread, day, seed)).status_code == 202
-    yield running
-    running.stop()
+    with viewer_collector(databases.new("sqlite")) as running:
+        with running.client(ADMIN_TOKEN) as admin:
+            shares = register(
+                admin, MetricSpec.categorical("same_browser", ["a", "b", "c", "d"], epsilon=1.0)
+            )
+            mean = register(
+                admin, MetricSpec.numeric("same_load", lower=0, upper=1000, epsilon=1.0)
+            )
+            buckets = register(
+                admin, MetricSpec.histogram("same_hist", [0, 100, 250, 500, 1000], epsilon=2.0)
+            )
+            for seed, (day, n) in enumerate(DAYS.items(), start=4):  # 4: c and d fall below 0
+                values = [0 if i % 3 else 1 for i in range(n)]  # c and d: no one
+                assert (
+                    post_reports(admin, make_reports(shares, values, day, seed)).status_code == 202
+                )
+                numbers = [100.0 + 7 * (i % 50) for i in range(n)]
+                assert post_reports(
+                    admin, make_numeric_reports(mean, numbers, day, seed)
+                ).status_code
+                spread = [i % 4 for i in range(n)]
+                assert (
+                    post_reports(admin, make_reports(buckets, spread, day, seed)).status_code == 202
+                )
+        yield running
 
 
 def cli_document(server: RunningCollector, name: str) -> dict:
@@ -65,14 +69,6 @@ def cli_document(server: RunningCollector, name: str) -> dict:
                      "--format", "json")  # fmt: skip
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
-
-
-@contextmanager
-def dashboard(server: RunningCollector) -> Iterator[httpx.Client]:
-    """A browser-like client signed in to the dashboard with the viewer token."""
-    with httpx.Client(base_url=server.url) as client:
-        assert client.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN}).status_code == 303
-        yield client
 
 
 def test_shares_are_the_same_on_every_surface(server: RunningCollector) -> None:
@@ -84,7 +80,7 @@ def test_shares_are_the_same_on_every_surface(server: RunningCollector) -> None:
                                                                     200, 2)  # fmt: skip
     assert (api["method"], api["simultaneous"], api["pooling"]) == ("consistent", True,
                                                                     "overlap-safe")  # fmt: skip
-    with dashboard(server) as browser:
+    with signed_in(server) as browser:
         text = browser.get("/dashboard/metrics/same_browser/estimate.csv").text
         page = browser.get("/dashboard/metrics/same_browser").text
     rows = list(csv.DictReader(io.StringIO(text)))
@@ -110,7 +106,7 @@ def test_a_mean_is_the_same_on_every_surface(server: RunningCollector) -> None:
         api = viewer.get("/v1/metrics/same_load/estimate").json()
     assert cli == api
     assert (api["start"], api["end"], api["n"]) == ("2026-11-15", "2026-11-21", 200)
-    with dashboard(server) as browser:
+    with signed_in(server) as browser:
         text = browser.get("/dashboard/metrics/same_load/estimate.csv").text
     (row,) = list(csv.DictReader(io.StringIO(text)))
     assert (row["start"], row["end"], row["reports"]) == ("2026-11-15", "2026-11-21", "200")
@@ -128,7 +124,7 @@ def test_the_cli_and_the_dashboard_write_the_same_csv(
     result = run_cli("--collector", server.url, "--token", ADMIN_TOKEN, document, name,
                      "--format", "csv")  # fmt: skip
     assert result.exit_code == 0, result.output
-    with dashboard(server) as browser:
+    with signed_in(server) as browser:
         downloaded = browser.get(f"/dashboard/metrics/{name}/{document}.csv").text
     assert result.stdout_bytes.decode() == downloaded
     rows = list(csv.DictReader(io.StringIO(downloaded)))
@@ -145,7 +141,7 @@ def test_the_cli_and_the_dashboard_write_the_same_csv(
 def test_the_plan_and_the_plan_page_say_what_v_star_is(server: RunningCollector) -> None:
     """Issue 25: "V* per report" was never explained, on the CLI or the dashboard."""
     out = run_cli("plan", "--categories", "5", "--epsilon", "1", "--margin", "0.02").stdout
-    with dashboard(server) as browser:
+    with signed_in(server) as browser:
         page = browser.get("/dashboard/plan", params={"k": "5", "epsilon": "1", "margin": "0.02"})
     sentence = "V* is the noise one report carries: with n reports"
     assert sentence in out

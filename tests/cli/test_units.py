@@ -9,7 +9,6 @@ import io
 from collections.abc import Iterator
 
 import click.testing
-import httpx
 import pytest
 from click.testing import CliRunner
 
@@ -19,7 +18,8 @@ from testkit import (
     VIEWER_TOKEN,
     DatabaseFactory,
     RunningCollector,
-    collector_settings,
+    signed_in,
+    viewer_collector,
 )
 
 KINDS = ("estimate", "series")
@@ -33,12 +33,10 @@ CREATE = (
 @pytest.fixture(scope="module")
 def server(databases: DatabaseFactory) -> Iterator[RunningCollector]:
     """A collector with a viewer token, ``paint_ms`` registered through the CLI."""
-    settings = collector_settings(databases.new("sqlite"), viewer_token=VIEWER_TOKEN)
-    running = RunningCollector(settings).start()
-    created = run(running, *CREATE, token=ADMIN_TOKEN)
-    assert created.exit_code == 0, created.output
-    yield running
-    running.stop()
+    with viewer_collector(databases.new("sqlite")) as running:
+        created = run(running, *CREATE, token=ADMIN_TOKEN)
+        assert created.exit_code == 0, created.output
+        yield running
 
 
 def run(server: RunningCollector, *args: str, token: str = VIEWER_TOKEN) -> click.testing.Result:
@@ -94,8 +92,7 @@ def test_every_csv_of_a_number_names_its_unit(server: RunningCollector) -> None:
             result = run(server, kind, name, "--format", "csv")
             assert result.exit_code == 0, result.output
             texts[name, kind] = result.stdout
-    with httpx.Client(base_url=server.url, trust_env=False, timeout=30) as browser:
-        assert browser.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN}).status_code == 303
+    with signed_in(server) as browser:
         for kind in KINDS:
             download = browser.get(f"/dashboard/metrics/paint_ms/{kind}.csv")
             assert download.status_code == 200
@@ -109,8 +106,7 @@ def test_every_csv_of_a_number_names_its_unit(server: RunningCollector) -> None:
 
 
 def test_the_metric_page_says_what_the_metric_is(server: RunningCollector) -> None:
-    with httpx.Client(base_url=server.url, trust_env=False, timeout=30) as browser:
-        assert browser.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN}).status_code == 303
+    with signed_in(server) as browser:
         page = browser.get("/dashboard/metrics/paint_ms").text
     heading = page.split('<div class="heading">')[1].split("</div>")[0]
     assert f'<p id="description">{DESCRIPTION}</p>' in heading

@@ -14,7 +14,6 @@ import io
 import json
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -24,14 +23,14 @@ from deniable.client import MetricSpec
 from testkit import (
     ADMIN_TOKEN,
     TEST_NOW,
-    VIEWER_TOKEN,
     DatabaseFactory,
     RunningCollector,
-    collector_settings,
     make_numeric_reports,
     make_reports,
     register,
+    signed_in,
     unique_name,
+    viewer_collector,
 )
 from testkit.cli import run_cli
 
@@ -66,19 +65,8 @@ def seed_boolean(admin: httpx.Client, uploader: httpx.Client, period: str = TODA
 @pytest.fixture(scope="module")
 def collector(backend: str, databases: DatabaseFactory) -> Iterator[RunningCollector]:
     """A collector with the viewer token (so the dashboard signs in), on each backend."""
-    settings = collector_settings(databases.new(backend), viewer_token=VIEWER_TOKEN)
-    server = RunningCollector(settings).start()
-    yield server
-    server.stop()
-
-
-@contextmanager
-def signed_in(collector: RunningCollector) -> Iterator[httpx.Client]:
-    """A browser-like client (cookies, no redirects followed) signed in as the viewer."""
-    with httpx.Client(base_url=collector.url, trust_env=False, timeout=30) as client:
-        response = client.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN})
-        assert response.status_code == 303, response.text
-        yield client
+    with viewer_collector(databases.new(backend)) as server:
+        yield server
 
 
 def suppressed_numbers(text: str) -> list[str]:

@@ -13,7 +13,6 @@ import datetime as dt
 import io
 import re
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +38,8 @@ from testkit import (
     make_numeric_reports,
     make_reports,
     register,
+    signed_in,
+    viewer_collector,
 )
 
 HOSTILE = "<script>alert(1)</script>"
@@ -70,9 +71,7 @@ def upload(client: httpx.Client, reports: list[dict[str, object]]) -> None:
 @pytest.fixture(scope="module")
 def seeded(databases: DatabaseFactory) -> Iterator[Seeded]:
     """A collector with the viewer token and four metrics with a week of reports."""
-    settings = collector_settings(databases.new("sqlite"), viewer_token=VIEWER_TOKEN)
-    server = RunningCollector(settings).start()
-    try:
+    with viewer_collector(databases.new("sqlite")) as server:
         with server.client(ADMIN_TOKEN) as admin:
             colors = register(
                 admin, MetricSpec.categorical("dash_color", ["red", "green", "blue"], epsilon=2.0)
@@ -91,22 +90,11 @@ def seeded(databases: DatabaseFactory) -> Iterator[Seeded]:
                 upload(device, make_reports(hist, [0] * 50 + [1] * 100 + [2] * 50, day, 20 + i))
                 upload(device, make_reports(hostile, [0] * 40 + [1] * 60, day, 30 + i))
         yield Seeded(server, colors.name, load.name, hist.name, hostile.name)
-    finally:
-        server.stop()
 
 
 def browser(seeded: Seeded) -> httpx.Client:
     """A client that keeps cookies and does not follow redirects, like a fresh browser tab."""
     return httpx.Client(base_url=seeded.url, trust_env=False, timeout=30)
-
-
-@contextmanager
-def signed_in(seeded: Seeded, token: str = VIEWER_TOKEN) -> Iterator[httpx.Client]:
-    """A browser-like client signed in with ``token``."""
-    with browser(seeded) as client:
-        response = client.post("/dashboard/sign-in", data={"token": token})
-        assert response.status_code == 303, response.text
-        yield client
 
 
 def page_urls(seeded: Seeded) -> dict[str, str]:

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from html.parser import HTMLParser
 from pathlib import Path
 
-import httpx
 import pytest
 from markupsafe import escape
 
@@ -19,11 +18,11 @@ from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     TEST_NOW,
-    VIEWER_TOKEN,
     RunningCollector,
-    collector_settings,
     make_reports,
     register,
+    signed_in,
+    viewer_collector,
 )
 from testkit.databases import sqlite_url
 
@@ -41,45 +40,42 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCollect
     """A collector with a categorical metric whose labels and description are hostile, and a
     text metric whose devices report a hostile string, each with a dimension."""
     folder: Path = tmp_path_factory.mktemp("dashboard-escaping")
-    server = RunningCollector(
-        collector_settings(sqlite_url(folder, "escaping"), viewer_token=VIEWER_TOKEN)
-    ).start()
-    categorical = MetricSpec.categorical(
-        "hostile_labels", [SCRIPT, BREAKOUT, "plain"], epsilon=4.0, dimensions=PLATFORMS
-    )
-    text = MetricSpec.text("hostile_text", max_length=4, epsilon=4, dimensions=PLATFORMS)
-    with server.client(ADMIN_TOKEN) as admin:
-        about = {"description": BREAKOUT + SCRIPT, "owner": BREAKOUT}
-        answer = admin.post("/v1/metrics", json={**categorical.fingerprint_fields(), **about})
-        assert answer.status_code == 201, answer.text
-        register(admin, text)
-    values = [0] * 300 + [1] * 200 + [2] * 100
-    sketch = text.text_randomizer
-    rng = SeededRandomness(5)
-    with server.client(INGEST_KEY) as device:
-        for seed, platform in enumerate(PLATFORMS["platform"]):
-            reports = [
-                {**report, "dims": {"platform": platform}}
-                for report in make_reports(categorical, values, TODAY, seed)
-            ]
-            reports += [
-                {
-                    "id": str(uuid.uuid4()),
-                    "metric": text.name,
-                    "fingerprint": text.fingerprint,
-                    "period": TODAY,
-                    "dims": {"platform": platform},
-                    "payload": sketch.randomize(
-                        sketch.encode(SHORT if i % 2 else f"{i:04d}"), 1 + (i // 2) % 4, rng
-                    ),
-                }
-                for i in range(1000)
-            ]
-            for start in range(0, len(reports), 1000):
-                batch = {"reports": reports[start : start + 1000]}
-                assert device.post("/v1/reports", json=batch).status_code == 202
-    yield server
-    server.stop()
+    with viewer_collector(sqlite_url(folder, "escaping")) as server:
+        categorical = MetricSpec.categorical(
+            "hostile_labels", [SCRIPT, BREAKOUT, "plain"], epsilon=4.0, dimensions=PLATFORMS
+        )
+        text = MetricSpec.text("hostile_text", max_length=4, epsilon=4, dimensions=PLATFORMS)
+        with server.client(ADMIN_TOKEN) as admin:
+            about = {"description": BREAKOUT + SCRIPT, "owner": BREAKOUT}
+            answer = admin.post("/v1/metrics", json={**categorical.fingerprint_fields(), **about})
+            assert answer.status_code == 201, answer.text
+            register(admin, text)
+        values = [0] * 300 + [1] * 200 + [2] * 100
+        sketch = text.text_randomizer
+        rng = SeededRandomness(5)
+        with server.client(INGEST_KEY) as device:
+            for seed, platform in enumerate(PLATFORMS["platform"]):
+                reports = [
+                    {**report, "dims": {"platform": platform}}
+                    for report in make_reports(categorical, values, TODAY, seed)
+                ]
+                reports += [
+                    {
+                        "id": str(uuid.uuid4()),
+                        "metric": text.name,
+                        "fingerprint": text.fingerprint,
+                        "period": TODAY,
+                        "dims": {"platform": platform},
+                        "payload": sketch.randomize(
+                            sketch.encode(SHORT if i % 2 else f"{i:04d}"), 1 + (i // 2) % 4, rng
+                        ),
+                    }
+                    for i in range(1000)
+                ]
+                for start in range(0, len(reports), 1000):
+                    batch = {"reports": reports[start : start + 1000]}
+                    assert device.post("/v1/reports", json=batch).status_code == 202
+        yield server
 
 
 def pages(running: RunningCollector) -> dict[str, str]:
@@ -92,9 +88,7 @@ def pages(running: RunningCollector) -> dict[str, str]:
         "text": ("/dashboard/metrics/hostile_text", {"end": TODAY}),
         "text breakdown": ("/dashboard/metrics/hostile_text/breakdown", {"by": "platform"}),
     }
-    with httpx.Client(base_url=running.url, trust_env=False, timeout=30) as browser:
-        signed = browser.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN})
-        assert signed.status_code == 303
+    with signed_in(running) as browser:
         answers = {kind: browser.get(path, params=params) for kind, (path, params) in paths.items()}
     for kind, answer in answers.items():
         assert answer.status_code == 200, (kind, answer.text)

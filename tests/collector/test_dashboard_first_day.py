@@ -14,7 +14,6 @@ import csv
 import datetime as dt
 import io
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlsplit
 
@@ -31,11 +30,12 @@ from testkit import (
     VIEWER_TOKEN,
     Clock,
     RunningCollector,
-    collector_settings,
     make_numeric_reports,
     make_reports,
     make_text_reports,
     register,
+    signed_in,
+    viewer_collector,
 )
 from testkit.databases import DatabaseFactory
 from testkit.htmlpage import Element, parse
@@ -83,9 +83,7 @@ def upload(client: httpx.Client, reports: list[dict[str, object]]) -> None:
 def seeded(databases: DatabaseFactory) -> Iterator[Seeded]:
     """A collector with the viewer token, a text metric with reports yesterday and today, and
     a categorical metric with a week of reports."""
-    settings = collector_settings(databases.new("sqlite"), viewer_token=VIEWER_TOKEN)
-    server = RunningCollector(settings).start()
-    try:
+    with viewer_collector(databases.new("sqlite")) as server:
         with server.client(ADMIN_TOKEN) as admin:
             text = register(admin, MetricSpec.text("fd_search", max_length=8, epsilon=4.0))
             color = register(
@@ -100,22 +98,11 @@ def seeded(databases: DatabaseFactory) -> Iterator[Seeded]:
                 values = [100.0 + 150 * i] * 400
                 upload(device, make_numeric_reports(load, values, day, 10 + i))
         yield Seeded(server, text, color, load)
-    finally:
-        server.stop()
-
-
-@contextmanager
-def viewer(seeded: Seeded) -> Iterator[httpx.Client]:
-    """A browser-like client signed in with the viewer token."""
-    with httpx.Client(base_url=seeded.url, trust_env=False, timeout=60) as client:
-        response = client.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN})
-        assert response.status_code == 303, response.text
-        yield client
 
 
 def page(seeded: Seeded, path: str) -> Element:
     """The parsed page at ``path`` (which must answer 200)."""
-    with viewer(seeded) as client:
+    with signed_in(seeded, timeout=60) as client:
         response = client.get(path)
     assert response.status_code == 200, response.text
     return parse(response.text)
@@ -152,7 +139,7 @@ def test_the_text_page_offers_its_strings_as_csv(seeded: Seeded) -> None:
     root = page(seeded, f"/dashboard/metrics/{seeded.text.name}?end={YESTERDAY}")
     link = root.by_id("text-csv")
     assert link is not None and "download" in link.attrs
-    with viewer(seeded) as client:
+    with signed_in(seeded, timeout=60) as client:
         response = client.get(link.attrs["href"])
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/csv")
@@ -264,9 +251,7 @@ def test_the_overview_and_the_metric_page_say_when_reports_last_arrived(
     collector's clock; a metric that had reports and received none for an hour turns amber on
     the overview, one that never had any does not; a resent report is no new arrival."""
     clock = Clock(TEST_NOW)
-    settings = collector_settings(databases.new(backend), viewer_token=VIEWER_TOKEN)
-    server = RunningCollector(settings, clock=clock).start()
-    try:
+    with viewer_collector(databases.new(backend), clock=clock) as server:
         with server.client(ADMIN_TOKEN) as admin:
             busy = register(admin, MetricSpec.boolean("arrive_busy", epsilon=1.0))
             register(admin, MetricSpec.boolean("arrive_never", epsilon=1.0))
@@ -311,8 +296,6 @@ def test_the_overview_and_the_metric_page_say_when_reports_last_arrived(
         assert "2 h ago" in rows["arrive_busy"].find(cls="arrival").text
         assert rows["arrive_busy"].find(cls="arrival").attrs["data-last-hour"] == "0"
         assert "stopped" not in rows["arrive_never"].classes
-    finally:
-        server.stop()
 
 
 # --- explanations where the jargon is -----------------------------------------------------------

@@ -8,13 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
-import httpx
 import pytest
 
 from deniable.client.kinds import KINDS
 from deniable.client.spec import MetricSpec
 from deniable.collector.dashboard.kindviews import KindView, view_for, view_of
-from testkit import VIEWER_TOKEN, RunningCollector
+from testkit import RunningCollector, signed_in
 from tests.recorded.scenario import running, specs
 
 
@@ -50,8 +49,7 @@ def test_each_kind_renders_its_pages(scenario: RunningCollector, type_name: str)
     if not names and type_name in NEWER_KINDS:
         pytest.skip(f"{type_name} is newer than the recorded answers: {NEWER_KINDS[type_name]}")
     assert names, f"tests/recorded/scenario.py has no {type_name} metric for its view to render"
-    with httpx.Client(base_url=scenario.url, trust_env=False, timeout=60) as client:
-        assert client.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN}).status_code == 303
+    with signed_in(scenario, timeout=60) as client:
         assert client.get("/dashboard/").status_code == 200
         for name in names:
             page = client.get(f"/dashboard/metrics/{name}")

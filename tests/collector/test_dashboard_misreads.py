@@ -12,7 +12,6 @@ import itertools
 import shlex
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Any
@@ -29,14 +28,14 @@ from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     TEST_NOW,
-    VIEWER_TOKEN,
     DatabaseFactory,
     RunningCollector,
-    collector_settings,
     make_numeric_reports,
     make_reports,
     register,
+    signed_in,
     unique_name,
+    viewer_collector,
 )
 from testkit.cli import run_cli
 
@@ -127,24 +126,13 @@ def parse(page: str) -> Node:
 @pytest.fixture(scope="module")
 def collector(backend: str, databases: DatabaseFactory) -> Iterator[RunningCollector]:
     """A collector with the viewer token, on each backend."""
-    settings = collector_settings(databases.new(backend), viewer_token=VIEWER_TOKEN)
-    server = RunningCollector(settings).start()
-    yield server
-    server.stop()
-
-
-@contextmanager
-def signed_in(collector: RunningCollector) -> Iterator[httpx.Client]:
-    """A browser-like client signed in as the viewer."""
-    with httpx.Client(base_url=collector.url, trust_env=False, timeout=60) as client:
-        response = client.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN})
-        assert response.status_code == 303, response.text
-        yield client
+    with viewer_collector(databases.new(backend)) as server:
+        yield server
 
 
 def page(collector: RunningCollector, path: str, **params: Any) -> Node:
     """The parsed dashboard page at ``path``; it must answer 200."""
-    with signed_in(collector) as viewer:
+    with signed_in(collector, timeout=60) as viewer:
         response = viewer.get(path, params=params)
     assert response.status_code == 200, response.text[:500]
     return parse(response.text)

@@ -23,8 +23,9 @@ from testkit import (
     VIEWER_TOKEN,
     DatabaseFactory,
     RunningCollector,
-    collector_settings,
     register,
+    signed_in,
+    viewer_collector,
 )
 
 SPLIT = MetricSpec.boolean(
@@ -41,15 +42,11 @@ WIDEST = MetricSpec.categorical(
 
 @pytest.fixture(scope="module")
 def server(databases: DatabaseFactory) -> Iterator[RunningCollector]:
-    settings = collector_settings(databases.new("sqlite"), viewer_token=VIEWER_TOKEN)
-    running = RunningCollector(settings).start()
-    try:
+    with viewer_collector(databases.new("sqlite")) as running:
         with running.client(ADMIN_TOKEN) as admin:
             for spec in (SPLIT, PLAIN, WIDEST):
                 register(admin, spec)
         yield running
-    finally:
-        running.stop()
 
 
 @pytest.mark.parametrize("values", [999, MAX_DIMENSION_VALUES + 1])
@@ -112,9 +109,7 @@ def test_the_privacy_account_and_page_show_the_dimensions_and_their_cardinality(
     assert f"clear_version: version (one of {MAX_DIMENSION_VALUES + 1} values)" in statement
     assert "clear_plain:" not in statement
 
-    with server.client(VIEWER_TOKEN) as viewer:
-        response = viewer.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN})
-        assert response.status_code == 303, response.text
+    with signed_in(server) as viewer:
         page = viewer.get("/dashboard/privacy").text
     section = page.split('<table id="in-the-clear">', 1)[1].split("</table>", 1)[0]
     row = section.split('<tr data-metric="clear_dark">', 1)[1].split("</tr>", 1)[0]
@@ -149,9 +144,7 @@ def test_a_metric_registered_before_the_cap_stays_readable_but_devices_refuse_it
         register_spec(database, old, dt.datetime.now(dt.UTC))
     finally:
         database.dispose()
-    settings = collector_settings(url, viewer_token=VIEWER_TOKEN)
-    running = RunningCollector(settings).start()
-    try:
+    with viewer_collector(url) as running:
         with running.client(VIEWER_TOKEN) as viewer:
             served = viewer.get("/v1/metrics")
             privacy = viewer.get("/v1/privacy")
@@ -159,5 +152,3 @@ def test_a_metric_registered_before_the_cap_stays_readable_but_devices_refuse_it
         assert [m["name"] for m in served.json()["metrics"]] == ["clear_old"]
         assert privacy.json()["in_the_clear"][0]["cells"] == cells
         assert verified_specs(served.json()["metrics"]) == []  # a device ignores it
-    finally:
-        running.stop()

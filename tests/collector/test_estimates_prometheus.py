@@ -26,10 +26,10 @@ from testkit import (
     VIEWER_TOKEN,
     DatabaseFactory,
     RunningCollector,
-    collector_settings,
     make_numeric_reports,
     make_reports,
     register,
+    viewer_collector,
 )
 from testkit.exposition import parse_exposition, sample_value
 
@@ -51,14 +51,9 @@ def seeded(databases: DatabaseFactory) -> Iterator[Seeded]:
     """A collector with the viewer token and three metrics per overview page: a categorical
     with an awkward label, a numeric, a histogram, one without reports, one too wide for
     the estimate cells limit (20 categories × 7 periods > 100), and one split by platform."""
-    settings = collector_settings(
-        databases.new("sqlite"),
-        viewer_token=VIEWER_TOKEN,
-        dashboard_page_metrics=3,
-        max_estimate_cells=100,
-    )
-    server = RunningCollector(settings).start()
-    try:
+    with viewer_collector(
+        databases.new("sqlite"), dashboard_page_metrics=3, max_estimate_cells=100
+    ) as server:
         with server.client(ADMIN_TOKEN) as admin:
             specs = (
                 register(admin, MetricSpec.categorical("prom_os", ["linux", QUOTED], epsilon=2)),
@@ -89,8 +84,6 @@ def seeded(databases: DatabaseFactory) -> Iterator[Seeded]:
                 response = device.post("/v1/reports", json={"reports": batch})
                 assert response.status_code == 202, response.text
         yield Seeded(server, specs)
-    finally:
-        server.stop()
 
 
 def scrape(seeded: Seeded, token: str | None = VIEWER_TOKEN, **params: str) -> httpx.Response:

@@ -28,11 +28,12 @@ from testkit import (
     VIEWER_TOKEN,
     DatabaseFactory,
     RunningCollector,
-    collector_settings,
     make_numeric_reports,
     make_reports,
     register,
+    signed_in,
     unique_name,
+    viewer_collector,
 )
 
 TODAY = TEST_NOW.date()
@@ -153,9 +154,7 @@ def seeded(databases: DatabaseFactory) -> Iterator[Seeded]:
     """A collector with an ``any`` metric over 7 rolling days broken down by platform, a
     numeric ``count`` per calendar day, and the same boolean of recorded values; each day of
     :data:`DAYS` has :data:`ACTIVE` reports of each, :data:`WITH_EVENT` true."""
-    settings = collector_settings(databases.new("sqlite"), viewer_token=VIEWER_TOKEN)
-    server = RunningCollector(settings).start()
-    try:
+    with viewer_collector(databases.new("sqlite")) as server:
         with server.client(ADMIN_TOKEN) as admin:
             actives = register(
                 admin,
@@ -183,8 +182,6 @@ def seeded(databases: DatabaseFactory) -> Iterator[Seeded]:
                     answer = device.post("/v1/reports", json=chunk)
                     assert answer.status_code == 202, answer.text
         yield Seeded(server, actives, crashes, recorded)
-    finally:
-        server.stop()
 
 
 def estimate(seeded: Seeded, name: str, **params: str) -> dict:
@@ -250,9 +247,7 @@ def test_a_breakdown_of_an_event_metric_by_dimension(seeded: Seeded) -> None:
 
 
 def test_the_dashboard_says_devices_for_one_window_and_reports_for_more(seeded: Seeded) -> None:
-    with httpx.Client(base_url=seeded.server.url, trust_env=False, timeout=30) as browser:
-        signed = browser.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN})
-        assert signed.status_code == 303, signed.text
+    with signed_in(seeded.server) as browser:
         day = DAYS[-1]
         page = browser.get(
             f"/dashboard/metrics/{seeded.actives.name}", params={"start": day, "end": day}
@@ -293,9 +288,7 @@ def test_the_csvs_count_devices_for_one_window_and_reports_for_more(seeded: Seed
     ``estimated_reports`` over more windows and for a metric of recorded values."""
     day, name = DAYS[-1], seeded.actives.name
     one = {"start": day, "end": day}
-    with httpx.Client(base_url=seeded.server.url, trust_env=False, timeout=30) as browser:
-        signed = browser.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN})
-        assert signed.status_code == 303, signed.text
+    with signed_in(seeded.server) as browser:
 
         def rows(path: str, **params: str) -> list[dict[str, str]]:
             answer = browser.get(f"/dashboard/metrics/{path}", params=params)

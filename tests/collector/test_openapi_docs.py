@@ -18,6 +18,7 @@ from testkit import (
     DatabaseFactory,
     RunningCollector,
     collector_settings,
+    viewer_collector,
 )
 
 GENERATED_ID = re.compile(r"_(get|post|put|patch|delete)$|__|^[a-z]+_[a-z_]+$")
@@ -29,15 +30,10 @@ BEARER = {"type": "http", "scheme": "bearer"}
 @pytest.fixture(scope="module")
 def document(databases: DatabaseFactory) -> Iterator[dict[str, Any]]:
     """The served OpenAPI document of a collector with all three tokens."""
-    settings = collector_settings(databases.new("sqlite"), viewer_token=VIEWER_TOKEN)
-    running = RunningCollector(settings).start()
-    try:
-        with running.client() as anyone:
-            answer = anyone.get("/openapi.json")
-            assert answer.status_code == 200
-            yield answer.json()
-    finally:
-        running.stop()
+    with viewer_collector(databases.new("sqlite")) as running, running.client() as anyone:
+        answer = anyone.get("/openapi.json")
+        assert answer.status_code == 200
+        yield answer.json()
 
 
 def operations(document: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:

@@ -31,6 +31,7 @@ from testkit import (
     RunningCollector,
     collector_settings,
     register,
+    signed_in,
 )
 
 SPECS = (
@@ -348,9 +349,7 @@ def test_many_released_batches_give_a_bounded_account(
         with running.client(VIEWER_TOKEN) as viewer:
             shuffled = viewer.get("/v1/privacy").json()["shuffled"]
             assumed = viewer.get("/v1/privacy", params={"shuffle_batch": 100}).json()["shuffled"]
-        with httpx.Client(base_url=running.url, trust_env=False, timeout=30) as browser:
-            signed = browser.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN})
-            assert signed.status_code == 303, signed.text
+        with signed_in(running) as browser:
             page = browser.get("/dashboard/privacy").text
     finally:
         running.stop()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import html
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import httpx
@@ -24,9 +23,10 @@ from testkit import (
     VIEWER_TOKEN,
     DatabaseFactory,
     RunningCollector,
-    collector_settings,
     make_reports,
     register,
+    signed_in,
+    viewer_collector,
 )
 
 DAYS = tuple((TEST_NOW.date() - dt.timedelta(days=back)).isoformat() for back in range(3, -1, -1))
@@ -45,11 +45,7 @@ class Seeded:
 def seeded(databases: DatabaseFactory) -> Iterator[Seeded]:
     """A histogram whose median moves from the first bucket to the third over four days (the
     last day has no reports), and a categorical metric; at most 100 series cells."""
-    settings = collector_settings(
-        databases.new("sqlite"), viewer_token=VIEWER_TOKEN, max_series_cells=100
-    )
-    server = RunningCollector(settings).start()
-    try:
+    with viewer_collector(databases.new("sqlite"), max_series_cells=100) as server:
         with server.client(ADMIN_TOKEN) as admin:
             hist = register(admin, MetricSpec.histogram("qs_load", EDGES, epsilon=3))
             cat = register(admin, MetricSpec.categorical("qs_os", ["a", "b"], epsilon=2))
@@ -60,8 +56,6 @@ def seeded(databases: DatabaseFactory) -> Iterator[Seeded]:
                 batch = make_reports(hist, values, day, i) + make_reports(cat, [0, 1] * 50, day, i)
                 assert device.post("/v1/reports", json={"reports": batch}).status_code == 202
         yield Seeded(server, hist, cat)
-    finally:
-        server.stop()
 
 
 def get(seeded: Seeded, path: str, **params: object) -> httpx.Response:
@@ -113,18 +107,10 @@ def test_quantiles_past_the_cells_limit_or_on_another_type_are_422(seeded: Seede
         assert get(seeded, f"/v1/metrics/{name}/series", q=bad).status_code == 422
 
 
-@contextmanager
-def signed_in(seeded: Seeded) -> Iterator[httpx.Client]:
-    """A browser-like client signed in to the dashboard with the viewer token."""
-    with httpx.Client(base_url=seeded.server.url, trust_env=False, timeout=30) as client:
-        assert client.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN}).status_code == 303
-        yield client
-
-
 def test_the_histogram_page_shows_quantiles_over_time(seeded: Seeded) -> None:
     name = seeded.histogram.name
     api = get(seeded, f"/v1/metrics/{name}/series", **WEEK, q=[0.5, 0.9]).json()
-    with signed_in(seeded) as client:
+    with signed_in(seeded.server) as client:
         page = client.get(f"/dashboard/metrics/{name}", params=WEEK)
         chosen = client.get(f"/dashboard/metrics/{name}", params={**WEEK, "quantiles": "0.25"})
         bad = client.get(f"/dashboard/metrics/{name}", params={**WEEK, "quantiles": "2"})

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from deniable.client import WARNING_LEVEL_30_DAYS, MetricSpec, privacy_account
@@ -18,7 +17,8 @@ from testkit import (
     VIEWER_TOKEN,
     DatabaseFactory,
     RunningCollector,
-    collector_settings,
+    signed_in,
+    viewer_collector,
 )
 
 
@@ -33,13 +33,12 @@ class Captured(logging.Handler):
         self.records.append(record)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def server(databases: DatabaseFactory) -> Iterator[RunningCollector]:
-    """A collector of its own (the account covers every registered metric)."""
-    settings = collector_settings(databases.new("sqlite"), viewer_token=VIEWER_TOKEN)
-    running = RunningCollector(settings).start()
-    yield running
-    running.stop()
+    """A collector of each test's own (the account covers every registered metric, so no test
+    sees another's registrations)."""
+    with viewer_collector(databases.new("sqlite")) as running:
+        yield running
 
 
 def total(specs: list[MetricSpec]) -> float:
@@ -91,12 +90,15 @@ def test_every_registration_that_raises_the_total_above_the_level_warns(
 
 
 def test_the_dashboard_warning_links_to_where_an_operator_acts(server: RunningCollector) -> None:
+    above = [MetricSpec.boolean(f"daily_{i}", epsilon=2.0) for i in range(3)]
+    assert total(above) > WARNING_LEVEL_30_DAYS
+    with server.client(ADMIN_TOKEN) as admin:
+        for spec in above:
+            assert admin.post("/v1/metrics", json=spec.fingerprint_fields()).status_code == 201
     with server.client(VIEWER_TOKEN) as viewer:
         document = viewer.get("/v1/privacy").json()
-    assert document["warnings"], "the first test took the total above the level"
-    with httpx.Client(base_url=server.url, trust_env=False, timeout=30) as browser:
-        signed = browser.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN})
-        assert signed.status_code == 303
+    assert document["warnings"], "three daily metrics at ε 2 take the total above the level"
+    with signed_in(server) as browser:
         page = browser.get("/dashboard/privacy").text
     notes = [part.split("</p>")[0] for part in page.split('<p class="note" role="status">')[1:]]
     assert len(notes) == len(document["warnings"]) == 1

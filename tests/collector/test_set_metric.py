@@ -25,10 +25,10 @@ from testkit import (
     TEST_NOW,
     VIEWER_TOKEN,
     DatabaseFactory,
-    RunningCollector,
-    collector_settings,
     register,
+    signed_in,
     unique_name,
+    viewer_collector,
 )
 
 DAY = TEST_NOW.date().isoformat()
@@ -197,9 +197,7 @@ def test_a_set_value_is_checked_on_the_device() -> None:
 def test_the_dashboard_shows_a_set_metric(databases: DatabaseFactory) -> None:
     """The overview lists it, its page draws each feature's share of devices (the render
     hook's axis and note) with the CSV of the estimate, and Prometheus scrapes its shares."""
-    settings = collector_settings(databases.new("sqlite"), viewer_token=VIEWER_TOKEN)
-    server = RunningCollector(settings).start()
-    try:
+    with viewer_collector(databases.new("sqlite")) as server:
         with server.client(ADMIN_TOKEN) as admin, server.client(INGEST_KEY) as uploader:
             dims = {"platform": ["ios", "web"]}
             spec = register(
@@ -211,9 +209,7 @@ def test_the_dashboard_shows_a_set_metric(databases: DatabaseFactory) -> None:
                     spec, items, devices, randomness=SeededRandomness(seed), clock=lambda: TEST_NOW
                 )
                 post_body(uploader, body)
-        with httpx.Client(base_url=server.url, trust_env=False, timeout=30) as browser:
-            signed = browser.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN})
-            assert signed.status_code == 303, signed.text
+        with signed_in(server) as browser:
             overview = browser.get("/dashboard/")
             assert overview.status_code == 200 and "features" in overview.text
             page = browser.get("/dashboard/metrics/features", params={"start": DAY, "end": DAY})
@@ -235,8 +231,6 @@ def test_the_dashboard_shows_a_set_metric(databases: DatabaseFactory) -> None:
             scraped = prometheus.get("/v1/estimates/metrics")
             assert scraped.status_code == 200, scraped.text
             assert 'deniable_estimate_share{category="search",metric="features"}' in scraped.text
-    finally:
-        server.stop()
 
 
 def test_a_set_metric_with_dimensions_counts_its_cells_and_estimates_the_whole(

@@ -8,17 +8,16 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from deniable.client import MetricSpec, SeededRandomness
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
-    VIEWER_TOKEN,
     RunningCollector,
-    collector_settings,
     register,
+    signed_in,
+    viewer_collector,
 )
 from testkit.databases import sqlite_url
 
@@ -26,11 +25,8 @@ from testkit.databases import sqlite_url
 @pytest.fixture(scope="module")
 def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningCollector]:
     folder: Path = tmp_path_factory.mktemp("text-dashboard")
-    server = RunningCollector(
-        collector_settings(sqlite_url(folder, "text"), viewer_token=VIEWER_TOKEN)
-    ).start()
-    yield server
-    server.stop()
+    with viewer_collector(sqlite_url(folder, "text")) as server:
+        yield server
 
 
 def test_the_page_ranks_the_strings_with_interval_bars_and_the_floor_line(
@@ -58,9 +54,7 @@ def test_the_page_ranks_the_strings_with_interval_bars_and_the_floor_line(
         for start in range(0, len(reports), 1000):
             answer = uploader.post("/v1/reports", json={"reports": reports[start : start + 1000]})
             assert answer.status_code == 202, answer.text
-    with httpx.Client(base_url=running.url) as browser:
-        signed = browser.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN})
-        assert signed.status_code == 303
+    with signed_in(running) as browser:
         page = browser.get("/dashboard/metrics/search")
         assert page.status_code == 200, page.text
         assert '<svg id="text-chart"' in page.text and 'class="threshold"' in page.text

@@ -16,7 +16,6 @@ import io
 import math
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from deniable.client import MetricSpec
@@ -24,13 +23,13 @@ from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
     TEST_NOW,
-    VIEWER_TOKEN,
     DatabaseFactory,
     RunningCollector,
-    collector_settings,
     make_reports,
     post_reports,
     register,
+    signed_in,
+    viewer_collector,
 )
 from testkit.cli import run_cli
 
@@ -46,9 +45,7 @@ DAYS = tuple((TEST_NOW.date() - dt.timedelta(days=back)).isoformat() for back in
 @pytest.fixture(scope="module")
 def hostile(databases: DatabaseFactory) -> Iterator[tuple[RunningCollector, str]]:
     """A collector with the hostile metric and three days of its reports."""
-    settings = collector_settings(databases.new("sqlite"), viewer_token=VIEWER_TOKEN)
-    server = RunningCollector(settings).start()
-    try:
+    with viewer_collector(databases.new("sqlite")) as server:
         with server.client(ADMIN_TOKEN) as admin:
             spec = register(admin, MetricSpec.categorical("formulas", LABELS, epsilon=2.0))
         with server.client(INGEST_KEY) as device:
@@ -57,8 +54,6 @@ def hostile(databases: DatabaseFactory) -> Iterator[tuple[RunningCollector, str]
                 response = post_reports(device, make_reports(spec, values, day, 40 + i))
                 assert response.status_code == 202, response.text
         yield server, spec.name
-    finally:
-        server.stop()
 
 
 def parsed(text: str) -> list[dict[str, str]]:
@@ -99,9 +94,7 @@ def test_the_cli_estimate_and_series_csv_neutralize_every_label(
 
 def test_the_dashboard_csvs_neutralize_every_label(hostile: tuple[RunningCollector, str]) -> None:
     server, name = hostile
-    with httpx.Client(base_url=server.url, trust_env=False, timeout=30) as browser:
-        signed = browser.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN})
-        assert signed.status_code == 303, signed.text
+    with signed_in(server) as browser:
         params = {"start": DAYS[0], "end": DAYS[-1]}
         estimate = browser.get(f"/dashboard/metrics/{name}/estimate.csv", params=params)
         series = browser.get(f"/dashboard/metrics/{name}/series.csv", params=params)
@@ -134,9 +127,7 @@ def test_the_breakdown_csvs_neutralize_every_label(hostile: tuple[RunningCollect
         "--by", "platform", *span, "--format", "csv",
     )  # fmt: skip
     assert printed.exit_code == 0, printed.output
-    with httpx.Client(base_url=server.url, trust_env=False, timeout=30) as browser:
-        signed = browser.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN})
-        assert signed.status_code == 303, signed.text
+    with signed_in(server) as browser:
         params = {"by": "platform", "start": DAYS[-1], "end": DAYS[-1]}
         download = browser.get(f"/dashboard/metrics/{spec.name}/breakdown.csv", params=params)
         page = browser.get(

@@ -35,9 +35,9 @@ from deniable.estimators.shufflingaccount import DEFAULT_DELTA, ShuffledBatch
 from testkit import (
     ADMIN_TOKEN,
     INGEST_KEY,
-    VIEWER_TOKEN,
     RunningCollector,
     collector_settings,
+    signed_in,
     unique_name,
 )
 from testkit.metrics import register
@@ -394,9 +394,7 @@ def test_a_batch_left_below_the_minimum_is_stated_as_such(any_server: RunningCol
     assert f"fewer than the minimum of {MIN_BATCH} devices" in shuffled["statement"]
     assert f"{spec.name} (1)" in shuffled["statement"]
 
-    with httpx.Client(base_url=any_server.url, trust_env=False, timeout=30) as browser:
-        signed = browser.post("/dashboard/sign-in", data={"token": VIEWER_TOKEN})
-        assert signed.status_code == 303, signed.text
+    with signed_in(any_server) as browser:
         page = browser.get("/dashboard/privacy").text
     assert "<td>2 (2 refused, below minimum)</td>" in page.replace(' class="num"', "")
     assert "1 below the minimum" in page
