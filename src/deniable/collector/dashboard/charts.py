@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from markupsafe import Markup
@@ -33,6 +33,25 @@ COLOURS = {"ACCENT": ACCENT, "INK": INK, "MUTED": MUTED, "GRID": GRID, "BAR": BA
 def svg(template: str, **context: Any) -> Markup:
     """A chart ``template`` rendered with ``context`` and the colours it names."""
     return render(template, **COLOURS, **context)
+
+
+@dataclass(frozen=True)
+class Canvas:
+    """What every chart's outer ``<svg>`` names: its id, its size class (``wide-chart``...),
+    its box in SVG units and its caption (the ``aria-label`` and ``<title>``); and the size of
+    its text."""
+
+    svg_id: str
+    kind: str
+    width: int
+    height: int | str
+    caption: str
+    font: int
+
+
+def chart(template: str, canvas: Canvas, **context: Any) -> Markup:
+    """A chart ``template`` drawn on ``canvas``, with ``context``."""
+    return svg(template, **asdict(canvas), **context)
 
 
 def color(index: int) -> str:
@@ -211,14 +230,10 @@ def bar_chart(
                 "x_estimate": f"{x(estimate):.2f}",
             }
         )
-    return svg(
+    kind = "narrow-chart" if narrow else "wide-chart"
+    return chart(
         "charts/bar.svg",
-        svg_id=svg_id,
-        kind="narrow-chart" if narrow else "wide-chart",
-        width=width,
-        height=height,
-        caption=caption,
-        font=font,
+        Canvas(svg_id, kind, width, height, caption, font),
         top_pad=top_pad,
         bottom=bottom,
         x0=x0,
@@ -358,14 +373,10 @@ def time_chart(
         if tx + text_width(text, font) / 2 > width:
             tx, anchor = width - 1, "end"
         x_ticks.append({"x": f"{tx:.1f}", "anchor": anchor, "text": text})
-    return svg(
+    kind = {WIDE: "wide-chart", NARROW: "narrow-chart"}.get(frame, "multiple")
+    return chart(
         "charts/time.svg",
-        svg_id=svg_id,
-        kind={WIDE: "wide-chart", NARROW: "narrow-chart"}.get(frame, "multiple"),
-        width=width,
-        height=height,
-        caption=caption,
-        font=font,
+        Canvas(svg_id, kind, width, height, caption, font),
         heading=heading,
         left=left,
         right=right,
