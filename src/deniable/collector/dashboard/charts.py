@@ -49,6 +49,22 @@ class Canvas:
     font: int
 
 
+@dataclass(frozen=True)
+class Plot:
+    """The box a chart draws its marks in, in SVG units: from ``left`` to ``right``, from
+    ``top`` down to ``bottom`` (the x axis's labels go below it)."""
+
+    left: float
+    right: float
+    top: float
+    bottom: float
+
+    @property
+    def middle(self) -> str:
+        """The box's horizontal middle, where the x axis's title is centred."""
+        return f"{(self.left + self.right) / 2:.1f}"
+
+
 def chart(template: str, canvas: Canvas, **context: Any) -> Markup:
     """A chart ``template`` drawn on ``canvas``, with ``context``."""
     return svg(template, **asdict(canvas), **context)
@@ -234,14 +250,11 @@ def bar_chart(
     return chart(
         "charts/bar.svg",
         Canvas(svg_id, kind, width, height, caption, font),
-        top_pad=top_pad,
-        bottom=bottom,
-        x0=x0,
+        plot=Plot(x0, x1, top_pad, bottom),
         label_x=2 if narrow else 0,
         ticks=[{"x": f"{x(t):.1f}", "text": share_text(t)} for t in ticks],
         tick_y=bottom + font + 6,
         axis_title=axis_title,
-        axis_x=f"{(x0 + x1) / 2:.1f}",
         axis_y=bottom + 2 * font + 16,
         bars=rows,
         thresholds=[
@@ -377,9 +390,8 @@ def time_chart(
     return chart(
         "charts/time.svg",
         Canvas(svg_id, kind, width, height, caption, font),
+        plot=Plot(left, right, top_pad, plot_bottom),
         heading=heading,
-        left=left,
-        right=right,
         y_ticks=[
             {"y": f"{y(t):.1f}", "text_y": f"{y(t) + font / 3:.1f}", "text": tick_text(t)}
             for t in ticks
@@ -387,7 +399,6 @@ def time_chart(
         x_ticks=x_ticks,
         x_tick_y=plot_bottom + font + 6,
         x_title=x_title,
-        x_title_x=f"{(left + right) / 2:.1f}",
         x_title_y=plot_bottom + 2 * font + 16,
         value_name=value_name,
         lines=[
