@@ -123,7 +123,12 @@ def _breakdown(
 ) -> dict[str, Any]:
     """The breakdown document from the archive's per-cell counts (InvalidInput if the archive
     holds no cells: raw reports kept their dimension cell only from a later schema on)."""
-    from deniable.collector.queries.breakdown import breakdown_of_cells, parse_by, parse_where
+    from deniable.collector.queries.breakdown import (
+        Slicing,
+        breakdown_of_cells,
+        parse_by,
+        parse_where,
+    )
     from deniable.collector.queries.refusal import QueryRefused
     from deniable.collector.settings import Settings
     from deniable.sources.archivesource import ArchiveCounts
@@ -138,10 +143,7 @@ def _breakdown(
         dims, kept = parse_by(spec, by or None), parse_where(spec, where or None)
         return breakdown_of_cells(
             cells,
-            spec,
-            labels,
-            dims,
-            kept,
+            Slicing(spec, labels, dims, kept),
             minimum=Settings().min_slice_reports,
             confidence=chosen["confidence"],
             method=chosen.get("method") or "unbiased",

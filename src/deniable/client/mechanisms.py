@@ -96,7 +96,38 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-class Mechanism(ABC):
+class OracleParameters:
+    """What a randomizer whose report supports the true item with probability ``p`` and each
+    other item with ``q`` answers alike: the eps-LDP one report guarantees, and the oracle
+    parameters p*, q*, V* the estimators use (the frequency oracles, and a text sketch's cells)."""
+
+    epsilon: float
+    p: float
+    q: float
+
+    @property
+    def guarantee(self) -> PureDP:
+        """What one report of this randomizer guarantees: eps-LDP."""
+        return PureDP(self.epsilon)
+
+    @property
+    def p_star(self) -> float:
+        """P(report supports v | true value v), the oracle parameter the estimators use."""
+        return self.p
+
+    @property
+    def q_star(self) -> float:
+        """P(report supports v | true value w != v), the oracle parameter the estimators use."""
+        return self.q
+
+    @property
+    def v_star(self) -> float:
+        """The per-report variance constant q*(1-q*)/(p*-q*)^2 (STATS.md, the general oracle)."""
+        p, q = self.p_star, self.q_star
+        return q * (1 - q) / (p - q) ** 2
+
+
+class Mechanism(OracleParameters, ABC):
     """A randomizer over the categories 0..k-1 with its oracle parameters p*, q*."""
 
     name: ClassVar[str]
@@ -117,31 +148,10 @@ class Mechanism(ABC):
             )
         self.epsilon = check_epsilon(epsilon)
 
-    @property
-    def guarantee(self) -> PureDP:
-        """What one report of this randomizer guarantees: eps-LDP."""
-        return PureDP(self.epsilon)
-
     p: float
     """p* in each mechanism's own terms: krr's keep probability, oue's bit-v probability 1/2, olh's hash-keep probability."""
     q: float
     """q* in each mechanism's own terms: krr's probability of one other value, oue's other-bit probability, olh's 1/g."""
-
-    @property
-    def p_star(self) -> float:
-        """P(report supports v | true value v), the oracle parameter the estimators use."""
-        return self.p
-
-    @property
-    def q_star(self) -> float:
-        """P(report supports v | true value w != v), the oracle parameter the estimators use."""
-        return self.q
-
-    @property
-    def v_star(self) -> float:
-        """The per-report variance constant q*(1-q*)/(p*-q*)^2 (STATS.md, the general oracle)."""
-        p, q = self.p_star, self.q_star
-        return q * (1 - q) / (p - q) ** 2
 
     def variance(self, frequency: float, n: int) -> float:
         """Exact fixed-population variance of the unbiased estimate of one category's share."""
@@ -849,7 +859,7 @@ def _text_hash_coefficients() -> tuple[tuple[tuple[int, ...], ...], tuple[int, .
     return a, b
 
 
-class PrefixSketch(BitVectorPayload):
+class PrefixSketch(OracleParameters, BitVectorPayload):
     """``pem``: PEM prefix extension (Wang, Li & Jha, IEEE TDSC 2021) through OUE inside a sketch.
 
     A device's string is UTF-8, cut to ``max_length`` bytes at a character boundary and padded
@@ -859,7 +869,10 @@ class PrefixSketch(BitVectorPayload):
     the level-l prefix to the cell h_r(prefix) in 0..m-1 and randomizes that one-hot vector by
     OUE: the cell's bit is 1 with probability p = 1/2, every other bit with q = 1/(e^eps + 1).
     The payload is ``{"b": base64 of m/8 bytes, "l": level, "r": row}``; a report supports
-    the cells whose bits are set, and the per-(level, row, cell) sums are plain counts.
+    the cells whose bits are set, and the per-(level, row, cell) sums are plain counts. So p* is
+    P(a report's bit at its prefix's cell is set), q* P(a bit at any other cell is set), and V*
+    the variance constant at f -> 0 (:meth:`variance_constant` at any f). One report is eps-LDP
+    whatever the string and its pinned level (the level is drawn independently of the value).
 
     The hash: h_r(x_0..x_{l-1}) = ((b_r + sum_i a_{r,i} x_i) mod P) mod m, P = 2^31 - 1, with
     the public coefficients of :func:`_text_hash_coefficients` (pairwise independent over
@@ -884,27 +897,6 @@ class PrefixSketch(BitVectorPayload):
         self._below_p = math.ceil(self.p * 2**53) << 11
         self._below_q = math.ceil(self.q * 2**53) << 11
         self._words = struct.Struct(f"<{self.cells}Q").unpack
-
-    @property
-    def guarantee(self) -> PureDP:
-        """What one report guarantees: eps-LDP, whatever the string and its pinned level (the
-        level is drawn independently of the value)."""
-        return PureDP(self.epsilon)
-
-    @property
-    def p_star(self) -> float:
-        """P(a report's bit at its prefix's cell is set)."""
-        return self.p
-
-    @property
-    def q_star(self) -> float:
-        """P(a bit at any other cell is set)."""
-        return self.q
-
-    @property
-    def v_star(self) -> float:
-        """Per-report variance constant at f -> 0, q(1-q)/(p-q)^2 (OUE's, OLH's to first order)."""
-        return self.q * (1 - self.q) / (self.p - self.q) ** 2
 
     def variance_constant(self, share: float) -> float:
         """V*(f) = ((1-f) q(1-q) + f p(1-p)) / (p-q)^2: one report's variance at share f."""

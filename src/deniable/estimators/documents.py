@@ -227,11 +227,18 @@ def counted_n(document: dict[str, Any]) -> str:
 
 
 @dataclass(frozen=True)
-class SeriesPoint:
-    """One period's own estimate in a series; a period without reports has n = 0."""
+class PeriodPoint:
+    """What every point of a series starts with: its period's label and its n, the reports
+    its estimate is made from (that period's alone)."""
 
     period: str
     n: int
+
+
+@dataclass(frozen=True)
+class SeriesPoint(PeriodPoint):
+    """One period's own estimate in a series; a period without reports has n = 0."""
+
     estimates: list[CategoryEstimate]
 
 
@@ -247,11 +254,9 @@ class Series(MetricAbout):
 
 
 @dataclass(frozen=True)
-class MeanSeriesPoint:
+class MeanSeriesPoint(PeriodPoint):
     """One period's own mean in a numeric series; a period without reports has n = 0."""
 
-    period: str
-    n: int
     mean: MeanEstimate
 
 

@@ -28,7 +28,16 @@ from ..queries import estimate as estimates
 from ..queries.query import EstimateQuery
 from ..queries.refusal import QueryRefused, refuse
 from . import data, emptystate, slicediff, slicetrend
-from .charts import fit_text, share_axis, share_text, svg, text_width, value_axis, value_text
+from .charts import (
+    Canvas,
+    chart,
+    fit_text,
+    share_axis,
+    share_text,
+    text_width,
+    value_axis,
+    value_text,
+)
 from .data import shown_categories
 from .kindviews import view_of
 from .pages import metric_path, pct, pooled_note
@@ -240,14 +249,10 @@ def slices_chart(
         y += 6
     plot_bottom = y
     height = plot_bottom + 2 * font + 16
-    return svg(
+    kind = "wide-chart" if frame is SLICES_WIDE else "narrow-chart"
+    return chart(
         "charts/slices.svg",
-        svg_id=svg_id,
-        kind="wide-chart" if frame is SLICES_WIDE else "narrow-chart",
-        caption=caption,
-        width=frame.width,
-        height=f"{height:.0f}",
-        font=font,
+        Canvas(svg_id, kind, frame.width, f"{height:.0f}", caption, font),
         top_pad=4,
         plot_bottom=f"{plot_bottom:.1f}",
         tick_y=f"{plot_bottom + font + 4:.1f}",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from markupsafe import Markup
@@ -33,6 +33,41 @@ COLOURS = {"ACCENT": ACCENT, "INK": INK, "MUTED": MUTED, "GRID": GRID, "BAR": BA
 def svg(template: str, **context: Any) -> Markup:
     """A chart ``template`` rendered with ``context`` and the colours it names."""
     return render(template, **COLOURS, **context)
+
+
+@dataclass(frozen=True)
+class Canvas:
+    """What every chart's outer ``<svg>`` names: its id, its size class (``wide-chart``...),
+    its box in SVG units and its caption (the ``aria-label`` and ``<title>``); and the size of
+    its text."""
+
+    svg_id: str
+    kind: str
+    width: int
+    height: int | str
+    caption: str
+    font: int
+
+
+@dataclass(frozen=True)
+class Plot:
+    """The box a chart draws its marks in, in SVG units: from ``left`` to ``right``, from
+    ``top`` down to ``bottom`` (the x axis's labels go below it)."""
+
+    left: float
+    right: float
+    top: float
+    bottom: float
+
+    @property
+    def middle(self) -> str:
+        """The box's horizontal middle, where the x axis's title is centred."""
+        return f"{(self.left + self.right) / 2:.1f}"
+
+
+def chart(template: str, canvas: Canvas, **context: Any) -> Markup:
+    """A chart ``template`` drawn on ``canvas``, with ``context``."""
+    return svg(template, **asdict(canvas), **context)
 
 
 def color(index: int) -> str:
@@ -211,22 +246,15 @@ def bar_chart(
                 "x_estimate": f"{x(estimate):.2f}",
             }
         )
-    return svg(
+    kind = "narrow-chart" if narrow else "wide-chart"
+    return chart(
         "charts/bar.svg",
-        svg_id=svg_id,
-        kind="narrow-chart" if narrow else "wide-chart",
-        width=width,
-        height=height,
-        caption=caption,
-        font=font,
-        top_pad=top_pad,
-        bottom=bottom,
-        x0=x0,
+        Canvas(svg_id, kind, width, height, caption, font),
+        plot=Plot(x0, x1, top_pad, bottom),
         label_x=2 if narrow else 0,
         ticks=[{"x": f"{x(t):.1f}", "text": share_text(t)} for t in ticks],
         tick_y=bottom + font + 6,
         axis_title=axis_title,
-        axis_x=f"{(x0 + x1) / 2:.1f}",
         axis_y=bottom + 2 * font + 16,
         bars=rows,
         thresholds=[
@@ -358,17 +386,12 @@ def time_chart(
         if tx + text_width(text, font) / 2 > width:
             tx, anchor = width - 1, "end"
         x_ticks.append({"x": f"{tx:.1f}", "anchor": anchor, "text": text})
-    return svg(
+    kind = {WIDE: "wide-chart", NARROW: "narrow-chart"}.get(frame, "multiple")
+    return chart(
         "charts/time.svg",
-        svg_id=svg_id,
-        kind={WIDE: "wide-chart", NARROW: "narrow-chart"}.get(frame, "multiple"),
-        width=width,
-        height=height,
-        caption=caption,
-        font=font,
+        Canvas(svg_id, kind, width, height, caption, font),
+        plot=Plot(left, right, top_pad, plot_bottom),
         heading=heading,
-        left=left,
-        right=right,
         y_ticks=[
             {"y": f"{y(t):.1f}", "text_y": f"{y(t) + font / 3:.1f}", "text": tick_text(t)}
             for t in ticks
@@ -376,7 +399,6 @@ def time_chart(
         x_ticks=x_ticks,
         x_tick_y=plot_bottom + font + 6,
         x_title=x_title,
-        x_title_x=f"{(left + right) / 2:.1f}",
         x_title_y=plot_bottom + 2 * font + 16,
         value_name=value_name,
         lines=[

@@ -16,14 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 from fastapi import Request
 from markupsafe import Markup
 
-from deniable.client.kinds import (
-    BooleanSpec,
-    CategoricalSpec,
-    HistogramSpec,
-    NumericSpec,
-    SetSpec,
-    TextSpec,
-)
+from deniable.client import kinds
 from deniable.client.spec import MetricSpec
 from deniable.estimators import margin_of_error, mean_margin
 
@@ -181,7 +174,7 @@ def _bucket_breakdown(spec: MetricSpec, shown: Sequence[str]) -> str:
 
 def _mean_margin(spec: MetricSpec, n: int) -> float:
     """The mean's worst-case margin at ``n`` reports (95%, value units)."""
-    assert isinstance(spec, NumericSpec)
+    assert isinstance(spec, kinds.NumericSpec)
     return mean_margin(spec.lower, spec.upper, spec.epsilon, n, mechanism=spec.mechanism)
 
 
@@ -247,9 +240,9 @@ def _text_row(request: Request, spec: MetricSpec, labels: list[str]) -> MetricRo
     return text_row(request, spec, labels)
 
 
-_register(CategoricalSpec, KindView())
+_register(kinds.CategoricalSpec, KindView())
 _register(
-    BooleanSpec,
+    kinds.BooleanSpec,
     KindView(
         lead="true",
         shown=_true_only,
@@ -258,7 +251,7 @@ _register(
     ),
 )
 _register(
-    HistogramSpec,
+    kinds.HistogramSpec,
     KindView(
         item="bucket",
         quantiles=True,
@@ -269,7 +262,7 @@ _register(
     ),
 )
 _register(
-    NumericSpec,
+    kinds.NumericSpec,
     KindView(
         shares=False,
         margin_text=_value_margin,
@@ -279,7 +272,7 @@ _register(
     ),
 )
 _register(
-    TextSpec,
+    kinds.TextSpec,
     KindView(
         margin_text=_floor_text,
         overview_cells=_one_cell,
@@ -287,7 +280,7 @@ _register(
     ),
 )
 _register(
-    SetSpec,
+    kinds.SetSpec,
     KindView(
         planned_margin=setpage.set_planned_margin,
         axis=setpage.AXIS_TITLE,

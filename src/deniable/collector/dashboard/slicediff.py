@@ -21,7 +21,18 @@ from markupsafe import Markup
 from deniable.client.spec import OTHER, MetricSpec
 
 from ..queries.refusal import refuse
-from .charts import GRID, INK, WARN, fit_text, nice_step, svg, text_width, value_text
+from .charts import (
+    GRID,
+    INK,
+    WARN,
+    Canvas,
+    Plot,
+    chart,
+    fit_text,
+    nice_step,
+    text_width,
+    value_text,
+)
 from .kindviews import view_of
 from .pages import POOLING_HELP
 from .templating import render
@@ -149,19 +160,12 @@ def difference_chart(
                 "x_difference": f"{x(row['difference']):.2f}",
             }
         )
-    return svg(
+    return chart(
         "charts/difference.svg",
-        svg_id=svg_id,
-        kind=kind,
-        width=width,
-        height=height,
-        caption=caption,
-        font=font,
-        top_pad=top_pad,
-        bottom=bottom,
+        Canvas(svg_id, kind, width, height, caption, font),
+        plot=Plot(x0, x1, top_pad, bottom),
         ticks=drawn_ticks,
         rows=drawn_rows,
-        axis_x=f"{(x0 + x1) / 2:.1f}",
         axis_title="difference in percentage points" if shares else "difference of the means",
     )
 

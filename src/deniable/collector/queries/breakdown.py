@@ -219,11 +219,20 @@ def _sum_cells(chosen: list[CellStats], periods: int, k: int) -> CellStats:
     return total
 
 
-def slice_stats(
-    state: Collector, spec: MetricSpec, labels: list[str], by: list[str], where: dict[str, str]
-) -> dict[tuple[str, ...], CellStats]:
-    """Each slice's statistics over the periods ``labels``, read from the collector's cells."""
-    return group_cells(stored_cells(state, spec, labels), spec, labels, by, where)
+@dataclass(frozen=True)
+class Slicing:
+    """What an answer by slice cuts: ``spec``'s periods ``labels``, split by the dimensions
+    ``by`` (checked, :func:`parse_by`) among the cells ``where`` keeps (:func:`parse_where`)."""
+
+    spec: MetricSpec
+    labels: list[str]
+    by: list[str]
+    where: dict[str, str]
+
+
+def slice_stats(state: Collector, slicing: Slicing) -> dict[tuple[str, ...], CellStats]:
+    """Each slice's statistics over the periods, read from the collector's cells."""
+    return group_cells(stored_cells(state, slicing.spec, slicing.labels), slicing)
 
 
 def stored_cells(state: Collector, spec: MetricSpec, labels: list[str]) -> dict[str, CellStats]:
@@ -232,15 +241,10 @@ def stored_cells(state: Collector, spec: MetricSpec, labels: list[str]) -> dict[
     return StoredCounts(state.database, spec, labels).cells()
 
 
-def group_cells(
-    cells: dict[str, CellStats],
-    spec: MetricSpec,
-    labels: list[str],
-    by: list[str],
-    where: dict[str, str],
-) -> dict[tuple[str, ...], CellStats]:
-    """Each slice's statistics over the periods ``labels`` (keyed by its ``by`` values, every
-    slice present, in :func:`slice_values` order): the sums of the cells ``where`` keeps."""
+def group_cells(cells: dict[str, CellStats], slicing: Slicing) -> dict[tuple[str, ...], CellStats]:
+    """Each slice's statistics over the periods (keyed by its ``by`` values, every slice
+    present, in :func:`slice_values` order): the sums of the cells ``where`` keeps."""
+    spec, by, where = slicing.spec, slicing.by, slicing.where
     grouped: dict[tuple[str, ...], list[CellStats]] = {
         tuple(values.values()): [] for values in slice_values(spec, by)
     }
@@ -249,15 +253,13 @@ def group_cells(
         if all(values[name] == value for name, value in where.items()):
             grouped[tuple(values[name] for name in by)].append(stats)
     width = spec.count_width
-    return {key: _sum_cells(chosen, len(labels), width) for key, chosen in grouped.items()}
+    periods = len(slicing.labels)
+    return {key: _sum_cells(chosen, periods, width) for key, chosen in grouped.items()}
 
 
 def breakdown(
     state: Collector,
-    spec: MetricSpec,
-    labels: list[str],
-    by: list[str],
-    where: dict[str, str],
+    slicing: Slicing,
     *,
     confidence: float,
     method: Method,
@@ -266,15 +268,12 @@ def breakdown(
     cells: dict[str, CellStats] | None = None,
     candidates: list[str] | None = None,
 ) -> dict[str, Any]:
-    """The breakdown document of ``spec`` over the periods ``labels`` (bounded by the caller),
-    with the difference between the two ``compare`` slices if asked; ``cells`` are those
-    periods' cells if the caller has read them already."""
+    """The breakdown document of the ``slicing`` (its periods bounded by the caller), with the
+    difference between the two ``compare`` slices if asked; ``cells`` are those periods' cells
+    if the caller has read them already."""
     return breakdown_of_cells(
-        stored_cells(state, spec, labels) if cells is None else cells,
-        spec,
-        labels,
-        by,
-        where,
+        stored_cells(state, slicing.spec, slicing.labels) if cells is None else cells,
+        slicing,
         minimum=state.settings.min_slice_reports,
         confidence=confidence,
         method=method,
@@ -286,10 +285,7 @@ def breakdown(
 
 def breakdown_of_cells(
     cells: dict[str, CellStats],
-    spec: MetricSpec,
-    labels: list[str],
-    by: list[str],
-    where: dict[str, str],
+    slicing: Slicing,
     *,
     minimum: int,
     confidence: float,
@@ -303,8 +299,9 @@ def breakdown_of_cells(
     are each one period's heavy hitters (``labels`` one label; ``candidates`` scored instead
     if given), each run at alpha / (slices shown). Each kind's estimator
     (:mod:`deniable.estimators.kinds`) makes a slice's accumulator and its document."""
+    spec, labels, by = slicing.spec, slicing.labels, slicing.by
     wanted = slice_values(spec, by)
-    sums = group_cells(cells, spec, labels, by, where)
+    sums = group_cells(cells, slicing)
     shown = [key for key, stats in sums.items() if int(stats.n.sum()) >= minimum]
     level = 1 - (1 - confidence) / max(1, len(shown))
     first, last = labels[0], labels[-1]
@@ -331,7 +328,7 @@ def breakdown_of_cells(
         comparison = compare_slices(named[compare[0]], named[compare[1]], confidence)
     document = plain(
         BreakdownEstimate(
-            spec.name, first, last, by, where, confidence, level, minimum, [], comparison
+            spec.name, first, last, by, slicing.where, confidence, level, minimum, [], comparison
         )
     )
     # each slice's estimate is a document already: not walked again (it cost as much as making it)

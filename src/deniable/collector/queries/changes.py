@@ -28,7 +28,7 @@ from deniable.estimators.kinds import estimator_of
 
 from ..context import Collector
 from ..storage.queries import read_counts, read_sums
-from .breakdown import slice_stats, slice_values
+from .breakdown import Slicing, slice_stats, slice_values
 from .ranges import period_bounds
 from .refusal import refuse
 
@@ -143,8 +143,8 @@ def period_comparison(
     sliced = by is not None or where is not None
     dims, kept = list(by or []), dict(where or {})
     if sliced:
-        now = slice_stats(state, spec, labels, dims, kept)
-        then = slice_stats(state, spec, baseline, dims, kept)
+        now = slice_stats(state, Slicing(spec, labels, dims, kept))
+        then = slice_stats(state, Slicing(spec, baseline, dims, kept))
         wanted = slice_values(spec, dims)
     else:
         now, then, wanted = (

@@ -19,7 +19,7 @@ from deniable.estimators.engine import document
 
 from ..context import Collector
 from ..readcache import cached_document
-from .breakdown import breakdown, parse_by, parse_compare, parse_where, slice_count
+from .breakdown import Slicing, breakdown, parse_by, parse_compare, parse_where, slice_count
 from .compare import compared_estimate
 from .limits import categories_of, check_cells
 from .query import EstimateQuery
@@ -97,10 +97,7 @@ def sliced_estimate(
         spec,
         breakdown(
             state,
-            spec,
-            labels,
-            dims,
-            kept,
+            Slicing(spec, labels, dims, kept),
             confidence=query.confidence,
             method=query.shares_method(isinstance(spec, NumericSpec)),
             pooling=query.pooling,
@@ -152,10 +149,7 @@ def text_breakdown(
         )
     return breakdown(
         state,
-        spec,
-        [label],
-        dims,
-        kept,
+        Slicing(spec, [label], dims, kept),
         confidence=query.confidence,
         method="unbiased",
         pooling="overlap-safe",

@@ -22,6 +22,7 @@ from ..storage.queries import read_cells
 from .breakdown import (
     SlicedRead,
     SliceEstimate,
+    Slicing,
     breakdown,
     parse_by,
     parse_where,
@@ -79,10 +80,7 @@ def slice_series(
         period = {cell: _period(stats, i) for cell, stats in cells.items()}
         document = breakdown(
             state,
-            spec,
-            [label],
-            dims,
-            kept,
+            Slicing(spec, [label], dims, kept),
             confidence=confidence,
             method=method,
             pooling="overlap-safe",

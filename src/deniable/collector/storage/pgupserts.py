@@ -30,6 +30,23 @@ SEP = "\x1f"
 """Separates the values of one column in the statements' text parameters: JSON text
 (payloads) escapes every control character, and ids, metric names and periods have none."""
 
+_PERIOD_COUNT_ROWS = """SELECT * FROM unnest(
+        string_to_array(:n_metrics, :sep),
+        string_to_array(:n_periods, :sep),
+        string_to_array(:n_counts, ',')::bigint[]
+    )"""
+"""The period counts' rows, (metric, period, n), from the ``n_*`` text parameters of
+:func:`_count_params`: the rows :data:`STORE` and :data:`_COUNTS` upsert."""
+
+_SUPPORT_COUNT_ROWS = """SELECT * FROM unnest(
+        string_to_array(:s_metrics, :sep),
+        string_to_array(:s_periods, :sep),
+        string_to_array(:s_categories, ',')::int[],
+        string_to_array(:s_counts, ',')::bigint[]
+    )"""
+"""The support counts' rows, (metric, period, category, support), from the ``s_*`` text
+parameters of :func:`_count_params`, likewise."""
+
 _STATEMENT = """
 WITH new AS (
     INSERT INTO reports (id, metric, period, payload, received, cell)
@@ -47,22 +64,13 @@ WITH new AS (
     SELECT count(*) AS n FROM new
 ), pc AS (
     INSERT INTO period_counts AS t (metric, period, n)
-    SELECT * FROM unnest(
-        string_to_array(:n_metrics, :sep),
-        string_to_array(:n_periods, :sep),
-        string_to_array(:n_counts, ',')::bigint[]
-    )
+    {period_count_rows}
     WHERE (SELECT n FROM tally) = :total
     ON CONFLICT (metric, period) DO UPDATE SET n = t.n + excluded.n
     RETURNING 1
 ), sc AS (
     INSERT INTO support_counts AS t (metric, period, category, support)
-    SELECT * FROM unnest(
-        string_to_array(:s_metrics, :sep),
-        string_to_array(:s_periods, :sep),
-        string_to_array(:s_categories, ',')::int[],
-        string_to_array(:s_counts, ',')::bigint[]
-    )
+    {support_count_rows}
     WHERE (SELECT count(*) FROM pc) > 0
     ON CONFLICT (metric, period, category) DO UPDATE SET support = t.support + excluded.support
     {sc_returning}
@@ -88,7 +96,19 @@ _NUMERIC = """, ns AS (
         total_squares = t.total_squares + excluded.total_squares
 )"""
 
-STORE = text(_STATEMENT.format(sc_returning="", numeric=""))
+
+def _statement(sc_returning: str, numeric: str) -> str:
+    """:data:`_STATEMENT` with the count rows, ``sc`` returning ``sc_returning`` and ending in
+    ``numeric`` (the ``ns`` upsert, or nothing)."""
+    return _STATEMENT.format(
+        period_count_rows=_PERIOD_COUNT_ROWS,
+        support_count_rows=_SUPPORT_COUNT_ROWS,
+        sc_returning=sc_returning,
+        numeric=numeric,
+    )
+
+
+STORE = text(_statement(sc_returning="", numeric=""))
 """A group's whole write as one statement (one round trip before the commit).
 
 ``new`` inserts the group's distinct reports in key order and returns the new keys; if every
@@ -102,7 +122,7 @@ arrays would differ in length, ``unnest`` would pad with NULLs and the NOT NULL 
 would refuse the whole group: nothing stored, nothing acknowledged.)
 """
 
-STORE_NUMERIC = text(_STATEMENT.format(sc_returning="RETURNING 1", numeric=_NUMERIC))
+STORE_NUMERIC = text(_statement(sc_returning="RETURNING 1", numeric=_NUMERIC))
 """:data:`STORE` plus ``ns``, the numeric sums, for a group holding numeric reports. ``ns``
 writes only once ``pc`` has (so only if every report is new) and ``sc`` is complete (it reads
 both), so it locks its rows last, after the support counts; each sum travels as its ``repr``
@@ -132,24 +152,15 @@ row's support is its packed ``numeric``, :func:`.tables.decimal_counts`), rows i
 order; adding two packed vectors is one numeric addition (a numeric metric's support is 0)."""
 
 
-_COUNTS = text("""
+_COUNTS = text(f"""
 WITH pc AS (
     INSERT INTO period_counts AS t (metric, period, n)
-    SELECT * FROM unnest(
-        string_to_array(:n_metrics, :sep),
-        string_to_array(:n_periods, :sep),
-        string_to_array(:n_counts, ',')::bigint[]
-    )
+    {_PERIOD_COUNT_ROWS}
     ON CONFLICT (metric, period) DO UPDATE SET n = t.n + excluded.n
     RETURNING 1
 )
 INSERT INTO support_counts AS t (metric, period, category, support)
-SELECT * FROM unnest(
-    string_to_array(:s_metrics, :sep),
-    string_to_array(:s_periods, :sep),
-    string_to_array(:s_categories, ',')::int[],
-    string_to_array(:s_counts, ',')::bigint[]
-)
+{_SUPPORT_COUNT_ROWS}
 WHERE (SELECT count(*) FROM pc) >= 0
 ON CONFLICT (metric, period, category) DO UPDATE SET support = t.support + excluded.support
 """)

@@ -239,12 +239,14 @@ def _unpacked(value: Any, dialect: Dialect) -> np.ndarray | None:
     return unpack_counts(value)
 
 
-def metric_period_key() -> tuple[Column[Any], Column[Any]]:
-    """The (metric, period) key columns each per-period counts table starts with, made anew
-    for each table (a column belongs to one)."""
-    return (
+def per_period_table(name: str, *columns: Column[Any]) -> Table:
+    """A per-period counts table: keyed by (metric, period), then its own ``columns``."""
+    return Table(
+        name,
+        metadata,
         Column("metric", String(64), primary_key=True),
         Column("period", String(10), primary_key=True),
+        *columns,
     )
 
 
@@ -305,37 +307,23 @@ On PostgreSQL the table is partitioned by period label, one partition per label
 whole partitions, and a statement bounded to some periods reads only their partitions.
 """
 
-period_counts = Table(
-    "period_counts",
-    metadata,
-    *metric_period_key(),
-    Column("n", BigInteger, nullable=False),
-)
+period_counts = per_period_table("period_counts", Column("n", BigInteger, nullable=False))
 """How many distinct reports each (metric, period) has received."""
 
-support_counts = Table(
+support_counts = per_period_table(
     "support_counts",
-    metadata,
-    *metric_period_key(),
     Column("category", Integer, primary_key=True, autoincrement=False),
     Column("support", BigInteger, nullable=False),
 )
 """C_v: how many reports of (metric, period) support category v (absent rows are 0)."""
 
-numeric_sums = Table(
-    "numeric_sums",
-    metadata,
-    *metric_period_key(),
-    *numeric_sums_columns(),
-)
+numeric_sums = per_period_table("numeric_sums", *numeric_sums_columns())
 """A numeric metric's sufficient statistics per period: n reports, the sum of their payloads y
 and the sum of y^2 (on the mechanism's [-1, 1] axis), so a mean and its interval read one row
 per period. Numeric reports also count in ``period_counts``, like every report."""
 
-cell_counts = Table(
+cell_counts = per_period_table(
     "cell_counts",
-    metadata,
-    *metric_period_key(),
     Column("cell", String(300), primary_key=True),
     *numeric_sums_columns(),
     Column("support", PackedCounts, nullable=False),
@@ -351,10 +339,8 @@ support totals: it has no ``support_counts`` rows (its reports still count in
 ``period_counts`` and ``numeric_sums``). A metric without dimensions has no rows here: its one
 cell is the whole of ``period_counts``, ``support_counts`` and ``numeric_sums``."""
 
-text_cell_counts = Table(
+text_cell_counts = per_period_table(
     "text_cell_counts",
-    metadata,
-    *metric_period_key(),
     Column("cell", String(300), primary_key=True),
     Column("chunk", Integer, primary_key=True, autoincrement=False),
     Column("counts", PackedCounts, nullable=False),

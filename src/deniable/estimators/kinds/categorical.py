@@ -30,6 +30,10 @@ from .base import (
 if TYPE_CHECKING:
     from ..engine import CountsSource, DocumentQuery
 
+Counts = Callable[[], Sequence[PeriodCounts]]
+"""The counts of a document's periods, read when called: only by a kind whose document needs
+them (a histogram's quantiles), so the others never read them."""
+
 
 @dataclass(frozen=True)
 class ShareCounts:
@@ -137,12 +141,7 @@ class CategoricalEstimator(OracleCountsEstimator[OracleSpec]):
         return self.shares_document(spec, (source.first, source.last), shares, source.counts, query)
 
     def shares_document(
-        self,
-        spec: OracleSpec,
-        span: Span,
-        shares: Estimate,
-        counts: Callable[[], Sequence[PeriodCounts]],
-        query: DocumentQuery,
+        self, spec: OracleSpec, span: Span, shares: Estimate, counts: Counts, query: DocumentQuery
     ) -> dict[str, Any]:
         """The document of ``shares`` (a kind that needs the counts too reads ``counts``)."""
         return estimate_document(spec.name, span[0], span[1], shares)

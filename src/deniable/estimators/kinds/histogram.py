@@ -3,7 +3,6 @@ document adds quantile intervals to the buckets' shares."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from deniable.client.kinds import HistogramSpec
@@ -12,9 +11,9 @@ from deniable.client.kinds.oracle import OracleSpec
 from ..choices import check_quantiles
 from ..documents import histogram_document
 from ..quantiles import estimate_quantiles
-from ..results import Estimate, PeriodCounts
+from ..results import Estimate
 from .base import Span, register
-from .categorical import CategoricalEstimator
+from .categorical import CategoricalEstimator, Counts
 
 if TYPE_CHECKING:
     from ..engine import DocumentQuery
@@ -25,12 +24,7 @@ class HistogramEstimator(CategoricalEstimator):
     """The buckets' shares and the quantiles' intervals from the same counts."""
 
     def shares_document(
-        self,
-        spec: OracleSpec,
-        span: Span,
-        shares: Estimate,
-        counts: Callable[[], Sequence[PeriodCounts]],
-        query: DocumentQuery,
+        self, spec: OracleSpec, span: Span, shares: Estimate, counts: Counts, query: DocumentQuery
     ) -> dict[str, Any]:
         """The buckets' shares with the quantiles' intervals (the defaults if none asked)."""
         assert isinstance(spec, HistogramSpec)
