@@ -88,6 +88,10 @@ class ReadGate:
         try:
             deadline = asyncio.get_running_loop().time() + self.wait
             for gate, name in gates:
+                if not gate.locked():  # free, nobody waiting: taken at once, no timer
+                    await gate.acquire()
+                    held.append(gate)
+                    continue
                 left = max(0.05, deadline - asyncio.get_running_loop().time())
                 try:
                     await asyncio.wait_for(gate.acquire(), left)
