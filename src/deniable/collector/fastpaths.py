@@ -6,7 +6,7 @@ middlewares, FastAPI's dependency solving) took about as much again (docs/perfor
 its FastAPI route's own path pattern) to that row's plain handler, through only the
 middleware instances the row keeps; every other request goes to the full stack. A row's
 ``prepare`` does nothing but read the request (the token, the query): when it declines
-(returns None), the request goes to the full stack as if no row had matched, so every
+(returns None, or fails), the request goes to the full stack as if no row had matched, so every
 refusal (401, 403, 422) is still FastAPI's own answer. Its ``answer`` then makes the response;
 an exception is answered by the app's own exception handlers, as Starlette's would be. The
 FastAPI route stays registered: the OpenAPI document and the full path are unchanged.
@@ -151,7 +151,10 @@ class FastPaths:
                 if match is None:
                     continue
                 scope["path_params"] = match.groupdict()
-                work = row.prepare(Request(scope, receive))
+                try:
+                    work = row.prepare(Request(scope, receive))
+                except Exception:  # the full stack answers it, as it answers all it declines
+                    work = None
                 if work is None:
                     del scope["path_params"]
                     break
