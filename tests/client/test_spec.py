@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import random
 
 import pytest
 
@@ -167,6 +168,20 @@ def test_period_ranges_cross_year_and_month_ends() -> None:
     assert next_period("month", "2026-01") == "2026-02"
     with pytest.raises(ValueError, match="after"):
         period_range("day", "2026-11-02", "2026-11-01")
+
+
+@pytest.mark.parametrize("kind", ["day", "week", "month"])
+def test_a_period_range_is_its_first_label_stepped_to_its_last(kind: str) -> None:
+    """The labels counted from the first day are the ones ``next_period`` steps through,
+    for ranges of 1 to 400 periods from every start in two years (leap days, week 53)."""
+    rng = random.Random(5)
+    first = dt.date(2023, 12, 1)
+    for _ in range(300):
+        start = period_label(kind, first + dt.timedelta(days=rng.randrange(800)))
+        stepped = [start]
+        for _ in range(rng.randrange(400)):
+            stepped.append(next_period(kind, stepped[-1]))
+        assert period_range(kind, start, stepped[-1]) == stepped
 
 
 @pytest.mark.parametrize(

@@ -190,6 +190,43 @@ def test_specs_and_estimates_follow_a_re_registration(
     assert sorted(exported_ids(admin, new.name)) == sorted(r["id"] for r in reports)
 
 
+def test_an_estimate_from_a_stale_cached_spec_is_made_again_from_the_current_one(
+    server: RunningCollector, admin: httpx.Client
+) -> None:
+    """An estimate starts from the spec as cached, unchecked (queries/estimate.py): the name
+    registered again underneath (plain SQL, so the collector's cache still holds the old
+    spec), its refusal under the old spec and its counts' fingerprint check both lead to the
+    estimate of the current spec, never to an answer of the old one, nor a 503."""
+    old = register(admin, MetricSpec.numeric(unique_name("est"), lower=0, upper=10, epsilon=1.0))
+    path = f"/v1/metrics/{old.name}/estimate"
+    asked = {"start": TODAY, "end": TODAY, "method": "consistent"}
+    refused = admin.get(path, params=asked)
+    assert refused.status_code == 422 and "unbiased" in refused.text
+    assert admin.get(path, params={"start": TODAY, "end": TODAY}).status_code == 200
+
+    recreate(server.settings.database_url)
+    new = categorical(old.name, ["x", "y"], epsilon=2.0)
+    database = open_database(server.settings.database_url)
+    try:
+        register_spec(database, new, dt.datetime(2026, 11, 21, tzinfo=dt.UTC))
+    finally:
+        database.dispose()
+    answer = admin.get(path, params=asked)  # refused under the cached numeric spec
+    assert answer.status_code == 200, answer.text
+    assert [row["category"] for row in answer.json()["estimates"]] == ["x", "y"]
+
+    recreate(server.settings.database_url)
+    newer = categorical(old.name, ["p", "q", "r"])
+    database = open_database(server.settings.database_url)
+    try:
+        register_spec(database, newer, dt.datetime(2026, 11, 21, tzinfo=dt.UTC))
+    finally:
+        database.dispose()
+    answer = admin.get(path, params={"start": TODAY, "end": TODAY})  # counts of another spec
+    assert answer.status_code == 200, answer.text
+    assert [row["category"] for row in answer.json()["estimates"]] == ["p", "q", "r"]
+
+
 def test_storage_refuses_to_write_or_read_under_a_stale_spec(databases: Any, backend: str) -> None:
     """The write transaction and the count read check the spec themselves (no cache involved)."""
     from deniable.collector.storage.queries import SpecChanged, read_counts

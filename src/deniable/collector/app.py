@@ -35,6 +35,7 @@ from . import dashboard, exposition
 from .auth import ADMIN, INGEST, SHUFFLER, VIEWER
 from .context import Clock, Collector, SpecCache, utc_now
 from .docspage import install_docs
+from .fastpaths import FastPaths
 from .readcache import ReadCache
 from .readgate import ReadGate
 from .redirects import RelativeRedirects
@@ -255,8 +256,10 @@ class CollectorApp(FastAPI):
         return _openapi(self)
 
     def build_middleware_stack(self) -> ASGIApp:
-        """Starlette's stack inside :class:`QuietFaults`."""
-        return QuietFaults(super().build_middleware_stack())
+        """Starlette's stack inside :class:`QuietFaults`, behind the thin paths
+        (:mod:`.fastpaths`), which keep its :class:`QuietFaults` and :class:`LatencyMiddleware`."""
+        stack = QuietFaults(super().build_middleware_stack())
+        return FastPaths(self, stack, keep=(QuietFaults, LatencyMiddleware))
 
 
 def _to_dashboard() -> RedirectResponse:

@@ -36,8 +36,8 @@ class SpecCache:
     cache is never the last word. Ingestion reads :meth:`cached`, unchecked, because its write
     transaction checks every fingerprint it stores under: on ``SpecChanged`` the route forgets
     those names (:meth:`forget`) and validates again, and before it refuses a report for its
-    fingerprint it asks whether the cached spec is still current (:meth:`changed`). Every other
-    reader uses :meth:`get`, which compares the cached fingerprint with the database's first
+    fingerprint it asks whether the cached spec is still current (:meth:`changed`). The
+    estimate of a range does the same with its count reads. Every other reader uses :meth:`get`, which compares the cached fingerprint with the database's first
     (one primary-key read).
     """
 
@@ -46,7 +46,9 @@ class SpecCache:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def cached(self, name: str) -> MetricSpec | None:
-        """The spec named ``name`` as last read (None if unregistered): for ingestion only."""
+        """The spec named ``name`` as last read (None if unregistered): for ingestion, and for
+        the estimate of a range, whose count reads check the fingerprint themselves
+        (:func:`.queries.estimate.range_estimate`)."""
         entry = self._specs.get(name) or self._load(name)
         return entry.spec if entry is not None else None
 

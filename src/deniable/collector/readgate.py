@@ -58,7 +58,8 @@ def unscoped_limit(limit: int, per_group: int) -> int:
 
 class ReadGate:
     """Admit ``limit`` heavy reads at once, at most ``per_group`` of one :func:`read_group`;
-    answer 503 to one kept waiting over ``wait`` s."""
+    answer 503 to one kept waiting over ``wait`` s. Its semaphores are made with it, so a
+    shallow copy around another app (a thin path, :mod:`.fastpaths`) shares its turns."""
 
     def __init__(
         self, app: ASGIApp, *, limit: int, wait: float, per_group: int | None = None
@@ -68,17 +69,14 @@ class ReadGate:
         self.per_group = min(limit, per_group or limit)
         self.wait = wait
         self.unscoped = unscoped_limit(limit, self.per_group)
-        self._slots: asyncio.Semaphore | None = None
-        self._unscoped: asyncio.Semaphore | None = None
+        self._slots = asyncio.Semaphore(self.limit)
+        self._unscoped = asyncio.Semaphore(self.unscoped)
         self._groups: dict[str, tuple[asyncio.Semaphore, list[int]]] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not is_heavy_read(scope["method"], scope["path"]):
             await self.app(scope, receive, send)
             return
-        if self._slots is None or self._unscoped is None:
-            self._slots = asyncio.Semaphore(self.limit)
-            self._unscoped = asyncio.Semaphore(self.unscoped)
         group = read_group(scope["path"])
         turn, users = self._groups.setdefault(group, (asyncio.Semaphore(self.per_group), [0]))
         gates: list[tuple[asyncio.Semaphore, str | None]] = [(turn, group)]
@@ -90,6 +88,10 @@ class ReadGate:
         try:
             deadline = asyncio.get_running_loop().time() + self.wait
             for gate, name in gates:
+                if not gate.locked():  # free, nobody waiting: taken at once, no timer
+                    await gate.acquire()
+                    held.append(gate)
+                    continue
                 left = max(0.05, deadline - asyncio.get_running_loop().time())
                 try:
                     await asyncio.wait_for(gate.acquire(), left)

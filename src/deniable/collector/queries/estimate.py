@@ -19,13 +19,14 @@ from deniable.estimators.engine import document
 
 from ..context import Collector
 from ..readcache import cached_document
+from ..storage.queries import SpecChanged
 from .breakdown import Slicing, breakdown, parse_by, parse_compare, parse_where, slice_count
 from .compare import compared_estimate
 from .limits import categories_of, check_cells
 from .query import EstimateQuery
-from .ranges import range_labels
+from .ranges import range_labels, resolve_range
 from .reading import about, checked_quantiles, numeric_method, refused
-from .refusal import refuse
+from .refusal import QueryRefused, UnknownMetric, refuse
 from .stored import StoredCounts
 
 
@@ -39,21 +40,53 @@ def estimate(state: Collector, query: EstimateQuery) -> dict[str, Any]:
     instead (shares or means; a histogram's slices give its buckets' shares, without
     quantiles). With ``compare_to``, the change from that window to this one instead (per
     slice with ``by``/``where``)."""
+    if query.compare_to is None and not query.sliced:
+        return range_estimate(state, query)
     spec, labels = range_labels(state, query.metric, query.start, query.end)
     if query.candidates is not None and not isinstance(spec, TextSpec):
         raise refuse(f"candidates are for text metrics; {spec.name} is {spec.type}")
     if query.compare_to is not None:
         return compared_estimate(state, spec, labels, query)
-    if query.sliced:
-        if isinstance(spec, TextSpec):
-            checked_quantiles(spec, query.quantiles)
-            if query.compare is not None:
-                raise refuse(
-                    f"compare is for shares and means; {spec.name} is a text metric"
-                    " (its slices list their own strings: compare them side by side)"
-                )
-            return about(state, spec, text_breakdown(state, spec, labels, query))
-        return sliced_estimate(state, spec, labels, query)
+    if isinstance(spec, TextSpec):
+        checked_quantiles(spec, query.quantiles)
+        if query.compare is not None:
+            raise refuse(
+                f"compare is for shares and means; {spec.name} is a text metric"
+                " (its slices list their own strings: compare them side by side)"
+            )
+        return about(state, spec, text_breakdown(state, spec, labels, query))
+    return sliced_estimate(state, spec, labels, query)
+
+
+def range_estimate(state: Collector, query: EstimateQuery) -> dict[str, Any]:
+    """The estimate of one range, no slices, no comparison (:func:`estimate`).
+
+    It starts from the spec as cached, unchecked: every read of its counts checks the
+    registered fingerprint in the same statement (:class:`SpecChanged` otherwise), so a
+    document it makes is one of the current spec. Only when it ends in a refusal or
+    :class:`SpecChanged` is the cached spec checked against the database; if it was stale,
+    the estimate is made again from the current one, as every other read is. One database
+    round trip fewer per estimate than checking first."""
+    cached = state.specs.cached(query.metric)
+    if cached is not None:
+        try:
+            return _range_document(state, cached, query)
+        except (QueryRefused, SpecChanged):
+            current = state.specs.get(query.metric)
+            if current is not None and current.fingerprint == cached.fingerprint:
+                raise
+    current = state.specs.get(query.metric)
+    if current is None:
+        raise UnknownMetric(query.metric)
+    return _range_document(state, current, query)
+
+
+def _range_document(state: Collector, spec: MetricSpec, query: EstimateQuery) -> dict[str, Any]:
+    """:func:`range_estimate` of ``spec`` as registered: its range, the query's options
+    checked, then the document (a text metric's of its one period)."""
+    labels = resolve_range(state, spec, query.start, query.end)
+    if query.candidates is not None and not isinstance(spec, TextSpec):
+        raise refuse(f"candidates are for text metrics; {spec.name} is {spec.type}")
     limit = state.settings.max_estimate_cells
     if isinstance(spec, TextSpec):
         checked_quantiles(spec, query.quantiles)

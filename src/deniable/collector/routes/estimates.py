@@ -9,13 +9,18 @@ are the query layer's: :func:`..queries.estimate.estimate` and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
+from urllib.parse import parse_qsl
 
 from fastapi import APIRouter, Depends, Query, Request
+from starlette.concurrency import run_in_threadpool
 
+from deniable.client.errors import InvalidInput
 from deniable.estimators import AnyRangeEstimate, AnySeries, Method, Pooling
 from deniable.estimators.heavyhitters import MAX_CANDIDATES
+from deniable.service.bearer import any_match, bearer_token
 
+from ..auth import accepted_tokens
 from ..context import collector
 from ..numbers import query_number
 from ..queries.breakdown import BreakdownEstimate
@@ -25,6 +30,9 @@ from ..queries.query import CONFIDENCE_RULE, QUANTILE_RULE, EstimateQuery, liste
 from ..queries.series import series
 from ..queries.slices import SliceSeries
 from .common import DocumentResponse, MetricPeriods, MetricPeriodsQuery, metric_read
+
+PERIOD_MAX_CHARS = 32
+"""The longest ``start`` or ``end`` the estimate routes take (:data:`.common.PeriodQuery`)."""
 
 router = APIRouter(tags=["estimates"])
 
@@ -177,6 +185,64 @@ def get_estimate(
         compare_to=compare_to,
     )
     return DocumentResponse(estimate(collector(request), query))
+
+
+THIN_TAKES = frozenset({"start", "end", "confidence", "method", "simultaneous", "pooling"})
+"""The query parameters the thin estimate path reads; a request with any other parameter of
+:func:`get_estimate` (q, candidates, by, where, compare, compare_to) is left to FastAPI."""
+THIN_LEAVES = frozenset({"q", "candidates", "by", "where", "compare", "compare_to"})
+BOOLEANS = {"true": True, "false": False, "1": True, "0": False}
+"""The ``simultaneous`` values the thin path reads (pydantic reads these the same way; it
+reads more, which the thin path leaves to it)."""
+METHODS = frozenset(get_args(Method))
+POOLINGS = frozenset(get_args(Pooling))
+
+
+def thin_estimate_query(request: Request) -> EstimateQuery | None:
+    """The query of a plain ``GET /v1/metrics/{name}/estimate`` (:mod:`..fastpaths`), read
+    without FastAPI: its token accepted and every parameter well formed as
+    :func:`get_estimate` would take it. None for anything else (a token refused, a value
+    FastAPI would refuse or read in a way this does not, a repeated parameter, a parameter
+    of a breakdown, a comparison, quantiles or candidates), which FastAPI then answers."""
+    settings = collector(request).settings
+    accepted = accepted_tokens(settings, "viewer")
+    if accepted and not any_match(bearer_token(request), accepted):
+        return None
+    given: dict[str, str] = {}
+    for key, value in parse_qsl(request.scope["query_string"].decode("latin-1"), True):
+        if key in THIN_LEAVES or key in given:
+            return None
+        if key in THIN_TAKES:
+            given[key] = value
+    start, end = given.get("start"), given.get("end")
+    if any(text is not None and len(text) > PERIOD_MAX_CHARS for text in (start, end)):
+        return None
+    options = EstimateOptions()
+    if "confidence" in given:
+        try:
+            options.confidence = CONFIDENCE_RULE.parse(given["confidence"])
+        except InvalidInput:
+            return None
+    if "method" in given:
+        if given["method"] not in METHODS:
+            return None
+        options.method = given["method"]  # type: ignore[assignment]
+    if "simultaneous" in given:
+        simultaneous = BOOLEANS.get(given["simultaneous"])
+        if simultaneous is None:
+            return None
+        options.simultaneous = simultaneous
+    pooling = given.get("pooling", "overlap-safe")
+    if pooling not in POOLINGS:
+        return None
+    read = MetricPeriods(request.path_params["name"], start, end)
+    return estimate_query(read, options, pooling=pooling)  # type: ignore[arg-type]
+
+
+async def thin_estimate(request: Request, query: EstimateQuery) -> DocumentResponse:
+    """:func:`get_estimate`'s answer to ``query`` (read by :func:`thin_estimate_query`)."""
+    state = collector(request)
+    return await run_in_threadpool(lambda: DocumentResponse(estimate(state, query)))
 
 
 SERIES_DESCRIPTION = (

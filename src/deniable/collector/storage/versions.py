@@ -43,10 +43,14 @@ def advance(connection: Connection, metrics: Collection[str] | None) -> None:
         connection.execute(upsert, {"metric": metric})
 
 
+_READ_VERSION = select(read_versions.c.metric, read_versions.c.version).where(
+    (read_versions.c.metric == ANY_METRIC) | (read_versions.c.metric == bindparam("metric"))
+)
+"""The ``""`` row and a metric's: built once (building it anew each time, with an expanding
+``IN``, was a sixth of the CPU of a read-cache hit)."""
+
+
 def read_version(connection: Connection, metric: str) -> tuple[int, int]:
     """The ``""`` row's version and ``metric``'s (0 for a row not yet written)."""
-    query = select(read_versions.c.metric, read_versions.c.version).where(
-        read_versions.c.metric.in_([ANY_METRIC, metric])
-    )
-    found = {row.metric: row.version for row in connection.execute(query)}
+    found = dict(connection.execute(_READ_VERSION, {"metric": metric}).all())
     return int(found.get(ANY_METRIC, 0)), int(found.get(metric, 0))
