@@ -58,16 +58,39 @@ def _post_batch(url: str, spec: MetricSpec, seed: int) -> int:
 def _post_until_both_workers_counted(
     url: str, spec: MetricSpec, directory: Path, least: int
 ) -> tuple[int, int]:
-    """Upload at least ``least`` batches, and on until two pids have counter files.
+    """Upload at least ``least`` batches, and on until two pids have counted some of them.
 
+    A worker's counter file appears at its start (its counters made at zero), so what shows
+    that a worker took uploads is its file holding this metric's accepted total.
     Returns (reports accepted, POSTs made).
     """
     accepted = posts = 0
-    while posts < least or len(list(directory.glob("counter_*.db"))) < 2:
+    while posts < least or _workers_counting(directory, spec.name) < 2:
         assert posts < MOST_BATCHES, "one worker took every upload"
         accepted += _post_batch(url, spec, posts)
         posts += 1
     return accepted, posts
+
+
+def _accepted_key(metric: str) -> str:
+    """The multiprocess file's key of ``metric``'s accepted-reports total."""
+    return mmap_key(
+        "deniable_reports_accepted",
+        "deniable_reports_accepted_total",
+        ("metric",),
+        (metric,),
+        "New reports stored",
+    )
+
+
+def _workers_counting(directory: Path, metric: str) -> int:
+    """How many workers' counter files hold a positive accepted total for ``metric``."""
+    key = _accepted_key(metric)
+    counting = 0
+    for path in directory.glob("counter_*.db"):
+        values = MmapedDict.read_all_values_from_file(str(path))
+        counting += any(found == key and value > 0 for found, value, *_ in values)
+    return counting
 
 
 def _files_appear(directory: Path, pattern: str, count: int) -> bool:
@@ -137,14 +160,7 @@ def test_every_scrape_of_two_workers_shows_the_totals_and_serve_removes_its_dire
 def _stale_counter(directory: Path, metric: str) -> None:
     """A counter file left by an earlier run: 1000 reports accepted for ``metric``."""
     stale = MmapedDict(str(directory / "counter_1.db"))
-    key = mmap_key(
-        "deniable_reports_accepted",
-        "deniable_reports_accepted_total",
-        ("metric",),
-        (metric,),
-        "New reports stored",
-    )
-    stale.write_value(key, 1000.0, 0.0)
+    stale.write_value(_accepted_key(metric), 1000.0, 0.0)
     stale.close()
 
 
