@@ -9,7 +9,6 @@ a batch; the rows of a metric with dimensions are grouped again by (period, cell
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import cast, overload
@@ -103,28 +102,14 @@ def metric_rows(batch: Sequence[ValidReport], where: list[int], spec: MetricSpec
 @dataclass(frozen=True)
 class TextRows:
     """One text metric's reports of a batch: their positions, periods and the flat count
-    indexes each adds one to (its set sketch cells and its (level, row) tally), so its
-    per-(level, row, cell) sums go down the counts path like any other metric's."""
+    indexes each adds one to (its set sketch cells and its (level, row) tally); their sums go
+    to ``text_cell_counts`` by (period, cell, sketch row) (:mod:`.textcells`)."""
 
     positions: np.ndarray
     periods: list[str]
     codes: np.ndarray
     indexes: list[np.ndarray]
     size: int
-
-    def counts(self, metric: str, mask: np.ndarray | None = None) -> Counts:
-        """Report and per-cell sums per period, of the rows ``mask`` selects (all if None)."""
-        chosen: dict[int, list[np.ndarray]] = defaultdict(list)
-        for i, code in enumerate(self.codes.tolist()):
-            if mask is None or mask[i]:
-                chosen[code].append(self.indexes[i])
-        return {
-            (metric, self.periods[code]): (
-                len(rows),
-                np.bincount(np.concatenate(rows), minlength=self.size).astype(np.int64),
-            )
-            for code, rows in chosen.items()
-        }
 
 
 def text_rows(batch: Sequence[ValidReport], where: list[int], spec: MetricSpec) -> TextRows:

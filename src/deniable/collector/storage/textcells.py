@@ -1,5 +1,5 @@
-"""A text metric with dimensions: its sketch counts per cell (``text_cell_counts``), one packed
-row per (period, cell, sketch row).
+"""A text metric's sketch counts per cell (``text_cell_counts``), one packed row per (period,
+cell, sketch row); a metric without dimensions has the one cell ``""`` (migration 0017).
 
 A text report sets bits of one sketch row only, its (level, row), and adds one to that pair's
 tally (:class:`.kindrows.TextRows`), so per cell the counts are kept by sketch row: the row's
@@ -7,9 +7,10 @@ tally (:class:`.kindrows.TextRows`), so per cell the counts are kept by sketch r
 report adds to exactly one such row whatever its eps; a group of reports upserts one row per
 (period, cell, sketch row) it touches, each added in place (SQLite: the sums with the stored rows,
 :mod:`.packedsums`; PostgreSQL: one numeric addition, :data:`.tables.COUNT_DIGITS`). Measured against one row per
-nonzero count (a report's 19 set bits at eps 4, 277 at eps 1) and one packed row per cell (a
-whole sketch, 1 MB at 8 bytes, rewritten by every group touching the cell):
-``python -m bench.text_cells`` and docs/DESIGN.md, "Text metrics with dimensions".
+nonzero count (a report's 19 set bits at eps 4, 277 at eps 1; how a metric without dimensions
+kept them before 0017) and one packed row per cell (a whole sketch, 1 MB at 8 bytes, rewritten
+by every group touching the cell): ``python -m bench.text_cells``, ``python -m bench.ingest
+--text`` and docs/DESIGN.md, "Text metrics with dimensions".
 
 Ingestion only counts the reports the insert found new (the same masks as every other count),
 summed over the whole group per (metric, period, cell, chunk) and upserted in one statement in
@@ -137,7 +138,7 @@ INSERT INTO text_cell_counts AS t (metric, period, cell, chunk, counts)
 SELECT * FROM unnest(
     string_to_array(:metrics, :sep),
     string_to_array(:periods, :sep),
-    string_to_array(:cells, :sep),
+    (string_to_array(:cells, :sep))[2:],
     string_to_array(:chunks, ',')::int[],
     string_to_array(:counts, ',')::numeric[]
 )
@@ -145,7 +146,9 @@ ON CONFLICT (metric, period, cell, chunk) DO UPDATE SET counts = t.counts + excl
 """)
 """PostgreSQL: the upsert as one statement, each column one text parameter (as
 :data:`.pgupserts.STORE`; a row's counts as its packed ``numeric``, :func:`.tables.decimal_counts`),
-rows distinct and in key order, each row's counts added in place by one numeric addition."""
+rows distinct and in key order, each row's counts added in place by one numeric addition.
+Each cell text follows a separator (the first element, empty, is dropped): a metric without
+dimensions has the one cell ``""``, and ``string_to_array`` of one empty text is no element."""
 
 
 def upsert_text_cells(
@@ -155,9 +158,9 @@ def upsert_text_cells(
     new: Sequence[np.ndarray] | None,
 ) -> None:
     """Add the text cell counts of the group's new reports: ``prepared`` holds each batch's
-    rows per text metric with dimensions and their increments if every report is new;
+    rows per text metric and their increments if every report is new;
     ``new`` each batch's mask of new reports (None: all are). Nothing for a group without
-    such metrics."""
+    text metrics."""
     total: ChunkCounts = {}
     for b, (groups, all_new) in enumerate(prepared):
         if not groups:
@@ -189,7 +192,7 @@ def upsert_text_cells(
             "sep": _SEP,
             "metrics": _SEP.join(metrics),
             "periods": _SEP.join(periods),
-            "cells": _SEP.join(cells),
+            "cells": "".join(_SEP + cell for cell in cells),
             "chunks": ",".join(map(str, chunks)),
             "counts": ",".join(decimal_counts([total[key] for key in keys])),
         },
