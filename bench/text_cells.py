@@ -14,8 +14,9 @@ Then the counts write alone on SQLite (``--counts-backend postgresql``: PostgreS
 ``packed``; no report insert), by group size, for three layouts:
 ``chunked`` (``text_cell_counts`` as built: a row per (period, cell, level, row) holding that
 sketch row's 1,024 sums and its tally, 8 KB, of which a report touches exactly one; the
-collector's own upsert); ``sparse`` (a row per nonzero count, as ``support_counts`` keeps a
-text metric without dimensions, with a cell column; the same JSON upsert shape) and
+collector's own upsert); ``sparse`` (a row per nonzero count, as ``support_counts`` kept a
+text metric without dimensions before migration 0017, with a cell column; the same JSON upsert
+shape) and
 ``packed`` (a row per (period, cell) holding the whole sketch, as ``cell_counts`` keeps a
 categorical metric's support: one 131,200-count blob per touched cell added in place by
 ``deniable_add_counts``). A collector commits groups of whatever arrived together: small ones
@@ -96,10 +97,9 @@ def run(url: str, payloads: list[dict[str, object]], count: int, epsilon: float)
             batch = prepare_batch(reports[start : start + GROUP], {spec.name: spec}, day)
             store_batches(database, [batch])
         rate = len(reports) / (time.perf_counter() - began)
-        table = "text_cell_counts" if dimensions else "support_counts"
         with database.reader.connect() as connection:
             rows = connection.execute(
-                text(f"SELECT count(*) FROM {table} WHERE metric = :m"), {"m": spec.name}
+                text("SELECT count(*) FROM text_cell_counts WHERE metric = :m"), {"m": spec.name}
             ).scalar_one()
         began = time.perf_counter()
         if dimensions:
