@@ -40,6 +40,7 @@ from sqlalchemy import text
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.collector import migrate
 from deniable.collector.storage import open_database
+from deniable.collector.storage.kindrows import TextRows
 from deniable.collector.storage.prepare import prepare_batch
 from deniable.collector.storage.queries import read_counts, read_text_cells, register_spec
 from deniable.collector.storage.tables import ADD_PACKED_SQL, pack_counts
@@ -47,7 +48,7 @@ from deniable.collector.storage.textcells import text_cell_rows, upsert_text_cel
 from deniable.collector.storage.transaction import store_batches
 from deniable.collector.validation import ValidReport
 from deniable.estimators.heavyhitters import text_document
-from deniable.estimators.support import text_support
+from deniable.estimators.support import text_bits, text_support
 from testkit import scratch_database
 
 PERIOD = "2026-11-26"
@@ -159,9 +160,11 @@ def counts_only(
             cells = [f"c{c}" for c in chosen[start : start + len(chunk)]]
             if layout == "chunked":
                 keys = [(PERIOD, cell) for cell in cells]
-                rows = text_cell_rows(
-                    keys, np.arange(len(chunk)), indexes, sketch.cells, sketch.cell_count
+                chunks, bits = text_bits(sketch, chunk)  # type: ignore[arg-type]
+                batch = TextRows(
+                    np.arange(len(chunk)), [PERIOD], np.zeros(len(chunk)), chunks, bits
                 )
+                rows = text_cell_rows(keys, batch, sketch.levels * sketch.rows)
                 with database.writing() as connection:
                     upsert_text_cells(
                         connection, database, [({"m": rows}, rows.increments("m"))], None

@@ -17,7 +17,7 @@ import numpy as np
 
 from deniable.client.spec import MetricSpec
 from deniable.estimators import support_matrix
-from deniable.estimators.support import text_support
+from deniable.estimators.support import text_bits
 
 from ..validation import ValidReport
 
@@ -101,23 +101,22 @@ def metric_rows(batch: Sequence[ValidReport], where: list[int], spec: MetricSpec
 
 @dataclass(frozen=True)
 class TextRows:
-    """One text metric's reports of a batch: their positions, periods and the flat count
-    indexes each adds one to (its set sketch cells and its (level, row) tally); their sums go
-    to ``text_cell_counts`` by (period, cell, sketch row) (:mod:`.textcells`)."""
+    """One text metric's reports of a batch: their positions, periods, sketch rows
+    (``chunks``: (level - 1) × rows + row) and cells' bits (reports × cells, bool); their
+    sums go to ``text_cell_counts`` by (period, cell, sketch row) (:mod:`.textcells`)."""
 
     positions: np.ndarray
     periods: list[str]
     codes: np.ndarray
-    indexes: list[np.ndarray]
-    size: int
+    chunks: np.ndarray
+    bits: np.ndarray
 
 
 def text_rows(batch: Sequence[ValidReport], where: list[int], spec: MetricSpec) -> TextRows:
     """The rows of ``batch`` at positions ``where`` (all of one text metric) as TextRows."""
     periods, codes = period_codes(batch, where)
-    sketch = spec.text_randomizer
-    indexes = text_support(sketch, [batch[i].payload for i in where])
-    return TextRows(np.asarray(where, dtype=np.int64), periods, codes, indexes, sketch.cell_count)
+    chunks, bits = text_bits(spec.text_randomizer, [batch[i].payload for i in where])
+    return TextRows(np.asarray(where, dtype=np.int64), periods, codes, chunks, bits)
 
 
 @dataclass(frozen=True)

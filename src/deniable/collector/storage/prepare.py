@@ -198,7 +198,7 @@ def _prepare_text(prepared: PreparedBatch, part: MetricPart) -> None:
     prepared.counts.update(reports_per_period(rows, metric))
     keys = [(batch[i].period, batch[i].cell) for i in where]
     sketch = spec.text_randomizer
-    grouped = text_cell_rows(keys, rows.positions, rows.indexes, sketch.cells, rows.size)
+    grouped = text_cell_rows(keys, rows, sketch.levels * sketch.rows)
     prepared.text_cells[metric] = grouped
     prepared.text_cell_counts.update(grouped.increments(metric))
 
