@@ -1,10 +1,10 @@
 """One metric's reports of a batch, grouped per kind, and their sums per period.
 
 Pure preparation, no database: a categorical metric's rows carry a support matrix, a text
-metric's rows the flat count indexes of its sketch, a numeric metric's rows their payloads y.
-Each sums the rows a mask selects per period, so the writer can count only the new reports of
-a batch; the rows of a metric with dimensions are grouped again by (period, cell)
-(:func:`cell_rows`).
+metric's rows their sketch rows and bits (summed by :mod:`.textcells`), a numeric metric's rows
+their payloads y. Each sums the rows a mask selects per period, so the writer can count only
+the new reports of a batch; the rows of a metric with dimensions are grouped again by (period,
+cell) (:func:`cell_rows`).
 """
 
 from __future__ import annotations
