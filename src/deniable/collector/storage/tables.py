@@ -148,10 +148,14 @@ def decimal_counts(vectors: Sequence[np.ndarray]) -> list[str]:
             continue
         counts = np.stack([vectors[i] for i in where]).astype(np.int64)[:, ::-1]
         digits = np.empty((len(where), width, COUNT_DIGITS), dtype=np.uint8)
-        digits[:, :, 0] = counts // 10 ** (COUNT_DIGITS - 1) + 48
-        for place in (1, 5, 9):  # the other twelve digits, four at a time
-            group = counts // 10 ** (COUNT_DIGITS - 4 - place) % 10_000
-            digits[:, :, place : place + 4] = _FOUR_DIGITS[group]
+        if counts.max() < 10_000:  # a group's increments, mostly: no division at all
+            digits[:, :, : COUNT_DIGITS - 4] = 48
+            digits[:, :, COUNT_DIGITS - 4 :] = _FOUR_DIGITS[counts]
+        else:
+            digits[:, :, 0] = counts // 10 ** (COUNT_DIGITS - 1) + 48
+            for place in (1, 5, 9):  # the other twelve digits, four at a time
+                group = counts // 10 ** (COUNT_DIGITS - 4 - place) % 10_000
+                digits[:, :, place : place + 4] = _FOUR_DIGITS[group]
         rows = digits.reshape(len(where), width * COUNT_DIGITS)
         for i, row in zip(where, rows, strict=True):
             texts[i] = row.tobytes().decode("ascii")
