@@ -175,7 +175,12 @@ def ingestion(reports: int, seed: int, epsilon: float = 4.0) -> list[dict[str, o
             store_batches(database, [prepare_batch(batch, {spec.name: spec}, today)])
         seconds = time.perf_counter() - began
         with database.reader.connect() as connection:
-            counts = connection.execute(text("SELECT count(*) FROM support_counts")).scalar()
+            counts = connection.execute(
+                text(
+                    "SELECT (SELECT count(*) FROM support_counts)"
+                    " + (SELECT count(*) FROM text_cell_counts)"
+                )
+            ).scalar()
         database.dispose()
         rows.append(
             {

@@ -31,6 +31,12 @@ SQLite's executemany, PostgreSQL's COPY into the period's partition, counts upse
 executemany, one transaction per body), alternately three times, and prints every pair's
 CPU per report (the collector's processes, or this process, plus the PostgreSQL backends),
 the median ratio and the load average. Partitions are made before either timer starts.
+
+``--text 3`` (issue 42) ingests a 16-byte text metric at eps 1 and at eps 4 and an oue k=100
+metric (reports over 90 periods), each through a fresh collector for ``--seconds``, the
+three alternated three times per backend, and prints every run's reports/s and CPU per report
+(the collector's processes and the PostgreSQL backends), then each text metric's median rate
+over oue's and the load average.
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ import numpy as np
 import psycopg
 
 from deniable.client import MetricSpec
+from deniable.client.kinds import TextSpec
 from deniable.client.wire import payload_text
 from deniable.collector.storage import open_database, pgupserts, sqliteupserts
 from deniable.collector.storage.engine import is_sqlite
@@ -95,9 +102,24 @@ def periods(today: dt.date) -> list[str]:
     return [(today - dt.timedelta(days=d)).isoformat() for d in range(DAYS - 1, -1, -1)]
 
 
+TEXT_LENGTH = 16
+"""The ``max_length`` (bytes) of the text metrics ``--text`` stores."""
+
+
 def payload_pool(spec: MetricSpec, size: int, seed: int) -> list[object]:
-    """Randomized payloads of uniformly drawn true values (reused to build many reports fast)."""
+    """Randomized payloads of uniformly drawn true values (reused to build many reports fast);
+    a text metric's: strings from a few hundred, each report at a level drawn uniformly."""
     source = FastRandomness(seed)
+    if isinstance(spec, TextSpec):
+        sketch = spec.text_randomizer
+        return [
+            sketch.randomize(
+                sketch.encode(f"value{source.randbelow(300)}"),
+                1 + source.randbelow(sketch.levels),
+                source,
+            )
+            for _ in range(size)
+        ]
     return [spec.randomizer.randomize(source.randbelow(spec.k), source) for _ in range(size)]
 
 
@@ -512,9 +534,21 @@ def main() -> None:
         " (SQLite executemany, PostgreSQL COPY), alternately ROUNDS times per backend, and"
         " print every pair, the median ratio of CPU per report and the load",
     )
+    parser.add_argument(
+        "--text",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="ingest a text metric at eps 1 and at eps 4 and an oue k=100 metric (eps"
+        " --epsilon) through a fresh collector each, alternately ROUNDS times per backend, and"
+        " print every run, the median ratios of reports/s and the CPU per report",
+    )
     args = parser.parse_args()
     rows: list[list[str]] = []
     backends = ("sqlite", "postgresql") if args.backend == "both" else (args.backend,)
+    if args.text:
+        print_table([row for backend in backends for row in compare_text(backend, args)])
+        return
     if args.versus:
         print_table([compare_engine(backend, args) for backend in backends])
         return
@@ -735,6 +769,101 @@ def compare_engine(backend: str, args: argparse.Namespace) -> list[str]:
         f"{ours / theirs:.2f}x",
         f"median of {args.versus}: {ours:.1f} / {theirs:.1f} us/report",
         f"load {_load()}",
+    ]
+
+
+def text_specs(backend: str, args: argparse.Namespace) -> dict[str, MetricSpec]:
+    """The metrics ``--text`` compares: an oue k=100 metric and text metrics at eps 1 and 4."""
+    return {
+        "oue k=100": MetricSpec.categorical(
+            f"bench_{backend}", [f"c{i}" for i in range(K)], epsilon=args.epsilon, mechanism="oue"
+        ),
+        **{
+            f"text eps {eps:g}": MetricSpec.text(
+                f"bench_text_{backend}", max_length=TEXT_LENGTH, epsilon=eps
+            )
+            for eps in (1.0, 4.0)
+        },
+    }
+
+
+def rate_run(
+    backend: str, args: argparse.Namespace, spec: MetricSpec, bodies: list[bytes]
+) -> tuple[float, float]:
+    """:func:`_rate_run`, started again (up to twice) when the collector does not start: on a
+    loaded machine its workers can miss their start-up deadline."""
+    for attempt in range(3):
+        try:
+            return _rate_run(backend, args, spec, bodies)
+        except RuntimeError as error:
+            if "did not start" not in str(error) or attempt == 2:
+                raise
+            print(f"[{backend}] the collector did not start; trying again")
+    raise AssertionError("unreachable")
+
+
+def _rate_run(
+    backend: str, args: argparse.Namespace, spec: MetricSpec, bodies: list[bytes]
+) -> tuple[float, float]:
+    """Post ``bodies`` (the first one untimed) to a fresh collector for at most
+    ``args.seconds``: reports/s and the CPU per report (us) of the collector's processes and
+    database backends."""
+    with tempfile.TemporaryDirectory(prefix="deniable-bench-") as tmp:
+        directory = Path(tmp)
+        workers = args.workers or (1 if backend == "sqlite" else 2)
+        with (
+            scratch_database(backend, directory, "deniable_bench") as url,
+            CollectorProcess(
+                collector_settings(url, ingest_key=None), directory, workers=workers
+            ) as collector,
+        ):
+            register_all(collector.url, [spec])
+            _make_partitions(url)
+            load(collector.url, bodies[:1], 1, 3600)
+            started = process_tree_cpu(collector.process.pid) + backend_cpu(url)
+            accepted, wall, _, _ = load(collector.url, bodies[1:], args.threads, args.seconds)
+            used = process_tree_cpu(collector.process.pid) + backend_cpu(url) - started
+            return accepted / wall, used / accepted * 1e6
+
+
+TEXT_BODIES = {"oue k=100": 100, "text eps 1": 20, "text eps 4": 20}
+"""Request bodies built per second of ``--seconds`` for each side of ``--text`` (a run ends
+early, its rate still fair, if a side stores them all sooner)."""
+
+
+def compare_text(backend: str, args: argparse.Namespace) -> list[list[str]]:
+    """Text at eps 1 and 4 against oue k=100, alternately ``args.text`` times on ``backend``:
+    every run printed, then a row per text metric with its median rate over oue's."""
+    specs = text_specs(backend, args)
+    labels = periods(dt.datetime.now(dt.UTC).date())
+    bodies = {
+        side: build_bodies(spec, labels, int(args.seconds * TEXT_BODIES[side]) + 1, seed=1)
+        for side, spec in specs.items()
+    }
+    rates: dict[str, list[float]] = {side: [] for side in specs}
+    cpu: dict[str, list[float]] = {side: [] for side in specs}
+    for round_ in range(args.text):
+        for side, spec in specs.items():
+            rate, per_report = rate_run(backend, args, spec, bodies[side])
+            rates[side].append(rate)
+            cpu[side].append(per_report)
+            print(
+                f"[{backend}] round {round_ + 1}: {side} {rate:,.0f} reports/s,"
+                f" {per_report:.1f} us CPU/report; load {_load()}"
+            )
+    base = statistics.median(rates["oue k=100"])
+    base_cpu = statistics.median(cpu["oue k=100"])
+    return [
+        [
+            backend,
+            f"{side} / oue k=100 ingest rate, {DAYS} periods",
+            f"{statistics.median(rates[side]) / base:.2f}x",
+            f"median of {args.text}: {statistics.median(rates[side]):,.0f} / {base:,.0f}"
+            f" reports/s; CPU {statistics.median(cpu[side]):.1f} / {base_cpu:.1f} us/report",
+            f"load {_load()}",
+        ]
+        for side in specs
+        if side != "oue k=100"
     ]
 
 

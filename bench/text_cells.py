@@ -14,8 +14,9 @@ Then the counts write alone on SQLite (``--counts-backend postgresql``: PostgreS
 ``packed``; no report insert), by group size, for three layouts:
 ``chunked`` (``text_cell_counts`` as built: a row per (period, cell, level, row) holding that
 sketch row's 1,024 sums and its tally, 8 KB, of which a report touches exactly one; the
-collector's own upsert); ``sparse`` (a row per nonzero count, as ``support_counts`` keeps a
-text metric without dimensions, with a cell column; the same JSON upsert shape) and
+collector's own upsert); ``sparse`` (a row per nonzero count, as ``support_counts`` kept a
+text metric without dimensions before migration 0017, with a cell column; the same JSON upsert
+shape) and
 ``packed`` (a row per (period, cell) holding the whole sketch, as ``cell_counts`` keeps a
 categorical metric's support: one 131,200-count blob per touched cell added in place by
 ``deniable_add_counts``). A collector commits groups of whatever arrived together: small ones
@@ -39,6 +40,7 @@ from sqlalchemy import text
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.collector import migrate
 from deniable.collector.storage import open_database
+from deniable.collector.storage.kindrows import TextRows
 from deniable.collector.storage.prepare import prepare_batch
 from deniable.collector.storage.queries import read_counts, read_text_cells, register_spec
 from deniable.collector.storage.tables import ADD_PACKED_SQL, pack_counts
@@ -46,7 +48,7 @@ from deniable.collector.storage.textcells import text_cell_rows, upsert_text_cel
 from deniable.collector.storage.transaction import store_batches
 from deniable.collector.validation import ValidReport
 from deniable.estimators.heavyhitters import text_document
-from deniable.estimators.support import text_support
+from deniable.estimators.support import text_bits, text_support
 from testkit import scratch_database
 
 PERIOD = "2026-11-26"
@@ -96,10 +98,9 @@ def run(url: str, payloads: list[dict[str, object]], count: int, epsilon: float)
             batch = prepare_batch(reports[start : start + GROUP], {spec.name: spec}, day)
             store_batches(database, [batch])
         rate = len(reports) / (time.perf_counter() - began)
-        table = "text_cell_counts" if dimensions else "support_counts"
         with database.reader.connect() as connection:
             rows = connection.execute(
-                text(f"SELECT count(*) FROM {table} WHERE metric = :m"), {"m": spec.name}
+                text("SELECT count(*) FROM text_cell_counts WHERE metric = :m"), {"m": spec.name}
             ).scalar_one()
         began = time.perf_counter()
         if dimensions:
@@ -159,9 +160,11 @@ def counts_only(
             cells = [f"c{c}" for c in chosen[start : start + len(chunk)]]
             if layout == "chunked":
                 keys = [(PERIOD, cell) for cell in cells]
-                rows = text_cell_rows(
-                    keys, np.arange(len(chunk)), indexes, sketch.cells, sketch.cell_count
+                chunks, bits = text_bits(sketch, chunk)  # type: ignore[arg-type]
+                batch = TextRows(
+                    np.arange(len(chunk)), [PERIOD], np.zeros(len(chunk)), chunks, bits
                 )
+                rows = text_cell_rows(keys, batch, sketch.levels * sketch.rows)
                 with database.writing() as connection:
                     upsert_text_cells(
                         connection, database, [({"m": rows}, rows.increments("m"))], None

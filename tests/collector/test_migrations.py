@@ -7,13 +7,14 @@ import json
 import uuid
 from typing import Any
 
+import numpy as np
 import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Connection, create_engine, inspect, select, text
 
-from deniable.client import MetricSpec
+from deniable.client import MetricSpec, SeededRandomness
 from deniable.client.wire import payload_text
 from deniable.collector import migrate
 from deniable.collector.storage import open_database, read_batches, read_sums
@@ -22,12 +23,13 @@ from deniable.collector.storage.engine import normalize_url
 from deniable.collector.storage.migrator import alembic_config, run_locked
 from deniable.collector.storage.partitions import include_name
 from deniable.collector.storage.prepare import prepare_batch
-from deniable.collector.storage.queries import register_spec
+from deniable.collector.storage.queries import read_counts, register_spec
 from deniable.collector.storage.shuffled import record_part
 from deniable.collector.storage.tables import metadata, reports, shuffled_batches
 from deniable.collector.storage.transaction import store_batches
 from deniable.collector.validation import ValidReport
 from deniable.estimators.shufflingaccount import ShuffledBatch
+from deniable.estimators.support import text_support
 from testkit import (
     INGEST_KEY,
     TEST_NOW,
@@ -423,3 +425,93 @@ def test_arrivals_migration_adds_and_drops_its_table_and_ingest_writes_it_only_o
     assert len(_rows(url, text("SELECT id FROM reports"))) == 9
     migrate(url)
     assert_schema_is_the_tables(url)
+
+
+def test_packed_text_counts_migration_packs_and_unpacks_losslessly(
+    databases: DatabaseFactory, backend: str
+) -> None:
+    """0017 packs a text metric's ``support_counts`` (a row per nonzero count, as 0016
+    ingestion left them) into one ``text_cell_counts`` row per sketch row of cell ``''``: the
+    estimate's counts are exactly the rows', ingestion after it adds to them, and the
+    downgrade writes back exactly the rows a row-per-count layout holds; other metrics'
+    counts are untouched both ways."""
+    url = databases.new(backend)
+    migrate(url, "0016")
+    words = MetricSpec.text("words", max_length=4, epsilon=1.0)
+    other = MetricSpec.categorical("other", ["a", "b", "c"], epsilon=1.0)
+    sketch = words.text_randomizer
+    rng = SeededRandomness(11)
+    periods = [TEST_NOW.date().isoformat(), (TEST_NOW.date() - dt.timedelta(days=1)).isoformat()]
+    valid = [
+        ValidReport(
+            str(uuid.uuid4()),
+            words.name,
+            periods[i % 2],
+            sketch.randomize(sketch.encode(f"w{i % 5}"), 1 + i % sketch.levels, rng),
+        )
+        for i in range(300)
+    ]
+    old = {p: np.zeros(words.count_width, dtype=np.int64) for p in periods}
+    for report, indexes in zip(
+        valid, text_support(sketch, [r.payload for r in valid]), strict=True
+    ):
+        np.add.at(old[report.period], indexes, 1)
+    support_rows = sorted(
+        (words.name, p, c, int(old[p][c])) for p in periods for c in np.flatnonzero(old[p]).tolist()
+    )
+    database = open_database(url)
+    try:
+        for spec in (words, other):
+            register_spec(database, spec, dt.datetime.now(dt.UTC))
+        others_valid = [
+            ValidReport(r["id"], r["metric"], r["period"], r["payload"])
+            for r in make_reports(other, [0, 1, 2, 2], periods[0], seed=5)
+        ]
+        store_batches(database, [prepare_batch(others_valid, {other.name: other}, TEST_NOW.date())])
+        with database.writing() as connection:
+            connection.execute(
+                text("INSERT INTO period_counts (metric, period, n) VALUES (:m, :p, 150)"),
+                [{"m": words.name, "p": p} for p in periods],
+            )
+            connection.execute(
+                text("INSERT INTO support_counts VALUES (:m, :p, :c, :s)"),
+                [dict(zip("mpcs", row, strict=True)) for row in support_rows],
+            )
+    finally:
+        database.dispose()
+    support_query = text("SELECT metric, period, category, support FROM support_counts")
+    others = sorted(r for r in _rows(url, support_query) if r[0] == other.name)
+
+    migrate(url)
+    assert_schema_is_the_tables(url)
+    assert sorted(_rows(url, support_query)) == others
+    chunks = _rows(url, text("SELECT DISTINCT cell, period, chunk FROM text_cell_counts"))
+    touched = {(r.period, r.payload["l"], r.payload["r"]) for r in valid}
+    assert sorted(chunks) == sorted(("", p, (lv - 1) * sketch.rows + row) for p, lv, row in touched)
+    database = open_database(url)
+    try:
+        n, counts = read_counts(database, words, sorted(periods))
+        assert n.tolist() == [150, 150]
+        assert all(np.array_equal(counts[i], old[p]) for i, p in enumerate(sorted(periods)))
+        more = [ValidReport(str(uuid.uuid4()), words.name, periods[0], valid[0].payload)]
+        store_batches(database, [prepare_batch(more, {words.name: words}, TEST_NOW.date())])
+        np.add.at(old[periods[0]], text_support(sketch, [valid[0].payload])[0], 1)
+        n, counts = read_counts(database, words, [periods[0]])
+        assert n.tolist() == [151] and np.array_equal(counts[0], old[periods[0]])
+    finally:
+        database.dispose()
+
+    _downgrade(url, "0016")
+    after = sorted(
+        (words.name, p, c, int(old[p][c])) for p in periods for c in np.flatnonzero(old[p]).tolist()
+    )
+    assert sorted(_rows(url, support_query)) == sorted(after + others)
+    assert _rows(url, text("SELECT count(*) FROM text_cell_counts")) == [(0,)]
+    migrate(url)
+    assert_schema_is_the_tables(url)
+    database = open_database(url)
+    try:
+        n, counts = read_counts(database, words, [periods[0]])
+        assert n.tolist() == [151] and np.array_equal(counts[0], old[periods[0]])
+    finally:
+        database.dispose()

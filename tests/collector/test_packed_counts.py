@@ -44,6 +44,14 @@ def test_decimal_counts_round_trip(vectors: list[np.ndarray]) -> None:
         assert _padded(back, width) == _padded(vector, width)
 
 
+def test_decimal_counts_write_small_and_large_counts_digit_for_digit() -> None:
+    """Counts below 10,000 (a group's increments, written by one lookup) and above (written
+    four digits at a time) both give each count's 13 digits, the first count rightmost."""
+    small, large = np.array([0, 1, 9_999, 42]), np.array([10_000, 0, COUNT_LIMIT - 1, 7])
+    for vector, packed in zip((small, large), decimal_counts([small, large]), strict=True):
+        assert packed == "".join(f"{count:013d}" for count in reversed(vector.tolist()))
+
+
 def test_decimal_counts_add_as_vectors_when_added_as_numbers() -> None:
     first, second = np.array([3, 0, COUNT_LIMIT // 2]), np.array([COUNT_LIMIT // 2 - 1, 7])
     a, b = decimal_counts([first, second])

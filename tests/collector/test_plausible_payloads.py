@@ -14,7 +14,6 @@ import httpx
 import numpy as np
 import pytest
 from scipy import stats
-from sqlalchemy import text
 
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.client.mechanisms import (
@@ -28,6 +27,7 @@ from deniable.client.mechanisms import (
 from deniable.collector import migrate
 from deniable.collector.storage import open_database
 from deniable.collector.storage.queries import READ_CHUNK_ROWS, read_counts, register_spec
+from deniable.collector.storage.tables import text_cell_counts
 from testkit import TEST_NOW, DatabaseFactory, make_reports, post_reports, register, unique_name
 
 EPSILONS = (1e-3, 0.1, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 20.0)
@@ -174,27 +174,33 @@ def test_ingestion_refuses_implausible_payloads_naming_them_and_stores_nothing(
 def test_a_full_text_sketch_is_read_in_bounded_memory(databases: DatabaseFactory) -> None:
     """Every count of a text metric's sketch nonzero (what many honest reports, or poisoned
     ones before the bound, leave): ``read_counts`` returns them all, exactly, holding at most
-    a chunk of rows beside the counts (as one list of rows it held about 90 MB here,
-    400 MB for a 64-byte metric)."""
+    a chunk of packed rows beside the counts (as one list of a row per count it held 400 MB
+    here; as one list of its 1,024 packed rows, about twice the counts' 8 MB)."""
     url = databases.new("sqlite")
     migrate(url)
     database = open_database(url)
-    spec = MetricSpec.text("full_sketch", max_length=8, epsilon=4.0)
+    spec = MetricSpec.text("full_sketch", max_length=64, epsilon=4.0)
     register_spec(database, spec, dt.datetime.now(dt.UTC))
-    width = spec.text_randomizer.cell_count
+    sketch = spec.text_randomizer
+    width = sketch.cell_count
     expected = np.arange(1, width + 1, dtype=np.int64)
-    with database.writing() as connection:
-        connection.execute(
-            text("INSERT INTO period_counts (metric, period, n) VALUES (:m, :p, :n)"),
-            {"m": spec.name, "p": PERIOD, "n": 7},
-        )
-        connection.execute(
-            text(
-                "INSERT INTO support_counts (metric, period, category, support)"
-                " VALUES (:m, :p, :c, :s)"
+    chunks = sketch.levels * sketch.rows
+    tallies = expected[chunks * sketch.cells :]
+    rows = [
+        {
+            "metric": spec.name,
+            "period": PERIOD,
+            "cell": "",
+            "chunk": chunk,
+            "counts": np.append(
+                expected[chunk * sketch.cells : (chunk + 1) * sketch.cells], tallies[chunk]
             ),
-            [{"m": spec.name, "p": PERIOD, "c": i, "s": int(expected[i])} for i in range(width)],
-        )
+        }
+        for chunk in range(chunks)
+    ]
+    with database.writing() as connection:
+        connection.execute(text_cell_counts.insert(), rows)
+    del rows
     tracemalloc.start()
     try:
         n, counts = read_counts(database, spec, [PERIOD])
@@ -202,5 +208,5 @@ def test_a_full_text_sketch_is_read_in_bounded_memory(databases: DatabaseFactory
     finally:
         tracemalloc.stop()
         database.dispose()
-    assert n.tolist() == [7] and np.array_equal(counts[0], expected)
-    assert peak <= counts.nbytes + 1000 * READ_CHUNK_ROWS, (peak, counts.nbytes)
+    assert n.tolist() == [int(tallies.sum())] and np.array_equal(counts[0], expected)
+    assert peak <= counts.nbytes + 40_000 * READ_CHUNK_ROWS, (peak, counts.nbytes)

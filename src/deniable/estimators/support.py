@@ -95,12 +95,10 @@ def support_matrix(mechanism: Mechanism, payloads: Sequence[Payload]) -> np.ndar
     raise TypeError(f"no support rule for mechanism {mechanism.name!r}")
 
 
-def text_support(sketch: PrefixSketch, payloads: Sequence[Payload]) -> list[np.ndarray]:
-    """Per (already-validated) text payload, the flat count indexes it adds one to: its set
-    cells at its (level, row) and that pair's report tally (the vectorized twin of
-    ``PrefixSketch.supported``; a test checks they agree)."""
-    if len(payloads) == 0:
-        return []
+def text_bits(sketch: PrefixSketch, payloads: Sequence[Payload]) -> tuple[np.ndarray, np.ndarray]:
+    """Per (already-validated) text payload, its sketch row ((level - 1) × rows + row, the
+    ``chunk`` of ``text_cell_counts``) and its cells' bits, as an int64 vector and an
+    (m, cells) bool matrix: what the collector sums per sketch row."""
     # Validated text payloads are {"l", "r", "b"} objects (PrefixSketch.parse_payload).
     objects = cast("Sequence[dict[str, Any]]", payloads)
     joined = "".join(p["b"] for p in objects).encode("ascii")
@@ -108,8 +106,18 @@ def text_support(sketch: PrefixSketch, payloads: Sequence[Payload]) -> list[np.n
     bits = oue_bits(encoded, sketch.cells)
     levels = np.fromiter((p["l"] for p in objects), dtype=np.int64, count=len(payloads))
     rows = np.fromiter((p["r"] for p in objects), dtype=np.int64, count=len(payloads))
-    base = ((levels - 1) * sketch.rows + rows) * sketch.cells
-    tally = sketch.levels * sketch.rows * sketch.cells + (levels - 1) * sketch.rows + rows
+    return (levels - 1) * sketch.rows + rows, bits
+
+
+def text_support(sketch: PrefixSketch, payloads: Sequence[Payload]) -> list[np.ndarray]:
+    """Per (already-validated) text payload, the flat count indexes it adds one to: its set
+    cells at its (level, row) and that pair's report tally (the vectorized twin of
+    ``PrefixSketch.supported``; a test checks they agree)."""
+    if len(payloads) == 0:
+        return []
+    chunks, bits = text_bits(sketch, payloads)
+    base = chunks * sketch.cells
+    tally = sketch.levels * sketch.rows * sketch.cells + chunks
     report, cell = np.nonzero(bits)
     flat = base[report] + cell
     split = np.searchsorted(report, np.arange(1, len(payloads)))

@@ -1,15 +1,14 @@
 """One metric's reports of a batch, grouped per kind, and their sums per period.
 
 Pure preparation, no database: a categorical metric's rows carry a support matrix, a text
-metric's rows the flat count indexes of its sketch, a numeric metric's rows their payloads y.
-Each sums the rows a mask selects per period, so the writer can count only the new reports of
-a batch; the rows of a metric with dimensions are grouped again by (period, cell)
-(:func:`cell_rows`).
+metric's rows their sketch rows and bits (summed by :mod:`.textcells`), a numeric metric's rows
+their payloads y. Each sums the rows a mask selects per period, so the writer can count only
+the new reports of a batch; the rows of a metric with dimensions are grouped again by (period,
+cell) (:func:`cell_rows`).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import cast, overload
@@ -18,7 +17,7 @@ import numpy as np
 
 from deniable.client.spec import MetricSpec
 from deniable.estimators import support_matrix
-from deniable.estimators.support import text_support
+from deniable.estimators.support import text_bits
 
 from ..validation import ValidReport
 
@@ -102,37 +101,22 @@ def metric_rows(batch: Sequence[ValidReport], where: list[int], spec: MetricSpec
 
 @dataclass(frozen=True)
 class TextRows:
-    """One text metric's reports of a batch: their positions, periods and the flat count
-    indexes each adds one to (its set sketch cells and its (level, row) tally), so its
-    per-(level, row, cell) sums go down the counts path like any other metric's."""
+    """One text metric's reports of a batch: their positions, periods, sketch rows
+    (``chunks``: (level - 1) × rows + row) and cells' bits (reports × cells, bool); their
+    sums go to ``text_cell_counts`` by (period, cell, sketch row) (:mod:`.textcells`)."""
 
     positions: np.ndarray
     periods: list[str]
     codes: np.ndarray
-    indexes: list[np.ndarray]
-    size: int
-
-    def counts(self, metric: str, mask: np.ndarray | None = None) -> Counts:
-        """Report and per-cell sums per period, of the rows ``mask`` selects (all if None)."""
-        chosen: dict[int, list[np.ndarray]] = defaultdict(list)
-        for i, code in enumerate(self.codes.tolist()):
-            if mask is None or mask[i]:
-                chosen[code].append(self.indexes[i])
-        return {
-            (metric, self.periods[code]): (
-                len(rows),
-                np.bincount(np.concatenate(rows), minlength=self.size).astype(np.int64),
-            )
-            for code, rows in chosen.items()
-        }
+    chunks: np.ndarray
+    bits: np.ndarray
 
 
 def text_rows(batch: Sequence[ValidReport], where: list[int], spec: MetricSpec) -> TextRows:
     """The rows of ``batch`` at positions ``where`` (all of one text metric) as TextRows."""
     periods, codes = period_codes(batch, where)
-    sketch = spec.text_randomizer
-    indexes = text_support(sketch, [batch[i].payload for i in where])
-    return TextRows(np.asarray(where, dtype=np.int64), periods, codes, indexes, sketch.cell_count)
+    chunks, bits = text_bits(spec.text_randomizer, [batch[i].payload for i in where])
+    return TextRows(np.asarray(where, dtype=np.int64), periods, codes, chunks, bits)
 
 
 @dataclass(frozen=True)

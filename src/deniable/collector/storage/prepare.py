@@ -100,8 +100,8 @@ class PreparedBatch:
     cell_sums: Sums = field(default_factory=dict)
     """The numeric metrics' per-(period, cell) sums, likewise."""
     text_cells: dict[str, TextCellRows] = field(default_factory=dict)
-    """The rows of each text metric with dimensions grouped by (period, cell)
-    (:mod:`.textcells`); such a metric's ``counts`` hold its period n only."""
+    """The rows of each text metric grouped by (period, cell) (:mod:`.textcells`); a text
+    metric's ``counts`` hold its period n only."""
     text_cell_counts: ChunkCounts = field(default_factory=dict)
     """Their sketch counts per (period, cell, sketch row) if every report turns out new."""
     part: PartArrival | None = None
@@ -191,17 +191,14 @@ def _prepare_numeric(prepared: PreparedBatch, part: MetricPart) -> None:
 
 
 def _prepare_text(prepared: PreparedBatch, part: MetricPart) -> None:
-    """A text metric: its sketch counts per period; with dimensions, its period n only, and
-    its rows by (period, cell) for ``text_cell_counts``."""
+    """A text metric: its period n, and its rows by (period, cell) for ``text_cell_counts``
+    (a metric without dimensions has the one cell ``""``)."""
     batch, metric, where, spec = part
     rows = prepared.metrics[metric] = text_rows(batch, where, spec)
-    if not spec.dimensions:
-        prepared.counts.update(rows.counts(metric))
-        return
     prepared.counts.update(reports_per_period(rows, metric))
     keys = [(batch[i].period, batch[i].cell) for i in where]
     sketch = spec.text_randomizer
-    grouped = text_cell_rows(keys, rows.positions, rows.indexes, sketch.cells, rows.size)
+    grouped = text_cell_rows(keys, rows, sketch.levels * sketch.rows)
     prepared.text_cells[metric] = grouped
     prepared.text_cell_counts.update(grouped.increments(metric))
 

@@ -4,7 +4,8 @@ of raw reports for export.
 An estimate reads ``period_counts`` and ``support_counts`` only: at most k rows per period,
 so its cost does not grow with the number of stored reports; a numeric metric's estimate
 reads ``numeric_sums``, one row per period; a metric with dimensions reads ``cell_counts``,
-one row per cell and period (its support packed in it).
+one row per cell and period (its support packed in it); a text metric ``text_cell_counts``,
+one row per cell, period and sketch row.
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ from .tables import (
     numeric_sums,
     period_counts,
     reports,
-    support_counts,
     text_cell_counts,
 )
 
@@ -269,13 +269,14 @@ def read_counts(
     Periods without reports get n = 0 and zero counts. Raises :class:`SpecChanged` if the
     metric is no longer registered with ``spec``: counts made under another spec never meet
     this spec's estimator. A metric with dimensions keeps its support in its cells only, so
-    its totals are the sum of its cells (one row per cell and period, its k counts packed).
+    its totals are the sum of its cells (one row per cell and period, its k counts packed); a
+    text metric its sketch counts by sketch row (:func:`_text_totals`).
     """
+    if isinstance(spec, TextSpec):
+        return _text_totals(database, spec, periods)
     k = spec.count_width
     n = np.zeros(len(periods), dtype=np.int64)
     counts = np.zeros((len(periods), k), dtype=np.int64)
-    if spec.dimensions and isinstance(spec, TextSpec):
-        return _text_totals(database, spec, periods)
     if spec.dimensions and not isinstance(spec, NumericSpec):
         for stats in read_cells(database, spec, periods).values():
             n += stats.n
@@ -283,58 +284,7 @@ def read_counts(
         return n, counts
     if not periods:
         return n, counts
-    if isinstance(spec, TextSpec):
-        return _streamed_counts(database, spec, periods)
     n, counts, _ = _supports(database, spec, periods)
-    return n, counts
-
-
-def _streamed_counts(
-    database: Database, spec: MetricSpec, periods: Sequence[str]
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`read_counts` of a text metric without dimensions: one row per nonzero sketch
-    count (up to a million), streamed in chunks (:data:`READ_CHUNK_ROWS`) so its memory
-    stays the counts' own; the aggregated text of :func:`_supports` would hold several
-    times that at once."""
-    k = spec.count_width
-    n = np.zeros(len(periods), dtype=np.int64)
-    counts = np.zeros((len(periods), k), dtype=np.int64)
-    position = {label: i for i, label in enumerate(periods)}
-    first, last = periods[0], periods[-1]
-    # One statement, so one snapshot: two selects under READ COMMITTED could see a commit land
-    # between them and pair an old n with newer support counts, or check the fingerprint
-    # before a re-registration and read the counts after it.
-    joined = metrics.outerjoin(
-        period_counts,
-        (period_counts.c.metric == metrics.c.name)
-        & (period_counts.c.period >= first)
-        & (period_counts.c.period <= last),
-    ).outerjoin(
-        support_counts,
-        (support_counts.c.metric == period_counts.c.metric)
-        & (support_counts.c.period == period_counts.c.period),
-    )
-    query = (
-        select(
-            metrics.c.fingerprint,
-            period_counts.c.period,
-            period_counts.c.n,
-            support_counts.c.category,
-            support_counts.c.support,
-        )
-        .select_from(joined)
-        .where(metrics.c.name == spec.name)
-    )
-    for rows in _chunks_of_current_spec(database, spec, query):
-        for _, period, value, category, support in rows:
-            i = position.get(period)
-            if i is None:
-                continue
-            n[i] = value
-            if category is not None and 0 <= category < k:
-                counts[i, category] = support
-    return n, counts
-
     return n, counts
 
 
@@ -407,10 +357,11 @@ def read_counts_about(
     return _supports(database, spec, periods)
 
 
-READ_CHUNK_ROWS = 10_000
-"""Rows of counts a read holds as Python objects at once (about 7 MB): the counts it returns
-are bounded (periods x k, the estimate cells limit), but a full text sketch is a million rows,
-and as one list of rows it took 400 MB beside its 8 MB of counts (issue 38)."""
+READ_CHUNK_ROWS = 64
+"""Packed sketch rows a text read holds at once (each 8 KB of counts, 13 KB of decimal text
+on PostgreSQL: about 1 MB): the counts it returns are bounded (periods x the sketch, the
+estimate cells limit), but a full sketch is 1,024 such rows per period and cell, and a read
+holding all its rows at once took several times the counts' own memory (issue 38)."""
 
 
 def _chunks_of_current_spec(
@@ -471,15 +422,17 @@ def _chunk_rows(
 ) -> Iterator[tuple[int, str, int, np.ndarray]]:
     """(period position, cell, chunk, packed counts) of every ``text_cell_counts`` row of
     ``spec`` in ``periods`` (sorted labels), read in one statement beside the fingerprint
-    (:class:`SpecChanged` if it is not ``spec``'s): at most cells × sketch rows per period."""
+    (:class:`SpecChanged` if it is not ``spec``'s): at most cells × sketch rows per period,
+    streamed :data:`READ_CHUNK_ROWS` at a time, so memory stays the caller's counts."""
     c = text_cell_counts.c
     query = _beside_fingerprint(
         spec, text_cell_counts, periods, c.period, c.cell, c.chunk, c.counts
     )
     position = {label: i for i, label in enumerate(periods)}
-    for _, label, cell, chunk, counts in _rows_of_current_spec(database, spec, query):
-        if label in position and counts is not None:
-            yield position[label], cell, chunk, counts
+    for rows in _chunks_of_current_spec(database, spec, query):
+        for _, label, cell, chunk, counts in rows:
+            if label in position and counts is not None:
+                yield position[label], cell, chunk, counts
 
 
 def _place(sketch: PrefixSketch, into: np.ndarray, chunk: int, counts: np.ndarray) -> None:
@@ -497,8 +450,8 @@ def _place(sketch: PrefixSketch, into: np.ndarray, chunk: int, counts: np.ndarra
 def _text_totals(
     database: Database, spec: MetricSpec, periods: Sequence[str]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`read_counts` of a text metric with dimensions: the sum of its cells' sketch
-    counts per period, n from its tallies."""
+    """:func:`read_counts` of a text metric: the sum of its cells' sketch counts per period
+    (a metric without dimensions has the one cell ``""``), n from its tallies."""
     sketch = spec.text_randomizer
     counts = np.zeros((len(periods), sketch.cell_count), dtype=np.int64)
     if not periods:

@@ -4,8 +4,8 @@ Raw reports hold no IP address and no header: only the report's own fields and t
 arrived. ``period_counts``, ``support_counts`` (``cell_counts`` instead for a metric with
 dimensions) and (numeric metrics) ``numeric_sums`` are kept up to date in the same transaction
 as the report inserts, so an estimate reads at most k counts, or one row of sums, per period
-(a metric with dimensions: one packed row per cell and period; a text metric with dimensions:
-one packed row per cell, period and sketch row, ``text_cell_counts``).
+(a metric with dimensions: one packed row per cell and period; a text metric: one packed row
+per cell, period and sketch row, ``text_cell_counts``).
 
 A report id is stored as its 16 bytes (SQLite) or a native ``uuid`` (PostgreSQL), not as 36
 characters of text: the two indexes every insert updates at a random place are then much
@@ -148,10 +148,14 @@ def decimal_counts(vectors: Sequence[np.ndarray]) -> list[str]:
             continue
         counts = np.stack([vectors[i] for i in where]).astype(np.int64)[:, ::-1]
         digits = np.empty((len(where), width, COUNT_DIGITS), dtype=np.uint8)
-        digits[:, :, 0] = counts // 10 ** (COUNT_DIGITS - 1) + 48
-        for place in (1, 5, 9):  # the other twelve digits, four at a time
-            group = counts // 10 ** (COUNT_DIGITS - 4 - place) % 10_000
-            digits[:, :, place : place + 4] = _FOUR_DIGITS[group]
+        if counts.max() < 10_000:  # a group's increments, mostly: no division at all
+            digits[:, :, : COUNT_DIGITS - 4] = 48
+            digits[:, :, COUNT_DIGITS - 4 :] = _FOUR_DIGITS[counts]
+        else:
+            digits[:, :, 0] = counts // 10 ** (COUNT_DIGITS - 1) + 48
+            for place in (1, 5, 9):  # the other twelve digits, four at a time
+                group = counts // 10 ** (COUNT_DIGITS - 4 - place) % 10_000
+                digits[:, :, place : place + 4] = _FOUR_DIGITS[group]
         rows = digits.reshape(len(where), width * COUNT_DIGITS)
         for i, row in zip(where, rows, strict=True):
             texts[i] = row.tobytes().decode("ascii")
@@ -345,14 +349,16 @@ text_cell_counts = per_period_table(
     Column("chunk", Integer, primary_key=True, autoincrement=False),
     Column("counts", PackedCounts, nullable=False),
 )
-"""A text metric with dimensions: its sketch counts per (period, cell), one row per sketch row
+"""A text metric's sketch counts per (period, cell), one row per sketch row
 (``chunk`` = (level - 1) × 16 + row) its reports touched, packed like ``cell_counts.support``:
 the row's 1,024 cell sums, then its report tally (1,025 counts, 8 KB). A report adds to
 exactly one such row, whatever its eps (its set bits all lie in its (level, row)), so a group
 rewrites 8 KB per (cell, level, row) it touches, not a whole sketch per cell (1 MB at 8 bytes)
-nor a row per set bit (277 at eps 1). A cell's n is the sum of its tallies. Such a metric
-keeps no ``support_counts`` and no ``cell_counts`` rows (its totals are the sum of its
-cells); its reports still count in ``period_counts``. Migration 0011."""
+nor a row per set bit (277 at eps 1). A cell's n is the sum of its tallies. A metric without
+dimensions has the one cell ``""`` (migration 0017; before, it kept a ``support_counts`` row
+per nonzero count). A text metric keeps no ``support_counts`` and no ``cell_counts`` rows
+(its totals are the sum of its cells); its reports still count in ``period_counts``.
+Migration 0011."""
 
 shuffled_batches = Table(
     "shuffled_batches",

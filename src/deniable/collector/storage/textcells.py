@@ -1,5 +1,5 @@
-"""A text metric with dimensions: its sketch counts per cell (``text_cell_counts``), one packed
-row per (period, cell, sketch row).
+"""A text metric's sketch counts per cell (``text_cell_counts``), one packed row per (period,
+cell, sketch row); a metric without dimensions has the one cell ``""`` (migration 0017).
 
 A text report sets bits of one sketch row only, its (level, row), and adds one to that pair's
 tally (:class:`.kindrows.TextRows`), so per cell the counts are kept by sketch row: the row's
@@ -7,9 +7,10 @@ tally (:class:`.kindrows.TextRows`), so per cell the counts are kept by sketch r
 report adds to exactly one such row whatever its eps; a group of reports upserts one row per
 (period, cell, sketch row) it touches, each added in place (SQLite: the sums with the stored rows,
 :mod:`.packedsums`; PostgreSQL: one numeric addition, :data:`.tables.COUNT_DIGITS`). Measured against one row per
-nonzero count (a report's 19 set bits at eps 4, 277 at eps 1) and one packed row per cell (a
-whole sketch, 1 MB at 8 bytes, rewritten by every group touching the cell):
-``python -m bench.text_cells`` and docs/DESIGN.md, "Text metrics with dimensions".
+nonzero count (a report's 19 set bits at eps 4, 277 at eps 1; how a metric without dimensions
+kept them before 0017) and one packed row per cell (a whole sketch, 1 MB at 8 bytes, rewritten
+by every group touching the cell): ``python -m bench.text_cells``, ``python -m bench.ingest
+--text`` and docs/DESIGN.md, "Text metrics with dimensions".
 
 Ingestion only counts the reports the insert found new (the same masks as every other count),
 summed over the whole group per (metric, period, cell, chunk) and upserted in one statement in
@@ -29,6 +30,7 @@ from sqlalchemy import Connection, select, text, true
 from sqlalchemy.dialects import sqlite
 
 from .engine import Database
+from .kindrows import TextRows
 from .packedsums import plus_stored
 from .sqlitejson import blob_cut, blob_spans, json_each_rows, json_items
 from .tables import decimal_counts, pack_counts, text_cell_counts
@@ -40,66 +42,63 @@ ChunkCounts = dict[ChunkKey, np.ndarray]
 """Each touched sketch row's increments: its 1,024 cell sums, then its tally."""
 
 
+@dataclass(frozen=True)
+class TextCellRows:
+    """One text metric's reports of a batch grouped by (period, cell): their positions in the
+    batch, each report's group (``codes`` into ``groups``), its sketch row (``chunks``) and its
+    cells' bits (reports × cells, :class:`.kindrows.TextRows`), and the sketch's
+    ``sketch_rows`` (levels × rows)."""
+
+    positions: np.ndarray
+    groups: list[tuple[str, str]]
+    codes: np.ndarray
+    chunks: np.ndarray
+    bits: np.ndarray
+    sketch_rows: int
+
+    def increments(self, metric: str, mask: np.ndarray | None = None) -> ChunkCounts:
+        """The increments per (period, cell, chunk) of the reports ``mask`` selects (all if
+        None): one ``bincount`` of their set bits by (touched sketch row, cell), and each
+        row's tally (its reports)."""
+        rows = np.arange(len(self.chunks)) if mask is None else np.flatnonzero(mask)
+        if not len(rows):
+            return {}
+        keys, which = np.unique(
+            self.codes[rows] * self.sketch_rows + self.chunks[rows], return_inverse=True
+        )
+        which = which.reshape(-1)
+        cells = self.bits.shape[1]
+        # Each set bit's flat position (report × cells + cell; a 2-D ``nonzero`` or a division
+        # costs several times as much) moved to its sketch row's: its report's offset repeated.
+        bits = self.bits[rows]
+        offsets = (which - np.arange(len(rows))) * cells
+        place = np.flatnonzero(bits) + np.repeat(offsets, bits.sum(axis=1))
+        sums = np.empty((len(keys), chunk_width(cells)), dtype=np.int64)
+        found = np.bincount(place, minlength=len(keys) * cells)
+        sums[:, :cells] = found.reshape(len(keys), cells)
+        sums[:, cells] = np.bincount(which, minlength=len(keys))
+        out: ChunkCounts = {}
+        for j, key in enumerate(keys.tolist()):
+            period, cell = self.groups[key // self.sketch_rows]
+            out[(metric, period, cell, key % self.sketch_rows)] = sums[j]
+        return out
+
+
 def chunk_width(cells: int) -> int:
     """The counts one packed row holds: a sketch row's cells and its tally."""
     return cells + 1
 
 
-@dataclass(frozen=True)
-class TextCellRows:
-    """One text metric's reports of a batch grouped by (period, cell): their positions in the
-    batch, each row's group (``codes`` into ``groups``), its count indexes (its set cells, then
-    its tally, as :func:`~deniable.estimators.support.text_support` gives them) and the
-    sketch's ``cells`` per row and ``width`` (all its counts)."""
-
-    positions: np.ndarray
-    groups: list[tuple[str, str]]
-    codes: np.ndarray
-    indexes: list[np.ndarray]
-    cells: int
-    width: int
-
-    def increments(self, metric: str, mask: np.ndarray | None = None) -> ChunkCounts:
-        """The increments per (period, cell, chunk) of the rows ``mask`` selects (all if
-        None): one ``bincount`` over every selected report's positions in its chunk."""
-        rows = np.arange(len(self.indexes)) if mask is None else np.flatnonzero(mask)
-        if not len(rows):
-            return {}
-        chunks = self.width // (self.cells + 1)
-        split = chunks * self.cells
-        sizes = np.fromiter((len(self.indexes[i]) for i in rows), dtype=np.int64, count=len(rows))
-        flat = np.concatenate([self.indexes[i] for i in rows]).astype(np.int64)
-        last = np.cumsum(sizes) - 1
-        chunk = flat[last] - split  # each report's tally is its last index
-        owner = np.repeat(np.arange(len(rows)), sizes)
-        place = flat - chunk[owner] * self.cells
-        place[last] = self.cells
-        keys, which = np.unique(self.codes[rows] * chunks + chunk, return_inverse=True)
-        size = chunk_width(self.cells)
-        sums = np.bincount(which[owner] * size + place, minlength=len(keys) * size)
-        shaped = sums.astype(np.int64).reshape(len(keys), size)
-        out: ChunkCounts = {}
-        for j, key in enumerate(keys.tolist()):
-            period, cell = self.groups[key // chunks]
-            out[(metric, period, cell, key % chunks)] = shaped[j]
-        return out
-
-
 def text_cell_rows(
-    keys: Sequence[tuple[str, str]],
-    positions: np.ndarray,
-    indexes: list[np.ndarray],
-    cells: int,
-    width: int,
+    keys: Sequence[tuple[str, str]], rows: TextRows, sketch_rows: int
 ) -> TextCellRows:
-    """The rows at ``positions`` (each with its (period, cell) in ``keys`` and its count
-    ``indexes``; the sketch's ``cells`` per row and ``width`` counts) grouped by (period,
-    cell)."""
+    """The text ``rows`` (each with its (period, cell) in ``keys``; the sketch's
+    ``sketch_rows``) grouped by (period, cell)."""
     index: dict[tuple[str, str], int] = {}
     codes = np.fromiter(
-        (index.setdefault(key, len(index)) for key in keys), dtype=np.int64, count=len(positions)
+        (index.setdefault(key, len(index)) for key in keys), dtype=np.int64, count=len(keys)
     )
-    return TextCellRows(positions, list(index), codes, indexes, cells, width)
+    return TextCellRows(rows.positions, list(index), codes, rows.chunks, rows.bits, sketch_rows)
 
 
 def add_chunks(total: ChunkCounts, more: ChunkCounts) -> None:
@@ -137,7 +136,7 @@ INSERT INTO text_cell_counts AS t (metric, period, cell, chunk, counts)
 SELECT * FROM unnest(
     string_to_array(:metrics, :sep),
     string_to_array(:periods, :sep),
-    string_to_array(:cells, :sep),
+    (string_to_array(:cells, :sep))[2:],
     string_to_array(:chunks, ',')::int[],
     string_to_array(:counts, ',')::numeric[]
 )
@@ -145,7 +144,9 @@ ON CONFLICT (metric, period, cell, chunk) DO UPDATE SET counts = t.counts + excl
 """)
 """PostgreSQL: the upsert as one statement, each column one text parameter (as
 :data:`.pgupserts.STORE`; a row's counts as its packed ``numeric``, :func:`.tables.decimal_counts`),
-rows distinct and in key order, each row's counts added in place by one numeric addition."""
+rows distinct and in key order, each row's counts added in place by one numeric addition.
+Each cell text follows a separator (the first element, empty, is dropped): a metric without
+dimensions has the one cell ``""``, and ``string_to_array`` of one empty text is no element."""
 
 
 def upsert_text_cells(
@@ -155,9 +156,9 @@ def upsert_text_cells(
     new: Sequence[np.ndarray] | None,
 ) -> None:
     """Add the text cell counts of the group's new reports: ``prepared`` holds each batch's
-    rows per text metric with dimensions and their increments if every report is new;
+    rows per text metric and their increments if every report is new;
     ``new`` each batch's mask of new reports (None: all are). Nothing for a group without
-    such metrics."""
+    text metrics."""
     total: ChunkCounts = {}
     for b, (groups, all_new) in enumerate(prepared):
         if not groups:
@@ -189,7 +190,7 @@ def upsert_text_cells(
             "sep": _SEP,
             "metrics": _SEP.join(metrics),
             "periods": _SEP.join(periods),
-            "cells": _SEP.join(cells),
+            "cells": "".join(_SEP + cell for cell in cells),
             "chunks": ",".join(map(str, chunks)),
             "counts": ",".join(decimal_counts([total[key] for key in keys])),
         },
