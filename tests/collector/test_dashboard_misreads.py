@@ -208,6 +208,26 @@ def test_quantiles_over_time_draw_bare_intervals_mark_open_days_and_name_the_uni
     assert tree.find("p", id="quantile-open-note")
 
 
+def test_a_metric_page_says_its_counts_are_reports(
+    collector: RunningCollector, admin: httpx.Client, uploader: httpx.Client
+) -> None:
+    """Item 2: a recorded metric's n and estimated counts are reports, and every place that
+    shows them says so (the events issue's devices are tested with event metrics)."""
+    spec = register_with_unit(
+        admin, MetricSpec.histogram(unique_name("load"), EDGES, epsilon=2.0), "ms"
+    )
+    values = np.random.default_rng(42).uniform(0, 4999, 700)
+    post(uploader, make_reports(spec, [spec.bucket_of(float(v)) for v in values], TODAY, 9), {})
+    tree = page(collector, f"/dashboard/metrics/{spec.name}", start=TODAY, end=TODAY)
+    assert any("n = 700 reports ·" in meta.text() for meta in tree.find("p", class_="meta"))
+    header = tree.one("table", id="estimate-table").find("tr")[0]
+    headers = [cell.text() for cell in header.find("th")]
+    assert headers[-1] == "estimated reports"
+    quantile_rows = tree.one("table", id="quantile-series-table").find("tr")[1:]
+    assert quantile_rows
+    assert {row.find("td")[1].text() for row in quantile_rows} == {"700 reports"}
+
+
 def test_a_pooled_interval_says_why_it_is_wide_and_links_each_day_alone(
     collector: RunningCollector, admin: httpx.Client, uploader: httpx.Client
 ) -> None:

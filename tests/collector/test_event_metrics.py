@@ -268,7 +268,7 @@ def test_the_dashboard_says_devices_for_one_window_and_reports_for_more(seeded: 
         recorded = browser.get(
             f"/dashboard/metrics/{seeded.recorded.name}", params={"start": day, "end": day}
         )
-        assert f"n = {ACTIVE:,} ·" in recorded.text
+        assert f"n = {ACTIVE:,} reports ·" in recorded.text
         assert f"{ACTIVE:,} devices" not in recorded.text  # (the pooling help names devices)
         assert "devices-note" not in recorded.text
         sliced = browser.get(

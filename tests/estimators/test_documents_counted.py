@@ -66,7 +66,7 @@ def test_more_windows_count_reports_and_recorded_values_are_unchanged() -> None:
     assert both["counted"] == "reports" and "active_devices" not in both
     assert counted_n(both) == "10,000 reports"
     plain = document(RECORDED, Counts({DAY: (5000, 2000)}), DocumentOptions())
-    assert "counted" not in plain and counted_n(plain) == "5,000"
+    assert "counted" not in plain and counted_n(plain) == "5,000 reports"
     same = {"start": DAY, "end": DAY, "n": 3, "estimates": []}
     assert counted_document(RECORDED, same) is same
     assert counted_series(RECORDED, same) is same

@@ -27,6 +27,8 @@ import re
 from collections.abc import Collection, Iterable, Sequence
 from typing import Any, TextIO
 
+from .documents import counted_unit
+
 FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
 """The first characters that make a spreadsheet read a cell as a formula (OWASP's list)."""
 
@@ -88,12 +90,6 @@ def csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     out = io.StringIO()
     write_csv(out, header, rows)
     return out.getvalue()
-
-
-def counted_unit(document: dict[str, Any]) -> str:
-    """What a document's ``n`` counts, as its CSV says it: ``devices`` where the document says
-    so (``counted``, :func:`.documents.counted_document`), else ``reports``."""
-    return "devices" if document.get("counted") == "devices" else "reports"
 
 
 def column_names(fields: Iterable[str], unit: str) -> list[str]:

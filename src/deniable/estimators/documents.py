@@ -220,10 +220,19 @@ def counted_series(spec: MetricSpec, document: dict[str, Any]) -> dict[str, Any]
 
 def counted_n(document: dict[str, Any]) -> str:
     """The document's ``n`` with what it counts, for every surface's label: "1,234 devices"
-    or "1,234 reports" for an event metric (:func:`counted_document`), "1,234" otherwise."""
-    n = f"{document.get('n', 0):,}"
-    counted = document.get("counted")
-    return n if counted is None else f"{n} {counted}"
+    where the document says so (:func:`counted_document`), "1,234 reports" otherwise."""
+    return f"{document.get('n', 0):,} {counted_unit(document)}"
+
+
+def counted_unit(document: dict[str, Any]) -> str:
+    """What a document's ``n`` counts: ``devices`` where it says so, else ``reports``."""
+    return "devices" if document.get("counted") == "devices" else "reports"
+
+
+def window_n(spec: MetricSpec, n: int) -> str:
+    """One period's report count, "1,234 devices" where one period's reports are one per
+    active device (:func:`window_counts_devices`), else "1,234 reports"."""
+    return f"{n:,} {'devices' if window_counts_devices(spec) else 'reports'}"
 
 
 @dataclass(frozen=True)

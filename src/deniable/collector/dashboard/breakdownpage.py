@@ -323,7 +323,7 @@ def multiples(
             hidden.append((name, row["note"] or "suppressed"))
             continue
         estimate = row["estimate"]
-        n = counted_n(estimate) if "counted" in estimate else f"{estimate['n']:,} reports"
+        n = counted_n(estimate)
         groups.append({"name": name, "n": n, "rows": _rows(spec, estimate, shown)})
     if not groups:
         return None, hidden

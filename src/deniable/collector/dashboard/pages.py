@@ -21,8 +21,9 @@ from deniable.estimators.advisor import V_STAR_MEANING
 from deniable.estimators.documents import (
     clipped_mark,
     counted_n,
+    counted_unit,
     events_text,
-    window_counts_devices,
+    window_n,
 )
 from deniable.estimators.privacy import PRIVACY_DOC
 from deniable.estimators.shufflingaccount import batches_text, devices_text
@@ -193,8 +194,8 @@ def overview_page(
                 "type": spec.type,
                 "epsilon": f"{spec.epsilon:g}",
                 "mechanism": spec.mechanism,
-                "current": _window_n(spec, row.current),
-                "previous": _window_n(spec, row.previous),
+                "current": window_n(spec, row.current),
+                "previous": window_n(spec, row.previous),
                 "sparkline": sparkline(row.trend, label=label, band=row.band),
                 "change": change_cell(row),
                 "margin": _margin_text(row),
@@ -221,12 +222,6 @@ def overview_page(
         page_name=PAGE_NAME,
         current="overview",
     )
-
-
-def _window_n(spec: MetricSpec, n: int) -> str:
-    """One period's report count, "1,234 devices" where one period's reports are one per
-    active device (:func:`~deniable.estimators.documents.window_counts_devices`)."""
-    return f"{n:,} devices" if window_counts_devices(spec) else f"{n:,}"
 
 
 def clipped_count(rows: Iterable[dict[str, Any]]) -> int:
@@ -325,6 +320,7 @@ def _estimate_section(spec: MetricSpec, document: dict[str, Any]) -> dict[str, A
         "start": document["start"],
         "end": document["end"],
         "n": counted_n(document),
+        "counted": counted_unit(document),
         "method": document["method"],
         "pooling": document["pooling"],
         "level": level,
@@ -410,7 +406,7 @@ def _series_section(
         [
             point["period"],
             row["category"],
-            _window_n(spec, point["n"]),
+            window_n(spec, point["n"]),
             *_marked(interval_pcts(row["frequency"], row["ci_low"], row["ci_high"]), row),
         ]
         for point in series
@@ -468,7 +464,7 @@ def _mean_sections(
         "rows": [
             [
                 p["period"],
-                _window_n(spec, p["n"]),
+                window_n(spec, p["n"]),
                 value_text(p["mean"]["estimate"]),
                 value_text(p["mean"]["ci_low"]),
                 value_text(p["mean"]["ci_high"]),

@@ -18,6 +18,7 @@ from deniable.client.errors import InvalidInput
 from deniable.client.spec import MetricSpec
 from deniable.estimators import quantile_bounds
 from deniable.estimators.choices import MAX_QUANTILES
+from deniable.estimators.documents import window_n
 
 from ..context import collector
 from ..queries.query import QUANTILE_RULE, EstimateQuery
@@ -102,7 +103,7 @@ def section(request: Request, spec: MetricSpec, query: dict[str, Any]) -> Markup
             [
                 point["period"],
                 _label(entry["q"]),
-                f"{point['n']:,}",
+                window_n(spec, point["n"]),
                 *quantile_bounds(entry, edges, value_text),
             ],
         )
