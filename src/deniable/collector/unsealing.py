@@ -7,7 +7,7 @@ left out: the shuffler cannot read it and the device is gone, so nobody could se
 
 Opening is HPKE per report (an X25519 exchange each), which holds the GIL: a part of at least
 :data:`PARALLEL_FROM` reports is opened in slices by a pool of worker processes (one per CPU,
-started on first use), so the release leg uses every core.
+started with a collector that has sealing keys), so the release leg uses every core.
 """
 
 from __future__ import annotations
@@ -67,6 +67,16 @@ def _pool() -> Executor | None:
             _POOL.append(ProcessPoolExecutor(workers, mp_context=context))
             atexit.register(_POOL[0].shutdown, cancel_futures=True)
         return _POOL[0]
+
+
+def start_pool() -> None:
+    """Start the pool's workers now, in the background (a collector with sealing keys, at
+    startup): each imports its modules for about a second of CPU, which the first large part
+    would otherwise wait for."""
+    pool = _pool()
+    if pool is not None:
+        for _ in range(open_workers()):
+            pool.submit(os.getpid)
 
 
 @cache

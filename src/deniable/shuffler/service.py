@@ -5,7 +5,7 @@ One thread, started with the app: each round it deletes the reports whose wait h
 crash, a collector that was down; one the collector refused waits a growing backoff and never
 holds up the others, and is deleted, logged at ERROR, ``max_wait_hours`` after its first
 refusal), then it looks every ``check_interval`` seconds for batch keys with reports of at
-least ``min_batch`` devices, forms the batches (up to :data:`FORWARDERS` in one transaction)
+least ``min_batch`` devices, forms the batches (up to :data:`FORM_GROUP` in one transaction)
 and forwards each after a uniformly random delay in [0, ``max_delay``] from the OS CSPRNG. Batches are released
 whole and never as a stream. Up to :data:`FORWARDERS` batches (each waiting its own delay, each
 with its parts in order) are forwarded at once, so the collector opens several parts together
@@ -30,6 +30,9 @@ log = logging.getLogger("deniable.shuffler")
 _RANDOM = secrets.SystemRandom()
 FORWARDERS = 4
 """Batches forwarded at once."""
+FORM_GROUP = 32
+"""The most batches formed in one transaction: their rows lie spread over the store's pages,
+so forming them together writes each page once, not once per batch."""
 
 
 class Releaser:
@@ -130,8 +133,8 @@ class Releaser:
         self._all(lambda batch=batch: self._delayed(batch) for batch in self._formed())
 
     def _formed(self) -> Iterable[Batch]:
-        """Form the batches that are ready, :data:`FORWARDERS` at a time (one transaction
-        each time) as they are taken."""
+        """Form the batches that are ready, up to :data:`FORM_GROUP` in one transaction, and
+        yield them to be forwarded."""
         settings = self.settings
         keys = self.store.waiting_keys(settings.min_batch)
         while keys and not self._stop.is_set():
@@ -141,7 +144,7 @@ class Releaser:
                 settings.max_batch,
                 settings.max_part,
                 settings.part_bytes,
-                FORWARDERS,
+                FORM_GROUP,
             )
             yield from formed
 

@@ -80,6 +80,11 @@ PART_OVERHEAD = 40
 HOUR = 3600
 """Expiry is kept in whole hours: the only time a row holds, and no finer than that."""
 
+CACHE_KIB = 65_536
+"""The page cache (KiB): the rows of a batch lie spread over the file by their hashed ids, so
+forming or acknowledging one dirties pages all over it; a cache that holds them keeps SQLite
+from spilling and reading them back within the transaction."""
+
 WAL_LIMIT = 8 << 20
 """Bytes the WAL is cut back to after SQLite's automatic checkpoints between batches (each
 batch truncates it to nothing)."""
@@ -216,6 +221,7 @@ class Store:
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=FULL")
             connection.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
+            connection.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
             _migrate(connection, self._expiry())
             connection.executescript(SCHEMA)
             _add_refused(connection)
