@@ -373,24 +373,36 @@ def _quote(text: str) -> str:
 
 
 def file_counts(
-    url: str, spec: MetricSpec, period: str, path: str, by_cell: bool = False
+    url: str,
+    spec: MetricSpec,
+    period: str,
+    path: str,
+    by_cell: bool = False,
+    connected: tuple[Any, Callable[[str], str]] | None = None,
 ) -> FileCounts:
     """The counts of one archived file (one metric and period), per cell too if asked and the
-    file has cells. Opens its own DuckDB connection (so Dask workers can call it).
+    file has cells, on ``connected`` (:func:`_connect`'s connection and path namer), else on a
+    DuckDB connection of its own (so Dask workers can call it).
 
-    The file is first checked against its manifest (rows and checksum, when it has one) and
-    its payloads against the metric's mechanism: :class:`.archivefiles.ArchiveCorrupt`, naming
-    the file and the row, rather than a count altered by a crafted row."""
+    The file is checked against its manifest (rows and checksum, when it has one), in a thread
+    beside the count, and its payloads against the metric's mechanism:
+    :class:`.archivefiles.ArchiveCorrupt`, naming the file and the row, rather than a count
+    altered by a crafted row."""
     fs, _ = open_archive(url)
-    with ThreadPoolExecutor(1) as checker:
-        verified = checker.submit(verify_manifest, fs, path, spec.name, period)
-        try:
-            counted = _reduce(url, fs, spec, period, path, by_cell)
-        except BaseException:
-            verified.result()  # a file that is not its manifest's is named first
-            raise
-        counted.verified = verified.result()
-    return counted
+    connection, name = connected or _connect(url)
+    try:
+        with ThreadPoolExecutor(1) as checker:
+            verified = checker.submit(verify_manifest, fs, path, spec.name, period)
+            try:
+                counted = _reduce(url, fs, (connection, name), spec, period, path, by_cell)
+            except BaseException:
+                verified.result()  # a file that is not its manifest's is named first
+                raise
+            counted.verified = verified.result()
+        return counted
+    finally:
+        if connected is None:
+            connection.close()
 
 
 def _checked_while_counted(spec: MetricSpec) -> bool:
@@ -402,82 +414,85 @@ def _checked_while_counted(spec: MetricSpec) -> bool:
 
 
 def _reduce(
-    url: str, fs: Any, spec: MetricSpec, period: str, path: str, by_cell: bool
+    url: str,
+    fs: Any,
+    connected: tuple[Any, Callable[[str], str]],
+    spec: MetricSpec,
+    period: str,
+    path: str,
+    by_cell: bool,
 ) -> FileCounts:
     """The counts of one file (:func:`file_counts`, its manifest checked beside it)."""
-    connection, name = _connect(url)
-    try:
-        source = f"read_parquet({_quote(name(path))})"
-        if not _checked_while_counted(spec):
-            numbered = f"read_parquet({_quote(name(path))}, file_row_number=true)"
-            check_payloads(connection, numbered, spec, path)
-        cells = by_cell and _has_cell(connection, source)
-        key = "cell" if cells else "''"
-        result = FileCounts(period, CellCounts())
-        groups: dict[str, CellCounts] = {}
-        if isinstance(spec, NumericSpec):
-            rows = connection.execute(
-                f"SELECT {key}, count(*), sum(CAST(payload AS DOUBLE)),"
-                f" sum(CAST(payload AS DOUBLE) * CAST(payload AS DOUBLE))"
-                f" FROM {source} GROUP BY 1"
-            ).fetchall()
-            for cell, n, total, squares in rows:
-                groups[cell] = CellCounts(int(n), None, float(total), float(squares))
-        elif isinstance(spec.frequency_oracle, KRR):
-            width = spec.count_width
-            rows = connection.execute(
-                f"SELECT {key}, payload, count(*) FROM {source} GROUP BY 1, 2"
-            ).fetchall()
-            k = spec.frequency_oracle.k
-            if not all(_krr_payload(text, k) for text in {row[1] for row in rows}):
-                raise _named_refusal(url, fs, spec, path)
-            supports: dict[str, np.ndarray] = {}
-            for cell, text, n in rows:
-                if cell not in supports:
-                    supports[cell] = np.zeros(width, dtype=np.int64)
-                    groups[cell] = CellCounts(0, supports[cell])
-                groups[cell].n += int(n)
-                supports[cell][int(text)] += int(n)
-        else:
-            width = spec.count_width
-            batch_rows = max(1024, SUPPORT_CELLS // width)
-            relation = connection.sql(
-                f"SELECT {key} AS cell_key, {_projection(spec)} FROM {source}"
-            )
-            reader = (
-                relation.to_arrow_reader(batch_rows)
-                if hasattr(relation, "to_arrow_reader")
-                else relation.record_batch(batch_rows)
-            )
-            try:
-                for batch in reader:
-                    for cell, (n, counts_of) in _batch_counts(spec, batch).items():
-                        counts = groups.setdefault(
-                            cell, CellCounts(0, np.zeros(width, dtype=np.int64))
-                        )
-                        counts.n += n
-                        counts.support += counts_of
-            except (_BitsPastK, InvalidInput):
-                raise _named_refusal(url, fs, spec, path) from None
-        for cell, counts in sorted(groups.items()):
-            result.whole.add(counts)
-            if cells:
-                result.cells[cell] = counts
-        if result.whole.support is None and not isinstance(spec, NumericSpec):
-            result.whole.support = np.zeros(spec.count_width, dtype=np.int64)
-        return result
-    finally:
-        connection.close()
+    connection, name = connected
+    source = f"read_parquet({_quote(name(path))})"
+    if not _checked_while_counted(spec):
+        numbered = f"read_parquet({_quote(name(path))}, file_row_number=true)"
+        check_payloads(connection, numbered, spec, path)
+    cells = by_cell and _has_cell(connection, source)
+    key = "cell" if cells else "''"
+    result = FileCounts(period, CellCounts())
+    groups: dict[str, CellCounts] = {}
+    if isinstance(spec, NumericSpec):
+        rows = connection.execute(
+            f"SELECT {key}, count(*), sum(CAST(payload AS DOUBLE)),"
+            f" sum(CAST(payload AS DOUBLE) * CAST(payload AS DOUBLE))"
+            f" FROM {source} GROUP BY 1"
+        ).fetchall()
+        for cell, n, total, squares in rows:
+            groups[cell] = CellCounts(int(n), None, float(total), float(squares))
+    elif isinstance(spec.frequency_oracle, KRR):
+        width = spec.count_width
+        rows = connection.execute(
+            f"SELECT {key}, payload, count(*) FROM {source} GROUP BY 1, 2"
+        ).fetchall()
+        k = spec.frequency_oracle.k
+        if not all(_krr_payload(text, k) for text in {row[1] for row in rows}):
+            raise _named_refusal(url, fs, spec, path)
+        supports: dict[str, np.ndarray] = {}
+        for cell, text, n in rows:
+            if cell not in supports:
+                supports[cell] = np.zeros(width, dtype=np.int64)
+                groups[cell] = CellCounts(0, supports[cell])
+            groups[cell].n += int(n)
+            supports[cell][int(text)] += int(n)
+    else:
+        width = spec.count_width
+        batch_rows = max(1024, SUPPORT_CELLS // width)
+        relation = connection.sql(f"SELECT {key} AS cell_key, {_projection(spec)} FROM {source}")
+        reader = (
+            relation.to_arrow_reader(batch_rows)
+            if hasattr(relation, "to_arrow_reader")
+            else relation.record_batch(batch_rows)
+        )
+        try:
+            for batch in reader:
+                for cell, (n, counts_of) in _batch_counts(spec, batch).items():
+                    counts = groups.setdefault(cell, CellCounts(0, np.zeros(width, dtype=np.int64)))
+                    counts.n += n
+                    counts.support += counts_of
+        except (_BitsPastK, InvalidInput):
+            raise _named_refusal(url, fs, spec, path) from None
+    for cell, counts in sorted(groups.items()):
+        result.whole.add(counts)
+        if cells:
+            result.cells[cell] = counts
+    if result.whole.support is None and not isinstance(spec, NumericSpec):
+        result.whole.support = np.zeros(spec.count_width, dtype=np.int64)
+    return result
 
 
 def archive_counts(
     url: str, spec: MetricSpec, periods: Sequence[str], by_cell: bool = False
 ) -> list[FileCounts]:
     """The counts of each archived file of ``spec``'s metric among ``periods`` (DuckDB, one
-    file after the other); periods without a file are absent."""
+    file after the other, on one connection); periods without a file are absent."""
     if spec.mechanism not in (*NUMERIC_MECHANISMS, "brr", "krr", "oue", "olh", "pem"):
         raise InvalidInput(f"no archive counts for mechanism {spec.mechanism}")
-    return [
-        file_counts(url, spec, period, path, by_cell)
-        for period, path in archive_files(url, spec.name, periods)
-    ]
+    connected = _connect(url)
+    try:
+        return [
+            file_counts(url, spec, period, path, by_cell, connected)
+            for period, path in archive_files(url, spec.name, periods)
+        ]
+    finally:
+        connected[0].close()
