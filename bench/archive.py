@@ -17,6 +17,11 @@ alone on the same ``--db-reports`` rows: a plain export (one SELECT per period o
 connection, written to Parquet by pyarrow) alternated ``--pairs`` times with ``Archive.store``
 of every period (written, checksummed, read back and verified), printing each pair, the median
 ratio of rates, each side's CPU per report and the load.
+
+``--query`` runs only the re-analysis against the engine alone: ``--from-archive``'s DuckDB
+reduction (manifest and payloads checked, then counted) of the synthetic krr and oue files,
+alternated ``--pairs`` times with one hand-written DuckDB query over the same files, printing
+each pair, the median ratio of times, each side's CPU per report and the load.
 """
 
 from __future__ import annotations
@@ -327,6 +332,8 @@ def synthesize(root: Path, reports: int, oue_reports: int, text_reports: int) ->
         encoded = base64.b64encode(raw.tobytes())
         texts = [f'"{encoded[4 * i : 4 * i + 4].decode()}"' for i in range(per)]
         _write(root, specs["oue"], period, pa.array(texts, pa.string()), None)
+    if not text_reports:
+        return
     sketch = specs["text"].text_randomizer
     seeded = SeededRandomness(3)
     words = [f"w{i}" for i in range(300)]
@@ -404,6 +411,77 @@ def reanalysis(root: Path, engine: str, scheduler: str | None) -> list[dict[str,
     return rows
 
 
+def query_counts(connection: Any, root: Path, spec: Any) -> dict[str, tuple[int, list[int]]]:
+    """One hand-written DuckDB query over every period's file of ``spec``'s metric (no
+    manifest, no payload check): (n, support per category) by period."""
+    files = f"{root}/metric={spec.name}/period=*/reports.parquet"
+    source = f"read_parquet('{files}', hive_partitioning = true)"
+    k = spec.count_width
+    if spec.mechanism == "krr":
+        rows = connection.execute(
+            f"SELECT period, CAST(payload AS INTEGER), count(*) FROM {source} GROUP BY ALL"
+        ).fetchall()
+        found: dict[str, tuple[int, list[int]]] = {}
+        for period, value, count in rows:
+            n, support = found.setdefault(str(period), (0, [0] * k))
+            support[value] += count
+            found[str(period)] = (n + count, support)
+        return found
+    # bit v of an oue payload is bit v % 8 of byte v // 8, least significant first; DuckDB's
+    # get_bit counts from each byte's most significant bit
+    sums = ", ".join(f"sum(get_bit(bits, {8 * (v // 8) + 7 - v % 8}))" for v in range(k))
+    rows = connection.execute(
+        f"SELECT period, count(*), {sums} FROM (SELECT period,"
+        f" CAST(from_base64(json_extract_string(payload, '$')) AS BIT) AS bits FROM {source})"
+        " GROUP BY period"
+    ).fetchall()
+    return {str(row[0]): (int(row[1]), [int(c) for c in row[2:]]) for row in rows}
+
+
+def query_ratio(root: Path, pairs: int) -> None:
+    """``--from-archive``'s reduction on DuckDB (:func:`archive_counts`: each file's manifest
+    checked, its payloads checked, then counted) against :func:`query_counts` over the same
+    files, alternated ``pairs`` times per metric (krr, oue): every pair, the median ratio of
+    times, the CPU per report of this process (DuckDB's threads included) on each side, the
+    load. Both sides' counts must agree."""
+    import duckdb
+
+    from deniable.sources.archivecounts import archive_counts
+
+    specs = _specs()
+    print(
+        f"{'metric':>6} {'pair':>4} {'query s':>8} {'product s':>9} {'ratio':>6}"
+        f" {'CPU us/report query':>20} {'product':>8} {'load':>6}"
+    )
+    for label in ("krr", "oue"):
+        spec = specs[label]
+        ratios = []
+        for pair in range(pairs):
+            timed = {}
+            for side in ("query", "product"):
+                cpu, wall = time.process_time(), time.perf_counter()
+                if side == "query":
+                    connection = duckdb.connect()
+                    found = query_counts(connection, root, spec)
+                    connection.close()
+                else:
+                    files = archive_counts(str(root), spec, PERIODS)
+                    found = {
+                        f.period: (f.whole.n, [int(c) for c in f.whole.support]) for f in files
+                    }
+                wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+                timed[side] = (wall, cpu, found)
+            assert timed["query"][2] == timed["product"][2], "the two sides' counts differ"
+            n = sum(n for n, _ in timed["query"][2].values())
+            ratios.append(timed["product"][0] / timed["query"][0])
+            print(
+                f"{label:>6} {pair + 1:>4} {timed['query'][0]:>8.3f} {timed['product'][0]:>9.3f}"
+                f" {ratios[-1]:>6.2f} {1e6 * timed['query'][1] / n:>20.3f}"
+                f" {1e6 * timed['product'][1] / n:>8.3f} {os.getloadavg()[0]:>6.2f}"
+            )
+        print(f"{label}: {n:,} reports, median product/query time {float(np.median(ratios)):.2f}x")
+
+
 def _print(title: str, rows: list[dict[str, Any]]) -> None:
     print(f"\n{title}")
     header = list(rows[0])
@@ -440,8 +518,25 @@ def main() -> None:
         help="only the archive against a plain export of the same rows, alternated, on this"
         " engine (repeatable)",
     )
-    parser.add_argument("--pairs", type=int, default=3, help="alternated runs (--ratio)")
+    parser.add_argument(
+        "--query",
+        action="store_true",
+        help="only --from-archive's DuckDB reduction against one hand-written DuckDB query over"
+        " the same synthetic files (--reports krr, --oue-reports oue), alternated",
+    )
+    parser.add_argument("--pairs", type=int, default=3, help="alternated runs (--ratio, --query)")
     args = parser.parse_args()
+    if args.query:
+        with tempfile.TemporaryDirectory() as folder:
+            began = time.perf_counter()
+            synthesize(Path(folder), args.reports, args.oue_reports, 0)
+            print(
+                f"synthetic archive: {args.reports:,} krr (with cells) + {args.oue_reports:,}"
+                f" oue reports over {len(PERIODS)} periods, written in"
+                f" {time.perf_counter() - began:,.1f} s"
+            )
+            query_ratio(Path(folder), args.pairs)
+        return
     if args.ratio:
         for backend in args.ratio:
             archive_ratio(backend, args.db_reports, args.pairs)

@@ -205,3 +205,28 @@ def test_a_file_of_the_first_layout_moves_to_the_hash_ordered_table(tmp_path: Pa
         .fetchone()
     )
     assert "WITHOUT ROWID" in sql
+
+
+def test_batches_formed_together_are_those_formed_one_by_one(tmp_path: Path) -> None:
+    other = BatchKey("other", "krr", 1.0, "0" * 16, "f" * 16)
+    store = Store(tmp_path / "s.db")
+    for i in range(7):  # KEY: 7 devices with 2 reports each; other: 3 devices with 1
+        mine = [incoming(f"k{i}a"), incoming(f"k{i}b")]
+        store.receive(f"{i:032x}", [*mine, *([incoming(f"o{i}", other)] if i < 3 else [])])
+    first, left = store.form_batches([KEY, other], 3, 3, 1000, 900_000, 1)
+    assert [b.key for b in first] == [KEY] and left == [KEY, other]
+    rest, left = store.form_batches(left, 3, 3, 1000, 900_000, 10)
+    formed = first + rest
+    assert [b.key for b in formed] == [KEY] * 4 + [other] and left == []
+    assert [batch.n for batch in formed] == [3] * 5
+    assert store.counts()["received"] == 2  # 14 of KEY in 4 batches of 3: 2 left waiting
+    for batch in formed:
+        members = [sealed for _, sealed in store.part(batch, 0)]
+        assert len({label[:2] for label in members}) == 3  # one report per device
+    threads = [threading.Thread(target=store.acknowledged, args=(b, 0)) for b in formed]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert store.unfinished() == []
+    assert store.counts() == {"received": 2, "batched": 0, "forwarded": 15, "batches": 5}

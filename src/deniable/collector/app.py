@@ -46,6 +46,7 @@ from .storage import migrate, open_database
 from .storage.partitions import create_ahead
 from .storage.writer import GroupWriter
 from .telemetry import Telemetry
+from .unsealing import start_pool
 
 log = logging.getLogger("deniable.collector")
 
@@ -353,6 +354,8 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
             read_cache=ReadCache(settings.read_cache_bytes),
         )
         tune_interpreter()
+        if settings.sealing_keys_file is not None:
+            start_pool()
         try:
             yield
         finally:

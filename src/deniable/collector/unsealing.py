@@ -7,7 +7,7 @@ left out: the shuffler cannot read it and the device is gone, so nobody could se
 
 Opening is HPKE per report (an X25519 exchange each), which holds the GIL: a part of at least
 :data:`PARALLEL_FROM` reports is opened in slices by a pool of worker processes (one per CPU,
-started on first use), so the release leg uses every core.
+started with a collector that has sealing keys), so the release leg uses every core.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
+
+import orjson
 
 from deniable.client.sealing import Header, SealingError, decode_sealed, open_sealed, padded_size
 from deniable.client.spec import MetricSpec
@@ -38,7 +40,7 @@ _POOL: list[Executor] = []
 
 @dataclass
 class Opened:
-    """The report texts (compact JSON objects) a part's sealed reports held, in the part's
+    """The report texts (JSON objects) a part's sealed reports held, in the part's
     order, and how many did not open or did not belong to the batch."""
 
     texts: list[str]
@@ -67,6 +69,16 @@ def _pool() -> Executor | None:
         return _POOL[0]
 
 
+def start_pool() -> None:
+    """Start the pool's workers now, in the background (a collector with sealing keys, at
+    startup): each imports its modules for about a second of CPU, which the first large part
+    would otherwise wait for."""
+    pool = _pool()
+    if pool is not None:
+        for _ in range(open_workers()):
+            pool.submit(os.getpid)
+
+
 @cache
 def _private(raw: bytes) -> Any:
     """An X25519 private key from its raw bytes (each worker builds each key once)."""
@@ -82,7 +94,7 @@ def open_slice(
     envelopes: Sequence[tuple[str, str]],
 ) -> list[str | None]:
     """Each (key id, sealed) of a slice opened under the batch ``header`` (metric, mechanism,
-    eps, fingerprint) with ``keys`` (raw private keys by id): its report as compact JSON, or
+    eps, fingerprint) with ``keys`` (raw private keys by id): its report as a JSON text, or
     None when it does not open or is not a report of this metric and fingerprint."""
     metric, mechanism, epsilon, fingerprint = header
     headers = {kid: Header(metric, mechanism, epsilon, fingerprint, kid) for kid in keys}
@@ -94,19 +106,33 @@ def open_slice(
             continue
         try:
             text = open_sealed(headers[key], decode_sealed(sealed), _private(raw), size)
-            item = json.loads(text)
-        except (SealingError, ValueError, RecursionError):
+        except SealingError:
             out.append(None)
             continue
-        if (
-            type(item) is dict
-            and item.get("metric") == metric
-            and item.get("fingerprint") == fingerprint
-        ):
-            out.append(json.dumps(item, separators=(",", ":")))
-        else:
-            out.append(None)
+        out.append(_report_text(text, metric, fingerprint))
     return out
+
+
+def _report_text(text: str, metric: str, fingerprint: str) -> str | None:
+    """``text`` as the JSON text of one report object, if it is a report of ``metric`` and
+    ``fingerprint`` (else None): strict JSON (as orjson reads it) is passed on as it came, one
+    JSON value a batch body can hold; anything else is decoded and written again by the
+    standard library (a NaN payload then reaches validation, which refuses it by itself)."""
+    try:
+        item = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        try:
+            item = json.loads(text)
+        except (ValueError, RecursionError):
+            return None
+        text = json.dumps(item, separators=(",", ":"))
+    if (
+        type(item) is dict
+        and item.get("metric") == metric
+        and item.get("fingerprint") == fingerprint
+    ):
+        return text
+    return None
 
 
 def open_part(part: ShuffledPart, spec: MetricSpec | None, keys: KeyRing) -> Opened:

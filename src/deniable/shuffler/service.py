@@ -4,9 +4,9 @@ One thread, started with the app: each round it deletes the reports whose wait h
 (``max_wait_hours``), finishes the batches a previous run formed but did not forward whole (a
 crash, a collector that was down; one the collector refused waits a growing backoff and never
 holds up the others, and is deleted, logged at ERROR, ``max_wait_hours`` after its first
-refusal), then it looks every ``check_interval`` seconds for batch keys with
-reports of at least ``min_batch`` devices, forms each batch (one transaction) and forwards it
-after a uniformly random delay in [0, ``max_delay``] from the OS CSPRNG. Batches are released
+refusal), then it looks every ``check_interval`` seconds for batch keys with reports of at
+least ``min_batch`` devices, forms the batches (up to :data:`FORM_GROUP` in one transaction)
+and forwards each after a uniformly random delay in [0, ``max_delay``] from the OS CSPRNG. Batches are released
 whole and never as a stream. Up to :data:`FORWARDERS` batches (each waiting its own delay, each
 with its parts in order) are forwarded at once, so the collector opens several parts together
 on its cores; a round ends when every batch it started is forwarded, refused or stopped.
@@ -30,6 +30,9 @@ log = logging.getLogger("deniable.shuffler")
 _RANDOM = secrets.SystemRandom()
 FORWARDERS = 4
 """Batches forwarded at once."""
+FORM_GROUP = 32
+"""The most batches formed in one transaction: their rows lie spread over the store's pages,
+so forming them together writes each page once, not once per batch."""
 
 
 class Releaser:
@@ -130,20 +133,20 @@ class Releaser:
         self._all(lambda batch=batch: self._delayed(batch) for batch in self._formed())
 
     def _formed(self) -> Iterable[Batch]:
-        """Form the batches that are ready, one at a time as they are taken."""
+        """Form the batches that are ready, up to :data:`FORM_GROUP` in one transaction, and
+        yield them to be forwarded."""
         settings = self.settings
-        for key in self.store.waiting_keys(settings.min_batch):
-            while not self._stop.is_set():
-                batch = self.store.form_batch(
-                    key,
-                    settings.min_batch,
-                    settings.max_batch,
-                    settings.max_part,
-                    settings.part_bytes,
-                )
-                if batch is None:
-                    break
-                yield batch
+        keys = self.store.waiting_keys(settings.min_batch)
+        while keys and not self._stop.is_set():
+            formed, keys = self.store.form_batches(
+                keys,
+                settings.min_batch,
+                settings.max_batch,
+                settings.max_part,
+                settings.part_bytes,
+                FORM_GROUP,
+            )
+            yield from formed
 
 
 def _first_done(

@@ -80,6 +80,11 @@ PART_OVERHEAD = 40
 HOUR = 3600
 """Expiry is kept in whole hours: the only time a row holds, and no finer than that."""
 
+CACHE_KIB = 65_536
+"""The page cache (KiB): the rows of a batch lie spread over the file by their hashed ids, so
+forming or acknowledging one dirties pages all over it; a cache that holds them keeps SQLite
+from spilling and reading them back within the transaction."""
+
 WAL_LIMIT = 8 << 20
 """Bytes the WAL is cut back to after SQLite's automatic checkpoints between batches (each
 batch truncates it to nothing)."""
@@ -159,6 +164,16 @@ class _Upload:
     error: Exception | None = None
 
 
+@dataclass
+class _Acknowledgement:
+    """One acknowledged part waiting for a group commit, and its outcome."""
+
+    batch: Batch
+    part: int
+    done: bool = False
+    error: Exception | None = None
+
+
 @dataclass(frozen=True)
 class Batch:
     """A formed batch: its id, key, size, parts and how many parts were acknowledged."""
@@ -198,6 +213,7 @@ class Store:
         self._lock = threading.Lock()
         self._pending_lock = threading.Lock()
         self._pending: list[_Upload] = []
+        self._acks: list[_Acknowledgement] = []
         self._unsettled = False
         with self._lock:
             connection = self._connection
@@ -205,6 +221,7 @@ class Store:
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=FULL")
             connection.execute(f"PRAGMA journal_size_limit={WAL_LIMIT}")
+            connection.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
             _migrate(connection, self._expiry())
             connection.executescript(SCHEMA)
             _add_refused(connection)
@@ -336,43 +353,80 @@ class Store:
     ) -> Batch | None:
         """Form one batch of ``key``: one received report of each of at most ``max_batch``
         devices (chosen uniformly at random when more wait), in a uniformly random order from
-        the OS CSPRNG; None if fewer than ``min_batch`` devices wait. One transaction: the
-        reports are batched (their device and expiry cleared) and the batch recorded together;
-        then the WAL is checkpointed and truncated. Its parts hold at most ``max_part``
-        reports and about ``part_bytes`` bytes of body each."""
+        the OS CSPRNG; None if fewer than ``min_batch`` devices wait (:meth:`form_batches`
+        for one batch of one key)."""
+        formed, _ = self.form_batches([key], min_batch, max_batch, max_part, part_bytes, 1)
+        return formed[0] if formed else None
+
+    def form_batches(
+        self,
+        keys: Sequence[BatchKey],
+        min_batch: int,
+        max_batch: int,
+        max_part: int,
+        part_bytes: int,
+        limit: int,
+    ) -> tuple[list[Batch], list[BatchKey]]:
+        """Form up to ``limit`` batches of ``keys``, in order (a key as many times as it has
+        ``min_batch`` devices waiting), each as :meth:`form_batch` forms one, all in one
+        transaction; then the WAL is checkpointed and truncated once. Returns the batches and
+        the keys that may form more (the first of them the key formed last, if any). Its
+        parts hold at most ``max_part`` reports and about ``part_bytes`` bytes of body each."""
+        formed: list[Batch] = []
+        left = list(keys)
         with self._transaction() as connection:
-            rows = connection.execute(
-                "SELECT device, id, LENGTH(sealed) FROM envelopes"
-                " WHERE batch IS NULL AND batch_key = ?",
-                (key.text(),),
-            ).fetchall()
-            one_each: dict[str, str] = {}
-            longest = 1
-            for device, envelope, length in rows:
-                longest = max(longest, length)
-                if device not in one_each or envelope < one_each[device]:
-                    one_each[device] = envelope
-            if len(one_each) < min_batch:
-                return None
-            chosen = list(one_each.values())
-            if len(chosen) > max_batch:
-                chosen = self._rng.sample(chosen, max_batch)
-            self._rng.shuffle(chosen)
-            per_part = max(1, min(max_part, part_bytes // (longest + PART_OVERHEAD)))
-            batch = Batch(
-                secrets.token_hex(16), key, len(chosen), -(-len(chosen) // per_part), per_part, 0
-            )
-            connection.executemany(
-                "UPDATE envelopes SET batch = ?, position = ?, device = NULL, expires = NULL"
-                " WHERE id = ?",
-                [(batch.id, position, envelope) for position, envelope in enumerate(chosen)],
-            )
-            connection.execute(
-                "INSERT INTO batches (id, batch_key, n, parts, per_part, forwarded)"
-                " VALUES (?, ?, ?, ?, ?, 0)",
-                (batch.id, key.text(), batch.n, batch.parts, batch.per_part),
-            )
-        self.settle_now()
+            while left and len(formed) < limit:
+                batch = self._form(connection, left[0], min_batch, max_batch, max_part, part_bytes)
+                if batch is None:
+                    left.pop(0)
+                else:
+                    formed.append(batch)
+        if formed:
+            self.settle_now()
+        return formed, left
+
+    def _form(
+        self,
+        connection: sqlite3.Connection,
+        key: BatchKey,
+        min_batch: int,
+        max_batch: int,
+        max_part: int,
+        part_bytes: int,
+    ) -> Batch | None:
+        """Form one batch of ``key`` in ``connection``'s transaction (:meth:`form_batch`):
+        its reports batched (their device and expiry cleared) and the batch recorded."""
+        rows = connection.execute(
+            "SELECT device, id, LENGTH(sealed) FROM envelopes"
+            " WHERE batch IS NULL AND batch_key = ?",
+            (key.text(),),
+        ).fetchall()
+        one_each: dict[str, str] = {}
+        longest = 1
+        for device, envelope, length in rows:
+            longest = max(longest, length)
+            if device not in one_each or envelope < one_each[device]:
+                one_each[device] = envelope
+        if len(one_each) < min_batch:
+            return None
+        chosen = list(one_each.values())
+        if len(chosen) > max_batch:
+            chosen = self._rng.sample(chosen, max_batch)
+        self._rng.shuffle(chosen)
+        per_part = max(1, min(max_part, part_bytes // (longest + PART_OVERHEAD)))
+        batch = Batch(
+            secrets.token_hex(16), key, len(chosen), -(-len(chosen) // per_part), per_part, 0
+        )
+        connection.executemany(
+            "UPDATE envelopes SET batch = ?, position = ?, device = NULL, expires = NULL"
+            " WHERE id = ?",
+            [(batch.id, position, envelope) for position, envelope in enumerate(chosen)],
+        )
+        connection.execute(
+            "INSERT INTO batches (id, batch_key, n, parts, per_part, forwarded)"
+            " VALUES (?, ?, ?, ?, ?, 0)",
+            (batch.id, key.text(), batch.n, batch.parts, batch.per_part),
+        )
         return batch
 
     def settle_now(self) -> None:
@@ -401,20 +455,52 @@ class Store:
 
     def acknowledged(self, batch: Batch, part: int) -> None:
         """The collector stored ``part``: its reports become forwarded (ciphertext, header and
-        place dropped; the id kept until its expiry hour), then the WAL is truncated."""
-        first = part * batch.per_part
-        with self._transaction() as connection:
-            connection.execute(
-                "UPDATE envelopes SET sealed = NULL, batch_key = NULL, key = NULL,"
-                " position = NULL, expires = ? WHERE batch = ? AND position >= ?"
-                " AND position < ?",
-                (self._expiry(), batch.id, first, first + batch.per_part),
-            )
-            connection.execute(
-                "UPDATE batches SET forwarded = MAX(forwarded, ?) WHERE id = ?",
-                (part + 1, batch.id),
-            )
-        self.settle_now()
+        place dropped; the id kept until its expiry hour), then the WAL is truncated, before
+        this returns.
+
+        Group commit, as :meth:`receive`: parts acknowledged while another commits are
+        committed together by the first of them, one flush and one truncation for all."""
+        job = _Acknowledgement(batch, part)
+        with self._pending_lock:
+            self._acks.append(job)
+        with self._lock:
+            if not job.done:
+                with self._pending_lock:
+                    group, self._acks = self._acks, []
+                self._acknowledge(group)
+        if job.error is not None:
+            raise job.error
+
+    def _acknowledge(self, group: list[_Acknowledgement]) -> None:
+        """Mark every part of ``group`` forwarded in one transaction, then truncate the WAL
+        (under the write lock)."""
+        connection = self._connection
+        expires = self._expiry()
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                for job in group:
+                    first = job.part * job.batch.per_part
+                    connection.execute(
+                        "UPDATE envelopes SET sealed = NULL, batch_key = NULL, key = NULL,"
+                        " position = NULL, expires = ? WHERE batch = ? AND position >= ?"
+                        " AND position < ?",
+                        (expires, job.batch.id, first, first + job.batch.per_part),
+                    )
+                    connection.execute(
+                        "UPDATE batches SET forwarded = MAX(forwarded, ?) WHERE id = ?",
+                        (job.part + 1, job.batch.id),
+                    )
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+            self._settle()
+        except Exception as exc:
+            for job in group:
+                job.error = exc
+        for job in group:
+            job.done = True
 
     def expire(self) -> int:
         """Delete the waiting reports and forwarded ids whose expiry hour has come (a batched

@@ -5,9 +5,12 @@ reads (n and the support count per category; a numeric metric's n, sum of y and 
 text metric's sketch counts per (level, row, cell) and its (level, row) tallies), per cell too
 when the file carries cells, and the estimators then run on those counts exactly as on the
 collector's (so the answers are the same). A file is read by DuckDB (embedded, no server):
-brr/krr and numeric files are aggregated in SQL; oue, olh and text payloads are decoded by
-DuckDB's JSON and base64 functions and counted by the product's own numpy kernels
-(:mod:`.support`), never by evaluating a hash per candidate string.
+brr/krr and numeric files are aggregated in SQL; olh and text payloads are decoded by DuckDB's
+JSON functions, oue payload texts are read as stored, and they are counted by the product's own
+numpy kernels (:mod:`.support`), never by evaluating a hash per candidate string. Every payload
+is checked against its mechanism before a count is returned: a krr file's distinct payloads,
+an oue file's by its kernel, the others by a scan of their own; the file's manifest (rows and
+checksum) is checked in a thread beside the count.
 
 :func:`archive_counts` runs the files one after the other in this process (DuckDB uses every
 core on each); :mod:`.archivedask` maps :func:`file_counts` over the files on a Dask cluster.
@@ -16,7 +19,9 @@ core on each); :mod:`.archivedask` maps :func:`file_counts` over the files on a 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -261,6 +266,44 @@ def _first_invalid(fs: Any, spec: MetricSpec, path: str) -> ArchiveCorrupt:
     return ArchiveCorrupt(f"{path} holds a payload no device sends")
 
 
+_INTEGER = re.compile(INTEGER)
+QUOTE = ord('"')
+
+
+def _krr_payload(text: str | None, k: int) -> bool:
+    """Whether a stored krr payload is one the collector stores (:func:`valid_payload_sql`'s
+    condition, checked once per distinct payload of a file)."""
+    return text is not None and _INTEGER.fullmatch(text) is not None and int(text) < k
+
+
+def _quoted_text(array: Any) -> np.ndarray:
+    """The (m, length) ASCII codes inside the quotes of an Arrow string array of JSON strings
+    written without escapes (an oue payload as stored); InvalidInput if one is not."""
+    if array.null_count:
+        raise InvalidInput("an archived payload is null")
+    text = _text_column(array)
+    if len(text) == 0:
+        return text
+    if text.shape[1] < 2 or (text[:, 0] != QUOTE).any() or (text[:, -1] != QUOTE).any():
+        raise InvalidInput("an archived oue payload is not a JSON string")
+    return text[:, 1:-1]
+
+
+def _named_refusal(url: str, fs: Any, spec: MetricSpec, path: str) -> ArchiveCorrupt:
+    """The refusal naming the first row of ``path`` whose payload ``spec``'s mechanism
+    refuses, once the counting scan found there is one (:func:`check_payloads` on a
+    connection of its own, then the Python scan for an oue payload's bits past k)."""
+    connection, name = _connect(url)
+    try:
+        numbered = f"read_parquet({_quote(name(path))}, file_row_number=true)"
+        check_payloads(connection, numbered, spec, path)
+    except ArchiveCorrupt as exc:
+        return exc
+    finally:
+        connection.close()
+    return _first_invalid(fs, spec, path)
+
+
 SUPPORT_CELLS = 1 << 22
 """Reports times categories decoded at once (the support matrix of a batch stays ~4 MB)."""
 
@@ -289,7 +332,7 @@ def _batch_counts(spec: MetricSpec, batch: Any) -> dict[str, tuple[int, np.ndarr
         return {str(name): (int(reports[j]), shaped[j]) for j, name in enumerate(names.tolist())}
     mechanism = spec.randomizer
     if isinstance(mechanism, OUE):
-        support = oue_bits(_text_column(batch.column("bits")), 8 * mechanism.n_bytes)
+        support = oue_bits(_quoted_text(batch.column("payload")), 8 * mechanism.n_bytes)
         if support[:, mechanism.k :].any():
             raise _BitsPastK
         support = support[:, : mechanism.k]
@@ -316,7 +359,7 @@ def _projection(spec: MetricSpec) -> str:
             " CAST(json_extract(payload, '$.r') AS BIGINT) AS r"
         )
     if spec.mechanism == "oue":
-        return "json_extract_string(payload, '$') AS bits"
+        return "payload"
     return ", ".join(f"CAST(json_extract(payload, '$.{c}') AS BIGINT) AS {c}" for c in "aby")
 
 
@@ -330,86 +373,126 @@ def _quote(text: str) -> str:
 
 
 def file_counts(
-    url: str, spec: MetricSpec, period: str, path: str, by_cell: bool = False
+    url: str,
+    spec: MetricSpec,
+    period: str,
+    path: str,
+    by_cell: bool = False,
+    connected: tuple[Any, Callable[[str], str]] | None = None,
 ) -> FileCounts:
     """The counts of one archived file (one metric and period), per cell too if asked and the
-    file has cells. Opens its own DuckDB connection (so Dask workers can call it).
+    file has cells, on ``connected`` (:func:`_connect`'s connection and path namer), else on a
+    DuckDB connection of its own (so Dask workers can call it).
 
-    The file is first checked against its manifest (rows and checksum, when it has one) and
-    its payloads against the metric's mechanism: :class:`.archivefiles.ArchiveCorrupt`, naming
-    the file and the row, rather than a count altered by a crafted row."""
+    The file is checked against its manifest (rows and checksum, when it has one), in a thread
+    beside the count, and its payloads against the metric's mechanism:
+    :class:`.archivefiles.ArchiveCorrupt`, naming the file and the row, rather than a count
+    altered by a crafted row."""
     fs, _ = open_archive(url)
-    verified = verify_manifest(fs, path, spec.name, period)
-    connection, name = _connect(url)
+    connection, name = connected or _connect(url)
     try:
-        source = f"read_parquet({_quote(name(path))})"
-        check_payloads(
-            connection, f"read_parquet({_quote(name(path))}, file_row_number=true)", spec, path
-        )
-        cells = by_cell and _has_cell(connection, source)
-        key = "cell" if cells else "''"
-        result = FileCounts(period, CellCounts(), verified=verified)
-        groups: dict[str, CellCounts] = {}
-        if isinstance(spec, NumericSpec):
-            rows = connection.execute(
-                f"SELECT {key}, count(*), sum(CAST(payload AS DOUBLE)),"
-                f" sum(CAST(payload AS DOUBLE) * CAST(payload AS DOUBLE))"
-                f" FROM {source} GROUP BY 1"
-            ).fetchall()
-            for cell, n, total, squares in rows:
-                groups[cell] = CellCounts(int(n), None, float(total), float(squares))
-        elif isinstance(spec.frequency_oracle, KRR):
-            width = spec.count_width
-            rows = connection.execute(
-                f"SELECT {key}, CAST(payload AS BIGINT), count(*) FROM {source} GROUP BY 1, 2"
-            ).fetchall()
-            supports: dict[str, np.ndarray] = {}
-            for cell, index, n in rows:
-                if cell not in supports:
-                    supports[cell] = np.zeros(width, dtype=np.int64)
-                    groups[cell] = CellCounts(0, supports[cell])
-                groups[cell].n += int(n)
-                supports[cell][int(index)] += int(n)
-        else:
-            width = spec.count_width
-            batch_rows = max(1024, SUPPORT_CELLS // width)
-            relation = connection.sql(
-                f"SELECT {key} AS cell_key, {_projection(spec)} FROM {source}"
-            )
-            reader = (
-                relation.to_arrow_reader(batch_rows)
-                if hasattr(relation, "to_arrow_reader")
-                else relation.record_batch(batch_rows)
-            )
+        with ThreadPoolExecutor(1) as checker:
+            verified = checker.submit(verify_manifest, fs, path, spec.name, period)
             try:
-                for batch in reader:
-                    for cell, (n, counts_of) in _batch_counts(spec, batch).items():
-                        counts = groups.setdefault(
-                            cell, CellCounts(0, np.zeros(width, dtype=np.int64))
-                        )
-                        counts.n += n
-                        counts.support += counts_of
-            except _BitsPastK:
-                raise _first_invalid(fs, spec, path) from None
-        for cell, counts in sorted(groups.items()):
-            result.whole.add(counts)
-            if cells:
-                result.cells[cell] = counts
-        if result.whole.support is None and not isinstance(spec, NumericSpec):
-            result.whole.support = np.zeros(spec.count_width, dtype=np.int64)
-        return result
+                counted = _reduce(url, fs, (connection, name), spec, period, path, by_cell)
+            except BaseException:
+                verified.result()  # a file that is not its manifest's is named first
+                raise
+            counted.verified = verified.result()
+        return counted
     finally:
-        connection.close()
+        if connected is None:
+            connection.close()
+
+
+def _checked_while_counted(spec: MetricSpec) -> bool:
+    """Whether ``spec``'s payloads are checked by the scan that counts them (krr: each
+    distinct payload; oue: by the kernel), not by a scan of their own first."""
+    return isinstance(spec.frequency_oracle, KRR) or (
+        not isinstance(spec, TextSpec) and spec.mechanism == "oue"
+    )
+
+
+def _reduce(
+    url: str,
+    fs: Any,
+    connected: tuple[Any, Callable[[str], str]],
+    spec: MetricSpec,
+    period: str,
+    path: str,
+    by_cell: bool,
+) -> FileCounts:
+    """The counts of one file (:func:`file_counts`, its manifest checked beside it)."""
+    connection, name = connected
+    source = f"read_parquet({_quote(name(path))})"
+    if not _checked_while_counted(spec):
+        numbered = f"read_parquet({_quote(name(path))}, file_row_number=true)"
+        check_payloads(connection, numbered, spec, path)
+    cells = by_cell and _has_cell(connection, source)
+    key = "cell" if cells else "''"
+    result = FileCounts(period, CellCounts())
+    groups: dict[str, CellCounts] = {}
+    if isinstance(spec, NumericSpec):
+        rows = connection.execute(
+            f"SELECT {key}, count(*), sum(CAST(payload AS DOUBLE)),"
+            f" sum(CAST(payload AS DOUBLE) * CAST(payload AS DOUBLE))"
+            f" FROM {source} GROUP BY 1"
+        ).fetchall()
+        for cell, n, total, squares in rows:
+            groups[cell] = CellCounts(int(n), None, float(total), float(squares))
+    elif isinstance(spec.frequency_oracle, KRR):
+        width = spec.count_width
+        rows = connection.execute(
+            f"SELECT {key}, payload, count(*) FROM {source} GROUP BY 1, 2"
+        ).fetchall()
+        k = spec.frequency_oracle.k
+        if not all(_krr_payload(text, k) for text in {row[1] for row in rows}):
+            raise _named_refusal(url, fs, spec, path)
+        supports: dict[str, np.ndarray] = {}
+        for cell, text, n in rows:
+            if cell not in supports:
+                supports[cell] = np.zeros(width, dtype=np.int64)
+                groups[cell] = CellCounts(0, supports[cell])
+            groups[cell].n += int(n)
+            supports[cell][int(text)] += int(n)
+    else:
+        width = spec.count_width
+        batch_rows = max(1024, SUPPORT_CELLS // width)
+        relation = connection.sql(f"SELECT {key} AS cell_key, {_projection(spec)} FROM {source}")
+        reader = (
+            relation.to_arrow_reader(batch_rows)
+            if hasattr(relation, "to_arrow_reader")
+            else relation.record_batch(batch_rows)
+        )
+        try:
+            for batch in reader:
+                for cell, (n, counts_of) in _batch_counts(spec, batch).items():
+                    counts = groups.setdefault(cell, CellCounts(0, np.zeros(width, dtype=np.int64)))
+                    counts.n += n
+                    counts.support += counts_of
+        except (_BitsPastK, InvalidInput):
+            raise _named_refusal(url, fs, spec, path) from None
+    for cell, counts in sorted(groups.items()):
+        result.whole.add(counts)
+        if cells:
+            result.cells[cell] = counts
+    if result.whole.support is None and not isinstance(spec, NumericSpec):
+        result.whole.support = np.zeros(spec.count_width, dtype=np.int64)
+    return result
 
 
 def archive_counts(
     url: str, spec: MetricSpec, periods: Sequence[str], by_cell: bool = False
 ) -> list[FileCounts]:
     """The counts of each archived file of ``spec``'s metric among ``periods`` (DuckDB, one
-    file after the other); periods without a file are absent."""
+    file after the other, on one connection); periods without a file are absent."""
     if spec.mechanism not in (*NUMERIC_MECHANISMS, "brr", "krr", "oue", "olh", "pem"):
         raise InvalidInput(f"no archive counts for mechanism {spec.mechanism}")
-    return [
-        file_counts(url, spec, period, path, by_cell)
-        for period, path in archive_files(url, spec.name, periods)
-    ]
+    connected = _connect(url)
+    try:
+        return [
+            file_counts(url, spec, period, path, by_cell, connected)
+            for period, path in archive_files(url, spec.name, periods)
+        ]
+    finally:
+        connected[0].close()
