@@ -38,6 +38,7 @@ def test_the_account_shows_the_released_batches(tmp_path: Path) -> None:
             params={"shuffle_delta": DELTA},
             headers=headers,
             trust_env=False,
+            timeout=60,  # httpx's 5 s default is short for a loaded machine
         )
         cli_run = CliRunner().invoke(
             cli,
