@@ -45,6 +45,7 @@ from .storage import migrate, open_database
 from .storage.partitions import create_ahead
 from .storage.writer import GroupWriter
 from .telemetry import Telemetry
+from .thinpaths import ThinPaths, dispatcher
 
 log = logging.getLogger("deniable.collector")
 
@@ -247,16 +248,23 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
 
 
 class CollectorApp(FastAPI):
-    """The collector's FastAPI app: its OpenAPI document is :func:`_openapi`'s, and
-    :class:`QuietFaults` wraps its middleware stack."""
+    """The collector's FastAPI app: its OpenAPI document is :func:`_openapi`'s,
+    :class:`QuietFaults` wraps its middleware stack, and its :attr:`thin_paths` skip most of it
+    (:mod:`.thinpaths`)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.thin_paths = ThinPaths()
 
     def openapi(self) -> dict[str, Any]:
         """The OpenAPI document with report schemas and security (:func:`_openapi`)."""
         return _openapi(self)
 
     def build_middleware_stack(self) -> ASGIApp:
-        """Starlette's stack inside :class:`QuietFaults`."""
-        return QuietFaults(super().build_middleware_stack())
+        """Starlette's stack inside :class:`QuietFaults`, behind the thin paths."""
+        return dispatcher(
+            self, self.thin_paths, QuietFaults, QuietFaults(super().build_middleware_stack())
+        )
 
 
 def _to_dashboard() -> RedirectResponse:
@@ -383,4 +391,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         app.add_middleware(
             DeviceCORS, origins=settings.cors_origins, paths=(METRICS_PATH, KEYS_PATH, REPORTS_PATH)
         )
+    # Uploads skip the read gate (heavy reads only), the dashboard's headers (/dashboard only)
+    # and the relative redirects (the route never redirects): the rest of the stack is kept.
+    app.thin_paths.add(reports.router, "POST", REPORTS_PATH, keep=(DeviceCORS, LatencyMiddleware))
     return app
