@@ -59,15 +59,6 @@ def payload_text(payload: Payload) -> str:
     return json.dumps(payload, separators=(",", ":"), sort_keys=True)
 
 
-def payload_texts(payloads: Iterable[Payload]) -> list[str]:
-    """:func:`payload_text` of each of ``payloads``; a batch of strings (oue's base64, the
-    usual upload) by the C encoder alone, without a Python call per payload."""
-    payloads = list(payloads)
-    if set(map(type, payloads)) == {str}:
-        return list(map(_encode_string, payloads))
-    return list(map(payload_text, payloads))
-
-
 def _no_constant(name: str) -> float:
     raise ValueError(f"{name} is not a JSON number")
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 from typing import cast, overload
 
 import numpy as np
@@ -56,20 +55,14 @@ def period_sums(codes: np.ndarray, support: np.ndarray) -> list[tuple[int, int, 
     ]
 
 
-_PERIOD = attrgetter("period")
-_CELL = attrgetter("cell")
-
-
 def period_codes(batch: Sequence[ValidReport], where: list[int]) -> tuple[list[str], np.ndarray]:
     """The distinct periods of the rows at ``where`` and each row's index into them."""
-    return distinct_codes(list(map(_PERIOD, map(batch.__getitem__, where))))
-
-
-def distinct_codes(values: list[str]) -> tuple[list[str], np.ndarray]:
-    """The distinct ``values`` in the order they first appear, and each value's index into
-    them (a map over the values in C, a Python step per distinct value only)."""
-    index = {value: code for code, value in enumerate(dict.fromkeys(values))}
-    codes = np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values))
+    index: dict[str, int] = {}
+    codes = np.fromiter(
+        (index.setdefault(batch[i].period, len(index)) for i in where),
+        dtype=np.int64,
+        count=len(where),
+    )
     return list(index), codes
 
 
@@ -215,11 +208,15 @@ def cell_rows(
     Each row's (period, cell) is one integer, its period code times the cells seen plus
     its cell code, so only the distinct pairs build a label.
     """
-    cells, cell_codes = distinct_codes(
-        list(map(_CELL, map(batch.__getitem__, rows.positions.tolist())))
+    seen: dict[str, int] = {}
+    cell_codes = np.fromiter(
+        (seen.setdefault(batch[i].cell, len(seen)) for i in rows.positions.tolist()),
+        dtype=np.int64,
+        count=len(rows.positions),
     )
-    width = max(len(cells), 1)
+    width = max(len(seen), 1)
     pairs, codes = np.unique(rows.codes * width + cell_codes, return_inverse=True)
+    cells = list(seen)
     labels = [rows.periods[p // width] + CELL_SEP + cells[p % width] for p in pairs.tolist()]
     codes = codes.reshape(-1)
     if isinstance(rows, NumericRows):

@@ -13,14 +13,13 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import repeat
 from typing import Any, NamedTuple
 
 import orjson
 
 from deniable.client.kinds import NumericSpec, TextSpec
 from deniable.client.spec import MetricSpec
-from deniable.client.wire import payload_texts
+from deniable.client.wire import payload_text
 
 from ..validation import ValidReport
 from .kindrows import (
@@ -66,12 +65,9 @@ def json_rows(rows: Sequence[Any]) -> str:
 def sqlite_insert_params(rows: Sequence[InsertRow]) -> dict[str, Any]:
     """The parameters of the SQLite insert: rows without ids as JSON, ids as packed bytes
     (every id is canonical UUID text, validated at the API, so all convert in one call)."""
-    if not rows:
-        return {"rows": "[]", "ids": b""}
-    ids, *columns = zip(*rows, strict=True)
     return {
-        "rows": json_rows(list(zip(*columns, strict=True))),
-        "ids": bytes.fromhex("".join(ids).replace("-", "")),
+        "rows": json_rows([row[1:] for row in rows]),
+        "ids": bytes.fromhex("".join([row[0] for row in rows]).replace("-", "")),
     }
 
 
@@ -151,9 +147,7 @@ def prepare_batch(
     dialect never needs them (None: built on first use).
     """
     day = received.isoformat()
-    ids, metrics, periods, payloads, cells = zip(*batch, strict=True) if batch else ((),) * 5
-    texts = payload_texts(payloads)
-    rows = list(zip(ids, metrics, periods, texts, repeat(day), cells, strict=False))
+    rows = [(r.id, r.metric, r.period, payload_text(r.payload), day, r.cell) for r in batch]
     positions: dict[str, list[int]] = defaultdict(list)
     for i, report in enumerate(batch):
         positions[report.metric].append(i)
