@@ -46,6 +46,7 @@ from .storage import migrate, open_database
 from .storage.partitions import create_ahead
 from .storage.writer import GroupWriter
 from .telemetry import Telemetry
+from .thinpaths import ThinPaths, dispatcher
 
 log = logging.getLogger("deniable.collector")
 
@@ -248,8 +249,13 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
 
 
 class CollectorApp(FastAPI):
-    """The collector's FastAPI app: its OpenAPI document is :func:`_openapi`'s, and
-    :class:`QuietFaults` wraps its middleware stack."""
+    """The collector's FastAPI app: its OpenAPI document is :func:`_openapi`'s,
+    :class:`QuietFaults` wraps its middleware stack, and its :attr:`thin_paths` skip most of it
+    (:mod:`.thinpaths`)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.thin_paths = ThinPaths()
 
     def openapi(self) -> dict[str, Any]:
         """The OpenAPI document with report schemas and security (:func:`_openapi`)."""
@@ -257,9 +263,10 @@ class CollectorApp(FastAPI):
 
     def build_middleware_stack(self) -> ASGIApp:
         """Starlette's stack inside :class:`QuietFaults`, behind the thin paths
-        (:mod:`.fastpaths`), which keep its :class:`QuietFaults` and :class:`LatencyMiddleware`."""
+        (:mod:`.fastpaths`, :mod:`.thinpaths`)."""
         stack = QuietFaults(super().build_middleware_stack())
-        return FastPaths(self, stack, keep=(QuietFaults, LatencyMiddleware))
+        fast = FastPaths(self, stack, keep=(QuietFaults, LatencyMiddleware))
+        return dispatcher(self, self.thin_paths, QuietFaults, fast)
 
 
 def _to_dashboard() -> RedirectResponse:
@@ -386,4 +393,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         app.add_middleware(
             DeviceCORS, origins=settings.cors_origins, paths=(METRICS_PATH, KEYS_PATH, REPORTS_PATH)
         )
+    # Uploads skip the read gate (heavy reads only), the dashboard's headers (/dashboard only)
+    # and the relative redirects (the route never redirects): the rest of the stack is kept.
+    app.thin_paths.add(reports.router, "POST", REPORTS_PATH, keep=(DeviceCORS, LatencyMiddleware))
     return app
