@@ -56,7 +56,7 @@ class RunningCollector:
         self.url = loopback_url(sock.getsockname()[1])
         self.app = create_app(self.settings, clock=self.clock)
         if not self.thin_paths:
-            self.app.thin_paths.paths.clear()
+            self.app.fast_paths = ()
         config = server_config(self.app, self.settings, log_level="warning")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(

@@ -11,7 +11,7 @@ import gc
 import logging
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -35,7 +35,7 @@ from . import dashboard, exposition
 from .auth import ADMIN, INGEST, SHUFFLER, VIEWER
 from .context import Clock, Collector, SpecCache, utc_now
 from .docspage import install_docs
-from .fastpaths import FastPaths
+from .fastpaths import FAST_PATHS, FastPath, FastPaths
 from .readcache import ReadCache
 from .readgate import ReadGate
 from .redirects import RelativeRedirects
@@ -46,7 +46,6 @@ from .storage import migrate, open_database
 from .storage.partitions import create_ahead
 from .storage.writer import GroupWriter
 from .telemetry import Telemetry
-from .thinpaths import ThinPaths, dispatcher
 
 log = logging.getLogger("deniable.collector")
 
@@ -250,12 +249,11 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
 
 class CollectorApp(FastAPI):
     """The collector's FastAPI app: its OpenAPI document is :func:`_openapi`'s,
-    :class:`QuietFaults` wraps its middleware stack, and its :attr:`thin_paths` skip most of it
-    (:mod:`.thinpaths`)."""
+    :class:`QuietFaults` wraps its middleware stack, and its :attr:`fast_paths` skip most of it
+    (:mod:`.fastpaths`)."""
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.thin_paths = ThinPaths()
+    fast_paths: Sequence[FastPath] = FAST_PATHS
+    """The routes served thin; none answers every route through the whole stack."""
 
     def openapi(self) -> dict[str, Any]:
         """The OpenAPI document with report schemas and security (:func:`_openapi`)."""
@@ -263,10 +261,9 @@ class CollectorApp(FastAPI):
 
     def build_middleware_stack(self) -> ASGIApp:
         """Starlette's stack inside :class:`QuietFaults`, behind the thin paths
-        (:mod:`.fastpaths`, :mod:`.thinpaths`)."""
+        (:mod:`.fastpaths`), which keep its :class:`QuietFaults` and :class:`LatencyMiddleware`."""
         stack = QuietFaults(super().build_middleware_stack())
-        fast = FastPaths(self, stack, keep=(QuietFaults, LatencyMiddleware))
-        return dispatcher(self, self.thin_paths, QuietFaults, fast)
+        return FastPaths(self, stack, (QuietFaults, LatencyMiddleware), self.fast_paths)
 
 
 def _to_dashboard() -> RedirectResponse:
@@ -393,7 +390,4 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         app.add_middleware(
             DeviceCORS, origins=settings.cors_origins, paths=(METRICS_PATH, KEYS_PATH, REPORTS_PATH)
         )
-    # Uploads skip the read gate (heavy reads only), the dashboard's headers (/dashboard only)
-    # and the relative redirects (the route never redirects): the rest of the stack is kept.
-    app.thin_paths.add(reports.router, "POST", REPORTS_PATH, keep=(DeviceCORS, LatencyMiddleware))
     return app
