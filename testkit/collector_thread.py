@@ -32,9 +32,14 @@ class RunningCollector:
     protocol, header deadline and connection cap.
     """
 
-    def __init__(self, settings: Settings, clock: Clock | None = None) -> None:
+    def __init__(
+        self, settings: Settings, clock: Clock | None = None, *, thin_paths: bool = True
+    ) -> None:
+        """``thin_paths=False`` answers every route through the whole middleware stack (to
+        hold the thin paths to what the stack answers)."""
         self.settings = settings
         self.clock = clock or Clock()
+        self.thin_paths = thin_paths
         self.url = ""
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -50,6 +55,8 @@ class RunningCollector:
             bind_spare(sock)
         self.url = loopback_url(sock.getsockname()[1])
         self.app = create_app(self.settings, clock=self.clock)
+        if not self.thin_paths:
+            self.app.fast_paths = ()
         config = server_config(self.app, self.settings, log_level="warning")
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(

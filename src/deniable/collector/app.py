@@ -11,7 +11,7 @@ import gc
 import logging
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -35,7 +35,7 @@ from . import dashboard, exposition
 from .auth import ADMIN, INGEST, SHUFFLER, VIEWER
 from .context import Clock, Collector, SpecCache, utc_now
 from .docspage import install_docs
-from .fastpaths import FastPaths
+from .fastpaths import FAST_PATHS, FastPath, FastPaths
 from .readcache import ReadCache
 from .readgate import ReadGate
 from .redirects import RelativeRedirects
@@ -249,8 +249,12 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
 
 
 class CollectorApp(FastAPI):
-    """The collector's FastAPI app: its OpenAPI document is :func:`_openapi`'s, and
-    :class:`QuietFaults` wraps its middleware stack."""
+    """The collector's FastAPI app: its OpenAPI document is :func:`_openapi`'s,
+    :class:`QuietFaults` wraps its middleware stack, and its :attr:`fast_paths` skip most of it
+    (:mod:`.fastpaths`)."""
+
+    fast_paths: Sequence[FastPath] = FAST_PATHS
+    """The routes served thin; none answers every route through the whole stack."""
 
     def openapi(self) -> dict[str, Any]:
         """The OpenAPI document with report schemas and security (:func:`_openapi`)."""
@@ -260,7 +264,7 @@ class CollectorApp(FastAPI):
         """Starlette's stack inside :class:`QuietFaults`, behind the thin paths
         (:mod:`.fastpaths`), which keep its :class:`QuietFaults` and :class:`LatencyMiddleware`."""
         stack = QuietFaults(super().build_middleware_stack())
-        return FastPaths(self, stack, keep=(QuietFaults, LatencyMiddleware))
+        return FastPaths(self, stack, (QuietFaults, LatencyMiddleware), self.fast_paths)
 
 
 def _to_dashboard() -> RedirectResponse:

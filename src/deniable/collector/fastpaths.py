@@ -1,32 +1,40 @@
 """Thin ASGI paths for the hottest routes, in front of the FastAPI app.
 
 A one-period estimate takes about a millisecond to make, and the stack around it (eight
-middlewares, FastAPI's dependency solving) took about as much again (docs/performance.md).
-:class:`FastPaths` sends a request that a row of :data:`FAST_PATHS` matches (its method and
-its FastAPI route's own path pattern) to that row's plain handler, through only the
-middleware instances the row keeps; every other request goes to the full stack. A row's
-``prepare`` does nothing but read the request (the token, the query): when it declines
-(returns None, or fails), the request goes to the full stack as if no row had matched, so every
-refusal (401, 403, 422) is still FastAPI's own answer. Its ``answer`` then makes the response;
-an exception is answered by the app's own exception handlers, as Starlette's would be. The
-FastAPI route stays registered: the OpenAPI document and the full path are unchanged.
+middlewares, the router's match over every route, FastAPI's dependency solving) took about as
+much again; for uploads it was about a tenth of the collector's CPU per stored report
+(docs/performance.md, issue 42). :class:`FastPaths` sends a request that a row of
+:data:`FAST_PATHS` matches (its method and its FastAPI route's own path pattern) to that row's
+handler, through only the stack's middleware instances of the classes the row keeps (shallow
+copies around the handler: their state, such as the read gate's turns, is the stack's); every
+other request (a preflight, a trailing slash) goes to the full stack. A row's ``prepare`` does
+nothing but read the request (the token, the query): when it declines (returns None, or
+fails), the request goes to the full stack as if no row had matched, so every refusal it
+leaves is still FastAPI's own answer. Its ``answer`` then makes the response, inside the
+stack's own error middleware and exception handlers. A row without them takes every request
+and answers with its route's own dependencies and endpoint, each called with the request. The
+FastAPI routes stay registered: the OpenAPI document and the full paths are unchanged.
 """
 
 from __future__ import annotations
 
 import copy
+import inspect
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
-from starlette._utils import is_async_callable
-from starlette.concurrency import run_in_threadpool
+from starlette.middleware.errors import ServerErrorMiddleware
+from starlette.middleware.exceptions import ExceptionMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import get_route_path
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from deniable.client.wire import REPORTS_PATH
+from deniable.service.crossorigin import DeviceCORS
 
 from .readgate import ReadGate
 from .routes import estimates
@@ -41,12 +49,14 @@ Answer = Callable[[Request, Any], Awaitable[Response]]
 class FastPath:
     """One row: ``method`` requests to the FastAPI route at ``path`` (its template) are read by
     ``prepare`` and answered by ``answer``, through the stack's instances of the middleware
-    classes the table keeps for all rows and of ``keep`` (in the stack's order)."""
+    classes the table keeps for all rows and of ``keep`` (in the stack's order). Without
+    ``prepare`` and ``answer``, every such request is answered by the route's own
+    dependencies and endpoint (:func:`route_answer`)."""
 
     method: str
     path: str
-    prepare: Prepare
-    answer: Answer
+    prepare: Prepare | None = None
+    answer: Answer | None = None
     keep: tuple[type, ...] = ()
 
 
@@ -58,8 +68,13 @@ FAST_PATHS = (
         estimates.thin_estimate,
         keep=(ReadGate,),
     ),
+    FastPath("POST", REPORTS_PATH, keep=(DeviceCORS,)),
 )
-"""The routes served thin: the estimate read (its read gate kept)."""
+"""The routes served thin: the estimate read (its read gate kept) and the upload (its CORS
+kept; the read gate, the dashboard's headers and the relative redirects do nothing to it)."""
+
+ERROR_HANDLING = (ServerErrorMiddleware, ExceptionMiddleware)
+"""The stack's middleware every row keeps: the 500 handler and the app's exception handlers."""
 
 
 @dataclass(frozen=True)
@@ -81,47 +96,55 @@ def _stack_members(stack: ASGIApp) -> list[Any]:
     return members
 
 
-class _Endpoint:
-    """The innermost app of a row's chain: its ``answer``, with exceptions answered by the
-    app's exception handlers (as Starlette's exception and error middlewares would)."""
+def _every(request: Request) -> bool:
+    """Take every request (a row whose route reads it all itself)."""
+    return True
 
-    def __init__(self, app: FastAPI, route: APIRoute, answer: Answer) -> None:
-        self.app = app
+
+def route_answer(route: APIRoute) -> Answer:
+    """An answer by ``route``'s dependencies, then its endpoint, each awaited with the request
+    alone. Refused at start-up for a route whose dependencies or endpoint take anything else
+    (FastAPI would have to solve them)."""
+    calls = [dependency.dependency for dependency in route.dependencies]
+    for call in (*calls, route.endpoint):
+        parameters = list(inspect.signature(call).parameters.values())
+        if not (
+            inspect.iscoroutinefunction(call)
+            and len(parameters) == 1
+            and parameters[0].annotation in (Request, "Request")
+        ):
+            raise TypeError(
+                f"{route.path} cannot take a thin path: {call!r} takes more than the request"
+            )
+    endpoint = route.endpoint
+
+    async def answer(request: Request, work: Any) -> Response:
+        for call in calls:
+            await call(request)  # type: ignore[misc]
+        return await endpoint(request)
+
+    return answer
+
+
+class _Endpoint:
+    """The innermost app of a row's chain: its ``answer``, in the scope the router would give
+    (its route and endpoint)."""
+
+    def __init__(self, route: APIRoute, answer: Answer) -> None:
         self.route = route
         self.answer = answer
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         scope["route"] = self.route
         scope["endpoint"] = self.route.endpoint
-        request = Request(scope, receive)
-        try:
-            response = await self.answer(request, scope["deniable.fast_work"])
-        except Exception as exc:
-            response = await self._handled(request, exc)
+        request = Request(scope, receive, send)
+        response = await self.answer(request, scope["deniable.fast_work"])
         await response(scope, receive, send)
-
-    async def _handled(self, request: Request, exc: Exception) -> Response:
-        """The app's answer to ``exc`` (its handler of the nearest class; re-raised if none)."""
-        handlers = self.app.exception_handlers
-        handler = None
-        status = getattr(exc, "status_code", None)
-        if status is not None:
-            handler = handlers.get(status)
-        if handler is None:
-            for kind in type(exc).__mro__:
-                handler = handlers.get(kind)
-                if handler is not None:
-                    break
-        if handler is None:
-            raise exc
-        if is_async_callable(handler):
-            return await handler(request, exc)
-        return await run_in_threadpool(handler, request, exc)
 
 
 class FastPaths:
-    """Serve :data:`FAST_PATHS` thin, everything else through ``stack`` (the app's full
-    middleware stack); ``keep`` are the middleware classes every row keeps."""
+    """Serve ``rows`` thin, everything else through ``stack`` (the app's full middleware
+    stack); ``keep`` are the middleware classes every row keeps, with :data:`ERROR_HANDLING`."""
 
     def __init__(
         self,
@@ -135,14 +158,16 @@ class FastPaths:
         self.rows: dict[str, list[_Row]] = {}
         for row in rows:
             route = _route(app, row.method, row.path)
-            chain: ASGIApp = _Endpoint(app, route, row.answer)
-            kept = keep + row.keep
+            answer = row.answer or route_answer(route)
+            chain: ASGIApp = _Endpoint(route, answer)
+            kept = ERROR_HANDLING + keep + row.keep
             for member in reversed(members):
                 if isinstance(member, kept):
                     wrapper = copy.copy(member)
                     wrapper.app = chain
                     chain = wrapper
-            self.rows.setdefault(row.method, []).append(_Row(route, row.prepare, chain))
+            prepare = row.prepare or _every
+            self.rows.setdefault(row.method, []).append(_Row(route, prepare, chain))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":

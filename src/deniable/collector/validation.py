@@ -14,6 +14,8 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
+from itertools import repeat
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -400,39 +402,73 @@ def _one_valid_metric(
     direct: bool,
 ) -> tuple[list[ValidReport], list[ReportProblem], dict[str, MetricSpec]] | None:
     """The usual batch judged whole: every report of one registered metric, valid, with its
-    payload already canonical and no dimensions; None for any other batch (it then goes
-    report by report, which finds the same valid reports and says why the others fail)."""
+    payload already canonical and its dims (if the metric has dimensions) naming a cell;
+    None for any other batch (it then goes report by report, which finds the same valid
+    reports and says why the others fail)."""
     if not reports:
         return None
     name = reports[0][1]["metric"]
     spec = lookup(name)
-    if spec is None or spec.dimensions or (direct and spec.delivery == "shuffled"):
+    if spec is None or (direct and spec.delivery == "shuffled"):
         return None
-    items = [report for _, report in reports]
+    # Each pass over the batch is a map of a C getter, not a Python loop.
+    items = list(map(itemgetter(1), reports))
     fingerprint, check, _, plausibility = _derived(spec)
-    if (
-        any(report["metric"] != name for report in items)
-        or any(report["fingerprint"] != fingerprint for report in items)
-        or any("dims" in report for report in items)
-        or archived(name)
-    ):
+    ids, metrics, fingerprints, periods, payloads = zip(*map(_REPORT_FIELDS, items), strict=True)
+    if set(metrics) != {name} or set(fingerprints) != {fingerprint} or archived(name):
         return None
-    if any(window.check(spec.period, label) for label in {report["period"] for report in items}):
+    if spec.dimensions:
+        cells = _batch_cells(spec, items)
+        if cells is None:
+            return None
+    elif any(map(dict.__contains__, items, repeat("dims"))):
         return None
-    payloads = [report["payload"] for report in items]
+    else:
+        cells = repeat("")
+    if any(window.check(spec.period, label) for label in set(periods)):
+        return None
     mechanism = payload_mechanism(spec)
     if type(mechanism) is OUE:
-        if not all(type(payload) is str for payload in payloads):
+        if set(map(type, payloads)) != {str}:
             return None
         if not oue_canonical_plausible(mechanism, payloads).all():
             return None
     elif plausibility is not None or not all(map(check, payloads)):
         return None
-    valid = [
-        ValidReport(report["id"], name, report["period"], payload)
-        for report, payload in zip(items, payloads, strict=True)
-    ]
+    # tuple.__new__ builds each report as ValidReport._make does, without a Python call.
+    rows = zip(ids, repeat(name), periods, payloads, cells)
+    valid = list(map(tuple.__new__, repeat(ValidReport), rows))
     return valid, [], {name: spec}
+
+
+_REPORT_FIELDS = itemgetter("id", "metric", "fingerprint", "period", "payload")
+"""A well-formed report's fields the whole-batch judgement reads."""
+
+
+def _batch_cells(spec: MetricSpec, items: Sequence[ReportIn]) -> list[str] | None:
+    """Each report's cell of ``spec``'s dimensions, each distinct dims checked once; None if
+    any report's dims are missing or refused (the batch then goes report by report)."""
+    known: dict[tuple[tuple[str, str], ...], str] = {}
+    cells = []
+    for report in items:
+        dims = report.get("dims")
+        if type(dims) is not dict:
+            return None
+        try:
+            key = tuple(dims.items())
+            cell = known.get(key)
+        except TypeError:  # a value that is not a string (nor hashable)
+            return None
+        if cell is None:
+            if dims_problem(dims) is not None:
+                return None
+            try:
+                cell = spec.cell_of(dims)
+            except ValueError:
+                return None
+            known[key] = cell
+        cells.append(cell)
+    return cells
 
 
 def _judge_payload(

@@ -22,13 +22,13 @@ PREFLIGHT_MAX_AGE = 600
 """Seconds a browser may reuse a preflight's answer."""
 
 
-class DeviceCORS:
-    """ASGI middleware: CORS for ``paths`` from ``origins``; other paths pass through untouched."""
+class DeviceCORS(CORSMiddleware):
+    """ASGI middleware: CORS for ``paths`` from ``origins``; other paths pass through untouched.
+    Its only reference to the app it wraps is ``app``, so a shallow copy with another ``app``
+    (a thin path of the collector) answers CORS the same around that app."""
 
     def __init__(self, app: ASGIApp, origins: Sequence[str], paths: Collection[str]) -> None:
-        self.app = app
-        self.paths = frozenset(paths)
-        self.cors = CORSMiddleware(
+        super().__init__(
             app,
             allow_origins=list(origins),
             allow_methods=["GET", "POST"],
@@ -37,9 +37,10 @@ class DeviceCORS:
             allow_credentials=False,
             max_age=PREFLIGHT_MAX_AGE,
         )
+        self.paths = frozenset(paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["path"] in self.paths:
-            await self.cors(scope, receive, send)
+            await super().__call__(scope, receive, send)
         else:
             await self.app(scope, receive, send)
