@@ -22,7 +22,7 @@ import copy
 import inspect
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
@@ -105,7 +105,10 @@ def route_answer(route: APIRoute) -> Answer:
     """An answer by ``route``'s dependencies, then its endpoint, each awaited with the request
     alone. Refused at start-up for a route whose dependencies or endpoint take anything else
     (FastAPI would have to solve them)."""
-    calls = [dependency.dependency for dependency in route.dependencies]
+    calls = [
+        cast(Callable[[Request], Awaitable[Any]], dependency.dependency)
+        for dependency in route.dependencies
+    ]
     for call in (*calls, route.endpoint):
         parameters = list(inspect.signature(call).parameters.values())
         if not (
@@ -120,7 +123,7 @@ def route_answer(route: APIRoute) -> Answer:
 
     async def answer(request: Request, work: Any) -> Response:
         for call in calls:
-            await call(request)  # type: ignore[misc]
+            await call(request)
         return await endpoint(request)
 
     return answer

@@ -9,7 +9,7 @@ are the query layer's: :func:`..queries.estimate.estimate` and
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any, cast, get_args
 from urllib.parse import parse_qsl
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -226,7 +226,7 @@ def thin_estimate_query(request: Request) -> EstimateQuery | None:
     if "method" in given:
         if given["method"] not in METHODS:
             return None
-        options.method = given["method"]  # type: ignore[assignment]
+        options.method = cast(Method, given["method"])
     if "simultaneous" in given:
         simultaneous = BOOLEANS.get(given["simultaneous"])
         if simultaneous is None:
@@ -236,7 +236,7 @@ def thin_estimate_query(request: Request) -> EstimateQuery | None:
     if pooling not in POOLINGS:
         return None
     read = MetricPeriods(request.path_params["name"], start, end)
-    return estimate_query(read, options, pooling=pooling)  # type: ignore[arg-type]
+    return estimate_query(read, options, pooling=cast(Pooling, pooling))
 
 
 async def thin_estimate(request: Request, query: EstimateQuery) -> DocumentResponse:
