@@ -245,6 +245,34 @@ def test_unreachable_database_is_503_not_500(databases: DatabaseFactory, backend
         server.stop()
 
 
+def test_an_uncached_estimate_of_a_known_metric_is_503_while_the_database_is_unreachable(
+    databases: DatabaseFactory, backend: str
+) -> None:
+    """Read cache off and the spec cached, an estimate's first database call is its counts
+    read on the driver's own cursor: the driver's error is still answered 503, not 500."""
+    url = databases.new(backend)
+    server = RunningCollector(collector_settings(url, read_cache_bytes=0)).start()
+    try:
+        with server.client(ADMIN_TOKEN) as admin:
+            spec = register(admin, MetricSpec.boolean(unique_name("down"), epsilon=1.0))
+            assert admin.get(f"/v1/metrics/{spec.name}/estimate").status_code == 200
+            state = server.app_state()
+            state.database.dispose()
+            broken = (
+                "sqlite:////nonexistent-dir/x.db"
+                if backend == "sqlite"
+                else "postgresql://postgres@127.0.0.1:1/x"
+            )
+            state.database = open_database(broken)
+            state.specs.database = state.database
+            for _ in range(2):
+                response = admin.get(f"/v1/metrics/{spec.name}/estimate")
+                assert response.status_code == 503, response.text
+                assert "database" in response.json()["detail"]
+    finally:
+        server.stop()
+
+
 def test_retention_deletes_old_numeric_reports_and_keeps_their_sums(
     databases: DatabaseFactory, backend: str
 ) -> None:

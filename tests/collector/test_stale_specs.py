@@ -287,6 +287,27 @@ def test_every_route_answers_503_while_the_schema_is_missing(
     assert "not registered" in refused.json()["detail"][0]["reason"]
 
 
+def test_an_uncached_estimate_answers_503_while_the_schema_is_missing(
+    databases: Any, backend: str
+) -> None:
+    """Read cache off, an estimate's counts are read on the driver's own cursor (its
+    version read no longer goes first): the driver's error still says to migrate."""
+    url = databases.new(backend)
+    server = RunningCollector(collector_settings(url, read_cache_bytes=0)).start()
+    try:
+        with server.client(ADMIN_TOKEN) as admin:
+            spec = register(admin, categorical(unique_name("miss"), ["a", "b", "c"]))
+            assert post_reports(admin, [report(spec, 0)]).status_code == 202
+            assert estimate(admin, spec.name)["n"] == 1
+            drop_schema(url)
+            for _ in range(2):  # the first read meets the error, the second a fresh connection
+                response = admin.get(f"/v1/metrics/{spec.name}/estimate")
+                assert response.status_code == 503, response.text
+                assert "deniable migrate" in response.json()["detail"]
+    finally:
+        server.stop()
+
+
 # --- PostgreSQL: a re-registration cannot slip into a write transaction -----------------------
 
 

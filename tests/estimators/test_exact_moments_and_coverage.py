@@ -221,6 +221,25 @@ def test_normal_quantile_is_scipys_norm_isf_bit_for_bit() -> None:
         assert normal_quantile(float(alpha)) == float(stats.norm.isf(alpha / 2))
 
 
+def test_clopper_pearson_is_scipys_beta_quantiles_bit_for_bit() -> None:
+    """The special functions the exact interval calls must give what ``scipy.stats.beta``'s
+    ppf and isf give, bit for bit, at every Bonferroni level up to 1,000 categories: counts
+    from 0 to n (the small ones the hull uses most) and n up to 10^7."""
+    rng = np.random.default_rng(20261205)
+    n = rng.integers(1, 10**7, size=4000).astype(np.float64)
+    counts = np.where(
+        rng.random(4000) < 0.5,
+        np.minimum(np.floor(rng.random(4000) * 60), n),
+        np.floor(rng.random(4000) ** 3 * (n + 1)).clip(0, n),
+    )
+    for alpha in (0.05, 0.01, 0.05 / 100, 0.01 / 1000, 0.1 / 7):
+        low, high = clopper_pearson(counts, n, alpha)
+        c, m = counts, n
+        want_low = np.where(c > 0, stats.beta.ppf(alpha / 2, np.maximum(c, 1.0), m - c + 1), 0.0)
+        want_high = np.where(c < m, stats.beta.isf(alpha / 2, c + 1, np.maximum(m - c, 1.0)), 1.0)
+        assert low.tobytes() == want_low.tobytes() and high.tobytes() == want_high.tobytes()
+
+
 def test_estimate_rows_equal_the_elementwise_reference() -> None:
     """The rows are built from whole arrays; each field equals its per-element computation."""
     mechanism = OUE(20, 0.7)

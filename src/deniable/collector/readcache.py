@@ -86,6 +86,36 @@ Query = TypeVar("Query", bound="EstimateQuery")
 Answer = Callable[["Collector", Query], dict[str, Any]]
 
 
+def render(document: dict[str, Any]) -> bytes:
+    """``document`` as the JSON bytes an answer carries (what ``DocumentResponse`` writes)."""
+    return orjson.dumps(document, option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def _entry(state: Collector, kind: str, query: EstimateQuery) -> tuple[ReadCache, bytes] | None:
+    """The collector's cache and the key of ``query``'s document of ``kind`` (the date, the
+    metric's read version, read now); None when nothing is cached (cache off, or a database
+    without read versions)."""
+    cache: ReadCache | None = getattr(state, "read_cache", None)
+    if cache is None or cache.limit == 0:
+        return None
+    with state.database.reader.connect() as connection:
+        if not state.database.versioned(connection):
+            return None
+        version = read_version(connection, query.metric)
+    arguments = dataclasses.asdict(query)
+    return cache, orjson.dumps([kind, state.today().isoformat(), version, arguments])
+
+
+def _kept(state: Collector, cache: ReadCache, key: bytes) -> bytes | None:
+    """The document kept under ``key``, the lookup counted on ``/metrics``."""
+    found = cache.get(key)
+    if found is None:
+        state.telemetry.read_cache_misses.inc()
+    else:
+        state.telemetry.read_cache_hits.inc()
+    return found
+
+
 def cached_document(kind: str) -> Callable[[Answer[Query]], Answer[Query]]:
     """Answer a query function ``(state, query)`` of one metric (``query.metric``) from the
     collector's :class:`ReadCache`, keyed by ``kind``, the query's fields, the date and the
@@ -95,23 +125,16 @@ def cached_document(kind: str) -> Callable[[Answer[Query]], Answer[Query]]:
     def wrap(document: Answer[Query]) -> Answer[Query]:
         @functools.wraps(document)
         def cached(state: Collector, query: Query) -> dict[str, Any]:
-            cache: ReadCache | None = getattr(state, "read_cache", None)
-            if cache is None or cache.limit == 0:
+            entry = _entry(state, kind, query)
+            if entry is None:
                 return document(state, query)
-            with state.database.reader.connect() as connection:
-                if not state.database.versioned(connection):
-                    return document(state, query)
-                version = read_version(connection, query.metric)
-            arguments = dataclasses.asdict(query)
-            key = orjson.dumps([kind, state.today().isoformat(), version, arguments])
-            found = cache.get(key)
+            cache, key = entry
+            found = _kept(state, cache, key)
             if found is not None:
-                state.telemetry.read_cache_hits.inc()
                 return orjson.loads(found)
-            state.telemetry.read_cache_misses.inc()
             result = document(state, query)
             try:
-                rendered = orjson.dumps(result, option=orjson.OPT_SERIALIZE_NUMPY)
+                rendered = render(result)
             except orjson.JSONEncodeError:  # not JSON as it stands: answered, not kept
                 return result
             cache.put(key, rendered)
@@ -120,3 +143,19 @@ def cached_document(kind: str) -> Callable[[Answer[Query]], Answer[Query]]:
         return cached
 
     return wrap
+
+
+def rendered_document(kind: str, document: Answer[Query], state: Collector, query: Query) -> bytes:
+    """What :func:`cached_document` of ``kind`` over ``document`` answers, as the JSON bytes
+    an answer carries (:func:`render`): a hit's kept bytes as they are, neither parsed nor
+    written again; a miss's bytes kept as they are answered."""
+    entry = _entry(state, kind, query)
+    if entry is None:
+        return render(document(state, query))
+    cache, key = entry
+    found = _kept(state, cache, key)
+    if found is not None:
+        return found
+    rendered = render(document(state, query))
+    cache.put(key, rendered)
+    return rendered

@@ -357,6 +357,13 @@ def plain(value: Any) -> Any:
         if not is_dataclass(value) or isinstance(value, type):
             return value
         names = _FIELD_NAMES[kind] = tuple(item.name for item in fields(value))
+    held = getattr(value, "__dict__", None)
+    if held is not None and tuple(held) == names:  # its fields alone, in order: copied whole
+        found = held.copy()
+        for name, item in held.items():
+            if type(item) not in _LEAVES:
+                found[name] = plain(item)
+        return found
     return {
         name: item if type(item := getattr(value, name)) in _LEAVES else plain(item)
         for name in names

@@ -18,7 +18,7 @@ from deniable.client.spec import MetricSpec
 from deniable.estimators.engine import document
 
 from ..context import Collector
-from ..readcache import cached_document
+from ..readcache import cached_document, rendered_document
 from ..storage.queries import SpecChanged
 from .breakdown import Slicing, breakdown, parse_by, parse_compare, parse_where, slice_count
 from .compare import compared_estimate
@@ -30,8 +30,7 @@ from .refusal import QueryRefused, UnknownMetric, refuse
 from .stored import StoredCounts
 
 
-@cached_document("estimate")
-def estimate(state: Collector, query: EstimateQuery) -> dict[str, Any]:
+def made_estimate(state: Collector, query: EstimateQuery) -> dict[str, Any]:
     """The population estimate over the periods start..end, pooled as the query says: the
     shares of each category, a histogram's quantile intervals too, or a numeric metric's mean
     (its only method is unbiased; ``simultaneous`` changes nothing for one interval), or a
@@ -56,6 +55,16 @@ def estimate(state: Collector, query: EstimateQuery) -> dict[str, Any]:
             )
         return about(state, spec, text_breakdown(state, spec, labels, query))
     return sliced_estimate(state, spec, labels, query)
+
+
+estimate = cached_document("estimate")(made_estimate)
+"""The estimate document (:func:`made_estimate`), from the read cache when it holds it."""
+
+
+def estimate_json(state: Collector, query: EstimateQuery) -> bytes:
+    """:func:`estimate`'s document as the JSON bytes its answer carries: a read-cache hit's
+    bytes as kept, neither parsed nor written again."""
+    return rendered_document("estimate", made_estimate, state, query)
 
 
 def range_estimate(state: Collector, query: EstimateQuery) -> dict[str, Any]:

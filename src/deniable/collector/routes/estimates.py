@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, cast, get_args
 from urllib.parse import parse_qsl
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from deniable.client.errors import InvalidInput
@@ -25,7 +25,7 @@ from ..context import collector
 from ..numbers import query_number
 from ..queries.breakdown import BreakdownEstimate
 from ..queries.changes import PeriodComparison
-from ..queries.estimate import estimate
+from ..queries.estimate import estimate, estimate_json
 from ..queries.query import CONFIDENCE_RULE, QUANTILE_RULE, EstimateQuery, listed
 from ..queries.series import series
 from ..queries.slices import SliceSeries
@@ -239,10 +239,12 @@ def thin_estimate_query(request: Request) -> EstimateQuery | None:
     return estimate_query(read, options, pooling=cast(Pooling, pooling))
 
 
-async def thin_estimate(request: Request, query: EstimateQuery) -> DocumentResponse:
-    """:func:`get_estimate`'s answer to ``query`` (read by :func:`thin_estimate_query`)."""
+async def thin_estimate(request: Request, query: EstimateQuery) -> Response:
+    """:func:`get_estimate`'s answer to ``query`` (read by :func:`thin_estimate_query`): the
+    same bytes and headers, a read-cache hit's bytes sent as kept."""
     state = collector(request)
-    return await run_in_threadpool(lambda: DocumentResponse(estimate(state, query)))
+    body = await run_in_threadpool(estimate_json, state, query)
+    return Response(body, media_type=DocumentResponse.media_type)
 
 
 SERIES_DESCRIPTION = (

@@ -23,11 +23,9 @@ from sqlalchemy import (
     Connection,
     Select,
     Table,
-    TextClause,
     bindparam,
     func,
     select,
-    text,
     update,
 )
 
@@ -38,6 +36,7 @@ from deniable.estimators import PeriodSums
 from deniable.estimators.documents import MetricAbout
 from deniable.estimators.engine import CellStats
 
+from .driverread import driver_rows
 from .engine import Database
 from .tables import (
     cell_counts,
@@ -304,10 +303,10 @@ rows of Python tuples made 90 periods cost twice the database's own read."""
 
 
 @functools.cache
-def _supports_statement(dialect: str) -> TextClause:
+def _supports_statement(dialect: str) -> str:
     """:data:`_SUPPORTS` in ``dialect``'s aggregate (built once per dialect)."""
     aggregate = "string_agg" if dialect == "postgresql" else "group_concat"
-    return text(_SUPPORTS.format(aggregate=aggregate))
+    return _SUPPORTS.format(aggregate=aggregate)
 
 
 def _supports(
@@ -321,8 +320,7 @@ def _supports(
     position = {label: i for i, label in enumerate(periods)}
     statement = _supports_statement(database.dialect)
     arguments = {"first": periods[0], "last": periods[-1], "name": spec.name}
-    with database.reader.connect() as connection:
-        rows = connection.execute(statement, arguments).all()
+    rows = driver_rows(database.reader, statement, arguments)  # SQLAlchemy's errors as ever
     if not rows or rows[0][0] != spec.fingerprint:
         raise SpecChanged([spec.name])
     places: list[int] = []
