@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from deniable.client import MetricSpec
 from deniable.client.mechanisms import make_mechanism, make_numeric_mechanism
+from deniable.client.wire import payload_text
 from deniable.collector.routes.reports import _oversized, _well_formed, parse_batch
 from deniable.collector.schemas import BATCH_PARSER, REPORT_PARSER, Report
 from deniable.collector.storage.kindrows import CELL_SEP, MetricRows, NumericRows, cell_rows
@@ -336,3 +337,74 @@ def test_bulk_oue_check_takes_the_randomized_payloads(mechanism: Any) -> None:
     plausible = [p for p in sent if mechanism.implausible(p) is None]
     assert oue_canonical_plausible(mechanism, plausible).all()
     assert not oue_canonical_plausible(mechanism, ["AR==" if mechanism.k == 8 else "!"]).any()
+
+
+_TEXT = MetricSpec.text("text_fast", max_length=4, epsilon=1.0)
+_TEXT_DIMS = MetricSpec.text(
+    "text_fast_dims", max_length=4, epsilon=1.0, dimensions={"platform": ["ios", "android"]}
+)
+
+
+def _text_payloads(sketch: Any) -> Any:
+    """Text payloads: randomized ones (their keys in any order), ones with another vector of
+    the right length (any bits, non-canonical padding bits, bad characters), bad levels and
+    rows, and other shapes."""
+    width = 4 * -(-sketch.n_bytes // 3)
+    randomized = st.integers(0, 2**31).map(
+        lambda seed: sketch.randomize(
+            sketch.encode("ab"), 1 + seed % sketch.levels, FastRandomness(seed)
+        )
+    )
+    vectors = st.one_of(
+        st.binary(min_size=sketch.n_bytes, max_size=sketch.n_bytes).map(
+            lambda b: base64.b64encode(b).decode()
+        ),
+        st.text(alphabet=B64 + "-_ \n", min_size=width, max_size=width),
+        randomized.map(lambda p: p["b"][:-3] + "B==" if p["b"].endswith("==") else p["b"]),
+    )
+    built = st.fixed_dictionaries(
+        {"b": vectors, "l": st.integers(0, sketch.levels + 1), "r": st.integers(-1, sketch.rows)}
+    )
+    reordered = randomized.map(lambda p: {"r": p["r"], "b": p["b"], "l": p["l"]})
+    odd = st.one_of(
+        randomized.map(lambda p: {**p, "l": True}),
+        randomized.map(lambda p: {**p, "x": 1}),
+        randomized.map(lambda p: p["b"]),
+        st.none(),
+    )
+    return st.one_of(randomized, randomized, reordered, built, odd)
+
+
+@pytest.mark.parametrize("spec", [_TEXT, _TEXT_DIMS], ids=lambda s: s.name)
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(data=st.data())
+def test_bulk_text_check_judges_as_the_one_by_one_path(spec: MetricSpec, data: Any) -> None:
+    """A batch of text payloads, judged a batch at a time, keeps exactly the ones that
+    ``parse_payload`` and ``implausible`` accept, each stored as the text of its canonical form
+    (a payload already canonical is kept as received), and refuses the others by index (the
+    parser refuses some shapes first)."""
+    sketch = spec.text_randomizer
+    sent = data.draw(st.lists(_text_payloads(sketch), min_size=1, max_size=12))
+    today = dt.date.today()
+    template = {
+        "metric": spec.name,
+        "fingerprint": spec.fingerprint,
+        "period": spec.period_of(today),
+    }
+    dims = {"dims": {"platform": "ios"}} if spec.dimensions else {}
+    reports = [
+        {**template, "id": f"{i:08d}-0000-4000-8000-000000000000", "payload": p, **dims}
+        for i, p in enumerate(sent)
+    ]
+    lookup = {spec.name: spec}.get
+    parsed, problems = parse_batch(json.dumps({"reports": reports}).encode(), 20, lookup)
+    valid, refused, _ = validate_reports(parsed, lookup, PeriodWindow(today, 30))
+    expected_valid, expected_refused = [], []
+    for i, payload in enumerate(sent):
+        canonical = _parsed(sketch, payload)
+        if canonical is ValueError or sketch.implausible(canonical) is not None:
+            expected_refused.append(i)
+        else:
+            expected_valid.append(payload_text(canonical))
+    assert [payload_text(r.payload) for r in valid] == expected_valid
+    assert sorted(p.index for p in problems + refused) == expected_refused

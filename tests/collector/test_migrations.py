@@ -515,3 +515,60 @@ def test_packed_text_counts_migration_packs_and_unpacks_losslessly(
         assert n.tolist() == [151] and np.array_equal(counts[0], old[periods[0]])
     finally:
         database.dispose()
+
+
+def test_text_counts_storage_migration_keeps_the_counts_both_ways(
+    databases: DatabaseFactory,
+) -> None:
+    """0018 stores ``text_cell_counts.counts`` uncompressed out of line and gives the table
+    ``fillfactor = 50`` (PostgreSQL); the counts stored before read the same after it, ingestion
+    adds to them, and the downgrade restores ``numeric``'s storage and full pages."""
+    url = databases.new("postgresql")
+    migrate(url, "0017")
+    words = MetricSpec.text("words", max_length=4, epsilon=1.0)
+    sketch = words.text_randomizer
+    rng = SeededRandomness(12)
+    period = TEST_NOW.date().isoformat()
+    valid = [
+        ValidReport(
+            str(uuid.uuid4()),
+            words.name,
+            period,
+            sketch.randomize(sketch.encode(f"w{i % 3}"), 1 + i % sketch.levels, rng),
+        )
+        for i in range(120)
+    ]
+    expected = np.zeros(words.count_width, dtype=np.int64)
+    for indexes in text_support(sketch, [r.payload for r in valid]):
+        np.add.at(expected, indexes, 1)
+
+    def store_and_read(batch: list[ValidReport]) -> np.ndarray:
+        database = open_database(url)
+        try:
+            register_spec(database, words, dt.datetime.now(dt.UTC))
+            store_batches(database, [prepare_batch(batch, {words.name: words}, TEST_NOW.date())])
+            return read_counts(database, words, [period])[1][0]
+        finally:
+            database.dispose()
+
+    assert np.array_equal(store_and_read(valid[:60]), _partial(sketch, valid[:60]))
+    storage = text(
+        "SELECT a.attstorage, c.reloptions FROM pg_attribute a JOIN pg_class c"
+        " ON c.oid = a.attrelid WHERE c.relname = 'text_cell_counts' AND a.attname = 'counts'"
+    )
+    assert _rows(url, storage) == [("m", None)]
+    migrate(url)
+    assert_schema_is_the_tables(url)
+    assert _rows(url, storage) == [("e", ["fillfactor=50"])]
+    assert np.array_equal(store_and_read(valid[60:]), expected)
+    _downgrade(url, "0017")
+    assert _rows(url, storage) == [("m", None)]
+    assert np.array_equal(store_and_read([]), expected)
+
+
+def _partial(sketch: Any, batch: list[ValidReport]) -> np.ndarray:
+    """The counts of ``batch``'s text reports alone."""
+    counts = np.zeros(sketch.cell_count, dtype=np.int64)
+    for indexes in text_support(sketch, [r.payload for r in batch]):
+        np.add.at(counts, indexes, 1)
+    return counts

@@ -38,9 +38,10 @@ def payload_text(payload: Payload) -> str:
 
     A number is written as Python's ``repr``, the shortest text that reads back as the same
     float, so a payload kept in the outbox or the memo is restored bit for bit; NaN and the
-    infinities have no JSON text and raise ``ValueError``. An OLH object of three integers is
-    written directly (its keys are already in sorted order), as the device does this once per
-    report; anything else goes through ``json``.
+    infinities have no JSON text and raise ``ValueError``. An OLH object of three integers and
+    a text object (a string ``"b"``, integers ``"l"`` and ``"r"``) are written directly, keys
+    in sorted order whatever their order in the object, as the device writes each once per
+    report and the collector once per stored report; anything else goes through ``json``.
     """
     kind = type(payload)  # exact types: a bool is not a number here
     if kind is int:
@@ -56,6 +57,9 @@ def payload_text(payload: Payload) -> str:
         a, b, y = payload.get("a"), payload.get("b"), payload.get("y")
         if type(a) is int and type(b) is int and type(y) is int:
             return f'{{"a":{a},"b":{b},"y":{y}}}'
+        level, row = payload.get("l"), payload.get("r")
+        if type(b) is str and type(level) is int and type(row) is int:
+            return f'{{"b":{_encode_string(b)},"l":{level},"r":{row}}}'
     return json.dumps(payload, separators=(",", ":"), sort_keys=True)
 
 

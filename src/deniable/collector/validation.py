@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from functools import cache
 from itertools import repeat
 from operator import itemgetter
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -168,10 +168,16 @@ _BASE64_VALUES[
 """Each ASCII code's 6-bit value in standard base64; 255 for a character outside it."""
 
 
-def oue_canonical_plausible(mechanism: OUE, payloads: Sequence[str]) -> np.ndarray:
-    """Which of ``payloads`` (strings of the length of ``mechanism``'s base64) are canonical
-    base64 of its bytes, set no bit past k and set a plausible number of bits: the whole
-    batch's payloads checked at once rather than one decode and re-encode per report.
+BulkVector = OUE | PrefixSketch
+"""A mechanism whose payloads' bit vectors are judged a batch at a time: oue's payload is its
+vector's base64, a text sketch's payload holds it as ``"b"``."""
+
+
+def oue_canonical_plausible(mechanism: BulkVector, payloads: Sequence[str]) -> np.ndarray:
+    """Which of ``payloads`` (base64 strings of ``mechanism``'s bit vectors: an oue payload, a
+    text payload's ``"b"``) are canonical base64 of its bytes, set no bit past its cells and
+    set a plausible number of bits: the whole batch's vectors checked at once rather than one
+    decode and re-encode per report.
 
     Only a shortcut, like :func:`canonical_check`: a payload it refuses goes through the
     mechanism's own ``parse_payload`` and ``implausible``, which say why.
@@ -197,12 +203,53 @@ def oue_canonical_plausible(mechanism: OUE, payloads: Sequence[str]) -> np.ndarr
     if pad:  # the unused bits of the last character are zero in canonical base64
         ok &= (data[:, mechanism.n_bytes :] == 0).all(axis=1)
     data = data[:, : mechanism.n_bytes]
-    tail = mechanism.k % 8
+    tail = mechanism.vector_cells % 8
     if tail:
         ok &= (data[:, -1] >> tail) == 0
     bits = np.unpackbits(data, axis=1, bitorder="little").sum(axis=1)
     low, high = mechanism.plausible_set_bits
     return ok & (bits >= low) & (bits <= high)
+
+
+VectorOf = Callable[[Any], "str | None"]
+"""A bulk-judged payload's bit vector as base64 text, or None for a payload of another shape
+(it then goes through ``parse_payload``, which says what is wrong)."""
+
+
+def _oue_vector(payload: Any) -> str | None:
+    return payload if type(payload) is str else None
+
+
+@cache
+def vector_of(mechanism: BulkVector) -> VectorOf:
+    """How to find a payload's bit vector for :func:`oue_canonical_plausible`: an oue payload
+    is one; a text payload is an object of exactly ``"b"`` (a string), ``"l"`` and ``"r"``
+    (integers in range), kept as received once its ``"b"`` passes (its stored text sorts its
+    keys, so their order as sent does not matter)."""
+    if isinstance(mechanism, OUE):
+        return _oue_vector
+    levels, rows = mechanism.levels, mechanism.rows
+
+    def text_vector(payload: Any) -> str | None:
+        if type(payload) is not dict or len(payload) != 3:
+            return None
+        vector, level, row = payload.get("b"), payload.get("l"), payload.get("r")
+        if (
+            type(vector) is str
+            and type(level) is int
+            and type(row) is int
+            and 1 <= level <= levels
+            and 0 <= row < rows
+        ):
+            return vector
+        return None
+
+    return text_vector
+
+
+def bulk_mechanism(mechanism: Mechanism | NumericMechanism | PrefixSketch) -> BulkVector | None:
+    """``mechanism`` if its payloads are judged a batch at a time (oue, text), else None."""
+    return mechanism if type(mechanism) is OUE or type(mechanism) is PrefixSketch else None
 
 
 PayloadParse = Callable[[Any], Any]
@@ -284,10 +331,11 @@ def validate_reports(
     # repeat a few devices' contexts, so each is checked once (only valid ones are kept, all
     # strings: a value equal to a kept one is the same string).
     cells: dict[tuple[str, tuple[tuple[str, str], ...]], str] = {}
-    bulk: dict[str, OUE | None] = {}
-    # Each metric's oue payloads judged after the loop, all at once (their reports' places in
-    # ``valid``, their indexes and payloads); the ones the bulk check refuses go one by one.
-    deferred: dict[str, tuple[list[int], list[int], list[str]]] = {}
+    bulk: dict[str, BulkVector | None] = {}
+    # Each metric's oue and text payloads judged after the loop, all at once (their reports'
+    # places in ``valid``, their indexes, payloads and vectors); the ones the bulk check
+    # refuses go one by one.
+    deferred: dict[str, Deferred] = {}
     for index, report in reports:
         name = report["metric"]
         if name not in specs:
@@ -297,8 +345,7 @@ def validate_reports(
                     found
                 )
                 retired[name] = archived(name)
-                mechanism = payload_mechanism(found)
-                bulk[name] = mechanism if type(mechanism) is OUE else None
+                bulk[name] = bulk_mechanism(payload_mechanism(found))
         spec = specs[name]
         if spec is None:
             problems.append(
@@ -338,7 +385,9 @@ def validate_reports(
             problems.append(ReportProblem(index, name, verdict[0], f"metric {name}: {verdict[1]}"))
             continue
         payload = report["payload"]
-        later = bulk[name] is not None and type(payload) is str
+        judge = bulk[name]
+        vector = None if judge is None else vector_of(judge)(payload)
+        later = vector is not None
         if not later:
             payload, problem = _judge_payload(
                 index, name, spec, payload, checks[name], parsers[name], plausibility[name]
@@ -380,11 +429,12 @@ def validate_reports(
                 if dims:
                     cells[(name, tuple(dims.items()))] = found
             cell = found
-        if later:
-            places, indexes, payloads = deferred.setdefault(name, ([], [], []))
+        if vector is not None:
+            places, indexes, payloads, vectors = deferred.setdefault(name, ([], [], [], []))
             places.append(len(valid))
             indexes.append(index)
             payloads.append(payload)
+            vectors.append(vector)
         valid.append(ValidReport(report["id"], name, report["period"], payload, cell))
     if deferred:
         valid, problems = _judge_deferred(
@@ -427,11 +477,12 @@ def _one_valid_metric(
         cells = repeat("")
     if any(window.check(spec.period, label) for label in set(periods)):
         return None
-    mechanism = payload_mechanism(spec)
-    if type(mechanism) is OUE:
-        if set(map(type, payloads)) != {str}:
+    mechanism = bulk_mechanism(payload_mechanism(spec))
+    if mechanism is not None:
+        vectors = list(map(vector_of(mechanism), payloads))
+        if None in vectors:
             return None
-        if not oue_canonical_plausible(mechanism, payloads).all():
+        if not oue_canonical_plausible(mechanism, cast("list[str]", vectors)).all():
             return None
     elif plausibility is not None or not all(map(check, payloads)):
         return None
@@ -497,24 +548,29 @@ def _judge_payload(
     return payload, None
 
 
+Deferred = tuple[list[int], list[int], list[Any], list[str]]
+"""One metric's bulk-judged reports: their places in the valid reports, their indexes in the
+batch, their payloads and their vectors (:func:`vector_of`)."""
+
+
 def _judge_deferred(
     valid: list[ValidReport],
     problems: list[ReportProblem],
-    deferred: dict[str, tuple[list[int], list[int], list[str]]],
-    bulk: dict[str, OUE | None],
+    deferred: dict[str, Deferred],
+    bulk: dict[str, BulkVector | None],
     specs: dict[str, MetricSpec | None],
     checks: dict[str, PayloadCheck],
     parsers: dict[str, PayloadParse],
     plausibility: dict[str, Plausibility | None],
 ) -> tuple[list[ValidReport], list[ReportProblem]]:
-    """Judge each metric's oue payloads at once (:func:`oue_canonical_plausible`), the
-    refused ones one by one: the valid reports without the refused, in batch order, and
+    """Judge each metric's oue and text payloads at once (:func:`oue_canonical_plausible`),
+    the refused ones one by one: the valid reports without the refused, in batch order, and
     every problem in index order."""
     dropped: set[int] = set()
-    for name, (places, indexes, payloads) in deferred.items():
+    for name, (places, indexes, payloads, vectors) in deferred.items():
         mechanism, spec = bulk[name], specs[name]
         assert mechanism is not None and spec is not None
-        good = oue_canonical_plausible(mechanism, payloads)
+        good = oue_canonical_plausible(mechanism, vectors)
         if good.all():
             continue
         for j in np.flatnonzero(~good).tolist():
