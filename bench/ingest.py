@@ -52,7 +52,8 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -303,55 +304,72 @@ def seed_directly(database_url: str, spec: MetricSpec, labels: Sequence[str], ex
         database.dispose()
 
 
-def run_backend(backend: str, args: argparse.Namespace, rows: list[list[str]]) -> float:
-    """Benchmark one backend and append its table rows; the first timed ingestion's
-    reports/s."""
+def collector_workers(backend: str, args: argparse.Namespace) -> int:
+    """The bench collector's workers: ``--workers``, else 1 on SQLite and 2 on PostgreSQL."""
+    return args.workers or (1 if backend == "sqlite" else 2)
+
+
+@contextmanager
+def fresh_collector(
+    backend: str, args: argparse.Namespace
+) -> Iterator[tuple[str, CollectorProcess]]:
+    """A fresh scratch database on ``backend`` and a collector serving it
+    (:func:`collector_workers`): its URL and the running collector."""
     with tempfile.TemporaryDirectory(prefix="deniable-bench-") as tmp:
         directory = Path(tmp)
-        workers = args.workers or (1 if backend == "sqlite" else 2)
         with (
             scratch_database(backend, directory, "deniable_bench") as url,
             CollectorProcess(
-                collector_settings(url, ingest_key=None), directory, workers=workers
+                collector_settings(url, ingest_key=None),
+                directory,
+                workers=collector_workers(backend, args),
             ) as collector,
         ):
-            spec = MetricSpec.categorical(
-                f"bench_{backend}",
-                [f"c{i}" for i in range(K)],
-                epsilon=args.epsilon,
-                mechanism=args.mechanism,
-                dimensions=DIMENSIONS if args.dimensions else None,
-            )
-            register_all(collector.url, [spec])
-            labels = periods(dt.datetime.now(dt.UTC).date())
-            total = int(args.seconds * 400) if args.ingest_only else 1_000_000 // BATCH
-            print(
-                f"[{backend}] building {total:,} request bodies of {BATCH} {spec.mechanism} reports ..."
-            )
-            sent_to = labels[-1:] if args.one_period else labels
-            bodies = build_bodies(spec, sent_to, total, seed=1)
-            stored, rate = timed_ingest(collector, bodies, args, rows, backend, workers, stored=0)
-            if args.ingest_only:
-                return rate
-            rest = bodies[stored // BATCH :]
-            print(f"[{backend}] topping up to 1,000,000 stored reports through the API ...")
-            more, _, _, _ = load(collector.url, rest, args.threads, 3600)
-            stored += more
-            estimates(collector.url, spec, labels, rows, backend, stored)
-            export(collector.url, spec, rows, backend, stored)
-            if not args.big:
-                return rate
-            for target in BIG_CURVE:
-                extra = max(0, target - stored)
-                print(f"[{backend}] seeding {extra:,} more reports directly in the database ...")
-                seed_directly(url, spec, labels, extra)
-                stored += extra
-                for sent_to in (labels[-1:], labels):
-                    fresh = build_bodies(spec, sent_to, int(args.seconds * 400), seed=len(rows))
-                    stored, _ = timed_ingest(collector, fresh, args, rows, backend, workers, stored)
-            estimates(collector.url, spec, labels, rows, backend, stored, seeded=True)
-            export(collector.url, spec, rows, backend, stored)
+            yield url, collector
+
+
+def run_backend(backend: str, args: argparse.Namespace, rows: list[list[str]]) -> float:
+    """Benchmark one backend and append its table rows; the first timed ingestion's
+    reports/s."""
+    workers = collector_workers(backend, args)
+    with fresh_collector(backend, args) as (url, collector):
+        spec = MetricSpec.categorical(
+            f"bench_{backend}",
+            [f"c{i}" for i in range(K)],
+            epsilon=args.epsilon,
+            mechanism=args.mechanism,
+            dimensions=DIMENSIONS if args.dimensions else None,
+        )
+        register_all(collector.url, [spec])
+        labels = periods(dt.datetime.now(dt.UTC).date())
+        total = int(args.seconds * 400) if args.ingest_only else 1_000_000 // BATCH
+        print(
+            f"[{backend}] building {total:,} request bodies of {BATCH} {spec.mechanism} reports ..."
+        )
+        sent_to = labels[-1:] if args.one_period else labels
+        bodies = build_bodies(spec, sent_to, total, seed=1)
+        stored, rate = timed_ingest(collector, bodies, args, rows, backend, workers, stored=0)
+        if args.ingest_only:
             return rate
+        rest = bodies[stored // BATCH :]
+        print(f"[{backend}] topping up to 1,000,000 stored reports through the API ...")
+        more, _, _, _ = load(collector.url, rest, args.threads, 3600)
+        stored += more
+        estimates(collector.url, spec, labels, rows, backend, stored)
+        export(collector.url, spec, rows, backend, stored)
+        if not args.big:
+            return rate
+        for target in BIG_CURVE:
+            extra = max(0, target - stored)
+            print(f"[{backend}] seeding {extra:,} more reports directly in the database ...")
+            seed_directly(url, spec, labels, extra)
+            stored += extra
+            for sent_to in (labels[-1:], labels):
+                fresh = build_bodies(spec, sent_to, int(args.seconds * 400), seed=len(rows))
+                stored, _ = timed_ingest(collector, fresh, args, rows, backend, workers, stored)
+        estimates(collector.url, spec, labels, rows, backend, stored, seeded=True)
+        export(collector.url, spec, rows, backend, stored)
+        return rate
 
 
 BIG_CURVE = (1_000_000, 3_000_000, 10_000_000)
@@ -613,23 +631,15 @@ def versus_spec(backend: str, args: argparse.Namespace) -> MetricSpec:
 def product_run(backend: str, args: argparse.Namespace, bodies: list[bytes]) -> tuple[int, float]:
     """Store ``bodies`` through a fresh collector (partitions made before the timer): the
     reports stored and the CPU seconds of the collector's processes and database backends."""
-    with tempfile.TemporaryDirectory(prefix="deniable-bench-") as tmp:
-        directory = Path(tmp)
-        workers = args.workers or (1 if backend == "sqlite" else 2)
-        with (
-            scratch_database(backend, directory, "deniable_bench") as url,
-            CollectorProcess(
-                collector_settings(url, ingest_key=None), directory, workers=workers
-            ) as collector,
-        ):
-            spec = versus_spec(backend, args)
-            register_all(collector.url, [spec])
-            _make_partitions(url)
-            load(collector.url, bodies[:1], 1, 3600)
-            started = process_tree_cpu(collector.process.pid) + backend_cpu(url)
-            accepted, _, _, _ = load(collector.url, bodies[1:], args.threads, 3600)
-            used = process_tree_cpu(collector.process.pid) + backend_cpu(url) - started
-            return accepted, used
+    with fresh_collector(backend, args) as (url, collector):
+        spec = versus_spec(backend, args)
+        register_all(collector.url, [spec])
+        _make_partitions(url)
+        load(collector.url, bodies[:1], 1, 3600)
+        started = process_tree_cpu(collector.process.pid) + backend_cpu(url)
+        accepted, _, _, _ = load(collector.url, bodies[1:], args.threads, 3600)
+        used = process_tree_cpu(collector.process.pid) + backend_cpu(url) - started
+        return accepted, used
 
 
 def _make_partitions(url: str) -> None:
@@ -808,22 +818,14 @@ def _rate_run(
     """Post ``bodies`` (the first one untimed) to a fresh collector for at most
     ``args.seconds``: reports/s and the CPU per report (us) of the collector's processes and
     database backends."""
-    with tempfile.TemporaryDirectory(prefix="deniable-bench-") as tmp:
-        directory = Path(tmp)
-        workers = args.workers or (1 if backend == "sqlite" else 2)
-        with (
-            scratch_database(backend, directory, "deniable_bench") as url,
-            CollectorProcess(
-                collector_settings(url, ingest_key=None), directory, workers=workers
-            ) as collector,
-        ):
-            register_all(collector.url, [spec])
-            _make_partitions(url)
-            load(collector.url, bodies[:1], 1, 3600)
-            started = process_tree_cpu(collector.process.pid) + backend_cpu(url)
-            accepted, wall, _, _ = load(collector.url, bodies[1:], args.threads, args.seconds)
-            used = process_tree_cpu(collector.process.pid) + backend_cpu(url) - started
-            return accepted / wall, used / accepted * 1e6
+    with fresh_collector(backend, args) as (url, collector):
+        register_all(collector.url, [spec])
+        _make_partitions(url)
+        load(collector.url, bodies[:1], 1, 3600)
+        started = process_tree_cpu(collector.process.pid) + backend_cpu(url)
+        accepted, wall, _, _ = load(collector.url, bodies[1:], args.threads, args.seconds)
+        used = process_tree_cpu(collector.process.pid) + backend_cpu(url) - started
+        return accepted / wall, used / accepted * 1e6
 
 
 TEXT_BODIES = {"oue k=100": 100, "text eps 1": 20, "text eps 4": 20}

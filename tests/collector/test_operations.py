@@ -50,6 +50,19 @@ def raw_report_count(database_url: str, metric: str, period: str | None = None) 
         engine.dispose()
 
 
+def _point_at_no_database(server: RunningCollector, backend: str) -> None:
+    """Swap the running collector's database for one that cannot be reached."""
+    state = server.app_state()
+    state.database.dispose()
+    broken = (
+        "sqlite:////nonexistent-dir/x.db"
+        if backend == "sqlite"
+        else "postgresql://postgres@127.0.0.1:1/x"
+    )
+    state.database = open_database(broken)
+    state.specs.database = state.database
+
+
 def test_retention_deletes_old_raw_reports_and_keeps_their_counts(
     databases: DatabaseFactory, backend: str
 ) -> None:
@@ -225,15 +238,7 @@ def test_unreachable_database_is_503_not_500(databases: DatabaseFactory, backend
     try:
         with server.client(ADMIN_TOKEN) as admin:
             spec = register(admin, MetricSpec.boolean(unique_name("down"), epsilon=1.0))
-            state = server.app_state()
-            state.database.dispose()
-            broken = (
-                "sqlite:////nonexistent-dir/x.db"
-                if backend == "sqlite"
-                else "postgresql://postgres@127.0.0.1:1/x"
-            )
-            state.database = open_database(broken)
-            state.specs.database = state.database
+            _point_at_no_database(server, backend)
             response: httpx.Response = admin.get(f"/v1/metrics/{unique_name('other')}")
             assert response.status_code == 503
             assert "database" in response.json()["detail"]
@@ -256,15 +261,7 @@ def test_an_uncached_estimate_of_a_known_metric_is_503_while_the_database_is_unr
         with server.client(ADMIN_TOKEN) as admin:
             spec = register(admin, MetricSpec.boolean(unique_name("down"), epsilon=1.0))
             assert admin.get(f"/v1/metrics/{spec.name}/estimate").status_code == 200
-            state = server.app_state()
-            state.database.dispose()
-            broken = (
-                "sqlite:////nonexistent-dir/x.db"
-                if backend == "sqlite"
-                else "postgresql://postgres@127.0.0.1:1/x"
-            )
-            state.database = open_database(broken)
-            state.specs.database = state.database
+            _point_at_no_database(server, backend)
             for _ in range(2):
                 response = admin.get(f"/v1/metrics/{spec.name}/estimate")
                 assert response.status_code == 503, response.text
