@@ -272,7 +272,7 @@ def test_the_overview_and_the_metric_page_say_when_reports_last_arrived(
         }
         cell = rows["arrive_busy"].find(cls="arrival")
         assert cell is not None and cell.attrs["data-last-hour"] == "300"
-        assert "12 s ago" in cell.text and "300 in the last hour" in cell.text
+        assert "12 s ago" in cell.text and "300 reports in the last hour" in cell.text
         assert "stopped" not in rows["arrive_busy"].classes
         never = rows["arrive_never"].find(cls="arrival")
         assert "no report yet" in never.text and "stopped" not in rows["arrive_never"].classes

@@ -153,7 +153,7 @@ def arrivals(request: Request, names: list[str]) -> dict[str, dict[str, Any]]:
             title = "No report has arrived since the collector began recording arrivals."
         else:
             last, stopped = ago_text(now - arrival.last_at), now - arrival.last_at > STALE_AFTER
-            title = f"Last report received {last}; {arrival.last_hour:,} in the last hour."
+            title = f"Last report received {last}; {arrival.last_hour:,} reports in the last hour."
             if stopped:
                 title += " Reports stopped arriving: check the SDK, its ingest key and the URL."
         shown[name] = {
