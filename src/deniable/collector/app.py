@@ -35,7 +35,7 @@ from . import dashboard, exposition
 from .auth import ADMIN, INGEST, SHUFFLER, VIEWER
 from .context import Clock, Collector, SpecCache, utc_now
 from .docspage import install_docs
-from .fastpaths import FAST_PATHS, FastPath, FastPaths
+from .fastpaths import FastPath, FastPaths
 from .readcache import ReadCache
 from .readgate import ReadGate
 from .redirects import RelativeRedirects
@@ -246,6 +246,21 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
             schema["paths"][path][method]["security"] = security
         app.openapi_schema = schema
     return app.openapi_schema
+
+
+FAST_PATHS = (
+    FastPath(
+        "GET",
+        "/v1/metrics/{name}/estimate",
+        estimates.thin_estimate_query,
+        estimates.thin_estimate,
+        keep=(ReadGate,),
+    ),
+    FastPath("POST", REPORTS_PATH, keep=(DeviceCORS,)),
+)
+"""The routes served thin (:mod:`.fastpaths`): the estimate read (its read gate kept) and the
+upload (its CORS kept; the read gate, the dashboard's headers and the relative redirects do
+nothing to it)."""
 
 
 class CollectorApp(FastAPI):

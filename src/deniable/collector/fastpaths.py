@@ -3,9 +3,9 @@
 A one-period estimate takes about a millisecond to make, and the stack around it (eight
 middlewares, the router's match over every route, FastAPI's dependency solving) took about as
 much again; for uploads it was about a tenth of the collector's CPU per stored report
-(docs/performance.md, issue 42). :class:`FastPaths` sends a request that a row of
-:data:`FAST_PATHS` matches (its method and its FastAPI route's own path pattern) to that row's
-handler, through only the stack's middleware instances of the classes the row keeps (shallow
+(docs/performance.md, issue 42). :class:`FastPaths` sends a request that a row of the app's
+table (``collector.app.FAST_PATHS``) matches (its method and its FastAPI route's own path
+pattern) to that row's handler, through only the stack's middleware instances of the classes the row keeps (shallow
 copies around the handler: their state, such as the read gate's turns, is the stack's); every
 other request (a preflight, a trailing slash) goes to the full stack. A row's ``prepare`` does
 nothing but read the request (the token, the query): when it declines (returns None, or
@@ -33,12 +33,6 @@ from starlette.responses import Response
 from starlette.routing import get_route_path
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from deniable.client.wire import REPORTS_PATH
-from deniable.service.crossorigin import DeviceCORS
-
-from .readgate import ReadGate
-from .routes import estimates
-
 Prepare = Callable[[Request], Any]
 """Read a request (no I/O): what ``answer`` needs, or None to leave it to the full stack."""
 Answer = Callable[[Request, Any], Awaitable[Response]]
@@ -59,19 +53,6 @@ class FastPath:
     answer: Answer | None = None
     keep: tuple[type, ...] = ()
 
-
-FAST_PATHS = (
-    FastPath(
-        "GET",
-        "/v1/metrics/{name}/estimate",
-        estimates.thin_estimate_query,
-        estimates.thin_estimate,
-        keep=(ReadGate,),
-    ),
-    FastPath("POST", REPORTS_PATH, keep=(DeviceCORS,)),
-)
-"""The routes served thin: the estimate read (its read gate kept) and the upload (its CORS
-kept; the read gate, the dashboard's headers and the relative redirects do nothing to it)."""
 
 ERROR_HANDLING = (ServerErrorMiddleware, ExceptionMiddleware)
 """The stack's middleware every row keeps: the 500 handler and the app's exception handlers."""
@@ -154,7 +135,7 @@ class FastPaths:
         app: FastAPI,
         stack: ASGIApp,
         keep: tuple[type, ...],
-        rows: Sequence[FastPath] = FAST_PATHS,
+        rows: Sequence[FastPath],
     ) -> None:
         self.stack = stack
         members = _stack_members(stack)
