@@ -300,7 +300,8 @@ def _write(root: Path, spec: Any, period: str, payloads: Any, cells: Any | None)
     fs, _ = open_archive(str(root))
     found = check_file(fs, str(directory / FILE_NAME))
     manifest = {"metric": spec.name, "period": period, "rows": found.rows}
-    manifest |= {"sha256": found.sha256, "version": ARCHIVE_VERSION}
+    manifest |= {"sha256": found.sha256, "counted_sha256": found.counted_sha256}
+    manifest["version"] = ARCHIVE_VERSION
     (directory / MANIFEST_NAME).write_text(json.dumps(manifest, sort_keys=True))
 
 

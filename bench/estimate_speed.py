@@ -22,21 +22,25 @@ periods, ``--stored`` raw reports beside its counts) against the engine alone re
 rows (the range's n and support rows in one plain statement on the driver's own connection),
 alternated ``--pairs`` times with two ``deniable serve`` processes (the read cache off, and on
 with the same query each time): every pair, the median ratios, each side's CPU per call and
-the load.
+the load. Beside them, ``bench.bare_http`` answers the collector's own one-period bytes from a
+bare ASGI app on the same hardened uvicorn launch: the CPU of an HTTP GET with no work at all.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import os
+import socket
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 import polars as pl
 
@@ -306,6 +310,14 @@ def get_estimate(port: int, cached: bool) -> Callable[[str, str], int]:
     return get
 
 
+@dataclass(frozen=True)
+class BareServer:
+    """A running :mod:`bench.bare_http`: its port and process id."""
+
+    port: int
+    pid: int
+
+
 @dataclass
 class Side:
     """One side's timings over a run: wall seconds per call and CPU seconds per call."""
@@ -333,11 +345,40 @@ def timed(
     return Side(float(np.median(walls)), used / calls)
 
 
+@contextlib.contextmanager
+def bare_server(collector_port: int, folder: Path) -> Iterator[BareServer]:
+    """:mod:`bench.bare_http` serving the collector's own one-period answer's bytes."""
+    import subprocess
+    import sys
+
+    from testkit.ports import spare_port
+
+    body = folder / "answer.json"
+    label = ROUTE_LABELS[-1]
+    body.write_bytes(
+        httpx.get(
+            f"http://{LOOPBACK}:{collector_port}/v1/metrics/bench_route/estimate",
+            params={"start": label, "end": label},
+            headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+        ).content
+    )
+    port = spare_port()
+    child = subprocess.Popen([sys.executable, "-m", "bench.bare_http", str(port), str(body)])
+    try:
+        for _ in range(200):
+            with contextlib.suppress(OSError), socket.create_connection((LOOPBACK, port), 0.1):
+                break
+            time.sleep(0.05)
+        yield BareServer(port, child.pid)
+    finally:
+        child.terminate()
+        child.wait(10)
+
+
 def route_ratio(backend: str, stored: int, pairs: int, calls: int) -> None:
     """GET estimate against the database read alone, 1 and 90 periods, alternated ``pairs``
-    times: every pair, the median ratio (wall), each side's CPU per call, the load."""
-    import contextlib
-
+    times: every pair, the median ratio (wall), each side's CPU per call, the load; beside
+    them the bare HTTP floor (:mod:`bench.bare_http` answering the same bytes)."""
     from testkit import fresh_database
     from testkit.collector_process import CollectorProcess
     from testkit.configuration import collector_settings
@@ -358,19 +399,23 @@ def route_ratio(backend: str, stored: int, pairs: int, calls: int) -> None:
             CollectorProcess(collector_settings(url, read_cache_bytes=0), folder)
         )
         cached = stack.enter_context(CollectorProcess(collector_settings(url), folder))
+        bare = stack.enter_context(bare_server(uncached.port, folder))
         sides = {
             "read": (engine_read(url), None),
             "GET": (get_estimate(uncached.port, False), uncached.pid),
             "GET cached": (get_estimate(cached.port, True), cached.pid),
+            "bare": (get_estimate(bare.port, True), bare.pid),
         }
         print(
             f"{'periods':>7} {'pair':>4} {'read ms':>8} {'GET ms':>8} {'cached ms':>9}"
-            f" {'GET/read':>8} {'cached/read':>11} {'CPU ms read/GET/cached':>24} {'load':>6}"
+            f" {'GET/read':>8} {'cached/read':>11} {'CPU ms read/GET/cached/bare':>29}"
+            f" {'load':>6}"
         )
         for periods in (1, 90):
             first, last = ROUTE_LABELS[-periods], ROUTE_LABELS[-1]
             ratios: list[tuple[float, float]] = []
             cpu_ratios: list[float] = []
+            floor_ratios: list[float] = []
             for pair in range(pairs):
                 found = {
                     name: timed(call, first, last, calls, pid)
@@ -379,17 +424,19 @@ def route_ratio(backend: str, stored: int, pairs: int, calls: int) -> None:
                 read, get, hit = found["read"], found["GET"], found["GET cached"]
                 ratios.append((get.wall / read.wall, hit.wall / read.wall))
                 cpu_ratios.append(get.cpu / read.cpu)
-                cpu = f"{1e3 * read.cpu:.2f}/{1e3 * get.cpu:.2f}/{1e3 * hit.cpu:.2f}"
+                floor_ratios.append(found["bare"].cpu / read.cpu)
+                cpu = "/".join(f"{1e3 * side.cpu:.2f}" for side in found.values())
                 print(
                     f"{periods:>7} {pair + 1:>4} {1e3 * read.wall:>8.3f} {1e3 * get.wall:>8.3f}"
                     f" {1e3 * hit.wall:>9.3f} {ratios[-1][0]:>8.2f} {ratios[-1][1]:>11.2f}"
-                    f" {cpu:>24} {os.getloadavg()[0]:>6.2f}"
+                    f" {cpu:>29} {os.getloadavg()[0]:>6.2f}"
                 )
             print(
                 f"{periods:>7} median GET/read {np.median([r[0] for r in ratios]):.2f}x,"
                 f" cached/read {np.median([r[1] for r in ratios]):.2f}x; CPU GET/read"
-                f" {np.median(cpu_ratios):.2f}x (SQLite reads in the reading process; on"
-                " PostgreSQL the server's CPU is in neither side)"
+                f" {np.median(cpu_ratios):.2f}x, bare HTTP/read {np.median(floor_ratios):.2f}x"
+                " (SQLite reads in the reading process; on PostgreSQL the server's CPU is in"
+                " neither side)"
             )
 
 

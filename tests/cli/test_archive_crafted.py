@@ -5,6 +5,7 @@ manifest and says loudly when a file has none."""
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import uuid
 from pathlib import Path
@@ -21,11 +22,13 @@ from deniable.sources.archivefiles import (
     COMPRESSION,
     FILE_NAME,
     MANIFEST_NAME,
+    CountedDigest,
     Digest,
     arrow_schema,
     batch_rows,
     partition_dir,
 )
+from testkit.archive_digest import counted_checksum
 from testkit.cli import run_cli
 
 PERIOD = "2026-06-02"
@@ -54,8 +57,11 @@ def _honest(spec: MetricSpec) -> list[str]:
     return [payload_text(spec.randomizer.randomize(i % spec.k, rng)) for i in range(ROWS)]
 
 
-def write_file(root: Path, spec: MetricSpec, payloads: list[str], manifest: bool = True) -> Path:
-    """An archive file of ``payloads`` as the archiver lays it out (and its manifest)."""
+def write_file(
+    root: Path, spec: MetricSpec, payloads: list[str], manifest: bool = True, counted: bool = False
+) -> Path:
+    """An archive file of ``payloads`` as the archiver lays it out (and its manifest: the
+    archiver's today with ``counted``, else one written before ``counted_sha256``)."""
     directory = Path(partition_dir(str(root), spec.name, PERIOD))
     directory.mkdir(parents=True, exist_ok=True)
     ids = sorted(uuid.UUID(int=i + 1).bytes for i in range(len(payloads)))
@@ -75,6 +81,8 @@ def write_file(root: Path, spec: MetricSpec, payloads: list[str], manifest: bool
         digest.update(ids, payloads, received)
         document = {"metric": spec.name, "period": PERIOD, "rows": digest.rows}
         document |= {"sha256": digest.hexdigest(), "version": "1"}
+        if counted:
+            document["counted_sha256"] = counted_checksum(payloads)
         (directory / MANIFEST_NAME).write_text(json.dumps(document))
     return path
 
@@ -149,12 +157,15 @@ def test_an_empty_payload_is_refused_naming_the_row(tmp_path: Path) -> None:
     assert f"{path}: row {BAD_ROW + 1} holds a payload no device sends ('null'" in result.stderr
 
 
-def test_a_file_altered_after_its_manifest_is_refused(tmp_path: Path) -> None:
-    """Every payload still valid, one changed to another category: only the checksum sees it."""
+@pytest.mark.parametrize("counted", [False, True], ids=["sha256", "counted_sha256"])
+def test_a_file_altered_after_its_manifest_is_refused(counted: bool, tmp_path: Path) -> None:
+    """Every payload still valid, one changed to another category: only the checksum sees it
+    (the whole file's, or the counted columns' when the manifest has it)."""
     spec = SPECS["krr"]
     payloads = _honest(spec)
-    path = write_file(tmp_path, spec, payloads)
+    path = write_file(tmp_path, spec, payloads, counted=counted)
     manifest = (path.parent / MANIFEST_NAME).read_text()
+    assert ("counted_sha256" in manifest) is counted
     payloads[BAD_ROW] = str((int(payloads[BAD_ROW]) + 1) % spec.k)
     write_file(tmp_path, spec, payloads)
     (path.parent / MANIFEST_NAME).write_text(manifest)
@@ -208,3 +219,27 @@ def test_the_arrow_checksum_is_the_rows_checksum(with_cell: bool) -> None:
     expected = Digest()
     expected.update(ids[100:250], payloads[100:250], days[100:250], cells and cells[100:250])
     assert hashlib.sha256(batch_rows(batch.slice(100, 150))).hexdigest() == expected.hexdigest()
+
+
+@pytest.mark.parametrize("with_cell", [False, True])
+def test_the_counted_checksum_is_the_reference_in_any_batches(with_cell: bool) -> None:
+    """CountedDigest over Arrow buffers equals the row-by-row reference (docs/DESIGN.md) for
+    any payload text and cells, however the rows are split into batches and sliced."""
+    rows = 300
+    payloads = [json.dumps({"b": "é" * (i % 5), "n": i}) if i % 7 else "" for i in range(rows)]
+    cells = [f"os=ü{i % 3},v={i}" for i in range(rows)] if with_cell else None
+    arrays = [
+        pa.array([uuid.UUID(int=i + 1).bytes for i in range(rows)], pa.binary(16)),
+        pa.array(payloads, pa.string()),
+        pa.array(["2026-06-02"] * rows).cast(pa.date32()),
+    ]
+    if cells is not None:
+        arrays.append(pa.array(cells, pa.string()))
+    batch = pa.RecordBatch.from_arrays(arrays, schema=arrow_schema(with_cell))
+    expected = counted_checksum(payloads[20:290], cells and cells[20:290])
+    for cuts in ([20, 290], [20, 21, 150, 151, 290], [20, 100, 101, 102, 290]):
+        digest = CountedDigest()
+        for start, end in itertools.pairwise(cuts):
+            digest.update(batch.slice(start, end - start))
+        assert (digest.rows, digest.hexdigest()) == (270, expected)
+    assert counted_checksum(payloads[20:289], cells and cells[20:289]) != expected

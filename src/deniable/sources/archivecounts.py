@@ -312,7 +312,7 @@ def _batch_counts(spec: MetricSpec, batch: Any) -> dict[str, tuple[int, np.ndarr
     """An Arrow batch's reports and counts, by its ``cell_key`` column's values (a text
     metric's: its sketch counts per cell, each cell a whole sketch; the spec bounds cells ×
     sketch counts)."""
-    keys = batch.column("cell_key").to_numpy(zero_copy_only=False)
+    names, codes = _cell_codes(batch.column("cell_key"))
     if isinstance(spec, TextSpec):
         sketch = spec.text_randomizer
         width = spec.count_width
@@ -321,15 +321,14 @@ def _batch_counts(spec: MetricSpec, batch: Any) -> dict[str, tuple[int, np.ndarr
         rows = batch.column("r").to_numpy().astype(np.int64)
         base = ((levels - 1) * sketch.rows + rows) * sketch.cells
         tally = sketch.levels * sketch.rows * sketch.cells + (levels - 1) * sketch.rows + rows
-        names, code = np.unique(keys, return_inverse=True)
-        code = code.astype(np.int64) * width
+        code = codes * width
         report, cell = np.nonzero(bits)
         size = len(names) * width
         counts = np.bincount(code[report] + base[report] + cell, minlength=size)
         counts += np.bincount(code + tally, minlength=size)
         shaped = counts.astype(np.int64).reshape(len(names), width)
         reports = np.bincount(code // width, minlength=len(names))
-        return {str(name): (int(reports[j]), shaped[j]) for j, name in enumerate(names.tolist())}
+        return {name: (int(reports[j]), shaped[j]) for j, name in enumerate(names)}
     mechanism = spec.randomizer
     if isinstance(mechanism, OUE):
         support = oue_bits(_quoted_text(batch.column("payload")), 8 * mechanism.n_bytes)
@@ -341,13 +340,21 @@ def _batch_counts(spec: MetricSpec, batch: Any) -> dict[str, tuple[int, np.ndarr
         support = olh_support(mechanism, *columns)
     else:
         raise TypeError(f"no kernel for {spec.mechanism}")
-    distinct = np.unique(keys).tolist()
-    if len(distinct) == 1:
-        return {distinct[0]: (len(keys), support.sum(axis=0, dtype=np.int64))}
+    if len(names) == 1:
+        return {names[0]: (len(codes), support.sum(axis=0, dtype=np.int64))}
     return {
-        cell: (int((keys == cell).sum()), support[keys == cell].sum(axis=0, dtype=np.int64))
-        for cell in distinct
+        name: (int((codes == j).sum()), support[codes == j].sum(axis=0, dtype=np.int64))
+        for j, name in enumerate(names)
     }
+
+
+def _cell_codes(column: Any) -> tuple[list[str], np.ndarray]:
+    """A batch's cells: the distinct values of its ``cell_key`` column and each row's index
+    into them (Arrow's dictionary encoding: no Python string per row)."""
+    import pyarrow.compute as pc
+
+    encoded = pc.dictionary_encode(column)
+    return encoded.dictionary.to_pylist(), encoded.indices.to_numpy().astype(np.int64)
 
 
 def _projection(spec: MetricSpec) -> str:

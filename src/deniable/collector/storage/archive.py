@@ -30,6 +30,7 @@ from deniable.sources.archivefiles import (
     COMPRESSION,
     FILE_NAME,
     MANIFEST_NAME,
+    FileCheck,
     arrow_schema,
     batch_rows,
     check_durable,
@@ -172,14 +173,16 @@ class Archive:
         self.fs.mv(partial, path)
         return rows, digest.hexdigest()
 
-    def _file_matches(self, path: str, rows: int, sha256: str) -> bool:
+    def _file_check(self, path: str, rows: int, sha256: str) -> FileCheck | None:
+        """The file at ``path`` read back, if it holds exactly ``rows`` rows with checksum
+        ``sha256``; None if it does not, or cannot be read."""
         if not self.fs.exists(path):
-            return False
+            return None
         try:
             found = check_file(self.fs, path)
         except Exception:  # a torn or foreign file: written again
-            return False
-        return (found.rows, found.sha256) == (rows, sha256)
+            return None
+        return found if (found.rows, found.sha256) == (rows, sha256) else None
 
     def store(self, database: Database, spec: MetricSpec, period: str) -> ArchivedPeriod:
         """Archive and verify the reports of (``spec``'s metric, ``period``); raise
@@ -189,13 +192,15 @@ class Archive:
         self.fs.makedirs(directory, exist_ok=True)
         for name in (path, path + ".partial", manifest):
             refuse_links(self.fs, self.root, name)
-        kept = False
+        found = None
         if self.fs.exists(path):
             rows, sha256 = database_check(database, spec.name, period)
-            kept = self._file_matches(path, rows, sha256)
-        if not kept:
+            found = self._file_check(path, rows, sha256)
+        kept = found is not None
+        if found is None:
             rows, sha256 = self._write(database, spec, period, path)
-            if not self._file_matches(path, rows, sha256):
+            found = self._file_check(path, rows, sha256)
+            if found is None:
                 raise ArchiveMismatch(
                     f"archive of {spec.name} {period} at {self.url} does not read back as the"
                     f" {rows:,} report(s) the database holds; nothing was dropped"
@@ -205,6 +210,7 @@ class Archive:
             "period": period,
             "rows": rows,
             "sha256": sha256,
+            "counted_sha256": found.counted_sha256,
             "version": ARCHIVE_VERSION,
         }
         with open_for_writing(self.fs, manifest, "w") as handle:

@@ -1,0 +1,23 @@
+"""The archive manifest's ``counted_sha256`` computed from Python values, row by row, as
+docs/DESIGN.md defines it: the reference the Arrow implementation is held to."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+
+def counted_checksum(payloads: Sequence[str], cells: Sequence[str] | None = None) -> str:
+    """``counted_sha256`` of a file holding ``payloads`` (and ``cells``, if it has them)."""
+    columns = {"payload": payloads} if cells is None else {"payload": payloads, "cell": cells}
+    combined = hashlib.sha256(b"deniable.archive counted columns\n")
+    for name in sorted(columns):
+        encoded = [value.encode() for value in columns[name]]
+        lengths = b"".join(len(value).to_bytes(4, "little") for value in encoded)
+        combined.update(
+            name.encode()
+            + b"\n"
+            + hashlib.sha256(lengths).digest()
+            + hashlib.sha256(b"".join(encoded)).digest()
+        )
+    return combined.hexdigest()
