@@ -98,10 +98,9 @@ def _entry(state: Collector, kind: str, query: EstimateQuery) -> tuple[ReadCache
     cache: ReadCache | None = getattr(state, "read_cache", None)
     if cache is None or cache.limit == 0:
         return None
-    with state.database.reader.connect() as connection:
-        if not state.database.versioned(connection):
-            return None
-        version = read_version(connection, query.metric)
+    if not state.database.keeps_versions():
+        return None
+    version = read_version(state.database.reader, query.metric)
     arguments = dataclasses.asdict(query)
     return cache, orjson.dumps([kind, state.today().isoformat(), version, arguments])
 

@@ -8,6 +8,10 @@ the engine's own ``handle_error`` hooks (a missing schema, a missing database) a
 :class:`sqlalchemy.exc.OperationalError` and its kin, is what the caller sees, and what the
 503 answers depend on. A pool that cannot hand out a connection in time raises SQLAlchemy's
 ``TimeoutError`` itself, as before.
+
+On PostgreSQL the statement runs in autocommit (one statement is its own transaction, as
+consistent as one inside ``BEGIN``): a read is one round trip, not three (``BEGIN``, the
+statement, and the pool's ``ROLLBACK`` when the connection goes back).
 """
 
 from __future__ import annotations
@@ -44,13 +48,19 @@ def driver_rows(engine: Engine, sql: str, arguments: Mapping[str, Any]) -> Seque
         connection = engine.raw_connection()
     except dialect.loaded_dbapi.Error:
         return _through_sqlalchemy(engine, sql, arguments)
+    driver = connection.driver_connection
+    alone = dialect.name == "postgresql" and driver is not None
     try:
+        if alone:
+            driver.autocommit = True  # one round trip: no BEGIN, no ROLLBACK on return
         cursor = connection.cursor()
         try:
             cursor.execute(statement, arguments)
             return cursor.fetchall()
         finally:
             cursor.close()
+            if alone:
+                driver.autocommit = False
     except dialect.loaded_dbapi.Error:
         connection.invalidate()
         return _through_sqlalchemy(engine, sql, arguments)

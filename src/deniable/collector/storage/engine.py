@@ -291,6 +291,13 @@ class Database:
             object.__setattr__(self, "_versioned", inspect(connection).has_table("read_versions"))
         return self._versioned
 
+    def keeps_versions(self) -> bool:
+        """:meth:`versioned`, on a reader connection of its own only until it is found."""
+        if not self._versioned:
+            with self.reader.connect() as connection:
+                return self.versioned(connection)
+        return True
+
     def has_table(self, connection: Connection, name: str) -> bool:
         """Whether the schema has the table ``name`` yet (a collector may run against a
         database not migrated to its release); checked until it is found, then remembered."""

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from sqlalchemy import Connection, Insert, bindparam, select, update
+from sqlalchemy import Connection, Engine, Insert, bindparam, update
 from sqlalchemy.dialects import postgresql, sqlite
 
+from .driverread import driver_rows
 from .tables import read_versions
 
 ANY_METRIC = ""
@@ -43,14 +44,15 @@ def advance(connection: Connection, metrics: Collection[str] | None) -> None:
         connection.execute(upsert, {"metric": metric})
 
 
-_READ_VERSION = select(read_versions.c.metric, read_versions.c.version).where(
-    (read_versions.c.metric == ANY_METRIC) | (read_versions.c.metric == bindparam("metric"))
+_READ_VERSION = (
+    f"SELECT metric, version FROM {read_versions.name}"
+    " WHERE metric = :any_metric OR metric = :metric"
 )
-"""The ``""`` row and a metric's: built once (building it anew each time, with an expanding
-``IN``, was a sixth of the CPU of a read-cache hit)."""
+"""The ``""`` row and a metric's, read on the driver's cursor (:mod:`.driverread`): a
+read-cache hit's one database statement."""
 
 
-def read_version(connection: Connection, metric: str) -> tuple[int, int]:
+def read_version(engine: Engine, metric: str) -> tuple[int, int]:
     """The ``""`` row's version and ``metric``'s (0 for a row not yet written)."""
-    found = dict(connection.execute(_READ_VERSION, {"metric": metric}).all())
+    found = dict(driver_rows(engine, _READ_VERSION, {"any_metric": ANY_METRIC, "metric": metric}))
     return int(found.get(ANY_METRIC, 0)), int(found.get(metric, 0))
