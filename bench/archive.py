@@ -275,6 +275,7 @@ def _write(root: Path, spec: Any, period: str, payloads: Any, cells: Any | None)
         MANIFEST_NAME,
         arrow_schema,
         check_file,
+        counted_by_groups,
         open_archive,
         partition_dir,
     )
@@ -298,9 +299,9 @@ def _write(root: Path, spec: Any, period: str, payloads: Any, cells: Any | None)
         row_group_size=50_000,
     )
     fs, _ = open_archive(str(root))
-    found = check_file(fs, str(directory / FILE_NAME))
+    found = check_file(fs, str(directory / FILE_NAME), counted_by_groups(spec))
     manifest = {"metric": spec.name, "period": period, "rows": found.rows}
-    manifest |= {"sha256": found.sha256, "counted_sha256": found.counted_sha256}
+    manifest |= {"sha256": found.sha256, found.counted_key: found.counted}
     manifest["version"] = ARCHIVE_VERSION
     (directory / MANIFEST_NAME).write_text(json.dumps(manifest, sort_keys=True))
 

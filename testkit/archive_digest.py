@@ -1,8 +1,10 @@
-"""The archive manifest's ``counted_sha256`` computed from Python values, row by row, as
-docs/DESIGN.md defines it: the reference the Arrow implementation is held to."""
+"""The archive manifest's ``counted_sha256`` and ``groups_sha256`` computed from Python
+values, row by row, as docs/DESIGN.md defines them: the references the product's Arrow and
+count-based implementations are held to."""
 
 from __future__ import annotations
 
+import collections
 import hashlib
 from collections.abc import Sequence
 
@@ -21,3 +23,14 @@ def counted_checksum(payloads: Sequence[str], cells: Sequence[str] | None = None
             + hashlib.sha256(b"".join(encoded)).digest()
         )
     return combined.hexdigest()
+
+
+def groups_reference(payloads: Sequence[str], cells: Sequence[str] | None = None) -> str:
+    """``groups_sha256`` of a file holding ``payloads`` (and ``cells``, if it has them)."""
+    counts = collections.Counter(zip(cells or [""] * len(payloads), payloads, strict=True))
+    digest = hashlib.sha256(b"deniable.archive groups\n")
+    for (cell, payload), rows in sorted(counts.items()):
+        for text in (cell, payload):
+            digest.update(len(text.encode()).to_bytes(4, "little") + text.encode())
+        digest.update(rows.to_bytes(8, "little"))
+    return digest.hexdigest()

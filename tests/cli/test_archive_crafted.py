@@ -20,15 +20,18 @@ from deniable.client.spec import canonical_json
 from deniable.client.wire import payload_text
 from deniable.sources.archivefiles import (
     COMPRESSION,
+    COUNTED_KEY,
     FILE_NAME,
+    GROUPS_KEY,
     MANIFEST_NAME,
     CountedDigest,
     Digest,
     arrow_schema,
     batch_rows,
+    counted_by_groups,
     partition_dir,
 )
-from testkit.archive_digest import counted_checksum
+from testkit.archive_digest import counted_checksum, groups_reference
 from testkit.cli import run_cli
 
 PERIOD = "2026-06-02"
@@ -58,10 +61,11 @@ def _honest(spec: MetricSpec) -> list[str]:
 
 
 def write_file(
-    root: Path, spec: MetricSpec, payloads: list[str], manifest: bool = True, counted: bool = False
+    root: Path, spec: MetricSpec, payloads: list[str], manifest: bool = True, key: str = ""
 ) -> Path:
-    """An archive file of ``payloads`` as the archiver lays it out (and its manifest: the
-    archiver's today with ``counted``, else one written before ``counted_sha256``)."""
+    """An archive file of ``payloads`` as the archiver lays it out, and its manifest: the
+    archiver's (``groups_sha256`` for brr/krr, else ``counted_sha256``), or one with the
+    checksum ``key`` ("sha256": one written before the other two)."""
     directory = Path(partition_dir(str(root), spec.name, PERIOD))
     directory.mkdir(parents=True, exist_ok=True)
     ids = sorted(uuid.UUID(int=i + 1).bytes for i in range(len(payloads)))
@@ -81,8 +85,11 @@ def write_file(
         digest.update(ids, payloads, received)
         document = {"metric": spec.name, "period": PERIOD, "rows": digest.rows}
         document |= {"sha256": digest.hexdigest(), "version": "1"}
-        if counted:
-            document["counted_sha256"] = counted_checksum(payloads)
+        key = key or (GROUPS_KEY if counted_by_groups(spec) else COUNTED_KEY)
+        if key == GROUPS_KEY:
+            document[key] = groups_reference(payloads)
+        elif key == COUNTED_KEY:
+            document[key] = counted_checksum(payloads)
         (directory / MANIFEST_NAME).write_text(json.dumps(document))
     return path
 
@@ -157,15 +164,15 @@ def test_an_empty_payload_is_refused_naming_the_row(tmp_path: Path) -> None:
     assert f"{path}: row {BAD_ROW + 1} holds a payload no device sends ('null'" in result.stderr
 
 
-@pytest.mark.parametrize("counted", [False, True], ids=["sha256", "counted_sha256"])
-def test_a_file_altered_after_its_manifest_is_refused(counted: bool, tmp_path: Path) -> None:
+@pytest.mark.parametrize("key", ["sha256", COUNTED_KEY, GROUPS_KEY])
+def test_a_file_altered_after_its_manifest_is_refused(key: str, tmp_path: Path) -> None:
     """Every payload still valid, one changed to another category: only the checksum sees it
-    (the whole file's, or the counted columns' when the manifest has it)."""
+    (the whole file's, the counted columns', or the groups' the count checks)."""
     spec = SPECS["krr"]
     payloads = _honest(spec)
-    path = write_file(tmp_path, spec, payloads, counted=counted)
+    path = write_file(tmp_path, spec, payloads, key=key)
     manifest = (path.parent / MANIFEST_NAME).read_text()
-    assert ("counted_sha256" in manifest) is counted
+    assert f'"{key}"' in manifest
     payloads[BAD_ROW] = str((int(payloads[BAD_ROW]) + 1) % spec.k)
     write_file(tmp_path, spec, payloads)
     (path.parent / MANIFEST_NAME).write_text(manifest)

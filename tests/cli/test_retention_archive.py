@@ -40,7 +40,7 @@ from deniable.sources.archivefiles import (
     partition_dir,
 )
 from testkit import DatabaseFactory
-from testkit.archive_digest import counted_checksum
+from testkit.archive_digest import groups_reference
 from testkit.cli import run_cli
 
 SPEC = MetricSpec.categorical("archived_kinds", ["a", "b", "c", "d"], epsilon=1.0, mechanism="krr")
@@ -330,8 +330,8 @@ def test_the_checksum_is_the_pinned_digest_of_the_database_rows(
 ) -> None:
     """The manifest's checksum (hashed on Arrow columns as the rows are written) is the
     pinned one: :class:`Digest` of the period's rows as the export reads them (id text, payload,
-    received, cell), in id order, on both engines; its ``counted_sha256`` is the reference's
-    over their payloads and cells."""
+    received, cell), in id order, on both engines; its ``groups_sha256`` (a krr metric's) is
+    the reference's over their payloads and cells."""
     url, _ = filled
     database = open_database(url)
     try:
@@ -349,7 +349,7 @@ def test_the_checksum_is_the_pinned_digest_of_the_database_rows(
                     [row[3] for row in rows],
                 )
             expected[period] = (digest.rows, digest.hexdigest())
-            counted[period] = counted_checksum(
+            counted[period] = groups_reference(
                 [row[2] for row in rows_of[period]], [row[3] for row in rows_of[period]]
             )
         archive = Archive(str(tmp_path))
@@ -358,7 +358,7 @@ def test_the_checksum_is_the_pinned_digest_of_the_database_rows(
             assert (stored.rows, stored.sha256) == expected[period]
             assert not stored.kept
             manifest = Path(partition_dir(str(tmp_path), SPEC.name, period)) / MANIFEST_NAME
-            assert json.loads(manifest.read_text())["counted_sha256"] == counted[period]
+            assert json.loads(manifest.read_text())["groups_sha256"] == counted[period]
             again = archive.store(database, SPEC, period)
             assert again.kept and (again.rows, again.sha256) == expected[period]
     finally:

@@ -9,8 +9,10 @@ brr/krr and numeric files are aggregated in SQL; olh and text payloads are decod
 JSON functions, oue payload texts are read as stored, and they are counted by the product's own
 numpy kernels (:mod:`.support`), never by evaluating a hash per candidate string. Every payload
 is checked against its mechanism before a count is returned: a krr file's distinct payloads,
-an oue file's by its kernel, the others by a scan of their own; the file's manifest (rows and
-checksum) is checked in a thread beside the count.
+an oue file's by its kernel, the others by a scan of their own. The file is checked against
+its manifest: a brr/krr file's row count and groups checksum on the counts its scan made,
+any other's counted columns (or, for a manifest older than that checksum, every column) read
+in a thread beside the count.
 
 :func:`archive_counts` runs the files one after the other in this process (DuckDB uses every
 core on each); :mod:`.archivedask` maps :func:`file_counts` over the files on a Dask cluster.
@@ -46,11 +48,17 @@ from deniable.estimators.support import olh_support, oue_bits
 
 from .archivefiles import (
     FILE_NAME,
+    GROUPS_KEY,
     SPEC_KEY,
     ArchiveCorrupt,
+    check_manifest,
+    counted_by_groups,
     file_batches,
+    groups_checksum,
+    local_path,
     open_archive,
     partition_dir,
+    read_manifest,
     verify_manifest,
 )
 
@@ -89,6 +97,15 @@ class FileCounts:
     verified: bool = True
     """False if the file had no manifest, so its rows were not checked against the
     archiver's checksum (the CLI says so)."""
+
+
+@dataclass(frozen=True)
+class Scanned:
+    """A brr/krr file's groups as one scan of every file found them (:func:`_scan_groups`):
+    whether it has a cell column, and its (cell, payload, rows), cell ``""`` without one."""
+
+    cells: bool
+    groups: list[tuple[str, str, int]]
 
 
 def archive_files(url: str, metric: str, periods: Sequence[str]) -> list[tuple[str, str]]:
@@ -370,9 +387,15 @@ def _projection(spec: MetricSpec) -> str:
     return ", ".join(f"CAST(json_extract(payload, '$.{c}') AS BIGINT) AS {c}" for c in "aby")
 
 
-def _has_cell(connection: Any, source: str) -> bool:
-    names = [row[0] for row in connection.execute(f"DESCRIBE SELECT * FROM {source}").fetchall()]
-    return "cell" in names
+def _has_cell(fs: Any, path: str) -> bool:
+    """Whether the archive file ``path`` has a ``cell`` column (its Parquet footer alone)."""
+    import pyarrow.parquet as pq
+
+    local = local_path(fs, path)
+    if local is not None:
+        return "cell" in pq.read_schema(local).names
+    with fs.open(path, "rb") as handle:
+        return "cell" in pq.read_schema(handle).names
 
 
 def _quote(text: str) -> str:
@@ -386,30 +409,59 @@ def file_counts(
     path: str,
     by_cell: bool = False,
     connected: tuple[Any, Callable[[str], str]] | None = None,
+    scanned: Scanned | None = None,
 ) -> FileCounts:
     """The counts of one archived file (one metric and period), per cell too if asked and the
     file has cells, on ``connected`` (:func:`_connect`'s connection and path namer), else on a
-    DuckDB connection of its own (so Dask workers can call it).
+    DuckDB connection of its own (so Dask workers can call it). ``scanned``: a brr/krr file's
+    groups as :func:`_scan_groups` found them, used instead of a scan of its own.
 
-    The file is checked against its manifest (rows and checksum, when it has one), in a thread
-    beside the count, and its payloads against the metric's mechanism:
-    :class:`.archivefiles.ArchiveCorrupt`, naming the file and the row, rather than a count
-    altered by a crafted row."""
+    The file is checked against its manifest (rows and checksum, when it has one): a brr/krr
+    file's groups checksum on the counts, else in a thread beside the count; and its payloads
+    against the metric's mechanism: :class:`.archivefiles.ArchiveCorrupt`, naming the file
+    and the row, rather than a count altered by a crafted row."""
     fs, _ = open_archive(url)
     connection, name = connected or _connect(url)
     try:
-        with ThreadPoolExecutor(1) as checker:
-            verified = checker.submit(verify_manifest, fs, path, spec.name, period)
+        manifest = read_manifest(fs, path, spec.name, period)
+        if manifest is not None and manifest.key == GROUPS_KEY and counted_by_groups(spec):
             try:
-                counted = _reduce(url, fs, (connection, name), spec, period, path, by_cell)
+                counted = _reduce(url, fs, (connection, name), spec, period, path, True, scanned)
             except BaseException:
-                verified.result()  # a file that is not its manifest's is named first
+                verify_manifest(fs, path, manifest)  # a file not its manifest's is named first
                 raise
-            counted.verified = verified.result()
+            groups = scanned.groups if scanned is not None else _groups(counted)
+            check_manifest(path, manifest, counted.whole.n, groups_checksum(groups))
+            if not by_cell:
+                counted.cells = {}
+            return counted
+        with ThreadPoolExecutor(1) as checker:
+            verified = checker.submit(verify_manifest, fs, path, manifest) if manifest else None
+            try:
+                counted = _reduce(url, fs, (connection, name), spec, period, path, by_cell, scanned)
+            except BaseException:
+                if verified is not None:
+                    verified.result()  # a file that is not its manifest's is named first
+                raise
+            if verified is not None:
+                verified.result()
+        counted.verified = manifest is not None
         return counted
     finally:
         if connected is None:
             connection.close()
+
+
+def _groups(counted: FileCounts) -> list[tuple[str, str, int]]:
+    """A brr/krr file's (cell, payload, rows) groups from its counts: its payloads are the
+    category indices its scan checked, written as the collector stores them."""
+    parts = counted.cells.items() if counted.cells else [("", counted.whole)]
+    return [
+        (cell, str(index), int(counts.support[index]))
+        for cell, counts in parts
+        if counts.support is not None
+        for index in np.flatnonzero(counts.support).tolist()
+    ]
 
 
 def _checked_while_counted(spec: MetricSpec) -> bool:
@@ -428,6 +480,7 @@ def _reduce(
     period: str,
     path: str,
     by_cell: bool,
+    scanned: Scanned | None = None,
 ) -> FileCounts:
     """The counts of one file (:func:`file_counts`, its manifest checked beside it)."""
     connection, name = connected
@@ -435,7 +488,7 @@ def _reduce(
     if not _checked_while_counted(spec):
         numbered = f"read_parquet({_quote(name(path))}, file_row_number=true)"
         check_payloads(connection, numbered, spec, path)
-    cells = by_cell and _has_cell(connection, source)
+    cells = by_cell and (scanned.cells if scanned is not None else _has_cell(fs, path))
     key = "cell" if cells else "''"
     result = FileCounts(period, CellCounts())
     groups: dict[str, CellCounts] = {}
@@ -448,20 +501,24 @@ def _reduce(
         for cell, n, total, squares in rows:
             groups[cell] = CellCounts(int(n), None, float(total), float(squares))
     elif isinstance(spec.frequency_oracle, KRR):
-        width = spec.count_width
-        rows = connection.execute(
-            f"SELECT {key}, payload, count(*) FROM {source} GROUP BY 1, 2"
-        ).fetchall()
+        if scanned is None:
+            rows = connection.execute(
+                f"SELECT {key}, payload, count(*) FROM {source} GROUP BY 1, 2"
+            ).fetchall()
+        else:
+            rows = [(cell if cells else "", text, n) for cell, text, n in scanned.groups]
         k = spec.frequency_oracle.k
         if not all(_krr_payload(text, k) for text in {row[1] for row in rows}):
             raise _named_refusal(url, fs, spec, path)
-        supports: dict[str, np.ndarray] = {}
+        supports: dict[str, list[int]] = {}
         for cell, text, n in rows:
-            if cell not in supports:
-                supports[cell] = np.zeros(width, dtype=np.int64)
-                groups[cell] = CellCounts(0, supports[cell])
-            groups[cell].n += int(n)
-            supports[cell][int(text)] += int(n)
+            support = supports.get(cell)
+            if support is None:
+                support = supports[cell] = [0] * spec.count_width
+            support[int(text)] += n
+        for cell, support in supports.items():
+            counts = np.array(support, dtype=np.int64)
+            groups[cell] = CellCounts(int(counts.sum()), counts)
     else:
         width = spec.count_width
         batch_rows = max(1024, SUPPORT_CELLS // width)
@@ -497,9 +554,45 @@ def archive_counts(
         raise InvalidInput(f"no archive counts for mechanism {spec.mechanism}")
     connected = _connect(url)
     try:
+        files = archive_files(url, spec.name, periods)
+        scans = _scan_groups(url, connected, [path for _, path in files], spec)
         return [
-            file_counts(url, spec, period, path, by_cell, connected)
-            for period, path in archive_files(url, spec.name, periods)
+            file_counts(url, spec, period, path, by_cell, connected, scans.get(path))
+            for period, path in files
         ]
     finally:
         connected[0].close()
+
+
+def _scan_groups(
+    url: str, connected: tuple[Any, Callable[[str], str]], paths: Sequence[str], spec: MetricSpec
+) -> dict[str, Scanned]:
+    """Each brr/krr file's (cell, payload, rows) groups (cell ``""`` in a file without cells)
+    from one DuckDB scan of all ``paths``: one query in parallel over every file, where a query
+    per file paid its set-up each time. Empty for other metrics, and when the scan fails or a
+    file has a null cell: each file is then scanned on its own, which names it."""
+    import duckdb
+
+    if not counted_by_groups(spec) or not paths:
+        return {}
+    fs, _ = open_archive(url)
+    connection, name = connected
+    named = {name(path): path for path in paths}
+    with_cells = {path for path in paths if _has_cell(fs, path)}
+    listed = ", ".join(_quote(file) for file in named)
+    cell = "cell" if with_cells else "NULL"
+    mixed = ", union_by_name = true" if with_cells and len(with_cells) < len(paths) else ""
+    try:
+        rows = connection.execute(
+            f"SELECT filename, {cell}, payload, count(*) FROM read_parquet([{listed}],"
+            f" filename = true{mixed}) GROUP BY ALL"
+        ).fetchall()
+    except duckdb.Error:
+        return {}
+    found = {path: Scanned(path in with_cells, []) for path in paths}
+    for file, cell_text, payload, n in rows:
+        path = named[file]
+        if (cell_text is None) == (path in with_cells):
+            return {}
+        found[path].groups.append((cell_text or "", payload, int(n)))
+    return found

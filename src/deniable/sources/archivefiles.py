@@ -22,14 +22,21 @@ combined by :class:`CountedDigest`. Re-analysis checks a file against it reading
 alone, which costs a fifth of reading and hashing every column (a manifest without it is
 checked against ``sha256``, as before).
 
+A file of a metric whose payloads are category indices (brr, krr) holds ``groups_sha256``
+instead: a checksum of its distinct (cell, payload) pairs with their row counts
+(:func:`groups_checksum`), which are what its estimate reduces it to; re-analysis checks it
+on the counts its own scan made, reading nothing more.
+
 pyarrow and fsspec are imported by the functions that need them (the ``archive`` extra).
 """
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import json
 import os
+import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,13 +44,16 @@ from typing import Any
 import numpy as np
 
 from deniable.client.errors import InvalidInput
+from deniable.client.mechanisms import KRR
+from deniable.client.spec import MetricSpec
 
 ARCHIVE_VERSION = "1"
 """The archive format version, in each file's metadata."""
 FILE_NAME = "reports.parquet"
 """The Parquet file of one (metric, period)."""
 MANIFEST_NAME = "manifest.json"
-"""The manifest beside it: metric, period, rows, sha256, counted_sha256, version."""
+"""The manifest beside it: metric, period, rows, sha256, counted_sha256 or groups_sha256,
+version."""
 SPEC_KEY = "deniable.spec"
 """Parquet metadata key holding the metric's spec (JSON)."""
 VERSION_KEY = "deniable.archive"
@@ -54,6 +64,10 @@ READ_BATCH = 65_536
 """Rows per batch when a file is read back."""
 COUNTED_COLUMNS = ("payload", "cell")
 """The columns an estimate from the archive reads, which ``counted_sha256`` covers."""
+COUNTED_KEY = "counted_sha256"
+"""The manifest key of the counted columns' checksum (:class:`CountedDigest`)."""
+GROUPS_KEY = "groups_sha256"
+"""The manifest key of the (cell, payload) groups' checksum (:func:`groups_checksum`)."""
 
 
 def arrow_schema(with_cell: bool, spec_json: str | None = None) -> Any:
@@ -258,14 +272,72 @@ class CountedDigest:
         return combined.hexdigest()
 
 
+def counted_by_groups(spec: MetricSpec) -> bool:
+    """Whether ``spec``'s archive files carry ``groups_sha256``: its payloads are category
+    indices (a krr or brr oracle), so a file's distinct payloads are few."""
+    return isinstance(spec.frequency_oracle, KRR)
+
+
+def groups_checksum(groups: Iterable[tuple[str, str, int]]) -> str:
+    """``groups_sha256`` of a file whose distinct (cell, payload) pairs (cell ``""`` in a
+    file without cells) hold the given row counts: SHA-256 over
+    ``deniable.archive groups\n`` and then, in (cell, payload) order, each pair's cell and
+    payload as their UTF-8 length (4 bytes, little-endian) and bytes, and its count (8 bytes,
+    little-endian)."""
+    written: dict[str, bytes] = {}  # a file's cells and payloads repeat: each written once
+    parts = [b"deniable.archive groups\n"]
+    for cell, payload, rows in sorted(groups):
+        for text in (cell, payload):
+            found = written.get(text)
+            if found is None:
+                encoded = text.encode()
+                found = written[text] = _LENGTH.pack(len(encoded)) + encoded
+            parts.append(found)
+        parts.append(_ROWS.pack(rows))
+    return hashlib.sha256(b"".join(parts)).hexdigest()
+
+
+_LENGTH, _ROWS = struct.Struct("<I"), struct.Struct("<Q")
+"""A value's length and a group's rows, as :func:`groups_checksum` writes them."""
+
+
+class GroupsDigest:
+    """The running ``groups_sha256`` of an archive file's batches: the row count of each
+    (cell, payload) pair, grouped by Arrow."""
+
+    def __init__(self) -> None:
+        self.groups: collections.Counter[tuple[str, str]] = collections.Counter()
+        self.rows = 0
+
+    def update(self, batch: Any) -> None:
+        """Feed a batch."""
+        import pyarrow as pa
+
+        keys = [name for name in ("cell", "payload") if name in batch.schema.names]
+        table = pa.Table.from_batches([batch.select(keys)])
+        grouped = table.group_by(keys).aggregate([([], "count_all")]).to_pydict()
+        cells = grouped.get("cell") or [""] * len(grouped["payload"])
+        for cell, payload, rows in zip(
+            cells, grouped["payload"], grouped["count_all"], strict=True
+        ):
+            self.groups[(cell, payload)] += rows
+        self.rows += batch.num_rows
+
+    def hexdigest(self) -> str:
+        """:func:`groups_checksum` of the groups so far."""
+        return groups_checksum((cell, payload, n) for (cell, payload), n in self.groups.items())
+
+
 @dataclass(frozen=True)
 class FileCheck:
     """What reading an archive file back found: its rows and checksums (``sha256`` over
-    every column, ``counted_sha256`` over the counted ones; empty when not read)."""
+    every column; ``counted`` under the manifest key ``counted_key``, the counted columns'
+    or the groups'; empty when not read)."""
 
     rows: int
     sha256: str
-    counted_sha256: str
+    counted: str
+    counted_key: str = COUNTED_KEY
 
 
 def file_batches(fs: Any, path: str, columns: Sequence[str] | None = None) -> Iterator[Any]:
@@ -310,14 +382,17 @@ def batch_rows(batch: Any) -> memoryview:
     return memoryview(joined.buffers()[2])[start:end]
 
 
-def check_file(fs: Any, path: str) -> FileCheck:
-    """Read the archive file ``path`` back: its row count and both checksums (ValueError,
-    from pyarrow, if it is not a whole Parquet file)."""
-    digest, counted = hashlib.sha256(), CountedDigest()
+def check_file(fs: Any, path: str, grouped: bool = False) -> FileCheck:
+    """Read the archive file ``path`` back: its row count, its checksum and its counted
+    columns' (their groups' if ``grouped``) (ValueError, from pyarrow, if it is not a whole
+    Parquet file)."""
+    digest = hashlib.sha256()
+    counted: CountedDigest | GroupsDigest = GroupsDigest() if grouped else CountedDigest()
     for batch in file_batches(fs, path):
         digest.update(batch_rows(batch))
         counted.update(batch)
-    return FileCheck(counted.rows, digest.hexdigest(), counted.hexdigest())
+    key = GROUPS_KEY if grouped else COUNTED_KEY
+    return FileCheck(counted.rows, digest.hexdigest(), counted.hexdigest(), key)
 
 
 def check_counted(fs: Any, path: str) -> FileCheck:
@@ -329,36 +404,62 @@ def check_counted(fs: Any, path: str) -> FileCheck:
     return FileCheck(counted.rows, "", counted.hexdigest())
 
 
-def verify_manifest(fs: Any, path: str, metric: str, period: str) -> bool:
-    """Check the archive file ``path`` against the ``manifest.json`` beside it: the metric,
-    the period, the row count and the checksum must all agree (:class:`ArchiveCorrupt`
-    otherwise, naming the file); the counted columns' checksum when the manifest has one,
-    else the whole file's. False if the file has no manifest (the caller says so)."""
+@dataclass(frozen=True)
+class Manifest:
+    """A file's manifest as read: its row count and the checksum to check, under ``key``
+    (``groups_sha256``, ``counted_sha256``, or ``sha256`` in a manifest older than both)."""
+
+    path: str
+    rows: int
+    key: str
+    checksum: str
+
+
+def read_manifest(fs: Any, path: str, metric: str, period: str) -> Manifest | None:
+    """The manifest beside the archive file ``path``, which must describe ``metric`` and
+    ``period`` (:class:`ArchiveCorrupt` otherwise, naming it); None if there is none."""
     manifest = f"{path.rsplit('/', 1)[0]}/{MANIFEST_NAME}"
     if not fs.exists(manifest):
-        return False
+        return None
     try:
         with fs.open(manifest, "rb") as handle:
             document = json.loads(handle.read(1 << 16))
-        key = "counted_sha256" if "counted_sha256" in document else "sha256"
+        key = next(k for k in (GROUPS_KEY, COUNTED_KEY, "sha256") if k in document)
         expected = (document["metric"], document["period"], document["rows"], document[key])
         if not isinstance(expected[2], int) or not isinstance(expected[3], str):
             raise TypeError("rows and checksum")
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, StopIteration):
         raise ArchiveCorrupt(f"{manifest} is not an archive manifest") from None
     if expected[:2] != (metric, period):
         raise ArchiveCorrupt(
             f"{manifest} describes {expected[0]} {expected[1]}, not {metric} {period}"
         )
+    return Manifest(manifest, expected[2], key, expected[3])
+
+
+def check_manifest(path: str, manifest: Manifest, rows: int, checksum: str) -> None:
+    """Refuse the archive file ``path`` (:class:`ArchiveCorrupt`) unless ``rows`` and
+    ``checksum``, found in it, are the manifest's."""
+    if (rows, checksum) != (manifest.rows, manifest.checksum):
+        raise ArchiveCorrupt(
+            f"{path} does not match its manifest: {rows:,} row(s) with checksum"
+            f" {checksum[:12]}..., the manifest says {manifest.rows:,} with"
+            f" {manifest.checksum[:12]}...: the file was altered after it was archived"
+        )
+
+
+def verify_manifest(fs: Any, path: str, manifest: Manifest) -> None:
+    """Check the archive file ``path`` against ``manifest`` by reading it: its counted
+    columns, or every column for a manifest older than ``counted_sha256``
+    (:class:`ArchiveCorrupt`, naming the file). Re-analysis checks a ``groups_sha256``
+    manifest on the counts its scan made instead (:func:`check_manifest`); this reads the
+    file's groups."""
     try:
-        found = check_counted(fs, path) if key == "counted_sha256" else check_file(fs, path)
+        if manifest.key == COUNTED_KEY:
+            found = check_counted(fs, path)
+        else:
+            found = check_file(fs, path, grouped=manifest.key == GROUPS_KEY)
+        checksum = found.sha256 if manifest.key == "sha256" else found.counted
     except (ValueError, KeyError, OSError) as exc:
         raise ArchiveCorrupt(f"{path} cannot be read back: {exc}") from None
-    checksum = found.counted_sha256 if key == "counted_sha256" else found.sha256
-    if (found.rows, checksum) != expected[2:]:
-        raise ArchiveCorrupt(
-            f"{path} does not match its manifest: {found.rows:,} row(s) with checksum"
-            f" {checksum[:12]}..., the manifest says {expected[2]:,} with"
-            f" {str(expected[3])[:12]}...: the file was altered after it was archived"
-        )
-    return True
+    check_manifest(path, manifest, found.rows, checksum)

@@ -35,6 +35,7 @@ from deniable.sources.archivefiles import (
     batch_rows,
     check_durable,
     check_file,
+    counted_by_groups,
     open_archive,
     open_for_writing,
     partition_dir,
@@ -173,13 +174,13 @@ class Archive:
         self.fs.mv(partial, path)
         return rows, digest.hexdigest()
 
-    def _file_check(self, path: str, rows: int, sha256: str) -> FileCheck | None:
-        """The file at ``path`` read back, if it holds exactly ``rows`` rows with checksum
-        ``sha256``; None if it does not, or cannot be read."""
+    def _file_check(self, spec: MetricSpec, path: str, rows: int, sha256: str) -> FileCheck | None:
+        """The file of ``spec``'s metric at ``path`` read back, if it holds exactly ``rows``
+        rows with checksum ``sha256``; None if it does not, or cannot be read."""
         if not self.fs.exists(path):
             return None
         try:
-            found = check_file(self.fs, path)
+            found = check_file(self.fs, path, counted_by_groups(spec))
         except Exception:  # a torn or foreign file: written again
             return None
         return found if (found.rows, found.sha256) == (rows, sha256) else None
@@ -195,11 +196,11 @@ class Archive:
         found = None
         if self.fs.exists(path):
             rows, sha256 = database_check(database, spec.name, period)
-            found = self._file_check(path, rows, sha256)
+            found = self._file_check(spec, path, rows, sha256)
         kept = found is not None
         if found is None:
             rows, sha256 = self._write(database, spec, period, path)
-            found = self._file_check(path, rows, sha256)
+            found = self._file_check(spec, path, rows, sha256)
             if found is None:
                 raise ArchiveMismatch(
                     f"archive of {spec.name} {period} at {self.url} does not read back as the"
@@ -210,7 +211,7 @@ class Archive:
             "period": period,
             "rows": rows,
             "sha256": sha256,
-            "counted_sha256": found.counted_sha256,
+            found.counted_key: found.counted,
             "version": ARCHIVE_VERSION,
         }
         with open_for_writing(self.fs, manifest, "w") as handle:
