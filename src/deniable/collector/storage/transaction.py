@@ -27,6 +27,7 @@ minute in ``arrivals`` (:mod:`.arrivals`): when its new reports arrived, and how
 
 from __future__ import annotations
 
+import operator
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -119,8 +120,10 @@ def _expected_fingerprints(batches: Sequence[PreparedBatch]) -> dict[str, set[st
 @dataclass(frozen=True)
 class _Group:
     """What PostgreSQL's write of a group needs, made before its transaction opens, so the
-    transaction never waits for Python: each report's first place in the group, the distinct
-    reports in key order, their COPY, and the counts if every report is new."""
+    transaction never waits for Python: the distinct reports in key order, and either each
+    report's first place in the group (an id sent twice) or, every id distinct, their COPY
+    and the counts (each report's first place is then made only if the COPY finds a report
+    stored before)."""
 
     first: dict[ReportKey, tuple[int, int]] | None = None
     ordered: list[InsertRow] | None = None
@@ -133,12 +136,18 @@ class _Group:
         statement what its request threads built)."""
         if database.dialect == "sqlite":
             return cls()
-        first, ordered = _distinct(batches)
-        if len(ordered) != sum(len(batch.rows) for batch in batches):
+        rows = [row for batch in batches for row in batch.rows]
+        if len({row[0] for row in rows}) != len(rows):  # an id twice: the exact path
+            first, ordered = _distinct(batches)
             return cls(first, ordered)
+        ordered = sorted(rows, key=_KEY_ORDER)
         counts = count_rows(batches, None)
         copy = pgupserts.copy_plan(database, ordered, counts[0], counts[1])
-        return cls(first, ordered, copy, counts)
+        return cls(None, ordered, copy, counts)
+
+
+_KEY_ORDER = operator.itemgetter(1, 2, 0)
+"""An insert row's :func:`.prepare.report_key`, made in C (sorting a group by it)."""
 
 
 def _distinct(
