@@ -315,6 +315,8 @@ class GroupsDigest:
 
         keys = [name for name in ("cell", "payload") if name in batch.schema.names]
         table = pa.Table.from_batches([batch.select(keys)])
+        if any(column.null_count for column in table.columns):
+            raise ValueError("an archive file has empty (null) values")
         grouped = table.group_by(keys).aggregate([([], "count_all")]).to_pydict()
         cells = grouped.get("cell") or [""] * len(grouped["payload"])
         for cell, payload, rows in zip(
