@@ -301,7 +301,7 @@ def _write(root: Path, spec: Any, period: str, payloads: Any, cells: Any | None)
     fs, _ = open_archive(str(root))
     found = check_file(fs, str(directory / FILE_NAME), counted_by_groups(spec))
     manifest = {"metric": spec.name, "period": period, "rows": found.rows}
-    manifest |= {"sha256": found.sha256, found.counted_key: found.counted}
+    manifest |= {"sha256": found.sha256, **found.checksums}
     manifest["version"] = ARCHIVE_VERSION
     (directory / MANIFEST_NAME).write_text(json.dumps(manifest, sort_keys=True))
 

@@ -166,52 +166,59 @@ def test_the_archive_gives_the_online_estimates(
     assert_same(online[key], offline)
 
 
-SLICED = MetricSpec.categorical(
-    "arch_sliced", CATEGORIES, epsilon=2.0, mechanism="olh", dimensions={"platform": ["ios", "web"]}
-)
 CELLS = ["ios", "web", "other"]
 
 
+@pytest.mark.parametrize("mechanism", ["olh", "krr"])
 def test_a_breakdown_from_an_archive_with_cells_is_the_online_one(
-    databases: DatabaseFactory, tmp_path: Path
+    mechanism: str, databases: DatabaseFactory, tmp_path: Path
 ) -> None:
+    """olh's files are checked on their counted columns, krr's on their (cell, payload)
+    groups (``cell_groups_sha256``)."""
+    sliced = MetricSpec.categorical(
+        f"arch_sliced_{mechanism}",
+        CATEGORIES,
+        epsilon=2.0,
+        mechanism=mechanism,
+        dimensions={"platform": ["ios", "web"]},
+    )
     url = databases.new("sqlite")
     migrate(url)
     database = open_database(url)
     try:
-        register_spec(database, SLICED, dt.datetime.now(dt.UTC))
+        register_spec(database, sliced, dt.datetime.now(dt.UTC))
         for p, period in enumerate(PERIODS):
             rng = SeededRandomness(7 + p)
             batch = [
                 ValidReport(
                     str(uuid.uuid4()),
-                    SLICED.name,
+                    sliced.name,
                     period,
-                    SLICED.randomizer.randomize(i % 5 if i % 3 else 0, rng),
+                    sliced.randomizer.randomize(i % 5 if i % 3 else 0, rng),
                     CELLS[i % 3],
                 )
                 for i in range(900)
             ]
             store_batches(
-                database, [prepare_batch(batch, {SLICED.name: SLICED}, dt.date(2026, 6, 3))]
+                database, [prepare_batch(batch, {sliced.name: sliced}, dt.date(2026, 6, 3))]
             )
         server = RunningCollector(collector_settings(url)).start()
         try:
             with server.client(ADMIN_TOKEN) as admin:
                 response = admin.get(
-                    f"/v1/metrics/{SLICED.name}/estimate",
+                    f"/v1/metrics/{sliced.name}/estimate",
                     params={"start": PERIODS[0], "end": PERIODS[-1], "by": "platform"},
                 )
         finally:
             server.stop()
         assert response.status_code == 200, response.text
-        run = retain(database, [SLICED], dt.date(2026, 7, 1), archive=Archive(str(tmp_path)))
+        run = retain(database, [sliced], dt.date(2026, 7, 1), archive=Archive(str(tmp_path)))
         assert run.deleted == 900 * len(PERIODS)
     finally:
         database.dispose()
     result = run_cli(
         "estimate",
-        SLICED.name,
+        sliced.name,
         "--by",
         "platform",
         "--from-archive",

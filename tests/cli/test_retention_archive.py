@@ -330,8 +330,8 @@ def test_the_checksum_is_the_pinned_digest_of_the_database_rows(
 ) -> None:
     """The manifest's checksum (hashed on Arrow columns as the rows are written) is the
     pinned one: :class:`Digest` of the period's rows as the export reads them (id text, payload,
-    received, cell), in id order, on both engines; its ``groups_sha256`` (a krr metric's) is
-    the reference's over their payloads and cells."""
+    received, cell), in id order, on both engines; its groups' checksums (a krr metric's) are
+    the reference's over their payloads, and over their cells and payloads."""
     url, _ = filled
     database = open_database(url)
     try:
@@ -349,16 +349,21 @@ def test_the_checksum_is_the_pinned_digest_of_the_database_rows(
                     [row[3] for row in rows],
                 )
             expected[period] = (digest.rows, digest.hexdigest())
-            counted[period] = groups_reference(
-                [row[2] for row in rows_of[period]], [row[3] for row in rows_of[period]]
-            )
+            payloads = [row[2] for row in rows_of[period]]
+            counted[period] = {
+                "groups_sha256": groups_reference(payloads),
+                "cell_groups_sha256": groups_reference(
+                    payloads, [row[3] for row in rows_of[period]]
+                ),
+            }
         archive = Archive(str(tmp_path))
         for period in OLD:
             stored = archive.store(database, SPEC, period)
             assert (stored.rows, stored.sha256) == expected[period]
             assert not stored.kept
             manifest = Path(partition_dir(str(tmp_path), SPEC.name, period)) / MANIFEST_NAME
-            assert json.loads(manifest.read_text())["groups_sha256"] == counted[period]
+            written = json.loads(manifest.read_text())
+            assert {key: written.get(key) for key in counted[period]} == counted[period]
             again = archive.store(database, SPEC, period)
             assert again.kept and (again.rows, again.sha256) == expected[period]
     finally:

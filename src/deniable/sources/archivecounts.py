@@ -10,9 +10,10 @@ JSON functions, oue payload texts are read as stored, and they are counted by th
 numpy kernels (:mod:`.support`), never by evaluating a hash per candidate string. Every payload
 is checked against its mechanism before a count is returned: a krr file's distinct payloads,
 an oue file's by its kernel, the others by a scan of their own. The file is checked against
-its manifest: a brr/krr file's row count and groups checksum on the counts its scan made,
-any other's counted columns (or, for a manifest older than that checksum, every column) read
-in a thread beside the count.
+its manifest: a brr/krr file's row count and groups checksum (of its payloads, or of its
+(cell, payload) pairs for a breakdown) on the groups its scan counted, any other's counted
+columns (or, for a manifest older than those checksums, every column) read in a thread beside
+the count.
 
 :func:`archive_counts` runs the files one after the other in this process (DuckDB uses every
 core on each); :mod:`.archivedask` maps :func:`file_counts` over the files on a Dask cluster.
@@ -47,10 +48,12 @@ from deniable.client.spec import MetricSpec
 from deniable.estimators.support import olh_support, oue_bits
 
 from .archivefiles import (
+    CELL_GROUPS_KEY,
     FILE_NAME,
     GROUPS_KEY,
     SPEC_KEY,
     ArchiveCorrupt,
+    Manifest,
     check_manifest,
     counted_by_groups,
     file_batches,
@@ -102,7 +105,8 @@ class FileCounts:
 @dataclass(frozen=True)
 class Scanned:
     """A brr/krr file's groups as one scan of every file found them (:func:`_scan_groups`):
-    whether it has a cell column, and its (cell, payload, rows), cell ``""`` without one."""
+    whether they are per cell (a breakdown of a file with cells), and its (cell, payload,
+    rows), cell ``""`` when they are not."""
 
     cells: bool
     groups: list[tuple[str, str, int]]
@@ -417,24 +421,21 @@ def file_counts(
     groups as :func:`_scan_groups` found them, used instead of a scan of its own.
 
     The file is checked against its manifest (rows and checksum, when it has one): a brr/krr
-    file's groups checksum on the counts, else in a thread beside the count; and its payloads
+    file's groups checksum on the groups counted, else in a thread beside the count; and its
+    payloads
     against the metric's mechanism: :class:`.archivefiles.ArchiveCorrupt`, naming the file
     and the row, rather than a count altered by a crafted row."""
     fs, _ = open_archive(url)
     connection, name = connected or _connect(url)
     try:
         manifest = read_manifest(fs, path, spec.name, period)
-        if manifest is not None and manifest.key == GROUPS_KEY and counted_by_groups(spec):
-            try:
-                counted = _reduce(url, fs, (connection, name), spec, period, path, True, scanned)
-            except BaseException:
-                verify_manifest(fs, path, manifest)  # a file not its manifest's is named first
-                raise
-            groups = scanned.groups if scanned is not None else _groups(counted)
-            check_manifest(path, manifest, counted.whole.n, groups_checksum(groups))
-            if not by_cell:
-                counted.cells = {}
-            return counted
+        if manifest is not None and counted_by_groups(spec):
+            cells = by_cell and (scanned.cells if scanned is not None else _has_cell(fs, path))
+            key = CELL_GROUPS_KEY if cells else GROUPS_KEY
+            if key in manifest.checksums:
+                return _grouped_counts(
+                    url, fs, (connection, name), spec, period, path, cells, scanned, manifest, key
+                )
         with ThreadPoolExecutor(1) as checker:
             verified = checker.submit(verify_manifest, fs, path, manifest) if manifest else None
             try:
@@ -450,6 +451,30 @@ def file_counts(
     finally:
         if connected is None:
             connection.close()
+
+
+def _grouped_counts(
+    url: str,
+    fs: Any,
+    connected: tuple[Any, Callable[[str], str]],
+    spec: MetricSpec,
+    period: str,
+    path: str,
+    cells: bool,
+    scanned: Scanned | None,
+    manifest: Manifest,
+    key: str,
+) -> FileCounts:
+    """A brr/krr file's counts (per cell if ``cells``), its groups checked against the
+    manifest's checksum under ``key``."""
+    try:
+        counted = _reduce(url, fs, connected, spec, period, path, cells, scanned)
+    except BaseException:
+        verify_manifest(fs, path, manifest)  # a file not its manifest's is named first
+        raise
+    groups = scanned.groups if scanned is not None else _groups(counted)
+    check_manifest(path, manifest, key, counted.whole.n, groups_checksum(groups))
+    return counted
 
 
 def _groups(counted: FileCounts) -> list[tuple[str, str, int]]:
@@ -555,7 +580,7 @@ def archive_counts(
     connected = _connect(url)
     try:
         files = archive_files(url, spec.name, periods)
-        scans = _scan_groups(url, connected, [path for _, path in files], spec)
+        scans = _scan_groups(url, connected, [path for _, path in files], spec, by_cell)
         return [
             file_counts(url, spec, period, path, by_cell, connected, scans.get(path))
             for period, path in files
@@ -565,12 +590,17 @@ def archive_counts(
 
 
 def _scan_groups(
-    url: str, connected: tuple[Any, Callable[[str], str]], paths: Sequence[str], spec: MetricSpec
+    url: str,
+    connected: tuple[Any, Callable[[str], str]],
+    paths: Sequence[str],
+    spec: MetricSpec,
+    by_cell: bool,
 ) -> dict[str, Scanned]:
-    """Each brr/krr file's (cell, payload, rows) groups (cell ``""`` in a file without cells)
-    from one DuckDB scan of all ``paths``: one query in parallel over every file, where a query
-    per file paid its set-up each time. Empty for other metrics, and when the scan fails or a
-    file has a null cell: each file is then scanned on its own, which names it."""
+    """Each brr/krr file's groups from one DuckDB scan of all ``paths`` (one query in
+    parallel over every file, where a query per file paid its set-up each time): per
+    (cell, payload) for a breakdown, else per payload (the cells not read). Empty for other
+    metrics, and when the scan fails or a file has a null cell: each file is then scanned on
+    its own, which names it."""
     import duckdb
 
     if not counted_by_groups(spec) or not paths:
@@ -578,7 +608,7 @@ def _scan_groups(
     fs, _ = open_archive(url)
     connection, name = connected
     named = {name(path): path for path in paths}
-    with_cells = {path for path in paths if _has_cell(fs, path)}
+    with_cells = {path for path in paths if by_cell and _has_cell(fs, path)}
     listed = ", ".join(_quote(file) for file in named)
     cell = "cell" if with_cells else "NULL"
     mixed = ", union_by_name = true" if with_cells and len(with_cells) < len(paths) else ""

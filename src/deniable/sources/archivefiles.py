@@ -23,9 +23,10 @@ alone, which costs a fifth of reading and hashing every column (a manifest witho
 checked against ``sha256``, as before).
 
 A file of a metric whose payloads are category indices (brr, krr) holds ``groups_sha256``
-instead: a checksum of its distinct (cell, payload) pairs with their row counts
-(:func:`groups_checksum`), which are what its estimate reduces it to; re-analysis checks it
-on the counts its own scan made, reading nothing more.
+instead, a checksum of its distinct payloads with their row counts, and, when it has cells,
+``cell_groups_sha256``, of its distinct (cell, payload) pairs (:func:`groups_checksum`):
+what a whole-period estimate and a breakdown reduce it to. Re-analysis checks the one its
+answer needs on the groups its own scan counted, reading nothing more.
 
 pyarrow and fsspec are imported by the functions that need them (the ``archive`` extra).
 """
@@ -52,8 +53,8 @@ ARCHIVE_VERSION = "1"
 FILE_NAME = "reports.parquet"
 """The Parquet file of one (metric, period)."""
 MANIFEST_NAME = "manifest.json"
-"""The manifest beside it: metric, period, rows, sha256, counted_sha256 or groups_sha256,
-version."""
+"""The manifest beside it: metric, period, rows, sha256, counted_sha256 or groups_sha256
+(and cell_groups_sha256), version."""
 SPEC_KEY = "deniable.spec"
 """Parquet metadata key holding the metric's spec (JSON)."""
 VERSION_KEY = "deniable.archive"
@@ -67,7 +68,9 @@ COUNTED_COLUMNS = ("payload", "cell")
 COUNTED_KEY = "counted_sha256"
 """The manifest key of the counted columns' checksum (:class:`CountedDigest`)."""
 GROUPS_KEY = "groups_sha256"
-"""The manifest key of the (cell, payload) groups' checksum (:func:`groups_checksum`)."""
+"""The manifest key of the payload groups' checksum (:func:`groups_checksum`)."""
+CELL_GROUPS_KEY = "cell_groups_sha256"
+"""The manifest key of the (cell, payload) groups' checksum, in a file with cells."""
 
 
 def arrow_schema(with_cell: bool, spec_json: str | None = None) -> Any:
@@ -263,6 +266,10 @@ class CountedDigest:
                 values.update(memoryview(array.buffers()[2])[offsets[0] : offsets[-1]])
         self.rows += batch.num_rows
 
+    def checksums(self) -> dict[str, str]:
+        """The manifest's entry: ``counted_sha256``."""
+        return {COUNTED_KEY: self.hexdigest()}
+
     def hexdigest(self) -> str:
         """The combined SHA-256, in hex: the columns by name, each its two hashes."""
         combined = hashlib.sha256(b"deniable.archive counted columns\n")
@@ -273,8 +280,8 @@ class CountedDigest:
 
 
 def counted_by_groups(spec: MetricSpec) -> bool:
-    """Whether ``spec``'s archive files carry ``groups_sha256``: its payloads are category
-    indices (a krr or brr oracle), so a file's distinct payloads are few."""
+    """Whether ``spec``'s archive files carry the groups' checksums: its payloads are
+    category indices (a krr or brr oracle), so a file's distinct payloads are few."""
     return isinstance(spec.frequency_oracle, KRR)
 
 
@@ -302,11 +309,12 @@ _LENGTH, _ROWS = struct.Struct("<I"), struct.Struct("<Q")
 
 
 class GroupsDigest:
-    """The running ``groups_sha256`` of an archive file's batches: the row count of each
+    """The running groups' checksums of an archive file's batches: the row count of each
     (cell, payload) pair, grouped by Arrow."""
 
     def __init__(self) -> None:
         self.groups: collections.Counter[tuple[str, str]] = collections.Counter()
+        self.cells = False
         self.rows = 0
 
     def update(self, batch: Any) -> None:
@@ -318,6 +326,7 @@ class GroupsDigest:
         if any(column.null_count for column in table.columns):
             raise ValueError("an archive file has empty (null) values")
         grouped = table.group_by(keys).aggregate([([], "count_all")]).to_pydict()
+        self.cells = self.cells or "cell" in keys
         cells = grouped.get("cell") or [""] * len(grouped["payload"])
         for cell, payload, rows in zip(
             cells, grouped["payload"], grouped["count_all"], strict=True
@@ -325,21 +334,31 @@ class GroupsDigest:
             self.groups[(cell, payload)] += rows
         self.rows += batch.num_rows
 
-    def hexdigest(self) -> str:
-        """:func:`groups_checksum` of the groups so far."""
-        return groups_checksum((cell, payload, n) for (cell, payload), n in self.groups.items())
+    def checksums(self) -> dict[str, str]:
+        """The manifest's entries: ``groups_sha256``, and ``cell_groups_sha256`` if the file
+        has cells."""
+        payloads: collections.Counter[str] = collections.Counter()
+        for (_, payload), n in self.groups.items():
+            payloads[payload] += n
+        found = {GROUPS_KEY: groups_checksum(("", payload, n) for payload, n in payloads.items())}
+        if self.cells:
+            cells = ((cell, payload, n) for (cell, payload), n in self.groups.items())
+            found[CELL_GROUPS_KEY] = groups_checksum(cells)
+        return found
 
 
 @dataclass(frozen=True)
 class FileCheck:
-    """What reading an archive file back found: its rows and checksums (``sha256`` over
-    every column; ``counted`` under the manifest key ``counted_key``, the counted columns'
-    or the groups'; empty when not read)."""
+    """What reading an archive file back found: its rows, its ``sha256`` over every column
+    (empty when not read) and its other checksums by manifest key."""
 
     rows: int
     sha256: str
-    counted: str
-    counted_key: str = COUNTED_KEY
+    checksums: dict[str, str]
+
+    def checksum(self, key: str) -> str:
+        """The checksum under the manifest key ``key`` (empty if it was not found)."""
+        return self.sha256 if key == "sha256" else self.checksums.get(key, "")
 
 
 def file_batches(fs: Any, path: str, columns: Sequence[str] | None = None) -> Iterator[Any]:
@@ -393,8 +412,7 @@ def check_file(fs: Any, path: str, grouped: bool = False) -> FileCheck:
     for batch in file_batches(fs, path):
         digest.update(batch_rows(batch))
         counted.update(batch)
-    key = GROUPS_KEY if grouped else COUNTED_KEY
-    return FileCheck(counted.rows, digest.hexdigest(), counted.hexdigest(), key)
+    return FileCheck(counted.rows, digest.hexdigest(), counted.checksums())
 
 
 def check_counted(fs: Any, path: str) -> FileCheck:
@@ -403,18 +421,21 @@ def check_counted(fs: Any, path: str) -> FileCheck:
     counted = CountedDigest()
     for batch in file_batches(fs, path, COUNTED_COLUMNS):
         counted.update(batch)
-    return FileCheck(counted.rows, "", counted.hexdigest())
+    return FileCheck(counted.rows, "", counted.checksums())
+
+
+CHECKSUM_KEYS = (COUNTED_KEY, GROUPS_KEY, CELL_GROUPS_KEY, "sha256")
+"""A manifest's checksums, in the order a whole read of the file prefers them."""
 
 
 @dataclass(frozen=True)
 class Manifest:
-    """A file's manifest as read: its row count and the checksum to check, under ``key``
-    (``groups_sha256``, ``counted_sha256``, or ``sha256`` in a manifest older than both)."""
+    """A file's manifest as read: its row count and its checksums by key (``sha256`` alone
+    in a manifest older than the others)."""
 
     path: str
     rows: int
-    key: str
-    checksum: str
+    checksums: dict[str, str]
 
 
 def read_manifest(fs: Any, path: str, metric: str, period: str) -> Manifest | None:
@@ -426,42 +447,44 @@ def read_manifest(fs: Any, path: str, metric: str, period: str) -> Manifest | No
     try:
         with fs.open(manifest, "rb") as handle:
             document = json.loads(handle.read(1 << 16))
-        key = next(k for k in (GROUPS_KEY, COUNTED_KEY, "sha256") if k in document)
-        expected = (document["metric"], document["period"], document["rows"], document[key])
-        if not isinstance(expected[2], int) or not isinstance(expected[3], str):
+        described, rows = (document["metric"], document["period"]), document["rows"]
+        checksums = {key: document[key] for key in CHECKSUM_KEYS if key in document}
+        if not isinstance(rows, int) or not checksums:
             raise TypeError("rows and checksum")
-    except (ValueError, KeyError, TypeError, StopIteration):
+        if not all(isinstance(value, str) for value in checksums.values()):
+            raise TypeError("checksum")
+    except (ValueError, KeyError, TypeError):
         raise ArchiveCorrupt(f"{manifest} is not an archive manifest") from None
-    if expected[:2] != (metric, period):
+    if described != (metric, period):
         raise ArchiveCorrupt(
-            f"{manifest} describes {expected[0]} {expected[1]}, not {metric} {period}"
+            f"{manifest} describes {described[0]} {described[1]}, not {metric} {period}"
         )
-    return Manifest(manifest, expected[2], key, expected[3])
+    return Manifest(manifest, rows, checksums)
 
 
-def check_manifest(path: str, manifest: Manifest, rows: int, checksum: str) -> None:
+def check_manifest(path: str, manifest: Manifest, key: str, rows: int, checksum: str) -> None:
     """Refuse the archive file ``path`` (:class:`ArchiveCorrupt`) unless ``rows`` and
-    ``checksum``, found in it, are the manifest's."""
-    if (rows, checksum) != (manifest.rows, manifest.checksum):
+    ``checksum``, found in it, are the manifest's (its checksum under ``key``)."""
+    expected = manifest.checksums.get(key, "")
+    if (rows, checksum) != (manifest.rows, expected):
         raise ArchiveCorrupt(
             f"{path} does not match its manifest: {rows:,} row(s) with checksum"
             f" {checksum[:12]}..., the manifest says {manifest.rows:,} with"
-            f" {manifest.checksum[:12]}...: the file was altered after it was archived"
+            f" {expected[:12]}...: the file was altered after it was archived"
         )
 
 
 def verify_manifest(fs: Any, path: str, manifest: Manifest) -> None:
     """Check the archive file ``path`` against ``manifest`` by reading it: its counted
-    columns, or every column for a manifest older than ``counted_sha256``
-    (:class:`ArchiveCorrupt`, naming the file). Re-analysis checks a ``groups_sha256``
-    manifest on the counts its scan made instead (:func:`check_manifest`); this reads the
-    file's groups."""
+    columns, or its groups, or every column for a manifest older than both
+    (:class:`ArchiveCorrupt`, naming the file). Re-analysis checks a brr/krr file's groups on
+    the counts its scan made instead (:func:`check_manifest`)."""
+    key = next(key for key in CHECKSUM_KEYS if key in manifest.checksums)
     try:
-        if manifest.key == COUNTED_KEY:
+        if key == COUNTED_KEY:
             found = check_counted(fs, path)
         else:
-            found = check_file(fs, path, grouped=manifest.key == GROUPS_KEY)
-        checksum = found.sha256 if manifest.key == "sha256" else found.counted
+            found = check_file(fs, path, grouped=key != "sha256")
     except (ValueError, KeyError, OSError) as exc:
         raise ArchiveCorrupt(f"{path} cannot be read back: {exc}") from None
-    check_manifest(path, manifest, found.rows, checksum)
+    check_manifest(path, manifest, key, found.rows, found.checksum(key))

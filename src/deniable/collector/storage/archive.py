@@ -211,7 +211,7 @@ class Archive:
             "period": period,
             "rows": rows,
             "sha256": sha256,
-            found.counted_key: found.counted,
+            **found.checksums,
             "version": ARCHIVE_VERSION,
         }
         with open_for_writing(self.fs, manifest, "w") as handle:
