@@ -53,7 +53,6 @@ from .archivefiles import (
     GROUPS_KEY,
     SPEC_KEY,
     ArchiveCorrupt,
-    Manifest,
     check_manifest,
     counted_by_groups,
     file_batches,
@@ -433,9 +432,16 @@ def file_counts(
             cells = by_cell and (scanned.cells if scanned is not None else _has_cell(fs, path))
             key = CELL_GROUPS_KEY if cells else GROUPS_KEY
             if key in manifest.checksums:
-                return _grouped_counts(
-                    url, fs, (connection, name), spec, period, path, cells, scanned, manifest, key
-                )
+                try:
+                    counted = _reduce(
+                        url, fs, (connection, name), spec, period, path, cells, scanned
+                    )
+                except BaseException:
+                    verify_manifest(fs, path, manifest)  # a file not its manifest's first
+                    raise
+                groups = scanned.groups if scanned is not None else _groups(counted)
+                check_manifest(path, manifest, key, counted.whole.n, groups_checksum(groups))
+                return counted
         with ThreadPoolExecutor(1) as checker:
             verified = checker.submit(verify_manifest, fs, path, manifest) if manifest else None
             try:
@@ -451,30 +457,6 @@ def file_counts(
     finally:
         if connected is None:
             connection.close()
-
-
-def _grouped_counts(
-    url: str,
-    fs: Any,
-    connected: tuple[Any, Callable[[str], str]],
-    spec: MetricSpec,
-    period: str,
-    path: str,
-    cells: bool,
-    scanned: Scanned | None,
-    manifest: Manifest,
-    key: str,
-) -> FileCounts:
-    """A brr/krr file's counts (per cell if ``cells``), its groups checked against the
-    manifest's checksum under ``key``."""
-    try:
-        counted = _reduce(url, fs, connected, spec, period, path, cells, scanned)
-    except BaseException:
-        verify_manifest(fs, path, manifest)  # a file not its manifest's is named first
-        raise
-    groups = scanned.groups if scanned is not None else _groups(counted)
-    check_manifest(path, manifest, key, counted.whole.n, groups_checksum(groups))
-    return counted
 
 
 def _groups(counted: FileCounts) -> list[tuple[str, str, int]]:
