@@ -57,8 +57,8 @@ from .archivefiles import (
     counted_by_groups,
     file_batches,
     groups_checksum,
-    local_path,
     open_archive,
+    parquet_file,
     partition_dir,
     read_manifest,
     verify_manifest,
@@ -392,13 +392,8 @@ def _projection(spec: MetricSpec) -> str:
 
 def _has_cell(fs: Any, path: str) -> bool:
     """Whether the archive file ``path`` has a ``cell`` column (its Parquet footer alone)."""
-    import pyarrow.parquet as pq
-
-    local = local_path(fs, path)
-    if local is not None:
-        return "cell" in pq.read_schema(local).names
-    with fs.open(path, "rb") as handle:
-        return "cell" in pq.read_schema(handle).names
+    with parquet_file(fs, path) as file:
+        return "cell" in file.schema_arrow.names
 
 
 def _quote(text: str) -> str:

@@ -34,6 +34,7 @@ pyarrow and fsspec are imported by the functions that need them (the ``archive``
 from __future__ import annotations
 
 import collections
+import contextlib
 import hashlib
 import json
 import os
@@ -361,20 +362,27 @@ class FileCheck:
         return self.sha256 if key == "sha256" else self.checksums.get(key, "")
 
 
-def file_batches(fs: Any, path: str, columns: Sequence[str] | None = None) -> Iterator[Any]:
-    """The Arrow record batches of the archive file ``path``: read by Arrow's own I/O where
-    the file is local (through any ``dir::`` layers), else through ``fs``'s file object (a
-    Python object Arrow reads through under the GIL; it made the archive's read-back check
-    a sixth of its time)."""
+@contextlib.contextmanager
+def parquet_file(fs: Any, path: str) -> Iterator[Any]:
+    """The archive file ``path`` open as a ``pyarrow.parquet.ParquetFile``: read by Arrow's own
+    I/O where the file is local (through any ``dir::`` layers), else through ``fs``'s file
+    object (a Python object Arrow reads through under the GIL; it made the archive's read-back
+    check a sixth of its time)."""
     import pyarrow.parquet as pq
 
     local = local_path(fs, path)
     if local is not None:
         with pq.ParquetFile(local) as file:
-            yield from file.iter_batches(batch_size=READ_BATCH, columns=columns)
+            yield file
         return
     with fs.open(path, "rb") as handle:
-        yield from pq.ParquetFile(handle).iter_batches(batch_size=READ_BATCH, columns=columns)
+        yield pq.ParquetFile(handle)
+
+
+def file_batches(fs: Any, path: str, columns: Sequence[str] | None = None) -> Iterator[Any]:
+    """The Arrow record batches of the archive file ``path`` (:func:`parquet_file`)."""
+    with parquet_file(fs, path) as file:
+        yield from file.iter_batches(batch_size=READ_BATCH, columns=columns)
 
 
 def batch_rows(batch: Any) -> memoryview:

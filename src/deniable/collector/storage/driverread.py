@@ -10,8 +10,9 @@ the engine's own ``handle_error`` hooks (a missing schema, a missing database) a
 ``TimeoutError`` itself, as before.
 
 On PostgreSQL the statement runs in autocommit (one statement is its own transaction, as
-consistent as one inside ``BEGIN``): a read is one round trip, not three (``BEGIN``, the
-statement, and the pool's ``ROLLBACK`` when the connection goes back).
+consistent as one inside ``BEGIN``): the read is the statement alone, without ``BEGIN``
+before it and the pool's ``ROLLBACK`` when the connection goes back (the pool's pre-ping on
+checkout stays).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def driver_rows(engine: Engine, sql: str, arguments: Mapping[str, Any]) -> Seque
     alone = dialect.name == "postgresql" and driver is not None
     try:
         if alone:
-            driver.autocommit = True  # one round trip: no BEGIN, no ROLLBACK on return
+            driver.autocommit = True  # no BEGIN, and no ROLLBACK on return
         cursor = connection.cursor()
         try:
             cursor.execute(statement, arguments)
