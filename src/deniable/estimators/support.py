@@ -95,18 +95,27 @@ def support_matrix(mechanism: Mechanism, payloads: Sequence[Payload]) -> np.ndar
     raise TypeError(f"no support rule for mechanism {mechanism.name!r}")
 
 
-def text_bits(sketch: PrefixSketch, payloads: Sequence[Payload]) -> tuple[np.ndarray, np.ndarray]:
+def text_encoded(
+    sketch: PrefixSketch, payloads: Sequence[Payload]
+) -> tuple[np.ndarray, np.ndarray]:
     """Per (already-validated) text payload, its sketch row ((level - 1) × rows + row, the
-    ``chunk`` of ``text_cell_counts``) and its cells' bits, as an int64 vector and an
-    (m, cells) bool matrix: what the collector sums per sketch row."""
+    ``chunk`` of ``text_cell_counts``) and its ``"b"`` text's ASCII codes, as an int64 vector
+    and an (m, length) uint8 matrix: what the collector keeps until it adds the bits
+    (:func:`oue_bits` of the matrix, ``sketch.cells`` wide) into its counts."""
     # Validated text payloads are {"l", "r", "b"} objects (PrefixSketch.parse_payload).
     objects = cast("Sequence[dict[str, Any]]", payloads)
     joined = "".join(p["b"] for p in objects).encode("ascii")
     encoded = np.frombuffer(joined, dtype=np.uint8).reshape(len(payloads), -1)
-    bits = oue_bits(encoded, sketch.cells)
     levels = np.fromiter((p["l"] for p in objects), dtype=np.int64, count=len(payloads))
     rows = np.fromiter((p["r"] for p in objects), dtype=np.int64, count=len(payloads))
-    return (levels - 1) * sketch.rows + rows, bits
+    return (levels - 1) * sketch.rows + rows, encoded
+
+
+def text_bits(sketch: PrefixSketch, payloads: Sequence[Payload]) -> tuple[np.ndarray, np.ndarray]:
+    """Per (already-validated) text payload, its sketch row and its cells' bits, as an int64
+    vector and an (m, cells) bool matrix: what the collector sums per sketch row."""
+    chunks, encoded = text_encoded(sketch, payloads)
+    return chunks, oue_bits(encoded, sketch.cells)
 
 
 def text_support(sketch: PrefixSketch, payloads: Sequence[Payload]) -> list[np.ndarray]:

@@ -17,7 +17,7 @@ import numpy as np
 
 from deniable.client.spec import MetricSpec
 from deniable.estimators import support_matrix
-from deniable.estimators.support import text_bits
+from deniable.estimators.support import text_encoded
 
 from ..validation import ValidReport
 
@@ -102,21 +102,22 @@ def metric_rows(batch: Sequence[ValidReport], where: list[int], spec: MetricSpec
 @dataclass(frozen=True)
 class TextRows:
     """One text metric's reports of a batch: their positions, periods, sketch rows
-    (``chunks``: (level - 1) × rows + row) and cells' bits (reports × cells, bool); their
-    sums go to ``text_cell_counts`` by (period, cell, sketch row) (:mod:`.textcells`)."""
+    (``chunks``: (level - 1) × rows + row) and bits as received (``encoded``: each one's
+    base64 ASCII codes, reports × length); they go to ``text_pending`` by (period, cell), their
+    sums later to ``text_cell_counts`` by (period, cell, sketch row) (:mod:`.textcells`)."""
 
     positions: np.ndarray
     periods: list[str]
     codes: np.ndarray
     chunks: np.ndarray
-    bits: np.ndarray
+    encoded: np.ndarray
 
 
 def text_rows(batch: Sequence[ValidReport], where: list[int], spec: MetricSpec) -> TextRows:
     """The rows of ``batch`` at positions ``where`` (all of one text metric) as TextRows."""
     periods, codes = period_codes(batch, where)
-    chunks, bits = text_bits(spec.text_randomizer, [batch[i].payload for i in where])
-    return TextRows(np.asarray(where, dtype=np.int64), periods, codes, chunks, bits)
+    chunks, encoded = text_encoded(spec.text_randomizer, [batch[i].payload for i in where])
+    return TextRows(np.asarray(where, dtype=np.int64), periods, codes, chunks, encoded)
 
 
 @dataclass(frozen=True)

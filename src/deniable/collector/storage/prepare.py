@@ -37,7 +37,7 @@ from .kindrows import (
 )
 from .shuffled import PartArrival
 from .tables import reports
-from .textcells import ChunkCounts, TextCellRows, text_cell_rows
+from .textcells import PendingRow, TextCellRows, text_cell_rows
 
 InsertRow = tuple[str, str, str, str, str, str]
 """A report as inserted: (id, metric, period, payload JSON, received as ISO text, cell)."""
@@ -102,8 +102,9 @@ class PreparedBatch:
     text_cells: dict[str, TextCellRows] = field(default_factory=dict)
     """The rows of each text metric grouped by (period, cell) (:mod:`.textcells`); a text
     metric's ``counts`` hold its period n only."""
-    text_cell_counts: ChunkCounts = field(default_factory=dict)
-    """Their sketch counts per (period, cell, sketch row) if every report turns out new."""
+    text_pending: list[PendingRow] = field(default_factory=list)
+    """Their ``text_pending`` rows, one per (metric, period, cell), if every report turns out
+    new."""
     part: PartArrival | None = None
     """The shuffled part these reports came in, if any: recorded with the distinct reports it
     stored anew in the same transaction, so a crash can never store the reports and lose the
@@ -197,10 +198,9 @@ def _prepare_text(prepared: PreparedBatch, part: MetricPart) -> None:
     rows = prepared.metrics[metric] = text_rows(batch, where, spec)
     prepared.counts.update(reports_per_period(rows, metric))
     keys = [(batch[i].period, batch[i].cell) for i in where]
-    sketch = spec.text_randomizer
-    grouped = text_cell_rows(keys, rows, sketch.levels * sketch.rows)
+    grouped = text_cell_rows(keys, rows, spec.text_randomizer)
     prepared.text_cells[metric] = grouped
-    prepared.text_cell_counts.update(grouped.increments(metric))
+    prepared.text_pending.extend(grouped.pending(metric))
 
 
 _Preparer = Callable[[PreparedBatch, MetricPart], None]

@@ -21,11 +21,16 @@ import numpy as np
 from sqlalchemy import (
     ColumnElement,
     Connection,
+    LargeBinary,
     Select,
     Table,
     bindparam,
+    cast,
     func,
+    literal,
+    null,
     select,
+    union_all,
     update,
 )
 
@@ -45,7 +50,9 @@ from .tables import (
     period_counts,
     reports,
     text_cell_counts,
+    text_pending,
 )
+from .textcells import pending_increments
 
 
 class SpecConflict(Exception):
@@ -98,7 +105,7 @@ class SpecChanged(Exception):
         self.metrics = list(metrics)
 
 
-def _spec_from_row(spec_json: str) -> MetricSpec:
+def spec_from_json(spec_json: str) -> MetricSpec:
     """A stored spec (one registered before a newer cap still reads: :func:`registered_specs`)."""
     with registered_specs():
         return MetricSpec.from_dict(json.loads(spec_json))
@@ -111,7 +118,7 @@ def load_registration(database: Database, name: str) -> Registration | None:
         row = connection.execute(select(*columns).where(metrics.c.name == name)).first()
     if row is None:
         return None
-    return Registration(_spec_from_row(row.spec), row.fingerprint, row.archived_at is not None)
+    return Registration(spec_from_json(row.spec), row.fingerprint, row.archived_at is not None)
 
 
 def load_about(database: Database, name: str) -> MetricAbout:
@@ -202,7 +209,7 @@ def list_specs(database: Database, *, archived: bool = True) -> list[MetricSpec]
         query = query.where(metrics.c.archived_at.is_(None))
     with database.reader.connect() as connection:
         rows = connection.execute(query).all()
-    return [_spec_from_row(row[0]) for row in rows]
+    return [spec_from_json(row[0]) for row in rows]
 
 
 def list_described(
@@ -215,7 +222,7 @@ def list_described(
         query = query.where(metrics.c.archived_at.is_(None))
     with database.reader.connect() as connection:
         rows = connection.execute(query).all()
-    return [(_spec_from_row(row.spec), _about_of(row)) for row in rows]
+    return [(spec_from_json(row.spec), _about_of(row)) for row in rows]
 
 
 def register_spec(
@@ -248,7 +255,7 @@ def register_spec(
         row = connection.execute(query.where(metrics.c.name == spec.name)).one()
         if row.archived_at is not None:
             raise MetricArchived(spec.name)
-        existing = _spec_from_row(row.spec)
+        existing = spec_from_json(row.spec)
         if existing.fingerprint != spec.fingerprint:
             raise SpecConflict(existing)
         if _about_of(row) != about:
@@ -419,18 +426,47 @@ def _chunk_rows(
     database: Database, spec: MetricSpec, periods: Sequence[str]
 ) -> Iterator[tuple[int, str, int, np.ndarray]]:
     """(period position, cell, chunk, packed counts) of every ``text_cell_counts`` row of
-    ``spec`` in ``periods`` (sorted labels), read in one statement beside the fingerprint
-    (:class:`SpecChanged` if it is not ``spec``'s): at most cells × sketch rows per period,
+    ``spec`` in ``periods`` (sorted labels), and the same of its reports still in
+    ``text_pending`` (:mod:`.textbacklog`), read in one statement beside the fingerprint
+    (:class:`SpecChanged` if it is not ``spec``'s), so a fold between two reads changes
+    nothing: at most cells × sketch rows per period, and the pending rows a fold would take,
     streamed :data:`READ_CHUNK_ROWS` at a time, so memory stays the caller's counts."""
     c = text_cell_counts.c
-    query = _beside_fingerprint(
-        spec, text_cell_counts, periods, c.period, c.cell, c.chunk, c.counts
+    no_bytes = cast(null(), LargeBinary)
+    query: Any = _beside_fingerprint(
+        spec, text_cell_counts, periods, c.period, c.cell, c.chunk, c.counts, no_bytes, no_bytes
     )
+    with database.reader.connect() as connection:
+        pending = database.has_table(connection, text_pending.name)
+    if pending:
+        t = text_pending.c
+        query = union_all(
+            query,
+            select(
+                metrics.c.fingerprint,
+                t.period,
+                t.cell,
+                literal(-1),
+                cast(null(), c.counts.type),
+                t.chunks,
+                t.payloads,
+            )
+            .select_from(metrics.join(text_pending, t.metric == metrics.c.name))
+            .where(metrics.c.name == spec.name, t.period >= periods[0], t.period <= periods[-1]),
+        )
     position = {label: i for i, label in enumerate(periods)}
+    sketch = spec.text_randomizer
     for rows in _chunks_of_current_spec(database, spec, query):
-        for _, label, cell, chunk, counts in rows:
-            if label in position and counts is not None:
+        unfolded = []
+        for _, label, cell, chunk, counts, chunks, payloads in rows:
+            if label not in position:
+                continue
+            if chunks is not None:
+                unfolded.append((label, cell, bytes(chunks), bytes(payloads)))
+            elif counts is not None:
                 yield position[label], cell, chunk, counts
+        for (_, label, cell, chunk), counts in pending_increments("", sketch, unfolded).items():
+            yield position[label], cell, chunk, counts
 
 
 def _place(sketch: PrefixSketch, into: np.ndarray, chunk: int, counts: np.ndarray) -> None:

@@ -29,6 +29,7 @@ from .partitions import (
     list_partitions,
 )
 from .tables import period_counts, reports
+from .textbacklog import fold_all
 
 DELETE_BATCH = 5000
 
@@ -77,6 +78,9 @@ def retain(
     """Drop (archiving first, with ``archive``) the raw reports of every period that ends
     before ``before``."""
     by_name = {spec.name: spec for spec in specs}
+    for spec in by_name.values():
+        # A pending text report of a dropped period goes into its counts first (:mod:`.textbacklog`).
+        fold_all(database, spec.name, period_label(spec.period, before))
     if database.dialect == "postgresql":
         with database.writer.connect() as connection:
             partitioned = is_partitioned(connection)

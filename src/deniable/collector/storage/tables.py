@@ -26,6 +26,7 @@ from sqlalchemy import (
     DateTime,
     Dialect,
     Double,
+    Index,
     Integer,
     LargeBinary,
     MetaData,
@@ -359,6 +360,29 @@ dimensions has the one cell ``""`` (migration 0017; before, it kept a ``support_
 per nonzero count). A text metric keeps no ``support_counts`` and no ``cell_counts`` rows
 (its totals are the sum of its cells); its reports still count in ``period_counts``.
 Migration 0011."""
+
+text_pending = Table(
+    "text_pending",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
+    Column("metric", String(64), nullable=False),
+    Column("period", String(10), nullable=False),
+    Column("cell", String(300), nullable=False),
+    Column("reports", Integer, nullable=False),
+    Column("chunks", LargeBinary, nullable=False),
+    Column("payloads", LargeBinary, nullable=False),
+    Index("ix_text_pending_metric_period_cell", "metric", "period", "cell"),
+)
+"""A text metric's reports not yet added to ``text_cell_counts`` (migration 0019): one row per
+(metric, period, cell) a committed group stored new reports in, holding their ``reports``
+count, each one's sketch row (``chunks``: little-endian 16-bit, one per report) and its bits
+as received (``payloads``: each report's base64 ``"b"`` text, all of one width, joined).
+Ingestion appends these rows instead of rewriting each touched 8 KB sketch row per group; a
+fold (:mod:`.textbacklog`) adds a (metric, period, cell)'s rows into its counts and deletes
+them in one transaction, and every read adds the rows still here, so an estimate is the same
+before and after a fold. A collector folds a (metric, period, cell) once its own appends there
+reach :data:`.textbacklog.FOLD_FACTOR` reports per sketch row, every backlog when it starts,
+and retention folds the periods it drops: the rows here stay a fraction of the counts'."""
 
 shuffled_batches = Table(
     "shuffled_batches",

@@ -5,31 +5,37 @@ A text report sets bits of one sketch row only, its (level, row), and adds one t
 tally (:class:`.kindrows.TextRows`), so per cell the counts are kept by sketch row: the row's
 1,024 cell sums and its tally, packed in one value (``chunk`` = (level - 1) × 16 + row). A
 report adds to exactly one such row whatever its eps; a group of reports upserts one row per
-(period, cell, sketch row) it touches, each added in place (SQLite: the sums with the stored rows,
+(period, cell, sketch row) its fold touches, each added in place (SQLite: the sums with the stored rows,
 :mod:`.packedsums`; PostgreSQL: one numeric addition, :data:`.tables.COUNT_DIGITS`). Measured against one row per
 nonzero count (a report's 19 set bits at eps 4, 277 at eps 1; how a metric without dimensions
 kept them before 0017) and one packed row per cell (a whole sketch, 1 MB at 8 bytes, rewritten
 by every group touching the cell): ``python -m bench.text_cells``, ``python -m bench.ingest
 --text`` and docs/DESIGN.md, "Text metrics with dimensions".
 
-Ingestion only counts the reports the insert found new (the same masks as every other count),
-summed over the whole group per (metric, period, cell, chunk) and upserted in one statement in
-sorted key order after every other count, so the lock order stays reports, totals, cells, text
-cells. Reads are in :mod:`.queries` (``read_text_cells``).
+Ingestion only counts the reports the insert found new (the same masks as every other count).
+It appends them to ``text_pending``, one row per (metric, period, cell) per group, and a fold
+(:mod:`.textbacklog`) sums many groups' rows per (metric, period, cell, chunk) and upserts
+them in one statement in sorted key order; a database not yet migrated to 0019 gets each
+group's sums upserted at once, after every other count, so the lock order stays reports,
+totals, cells, text cells. Reads are in :mod:`.queries` (``read_text_cells``), and add the
+pending rows to the counts.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from sqlalchemy import Connection, select, text, true
 from sqlalchemy.dialects import sqlite
 
-from .engine import Database
+from deniable.client.mechanisms import PrefixSketch
+from deniable.estimators.support import oue_bits
+
 from .kindrows import TextRows
 from .packedsums import plus_stored
 from .sqlitejson import blob_cut, blob_spans, json_each_rows, json_items
@@ -42,24 +48,37 @@ ChunkCounts = dict[ChunkKey, np.ndarray]
 """Each touched sketch row's increments: its 1,024 cell sums, then its tally."""
 
 
+class PendingRow(NamedTuple):
+    """One ``text_pending`` row: a (metric, period, cell)'s new reports of one group, their
+    count, each one's sketch row (little-endian 16-bit) and their ``"b"`` texts joined."""
+
+    metric: str
+    period: str
+    cell: str
+    reports: int
+    chunks: bytes
+    payloads: bytes
+
+
 @dataclass(frozen=True)
 class TextCellRows:
     """One text metric's reports of a batch grouped by (period, cell): their positions in the
     batch, each report's group (``codes`` into ``groups``), its sketch row (``chunks``) and its
-    cells' bits (reports × cells, :class:`.kindrows.TextRows`), and the sketch's
-    ``sketch_rows`` (levels × rows)."""
+    ``"b"`` text's ASCII codes (``encoded``, reports × length, :class:`.kindrows.TextRows`),
+    and the sketch's ``sketch_rows`` (levels × rows) and ``cells`` per sketch row."""
 
     positions: np.ndarray
     groups: list[tuple[str, str]]
     codes: np.ndarray
     chunks: np.ndarray
-    bits: np.ndarray
+    encoded: np.ndarray
     sketch_rows: int
+    cells: int
 
     def increments(self, metric: str, mask: np.ndarray | None = None) -> ChunkCounts:
         """The increments per (period, cell, chunk) of the reports ``mask`` selects (all if
-        None): one ``bincount`` of their set bits by (touched sketch row, cell), and each
-        row's tally (its reports)."""
+        None): their bits decoded, one ``bincount`` of the set bits by (touched sketch row,
+        cell), and each row's tally (its reports)."""
         rows = np.arange(len(self.chunks)) if mask is None else np.flatnonzero(mask)
         if not len(rows):
             return {}
@@ -67,10 +86,10 @@ class TextCellRows:
             self.codes[rows] * self.sketch_rows + self.chunks[rows], return_inverse=True
         )
         which = which.reshape(-1)
-        cells = self.bits.shape[1]
+        cells = self.cells
         # Each set bit's flat position (report × cells + cell; a 2-D ``nonzero`` or a division
         # costs several times as much) moved to its sketch row's: its report's offset repeated.
-        bits = self.bits[rows]
+        bits = oue_bits(self.encoded[rows], cells)
         offsets = (which - np.arange(len(rows))) * cells
         place = np.flatnonzero(bits) + np.repeat(offsets, bits.sum(axis=1))
         sums = np.empty((len(keys), chunk_width(cells)), dtype=np.int64)
@@ -83,6 +102,63 @@ class TextCellRows:
             out[(metric, period, cell, key % self.sketch_rows)] = sums[j]
         return out
 
+    def pending(self, metric: str, mask: np.ndarray | None = None) -> list[PendingRow]:
+        """The ``text_pending`` rows of the reports ``mask`` selects (all if None): one per
+        (period, cell), its reports in batch order."""
+        rows = np.arange(len(self.chunks)) if mask is None else np.flatnonzero(mask)
+        if not len(rows):
+            return []
+        order = rows[np.argsort(self.codes[rows], kind="stable")]
+        codes = self.codes[order]
+        starts = [0, *(np.flatnonzero(np.diff(codes)) + 1).tolist(), len(order)]
+        chunks = self.chunks.astype(PENDING_CHUNK)
+        out = []
+        for start, stop in itertools.pairwise(starts):
+            picked = order[start:stop]
+            period, cell = self.groups[int(codes[start])]
+            out.append(
+                PendingRow(
+                    metric,
+                    period,
+                    cell,
+                    stop - start,
+                    chunks[picked].tobytes(),
+                    self.encoded[picked].tobytes(),
+                )
+            )
+        return out
+
+
+PENDING_CHUNK = np.dtype("<u2")
+"""How ``text_pending.chunks`` stores each report's sketch row."""
+
+
+def pending_increments(
+    metric: str, sketch: PrefixSketch, rows: Sequence[tuple[str, str, bytes, bytes]]
+) -> ChunkCounts:
+    """The increments per (period, cell, chunk) of ``metric``'s ``text_pending`` rows, each
+    (period, cell, chunks, payloads); ``sketch`` is the metric's."""
+    if not rows:
+        return {}
+    index: dict[tuple[str, str], int] = {}
+    chunks = [np.frombuffer(row[2], dtype=PENDING_CHUNK) for row in rows]
+    codes = np.repeat(
+        [index.setdefault((period, cell), len(index)) for period, cell, _, _ in rows],
+        [len(c) for c in chunks],
+    )
+    joined = np.concatenate(chunks).astype(np.int64)
+    encoded = np.frombuffer(b"".join(row[3] for row in rows), dtype=np.uint8)
+    grouped = TextCellRows(
+        np.arange(len(joined)),
+        list(index),
+        codes,
+        joined,
+        encoded.reshape(len(joined), -1),
+        sketch.levels * sketch.rows,
+        sketch.cells,
+    )
+    return grouped.increments(metric)
+
 
 def chunk_width(cells: int) -> int:
     """The counts one packed row holds: a sketch row's cells and its tally."""
@@ -90,15 +166,18 @@ def chunk_width(cells: int) -> int:
 
 
 def text_cell_rows(
-    keys: Sequence[tuple[str, str]], rows: TextRows, sketch_rows: int
+    keys: Sequence[tuple[str, str]], rows: TextRows, sketch: PrefixSketch
 ) -> TextCellRows:
-    """The text ``rows`` (each with its (period, cell) in ``keys``; the sketch's
-    ``sketch_rows``) grouped by (period, cell)."""
+    """The text ``rows`` (each with its (period, cell) in ``keys``, of ``sketch``) grouped by
+    (period, cell)."""
+    sketch_rows, cells = sketch.levels * sketch.rows, sketch.cells
     index: dict[tuple[str, str], int] = {}
     codes = np.fromiter(
         (index.setdefault(key, len(index)) for key in keys), dtype=np.int64, count=len(keys)
     )
-    return TextCellRows(rows.positions, list(index), codes, rows.chunks, rows.bits, sketch_rows)
+    return TextCellRows(
+        rows.positions, list(index), codes, rows.chunks, rows.encoded, sketch_rows, cells
+    )
 
 
 def add_chunks(total: ChunkCounts, more: ChunkCounts) -> None:
@@ -149,31 +228,26 @@ Each cell text follows a separator (the first element, empty, is dropped): a met
 dimensions has the one cell ``""``, and ``string_to_array`` of one empty text is no element."""
 
 
-def upsert_text_cells(
-    connection: Connection,
-    database: Database,
-    prepared: Sequence[tuple[dict[str, TextCellRows], ChunkCounts]],
-    new: Sequence[np.ndarray] | None,
-) -> None:
-    """Add the text cell counts of the group's new reports: ``prepared`` holds each batch's
-    rows per text metric and their increments if every report is new;
-    ``new`` each batch's mask of new reports (None: all are). Nothing for a group without
-    text metrics."""
+def text_increments(
+    grouped: Sequence[dict[str, TextCellRows]], new: Sequence[np.ndarray] | None
+) -> ChunkCounts:
+    """The text cell counts of a group's new reports: ``grouped`` holds each batch's rows per
+    text metric, ``new`` each batch's mask of new reports (None: all are)."""
     total: ChunkCounts = {}
-    for b, (groups, all_new) in enumerate(prepared):
-        if not groups:
-            continue
-        if new is None or new[b].all():
-            add_chunks(total, all_new)
-            continue
+    for b, groups in enumerate(grouped):
         for metric, rows in groups.items():
-            mask = new[b][rows.positions]
-            if mask.any():
+            mask = None if new is None else new[b][rows.positions]
+            if mask is None or mask.any():
                 add_chunks(total, rows.increments(metric, mask))
+    return total
+
+
+def write_chunk_counts(connection: Connection, total: ChunkCounts) -> None:
+    """Add ``total`` into ``text_cell_counts``, rows in sorted key order (the lock order)."""
     if not total:
         return
     keys = sorted(total)
-    if database.dialect == "sqlite":
+    if connection.dialect.name == "sqlite":
         packed = plus_stored(
             connection, text_cell_counts, "counts", keys, [pack_counts(total[key]) for key in keys]
         )

@@ -21,7 +21,7 @@ counts, so concurrent writers on PostgreSQL never deadlock. Numeric sums are ups
 after the support counts, and only by a group that holds numeric reports: a group of
 categorical reports runs exactly the statements it ran before numeric metrics existed. The
 cells of metrics with dimensions come last, ``cell_counts`` then a text metric's
-``text_cell_counts`` (:mod:`.textcells`); then a shuffled part's row, and last each metric's
+``text_pending`` (:mod:`.textbacklog`); then a shuffled part's row, and last each metric's
 minute in ``arrivals`` (:mod:`.arrivals`): when its new reports arrived, and how many.
 """
 
@@ -44,7 +44,7 @@ from .prepare import InsertRow, PreparedBatch, ReportKey, report_key
 from .queries import check_fingerprints
 from .shuffled import insert_part
 from .tables import numeric_sums
-from .textcells import upsert_text_cells
+from .textbacklog import TextBacklog, store_text
 
 
 @dataclass
@@ -57,16 +57,21 @@ class StoredBatch:
     duplicates_by_metric: dict[str, int] = field(default_factory=dict)
 
 
-def store_batches(database: Database, batches: Sequence[PreparedBatch]) -> list[StoredBatch]:
+def store_batches(
+    database: Database, batches: Sequence[PreparedBatch], backlog: TextBacklog | None = None
+) -> list[StoredBatch]:
     """Store several prepared batches in one committed transaction; one result per batch,
-    once the partitions of their periods exist (PostgreSQL, :mod:`.partitions`)."""
+    once the partitions of their periods exist (PostgreSQL, :mod:`.partitions`). What the
+    group appended to ``text_pending`` is counted in ``backlog`` once committed."""
     if database.dialect != "postgresql":
-        return _store_group(database, batches)
+        return _store_group(database, batches, backlog)
     labels = {row[2] for batch in batches for row in batch.rows}
-    return with_partitions(database, labels, lambda: _store_group(database, batches))
+    return with_partitions(database, labels, lambda: _store_group(database, batches, backlog))
 
 
-def _store_group(database: Database, batches: Sequence[PreparedBatch]) -> list[StoredBatch]:
+def _store_group(
+    database: Database, batches: Sequence[PreparedBatch], backlog: TextBacklog | None
+) -> list[StoredBatch]:
     """Store several prepared batches in one committed transaction; one result per batch.
 
     Raises :class:`.queries.SpecChanged` (nothing stored) if a metric of the group is no
@@ -89,13 +94,15 @@ def _store_group(database: Database, batches: Sequence[PreparedBatch]) -> list[S
                 pgupserts.upsert_counts(connection, database, n_rows, support_rows)
             _upsert_sums(connection, database, sum_rows)
         _upsert_cells(connection, database, batches, new)
-        text_cells = [(batch.text_cells, batch.text_cell_counts) for batch in batches]
-        upsert_text_cells(connection, database, text_cells, new)
+        text_cells = [(batch.text_cells, batch.text_pending) for batch in batches]
+        appended = store_text(connection, database, text_cells, new)
         for index, batch in enumerate(batches):
             if batch.part is not None:
                 counted = len(batch.rows) if new is None else int(new[index].sum())
                 insert_part(connection, database, batch.part, counted)
         upsert_arrivals(connection, database, arrival_rows(batches, new))
+    if backlog is not None:
+        backlog.add(appended)
     if new is None:
         return [StoredBatch(len(batch.rows), 0, dict(batch.per_metric), {}) for batch in batches]
     results = []

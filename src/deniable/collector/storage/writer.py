@@ -3,7 +3,9 @@
 A commit costs a disk flush (several milliseconds on SQLite's WAL); sharing it among the
 requests that queued up meanwhile multiplies throughput, while each batch is still all or
 nothing and each request is answered only after the commit that holds its batch. If a group
-fails, its batches are retried one by one, so one batch's fault never fails another.
+fails, its batches are retried one by one, so one batch's fault never fails another. Between
+groups the writer folds text reports its groups appended (:mod:`.textbacklog`), and when it
+starts, whatever an earlier process left pending.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 
 from .engine import Database
 from .prepare import PreparedBatch
+from .textbacklog import TextBacklog, fold_all
 from .transaction import StoredBatch, store_batches
 
 log = logging.getLogger("deniable.collector")
@@ -36,6 +39,7 @@ class GroupWriter:
     def __init__(self, database: Database) -> None:
         self.database = database
         self._queue: queue.Queue[_Job | None] = queue.Queue()
+        self._backlog = TextBacklog()
         self._thread = threading.Thread(target=self._run, name="deniable-writer", daemon=True)
         self._thread.start()
 
@@ -51,6 +55,10 @@ class GroupWriter:
         self._thread.join(timeout=60)
 
     def _run(self) -> None:
+        try:
+            fold_all(self.database)
+        except Exception as exc:  # a fold is an optimization: the writer serves regardless
+            log.warning("could not fold pending text reports at start (%s)", type(exc).__name__)
         while True:
             job = self._queue.get()
             if job is None:
@@ -69,6 +77,7 @@ class GroupWriter:
                 group.append(more)
                 size += len(more.batch.reports)
             self._commit(group)
+            self._backlog.fold(self.database)
             if stop:
                 return
 
@@ -91,4 +100,4 @@ class GroupWriter:
             job.done.set_result(result)
 
     def _store(self, group: list[_Job]) -> list[StoredBatch]:
-        return store_batches(self.database, [job.batch for job in group])
+        return store_batches(self.database, [job.batch for job in group], self._backlog)

@@ -1,0 +1,197 @@
+"""Text reports appended per (metric, period, cell) and folded into their counts later.
+
+A text report adds to one 8 KB packed sketch row (:mod:`.textcells`); rewriting that row for
+every group that touches it made a text report cost several times an oue report. Ingestion
+instead appends a group's new text reports to ``text_pending`` (a row per (metric, period,
+cell): their sketch rows and their bits as received), and a fold adds a (metric, period,
+cell)'s pending rows into ``text_cell_counts`` and deletes them in one transaction: each
+sketch row is then rewritten once per fold, for all the reports since the last.
+
+Every read adds the rows still pending (in the statement that reads the counts, so one
+snapshot), so a fold changes no answer and advances no read version. Each collector process
+counts what it appended (:class:`TextBacklog`) and folds a (metric, period, cell) once that
+reaches :data:`FOLD_FACTOR` reports per sketch row; it folds every backlog when its writer
+starts (what an earlier process left), and retention folds the periods it drops. The pending
+rows of a (metric, period, cell) therefore stay under workers × :data:`FOLD_FACTOR` reports
+per sketch row, about 175 bytes each against the counts' 8 KB per sketch row. Two folds of
+the same rows are safe: the ``DELETE ... RETURNING`` that takes them is the claim.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from sqlalchemy import ColumnElement, Connection, delete, insert, select
+
+from deniable.client.kinds import TextSpec
+
+from .engine import Database
+from .queries import spec_from_json
+from .tables import metrics, text_pending
+from .textcells import (
+    ChunkCounts,
+    PendingRow,
+    TextCellRows,
+    add_chunks,
+    pending_increments,
+    text_increments,
+    write_chunk_counts,
+)
+
+log = logging.getLogger("deniable.collector")
+
+FOLD_FACTOR = 16
+"""A collector folds a (metric, period, cell) once it appended this many reports per sketch
+row there (4,096 for a 16-byte text metric's 256 sketch rows): each fold rewrites at most the
+cell's sketch rows for at least this many reports each, on average."""
+
+FOLDS_PER_TURN = 4
+"""At most this many (metric, period, cell)s are folded after one group commit, so a writer
+never stops taking batches for long; the rest wait for the next turn."""
+
+PendingKey = tuple[str, str, str]
+"""(metric, period, cell): what one fold takes."""
+
+
+@dataclass(frozen=True)
+class Appended:
+    """What a group appended to ``text_pending`` for one (metric, period, cell): its new
+    reports and the appended reports at which the key is due (:data:`FOLD_FACTOR` per sketch
+    row)."""
+
+    reports: int
+    fold_at: int
+
+
+def store_text(
+    connection: Connection,
+    database: Database,
+    batches: Sequence[tuple[dict[str, TextCellRows], list[PendingRow]]],
+    new: Sequence[np.ndarray] | None,
+) -> dict[PendingKey, Appended]:
+    """Keep the group's new text reports: ``batches`` holds each batch's rows per text metric
+    and its ``text_pending`` rows if every report is new, ``new`` each batch's mask of new
+    reports (None: all are). Appended to ``text_pending`` (what was appended per key is
+    returned), or on a schema before 0019 added to the counts at once (nothing returned)."""
+    if not any(groups for groups, _ in batches):
+        return {}
+    if not database.has_table(connection, text_pending.name):
+        write_chunk_counts(connection, text_increments([groups for groups, _ in batches], new))
+        return {}
+    rows: list[PendingRow] = []
+    fold_at: dict[str, int] = {}
+    for b, (groups, all_new) in enumerate(batches):
+        for metric, grouped in groups.items():
+            fold_at[metric] = FOLD_FACTOR * grouped.sketch_rows
+        if new is None or new[b].all():
+            rows.extend(all_new)
+            continue
+        for metric, grouped in groups.items():
+            rows.extend(grouped.pending(metric, new[b][grouped.positions]))
+    if not rows:
+        return {}
+    connection.execute(insert(text_pending), [row._asdict() for row in rows])
+    appended: dict[PendingKey, Appended] = {}
+    for row in rows:
+        key = (row.metric, row.period, row.cell)
+        before = appended.get(key)
+        reports = row.reports + (before.reports if before else 0)
+        appended[key] = Appended(reports, fold_at[row.metric])
+    return appended
+
+
+@dataclass
+class TextBacklog:
+    """What this process appended to ``text_pending`` per (metric, period, cell) since it last
+    folded it, and which are due (the writer thread's own: not shared between threads)."""
+
+    waiting: dict[PendingKey, Appended] = field(default_factory=dict)
+
+    def add(self, appended: dict[PendingKey, Appended]) -> None:
+        """Count a group's appends."""
+        for key, more in appended.items():
+            before = self.waiting.get(key)
+            reports = more.reports + (before.reports if before else 0)
+            self.waiting[key] = Appended(reports, more.fold_at)
+
+    def due(self, most: int = FOLDS_PER_TURN) -> list[PendingKey]:
+        """Up to ``most`` keys whose appends reached their fold, the largest first."""
+        ready = [key for key, seen in self.waiting.items() if seen.reports >= seen.fold_at]
+        ready.sort(key=lambda key: -self.waiting[key].reports)
+        return ready[:most]
+
+    def fold(self, database: Database, most: int = FOLDS_PER_TURN) -> None:
+        """Fold the due keys, each in its own transaction; a fold that fails is logged and its
+        rows stay pending (reads still count them), to be folded with the next ones."""
+        for key in self.due(most):
+            try:
+                fold_keys(database, [key])
+            except Exception as exc:  # a fold is an optimization: never fail the writer
+                log.warning("could not fold pending text reports (%s)", type(exc).__name__)
+                return
+            del self.waiting[key]
+
+
+def fold_keys(database: Database, keys: Iterable[PendingKey]) -> int:
+    """Fold each of ``keys``' pending rows into its counts, one transaction per key: the
+    reports folded."""
+    folded = 0
+    for metric, period, cell in keys:
+        t = text_pending.c
+        with database.writing(changes=()) as connection:
+            folded += fold_pending_rows(
+                connection, (t.metric == metric) & (t.period == period) & (t.cell == cell)
+            )
+    return folded
+
+
+def pending_keys(
+    database: Database, metric: str | None = None, before: str | None = None
+) -> list[PendingKey]:
+    """Every (metric, period, cell) with pending rows (of ``metric`` and of a period before
+    ``before`` if given), in key order; none on a schema before 0019."""
+    t = text_pending.c
+    with database.reader.connect() as connection:
+        if not database.has_table(connection, text_pending.name):
+            return []
+        query = select(t.metric, t.period, t.cell).distinct().order_by(t.metric, t.period, t.cell)
+        if metric is not None:
+            query = query.where(t.metric == metric)
+        if before is not None:
+            query = query.where(t.period < before)
+        return [(name, period, cell) for name, period, cell in connection.execute(query)]
+
+
+def fold_all(database: Database, metric: str | None = None, before: str | None = None) -> int:
+    """Fold every pending row (of ``metric`` and of periods before ``before`` if given): the
+    reports folded."""
+    return fold_keys(database, pending_keys(database, metric, before))
+
+
+def fold_pending_rows(connection: Connection, where: ColumnElement[bool] | None = None) -> int:
+    """Take the ``text_pending`` rows ``where`` selects (all if None) and add them into
+    ``text_cell_counts``, in the caller's transaction: the reports folded. A row of a metric
+    no longer registered as text is dropped with nothing to add it to."""
+    t = text_pending.c
+    taken = delete(text_pending).returning(t.metric, t.period, t.cell, t.chunks, t.payloads)
+    if where is not None:
+        taken = taken.where(where)
+    by_metric: dict[str, list[tuple[str, str, bytes, bytes]]] = {}
+    for metric, period, cell, chunks, payloads in connection.execute(taken):
+        by_metric.setdefault(metric, []).append((period, cell, bytes(chunks), bytes(payloads)))
+    total: ChunkCounts = {}
+    folded = 0
+    for metric, rows in by_metric.items():
+        spec_json = connection.execute(
+            select(metrics.c.spec).where(metrics.c.name == metric)
+        ).scalar_one_or_none()
+        spec = spec_from_json(spec_json) if spec_json is not None else None
+        if not isinstance(spec, TextSpec):
+            continue
+        add_chunks(total, pending_increments(metric, spec.text_randomizer, rows))
+        folded += sum(len(row[2]) // 2 for row in rows)
+    write_chunk_counts(connection, total)
+    return folded

@@ -1,0 +1,232 @@
+"""Text reports kept in ``text_pending`` and folded into ``text_cell_counts`` later
+(migration 0019, :mod:`deniable.collector.storage.textbacklog`): every read counts each new
+report once, before and after a fold, whoever folds (the writer when a key is due or when it
+starts, retention, a downgrade, two folds at once)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+
+import numpy as np
+from sqlalchemy import text
+
+from deniable.client import MetricSpec, SeededRandomness
+from deniable.collector import migrate
+from deniable.collector.storage import open_database
+from deniable.collector.storage.engine import Database
+from deniable.collector.storage.prepare import prepare_batch
+from deniable.collector.storage.queries import read_text_cells, register_spec
+from deniable.collector.storage.retention import retain
+from deniable.collector.storage.tables import text_pending
+from deniable.collector.storage.textbacklog import (
+    FOLD_FACTOR,
+    TextBacklog,
+    fold_all,
+    fold_pending_rows,
+)
+from deniable.collector.storage.transaction import store_batches
+from deniable.collector.storage.writer import GroupWriter
+from deniable.collector.validation import ValidReport
+from deniable.estimators.support import text_support
+from testkit import TEST_NOW, DatabaseFactory
+from tests.collector.test_migrations import _downgrade, _rows, _tables
+
+TODAY = TEST_NOW.date()
+PERIODS = [(TODAY - dt.timedelta(days=back)).isoformat() for back in (9, 1, 0)]
+CELLS = ("ios", "web", "other")
+WORDS = ("cat", "dog", "sun", "tea")
+
+
+def _spec() -> MetricSpec:
+    return MetricSpec.text(
+        "typed", max_length=3, epsilon=2, dimensions={"platform": ["ios", "web"]}
+    )
+
+
+def _reports(
+    spec: MetricSpec, count: int, seed: int, periods: list[str] = PERIODS
+) -> list[ValidReport]:
+    """``count`` text reports from the real randomizer, spread over ``periods`` and
+    :data:`CELLS` (seeded draws; ids from the seed, so a seed's reports are resends)."""
+    rng, sketch = SeededRandomness(seed), spec.text_randomizer
+    out = []
+    for i in range(count):
+        payload = sketch.randomize(sketch.encode(WORDS[i % 4]), 1 + i % sketch.levels, rng)
+        report_id = f"{seed:08x}-0000-4000-8000-{i:012x}"
+        out.append(
+            ValidReport(report_id, spec.name, periods[i % len(periods)], payload, CELLS[i // 2 % 3])
+        )
+    return out
+
+
+def _expected(spec: MetricSpec, stored: list[ValidReport]) -> dict[tuple[str, str], np.ndarray]:
+    """(period, cell) -> the sketch counts of the distinct ``stored`` reports."""
+    expected: dict[tuple[str, str], np.ndarray] = {}
+    found = text_support(spec.text_randomizer, [r.payload for r in stored])  # type: ignore[misc]
+    for report, indexes in zip(stored, found, strict=True):
+        counts = expected.setdefault(
+            (report.period, report.cell), np.zeros(spec.text_randomizer.cell_count, np.int64)
+        )
+        counts[indexes] += 1
+    return expected
+
+
+def _assert_reads(database: Database, spec: MetricSpec, stored: list[ValidReport]) -> None:
+    """Every (period, cell)'s counts, read as estimates read them, are the stored reports'."""
+    expected = _expected(spec, stored)
+    cells = read_text_cells(database, spec, PERIODS)
+    assert {(p, c) for c, s in cells.items() for i, p in enumerate(PERIODS) if s.n[i]} == set(
+        expected
+    )
+    for cell, stats in cells.items():
+        for i, period in enumerate(PERIODS):
+            want = expected.get((period, cell), np.zeros(spec.text_randomizer.cell_count))
+            assert np.array_equal(stats.counts[i], want), (period, cell)
+
+
+def _pending(url: str) -> int:
+    (count,) = _rows(url, text("SELECT coalesce(sum(reports), 0) FROM text_pending"))[0]
+    return int(count)
+
+
+def _store(
+    database: Database,
+    spec: MetricSpec,
+    batches: list[list[ValidReport]],
+    backlog: TextBacklog | None = None,
+) -> None:
+    prepared = [
+        prepare_batch(batch, {spec.name: spec}, TODAY, dialect=database.dialect)
+        for batch in batches
+    ]
+    store_batches(database, prepared, backlog)
+
+
+def _database(databases: DatabaseFactory, backend: str) -> tuple[str, Database, MetricSpec]:
+    url = databases.new(backend)
+    migrate(url)
+    database = open_database(url)
+    spec = _spec()
+    register_spec(database, spec, dt.datetime.now(dt.UTC))
+    return url, database, spec
+
+
+def test_a_key_is_folded_once_its_appends_reach_the_factor_and_reads_never_change(
+    databases: DatabaseFactory, backend: str
+) -> None:
+    url, database, spec = _database(databases, backend)
+    sketch = spec.text_randomizer
+    fold_at = FOLD_FACTOR * sketch.levels * sketch.rows
+    key = (spec.name, PERIODS[-1], "ios")
+    drawn = _reports(spec, 3 * (fold_at + 10), seed=1, periods=[PERIODS[-1]])
+    in_key = [r for r in drawn if r.cell == "ios"]
+    below, rest = in_key[: fold_at - 1], in_key[fold_at - 1 :]
+    others = _reports(spec, 60, seed=2, periods=PERIODS[:2])
+    try:
+        backlog = TextBacklog()
+        # resends in a group are neither appended nor counted towards a fold
+        _store(database, spec, [below[:100], others], backlog)
+        _store(database, spec, [below, others[:30]], backlog)
+        stored = below + others
+        assert _pending(url) == len(stored)
+        assert backlog.waiting[key].reports == len(below)
+        assert backlog.due() == []
+        _assert_reads(database, spec, stored)
+        _store(database, spec, [rest], backlog)
+        stored += rest
+        assert backlog.due() == [key]
+        backlog.fold(database)
+        assert backlog.due() == [] and key not in backlog.waiting
+        assert _pending(url) == len(others)
+        _assert_reads(database, spec, stored)
+        assert fold_all(database) == len(others)
+        assert _pending(url) == 0
+        _assert_reads(database, spec, stored)
+    finally:
+        database.dispose()
+
+
+def test_two_folds_of_the_same_rows_count_them_once(
+    databases: DatabaseFactory, backend: str
+) -> None:
+    url, database, spec = _database(databases, backend)
+    stored = _reports(spec, 90, seed=4)
+    try:
+        _store(database, spec, [stored[:50], stored[50:]])
+        taken: list[int] = []
+        with database.writing(changes=()) as connection:
+            # the first fold holds its rows; a second one waits for them, then finds none
+            first = fold_pending_rows(connection)
+            second = threading.Thread(target=lambda: taken.append(fold_all(database)))
+            second.start()
+            second.join(timeout=0.5)
+        second.join(timeout=60)
+        assert not second.is_alive()
+        assert (first, taken) == (len(stored), [0])
+        assert _pending(url) == 0
+        _assert_reads(database, spec, stored)
+    finally:
+        database.dispose()
+
+
+def test_a_writer_folds_what_an_earlier_process_left_when_it_starts(
+    databases: DatabaseFactory, backend: str
+) -> None:
+    url, database, spec = _database(databases, backend)
+    stored = _reports(spec, 45, seed=5)
+    try:
+        _store(database, spec, [stored])
+        assert _pending(url) == len(stored)
+        GroupWriter(database).close()
+        assert _pending(url) == 0
+        _assert_reads(database, spec, stored)
+    finally:
+        database.dispose()
+
+
+def test_retention_folds_the_pending_reports_of_the_periods_it_drops(
+    databases: DatabaseFactory, backend: str
+) -> None:
+    url, database, spec = _database(databases, backend)
+    stored = _reports(spec, 60, seed=6)
+    try:
+        _store(database, spec, [stored])
+        run = retain(database, [spec], TODAY - dt.timedelta(days=2))
+        assert run.deleted == sum(1 for r in stored if r.period == PERIODS[0])
+        by_period = text("SELECT period, sum(reports) FROM text_pending GROUP BY period")
+        assert dict(_rows(url, by_period)) == {
+            period: sum(1 for r in stored if r.period == period) for period in PERIODS[1:]
+        }
+        _assert_reads(database, spec, stored)
+    finally:
+        database.dispose()
+
+
+def test_migration_0019_downgrade_folds_and_a_collector_before_it_counts_at_once(
+    databases: DatabaseFactory, backend: str
+) -> None:
+    url, database, spec = _database(databases, backend)
+    first, second = _reports(spec, 40, seed=7), _reports(spec, 40, seed=8)
+    try:
+        _store(database, spec, [first])
+        assert _pending(url) == len(first)
+    finally:
+        database.dispose()
+    _downgrade(url, "0018")
+    assert "text_pending" not in _tables(url)
+    database = open_database(url)
+    try:
+        _assert_reads(database, spec, first)
+        # a schema before 0019: ingestion adds to the counts at once, reads still whole
+        _store(database, spec, [second, first[:10]])
+        _assert_reads(database, spec, first + second)
+    finally:
+        database.dispose()
+    migrate(url)
+    assert text_pending.name in _tables(url) and _pending(url) == 0
+    database = open_database(url)
+    try:
+        _assert_reads(database, spec, first + second)
+    finally:
+        database.dispose()
