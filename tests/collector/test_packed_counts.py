@@ -5,6 +5,8 @@ next."""
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 import pytest
 import sqlalchemy.exc
@@ -15,7 +17,13 @@ from sqlalchemy import text
 
 from deniable.client import MetricSpec
 from deniable.collector import migrate
-from deniable.collector.storage.tables import COUNT_LIMIT, counts_of_decimal, decimal_counts
+from deniable.collector.storage.pgnumeric import NumericArray
+from deniable.collector.storage.tables import (
+    COUNT_LIMIT,
+    binary_counts,
+    counts_of_decimal,
+    decimal_counts,
+)
 from testkit import TEST_NOW, DatabaseFactory
 from tests.collector.test_dimension_cells import PLATFORMS, _cells, _execute, _register
 from tests.collector.test_migrations import _downgrade, _rows
@@ -59,6 +67,54 @@ def test_decimal_counts_add_as_vectors_when_added_as_numbers() -> None:
         3 + COUNT_LIMIT // 2 - 1,
         7,
         COUNT_LIMIT // 2,
+    ]
+
+
+def _numeric_value(packed: bytes) -> int:
+    """The integer a binary ``numeric`` (no fraction, not negative) holds."""
+    ndigits, weight, sign, scale = struct.unpack(">hhHh", packed[:8])
+    assert (sign, scale, len(packed)) == (0, 0, 8 + 2 * ndigits)
+    digits = struct.unpack(f">{ndigits}h", packed[8:])
+    assert all(0 <= digit < 10_000 for digit in digits)
+    return sum(digit * 10_000 ** (weight - i) for i, digit in enumerate(digits))
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    st.lists(
+        st.one_of(
+            arrays(np.int64, st.integers(0, 40), elements=st.integers(0, COUNT_LIMIT - 1)),
+            arrays(np.int64, st.integers(0, 40), elements=st.integers(0, 9_999)),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_binary_counts_hold_the_decimal_texts_value(vectors: list[np.ndarray]) -> None:
+    for packed, decimal in zip(binary_counts(vectors), decimal_counts(vectors), strict=True):
+        assert _numeric_value(packed) == int(decimal)
+
+
+def test_binary_counts_are_the_numerics_the_decimal_text_writes(databases: DatabaseFactory) -> None:
+    """Sent as one binary ``numeric[]`` (:mod:`.pgnumeric`), every vector reads back from
+    PostgreSQL as the decimal text :func:`decimal_counts` writes (leading zeros aside): empty,
+    zeros, small and large counts, and a text sketch row's 1,025."""
+    rng = np.random.default_rng(7)
+    vectors = [
+        np.zeros(0, np.int64),
+        np.zeros(3, np.int64),
+        np.array([0, 1, 9_999, 42]),
+        np.array([10_000, 0, COUNT_LIMIT - 1, 7]),
+        rng.integers(0, COUNT_LIMIT, 1_025),
+        rng.integers(0, 10_000, 1_025),
+    ]
+    url = databases.new("postgresql")
+    query = text(
+        "SELECT x::text FROM unnest(CAST(:values AS numeric[])) WITH ORDINALITY AS u(x, i) ORDER BY i"
+    )
+    found = _rows(url, query.bindparams(values=NumericArray.of_counts(vectors)))
+    assert [row[0] for row in found] == [
+        packed.lstrip("0") or "0" for packed in decimal_counts(vectors)
     ]
 
 

@@ -23,8 +23,9 @@ from sqlalchemy import Connection, text
 from .engine import Database
 from .increments import CellRow, CountRow, SupportRow, count_rows
 from .partitions import one_partition, partition_name, partitioned
+from .pgnumeric import NumericArray
 from .prepare import InsertRow, PreparedBatch, ReportKey
-from .tables import decimal_counts, period_counts, support_counts
+from .tables import period_counts, support_counts
 
 SEP = "\x1f"
 """Separates the values of one column in the statements' text parameters: JSON text
@@ -139,7 +140,7 @@ SELECT * FROM unnest(
     string_to_array(:counts, ',')::bigint[],
     string_to_array(:totals, ',')::float8[],
     string_to_array(:squares, ',')::float8[],
-    string_to_array(:support, ',')::numeric[]
+    CAST(:support AS numeric[])
 )
 ON CONFLICT (metric, period, cell) DO UPDATE SET
     n = t.n + excluded.n,
@@ -147,9 +148,10 @@ ON CONFLICT (metric, period, cell) DO UPDATE SET
     total_squares = t.total_squares + excluded.total_squares,
     support = t.support + excluded.support
 """)
-"""The cell upsert as one statement, each column one text parameter (as :data:`STORE`; a
-row's support is its packed ``numeric``, :func:`.tables.decimal_counts`), rows in sorted key
-order; adding two packed vectors is one numeric addition (a numeric metric's support is 0)."""
+"""The cell upsert as one statement, each column one text parameter (as :data:`STORE`) but
+the supports, one binary ``numeric[]`` of each row's packed vector (:mod:`.pgnumeric`), rows in
+sorted key order; adding two packed vectors is one numeric addition (a numeric metric's
+support is 0)."""
 
 
 _COUNTS = text(f"""
@@ -343,6 +345,6 @@ def upsert_cells(connection: Connection, rows: list[CellRow]) -> None:
             "counts": _joined(n, ","),
             "totals": _joined(y, ","),
             "squares": _joined(y2, ","),
-            "support": ",".join(decimal_counts(support)),
+            "support": NumericArray.of_counts(support),
         },
     )

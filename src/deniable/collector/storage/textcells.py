@@ -38,8 +38,9 @@ from deniable.estimators.support import oue_bits
 
 from .kindrows import TextRows
 from .packedsums import plus_stored
+from .pgnumeric import NumericArray
 from .sqlitejson import blob_cut, blob_spans, json_each_rows, json_items
-from .tables import decimal_counts, pack_counts, text_cell_counts
+from .tables import pack_counts, text_cell_counts
 
 ChunkKey = tuple[str, str, str, int]
 """(metric, period, cell, chunk): one sketch row of one cell."""
@@ -217,13 +218,14 @@ SELECT * FROM unnest(
     string_to_array(:periods, :sep),
     (string_to_array(:cells, :sep))[2:],
     string_to_array(:chunks, ',')::int[],
-    string_to_array(:counts, ',')::numeric[]
+    CAST(:counts AS numeric[])
 )
 ON CONFLICT (metric, period, cell, chunk) DO UPDATE SET counts = t.counts + excluded.counts
 """)
-"""PostgreSQL: the upsert as one statement, each column one text parameter (as
-:data:`.pgupserts.STORE`; a row's counts as its packed ``numeric``, :func:`.tables.decimal_counts`),
-rows distinct and in key order, each row's counts added in place by one numeric addition.
+"""PostgreSQL: the upsert as one statement, each key column one text parameter (as
+:data:`.pgupserts.STORE`) and the counts one binary ``numeric[]`` (:mod:`.pgnumeric`, each
+row's packed ``numeric``), rows distinct and in key order, each row's counts added in place
+by one numeric addition.
 Each cell text follows a separator (the first element, empty, is dropped): a metric without
 dimensions has the one cell ``""``, and ``string_to_array`` of one empty text is no element."""
 
@@ -266,6 +268,6 @@ def write_chunk_counts(connection: Connection, total: ChunkCounts) -> None:
             "periods": _SEP.join(periods),
             "cells": "".join(_SEP + cell for cell in cells),
             "chunks": ",".join(map(str, chunks)),
-            "counts": ",".join(decimal_counts([total[key] for key in keys])),
+            "counts": NumericArray.of_counts([total[key] for key in keys]),
         },
     )
