@@ -6,15 +6,17 @@ starts, retention, a downgrade, two folds at once)."""
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import threading
 
 import numpy as np
-from sqlalchemy import text
+import pytest
+from sqlalchemy import create_engine, text
 
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.collector import migrate
 from deniable.collector.storage import open_database
-from deniable.collector.storage.engine import Database
+from deniable.collector.storage.engine import Database, normalize_url
 from deniable.collector.storage.prepare import prepare_batch
 from deniable.collector.storage.queries import read_text_cells, register_spec
 from deniable.collector.storage.retention import retain
@@ -230,3 +232,38 @@ def test_migration_0019_downgrade_folds_and_a_collector_before_it_counts_at_once
         _assert_reads(database, spec, first + second)
     finally:
         database.dispose()
+
+
+def test_a_fold_that_fails_leaves_its_keys_due_and_its_reports_pending(
+    databases: DatabaseFactory, backend: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    url, database, spec = _database(databases, backend)
+    sketch = spec.text_randomizer
+    fold_at = FOLD_FACTOR * sketch.levels * sketch.rows
+    drawn = _reports(spec, 3 * fold_at + 3, seed=9, periods=[PERIODS[-1]])
+    in_key = [r for r in drawn if r.cell == "web"][:fold_at]
+    key = (spec.name, PERIODS[-1], "web")
+    try:
+        backlog = TextBacklog()
+        _store(database, spec, [in_key], backlog)
+        assert backlog.due() == [key]
+        _execute(url, "ALTER TABLE text_cell_counts RENAME TO text_cell_counts_away")
+        with caplog.at_level(logging.WARNING, logger="deniable.collector"):
+            backlog.fold(database)
+        assert "could not fold pending text reports" in caplog.text
+        assert backlog.due() == [key] and _pending(url) == len(in_key)
+        _execute(url, "ALTER TABLE text_cell_counts_away RENAME TO text_cell_counts")
+        backlog.fold(database)
+        assert backlog.due() == [] and _pending(url) == 0
+        _assert_reads(database, spec, in_key)
+    finally:
+        database.dispose()
+
+
+def _execute(url: str, statement: str) -> None:
+    engine = create_engine(normalize_url(url))
+    try:
+        with engine.begin() as connection:
+            connection.execute(text(statement))
+    finally:
+        engine.dispose()

@@ -20,7 +20,8 @@ the same rows are safe: the ``DELETE ... RETURNING`` that takes them is the clai
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,6 +52,9 @@ cell's sketch rows for at least this many reports each, on average."""
 FOLDS_PER_TURN = 4
 """At most this many (metric, period, cell)s are folded after one group commit, so a writer
 never stops taking batches for long; the rest wait for the next turn."""
+
+FOLD_THREADS = 4
+"""How many keys a PostgreSQL fold of several takes at once (each on its own connection)."""
 
 PendingKey = tuple[str, str, str]
 """(metric, period, cell): what one fold takes."""
@@ -96,11 +100,14 @@ def store_text(
     connection.execute(insert(text_pending), [row._asdict() for row in rows])
     appended: dict[PendingKey, Appended] = {}
     for row in rows:
-        key = (row.metric, row.period, row.cell)
-        before = appended.get(key)
-        reports = row.reports + (before.reports if before else 0)
-        appended[key] = Appended(reports, fold_at[row.metric])
+        _count(appended, (row.metric, row.period, row.cell), row.reports, fold_at[row.metric])
     return appended
+
+
+def _count(into: dict[PendingKey, Appended], key: PendingKey, reports: int, fold_at: int) -> None:
+    """Add ``reports`` appended at ``key`` to ``into``."""
+    before = into.get(key)
+    into[key] = Appended(reports + (before.reports if before else 0), fold_at)
 
 
 @dataclass
@@ -113,9 +120,7 @@ class TextBacklog:
     def add(self, appended: dict[PendingKey, Appended]) -> None:
         """Count a group's appends."""
         for key, more in appended.items():
-            before = self.waiting.get(key)
-            reports = more.reports + (before.reports if before else 0)
-            self.waiting[key] = Appended(reports, more.fold_at)
+            _count(self.waiting, key, more.reports, more.fold_at)
 
     def due(self, most: int = FOLDS_PER_TURN) -> list[PendingKey]:
         """Up to ``most`` keys whose appends reached their fold, the largest first."""
@@ -124,28 +129,36 @@ class TextBacklog:
         return ready[:most]
 
     def fold(self, database: Database, most: int = FOLDS_PER_TURN) -> None:
-        """Fold the due keys, each in its own transaction; a fold that fails is logged and its
-        rows stay pending (reads still count them), to be folded with the next ones."""
-        for key in self.due(most):
-            try:
-                fold_keys(database, [key])
-            except Exception as exc:  # a fold is an optimization: never fail the writer
-                log.warning("could not fold pending text reports (%s)", type(exc).__name__)
-                return
-            del self.waiting[key]
+        """Fold the due keys (:func:`fold_keys`); a fold that fails is logged and its keys
+        stay due (their rows stay pending, and reads still count them)."""
+        taken = {key: self.waiting.pop(key) for key in self.due(most)}
+        if not taken:
+            return
+        try:
+            fold_keys(database, list(taken))
+        except Exception as exc:  # a fold is an optimization: never fail the writer
+            log.warning("could not fold pending text reports (%s)", type(exc).__name__)
+            self.add(taken)
 
 
-def fold_keys(database: Database, keys: Iterable[PendingKey]) -> int:
+def fold_keys(database: Database, keys: Sequence[PendingKey]) -> int:
     """Fold each of ``keys``' pending rows into its counts, one transaction per key: the
-    reports folded."""
-    folded = 0
-    for metric, period, cell in keys:
-        t = text_pending.c
-        with database.writing(changes=()) as connection:
-            folded += fold_pending_rows(
-                connection, (t.metric == metric) & (t.period == period) & (t.cell == cell)
-            )
-    return folded
+    reports folded. On PostgreSQL up to :data:`FOLD_THREADS` keys at once (two keys share no
+    row); SQLite has one writer at a time, so one after the other."""
+    if database.dialect != "postgresql" or len(keys) < 2:
+        return sum(_fold_key(database, key) for key in keys)
+    with ThreadPoolExecutor(FOLD_THREADS, thread_name_prefix="deniable-fold") as pool:
+        return sum(pool.map(lambda key: _fold_key(database, key), keys))
+
+
+def _fold_key(database: Database, key: PendingKey) -> int:
+    """Fold one (metric, period, cell)'s pending rows in a transaction of its own."""
+    metric, period, cell = key
+    t = text_pending.c
+    with database.writing(changes=()) as connection:
+        return fold_pending_rows(
+            connection, (t.metric == metric) & (t.period == period) & (t.cell == cell)
+        )
 
 
 def pending_keys(
