@@ -63,11 +63,20 @@ def json_rows(rows: Sequence[Any]) -> str:
 
 
 def sqlite_insert_params(rows: Sequence[InsertRow]) -> dict[str, Any]:
-    """The parameters of the SQLite insert: rows without ids as JSON, ids as packed bytes
-    (every id is canonical UUID text, validated at the API, so all convert in one call)."""
+    """The parameters of the SQLite insert: ids as packed bytes (every id is canonical UUID
+    text, validated at the API, so all convert in one call), payloads as their UTF-8 bytes
+    joined, and the rest as JSON, each row's payload as its length (a payload object inside
+    a JSON text would be escaped, and SQLite would unescape it, quote by quote)."""
+    payloads = [row[3].encode() for row in rows]
     return {
-        "rows": json_rows([row[1:] for row in rows]),
+        "rows": json_rows(
+            [
+                (row[1], row[2], len(payload), row[4], row[5])
+                for row, payload in zip(rows, payloads, strict=True)
+            ]
+        ),
         "ids": bytes.fromhex("".join([row[0] for row in rows]).replace("-", "")),
+        "payloads": b"".join(payloads),
     }
 
 

@@ -12,7 +12,17 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Connection, LargeBinary, bindparam, func, literal_column, select, true
+from sqlalchemy import (
+    Connection,
+    LargeBinary,
+    Text,
+    bindparam,
+    cast,
+    func,
+    literal_column,
+    select,
+    true,
+)
 from sqlalchemy.dialects import sqlite
 
 from .increments import CellRow, CountRow, SupportRow
@@ -34,17 +44,32 @@ LOOKUP_CHUNK = 900
 parameters)."""
 
 
-def _json_source(columns: int, *, ids: bool = False) -> Any:
-    """``SELECT value->>0, ... FROM json_each(:rows) WHERE 1`` over a JSON array of rows.
-
-    With ``ids``, the first column is row i's 16-byte id cut from the packed ``:ids`` blob.
-    """
+def _json_source(columns: int) -> Any:
+    """``SELECT value->>0, ... FROM json_each(:rows) WHERE 1`` over a JSON array of rows."""
     each = json_each_rows()
-    values = json_items(each, range(columns))
-    if ids:
-        packed = bindparam("ids", type_=LargeBinary)
-        values.insert(0, func.substr(packed, each.c.key * 16 + 1, 16))
-    return select(*values).select_from(each).where(true())
+    return select(*json_items(each, range(columns))).select_from(each).where(true())
+
+
+def _report_source() -> Any:
+    """The reports of :func:`.prepare.sqlite_insert_params`: row i's 16-byte id cut from the
+    packed ``:ids`` blob, its payload from ``:payloads`` (its length is its JSON row's third
+    item; it starts where the rows before it end, a running sum), the rest from its row."""
+    each = json_each_rows()
+    metric, period, length, received, cell = json_items(each, range(5))
+    ends = func.sum(length).over(order_by=each.c.key, rows=(None, 0))
+    payload = func.substr(bindparam("payloads", type_=LargeBinary), ends - length + 1, length)
+    return (
+        select(
+            func.substr(bindparam("ids", type_=LargeBinary), each.c.key * 16 + 1, 16),
+            metric,
+            period,
+            cast(payload, Text),
+            received,
+            cell,
+        )
+        .select_from(each)
+        .where(true())
+    )
 
 
 def _statements() -> tuple[Any, Any, Any]:
@@ -52,7 +77,7 @@ def _statements() -> tuple[Any, Any, Any]:
     text."""
     insert = (
         sqlite.insert(reports)
-        .from_select(REPORT_COLUMNS, _json_source(len(REPORT_COLUMNS) - 1, ids=True))
+        .from_select(REPORT_COLUMNS, _report_source())
         .on_conflict_do_nothing(index_elements=["metric", "period", "id"])
     )
     n_stmt = sqlite.insert(period_counts).from_select(["metric", "period", "n"], _json_source(3))
@@ -109,8 +134,11 @@ def insert_if_all_new(connection: Connection, batches: Sequence[PreparedBatch]) 
         "[" + ",".join(batch.sqlite_rows["rows"][1:-1] for batch in batches if batch.rows) + "]"
     )
     ids = b"".join(batch.sqlite_rows["ids"] for batch in batches)
+    payloads = b"".join(batch.sqlite_rows["payloads"] for batch in batches)
     connection.exec_driver_sql("SAVEPOINT deniable_ingest")
-    inserted = connection.execute(_INSERT, {"rows": joined, "ids": ids}).rowcount
+    inserted = connection.execute(
+        _INSERT, {"rows": joined, "ids": ids, "payloads": payloads}
+    ).rowcount
     if inserted != total:
         connection.exec_driver_sql("ROLLBACK TO deniable_ingest")
     connection.exec_driver_sql("RELEASE deniable_ingest")
