@@ -298,6 +298,13 @@ class Database:
                 return self.versioned(connection)
         return True
 
+    def keeps_table(self, name: str) -> bool:
+        """:meth:`has_table`, on a reader connection of its own only until it is found."""
+        if name not in self._found_tables:
+            with self.reader.connect() as connection:
+                return self.has_table(connection, name)
+        return True
+
     def has_table(self, connection: Connection, name: str) -> bool:
         """Whether the schema has the table ``name`` yet (a collector may run against a
         database not migrated to its release); checked until it is found, then remembered."""

@@ -436,9 +436,7 @@ def _chunk_rows(
     query: Any = _beside_fingerprint(
         spec, text_cell_counts, periods, c.period, c.cell, c.chunk, c.counts, no_bytes, no_bytes
     )
-    with database.reader.connect() as connection:
-        pending = database.has_table(connection, text_pending.name)
-    if pending:
+    if database.keeps_table(text_pending.name):
         t = text_pending.c
         query = union_all(
             query,
