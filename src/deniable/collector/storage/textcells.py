@@ -4,13 +4,13 @@ cell, sketch row); a metric without dimensions has the one cell ``""`` (migratio
 A text report sets bits of one sketch row only, its (level, row), and adds one to that pair's
 tally (:class:`.kindrows.TextRows`), so per cell the counts are kept by sketch row: the row's
 1,024 cell sums and its tally, packed in one value (``chunk`` = (level - 1) × 16 + row). A
-report adds to exactly one such row whatever its eps; a group of reports upserts one row per
-(period, cell, sketch row) its fold touches, each added in place (SQLite: the sums with the stored rows,
-:mod:`.packedsums`; PostgreSQL: one numeric addition, :data:`.tables.COUNT_DIGITS`). Measured against one row per
-nonzero count (a report's 19 set bits at eps 4, 277 at eps 1; how a metric without dimensions
-kept them before 0017) and one packed row per cell (a whole sketch, 1 MB at 8 bytes, rewritten
-by every group touching the cell): ``python -m bench.text_cells``, ``python -m bench.ingest
---text`` and docs/DESIGN.md, "Text metrics with dimensions".
+report adds to exactly one such row whatever its eps; a fold upserts one row per (period,
+cell, sketch row) it touches, each added in place (SQLite: the sums with the stored rows,
+:mod:`.packedsums`; PostgreSQL: one numeric addition, :data:`.tables.COUNT_DIGITS`). Measured
+against one row per nonzero count (a report's 19 set bits at eps 4, 277 at eps 1; how a metric
+without dimensions kept them before 0017) and one packed row per cell (a whole sketch, 1 MB
+at 8 bytes, rewritten by every group touching the cell): ``python -m bench.text_cells``,
+``python -m bench.ingest --text`` and docs/DESIGN.md, "Text metrics with dimensions".
 
 Ingestion only counts the reports the insert found new (the same masks as every other count).
 It appends them to ``text_pending``, one row per (metric, period, cell) per group, and a fold
