@@ -78,27 +78,34 @@ class TextCellRows:
 
     def increments(self, metric: str, mask: np.ndarray | None = None) -> ChunkCounts:
         """The increments per (period, cell, chunk) of the reports ``mask`` selects (all if
-        None): their bits decoded, one ``bincount`` of the set bits by (touched sketch row,
-        cell), and each row's tally (its reports)."""
+        None): their bits decoded and summed by touched sketch row, and each row's tally (its
+        reports). Sorted by sketch row, a row of several reports (a fold's, mostly) sums its
+        rows of bits at once; a batch of scattered reports takes one ``bincount`` of every
+        set bit's place instead."""
         rows = np.arange(len(self.chunks)) if mask is None else np.flatnonzero(mask)
         if not len(rows):
             return {}
-        keys, which = np.unique(
-            self.codes[rows] * self.sketch_rows + self.chunks[rows], return_inverse=True
-        )
-        which = which.reshape(-1)
+        touched = self.codes[rows] * self.sketch_rows + self.chunks[rows]
+        order = np.argsort(touched, kind="stable")
+        rows, touched = rows[order], touched[order]
+        starts = np.flatnonzero(np.r_[True, touched[1:] != touched[:-1]])
+        bounds = np.r_[starts, len(rows)]
         cells = self.cells
-        # Each set bit's flat position (report × cells + cell; a 2-D ``nonzero`` or a division
-        # costs several times as much) moved to its sketch row's: its report's offset repeated.
         bits = oue_bits(self.encoded[rows], cells)
-        offsets = (which - np.arange(len(rows))) * cells
-        place = np.flatnonzero(bits) + np.repeat(offsets, bits.sum(axis=1))
-        sums = np.empty((len(keys), chunk_width(cells)), dtype=np.int64)
-        found = np.bincount(place, minlength=len(keys) * cells)
-        sums[:, :cells] = found.reshape(len(keys), cells)
-        sums[:, cells] = np.bincount(which, minlength=len(keys))
+        sums = np.empty((len(starts), chunk_width(cells)), dtype=np.int64)
+        sums[:, cells] = np.diff(bounds)
+        if len(starts) * SUMMED_ROWS <= len(rows):
+            for j, (start, stop) in enumerate(itertools.pairwise(bounds.tolist())):
+                sums[j, :cells] = bits[start:stop].sum(axis=0, dtype=np.int64)
+        else:
+            # Each set bit's flat place (report × cells + cell) moved to its sketch row's.
+            which = np.repeat(np.arange(len(starts)), sums[:, cells])
+            offsets = (which - np.arange(len(rows))) * cells
+            place = np.flatnonzero(bits) + np.repeat(offsets, bits.sum(axis=1))
+            found = np.bincount(place, minlength=len(starts) * cells)
+            sums[:, :cells] = found.reshape(len(starts), cells)
         out: ChunkCounts = {}
-        for j, key in enumerate(keys.tolist()):
+        for j, key in enumerate(touched[starts].tolist()):
             period, cell = self.groups[key // self.sketch_rows]
             out[(metric, period, cell, key % self.sketch_rows)] = sums[j]
         return out
@@ -129,6 +136,11 @@ class TextCellRows:
             )
         return out
 
+
+SUMMED_ROWS = 4
+"""Reports per touched sketch row (on average) from which :meth:`TextCellRows.increments` sums
+each row's bits directly rather than counting every set bit's place (twice as fast for a fold's
+16 a row, slower for scattered reports)."""
 
 PENDING_CHUNK = np.dtype("<u2")
 """How ``text_pending.chunks`` stores each report's sketch row."""
