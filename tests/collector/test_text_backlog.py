@@ -8,12 +8,14 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import threading
+from typing import Any
 
 import numpy as np
 import pytest
 from sqlalchemy import create_engine, text
 
 from deniable.client import MetricSpec, SeededRandomness
+from deniable.client.mechanisms import PrefixSketch
 from deniable.collector import migrate
 from deniable.collector.storage import open_database
 from deniable.collector.storage.engine import Database, normalize_url
@@ -27,6 +29,7 @@ from deniable.collector.storage.textbacklog import (
     fold_all,
     fold_pending_rows,
 )
+from deniable.collector.storage.textcells import PENDING_CHUNK, pending_increments
 from deniable.collector.storage.transaction import store_batches
 from deniable.collector.storage.writer import GroupWriter
 from deniable.collector.validation import ValidReport
@@ -267,3 +270,31 @@ def _execute(url: str, statement: str) -> None:
             connection.execute(text(statement))
     finally:
         engine.dispose()
+
+
+def test_increments_of_dense_and_scattered_reports_are_the_reference_counts() -> None:
+    """A fold's reports (many per sketch row: each row's bits summed at once) and scattered
+    ones (a set bit's place counted) give the counts the reference implementation does."""
+    spec = _spec()
+    sketch = spec.text_randomizer
+    chunks = sketch.levels * sketch.rows
+    drawn = _reports(spec, 3 * 8 * chunks, seed=10, periods=[PERIODS[-1]])
+    dense = [r for r in drawn if r.cell == "ios"]  # 8 reports per sketch row
+    scattered = _reports(spec, 40, seed=11)
+    for reports in (dense, scattered):
+        rows = [(r.period, r.cell, *_pending_bytes(sketch, r.payload)) for r in reports]
+        found: dict[tuple[str, str], np.ndarray] = {}
+        for (_, period, cell, chunk), counts in pending_increments("m", sketch, rows).items():
+            flat = found.setdefault((period, cell), np.zeros(sketch.cell_count, np.int64))
+            flat[chunk * sketch.cells : (chunk + 1) * sketch.cells] += counts[:-1]
+            flat[chunks * sketch.cells + chunk] += counts[-1]
+        expected = _expected(spec, reports)
+        assert found.keys() == expected.keys()
+        for key, counts in expected.items():
+            assert np.array_equal(found[key], counts), key
+
+
+def _pending_bytes(sketch: PrefixSketch, payload: Any) -> tuple[bytes, bytes]:
+    """One text report's ``text_pending`` chunk and payload bytes."""
+    chunk = (payload["l"] - 1) * sketch.rows + payload["r"]
+    return np.array([chunk], dtype=PENDING_CHUNK).tobytes(), payload["b"].encode()
