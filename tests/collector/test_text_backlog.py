@@ -33,9 +33,9 @@ from deniable.collector.storage.textcells import PENDING_CHUNK, pending_incremen
 from deniable.collector.storage.transaction import store_batches
 from deniable.collector.storage.writer import GroupWriter
 from deniable.collector.validation import ValidReport
-from deniable.estimators.support import text_support
 from testkit import TEST_NOW, DatabaseFactory
 from tests.collector.test_migrations import _downgrade, _rows, _tables
+from tests.collector.test_text_cells import _expected
 
 TODAY = TEST_NOW.date()
 PERIODS = [(TODAY - dt.timedelta(days=back)).isoformat() for back in (9, 1, 0)]
@@ -63,18 +63,6 @@ def _reports(
             ValidReport(report_id, spec.name, periods[i % len(periods)], payload, CELLS[i // 2 % 3])
         )
     return out
-
-
-def _expected(spec: MetricSpec, stored: list[ValidReport]) -> dict[tuple[str, str], np.ndarray]:
-    """(period, cell) -> the sketch counts of the distinct ``stored`` reports."""
-    expected: dict[tuple[str, str], np.ndarray] = {}
-    found = text_support(spec.text_randomizer, [r.payload for r in stored])  # type: ignore[misc]
-    for report, indexes in zip(stored, found, strict=True):
-        counts = expected.setdefault(
-            (report.period, report.cell), np.zeros(spec.text_randomizer.cell_count, np.int64)
-        )
-        counts[indexes] += 1
-    return expected
 
 
 def _assert_reads(database: Database, spec: MetricSpec, stored: list[ValidReport]) -> None:
