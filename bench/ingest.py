@@ -832,11 +832,12 @@ def _rate_run(
         database = open_database(url)
         try:
             fold_all(database)
+            folding = time.perf_counter() - fold_started
+            # the fold's backends are counted while they are still connected
+            used = time.process_time() - fold_cpu + backend_cpu(url)
         finally:
             database.dispose()
-        folding = time.perf_counter() - fold_started
-        used = time.process_time() - fold_cpu
-        used += process_tree_cpu(collector.process.pid) + backend_cpu(url) - started
+        used += process_tree_cpu(collector.process.pid) - started
         return accepted / (wall + folding), used / accepted * 1e6, folding
 
 

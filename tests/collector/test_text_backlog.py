@@ -1,7 +1,8 @@
 """Text reports kept in ``text_pending`` and folded into ``text_cell_counts`` later
 (migration 0019, :mod:`deniable.collector.storage.textbacklog`): every read counts each new
-report once, before and after a fold, whoever folds (the writer when a key is due or when it
-starts, retention, a downgrade, two folds at once)."""
+report once, before and after a fold, whoever folds (the writer's fold thread when a key is
+due or when it starts, the writer itself when folds lag, retention, a downgrade, two folds at
+once)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from sqlalchemy import create_engine, text
 from deniable.client import MetricSpec, SeededRandomness
 from deniable.client.mechanisms import PrefixSketch
 from deniable.collector import migrate
-from deniable.collector.storage import open_database
+from deniable.collector.storage import open_database, textbacklog
 from deniable.collector.storage.engine import Database, normalize_url
 from deniable.collector.storage.prepare import prepare_batch
 from deniable.collector.storage.queries import read_text_cells, register_spec
@@ -25,6 +26,7 @@ from deniable.collector.storage.retention import retain
 from deniable.collector.storage.tables import text_pending
 from deniable.collector.storage.textbacklog import (
     FOLD_FACTOR,
+    BackgroundFolds,
     TextBacklog,
     fold_all,
     fold_pending_rows,
@@ -178,6 +180,49 @@ def test_a_writer_folds_what_an_earlier_process_left_when_it_starts(
         database.dispose()
 
 
+def test_a_writers_fold_thread_folds_its_due_keys_and_leaves_the_rest_pending(
+    databases: DatabaseFactory, backend: str
+) -> None:
+    url, database, spec = _database(databases, backend)
+    sketch = spec.text_randomizer
+    fold_at = FOLD_FACTOR * sketch.levels * sketch.rows
+    drawn = _reports(spec, 3 * fold_at + 3, seed=6, periods=[PERIODS[-1]])
+    due = [r for r in drawn if r.cell == "ios"][:fold_at]
+    others = _reports(spec, 30, seed=7, periods=PERIODS[:2])
+    try:
+        writer = GroupWriter(database)
+        for batch in (due, others):
+            writer.store(prepare_batch(batch, {spec.name: spec}, TODAY, dialect=backend))
+        writer.close()  # the fold thread folds what is due before it stops
+        assert _pending(url) == len(others)
+        _assert_reads(database, spec, due + others)
+    finally:
+        database.dispose()
+
+
+def test_the_writer_folds_a_turn_itself_only_when_more_keys_are_due_than_the_bound(
+    databases: DatabaseFactory, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, database, spec = _database(databases, backend)
+    sketch = spec.text_randomizer
+    fold_at = FOLD_FACTOR * sketch.levels * sketch.rows
+    drawn = _reports(spec, 3 * fold_at + 3, seed=8, periods=[PERIODS[-1]])
+    due = [r for r in drawn if r.cell == "web"][:fold_at]
+    try:
+        backlog = TextBacklog()
+        folds = BackgroundFolds(database, backlog)
+        folds.close()  # no fold thread any more: only the caller of after_commit folds
+        _store(database, spec, [due], backlog)
+        folds.after_commit()  # one key due, within the bound: left to the fold thread
+        assert len(backlog.due()) == 1 and _pending(url) == len(due)
+        monkeypatch.setattr(textbacklog, "MOST_DUE", 0)
+        folds.after_commit()
+        assert backlog.due() == [] and _pending(url) == 0
+        _assert_reads(database, spec, due)
+    finally:
+        database.dispose()
+
+
 def test_retention_folds_the_pending_reports_of_the_periods_it_drops(
     databases: DatabaseFactory, backend: str
 ) -> None:
@@ -221,6 +266,42 @@ def test_migration_0019_downgrade_folds_and_a_collector_before_it_counts_at_once
     database = open_database(url)
     try:
         _assert_reads(database, spec, first + second)
+    finally:
+        database.dispose()
+
+
+def test_migration_0020_stores_pending_bytes_uncompressed_and_keeps_them_both_ways(
+    databases: DatabaseFactory,
+) -> None:
+    """0020 (PostgreSQL) sets ``text_pending``'s bytes to ``STORAGE EXTERNAL``: rows appended
+    before and after it, and after its downgrade, all read and fold the same."""
+    url, database, spec = _database(databases, "postgresql")
+    batches = [_reports(spec, 40, seed=seed) for seed in (10, 11, 12)]
+    storage = text(
+        "SELECT a.attname, a.attstorage FROM pg_attribute a JOIN pg_class c"
+        " ON c.oid = a.attrelid WHERE c.relname = 'text_pending'"
+        " AND a.attname IN ('chunks', 'payloads') ORDER BY a.attname"
+    )
+    assert _rows(url, storage) == [("chunks", "e"), ("payloads", "e")]
+    database.dispose()
+    _downgrade(url, "0019")
+    assert _rows(url, storage) == [("chunks", "x"), ("payloads", "x")]
+    stored: list[ValidReport] = []
+    for batch in batches:
+        database = open_database(url)
+        try:
+            _store(database, spec, [batch])
+            stored += batch
+            assert _pending(url) == len(stored)
+            _assert_reads(database, spec, stored)
+        finally:
+            database.dispose()
+        migrate(url)
+    assert _rows(url, storage) == [("chunks", "e"), ("payloads", "e")]
+    database = open_database(url)
+    try:
+        assert fold_all(database) == len(stored)
+        _assert_reads(database, spec, stored)
     finally:
         database.dispose()
 

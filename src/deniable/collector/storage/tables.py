@@ -177,8 +177,9 @@ def binary_counts(vectors: Sequence[np.ndarray]) -> list[bytes]:
     Four counts take 52 decimal digits, exactly 13 base-10,000 ones, so each block of four is
     made alone: count i of a block times 10^i has at most four such digits, starting at the
     block's digit 3i, and the sums carry within the block. Vectors of one length are made
-    together, digit by digit over the stack; counts below 10,000 (a group's or a fold's
-    increments, mostly) in 32-bit integers, two digits each.
+    together, digit by digit over the stack. Counts below 10,000 (a group's or a fold's
+    increments, mostly) need no carry: count i times 10^i is below 10^8, two digits that
+    no other count of the block shares (:func:`_small_block_digits`).
     """
     packed = [_NUMERIC_HEADER.pack(0, 0, 0, 0)] * len(vectors)
     by_width: dict[int, list[int]] = {}
@@ -187,28 +188,45 @@ def binary_counts(vectors: Sequence[np.ndarray]) -> list[bytes]:
     for width, where in by_width.items():
         if not width:
             continue
+        stacked = np.stack([vectors[i] for i in where])
+        small = int(stacked.max(initial=0)) < 10_000
         rows, blocks = len(where), -(-width // 4)
-        counts = np.zeros((rows, blocks * 4), dtype=np.int64)
-        counts[:, :width] = np.stack([vectors[i] for i in where])
-        small = int(counts.max(initial=0)) < 10_000
-        kind = np.int32 if small else np.int64
-        places = 2 if small else 4
-        by_place = counts.reshape(rows, blocks, 4).transpose(2, 0, 1).astype(kind)
-        digits = np.zeros((14, rows, blocks), dtype=kind)
-        for i in range(4):
-            shifted = by_place[i] * kind(10**i)
-            for d in range(places):
-                part = shifted // kind(10 ** (4 * d)) if d else shifted
-                digits[3 * i + d] += part % kind(10_000) if d < places - 1 else part
-        for d in range(13):
-            carry = digits[d] // kind(10_000)
-            digits[d + 1] += carry
-            digits[d] -= carry * kind(10_000)
-        ordered = digits[12::-1, :, ::-1].transpose(1, 2, 0).reshape(rows, blocks * 13)
+        counts = np.zeros((rows, blocks * 4), dtype=np.int32 if small else np.int64)
+        counts[:, :width] = stacked
+        # digits[:, b, j]: block b's digit j, both counted from the most significant
+        digits = np.zeros((rows, blocks, 13), dtype=">i2")
+        (_small_block_digits if small else _block_digits)(counts, digits[:, ::-1, ::-1])
         header = _NUMERIC_HEADER.pack(blocks * 13, blocks * 13 - 1, 0, 0)
-        for i, row in zip(where, ordered.astype(">i2"), strict=True):
+        for i, row in zip(where, digits.reshape(rows, blocks * 13), strict=True):
             packed[i] = header + row.tobytes()
     return packed
+
+
+def _small_block_digits(counts: np.ndarray, digits: np.ndarray) -> None:
+    """Write into ``digits`` (rows, blocks, 13: each block's base-10,000 digits, least
+    significant first) those of ``counts`` (rows, blocks × 4), each below 10,000, as
+    :func:`binary_counts` packs them: count i of a block times 10^i, below 10^8, is the
+    block's digits 3i and 3i + 1, which no other count of the block shares."""
+    for i in range(4):
+        high, low = np.divmod(counts[:, i::4] * np.int32(10**i), np.int32(10_000))
+        digits[:, :, 3 * i] = low
+        digits[:, :, 3 * i + 1] = high
+
+
+def _block_digits(counts: np.ndarray, digits: np.ndarray) -> None:
+    """:func:`_small_block_digits` for counts below :data:`COUNT_LIMIT`: each count's four
+    digits added at its place, then carried within its block."""
+    summed = np.zeros((14, *digits.shape[:2]), dtype=np.int64)
+    for i in range(4):
+        shifted = counts[:, i::4] * 10**i
+        for d in range(4):
+            part = shifted // 10 ** (4 * d) if d else shifted
+            summed[3 * i + d] += part % 10_000 if d < 3 else part
+    for d in range(13):
+        carry = summed[d] // 10_000
+        summed[d + 1] += carry
+        summed[d] -= carry * 10_000
+    digits[...] = summed[:13].transpose(1, 2, 0)
 
 
 def counts_of_decimal(text: str) -> np.ndarray:
@@ -428,8 +446,8 @@ as received (``payloads``: each report's base64 ``"b"`` text, all of one width, 
 Ingestion appends these rows instead of rewriting each touched 8 KB sketch row per group; a
 fold (:mod:`.textbacklog`) adds a (metric, period, cell)'s rows into its counts and deletes
 them in one transaction, and every read adds the rows still here, so an estimate is the same
-before and after a fold. A collector folds a (metric, period, cell) once its own appends there
-reach :data:`.textbacklog.FOLD_FACTOR` reports per sketch row, every backlog when it starts,
+before and after a fold. A collector folds a (metric, period, cell) soon after its own appends
+there reach :data:`.textbacklog.FOLD_FACTOR` reports per sketch row, every backlog when it starts,
 and retention folds the periods it drops: the rows here stay a fraction of the counts'."""
 
 shuffled_batches = Table(

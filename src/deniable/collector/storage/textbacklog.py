@@ -9,17 +9,19 @@ sketch row is then rewritten once per fold, for all the reports since the last.
 
 Every read adds the rows still pending (in the statement that reads the counts, so one
 snapshot), so a fold changes no answer and advances no read version. Each collector process
-counts what it appended (:class:`TextBacklog`) and folds a (metric, period, cell) once that
-reaches :data:`FOLD_FACTOR` reports per sketch row; it folds every backlog when its writer
-starts (what an earlier process left), and retention folds the periods it drops. The pending
-rows of a (metric, period, cell) therefore stay under workers × :data:`FOLD_FACTOR` reports
-per sketch row, about 175 bytes each against the counts' 8 KB per sketch row. Two folds of
-the same rows are safe: the ``DELETE ... RETURNING`` that takes them is the claim.
+counts what it appended (:class:`TextBacklog`); a (metric, period, cell) is due once that
+reaches :data:`FOLD_FACTOR` reports per sketch row, and its writer's fold thread
+(:class:`BackgroundFolds`) folds it while the writer goes on. The fold thread first folds
+every backlog (what an earlier process left), and retention folds the periods it drops. The
+pending rows of a (metric, period, cell) therefore stay near workers × :data:`FOLD_FACTOR`
+reports per sketch row, about 175 bytes each against the counts' 8 KB per sketch row. Two
+folds of the same rows are safe: the ``DELETE ... RETURNING`` that takes them is the claim.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -50,11 +52,14 @@ row there (4,096 for a 16-byte text metric's 256 sketch rows): each fold rewrite
 cell's sketch rows for at least this many reports each, on average."""
 
 FOLDS_PER_TURN = 4
-"""At most this many (metric, period, cell)s are folded after one group commit, so a writer
-never stops taking batches for long; the rest wait for the next turn."""
+"""At most this many (metric, period, cell)s are folded in one turn (on PostgreSQL, at once),
+so a writer that folds a turn itself never stops taking batches for long."""
 
 FOLD_THREADS = 4
 """How many keys a PostgreSQL fold of several takes at once (each on its own connection)."""
+
+MOST_DUE = 4 * FOLDS_PER_TURN
+"""More due keys than this and the writer folds a turn itself (:class:`BackgroundFolds`)."""
 
 PendingKey = tuple[str, str, str]
 """(metric, period, cell): what one fold takes."""
@@ -113,32 +118,84 @@ def _count(into: dict[PendingKey, Appended], key: PendingKey, reports: int, fold
 @dataclass
 class TextBacklog:
     """What this process appended to ``text_pending`` per (metric, period, cell) since it last
-    folded it, and which are due (the writer thread's own: not shared between threads)."""
+    folded it, and which are due. The writer thread adds to it and a fold takes from it, each
+    under :attr:`lock` (the writer's :class:`BackgroundFolds` folds on a thread of its own)."""
 
     waiting: dict[PendingKey, Appended] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, appended: dict[PendingKey, Appended]) -> None:
         """Count a group's appends."""
-        for key, more in appended.items():
-            _count(self.waiting, key, more.reports, more.fold_at)
+        with self.lock:
+            for key, more in appended.items():
+                _count(self.waiting, key, more.reports, more.fold_at)
 
     def due(self, most: int = FOLDS_PER_TURN) -> list[PendingKey]:
         """Up to ``most`` keys whose appends reached their fold, the largest first."""
+        with self.lock:
+            return self._due(most)
+
+    def _due(self, most: int) -> list[PendingKey]:
         ready = [key for key, seen in self.waiting.items() if seen.reports >= seen.fold_at]
         ready.sort(key=lambda key: -self.waiting[key].reports)
         return ready[:most]
 
-    def fold(self, database: Database, most: int = FOLDS_PER_TURN) -> None:
-        """Fold the due keys (:func:`fold_keys`); a fold that fails is logged and its keys
-        stay due (their rows stay pending, and reads still count them)."""
-        taken = {key: self.waiting.pop(key) for key in self.due(most)}
+    def fold(self, database: Database, most: int = FOLDS_PER_TURN) -> bool:
+        """Fold up to ``most`` due keys (:func:`fold_keys`): whether any was folded. A fold
+        that fails is logged and its keys stay due (their rows stay pending, and reads still
+        count them)."""
+        with self.lock:
+            taken = {key: self.waiting.pop(key) for key in self._due(most)}
         if not taken:
-            return
+            return False
         try:
             fold_keys(database, list(taken))
         except Exception as exc:  # a fold is an optimization: never fail the writer
             log.warning("could not fold pending text reports (%s)", type(exc).__name__)
             self.add(taken)
+            return False
+        return True
+
+
+class BackgroundFolds:
+    """Folds a writer's due keys on a thread of its own, so the writer keeps committing groups
+    meanwhile: first whatever an earlier process left pending, then, each time it is woken,
+    every key due. The writer folds a turn itself only when more than :data:`MOST_DUE` keys
+    wait (the folds lag behind the appends), which bounds the rows pending."""
+
+    def __init__(self, database: Database, backlog: TextBacklog) -> None:
+        self.database = database
+        self.backlog = backlog
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="deniable-fold", daemon=True)
+        self._thread.start()
+
+    def after_commit(self) -> None:
+        """Wake the fold thread; fold a turn in the caller's thread if too many keys wait."""
+        self._wake.set()
+        if len(self.backlog.due(MOST_DUE + 1)) > MOST_DUE:
+            self.backlog.fold(self.database)
+
+    def close(self, timeout: float = 60) -> None:
+        """Fold the keys due, then stop the thread."""
+        self._stopping = True
+        self._wake.set()
+        self._thread.join(timeout=timeout)
+
+    def _run(self) -> None:
+        try:
+            fold_all(self.database)
+        except Exception as exc:  # a fold is an optimization: the writer serves regardless
+            log.warning("could not fold pending text reports at start (%s)", type(exc).__name__)
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            stopping = self._stopping
+            while self.backlog.fold(self.database):
+                pass
+            if stopping:
+                return
 
 
 def fold_keys(database: Database, keys: Sequence[PendingKey]) -> int:

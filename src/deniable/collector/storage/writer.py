@@ -3,9 +3,9 @@
 A commit costs a disk flush (several milliseconds on SQLite's WAL); sharing it among the
 requests that queued up meanwhile multiplies throughput, while each batch is still all or
 nothing and each request is answered only after the commit that holds its batch. If a group
-fails, its batches are retried one by one, so one batch's fault never fails another. Between
-groups the writer folds text reports its groups appended (:mod:`.textbacklog`), and when it
-starts, whatever an earlier process left pending.
+fails, its batches are retried one by one, so one batch's fault never fails another. The text
+reports its groups appended are folded on a thread of its own (:class:`.BackgroundFolds`),
+which first folds whatever an earlier process left pending.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from .engine import Database
 from .prepare import PreparedBatch
-from .textbacklog import TextBacklog, fold_all
+from .textbacklog import BackgroundFolds, TextBacklog
 from .transaction import StoredBatch, store_batches
 
 log = logging.getLogger("deniable.collector")
@@ -40,6 +40,7 @@ class GroupWriter:
         self.database = database
         self._queue: queue.Queue[_Job | None] = queue.Queue()
         self._backlog = TextBacklog()
+        self._folds = BackgroundFolds(database, self._backlog)
         self._thread = threading.Thread(target=self._run, name="deniable-writer", daemon=True)
         self._thread.start()
 
@@ -50,15 +51,12 @@ class GroupWriter:
         return job.done.result()
 
     def close(self) -> None:
-        """Finish the queued work and stop the writer thread."""
+        """Finish the queued work and stop the writer thread, then the fold thread."""
         self._queue.put(None)
         self._thread.join(timeout=60)
+        self._folds.close()
 
     def _run(self) -> None:
-        try:
-            fold_all(self.database)
-        except Exception as exc:  # a fold is an optimization: the writer serves regardless
-            log.warning("could not fold pending text reports at start (%s)", type(exc).__name__)
         while True:
             job = self._queue.get()
             if job is None:
@@ -77,7 +75,7 @@ class GroupWriter:
                 group.append(more)
                 size += len(more.batch.reports)
             self._commit(group)
-            self._backlog.fold(self.database)
+            self._folds.after_commit()
             if stop:
                 return
 
