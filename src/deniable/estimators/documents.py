@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
-from typing import TYPE_CHECKING, Any
+from types import UnionType
+from typing import TYPE_CHECKING, Any, Union, get_args, get_origin, get_type_hints
 
 from .about import MetricAbout
 from .choices import Pooling
@@ -352,17 +353,19 @@ def plain(value: Any) -> Any:
         return items if kind is list else tuple(items)
     if isinstance(value, dict):
         return {key: item if type(item) in _LEAVES else plain(item) for key, item in value.items()}
-    names = _FIELD_NAMES.get(kind)
-    if names is None:
+    shape = _SHAPES.get(kind)
+    if shape is None:
         if not is_dataclass(value) or isinstance(value, type):
             return value
-        names = _FIELD_NAMES[kind] = tuple(item.name for item in fields(value))
+        shape = _SHAPES[kind] = _shape(kind)
+    names, flat = shape
     held = getattr(value, "__dict__", None)
     if held is not None and tuple(held) == names:  # its fields alone, in order: copied whole
         found = held.copy()
-        for name, item in held.items():
-            if type(item) not in _LEAVES:
-                found[name] = plain(item)
+        if not flat:
+            for name, item in held.items():
+                if type(item) not in _LEAVES:
+                    found[name] = plain(item)
         return found
     return {
         name: item if type(item := getattr(value, name)) in _LEAVES else plain(item)
@@ -370,9 +373,30 @@ def plain(value: Any) -> Any:
     }
 
 
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
-"""Each dataclass's field names, as :func:`plain` met it (``fields`` costs more than the
-conversion itself)."""
+def _shape(kind: type) -> tuple[tuple[str, ...], bool]:
+    """A dataclass's field names, and whether every field is declared a scalar (``str``,
+    ``int``, ``float``, ``bool``, None or a union of them): :func:`plain` then has nothing to
+    convert inside it (whatever such a field holds, it hands back as it is). A hint that
+    cannot be resolved at run time (a name imported for type checking only) counts as not
+    scalar."""
+    names = tuple(item.name for item in fields(kind))
+    try:
+        hints = get_type_hints(kind)
+    except (NameError, TypeError):
+        return names, False
+    return names, all(_scalar(hints[name]) for name in names)
+
+
+def _scalar(hint: Any) -> bool:
+    """Whether ``hint`` is a scalar type or a union of scalar types."""
+    if get_origin(hint) in (Union, UnionType):
+        return all(_scalar(arg) for arg in get_args(hint))
+    return hint in _LEAVES
+
+
+_SHAPES: dict[type, tuple[tuple[str, ...], bool]] = {}
+"""Each dataclass's field names and whether all are scalars (:func:`_shape`), as
+:func:`plain` met it (``fields`` costs more than the conversion itself)."""
 
 
 def estimate_document(
