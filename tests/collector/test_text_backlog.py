@@ -67,6 +67,14 @@ def _reports(
     return out
 
 
+def _due_reports(spec: MetricSpec, seed: int, cell: str) -> list[ValidReport]:
+    """Exactly enough reports of the last period and ``cell`` to make that key due."""
+    sketch = spec.text_randomizer
+    fold_at = FOLD_FACTOR * sketch.levels * sketch.rows
+    drawn = _reports(spec, 3 * fold_at + 3, seed=seed, periods=[PERIODS[-1]])
+    return [r for r in drawn if r.cell == cell][:fold_at]
+
+
 def _assert_reads(database: Database, spec: MetricSpec, stored: list[ValidReport]) -> None:
     """Every (period, cell)'s counts, read as estimates read them, are the stored reports'."""
     expected = _expected(spec, stored)
@@ -184,10 +192,7 @@ def test_a_writers_fold_thread_folds_its_due_keys_and_leaves_the_rest_pending(
     databases: DatabaseFactory, backend: str
 ) -> None:
     url, database, spec = _database(databases, backend)
-    sketch = spec.text_randomizer
-    fold_at = FOLD_FACTOR * sketch.levels * sketch.rows
-    drawn = _reports(spec, 3 * fold_at + 3, seed=6, periods=[PERIODS[-1]])
-    due = [r for r in drawn if r.cell == "ios"][:fold_at]
+    due = _due_reports(spec, seed=6, cell="ios")
     others = _reports(spec, 30, seed=7, periods=PERIODS[:2])
     try:
         writer = GroupWriter(database)
@@ -204,10 +209,7 @@ def test_the_writer_folds_a_turn_itself_only_when_more_keys_are_due_than_the_bou
     databases: DatabaseFactory, backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     url, database, spec = _database(databases, backend)
-    sketch = spec.text_randomizer
-    fold_at = FOLD_FACTOR * sketch.levels * sketch.rows
-    drawn = _reports(spec, 3 * fold_at + 3, seed=8, periods=[PERIODS[-1]])
-    due = [r for r in drawn if r.cell == "web"][:fold_at]
+    due = _due_reports(spec, seed=8, cell="web")
     try:
         backlog = TextBacklog()
         folds = BackgroundFolds(database, backlog)
@@ -310,10 +312,7 @@ def test_a_fold_that_fails_leaves_its_keys_due_and_its_reports_pending(
     databases: DatabaseFactory, backend: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     url, database, spec = _database(databases, backend)
-    sketch = spec.text_randomizer
-    fold_at = FOLD_FACTOR * sketch.levels * sketch.rows
-    drawn = _reports(spec, 3 * fold_at + 3, seed=9, periods=[PERIODS[-1]])
-    in_key = [r for r in drawn if r.cell == "web"][:fold_at]
+    in_key = _due_reports(spec, seed=9, cell="web")
     key = (spec.name, PERIODS[-1], "web")
     try:
         backlog = TextBacklog()
