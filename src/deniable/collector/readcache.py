@@ -17,7 +17,6 @@ workers), so an operator sees whether the dashboard and the scrape are answered 
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import threading
 from collections import OrderedDict
@@ -101,8 +100,9 @@ def _entry(state: Collector, kind: str, query: EstimateQuery) -> tuple[ReadCache
     if not state.database.keeps_versions():
         return None
     version = read_version(state.database.reader, query.metric)
-    arguments = dataclasses.asdict(query)
-    return cache, orjson.dumps([kind, state.today().isoformat(), version, arguments])
+    # a frozen dataclass's fields, as orjson writes them (what ``dataclasses.asdict`` gives,
+    # without its deep copy of every field)
+    return cache, orjson.dumps([kind, state.today().isoformat(), version, query])
 
 
 def _kept(state: Collector, cache: ReadCache, key: bytes) -> bytes | None:
