@@ -20,14 +20,19 @@ from typing import Any
 import numpy as np
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from deniable.client import MetricSpec
 from deniable.client.mechanisms import make_mechanism, make_numeric_mechanism
 from deniable.client.wire import payload_text
-from deniable.collector.routes.reports import _oversized, _well_formed, parse_batch
+from deniable.collector.routes.reports import (
+    _all_well_formed,
+    _oversized,
+    _well_formed,
+    parse_batch,
+)
 from deniable.collector.schemas import BATCH_PARSER, REPORT_PARSER, Report
 from deniable.collector.storage.kindrows import CELL_SEP, MetricRows, NumericRows, cell_rows
 from deniable.collector.validation import (
@@ -300,6 +305,73 @@ def test_well_formed_reports_are_the_ones_the_parser_takes_unchanged(value: Any)
     if _well_formed(value):
         assert REPORT_PARSER.validate_python(value) == value
         assert _oversized(value) is None
+
+
+_OUE = MetricSpec.categorical("oue", list("abcdefgh"), epsilon=1.0, mechanism="oue")
+_UUID = "0f8fad5b-d9cb-469f-a165-70867728950e"
+_NEAR_MISSES: dict[str, list[Any]] = {
+    "id": [_UUID.upper(), _UUID + "\n", _UUID[:-1], _UUID[:-1] + "g", _UUID.replace("-", "_"), 7],
+    "metric": ["", "m" * 65, None, ["m"]],
+    "fingerprint": ["", "f" * 65, 3.5, {"f": 1}],
+    "period": ["", "2026-12-01" * 2, 20261201, None],
+    "payload": ["A" * 4097, True, None, [1], {"b": 1} | {str(i): i for i in range(8)}],
+    "dims": [{str(i): "ios" for i in range(9)}, "ios", None, {"platform": 1}],
+}
+"""Per field, values one step from what ``_well_formed`` takes (and some it takes)."""
+
+
+@st.composite
+def usual_batches(draw: Any) -> list[Any]:
+    """A batch as a device sends it (every report of one shape, with or without dims),
+    a few of its reports then changed: a field given another value, dropped or added."""
+    spec = draw(st.sampled_from([_WITH_DIMS, _WITHOUT_DIMS, _OUE]))
+    size = draw(st.integers(1, 6))
+    items: list[Any] = make_reports(spec, [1] * size, spec.period_of(dt.date.today()), seed=1)
+    if spec.dimensions:
+        items = [{**item, "dims": {"platform": "ios"}} for item in items]
+    for _ in range(draw(st.integers(0, 2))):
+        where = draw(st.integers(0, size - 1))
+        field = draw(st.sampled_from(["id", "metric", "fingerprint", "period", "payload", "dims"]))
+        change = draw(st.sampled_from(["value", "value", "value", "drop", "extra", "item"]))
+        item = dict(items[where]) if isinstance(items[where], dict) else {}
+        if change == "value":
+            near = st.sampled_from(_NEAR_MISSES[field])
+            item[field] = draw(near | near | payloads if field == "payload" else near)
+        elif change == "drop":
+            item.pop(field, None)
+        elif change == "extra":
+            item["extra"] = 1
+        else:
+            item = draw(st.one_of(st.integers(), st.lists(st.integers(), max_size=2)))
+        items[where] = item
+    return items
+
+
+def _one_changed(spec: MetricSpec, field: str, value: Any) -> list[Any]:
+    """Three reports of ``spec`` (with dims if it has dimensions), the second's ``field``
+    set to ``value``."""
+    items: list[Any] = make_reports(spec, [1, 1, 1], spec.period_of(dt.date.today()), seed=2)
+    if spec.dimensions:
+        items = [{**item, "dims": {"platform": "ios"}} for item in items]
+    items[1] = {**items[1], field: value}
+    return items
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(items=usual_batches())
+@example(items=_one_changed(_OUE, "payload", "A" * 4097))
+@example(items=_one_changed(_WITH_DIMS, "dims", {str(i): "ios" for i in range(9)}))
+def test_a_batch_judged_whole_is_well_formed_report_by_report(items: list[Any]) -> None:
+    """``_all_well_formed`` (the batch checked column by column) takes a batch only if
+    ``_well_formed`` takes every report of it, and takes the usual batch itself: a report it
+    must refuse is never let through to the parser unchecked."""
+    whole = _all_well_formed(items)
+    if whole:
+        assert all(map(_well_formed, items))
+    shapes = {frozenset(item) if isinstance(item, dict) else None for item in items}
+    dims = [item["dims"] for item in items if isinstance(item, dict) and "dims" in item]
+    if len(shapes) == 1 and all(isinstance(d, dict) for d in dims):
+        assert whole == all(map(_well_formed, items))
 
 
 OUE_MECHANISMS = [make_mechanism("oue", k, eps) for k, eps in [(100, 1.0), (8, 1.0), (3, 4.0)]]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import operator
 import re
 from collections.abc import Callable
 from typing import Any
@@ -199,7 +200,33 @@ def _well_formed(item: Any) -> bool:
         value = item[name]
         if type(value) is not str or not 0 < len(value) <= longest:
             return False
-    payload = item["payload"]
+    return _payload_well_formed(item["payload"])
+
+
+_IDS = re.compile(f"(?:{UUID_PATTERN.strip('^$')})*")
+"""Any number of canonical UUIDs back to back (each 36 characters: one match of the joined
+ids checks every one)."""
+_COLUMNS = operator.itemgetter("id", "metric", "fingerprint", "period", "payload")
+_DIMS = operator.itemgetter("dims")
+_LONGEST = [longest for _, longest in _LIMITS]
+
+
+def _short_texts(column: tuple[Any, ...], longest: int) -> bool:
+    """Every value of ``column`` is a string of 1 to ``longest`` characters (each distinct
+    value looked at once: a batch's metric and fingerprint are mostly one value)."""
+    try:
+        distinct = set(column)
+    except TypeError:  # a list or an object: not a string
+        return False
+    return (
+        set(map(type, distinct)) == {str}
+        and min(map(len, distinct)) > 0
+        and max(map(len, distinct)) <= longest
+    )
+
+
+def _payload_well_formed(payload: Any) -> bool:
+    """A report's payload as :func:`_well_formed` takes it."""
     kind = type(payload)
     if kind is str:
         return len(payload) <= MAX_PAYLOAD_CHARS
@@ -216,6 +243,38 @@ def _well_formed(item: Any) -> bool:
     )
 
 
+def _all_well_formed(items: list[Any]) -> bool:
+    """True only if every item is :func:`_well_formed`: the usual batch (every report with
+    the same fields) checked column by column, each pass a map of a C function rather than
+    a Python call per report (one by one, they took a tenth of the collector's CPU in a
+    profile of oue uploads). False sends the batch to the report-by-report check."""
+    if not items or set(map(type, items)) != {dict}:
+        return False
+    fields = _FIELDS_DIMS if "dims" in items[0] else _FIELDS
+    if set(map(len, items)) != {len(fields)}:
+        return False
+    try:  # each report has the five fields (and dims): of its size, no other field
+        ids, metrics, fingerprints, periods, payloads = zip(*map(_COLUMNS, items), strict=True)
+        dims = list(map(_DIMS, items)) if fields is _FIELDS_DIMS else None
+    except KeyError:
+        return False
+    if not (
+        set(map(type, ids)) == {str}
+        and set(map(len, ids)) == {36}
+        and _IDS.fullmatch("".join(ids)) is not None
+        and all(map(_short_texts, (metrics, fingerprints, periods), _LONGEST))
+    ):
+        return False
+    if dims is not None and (set(map(type, dims)) != {dict} or max(map(len, dims)) > DIMS_MAX):
+        return False
+    kinds = set(map(type, payloads))
+    if kinds == {str}:
+        return max(map(len, payloads)) <= MAX_PAYLOAD_CHARS
+    if kinds <= {int, float}:
+        return True
+    return all(map(_payload_well_formed, payloads))
+
+
 def parse_batch(
     body: bytes, max_batch: int, lookup: Callable[[str], MetricSpec | None]
 ) -> tuple[list[tuple[int, ReportIn]], list[ReportProblem]]:
@@ -226,7 +285,7 @@ def parse_batch(
     """
     document, strict = _count_reports(body, max_batch)
     items = document["reports"]
-    if strict and all(map(_well_formed, items)):
+    if strict and (_all_well_formed(items) or all(map(_well_formed, items))):
         return list(enumerate(items)), []
     oversized = _oversized_reports(items)
     if not oversized:
