@@ -9,7 +9,7 @@ breakdown does (a slice is shown only when both windows reach the minimum) and b
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,7 @@ from deniable.estimators.differences import (
     dependence,
     row_alpha,
 )
+from deniable.estimators.documents import plain
 from deniable.estimators.engine import CellStats
 from deniable.estimators.kinds import estimator_of
 
@@ -178,7 +179,7 @@ def period_comparison(
             raise refuse(f"metric {spec.name}: {exc}") from None
         slices.append(SliceChange(values, False, None, *counted(key), rows))
     level = 1.0 - row_alpha(confidence, rows_each, len(shown))
-    return asdict(
+    return plain(
         PeriodComparison(
             spec.name,
             labels[0],
