@@ -5,7 +5,11 @@ byte-identical, so no refactor changes what the collector answers.
 One change was recorded on purpose since: the two Prometheus scrapes
 (``/v1/estimates/metrics``, ``?page=2``) on 2026-12-05, when issue 41 asked for an info series
 whose labels do not change every day (the estimate's window moved from its labels to two
-timestamp gauges); every other answer is as recorded before issue 39."""
+timestamp gauges). And on 2026-12-06 the three series by slice (``by``, ``where``) gained the
+metric's ``unit``, ``description`` and ``owner`` at their end, as DESIGN.md promises every
+series document and as the estimate by slice already carried them: the series route's model
+had dropped them on the way out, which it no longer validates against (orjson writes the
+document, as for the estimate). Every other answer is as recorded before issue 39."""
 
 from __future__ import annotations
 

@@ -662,8 +662,11 @@ def text_series_document(
     *,
     confidence: float = 0.95,
 ) -> dict[str, object]:
-    """The series document: :func:`text_document` of each period (``counts[i]`` its counts)."""
+    """The series document: :func:`text_document` of each period (``counts[i]`` its counts),
+    its fields in :class:`TextSeries`' order (the unit, description and owner first, null
+    until the collector fills them in)."""
     return {
+        **MetricAbout().as_dict(),
         "metric": metric,
         "confidence": confidence,
         "series": [
