@@ -6,7 +6,7 @@ import base64
 import binascii
 import datetime as dt
 import uuid
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from pydantic import BaseModel
@@ -23,6 +23,7 @@ from ..storage.partitions import create_ahead
 from ..storage.queries import list_specs, read_reports
 from ..storage.retention import purge_before
 from .common import (
+    DocumentResponse,
     MetricPeriodsQuery,
     find_spec,
     metric_read,
@@ -96,8 +97,9 @@ def get_reports(
     after: Annotated[
         str | None, Query(max_length=200, description="the `next` cursor of the previous page")
     ] = None,
-) -> dict[str, Any]:
-    """A page of the metric's stored raw reports in (period, id) order, for export.
+) -> DocumentResponse:
+    """A page of the metric's stored raw reports in (period, id) order, for export, written
+    by orjson (validating a page of 10,000 against its model cost more than reading it).
 
     ``start``/``end`` default to every stored report; pages follow by key (``after``), so a
     page costs the same however deep into the export it is.
@@ -110,18 +112,20 @@ def get_reports(
     )
     page = rows[:limit]
     more = len(rows) > limit
-    return {
-        "reports": [
-            {
-                "id": report_id,
-                "period": period,
-                "payload": parse_payload_text(payload),
-                "dims": spec.dims_of(cell),
-            }
-            for report_id, period, payload, cell in page
-        ],
-        "next": encode_cursor(page[-1][1], page[-1][0]) if more else None,
-    }
+    return DocumentResponse(
+        {
+            "reports": [
+                {
+                    "id": report_id,
+                    "period": period,
+                    "payload": parse_payload_text(payload),
+                    "dims": spec.dims_of(cell),
+                }
+                for report_id, period, payload, cell in page
+            ],
+            "next": encode_cursor(page[-1][1], page[-1][0]) if more else None,
+        }
+    )
 
 
 @router.post(
