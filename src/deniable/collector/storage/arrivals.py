@@ -16,7 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import Connection, case, select
+from sqlalchemy import Connection, Insert, case, select
+from sqlalchemy.dialects import postgresql, sqlite
 
 from .engine import Database
 from .prepare import PreparedBatch
@@ -50,25 +51,34 @@ def arrival_rows(
     return [(m, minute, n, last) for (m, minute), (n, last) in sorted(found.items())]
 
 
+def _upsert(dialect: type[postgresql.Insert] | type[sqlite.Insert]) -> Insert:
+    """Add rows to their metrics' minute slots: built once per dialect, since building it
+    anew (its three ``CASE`` expressions) cost about 0.3 ms of every group commit."""
+    stmt = dialect(arrivals)
+    newer = stmt.excluded.minute > arrivals.c.minute
+    return stmt.on_conflict_do_update(
+        index_elements=["metric", "slot"],
+        set_={
+            "n": case((newer, stmt.excluded.n), else_=arrivals.c.n + stmt.excluded.n),
+            "minute": case((newer, stmt.excluded.minute), else_=arrivals.c.minute),
+            "last_at": case(
+                (stmt.excluded.last_at > arrivals.c.last_at, stmt.excluded.last_at),
+                else_=arrivals.c.last_at,
+            ),
+        },
+    )
+
+
+_UPSERTS = {"postgresql": _upsert(postgresql.Insert), "sqlite": _upsert(sqlite.Insert)}
+
+
 def upsert_arrivals(connection: Connection, database: Database, rows: list[ArrivalRow]) -> None:
     """Add ``rows`` to their metrics' minute slots (a slot holding an older minute starts
     again); nothing for no rows."""
     if not rows or not database.has_table(connection, arrivals.name):
         return
-    stmt = database.insert(arrivals)
-    newer = stmt.excluded.minute > arrivals.c.minute
     connection.execute(
-        stmt.on_conflict_do_update(
-            index_elements=["metric", "slot"],
-            set_={
-                "n": case((newer, stmt.excluded.n), else_=arrivals.c.n + stmt.excluded.n),
-                "minute": case((newer, stmt.excluded.minute), else_=arrivals.c.minute),
-                "last_at": case(
-                    (stmt.excluded.last_at > arrivals.c.last_at, stmt.excluded.last_at),
-                    else_=arrivals.c.last_at,
-                ),
-            },
-        ),
+        _UPSERTS["postgresql" if database.dialect == "postgresql" else "sqlite"],
         [
             {"metric": m, "slot": minute % ARRIVAL_SLOTS, "minute": minute, "n": n, "last_at": t}
             for m, minute, n, t in rows
