@@ -5,6 +5,7 @@ databases that hold metrics already. Over real HTTP on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import Any
 
@@ -153,3 +154,32 @@ def test_migration_0006_adds_the_columns_to_a_registry_and_drops_them_again(
     assert columns.isdisjoint(ABOUT) and {"name", "spec", "fingerprint"} <= columns
     migrate(url)
     assert_schema_is_the_tables(url)
+
+
+def test_every_estimate_model_in_the_openapi_schema_declares_the_description(
+    tmp_path: Any,
+) -> None:
+    """Every answer of the estimate and series routes carries ``unit``, ``description`` and
+    ``owner`` (DESIGN.md, "Metric descriptions"), so each model the OpenAPI schema gives them
+    declares those fields as :class:`MetricAbout` does: the by-slice ones (breakdown,
+    comparison, series by slice) at their end, where their answers carry them."""
+    from deniable.collector import create_app
+    from deniable.collector.queries.breakdown import BreakdownEstimate
+    from deniable.collector.queries.changes import PeriodComparison
+    from deniable.collector.queries.slices import SliceSeries
+    from testkit import collector_settings
+
+    app = create_app(collector_settings(f"sqlite:///{tmp_path}/about.db"))
+    paths = app.openapi()["paths"]
+    schemas = app.openapi()["components"]["schemas"]
+    described = list(MetricAbout().as_dict())
+    for path in ("/v1/metrics/{name}/estimate", "/v1/metrics/{name}/series"):
+        answer = paths[path]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+        models = [ref["$ref"].rsplit("/", 1)[1] for ref in answer["anyOf"]]
+        assert len(models) >= 4
+        for model in models:
+            assert set(described) <= set(schemas[model]["properties"]), (path, model)
+    about_fields = [(f.name, f.type, f.default) for f in dataclasses.fields(MetricAbout)]
+    for model in (BreakdownEstimate, PeriodComparison, SliceSeries):
+        last = [(f.name, f.type, f.default) for f in dataclasses.fields(model)][-3:]
+        assert last == about_fields, model

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from deniable.client.errors import InvalidInput
@@ -108,6 +108,11 @@ class BreakdownEstimate(SlicedRead):
     min_slice_reports: int
     slices: list[SliceEstimate]
     comparison: Comparison | None = None
+    # The metric's unit, description and owner (MetricAbout's fields), last, where the
+    # answer carries them.
+    unit: str | None = field(default=None, kw_only=True)
+    description: str | None = field(default=None, kw_only=True)
+    owner: str | None = field(default=None, kw_only=True)
 
 
 def parse_compare(spec: MetricSpec, by: list[str], compare: str | None) -> tuple[str, str] | None:

@@ -9,7 +9,7 @@ breakdown does (a slice is shown only when both windows reach the minimum) and b
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -73,6 +73,11 @@ class PeriodComparison:
     slices: list[SliceChange]
     lower: float | None = None
     upper: float | None = None
+    # The metric's unit, description and owner (MetricAbout's fields), last, where the
+    # answer carries them.
+    unit: str | None = field(default=None, kw_only=True)
+    description: str | None = field(default=None, kw_only=True)
+    owner: str | None = field(default=None, kw_only=True)
 
 
 def baseline_labels(spec: MetricSpec, labels: list[str], compare_to: str, limit: int) -> list[str]:

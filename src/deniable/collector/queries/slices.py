@@ -10,7 +10,7 @@ slices × periods × categories at most ``max_series_cells``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from deniable.client.kinds import NumericSpec, TextSpec
@@ -50,6 +50,11 @@ class SliceSeries(SlicedRead):
     method: str
     min_slice_reports: int
     series: list[SlicePoint]
+    # The metric's unit, description and owner (MetricAbout's fields), last, where the
+    # answer carries them.
+    unit: str | None = field(default=None, kw_only=True)
+    description: str | None = field(default=None, kw_only=True)
+    owner: str | None = field(default=None, kw_only=True)
 
 
 def slice_series(
