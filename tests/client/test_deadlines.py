@@ -10,13 +10,17 @@ second to spare, so a loaded machine does not fail them.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from deniable.client import MetricSpec
-from deniable.client.transport import MAX_SPECS_BYTES
+from deniable.client.problems import Problems
+from deniable.client.specsource import SpecSource
+from deniable.client.stats import Counters
+from deniable.client.transport import MAX_SPECS_BYTES, Transport
 from testkit.hostile_server import (
     Script,
     endless,
@@ -135,3 +139,65 @@ def test_a_spec_answer_over_the_cap_is_refused_and_the_cached_specs_stay(
         # every answer ended (the client hung up); the spec answer is the largest
         assert eventually(lambda: len(server.sent) == len(server.requests))
         assert MAX_SPECS_BYTES < max(server.sent) < MAX_SPECS_BYTES + 64 * 2**20
+
+
+def _snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file under ``folder``: its modification time (ns) and bytes."""
+    return {
+        str(path.relative_to(folder)): (path.stat().st_mtime_ns, path.read_bytes())
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
+
+
+def test_close_during_a_spec_fetch_leaves_nothing_running_that_writes_or_complains(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The upload thread is fetching specs (its answer's last byte comes a second later) when
+    the app closes the client: ``close`` returns within its timeout, and once that fetch is
+    over nothing has written to ``state_dir`` after ``close`` returned, and nothing logged an
+    error for what ``close`` itself interrupted."""
+    with running(SPECS) as stub:
+        fast_client(stub.url, tmp_path).close()  # caches the specs, so the client refreshes
+    last_byte = trickled(SPEC_LIST, at_once=len(SPEC_LIST) - 1)
+    with hostile({"/v1/metrics": last_byte}) as server:
+        before = set(threading.enumerate())
+        with caplog.at_level(logging.WARNING, logger="deniable.client"):
+            client = fast_client(server.url, tmp_path, timeout=10.0, flush_interval=0.05)
+            assert eventually(lambda: server.requests == ["/v1/metrics"])
+            started = time.monotonic()
+            client.close(timeout=0.1)
+            assert time.monotonic() - started < 2.5, "close waits no longer than its bound"
+            closed = _snapshot(tmp_path)
+            started_here = [t for t in threading.enumerate() if t not in before]
+            for thread in started_here:
+                thread.join(timeout=20)
+            assert not [t.name for t in started_here if t.is_alive()]
+        assert _snapshot(tmp_path) == closed, "state_dir written after close returned"
+        complaints = [r.getMessage() for r in caplog.records if server.url in r.getMessage()]
+        assert not [m for m in complaints if "loop error" in m or "could not" in m], complaints
+
+
+def test_a_spec_source_closed_while_its_fetch_runs_drops_what_that_fetch_brings(
+    tmp_path: Path,
+) -> None:
+    """The fetch's answer arrives whole after :meth:`SpecSource.close` (the transport still
+    open): nothing is adopted and the cached specs on disk are untouched."""
+    with running(SPECS) as stub:
+        fast_client(stub.url, tmp_path).close()
+    cached = _snapshot(tmp_path)
+    served = json_answer(200, {"metrics": [MetricSpec.boolean("beta", epsilon=1).to_dict()]})
+    with hostile({"/v1/metrics": trickled(served, at_once=len(served) - 1)}) as server:
+        transport = Transport([server.url], ingest_key=None, timeout=10.0)
+        source = SpecSource(tmp_path, transport, Counters(), Problems(), max_epsilon=10.0)
+        assert [s.name for s in source.start(None)] == ["dark_mode"], "the cached specs"
+        found: list[object] = []
+        fetch = threading.Thread(target=lambda: found.append(source.refresh_if_due(force=True)))
+        fetch.start()
+        assert eventually(lambda: server.requests == ["/v1/metrics"])
+        source.close()
+        fetch.join(timeout=20)
+        assert eventually(lambda: server.sent == [len(served)]), "the answer came whole"
+        transport.close()
+    assert found == [None]
+    assert _snapshot(tmp_path) == cached

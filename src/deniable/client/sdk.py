@@ -417,7 +417,11 @@ class Client:
             return emptied and clean and self._recorder.held == 0
 
     def close(self, timeout: float = 5.0) -> None:
-        """Flush for at most ``timeout`` seconds, keep whatever is left on disk, and stop."""
+        """Flush for at most ``timeout`` seconds, keep whatever is left on disk, and stop.
+
+        A spec fetch still under way in the background is cut short or, if it ends anyway,
+        dropped: the specs cached in ``state_dir`` are not written once this returns, and
+        nothing it cut short is logged or shown in :meth:`problems` as a failure."""
         if self._recorder.closed:
             return
         self.flush(timeout)
@@ -429,6 +433,7 @@ class Client:
         persist_thread.join(timeout=1.0)
         self._persister.persist()
         upload_thread.join(timeout=max(0.1, min(timeout, 1.0)))
+        self._specs.close()
         with self._uploader.paused(timeout=1.0):
             self._transport.close()
             if self._sealing is not None:

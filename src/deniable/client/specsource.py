@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -114,6 +115,9 @@ class SpecSource:
         self._in_code: list[MetricSpec] | None = None
         self._refresh = False
         self._next_fetch = 0.0
+        self._closed = False
+        self._writing = threading.Lock()
+        """Held while the cache is written, and by :meth:`close`."""
 
     def start(
         self,
@@ -131,6 +135,12 @@ class SpecSource:
             self._refresh = True
             return cached
         return self._fetch(deadline) or []
+
+    def close(self) -> None:
+        """Write nothing more to ``state_dir``: a fetch still under way (in the upload thread)
+        is dropped when it ends. Returns once no cache write is under way."""
+        with self._writing:
+            self._closed = True
 
     def note_unknown(self, metric: str) -> None:
         """A ``record()`` for a metric without a spec: the app's mistake if it passed its specs
@@ -239,7 +249,7 @@ class SpecSource:
         )
         if fetched is not None:
             self._problems.clear("fetch")
-        elif not self._chosen_count:
+        elif not self._chosen_count and not self._closed:
             self._problems.note(
                 "fetch",
                 f"no metric specs yet: {self._transport.fetch_failure}; values recorded"
@@ -282,7 +292,7 @@ class SpecSource:
         accepted one stays), as is a new one above ``max_epsilon``.
         """
         fetched = self._fetched(deadline)
-        if fetched is None:
+        if fetched is None or self._closed:
             return None
         accepted = dict(self._accepted)
         for spec in verified_specs(fetched):
@@ -296,9 +306,12 @@ class SpecSource:
                     f"this device accepted another spec for it before (fingerprint"
                     f" {known.fingerprint}, epsilon {known.epsilon:g}) and keeps that one",
                 )
-        tmp = self._path.with_suffix(".tmp")
-        tmp.write_text(json.dumps([s.to_dict() for s in accepted.values()]))
-        os.replace(tmp, self._path)
+        with self._writing:
+            if self._closed:
+                return None
+            tmp = self._path.with_suffix(".tmp")
+            tmp.write_text(json.dumps([s.to_dict() for s in accepted.values()]))
+            os.replace(tmp, self._path)
         self._accepted = accepted
         self._refresh = False
         chosen = self._accepted_within_ceiling()

@@ -247,6 +247,8 @@ class Transport:
         """Where :meth:`send` posts (the collector's reports route, or the shuffler's)."""
         self.fetch_failure = ""
         """Why the last ``GET /v1/metrics`` found no specs, naming the URLs it tried."""
+        self.closed = False
+        """Whether :meth:`close` ran: an exchange it cut short is no failure to report."""
         self._registry: dict[str, tuple[str, list[Any]]] = {}
         """Per collector URL, the ETag and the spec list it last served."""
         self.timeout = timeout
@@ -373,6 +375,9 @@ class Transport:
                 TypeError,
             ) as exc:
                 why = _why(exc)
+            if self.closed:
+                self.fetch_failure = "the client closed"
+                return None
             failures.append(f"GET {url}{METRICS_PATH}: {why}")
             log.warning("could not fetch metric specs with GET %s%s: %s", url, METRICS_PATH, why)
         self.fetch_failure = "; ".join(failures)
@@ -413,7 +418,8 @@ class Transport:
         return exchange(self._http, "GET", f"{self.url}{path}", seconds=seconds, limit=limit)
 
     def close(self) -> None:
-        """Release the HTTP connections."""
+        """Release the HTTP connections (an exchange under way in another thread fails)."""
+        self.closed = True
         self._http.close()
 
 

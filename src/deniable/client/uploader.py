@@ -348,6 +348,8 @@ class Uploader:
                     if self.upload_once(None) is UploadOutcome.EMPTY:
                         break
             except Exception as exc:
+                if stop.is_set():
+                    return  # closing cut the round short: nothing went wrong
                 log.warning("upload loop error (%s); continuing", type(exc).__name__)
 
     @contextlib.contextmanager
