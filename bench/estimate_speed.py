@@ -33,7 +33,6 @@ import argparse
 import contextlib
 import datetime as dt
 import os
-import socket
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -45,6 +44,7 @@ import httpx
 import numpy as np
 import polars as pl
 
+from bench.bare_http import BareServer, serving
 from deniable.client.mechanisms import KRR, OLH, OUE, Mechanism
 from deniable.collector.storage.tables import period_counts, support_counts
 from deniable.estimators import PeriodCounts, estimate, estimate_reports
@@ -311,14 +311,6 @@ def get_estimate(port: int, cached: bool) -> Callable[[str, str], int]:
     return get
 
 
-@dataclass(frozen=True)
-class BareServer:
-    """A running :mod:`bench.bare_http`: its port and process id."""
-
-    port: int
-    pid: int
-
-
 @dataclass
 class Side:
     """One side's timings over a run: wall seconds per call and CPU seconds per call."""
@@ -349,11 +341,6 @@ def timed(
 @contextlib.contextmanager
 def bare_server(collector_port: int, folder: Path) -> Iterator[BareServer]:
     """:mod:`bench.bare_http` serving the collector's own one-period answer's bytes."""
-    import subprocess
-    import sys
-
-    from testkit.ports import spare_port
-
     body = folder / "answer.json"
     label = ROUTE_LABELS[-1]
     body.write_bytes(
@@ -363,17 +350,8 @@ def bare_server(collector_port: int, folder: Path) -> Iterator[BareServer]:
             headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
         ).content
     )
-    port = spare_port()
-    child = subprocess.Popen([sys.executable, "-m", "bench.bare_http", str(port), str(body)])
-    try:
-        for _ in range(200):
-            with contextlib.suppress(OSError), socket.create_connection((LOOPBACK, port), 0.1):
-                break
-            time.sleep(0.05)
-        yield BareServer(port, child.pid)
-    finally:
-        child.terminate()
-        child.wait(10)
+    with serving(str(body)) as server:
+        yield server
 
 
 def route_ratio(backend: str, stored: int, pairs: int, calls: int) -> None:

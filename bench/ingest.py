@@ -30,7 +30,10 @@ collector and with the engine alone (the rows the product prepares, built before
 SQLite's executemany, PostgreSQL's COPY into the period's partition, counts upserted by
 executemany, one transaction per body), alternately three times, and prints every pair's
 CPU per report (the collector's processes, or this process, plus the PostgreSQL backends),
-the median ratio and the load average. Partitions are made before either timer starts.
+the median ratio and the load average. Partitions are made before either timer starts. Each
+pair also posts the same bodies to :mod:`bench.bare_http` decoding them (HTTP and orjson,
+nothing checked or stored): the engine alone plus that CPU, over the engine alone, is the
+lowest ratio any collector reading these bodies over HTTP could reach (the floor).
 
 ``--text 3`` (issue 42) ingests a 16-byte text metric at eps 1 and at eps 4 and an oue k=100
 metric (reports over 90 periods), each through a fresh collector for ``--seconds``, the
@@ -62,6 +65,7 @@ import httpx
 import numpy as np
 import psycopg
 
+from bench.bare_http import serving
 from deniable.client import MetricSpec
 from deniable.client.kinds import TextSpec
 from deniable.client.wire import payload_text
@@ -91,6 +95,7 @@ from testkit import (
     scratch_database,
 )
 from testkit.cpu import cpu_seconds
+from testkit.ports import LOOPBACK
 from testkit.postgres import PG_ADMIN_URL
 
 BATCH = 500
@@ -756,30 +761,48 @@ def _engine_write(
         pgupserts.upsert_cells(connection, cells)
 
 
+def floor_run(args: argparse.Namespace, bodies: list[bytes]) -> tuple[int, float]:
+    """Post ``bodies`` to :mod:`bench.bare_http` decoding uploads (HTTP and orjson, nothing
+    checked or stored), as :func:`product_run` posts them: the reports it answered for and its
+    CPU seconds."""
+    with serving("--decode") as server:
+        url = f"http://{LOOPBACK}:{server.port}"
+        load(url, bodies[:1], 1, 3600)
+        started = cpu_seconds(server.pid)
+        accepted, _, _, _ = load(url, bodies[1:], args.threads, 3600)
+        return accepted, cpu_seconds(server.pid) - started
+
+
 def compare_engine(backend: str, args: argparse.Namespace) -> list[str]:
     """The product and the engine alone on the same reports, alternately ``args.versus``
-    times: every pair's CPU per report, then the row of the median ratio."""
+    times, each pair beside the HTTP floor (:func:`floor_run`): every pair's CPU per report,
+    then the row of the median ratio and of the lowest ratio any collector reading these
+    bodies over HTTP could reach (the engine alone plus the floor, over the engine alone)."""
     spec = versus_spec(backend, args)
     labels = periods(dt.datetime.now(dt.UTC).date())
     bodies = build_bodies(spec, labels, VERSUS_BODIES + 1, seed=1)
     product: list[float] = []
     engine: list[float] = []
+    floor: list[float] = []
     for round_ in range(args.versus):
-        stored, cpu = product_run(backend, args, bodies)
-        product.append(cpu / stored * 1e6)
-        stored, cpu = engine_run(backend, args, bodies)
-        engine.append(cpu / stored * 1e6)
+        for side, run in ((product, product_run), (engine, engine_run)):
+            stored, cpu = run(backend, args, bodies)
+            side.append(cpu / stored * 1e6)
+        stored, cpu = floor_run(args, bodies)
+        floor.append(cpu / stored * 1e6)
         print(
             f"[{backend}{', 2 dimensions' if args.dimensions else ''}] pair {round_ + 1}:"
             f" product {product[-1]:.1f} us/report, engine alone {engine[-1]:.1f} us/report,"
-            f" ratio {product[-1] / engine[-1]:.2f}x; load {_load()}"
+            f" ratio {product[-1] / engine[-1]:.2f}x; HTTP and JSON alone {floor[-1]:.1f}"
+            f" us/report; load {_load()}"
         )
-    ours, theirs = statistics.median(product), statistics.median(engine)
+    ours, theirs, least = (statistics.median(side) for side in (product, engine, floor))
     return [
         backend,
         "ingest CPU per report / engine alone" + (", 2 dimensions" if args.dimensions else ""),
         f"{ours / theirs:.2f}x",
-        f"median of {args.versus}: {ours:.1f} / {theirs:.1f} us/report",
+        f"median of {args.versus}: {ours:.1f} / {theirs:.1f} us/report; floor"
+        f" {(theirs + least) / theirs:.2f}x (HTTP and JSON alone {least:.1f} us/report)",
         f"load {_load()}",
     ]
 
