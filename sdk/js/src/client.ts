@@ -258,7 +258,8 @@ export class Client {
     this.#context = { ...context };
   }
 
-  /** Fetch the served specs now (ETag: an unchanged registry is a 304); true when they arrived. */
+  /** Fetch the served specs now (ETag: an unchanged registry is a 304); true when they arrived.
+   * A fetch still under way when the client closes is dropped when it ends (false). */
   async refreshSpecs(): Promise<boolean> {
     const headers: Record<string, string> = {};
     if (this.#state.etag !== null && !this.#inCode) headers["If-None-Match"] = this.#state.etag;
@@ -274,9 +275,11 @@ export class Client {
       metrics = (JSON.parse(await boundedText(answer, MAX_SPECS_BYTES)) as { metrics?: unknown }).metrics;
       if (!Array.isArray(metrics)) throw new Error("no list of metrics");
     } catch (exc) {
+      if (this.#closed) return false;
       this.#problemMessages.set("specs", `could not fetch metric specs: ${(exc as Error).message}`);
       return false;
     }
+    if (this.#closed) return false;
     this.#problemMessages.delete("specs");
     const served = new Map<string, MetricSpec>();
     for (const data of metrics as SpecData[]) {
@@ -732,7 +735,8 @@ export class Client {
     return [...this.#specs.values()];
   }
 
-  /** Stop the timers, try one last upload (bounded by `timeout` ms) and save. */
+  /** Stop the timers, try one last upload (bounded by `timeout` ms) and save; nothing is saved
+   * after, whatever an exchange still under way brings. */
   async close(timeout = 5000): Promise<void> {
     for (const timer of this.#timers) clearInterval(timer);
     this.#timers = [];
@@ -742,8 +746,8 @@ export class Client {
     clearTimeout(timer);
     this.#counters.dropped_held += this.#held.length;
     this.#held = [];
-    this.#closed = true;
     this.save();
+    this.#closed = true;
   }
 
   #every(ms: number, run: () => void): void {
@@ -784,6 +788,7 @@ export class Client {
   /** Write the state: specs, ETag, the ledger of the current periods, randomized reports. */
   save(): void {
     this.#saveScheduled = false;
+    if (this.#closed) return;
     const now = this.#options.now();
     for (const key of Object.keys(this.#state.ledger)) {
       const [name, period] = key.split("|");

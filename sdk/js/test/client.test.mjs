@@ -164,6 +164,31 @@ test("served specs: fetched with an ETag, pinned, and never above maxEpsilon", a
   await later.close(100);
 });
 
+test("close while a spec fetch is under way: what that fetch brings is dropped, and nothing is saved after close", async () => {
+  const saves = [];
+  const storage = { load: () => null, save: (text) => saves.push(text) };
+  const client = new Client({ url: proxy.url, storage, flushInterval: 0, refreshInterval: 0 });
+  let release;
+  proxy.held = new Promise((resolve) => { release = resolve; });
+  proxy.mode = "held";
+  proxy.statuses = [];
+  try {
+    const fetching = client.refreshSpecs();
+    await client.close(100);
+    const closedWith = saves.length;
+    assert.ok(closedWith >= 1, "close saved");
+    release();
+    assert.equal(await fetching, false, "the fetch ended after close: dropped");
+    assert.deepEqual(proxy.statuses, ["GET /v1/metrics 200"], "its answer did arrive");
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    assert.equal(saves.length, closedWith, "nothing saved after close");
+    assert.deepEqual(client.metrics(), [], "nothing adopted");
+    assert.deepEqual(client.problems(), [], "nothing close interrupted is a problem");
+  } finally {
+    proxy.mode = "up";
+  }
+});
+
 test("a few thousand simulated JS devices: every estimate covers its truth", async () => {
   const devices = 3000;
   const truth = (i) => ({ dark: i % 10 < 3, browser: BROWSER.categories[[0, 0, 0, 0, 1, 1, 1, 2, 2, 3][i % 10]], load: (i % 5) * 1000 + 250 });

@@ -143,6 +143,7 @@ export async function startProxy(target) {
     for await (const chunk of req) chunks.push(chunk);
     if (proxy.mode === "down") { req.socket.destroy(); return; }
     if (proxy.mode === "hang") return; // never answers
+    if (proxy.mode === "held") await proxy.held; // answers once the test resolves proxy.held
     if (proxy.mode === "huge") {
       res.writeHead(200, { "content-type": "application/json" });
       res.write('{"metrics": [');
