@@ -297,6 +297,39 @@ def test_ingestion_accepts_the_dims_the_documented_model_and_the_spec_accept(
     assert all("dims" in p.message for p in problems + refused)
 
 
+_SOME_DIMS = (
+    st.sampled_from(
+        [{"platform": "ios"}, {"platform": "android"}, {"platform": "other"}, {"platform": "tizen"}]
+    )
+    | _DIMS
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(dims=st.lists(_SOME_DIMS, min_size=1, max_size=6), picks=st.data())
+def test_a_batch_with_dims_validates_as_its_reports_one_by_one(dims: list[Any], picks: Any) -> None:
+    """A batch of one metric with dimensions (its reports' dims repeating, as a device's
+    context does) is judged whole when every report is valid: it keeps the reports and cells
+    that validating each report alone keeps, and refuses the same ones otherwise."""
+    today = dt.date.today()
+    spec = _WITH_DIMS
+    lookup = {spec.name: spec}.get
+    items = make_reports(spec, [1] * len(dims), spec.period_of(today), seed=3)
+    chosen = [picks.draw(st.sampled_from(dims)) for _ in items]
+    batch = [{**item, "dims": value} for item, value in zip(items, chosen, strict=True)]
+    window = PeriodWindow(today, 30)
+    parsed, problems = parse_batch(json.dumps({"reports": batch}).encode(), 10, lookup)
+    valid, refused, _ = validate_reports(parsed, lookup, window)
+    alone = [
+        validate_reports([(index, item)], lookup, window)[:2]
+        for index, item in parse_batch(json.dumps({"reports": batch}).encode(), 10, lookup)[0]
+    ]
+    assert valid == [report for kept, _ in alone for report in kept]
+    assert [p.index for p in refused] == [p.index for _, gone in alone for p in gone]
+    if not problems and not refused:
+        assert [report.cell for report in valid] == [spec.cell_of(d) for d in chosen]
+
+
 @settings(max_examples=400, deadline=None)
 @given(value=st.one_of(reports, reports.map(lambda r: {**r, "dims": {"p": "ios"}}), st.integers()))
 def test_well_formed_reports_are_the_ones_the_parser_takes_unchanged(value: Any) -> None:
