@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -23,7 +24,7 @@ from deniable.collector.storage.engine import normalize_url
 from deniable.collector.storage.migrator import alembic_config
 from deniable.collector.storage.partitions import include_name
 from deniable.collector.storage.retention import purge_before
-from deniable.collector.storage.tables import metadata, reports
+from deniable.collector.storage.tables import id_bytes, metadata, reports
 from deniable.service.listening import is_loopback
 from testkit import (
     ADMIN_TOKEN,
@@ -296,3 +297,32 @@ def test_retention_deletes_old_numeric_reports_and_keeps_their_sums(
             assert read_sums(database, spec, periods) == before
     finally:
         server.stop()
+
+
+def test_retention_on_sqlite_leaves_no_dropped_report_in_the_files(
+    databases: DatabaseFactory,
+) -> None:
+    """A thief of the SQLite file after retention finds none of the dropped reports: their ids
+    are in neither the database file nor its WAL (the collector's connections zero what they
+    delete, ``secure_delete``, whatever the SQLite build's default), while the kept ones are."""
+    url = databases.new("sqlite")
+    server = RunningCollector(collector_settings(url, retention_days=30)).start()
+    try:
+        with server.client(ADMIN_TOKEN) as admin:
+            spec = register(
+                admin, MetricSpec.categorical(unique_name("gone"), ["a", "b", "c"], epsilon=1.0)
+            )
+            old = make_reports(spec, [0, 1, 2] * 100, "2026-11-20", seed=7)
+            kept = make_reports(spec, [1] * 10, "2026-11-21", seed=8)
+            assert admin.post("/v1/reports", json={"reports": old + kept}).status_code == 202
+            server.clock.advance(31)
+            done = admin.post("/v1/admin/retention", params={"before": "2026-11-21"})
+            assert done.json()["deleted"] == 300
+    finally:
+        server.stop()
+    path = Path(normalize_url(url).split("///", 1)[1])
+    wal = path.with_name(f"{path.name}-wal")
+    files = b"".join(name.read_bytes() for name in (path, wal) if name.exists())
+    assert all(id_bytes(r["id"]) in files for r in kept)
+    found = [r["id"] for r in old if id_bytes(r["id"]) in files]
+    assert not found, f"{len(found)} of 300 dropped reports still in the files"
