@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event, inspect
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import DBAPIError
 
 from deniable.client.errors import StorageUnavailable
 
 from ..settings import DEFAULT_POOL_SIZE
+from .dialects import insert_of
 from .tables import ADD_PACKED_SQL, add_packed
 from .versions import advance
 
@@ -322,8 +322,7 @@ class Database:
 
     def insert(self, table: Any) -> Any:
         """This dialect's INSERT construct (with ON CONFLICT support) for ``table``."""
-        module = postgresql if self.dialect == "postgresql" else sqlite
-        return module.insert(table)
+        return insert_of(self.dialect)(table)
 
     def dispose(self) -> None:
         """Close every pooled connection."""
