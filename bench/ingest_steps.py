@@ -114,7 +114,7 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    args.mechanism, args.epsilon = "oue", args.text or 1.0
+    args.mechanism, args.epsilon = "oue", 1.0  # the oue metric's (the text metrics carry their own)
     tune_interpreter()
     what = f"text eps {args.text:g}" if args.text else "oue k=100"
     what += ", 2 dimensions" if args.dimensions else ""

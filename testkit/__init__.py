@@ -19,6 +19,7 @@
 - ``stub_collector``: a small collector-shaped HTTP server with fault injection (client tests).
 - ``documents``: every number a JSON document holds (suppression checks).
 - ``hostile_server``: a loopback server answering a byte a second, or without end (client tests).
+- ``folders``: a folder's files as they are now, to hold it unchanged (client tests).
 """
 
 from .clock import TEST_NOW, Clock

@@ -21,6 +21,7 @@ from deniable.client.problems import Problems
 from deniable.client.specsource import SpecSource
 from deniable.client.stats import Counters
 from deniable.client.transport import MAX_SPECS_BYTES, Transport
+from testkit.folders import files_in
 from testkit.hostile_server import (
     Script,
     endless,
@@ -141,15 +142,6 @@ def test_a_spec_answer_over_the_cap_is_refused_and_the_cached_specs_stay(
         assert MAX_SPECS_BYTES < max(server.sent) < MAX_SPECS_BYTES + 64 * 2**20
 
 
-def _snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
-    """Every file under ``folder``: its modification time (ns) and bytes."""
-    return {
-        str(path.relative_to(folder)): (path.stat().st_mtime_ns, path.read_bytes())
-        for path in sorted(folder.rglob("*"))
-        if path.is_file()
-    }
-
-
 def test_close_during_a_spec_fetch_leaves_nothing_running_that_writes_or_complains(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -168,12 +160,12 @@ def test_close_during_a_spec_fetch_leaves_nothing_running_that_writes_or_complai
             started = time.monotonic()
             client.close(timeout=0.1)
             assert time.monotonic() - started < 2.5, "close waits no longer than its bound"
-            closed = _snapshot(tmp_path)
+            closed = files_in(tmp_path)
             started_here = [t for t in threading.enumerate() if t not in before]
             for thread in started_here:
                 thread.join(timeout=20)
             assert not [t.name for t in started_here if t.is_alive()]
-        assert _snapshot(tmp_path) == closed, "state_dir written after close returned"
+        assert files_in(tmp_path) == closed, "state_dir written after close returned"
         complaints = [r.getMessage() for r in caplog.records if server.url in r.getMessage()]
         assert not [m for m in complaints if "loop error" in m or "could not" in m], complaints
 
@@ -185,7 +177,7 @@ def test_a_spec_source_closed_while_its_fetch_runs_drops_what_that_fetch_brings(
     open): nothing is adopted and the cached specs on disk are untouched."""
     with running(SPECS) as stub:
         fast_client(stub.url, tmp_path).close()
-    cached = _snapshot(tmp_path)
+    cached = files_in(tmp_path)
     served = json_answer(200, {"metrics": [MetricSpec.boolean("beta", epsilon=1).to_dict()]})
     with hostile({"/v1/metrics": trickled(served, at_once=len(served) - 1)}) as server:
         transport = Transport([server.url], ingest_key=None, timeout=10.0)
@@ -200,4 +192,4 @@ def test_a_spec_source_closed_while_its_fetch_runs_drops_what_that_fetch_brings(
         assert eventually(lambda: server.sent == [len(served)]), "the answer came whole"
         transport.close()
     assert found == [None]
-    assert _snapshot(tmp_path) == cached
+    assert files_in(tmp_path) == cached

@@ -14,6 +14,7 @@ import pytest
 
 from deniable.client import AsyncClient, Client, MetricSpec, StateDirInUseError
 from testkit import spare_port
+from testkit.folders import files_in
 from testkit.stub_collector import fast_client
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the lock needs fcntl")
@@ -44,10 +45,6 @@ def dead_url() -> str:
 def make_client(state_dir: Path, **kwargs: Any) -> Client:
     options = {"metrics": SPECS, "clock": lambda: MOMENT, "memoize": True, **kwargs}
     return fast_client(dead_url(), state_dir, **options)
-
-
-def files_in(directory: Path) -> dict[str, tuple[int, int]]:
-    return {p.name: (p.stat().st_size, p.stat().st_mtime_ns) for p in directory.iterdir()}
 
 
 def test_a_second_client_in_the_process_is_refused_until_the_first_closes(tmp_path: Path) -> None:
